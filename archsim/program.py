@@ -1,0 +1,126 @@
+"""The Program: the command stream shared by the mapper, the engine and the RTL.
+
+The mapper (``mappers``) lowers each layer of a workload ``Graph`` to a
+:class:`LayerProgram`: an ordered list of commands. The engine
+(``archsim.engine``) runs them against timelines of the accelerator's units;
+the RTL controller (``rtl``) consumes the same compute commands. A
+co-simulation is "replay these commands on both and compare".
+
+Commands
+--------
+Every command has an ``id`` (its index in the layer's list), the ``deps`` it
+waits for (ids of earlier commands in the same layer) and the ``unit`` that
+executes it. A command starts when all its deps have finished and its unit is
+free; units execute their commands in list order. Buffer capacity is the
+mapper's job: it allocates slots and adds a dependency from every load into a
+slot on the last command that read that slot (write-after-read), so double
+buffering is simply "two slots".
+
+Kinds:
+
+- :class:`Load` / :class:`Store` move ``nbytes`` between DRAM and a named
+  on-chip buffer slot (unit ``"dma"``); the engine times them with the DRAM
+  model (bandwidth, latency).
+- :class:`Compute` runs one template tile (unit ``"array"`` or the
+  template's own unit names, e.g. ``"pim.ch0"``). ``tile`` is the
+  template's own frozen dataclass (e.g. ``SystolicTile``); the template's
+  fast model gives its cycles and values.
+- :class:`VectorOp` runs ``elements`` element-wise operations of kind ``op``
+  (softmax, layernorm, gelu, add, maxpool, ...) on the vector unit
+  (unit ``"vector"``).
+
+Templates that are not arrays keep the same structure with their own tile
+dataclass in ``Compute.tile`` (a PIM "bank GEMV row burst", for instance);
+their detailed model expands a tile into DRAM commands (ACT, RD-MAC, PRE,
+REF) when run at command level.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """DRAM -> on-chip buffer slot."""
+
+    id: int
+    deps: tuple[int, ...]
+    operand: str  # "input" | "weight" | "output" (psum reload) | template-specific
+    buffer: str  # buffer name in the arch spec ("input", "weight", "output" or "unified")
+    slot: int
+    nbytes: int
+    dram_addr: int = 0
+    unit: str = "dma"
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    """On-chip buffer slot -> DRAM."""
+
+    id: int
+    deps: tuple[int, ...]
+    operand: str
+    buffer: str
+    slot: int
+    nbytes: int
+    dram_addr: int = 0
+    unit: str = "dma"
+
+
+@dataclass(frozen=True, slots=True)
+class Compute:
+    """One tile on the template's compute unit.
+
+    ``tile`` is a template-specific frozen dataclass that fully determines
+    the tile's cycles (e.g. ``SystolicTile(m, k, n, dataflow, accumulate)``).
+    ``slots`` maps operand name to the buffer slot it reads or writes.
+    """
+
+    id: int
+    deps: tuple[int, ...]
+    tile: Any
+    slots: tuple[tuple[str, int], ...] = ()
+    unit: str = "array"
+
+
+@dataclass(frozen=True, slots=True)
+class VectorOp:
+    """Element-wise / reduction work on the vector unit (or the PIM ASIC)."""
+
+    id: int
+    deps: tuple[int, ...]
+    op: str  # "softmax", "layernorm", "rmsnorm", "gelu", "add", "maxpool", ...
+    elements: int  # number of output elements
+    reads_per_element: int = 1  # inputs read per output element (e.g. pool window)
+    unit: str = "vector"
+
+
+Command = Load | Store | Compute | VectorOp
+
+
+@dataclass(slots=True)
+class LayerProgram:
+    """The commands of one graph node, plus what the reports need about it.
+
+    ``macs`` counts useful multiply-accumulates (the graph op's own count).
+    ``signature`` is a hashable key of everything the layer's timing depends
+    on besides the arch (shapes, precisions, chosen mapping); the engine
+    memoizes layer results by it.
+    """
+
+    name: str
+    op: str
+    macs: int
+    commands: list[Command]
+    signature: tuple = ()
+    mapping: dict[str, Any] = field(default_factory=dict)  # dataflow, tile sizes, loop order
+
+
+@dataclass(slots=True)
+class Program:
+    """A whole workload mapped onto one arch: layers in graph (topological) order."""
+
+    arch_name: str
+    workload_name: str
+    layers: list[LayerProgram]

@@ -1,0 +1,1 @@
+"""Amaranth RTL of the templates, Verilog/FuseSoC output, cocotb co-simulation and synthesis."""
