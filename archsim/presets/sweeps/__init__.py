@@ -1,0 +1,1 @@
+"""Shipped presets (YAML); package data."""
