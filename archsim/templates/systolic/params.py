@@ -1,0 +1,102 @@
+"""Parameters of the systolic template (the same dataclass the RTL generator takes).
+
+An arch spec's ``params:`` section for ``template: systolic`` is read into
+:class:`SystolicParams`. The timing contract these parameters control is in
+:mod:`archsim.templates.systolic.tile` and ``docs/systolic_timing.md``.
+
+Summary of the timing contract (``R = rows``, ``C = cols``,
+``P = mult_pipeline_stages``; one tile = one fold, see ``SystolicTile``)::
+
+    WS  serial or not hidden : 2R + C + m - 2 + P      (weights W[k x n] stationary, m streamed)
+    WS  preload hidden       :  R + C + m - 2 + P
+    IS  serial or not hidden : 2R + C + n - 2 + P      (inputs  A[m x k] stationary, n streamed)
+    IS  preload hidden       :  R + C + n - 2 + P
+    OS  (nothing preloaded)  :      R + C + k - 2 + P  (outputs stationary, k streamed)
+
+With ``preload="serial"`` and ``mult_pipeline_stages=0`` these are exactly
+SCALE-Sim v3's per-fold cycles (its "Total Cycles" of a layer is the sum over
+folds minus one, see ``docs/systolic_timing.md``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DATAFLOWS = ("ws", "os", "is")
+PRELOAD_MODES = ("serial", "double_buffered")
+OPERAND_PRECISIONS = ("int8", "int16")
+ACC_PRECISIONS = ("int16", "int32", "int64")
+PRECISION_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+
+
+@dataclass
+class SystolicParams:
+    """A ``rows`` x ``cols`` grid of integer MAC PEs.
+
+    Attributes
+    ----------
+    rows, cols : int
+        Array shape ``R x C`` (PEs). Rows carry the reduction dimension in WS
+        and IS; in OS they carry output rows.
+    dataflow : str
+        ``"ws"`` (weight stationary), ``"os"`` (output stationary), ``"is"``
+        (input stationary) or ``"auto"`` (the mapper chooses per layer; every
+        tile still carries a concrete dataflow).
+    input_precision, weight_precision : str
+        ``"int8"`` or ``"int16"`` (signed two's complement).
+    acc_precision : str
+        Width of the partial sums and outputs: ``"int16"``, ``"int32"`` or
+        ``"int64"``; must be at least as wide as the product
+        (input + weight bits). Sums wrap modulo ``2**bits`` (two's complement),
+        like the hardware.
+    preload : str
+        How the stationary operand (W in WS, A in IS) is loaded:
+        ``"serial"`` — R shift cycles before every tile's streaming;
+        ``"double_buffered"`` — a shadow register per PE is loaded while the
+        previous tile runs, so a tile marked ``preload_hidden`` skips the R
+        cycles. OS has nothing to preload and ignores this.
+    mult_pipeline_stages : int
+        0 or 1: a register on each multiplier output. 1 adds exactly one
+        cycle to every tile (fixed latency); throughput is unchanged.
+    """
+
+    rows: int = 32
+    cols: int = 32
+    dataflow: str = "ws"
+    input_precision: str = "int8"
+    weight_precision: str = "int8"
+    acc_precision: str = "int32"
+    preload: str = "serial"
+    mult_pipeline_stages: int = 0
+
+    def validate(self) -> None:
+        """Raise ``ValueError("key: expected ...")`` for an impossible value."""
+        for key in ("rows", "cols"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{key}: expected a positive integer, got {v!r}")
+        if self.dataflow not in DATAFLOWS + ("auto",):
+            raise ValueError(f"dataflow: expected one of ws, os, is, auto, got {self.dataflow!r}")
+        for key in ("input_precision", "weight_precision"):
+            v = getattr(self, key)
+            if v not in OPERAND_PRECISIONS:
+                raise ValueError(f"{key}: expected one of {', '.join(OPERAND_PRECISIONS)}, got {v!r}")
+        if self.acc_precision not in ACC_PRECISIONS:
+            raise ValueError(
+                f"acc_precision: expected one of {', '.join(ACC_PRECISIONS)}, got {self.acc_precision!r}"
+            )
+        product_bits = PRECISION_BITS[self.input_precision] + PRECISION_BITS[self.weight_precision]
+        if PRECISION_BITS[self.acc_precision] < product_bits:
+            raise ValueError(
+                f"acc_precision: expected at least {product_bits} bits for "
+                f"{self.input_precision} x {self.weight_precision} products, got {self.acc_precision!r}"
+            )
+        if self.preload not in PRELOAD_MODES:
+            raise ValueError(f"preload: expected one of serial, double_buffered, got {self.preload!r}")
+        v = self.mult_pipeline_stages
+        if isinstance(v, bool) or v not in (0, 1):
+            raise ValueError(f"mult_pipeline_stages: expected 0 or 1, got {v!r}")
+
+    @property
+    def macs(self) -> int:
+        """Number of MAC PEs (``rows * cols``)."""
+        return self.rows * self.cols
