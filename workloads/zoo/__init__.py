@@ -1,0 +1,78 @@
+"""The model zoo: named builders that return a :class:`workloads.Graph`.
+
+``build(name, **params)`` checks the parameters against the builder's
+keyword arguments, so a wrong one is a one-line error listing the valid ones.
+Names match with ``-`` and ``_`` interchangeable (``gpt2-xl`` = ``gpt2_xl``).
+"""
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from functools import partial
+
+from archsim.errors import WorkloadError
+from workloads.graph import Graph
+from workloads.zoo.bert import bert_base
+from workloads.zoo.gpt2 import gpt2
+from workloads.zoo.llama import decoder, llama2_7b, llama3_8b
+from workloads.zoo.mobilenet import mobilenet_v1
+from workloads.zoo.resnet import resnet18, resnet50
+from workloads.zoo.vit import vit_b16
+
+_ZOO: dict[str, Callable[..., Graph]] = {
+    "resnet18": resnet18,
+    "resnet50": resnet50,
+    "mobilenet_v1": mobilenet_v1,
+    "vit_b16": vit_b16,
+    "bert_base": bert_base,
+    "gpt2": partial(gpt2, size="small"),
+    "gpt2-medium": partial(gpt2, size="medium"),
+    "gpt2-large": partial(gpt2, size="large"),
+    "gpt2-xl": partial(gpt2, size="xl"),
+    "llama2_7b": llama2_7b,
+    "llama3_8b": llama3_8b,
+    "decoder": decoder,
+}
+
+#: ``seq`` is accepted as a spelling of ``seq_len``
+ALIASES = {"seq": "seq_len"}
+
+
+def zoo_names() -> list[str]:
+    return list(_ZOO)
+
+
+def _key(name: str) -> str:
+    return name.strip().lower().replace("-", "_")
+
+
+def builder_params(name: str) -> list[str]:
+    """The keyword parameters a zoo builder accepts."""
+    fn = _lookup(name)
+    fixed = fn.keywords if isinstance(fn, partial) else {}
+    sig = inspect.signature(fn.func if isinstance(fn, partial) else fn)
+    return [p for p in sig.parameters if p not in fixed and p != "name"]
+
+
+def _lookup(name: str) -> Callable[..., Graph]:
+    by_key = {_key(n): fn for n, fn in _ZOO.items()}
+    if _key(name) not in by_key:
+        raise WorkloadError(f"unknown workload {name!r}; expected a zoo name ({', '.join(_ZOO)}) "
+                            f"or a file ending in .onnx, .yaml, .yml or .csv")
+    return by_key[_key(name)]
+
+
+def build(name: str, **params) -> Graph:
+    """Build zoo model ``name``; ``WorkloadError`` for an unknown model or parameter."""
+    fn = _lookup(name)
+    valid = builder_params(name)
+    given: dict = {}
+    for key, value in params.items():
+        canonical = ALIASES.get(key, key)
+        if canonical in given and given[canonical] != value:
+            raise WorkloadError(f"{name}: {key}: conflicts with {canonical}={given[canonical]!r}")
+        given[canonical] = value
+    for key in given:
+        if key not in valid:
+            raise WorkloadError(f"{name}: unknown parameter {key!r}; expected one of {', '.join(valid)}")
+    return fn(**given)
