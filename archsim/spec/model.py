@@ -24,7 +24,11 @@ the key and what was expected.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import bisect
+import json
+import math
+from dataclasses import dataclass, field, fields, is_dataclass
+from enum import Enum
 from typing import Any
 
 
@@ -66,6 +70,37 @@ class TechSpec:
     sram_points: tuple[tuple[int, float], ...]  # (size_bytes, pJ per byte accessed), ascending
     area_um2: dict[str, float] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
+    # added: SRAM area per byte by macro size, (size_bytes, um2 per byte), ascending
+    sram_area_points: tuple[tuple[int, float], ...] = ()
+    description: str = ""
+
+    def energy(self, action: str) -> float:
+        """pJ of one ``action``; ``"mac_int8"`` and ``"mac.int8"`` spell the same action.
+
+        Raises ``KeyError`` (with the known names) for an action the table lacks.
+        """
+        table = self.energy_pj
+        if action in table:
+            return table[action]
+        for alias in (action.replace("_", ".", 1), action.replace(".", "_", 1)):
+            if alias in table:
+                return table[alias]
+        raise KeyError(action)
+
+    def sram_pj_per_byte(self, size_bytes: int) -> float:
+        """pJ per byte accessed in an SRAM macro of ``size_bytes``.
+
+        Interpolated linearly in log(size) between ``sram_points``; clamped below
+        the smallest point; above the largest, extrapolated as a power law with the
+        exponent of the last two points (CACTI-style sqrt-like growth).
+        """
+        return _interp_log(self.sram_points, size_bytes)
+
+    def sram_um2_per_byte(self, size_bytes: int) -> float:
+        """Area per byte of an SRAM macro of ``size_bytes`` (same interpolation)."""
+        if not self.sram_area_points:
+            raise KeyError("sram_area_points")
+        return _interp_log(self.sram_area_points, size_bytes)
 
 
 @dataclass(frozen=True)
@@ -80,3 +115,89 @@ class ArchSpec:
     tech: TechSpec
     description: str = ""
     source: str = ""  # file path, or "preset:<name>"
+
+    # -- added helpers (not fields) -------------------------------------------------
+
+    def model(self):
+        """The template's model for this arch, built once and cached:
+        ``get_template(self.template).model_cls(self)``."""
+        cached = self.__dict__.get("_model")
+        if cached is None:
+            from archsim.templates import get_template
+
+            cached = get_template(self.template).model_cls(self)
+            object.__setattr__(self, "_model", cached)
+        return cached
+
+    def identity(self) -> str:
+        """A canonical string of everything timing and energy depend on (all fields
+        except name, description and source). Equal specs have equal identities;
+        the engine memoizes layer results by it."""
+        cached = self.__dict__.get("_identity")
+        if cached is None:
+            d = self.to_dict()
+            for k in ("name", "description", "source"):
+                d.pop(k, None)
+            cached = json.dumps(d, sort_keys=True, separators=(",", ":"))
+            object.__setattr__(self, "_identity", cached)
+        return cached
+
+    def __hash__(self) -> int:
+        return hash(self.identity())
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able dict (params flattened; infinities as the string "inf")."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "source": self.source,
+            "template": self.template,
+            "params": _plain(self.params),
+            "clock_mhz": _plain(self.clock_mhz),
+            "buffers": {k: _plain(v) for k, v in sorted(self.buffers.items())},
+            "dram": _plain(self.dram),
+            "vector_unit": _plain(self.vector_unit),
+            "tech": _plain(self.tech),
+        }
+
+    def buffer_for(self, operand: str) -> BufferSpec:
+        """The buffer that holds ``operand`` (its own, else the unified one)."""
+        buf = self.buffers.get(operand)
+        if buf is None:
+            buf = self.buffers.get("unified")
+        if buf is None:
+            raise KeyError(operand)
+        return buf
+
+
+def _plain(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, Enum):
+        return _plain(value.value)
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value
+
+
+def _interp_log(points: tuple[tuple[int, float], ...], size: float) -> float:
+    if not points:
+        raise KeyError("no points")
+    size = max(float(size), 1.0)
+    sizes = [p[0] for p in points]
+    if size <= sizes[0] or len(points) == 1:
+        return points[0][1]
+    i = bisect.bisect_left(sizes, size)
+    if i < len(points) and sizes[i] == size:
+        return points[i][1]
+    if i >= len(points):
+        (s0, e0), (s1, e1) = points[-2], points[-1]
+        exponent = math.log(e1 / e0) / math.log(s1 / s0)
+        return e1 * (size / s1) ** exponent
+    (s0, e0), (s1, e1) = points[i - 1], points[i]
+    t = math.log(size / s0) / math.log(s1 / s0)
+    return e0 + t * (e1 - e0)
