@@ -217,11 +217,12 @@ class MatMul(Op):
         return self.k * self.n + (self.n if self.bias else 0)
 
     def input_shapes(self) -> list[Shape]:
-        """A is ``[batch, m, k]``; B (``[batch, k, n]``) is an input only when it
-        is an activation. A weight B is a parameter, not an input."""
-        shapes = [(self.batch, self.m, self.k)]
+        """A is ``[batch, m, k]`` (``[batch, k, m]`` if ``transpose_a``); B,
+        ``[batch, k, n]`` (``[batch, n, k]`` if ``transpose_b``), is an input
+        only when it is an activation: a weight B is a parameter, not an input."""
+        shapes = [(self.batch, self.k, self.m) if self.transpose_a else (self.batch, self.m, self.k)]
         if not self.weight_is_param:
-            shapes.append((self.batch, self.k, self.n))
+            shapes.append((self.batch, self.n, self.k) if self.transpose_b else (self.batch, self.k, self.n))
         return shapes
 
     def output_shape(self) -> Shape:
