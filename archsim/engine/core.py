@@ -1,0 +1,376 @@
+"""The event engine: runs a :class:`~archsim.program.Program` against unit timelines.
+
+Timing rules (the Program contract, :mod:`archsim.program`):
+
+- a command starts when every command in its ``deps`` has finished **and** its
+  unit is free; each unit runs its commands in list order;
+- ``Load`` / ``Store`` (unit ``"dma"``: one DRAM channel shared by loads and
+  stores) occupy the channel for ``nbytes / dram.bytes_per_cycle`` cycles and
+  finish ``dram.latency_cycles`` after that (the channel is free again as soon
+  as the bytes are through: transfers pipeline behind the latency);
+- ``Compute`` takes ``model.tile_cycles(tile)`` cycles on its unit (the
+  detailed model's cycles with ``detailed=True``);
+- ``VectorOp`` takes ``ceil(elements * reads_per_element * cycles_per_op[op] / lanes)``;
+- layers run one after another (a barrier between layers).
+
+Because units are in-order and deps point to earlier commands, one pass over
+the list in order is an exact discrete-event simulation: a command's start is
+``max(unit free time, finish of its deps)``. DMA times are fractional cycles
+(bandwidths need not divide sizes); a layer's cycles are rounded up once.
+
+Per layer the engine reports total cycles, compute cycles (busy time of the
+busiest compute unit; for a layer with no Compute command, of the vector
+unit), stall cycles (total - compute), SRAM and DRAM bytes per operand and
+energy from the tech table. Results are memoized by
+``(layer.signature, arch.identity(), detailed)``.
+"""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from typing import Any, Callable
+
+from archsim.errors import SpecError
+from archsim.program import Compute, Load, LayerProgram, Program, Store, VectorOp
+from archsim.report.result import LayerResult, SimResult
+
+_EPS = 1e-9
+_CACHE: OrderedDict = OrderedDict()
+_CACHE_LIMIT = 50_000
+
+
+def clear_cache() -> None:
+    """Forget memoized layer timings (tests, benchmarks)."""
+    _CACHE.clear()
+
+
+class LayerTiming:
+    """What one iteration of a layer costs (memoized; independent of the layer's name)."""
+
+    __slots__ = (
+        "cycles", "compute_cycles", "dma_busy", "vector_busy", "dram_bytes", "sram_bytes",
+        "actions", "vector_lane_cycles", "tiles", "pe_fraction_sum", "intervals", "commands",
+    )
+
+    def __init__(self):
+        self.cycles = 0
+        self.compute_cycles = 0
+        self.dma_busy = 0.0
+        self.vector_busy = 0
+        self.dram_bytes: dict[str, int] = {}
+        self.sram_bytes: dict[str, int] = {}
+        self.actions: dict[str, int] = {}
+        self.vector_lane_cycles = 0
+        self.tiles = 0
+        self.pe_fraction_sum = 0.0
+        self.intervals: list | None = None  # [(unit, start, end, label)] when recorded
+        self.commands = 0
+
+
+class ArchContext:
+    """Per-arch constants and caches for the hot loop."""
+
+    __slots__ = ("arch", "model", "bpc", "latency", "lanes", "vec_cycles", "vec_default", "detailed",
+                 "tile_cache", "action_cache", "frac_cache", "identity", "peak", "compute_units")
+
+    def __init__(self, arch: Any, detailed: bool = False):
+        self.arch = arch
+        self.model = arch.model()
+        self.bpc = float(arch.dram.bytes_per_cycle)
+        self.latency = arch.dram.latency_cycles
+        self.lanes = arch.vector_unit.lanes
+        self.vec_cycles = arch.vector_unit.cycles_per_op
+        self.vec_default = arch.vector_unit.default_cycles
+        self.detailed = detailed
+        self.tile_cache: dict = {}
+        self.action_cache: dict = {}
+        self.frac_cache: dict = {}
+        self.identity = arch.identity()
+        self.peak = int(self.model.peak_macs_per_cycle())
+        self.compute_units = tuple(getattr(self.model, "compute_units", ("array",)))
+
+    # -- per-tile figures (cached by tile, tiles are frozen dataclasses) -------------
+    def tile_cycles(self, tile: Any) -> int:
+        c = self.tile_cache.get(tile)
+        if c is None:
+            c = self._detailed_cycles(tile) if self.detailed else int(self.model.tile_cycles(tile))
+            self.tile_cache[tile] = c
+        return c
+
+    def _detailed_cycles(self, tile: Any) -> int:
+        model = self.model
+        hook = getattr(model, "detailed_tile_cycles", None)
+        if callable(hook):
+            return int(hook(tile))
+        make = getattr(model, "example_operands", None)
+        if callable(make):
+            operands = make(tile)
+        else:
+            import numpy as np
+
+            m, k, n = tile.m, tile.k, tile.n
+            operands = {"input": np.zeros((m, k), np.int64), "weight": np.zeros((k, n), np.int64)}
+            if getattr(tile, "accumulate", False):
+                operands["psum"] = np.zeros((m, n), np.int64)
+        _values, cycles = model.detailed_tile(tile, operands)
+        return int(cycles)
+
+    def tile_actions(self, tile: Any) -> dict[str, int]:
+        a = self.action_cache.get(tile)
+        if a is None:
+            a = self.model.tile_actions(tile)
+            self.action_cache[tile] = a
+        return a
+
+    def pe_fraction(self, tile: Any) -> float:
+        """Fraction of the array's PEs a tile maps (SCALE-Sim's mapping efficiency)."""
+        f = self.frac_cache.get(tile)
+        if f is None:
+            hook = getattr(self.model, "tile_pe_fraction", None)
+            if callable(hook):
+                f = float(hook(tile))
+            else:
+                f = _default_pe_fraction(tile, self.arch.params)
+            self.frac_cache[tile] = f
+        return f
+
+
+def _default_pe_fraction(tile: Any, params: Any) -> float:
+    rows, cols = getattr(params, "rows", None), getattr(params, "cols", None)
+    df = getattr(tile, "dataflow", None)
+    if not rows or not cols or df is None:
+        return 1.0
+    dims = {"ws": ("k", "n"), "is": ("k", "m"), "os": ("m", "n")}.get(df)
+    if dims is None:
+        return 1.0
+    return min(getattr(tile, dims[0]), rows) * min(getattr(tile, dims[1]), cols) / (rows * cols)
+
+
+def schedule_layer(commands: list, ctx: ArchContext, record: bool = False) -> LayerTiming:
+    """Run one iteration of a layer's commands; the hot loop."""
+    n = len(commands)
+    finish = [0.0] * n
+    free: dict[str, float] = {}
+    busy: dict[str, float] = {}
+    bpc = ctx.bpc
+    lat = ctx.latency
+    lanes = ctx.lanes
+    vec_cycles = ctx.vec_cycles
+    vec_default = ctx.vec_default
+    tile_cycles = ctx.tile_cycles
+    dram: dict[str, int] = {}
+    sram: dict[str, int] = {}
+    tiles: dict[Any, int] = {}
+    vector_lane_cycles = 0
+    intervals = [] if record else None
+    end_max = 0.0
+    for i in range(n):
+        c = commands[i]
+        unit = c.unit
+        t = free.get(unit, 0.0)
+        for d in c.deps:
+            f = finish[d]
+            if f > t:
+                t = f
+        cls = type(c)
+        if cls is Compute:
+            tile = c.tile
+            dur = tile_cycles(tile)
+            tiles[tile] = tiles.get(tile, 0) + 1
+            end = t + dur
+            free[unit] = end
+            finish[i] = end
+            label = "compute"
+        elif cls is Load or cls is Store:
+            nb = c.nbytes
+            dur = nb / bpc if bpc != math.inf else 0.0
+            free[unit] = t + dur
+            end = t + dur + lat
+            finish[i] = end
+            op = c.operand
+            dram[op] = dram.get(op, 0) + nb
+            sram[op] = sram.get(op, 0) + nb
+            label = "load" if cls is Load else "store"
+        elif cls is VectorOp:
+            work = c.elements * c.reads_per_element * vec_cycles.get(c.op, vec_default)
+            vector_lane_cycles += work
+            dur = -(-work // lanes)
+            end = t + dur
+            free[unit] = end
+            finish[i] = end
+            label = c.op
+        else:  # pragma: no cover - Program contract violation
+            raise TypeError(f"unknown command type {cls.__name__}")
+        busy[unit] = busy.get(unit, 0.0) + dur
+        if end > end_max:
+            end_max = end
+        if intervals is not None:
+            intervals.append((unit, t, end if cls is not Load and cls is not Store else t + dur, label, i))
+    timing = LayerTiming()
+    timing.cycles = math.ceil(end_max - _EPS) if end_max > 0 else 0
+    compute_busy = max((busy.get(u, 0.0) for u in ctx.compute_units), default=0.0)
+    if not tiles:
+        compute_busy = busy.get("vector", 0.0)
+    timing.compute_cycles = min(timing.cycles, math.ceil(compute_busy - _EPS)) if compute_busy > 0 else 0
+    timing.dma_busy = busy.get("dma", 0.0)
+    timing.vector_busy = int(busy.get("vector", 0.0))
+    timing.vector_lane_cycles = vector_lane_cycles
+    timing.intervals = intervals
+    timing.commands = n
+    # actions and SRAM traffic of the array side, per distinct tile x count
+    actions: dict[str, int] = {}
+    frac = 0.0
+    ntiles = 0
+    for tile, count in tiles.items():
+        ntiles += count
+        frac += ctx.pe_fraction(tile) * count
+        for name, v in ctx.tile_actions(tile).items():
+            if v:
+                actions[name] = actions.get(name, 0) + v * count
+    for name, v in actions.items():
+        if name.startswith(("sram_read_bytes.", "sram_write_bytes.")):
+            op = name.split(".", 1)[1]
+            sram[op] = sram.get(op, 0) + v
+    timing.actions = actions
+    timing.tiles = ntiles
+    timing.pe_fraction_sum = frac
+    timing.dram_bytes = dram
+    timing.sram_bytes = sram
+    return timing
+
+
+# ----------------------------------------------------------------------------- energy
+
+_OPERAND_BUFFER = {"psum": "output"}
+
+
+def layer_energy(timing: LayerTiming, ctx: ArchContext) -> dict[str, float]:
+    """Energy of one layer iteration by component (pJ): mac, reg, sram, dram, vector, other."""
+    tech = ctx.arch.tech
+    out = {"compute": 0.0, "sram": 0.0, "dram": 0.0, "vector": 0.0}
+    for name, count in timing.actions.items():
+        if name.startswith(("sram_read_bytes.", "sram_write_bytes.")):
+            continue  # counted with the SRAM bytes below
+        try:
+            e = tech.energy(name)
+        except KeyError:
+            raise SpecError(
+                f"tech table {tech.name}: no energy for action {name!r} of template {ctx.arch.template}; "
+                f"expected one of {', '.join(sorted(tech.energy_pj))}"
+            ) from None
+        out["compute"] += e * count
+    for operand, nbytes in timing.sram_bytes.items():
+        out["sram"] += nbytes * _sram_pj_per_byte(ctx, operand)
+    dram_pj_bit = tech.energy("dram_bit")
+    out["dram"] = sum(timing.dram_bytes.values()) * 8 * dram_pj_bit
+    if timing.vector_lane_cycles:
+        out["vector"] = timing.vector_lane_cycles * tech.energy("vector.op")
+    return out
+
+
+def _sram_pj_per_byte(ctx: ArchContext, operand: str) -> float:
+    arch = ctx.arch
+    name = _OPERAND_BUFFER.get(operand, operand)
+    buf = arch.buffers.get(name) or arch.buffers.get("unified")
+    if buf is None:
+        buf = max(arch.buffers.values(), key=lambda b: b.bytes)  # template-specific operand name
+    return arch.tech.sram_pj_per_byte(buf.bytes / buf.banks)
+
+
+# ----------------------------------------------------------------------------- driver
+
+
+def _layer_result(layer: LayerProgram, timing: LayerTiming, energy: dict[str, float], ctx: ArchContext) -> LayerResult:
+    repeat = int(layer.mapping.get("repeat", 1) or 1) if layer.mapping else 1
+    cycles = timing.cycles * repeat
+    compute = timing.compute_cycles * repeat
+    util = layer.macs / (ctx.peak * cycles) if cycles and ctx.peak else 0.0
+    compute_util = layer.macs / (ctx.peak * compute) if compute and ctx.peak and timing.tiles else 0.0
+    sram = {k: v * repeat for k, v in sorted(timing.sram_bytes.items())}
+    dram = {k: v * repeat for k, v in sorted(timing.dram_bytes.items())}
+    en = {k: v * repeat for k, v in energy.items()}
+    return LayerResult(
+        name=layer.name,
+        op=layer.op,
+        macs=layer.macs,
+        cycles=cycles,
+        compute_cycles=compute,
+        stall_cycles=cycles - compute,
+        utilization=util,
+        sram_bytes=sum(sram.values()),
+        dram_bytes=sum(dram.values()),
+        energy_pj=sum(en.values()),
+        sram_bytes_by_operand=sram,
+        dram_bytes_by_operand=dram,
+        energy_pj_by_component=en,
+        mapping=dict(layer.mapping or {}),
+        repeat=repeat,
+        tiles=timing.tiles * repeat,
+        commands=timing.commands * repeat,
+        mapping_efficiency=(timing.pe_fraction_sum / timing.tiles) if timing.tiles else 0.0,
+        compute_utilization=compute_util,
+        dma_busy_cycles=timing.dma_busy * repeat,
+        vector_cycles=timing.vector_busy * repeat,
+    )
+
+
+def simulate_layer(layer: LayerProgram, ctx: ArchContext, record: bool = False) -> tuple[LayerResult, LayerTiming]:
+    """Time one layer (memoized by signature) and build its LayerResult."""
+    key = (layer.signature, ctx.identity, ctx.detailed) if layer.signature else None
+    entry = _CACHE.get(key) if key is not None else None
+    if entry is None or (record and entry[0].intervals is None):
+        timing = schedule_layer(layer.commands, ctx, record=record)
+        entry = (timing, layer_energy(timing, ctx))
+        if key is not None:
+            if len(_CACHE) >= _CACHE_LIMIT:
+                _CACHE.popitem(last=False)
+            _CACHE[key] = entry
+    timing, energy = entry
+    return _layer_result(layer, timing, energy, ctx), timing
+
+
+def run_program(
+    program: Program,
+    arch: Any,
+    *,
+    detailed: bool = False,
+    progress: Callable[[int, int, str], None] | None = None,
+    trace_layers: int = 0,
+) -> SimResult:
+    """Run every layer of ``program`` on ``arch``; return a :class:`SimResult`.
+
+    ``progress(done, total, layer_name)`` is called after each layer.
+    ``trace_layers``: record the command timeline of the first N layers
+    (``SimResult.trace``) for the Perfetto trace writer.
+    """
+    ctx = ArchContext(arch, detailed)
+    layers = []
+    trace = []
+    total = len(program.layers)
+    offset = 0
+    for i, layer in enumerate(program.layers):
+        record = i < trace_layers
+        res, timing = simulate_layer(layer, ctx, record=record)
+        res.start_cycle = offset
+        if record and timing.intervals is not None:
+            trace.append((i, layer.name, offset, timing.cycles, res.repeat, timing.intervals))
+        offset += res.cycles
+        layers.append(res)
+        if progress is not None:
+            progress(i + 1, total, layer.name)
+    result = SimResult.from_layers(
+        layers,
+        arch_name=arch.name,
+        workload_name=program.workload_name,
+        clock_mhz=arch.clock_mhz,
+        peak_macs_per_cycle=ctx.peak,
+        detailed=detailed,
+    )
+    result.trace = trace
+    result.trace_layers = trace_layers
+    hook = getattr(ctx.model, "report_extras", None)
+    if callable(hook):
+        extras = hook(result)
+        if extras:
+            result.extras.update(extras)
+    return result

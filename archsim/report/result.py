@@ -1,0 +1,194 @@
+"""Simulation results: :class:`SimResult` (whole run) and :class:`LayerResult` (one graph node)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class LayerResult:
+    """One layer (graph node) of a run.
+
+    Attributes
+    ----------
+    cycles : int
+        The layer's cycles (it runs between two barriers).
+    compute_cycles : int
+        Busy time of the compute unit (of the vector unit for a layer with no tile).
+    stall_cycles : int
+        ``cycles - compute_cycles``: time the compute unit waits (for DRAM, mostly).
+    utilization : float
+        ``macs / (peak_macs_per_cycle * cycles)``.
+    sram_bytes_by_operand, dram_bytes_by_operand : dict
+        Bytes moved per operand (DMA fills and drains plus the array's own reads
+        and writes for SRAM; loads and stores for DRAM).
+    energy_pj_by_component : dict
+        ``compute`` (template actions: MACs, PE registers), ``sram``, ``dram``, ``vector``.
+    mapping : dict
+        The mapping the mapper chose (dataflow, tile sizes, loop order, repeat ...).
+    mapping_efficiency : float
+        Mean fraction of PEs a tile maps (SCALE-Sim's "Mapping Efficiency").
+    compute_utilization : float
+        ``macs / (peak * compute_cycles)`` (SCALE-Sim's "Compute Util").
+    """
+
+    name: str
+    op: str
+    macs: int
+    cycles: int
+    compute_cycles: int
+    stall_cycles: int
+    utilization: float
+    sram_bytes: int
+    dram_bytes: int
+    energy_pj: float
+    sram_bytes_by_operand: dict[str, int] = field(default_factory=dict)
+    dram_bytes_by_operand: dict[str, int] = field(default_factory=dict)
+    energy_pj_by_component: dict[str, float] = field(default_factory=dict)
+    mapping: dict[str, Any] = field(default_factory=dict)
+    repeat: int = 1
+    tiles: int = 0
+    commands: int = 0
+    mapping_efficiency: float = 0.0
+    compute_utilization: float = 0.0
+    dma_busy_cycles: float = 0.0
+    vector_cycles: int = 0
+    start_cycle: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "op": self.op,
+            "macs": self.macs,
+            "cycles": self.cycles,
+            "compute_cycles": self.compute_cycles,
+            "stall_cycles": self.stall_cycles,
+            "utilization": self.utilization,
+            "sram_bytes": self.sram_bytes,
+            "dram_bytes": self.dram_bytes,
+            "energy_pj": self.energy_pj,
+            "sram_bytes_by_operand": dict(self.sram_bytes_by_operand),
+            "dram_bytes_by_operand": dict(self.dram_bytes_by_operand),
+            "energy_pj_by_component": dict(self.energy_pj_by_component),
+            "mapping": _jsonable(self.mapping),
+            "repeat": self.repeat,
+            "tiles": self.tiles,
+            "commands": self.commands,
+            "mapping_efficiency": self.mapping_efficiency,
+            "compute_utilization": self.compute_utilization,
+            "dma_busy_cycles": self.dma_busy_cycles,
+            "vector_cycles": self.vector_cycles,
+            "start_cycle": self.start_cycle,
+        }
+
+
+@dataclass(slots=True)
+class SimResult:
+    """A whole run: totals and the layers in graph order.
+
+    ``latency_s = total_cycles / (clock_mhz * 1e6)``; ``utilization`` is
+    ``macs / (peak_macs_per_cycle * total_cycles)``. ``extras`` holds what the
+    template's ``report_extras(result)`` hook adds (e.g. tokens_per_s).
+    """
+
+    arch_name: str
+    workload_name: str
+    clock_mhz: float
+    peak_macs_per_cycle: int
+    total_cycles: int
+    compute_cycles: int
+    stall_cycles: int
+    macs: int
+    utilization: float
+    energy_pj: float
+    dram_bytes: int
+    sram_bytes: int
+    latency_s: float
+    layers: list[LayerResult]
+    detailed: bool = False
+    extras: dict[str, Any] = field(default_factory=dict)
+    arch: dict[str, Any] = field(default_factory=dict)  # the arch spec as a plain dict (for report.json)
+    options: dict[str, Any] = field(default_factory=dict)  # workload / mapper options of the run
+    trace: list = field(default_factory=list)  # recorded timelines of the first layers (not in to_dict)
+    trace_layers: int = 0
+
+    @classmethod
+    def from_layers(cls, layers: list[LayerResult], *, arch_name: str, workload_name: str, clock_mhz: float,
+                    peak_macs_per_cycle: int, detailed: bool = False) -> "SimResult":
+        total = sum(l.cycles for l in layers)
+        compute = sum(l.compute_cycles for l in layers)
+        macs = sum(l.macs for l in layers)
+        return cls(
+            arch_name=arch_name,
+            workload_name=workload_name,
+            clock_mhz=clock_mhz,
+            peak_macs_per_cycle=peak_macs_per_cycle,
+            total_cycles=total,
+            compute_cycles=compute,
+            stall_cycles=total - compute,
+            macs=macs,
+            utilization=macs / (peak_macs_per_cycle * total) if total and peak_macs_per_cycle else 0.0,
+            energy_pj=math.fsum(l.energy_pj for l in layers),
+            dram_bytes=sum(l.dram_bytes for l in layers),
+            sram_bytes=sum(l.sram_bytes for l in layers),
+            latency_s=total / (clock_mhz * 1e6),
+            layers=layers,
+            detailed=detailed,
+        )
+
+    @property
+    def energy_pj_by_component(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for l in self.layers:
+            for k, v in l.energy_pj_by_component.items():
+                out[k] = out.get(k, 0.0) + v
+        return dict(sorted(out.items()))
+
+    @property
+    def dram_bytes_by_operand(self) -> dict[str, int]:
+        return _sum_dicts(l.dram_bytes_by_operand for l in self.layers)
+
+    @property
+    def sram_bytes_by_operand(self) -> dict[str, int]:
+        return _sum_dicts(l.sram_bytes_by_operand for l in self.layers)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for report.json (no trace)."""
+        return {
+            "arch_name": self.arch_name,
+            "workload_name": self.workload_name,
+            "clock_mhz": self.clock_mhz,
+            "peak_macs_per_cycle": self.peak_macs_per_cycle,
+            "total_cycles": self.total_cycles,
+            "compute_cycles": self.compute_cycles,
+            "stall_cycles": self.stall_cycles,
+            "macs": self.macs,
+            "utilization": self.utilization,
+            "energy_pj": self.energy_pj,
+            "energy_pj_by_component": self.energy_pj_by_component,
+            "dram_bytes": self.dram_bytes,
+            "dram_bytes_by_operand": self.dram_bytes_by_operand,
+            "sram_bytes": self.sram_bytes,
+            "sram_bytes_by_operand": self.sram_bytes_by_operand,
+            "latency_s": self.latency_s,
+            "detailed": self.detailed,
+            "extras": _jsonable(self.extras),
+            "arch": _jsonable(self.arch),
+            "options": _jsonable(self.options),
+            "layers": [l.to_dict() for l in self.layers],
+        }
+
+
+def _sum_dicts(dicts) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for d in dicts:
+        for k, v in d.items():
+            out[k] = out.get(k, 0) + v
+    return dict(sorted(out.items()))
+
+
+def _jsonable(value: Any) -> Any:
+    from archsim.spec.model import _plain
+
+    return _plain(value)
