@@ -1,0 +1,46 @@
+"""Template name -> mapper module.
+
+A mapper module (``mappers.<template>``) turns graph ops into
+:class:`archsim.program.LayerProgram` s for one template. It exposes::
+
+    def make_mapper(arch: ArchSpec, options: MapOptions) -> Callable[[Op], LayerProgram]
+
+called once per :func:`mappers.compile`; the returned callable maps one op
+(never a shape op: those are handled by the driver). It usually starts from
+:func:`mappers.lower.lower_op` and may use :mod:`mappers.emit` (slot
+bookkeeping, vector-op and gather emission) and :mod:`mappers.tiling`
+(GEMM tiling, loop orders, traffic). The driver caches its results by
+:func:`mappers.lower.op_key`, so the callable must depend only on the op's
+fields, the arch and the options (never on the op's name).
+
+Adding a template = one module and one entry in ``_MAPPER_MODULES``.
+"""
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from archsim.errors import MappingError
+
+_MAPPER_MODULES = {
+    "systolic": "mappers.systolic",
+    "pim": "mappers.pim",
+    "roofline": "mappers.roofline",
+}
+
+
+def mapper_names() -> list[str]:
+    return sorted(_MAPPER_MODULES)
+
+
+def get_mapper_module(template: str) -> ModuleType:
+    """The mapper module of ``template``; a one-line MappingError if there is none."""
+    module_name = _MAPPER_MODULES.get(template)
+    if module_name is None:
+        raise MappingError(f"no mapper for template {template!r}; expected one of {', '.join(mapper_names())}")
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        if err.name == module_name:
+            raise MappingError(f"mapper module {module_name} for template {template!r} is not installed") from None
+        raise

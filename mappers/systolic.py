@@ -1,0 +1,317 @@
+"""Mapper of the systolic template: tiles, dataflow / loop-order search, emission.
+
+For each GEMM of a lowered op (:mod:`mappers.lower`) the mapper
+
+1. enumerates candidate plans (:class:`mappers.tiling.TilePlan`): for every
+   allowed dataflow, buffer tile sizes of the two *stationary* dims
+   (multiples of the array extent: powers of two, balanced splits, the full
+   dim) with the *streamed* dim as long as the buffers allow (and its
+   balanced split), in each loop order (``mnk``, ``nmk``, ``nkm`` with
+   resident or spilled partial sums);
+2. scores all candidates at once with numpy: compute cycles in the closed
+   form of the timing contract (:mod:`archsim.templates.systolic.tile`; the
+   same sum :func:`~archsim.templates.systolic.fast.gemm_fold_cycles` gives
+   per buffer tile), DRAM bytes (:func:`mappers.tiling.traffic`), estimated
+   cycles ``max(compute, dram_bytes / bandwidth) + latency + first tile``,
+   and energy ``dram_bytes * dram_pj + sram_bytes * sram_pj`` (the MACs are
+   the same for every candidate);
+3. picks the least ``objective`` (ties: the other objective, then fewer
+   commands) and emits it (:func:`mappers.tiling.emit_gemm`): one Compute
+   per array fold, folds in SCALE-Sim's order (column folds outer, row folds
+   inner), ``accumulate`` on every fold that continues a reduction and
+   ``preload_hidden`` on every WS/IS fold but the layer's first when
+   ``params.preload == "double_buffered"``.
+
+Dataflow: ``options.dataflow`` if given, else ``params.dataflow``; ``"auto"``
+searches ws, os and is per layer. Fold limits per dataflow (R x C array):
+WS ``k <= R, n <= C`` (m streamed), IS ``k <= R, m <= C`` (n streamed), OS
+``m <= R, n <= C`` (k streamed).
+
+SCALE-Sim compatibility (arch names ``scalesim-*``): every fold streams the
+whole free dimension, as SCALE-Sim's stall-free mode does: the streamed
+operand and the outputs flow through their buffers, so only the stationary
+operand's tile must fit.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from archsim.errors import MappingError
+from archsim.program import LayerProgram, Store
+from archsim.templates.systolic.tile import SystolicTile
+from mappers.emit import BufferLayout, Emitter, emit_gather, emit_vector
+from mappers.lower import Gather, Gemm, VectorWork, lower_op
+from mappers.tiling import (ORDERS, TilePlan, a_load_bytes, class_sum, dim_candidates, emit_gemm,
+                            nbytes, occupancy, traffic)
+from workloads.precision import precision_bits
+
+ALL_DATAFLOWS = ("ws", "os", "is")
+#: dataflow -> ((dim on rows), (dim on cols), streamed dim)
+GEOMETRY = {"ws": ("k", "n", "m"), "is": ("k", "m", "n"), "os": ("m", "n", "k")}
+_ORDER_CODE = {o: i for i, o in enumerate(ORDERS)}
+
+
+class SystolicMapper:
+    """``make_mapper(arch, options)`` result: call it with an op."""
+
+    def __init__(self, arch, options):
+        p = arch.params
+        self.arch = arch
+        self.options = options
+        self.R, self.C = int(p.rows), int(p.cols)
+        self.P = int(getattr(p, "mult_pipeline_stages", 0))
+        self.preload = getattr(p, "preload", "serial")
+        dataflow = options.dataflow or getattr(p, "dataflow", "ws")
+        self.dataflows = ALL_DATAFLOWS if dataflow == "auto" else (dataflow,)
+        self.layout = BufferLayout.from_arch(arch)
+        self.compat = str(arch.name).startswith("scalesim")
+        self.objective = options.objective
+        bw = float(arch.dram.bytes_per_cycle)
+        self.inv_bw = 0.0 if bw == float("inf") else 1.0 / bw
+        self.latency = int(arch.dram.latency_cycles) if self.inv_bw else 0
+        tech = arch.tech
+        try:
+            self.e_dram = 8.0 * tech.energy("dram_bit")
+        except (KeyError, AttributeError):
+            self.e_dram = 8.0 * float(getattr(tech, "energy_pj", {}).get("dram_bit", 20.0))
+        sizes = [b.bytes for b in arch.buffers.values()]
+        try:
+            self.e_sram = float(tech.sram_pj_per_byte(max(sizes)))
+        except (KeyError, AttributeError):
+            self.e_sram = 2.5
+
+    # -- one op -------------------------------------------------------------
+    def __call__(self, op) -> LayerProgram:
+        low = lower_op(op, self.options.conv_lowering)
+        em = Emitter(self.layout)
+        state = {"first": True}
+        plans, mappings = [], []
+        for part in low.parts:
+            start = len(em.commands)
+            if isinstance(part, Gemm):
+                plan, est = self.choose(part, op.name)
+                plans.append(plan)
+                mp = plan.as_mapping(part)
+                mp.update(role=part.role, m=part.m, k=part.k, n=part.n, **est)
+                mappings.append(mp)
+                self._emit_gemm(em, part, plan, state)
+            elif isinstance(part, VectorWork):
+                emit_vector(em, part, self.layout)
+            elif isinstance(part, Gather):
+                emit_gather(em, part, self.layout)
+            stores = [c.id for c in em.commands[start:] if isinstance(c, Store)]
+            em.after_input = (stores[-1],) if stores else ()
+        mapping: dict = {"repeat": low.repeat}
+        if mappings:
+            mapping.update({k: v for k, v in mappings[0].items()})
+            if len(mappings) > 1:
+                mapping["gemms"] = mappings
+        signature = ("systolic", self.compat, low, tuple(plans))
+        return LayerProgram(op.name, op.kind, op.macs(), em.commands, signature, mapping)
+
+    def _emit_gemm(self, em, g: Gemm, plan: TilePlan, state: dict) -> None:
+        R, C = self.R, self.C
+        hide_ok = self.preload == "double_buffered" and plan.dataflow != "os"
+        df = plan.dataflow
+
+        def split(sm, sk, sn, acc):
+            tiles = []
+            if df == "ws":
+                for n0 in range(0, sn, C):
+                    n = min(C, sn - n0)
+                    for k0 in range(0, sk, R):
+                        tiles.append((SystolicTile("ws", sm, min(R, sk - k0), n, acc or k0 > 0,
+                                                   hide_ok and not state["first"]), None))
+                        state["first"] = False
+            elif df == "is":
+                for m0 in range(0, sm, C):
+                    m = min(C, sm - m0)
+                    for k0 in range(0, sk, R):
+                        tiles.append((SystolicTile("is", m, min(R, sk - k0), sn, acc or k0 > 0,
+                                                   hide_ok and not state["first"]), None))
+                        state["first"] = False
+            else:
+                for n0 in range(0, sn, C):
+                    n = min(C, sn - n0)
+                    for m0 in range(0, sm, R):
+                        tiles.append((SystolicTile("os", min(R, sm - m0), sk, n, acc), None))
+            return [(t, t.accumulate) for t, _ in tiles]
+
+        emit_gemm(em, g, plan, split)
+
+    # -- search ---------------------------------------------------------------
+    def candidates(self, g: Gemm, dataflow: str):
+        """Arrays (tm, tk, tn, order_code, spill) of the candidate plans of one dataflow."""
+        R, C = self.R, self.C
+        d_rows, d_cols, d_str = GEOMETRY[dataflow]
+        dims = {"m": g.m, "k": g.k, "n": g.n}
+        bits = {"input": precision_bits(g.a_precision), "weight": precision_bits(g.b_precision),
+                "output": precision_bits(g.acc_precision)}
+        operand_dims = {"input": ("m", "k"), "weight": ("k", "n"), "output": ("m", "n")}
+        stationary_operand = {"ws": "weight", "is": "input", "os": "output"}[dataflow]
+        c1 = dim_candidates(dims[d_rows], R)
+        c2 = dim_candidates(dims[d_cols], C)
+        rows = []
+        D3 = dims[d_str]
+        unified = self.layout.unified
+        cap = self.layout.capacity
+        for s1 in c1:
+            for s2 in c2:
+                fixed = {d_rows: s1, d_cols: s2}
+                if self.compat:
+                    # only the stationary operand must fit (2 slots)
+                    od = operand_dims[stationary_operand]
+                    need = 2 * nbytes(fixed[od[0]] * fixed[od[1]], bits[stationary_operand])
+                    avail = cap["unified"] if unified else cap[stationary_operand]
+                    if need <= avail:
+                        rows.append((fixed, D3))
+                    continue
+                # largest streamed length t with every operand's 2 slots fitting
+                if unified:
+                    const_bits = 0
+                    per_t_bits = 0
+                    for operand, (da, db) in operand_dims.items():
+                        if d_str in (da, db):
+                            other = fixed[db if da == d_str else da]
+                            per_t_bits += 2 * other * bits[operand]
+                        else:
+                            const_bits += 2 * fixed[da] * fixed[db] * bits[operand]
+                    t = (cap["unified"] * 8 - const_bits - 48) // per_t_bits
+                else:
+                    t = D3
+                    ok = True
+                    for operand, (da, db) in operand_dims.items():
+                        if d_str in (da, db):
+                            other = fixed[db if da == d_str else da]
+                            t = min(t, (cap[operand] // 2 * 8) // (other * bits[operand]))
+                        elif 2 * nbytes(fixed[da] * fixed[db], bits[operand]) > cap[operand]:
+                            ok = False
+                    if not ok:
+                        continue
+                t = min(t, D3)
+                if t < 1:
+                    continue
+                rows.append((fixed, t))
+                bal = -(-D3 // -(-D3 // t))
+                if bal != t:
+                    rows.append((fixed, bal))
+        if not rows:
+            return None
+        out = []
+        for fixed, t in rows:
+            tm = fixed.get("m", t)
+            tk = fixed.get("k", t)
+            tn = fixed.get("n", t)
+            nm, nk = -(-g.m // tm), -(-g.k // tk)
+            out.append((tm, tk, tn, 0, False))
+            out.append((tm, tk, tn, 1, False))
+            if nk > 1 and nm > 1 and not self.compat:
+                occ = occupancy(g, tm, tk, tn, nm)
+                if self.layout.fits(occ):
+                    out.append((tm, tk, tn, 2, False))
+                else:
+                    out.append((tm, tk, tn, 2, True))
+        arr = np.array([o[:4] for o in out], dtype=np.int64)
+        spill = np.array([o[4] for o in out], dtype=bool)
+        return arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3], spill
+
+    def score(self, g: Gemm, dataflow: str, tm, tk, tn, order, spill):
+        """(est_cycles, energy_pj, compute_cycles, dram_bytes, steps) arrays."""
+        R, C, P = self.R, self.C, self.P
+        d_rows, d_cols, d_str = GEOMETRY[dataflow]
+
+        def folds_and_stream(sm, sk, sn):
+            d = {"m": sm, "k": sk, "n": sn}
+            return -(-d[d_rows] // R) * -(-d[d_cols] // C), d[d_str]
+
+        def fold_cycles(sm, sk, sn):
+            f, s = folds_and_stream(sm, sk, sn)
+            return f * (R + C - 2 + P + s)
+
+        def fold_count(sm, sk, sn):
+            return folds_and_stream(sm, sk, sn)[0]
+
+        compute = class_sum(g, tm, tk, tn, fold_cycles)
+        nfolds = class_sum(g, tm, tk, tn, fold_count)
+        if dataflow != "os":
+            compute = compute + (R if self.preload == "double_buffered" else nfolds * R)
+        tr = traffic(g, tm, tk, tn, order, spill)
+        dram = tr.total
+        abits, bbits, pbits = (precision_bits(g.a_precision), precision_bits(g.b_precision),
+                               precision_bits(g.acc_precision))
+
+        def sram(sm, sk, sn):
+            d = {"m": sm, "k": sk, "n": sn}
+            f1 = -(-d[d_rows] // R)
+            f2 = -(-d[d_cols] // C)
+            a = nbytes(sm * sk, abits)
+            w = nbytes(sk * sn, bbits)
+            o = nbytes(sm * sn, pbits)
+            if dataflow == "ws":  # A streamed once per column fold; psums per row fold
+                return a * f2 + w + o * (2 * f1 - 1)
+            if dataflow == "is":  # W streamed once per column (m) fold
+                return a + w * f2 + o * (2 * f1 - 1)
+            return a * f2 + w * f1 + o  # os
+
+        sram_bytes = class_sum(g, tm, tk, tn, sram) + dram  # every DRAM byte is also written/read on chip
+        first = (a_load_bytes(g, np.minimum(tm, g.m), np.minimum(tk, g.k))
+                 + nbytes(np.minimum(tk, g.k) * np.minimum(tn, g.n), bbits))
+        est = np.maximum(compute, dram * self.inv_bw) + self.latency + first * self.inv_bw
+        energy = dram * self.e_dram + sram_bytes * self.e_sram
+        steps = (-(-g.m // tm)) * (-(-g.k // tk)) * (-(-g.n // tn))
+        return est, energy, compute, dram, steps
+
+    def evaluate(self, g: Gemm, dataflows=None):
+        """All candidates of ``dataflows`` (default: the allowed ones) with scores.
+
+        Returns a list of (dataflow, arrays dict) for tests and reports.
+        """
+        res = []
+        for df in dataflows or self.dataflows:
+            cand = self.candidates(g, df)
+            if cand is None:
+                continue
+            tm, tk, tn, order, spill = cand
+            est, energy, compute, dram, steps = self.score(g, df, tm, tk, tn, order, spill)
+            res.append((df, {"tm": tm, "tk": tk, "tn": tn, "order": order, "spill": spill, "est_cycles": est,
+                             "energy_pj": energy, "compute_cycles": compute, "dram_bytes": dram,
+                             "steps": steps}))
+        return res
+
+    #: plans within this fraction of the best objective count as equal; among
+    #: them the one with the fewest buffer tiles (commands) wins
+    TOLERANCE = 0.01
+
+    def choose(self, g: Gemm, name: str = "", dataflows=None):
+        """The best plan under the objective and its estimates."""
+        pool = []
+        for df, c in self.evaluate(g, dataflows):
+            est = np.asarray(c["est_cycles"], dtype=float)
+            en = np.asarray(c["energy_pj"], dtype=float)
+            primary, secondary = (est, en) if self.objective == "cycles" else (en, est)
+            pool.append((df, c, primary, secondary))
+        if not pool:
+            raise MappingError(
+                f"{name}: a {g.m}x{g.k}x{g.n} GEMM does not fit the buffers of {self.arch.name} "
+                f"(no tile of one array fold fits)")
+        best_primary = min(float(p.min()) for _, _, p, _ in pool)
+        limit = best_primary * (1.0 + self.TOLERANCE)
+        best = None
+        for df, c, primary, secondary in pool:
+            steps = np.where(primary <= limit, c["steps"], np.iinfo(np.int64).max)
+            idx = int(np.lexsort((secondary, primary, steps))[0])
+            if primary[idx] > limit:
+                continue
+            key = (int(steps[idx]), float(primary[idx]), float(secondary[idx]))
+            if best is None or key < best[0]:
+                best = (key, df, c, idx)
+        _, df, c, i = best
+        plan = TilePlan(df, int(c["tm"][i]), int(c["tk"][i]), int(c["tn"][i]), ORDERS[int(c["order"][i])],
+                        bool(c["spill"][i]))
+        est = {"est_cycles": int(c["est_cycles"][i]), "est_energy_pj": float(c["energy_pj"][i]),
+               "est_compute_cycles": int(c["compute_cycles"][i]), "est_dram_bytes": int(c["dram_bytes"][i])}
+        return plan, est
+
+
+def make_mapper(arch, options) -> SystolicMapper:
+    return SystolicMapper(arch, options)
