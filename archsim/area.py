@@ -1,0 +1,225 @@
+"""Area model: silicon area of an accelerator from its arch spec, per component.
+
+The area is a sum over components, each a count times a per-unit figure:
+
+========================  ======================================  ==========================
+component                 count                                   figure (tech key)
+========================  ======================================  ==========================
+``mac``                   MAC units (``rows*cols`` for systolic)   ``mac.<precision>`` um2
+``pe_registers``          register bits per PE x PEs              ``reg.bit`` um2
+``sram``                  bytes of each buffer                    SRAM um2/byte by macro size
+``vector_unit``           vector lanes                            ``vector.lane`` um2
+========================  ======================================  ==========================
+
+Figures come from the arch's technology table (``TechSpec.area_um2`` and
+``TechSpec.sram_area_points``) when it has them; a missing figure falls back to
+:data:`DEFAULT_AREA_UM2` / :data:`DEFAULT_SRAM_AREA_POINTS` (45 nm, each with
+its source in :data:`SOURCES`), scaled by ``(node_nm / 45)**2`` for another node.
+``area_breakdown(arch)`` returns every component with its count, unit figure
+and where the figure came from, so a report can show the arithmetic.
+
+MAC precision is the wider of the template's input and weight precisions
+(``input_precision`` / ``weight_precision`` params; int8 if absent).
+"""
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+from typing import Any
+
+#: um2 per unit at 45 nm. A MAC is a multiplier at the operand precision plus an
+#: accumulator adder (32b integer add for integer MACs, fp32 add for float MACs),
+#: the same convention as the shipped generic-45nm table.
+DEFAULT_AREA_UM2: dict[str, float] = {
+    "mac.int4": 70.5 + 137.0,
+    "mac.int8": 282.0 + 137.0,
+    "mac.int16": 1128.0 + 137.0,
+    "mac.int32": 3495.0 + 137.0,
+    "mac.fp8_e4m3": 410.0 + 4184.0,
+    "mac.fp8_e5m2": 410.0 + 4184.0,
+    "mac.fp16": 1640.0 + 4184.0,
+    "mac.bf16": 1640.0 + 4184.0,
+    "mac.fp32": 7700.0 + 4184.0,
+    "reg.bit": 4.522,
+    "vector.lane": 7700.0 + 4184.0 + 32 * 32 * 4.522,  # fp32 mult + fp32 add + 32 x 32-bit registers
+}
+
+#: (macro bytes, um2 per byte) at 45 nm, ascending: small macros pay more periphery per bit
+DEFAULT_SRAM_AREA_POINTS: tuple[tuple[int, float], ...] = (
+    (8 << 10, 6.92),  # 0.346 um2 x 8 bits / 0.40 array efficiency
+    (64 << 10, 4.61),  # / 0.60
+    (1 << 20, 3.95),  # / 0.70
+)
+
+_HOROWITZ = (
+    "M. Horowitz, 'Computing's energy problem (and what we can do about it)', ISSCC 2014, "
+    "45 nm area table: 32b add 137 um2, 8b mult 282 um2, 32b mult 3495 um2, "
+    "fp16 mult 1640 um2, fp32 add 4184 um2, fp32 mult 7700 um2"
+)
+SOURCES: dict[str, str] = {
+    "mac.int4": _HOROWITZ + "; 4b mult = 8b mult x (4/8)^2 (bits^2 scaling) + 32b add",
+    "mac.int8": _HOROWITZ + "; 8b mult + 32b add",
+    "mac.int16": _HOROWITZ + "; 16b mult = 8b mult x (16/8)^2 (bits^2 scaling) + 32b add",
+    "mac.int32": _HOROWITZ + "; 32b mult + 32b add",
+    "mac.fp8_e4m3": _HOROWITZ + "; fp8 mult = fp16 mult / 4 (bits^2 scaling) + fp32 add",
+    "mac.fp8_e5m2": _HOROWITZ + "; as mac.fp8_e4m3",
+    "mac.fp16": _HOROWITZ + "; fp16 mult + fp32 add (fp32 accumulation)",
+    "mac.bf16": _HOROWITZ + "; assumed equal to mac.fp16",
+    "mac.fp32": _HOROWITZ + "; fp32 mult + fp32 add",
+    "reg.bit": "NanGate FreePDK45 Open Cell Library: DFF_X1 cell area 4.522 um2",
+    "vector.lane": "derived: fp32 mult 7700 + fp32 add 4184 um2 (Horowitz ISSCC 2014) + 32 x 32-bit registers at reg.bit (NanGate FreePDK45 DFF_X1 4.522 um2)",
+    "sram": (
+        "6T bit cell 0.346 um2 at 45 nm (K. Mistry et al., IEDM 2007) = 2.77 um2 per byte of cells; "
+        "array efficiency assumed 40 % (8 KiB), 60 % (64 KiB), 70 % (1 MiB), CACTI-like trend"
+    ),
+}
+REFERENCE_NODE_NM = 45
+
+_PRECISION_BITS = {"int4": 4, "uint4": 4, "int8": 8, "uint8": 8, "int16": 16, "int32": 32}
+
+
+@dataclass(frozen=True)
+class AreaItem:
+    """One component: ``count`` units of ``unit_um2`` each."""
+
+    component: str
+    count: float
+    unit_um2: float
+    figure: str  # tech key the figure is read from
+    source: str  # "tech:<table>" or "default (<citation>)"
+
+    @property
+    def um2(self) -> float:
+        return self.count * self.unit_um2
+
+
+def _bits(precision: Any) -> int:
+    name = str(getattr(precision, "value", precision))
+    if name in _PRECISION_BITS:
+        return _PRECISION_BITS[name]
+    try:
+        from workloads.precision import precision_bits
+
+        return precision_bits(name)
+    except (ImportError, ValueError):
+        return 8
+
+
+def _mac_key(params: Any) -> str:
+    """``mac.<precision>`` of the wider operand (ties: the weight's, so int8 x fp8 reads the fp8 MAC)."""
+    names = [str(getattr(p, "value", p)) for p in (getattr(params, "input_precision", None), getattr(params, "weight_precision", None)) if p is not None]
+    if not names:
+        names = [str(getattr(params, "precision", "int8"))]
+    return "mac." + max(reversed(names), key=_bits)
+
+
+def _mac_count(arch: Any) -> int:
+    params = arch.params
+    macs = getattr(params, "macs", None)
+    if isinstance(macs, int) and not isinstance(macs, bool):
+        return macs
+    if hasattr(params, "rows") and hasattr(params, "cols"):
+        return int(params.rows) * int(params.cols)
+    if hasattr(params, "lanes"):
+        return int(params.lanes)
+    from archsim.templates import get_template
+
+    return int(get_template(arch.template).model_cls(arch).peak_macs_per_cycle())
+
+
+def _pe_register_bits(params: Any) -> int:
+    """Bits of state per PE: operand pass registers, the partial sum, shadow and pipeline registers."""
+    in_bits = _bits(getattr(params, "input_precision", "int8"))
+    w_bits = _bits(getattr(params, "weight_precision", "int8"))
+    acc_bits = _bits(getattr(params, "acc_precision", "int32"))
+    bits = in_bits + w_bits + acc_bits
+    if getattr(params, "preload", "serial") == "double_buffered":
+        bits += max(in_bits, w_bits)  # shadow register of the stationary operand
+    if int(getattr(params, "mult_pipeline_stages", 0) or 0):
+        bits += in_bits + w_bits  # product register
+    return bits
+
+
+class _Figures:
+    """Per-unit figures: the tech table's, else scaled defaults."""
+
+    def __init__(self, tech: Any):
+        self.tech = tech
+        node = getattr(tech, "node_nm", REFERENCE_NODE_NM) or REFERENCE_NODE_NM
+        self.scale = (float(node) / REFERENCE_NODE_NM) ** 2
+        self.table = dict(getattr(tech, "area_um2", {}) or {})
+        self.name = getattr(tech, "name", "?")
+
+    def unit(self, key: str) -> tuple[float, str]:
+        for alias in (key, key.replace(".", "_", 1), key.replace("_", ".", 1)):
+            if alias in self.table:
+                return float(self.table[alias]), f"tech:{self.name}"
+        if key not in DEFAULT_AREA_UM2:
+            raise KeyError(f"no area figure {key!r} in tech table {self.name!r} nor in archsim.area defaults")
+        scaled = f", scaled x{self.scale:.3g} from 45 nm" if self.scale != 1 else ""
+        return DEFAULT_AREA_UM2[key] * self.scale, f"default ({SOURCES[key]}{scaled})"
+
+    def sram_per_byte(self, macro_bytes: float) -> tuple[float, str]:
+        points = tuple(getattr(self.tech, "sram_area_points", ()) or ())
+        if points and hasattr(self.tech, "sram_um2_per_byte"):
+            return float(self.tech.sram_um2_per_byte(macro_bytes)), f"tech:{self.name}"
+        scaled = f", scaled x{self.scale:.3g} from 45 nm" if self.scale != 1 else ""
+        return _interp_log(DEFAULT_SRAM_AREA_POINTS, macro_bytes) * self.scale, f"default ({SOURCES['sram']}{scaled})"
+
+
+def _interp_log(points: tuple[tuple[int, float], ...], size: float) -> float:
+    """Linear in log(size) between points, clamped at both ends."""
+    size = max(float(size), 1.0)
+    sizes = [p[0] for p in points]
+    if size <= sizes[0]:
+        return points[0][1]
+    if size >= sizes[-1]:
+        return points[-1][1]
+    i = bisect.bisect_left(sizes, size)
+    (s0, a0), (s1, a1) = points[i - 1], points[i]
+    t = math.log(size / s0) / math.log(s1 / s0)
+    return a0 + t * (a1 - a0)
+
+
+def area_breakdown(arch: Any) -> list[AreaItem]:
+    """Area of each component of ``arch`` (an :class:`archsim.spec.ArchSpec`)."""
+    figures = _Figures(arch.tech)
+    params = arch.params
+    items = []
+    macs = _mac_count(arch)
+    key = _mac_key(params)
+    unit, source = figures.unit(key)
+    items.append(AreaItem("mac", macs, unit, key, source))
+    unit, source = figures.unit("reg.bit")
+    items.append(AreaItem("pe_registers", macs * _pe_register_bits(params), unit, "reg.bit", source))
+    for name, buffer in sorted(arch.buffers.items()):
+        macro = buffer.bytes / max(1, int(buffer.banks))
+        unit, source = figures.sram_per_byte(macro)
+        items.append(AreaItem(f"sram.{name}", buffer.bytes, unit, "sram_area", source))
+    lanes = int(getattr(arch.vector_unit, "lanes", 0) or 0)
+    if lanes:
+        unit, source = figures.unit("vector.lane")
+        items.append(AreaItem("vector_unit", lanes, unit, "vector.lane", source))
+    return items
+
+
+def area_um2(arch: Any) -> float:
+    """Total area of ``arch`` in um2."""
+    return sum(item.um2 for item in area_breakdown(arch))
+
+
+def area_mm2(arch: Any) -> float:
+    """Total area of ``arch`` in mm2."""
+    return area_um2(arch) / 1e6
+
+
+__all__ = [
+    "AreaItem",
+    "DEFAULT_AREA_UM2",
+    "DEFAULT_SRAM_AREA_POINTS",
+    "SOURCES",
+    "area_breakdown",
+    "area_mm2",
+    "area_um2",
+]

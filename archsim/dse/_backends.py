@@ -1,0 +1,141 @@
+"""Where design points run: a local process pool (default) or a Ray cluster.
+
+A backend takes chunks of tasks and yields each chunk's outcomes as it
+finishes. Workers are long-lived (pool processes or Ray actors), so the
+caches in :mod:`archsim.dse._evaluate` and the engine's memo stay warm across
+the chunks each one runs. Results do not depend on the backend: a task's
+outcome is a function of the task alone.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Iterator
+
+from archsim.dse._evaluate import Evaluate, run_chunk
+from archsim.errors import ArchsimError, SpecError
+
+BACKENDS = ("local", "ray")
+
+
+def default_workers() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class LocalBackend:
+    """A ``ProcessPoolExecutor`` of ``workers`` processes (default: the cores this process may use)."""
+
+    name = "local"
+
+    def __init__(self, workers: int | None = None):
+        self.workers = workers or default_workers()
+
+    def run(self, evaluate: Evaluate, chunks: list[list[Any]]) -> Iterator[list[dict]]:
+        if not chunks:
+            return
+        methods = multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context("fork" if "fork" in methods else None)
+        pool = ProcessPoolExecutor(max_workers=min(self.workers, len(chunks)), mp_context=context)
+        pending = set()
+        index_of = {}
+        try:
+            # keep a bounded window in flight so a huge sweep is not pickled all at once
+            queue = iter(enumerate(chunks))
+            window = 4 * self.workers
+
+            def submit_more() -> None:
+                while len(pending) < window:
+                    item = next(queue, None)
+                    if item is None:
+                        return
+                    future = pool.submit(run_chunk, evaluate, item[1])
+                    index_of[future] = item[0]
+                    pending.add(future)
+
+            submit_more()
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    pending.discard(future)
+                    chunk = chunks[index_of.pop(future)]
+                    try:
+                        yield future.result()
+                    except BrokenProcessPool as err:
+                        raise ArchsimError(f"a sweep worker process died ({err}); rerun the sweep to resume") from None
+                    except Exception as err:  # noqa: BLE001 - e.g. a task that cannot be pickled
+                        yield [{"key": t.key, "status": "error", "metrics": {"area_mm2": t.area_mm2},
+                                "error": f"{type(err).__name__}: {err}", "elapsed_s": 0.0} for t in chunk]
+                submit_more()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _RayWorker:
+    """A Ray actor: one long-lived worker that keeps its caches across chunks."""
+
+    def __init__(self, evaluate: Evaluate):
+        self.evaluate = evaluate
+
+    def run(self, chunk: list[Any]) -> list[dict]:
+        return run_chunk(self.evaluate, chunk)
+
+
+class RayBackend:
+    """Ray actors, one per CPU: joins ``address`` if given, else starts a local instance."""
+
+    name = "ray"
+
+    def __init__(self, workers: int | None = None, address: str | None = None):
+        self.workers = workers
+        self.address = address
+
+    def run(self, evaluate: Evaluate, chunks: list[list[Any]]) -> Iterator[list[dict]]:
+        if not chunks:
+            return
+        try:
+            import ray
+            from ray.util import ActorPool
+        except ImportError:
+            raise SpecError("--backend ray: ray is not installed; pip install 'archsim[ray]'") from None
+        import logging
+
+        started = False
+        if not ray.is_initialized():
+            if self.address:
+                ray.init(address=self.address, logging_level=logging.WARNING)
+            else:
+                ray.init(num_cpus=self.workers or default_workers(), include_dashboard=False, logging_level=logging.WARNING)
+            started = True
+        actors = []
+        try:
+            cpus = int(ray.cluster_resources().get("CPU", 1)) or 1
+            count = max(1, min(self.workers or cpus, len(chunks)))
+            actor_cls = ray.remote(num_cpus=1)(_RayWorker)
+            actors = [actor_cls.remote(evaluate) for _ in range(count)]
+            pool = ActorPool(actors)
+            for chunk in chunks:
+                pool.submit(lambda actor, c: actor.run.remote(c), chunk)
+            while pool.has_next():
+                yield pool.get_next_unordered()
+        finally:
+            for actor in actors:
+                ray.kill(actor)
+            if started:
+                ray.shutdown()
+
+
+def make_backend(name: str, workers: int | None = None, address: str | None = None):
+    if workers is not None and workers < 1:
+        raise SpecError(f"--workers: expected a positive integer, got {workers}")
+    if name == "local":
+        if address:
+            raise SpecError("--address: only used with --backend ray")
+        return LocalBackend(workers)
+    if name == "ray":
+        return RayBackend(workers, address)
+    raise SpecError(f"--backend: expected one of {', '.join(BACKENDS)}, got {name!r}")

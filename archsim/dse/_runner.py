@@ -1,0 +1,171 @@
+"""Run a sweep: plan, skip finished points, evaluate the rest on a backend, write the outputs."""
+from __future__ import annotations
+
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from archsim.dse._backends import make_backend
+from archsim.dse._evaluate import Evaluate, simulate_task
+from archsim.dse._hash import model_version
+from archsim.dse._outputs import columns, front_by_workload, summary_table, write_csv, write_plots
+from archsim.dse._plan import Plan, Task, build_plan, feasible
+from archsim.dse._spec import SweepSpec
+from archsim.dse._store import ResultStore
+
+
+@dataclass
+class SweepResult:
+    """What a finished (or interrupted) sweep produced."""
+
+    out_dir: Path
+    rows: list[dict]
+    fronts: dict[str, list[dict]]
+    summary: str
+    ran: int = 0  # points evaluated by this run
+    reused: int = 0  # points found finished in results.jsonl
+    elapsed_s: float = 0.0
+    plots: list[Path] = field(default_factory=list)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = defaultdict(int)
+        for row in self.rows:
+            out[row["status"]] += 1
+        return dict(out)
+
+
+def default_out_dir(spec: SweepSpec) -> Path:
+    return Path("sim_out") / spec.name
+
+
+def chunk_tasks(tasks: list[Task]) -> list[list[Task]]:
+    """One chunk per arch configuration (all its workloads), in sweep order."""
+    chunks: dict[int, list[Task]] = {}
+    for task in sorted(tasks, key=lambda t: t.index):
+        chunks.setdefault(task.arch_index, []).append(task)
+    return list(chunks.values())
+
+
+def run_sweep(
+    spec: SweepSpec,
+    out_dir: str | Path | None = None,
+    *,
+    backend: str = "local",
+    workers: int | None = None,
+    address: str | None = None,
+    evaluate: Evaluate | None = None,
+    plan: Plan | None = None,
+    progress: bool = True,
+    plots: bool = True,
+    retry_errors: bool = False,
+    log: Callable[[str], Any] | None = None,
+) -> SweepResult:
+    """Run every unfinished point of ``spec`` and write results.csv, pareto.csv, plots/.
+
+    ``evaluate(task) -> metrics`` defaults to running ``archsim.simulate``;
+    tests inject their own. Points already in ``<out>/results.jsonl`` (same
+    configuration hash) are not run again; with ``retry_errors`` the failed
+    ones are.
+    """
+    log = log or (lambda text: print(text, file=sys.stderr))
+    start = time.perf_counter()
+    plan = plan or build_plan(spec)
+    runner = make_backend(backend, workers, address)
+    out = Path(out_dir) if out_dir is not None else default_out_dir(spec)
+    out.mkdir(parents=True, exist_ok=True)
+    evaluate = evaluate or simulate_task
+    by_key = {task.key: task for task in plan.tasks}
+    version = model_version()
+
+    ran = 0
+    with ResultStore(out / "results.jsonl") as store:
+        if store.dropped_bytes:
+            log(f"{store.path}: dropped a torn last line ({store.dropped_bytes} bytes); its point is run again")
+        todo = [t for t in plan.tasks if t.key not in store or (retry_errors and store.records[t.key]["status"] != "ok")]
+        reused = len(plan.tasks) - len(todo)
+        if reused:
+            log(f"resuming {spec.name}: {reused} of {len(plan.tasks)} points already in {store.path}")
+        if plan.skipped:
+            pruned = sum(1 for s in plan.skipped if s.status == "pruned")
+            invalid = len(plan.skipped) - pruned
+            log(f"{spec.name}: not simulated: {pruned} points pruned by area constraints, {invalid} invalid configurations")
+
+        bar = None
+        if todo:
+            from tqdm import tqdm
+
+            tqdm.monitor_interval = 0  # no monitor thread: workers are forked
+            bar = tqdm(total=len(todo), desc=spec.name, unit="pt", file=sys.stderr, disable=not progress,
+                       dynamic_ncols=True, smoothing=0.1)
+        errors = 0
+        try:
+            for outcomes in runner.run(evaluate, chunk_tasks(todo)):
+                for outcome in outcomes:
+                    task = by_key[outcome["key"]]
+                    record = {
+                        "key": task.key,
+                        "index": task.index,
+                        "workload": task.workload.label,
+                        "config": dict(task.config),
+                        "status": outcome["status"],
+                        "metrics": outcome["metrics"],
+                        "error": outcome["error"],
+                        "elapsed_s": outcome["elapsed_s"],
+                        "model_version": version,
+                    }
+                    store.append(record)
+                    ran += 1
+                    errors += outcome["status"] != "ok"
+                if bar is not None:
+                    bar.update(len(outcomes))
+                    if errors:
+                        bar.set_postfix(errors=errors, refresh=False)
+        finally:
+            if bar is not None:
+                bar.close()
+            result = _finish(spec, plan, store, out, plots)
+            result.ran, result.reused = ran, reused
+            result.elapsed_s = time.perf_counter() - start
+    return result
+
+
+def _finish(spec: SweepSpec, plan: Plan, store: ResultStore, out: Path, plots: bool) -> SweepResult:
+    rows = collect_rows(spec, plan, store)
+    fronts = front_by_workload(rows, spec)
+    front_keys = {r["key"] for front in fronts.values() for r in front}
+    for row in rows:
+        row["on_front"] = row["key"] in front_keys
+    cols = columns(spec, plan.axis_keys)
+    write_csv(out / "results.csv", rows, cols)
+    write_csv(out / "pareto.csv", [r for front in fronts.values() for r in front], cols)
+    written = write_plots(out, rows, fronts) if plots else []
+    summary = summary_table(spec, rows, fronts, plan.axis_keys)
+    return SweepResult(out_dir=out, rows=rows, fronts=fronts, summary=summary, plots=written)
+
+
+def collect_rows(spec: SweepSpec, plan: Plan, store: ResultStore) -> list[dict]:
+    """One row per point of the current plan that is finished or skipped, in sweep order."""
+    rows = []
+    for task in plan.tasks:
+        record = store.records.get(task.key)
+        if record is None:
+            continue  # not run (interrupted)
+        metrics = record.get("metrics") or {}
+        row = {"index": task.index, "workload": task.workload.label, **dict(task.config)}
+        row.update({"status": record["status"], **metrics})
+        row["area_mm2"] = metrics.get("area_mm2", task.area_mm2)
+        row["feasible"] = record["status"] == "ok" and feasible(row, spec.constraints)
+        row.update({"error": record.get("error", ""), "elapsed_s": record.get("elapsed_s"), "key": task.key})
+        rows.append(row)
+    for skipped in plan.skipped:
+        rows.append({
+            "index": skipped.index, "workload": skipped.workload.label, **dict(skipped.config),
+            "status": skipped.status, "area_mm2": skipped.area_mm2, "feasible": False, "error": skipped.reason,
+            "key": "",
+        })
+    rows.sort(key=lambda r: r["index"])
+    return rows
