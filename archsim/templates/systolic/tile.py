@@ -67,16 +67,19 @@ presented in cycle ``i + j + k - 1 + P``::
 
     cycles_os = R + C + k - 2 + P
 
-**Double-buffered preload** (``params.preload == "double_buffered"``): the
+**Double-buffered preload** (``params.preload == "double_buffered"``): each PE
+has an active and a shadow register for the stationary operand; the preload
+always shifts into the shadow bank and the shadow is copied to the active
+bank at the start of the tile's cycle ``L`` (its first streaming cycle). The
 mapper sets ``preload_hidden=True`` on a WS/IS tile whose stationary operand
-is shifted into the shadow registers while the previous tile on the array
-runs (the models do it in the R cycles ending with the previous tile's last
-cycle; any R cycles after the previous tile's bank swap are equivalent). This
-always fits, because every WS/IS tile lasts at least R cycles after its swap.
-So a tile can be hidden exactly when the previous command on the array was a
-WS/IS tile (the first tile of a sequence, or after an OS tile, is not hidden).
-With ``preload == "serial"`` or dataflow ``"os"`` a tile with
-``preload_hidden=True`` is invalid (``ValueError``).
+was shifted into the shadow bank while the previous tile on the array ran:
+the models do those R shifts in the R cycles starting at the previous tile's
+bank swap (its cycle ``L``; cycle 0 if the previous tile is OS, which does
+not use the shadow bank). This always fits, because every tile lasts at
+least R cycles after its swap (``m + C - 2 + P >= 0``), so **any WS/IS tile
+that is not the first on the array can be hidden**. With
+``preload == "serial"`` or dataflow ``"os"``, ``preload_hidden=True`` is
+invalid (``ValueError``).
 """
 from __future__ import annotations
 
