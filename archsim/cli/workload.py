@@ -1,0 +1,72 @@
+"""``archsim workload``: inspect workloads.
+
+``archsim workload list`` prints the zoo's model names;
+``archsim workload show NAME|FILE [--batch N --seq N --phase prefill|decode
+--kv-len N --image-size N]`` prints one row per op (name, kind, input and
+output shapes, MACs, parameters, bytes) and the totals.
+"""
+from __future__ import annotations
+
+import argparse
+
+import workloads
+from workloads.ops import Op
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("workload", help="list the model zoo or show a workload's layers",
+                                   description="List the model zoo or show a workload's layers.")
+    sub = parser.add_subparsers(dest="workload_command", metavar="ACTION")
+    parser.set_defaults(func=lambda args: (parser.print_help(), 0)[1])
+
+    show = sub.add_parser("show", help="per-layer table and totals of a zoo model or a workload file")
+    show.add_argument("source", metavar="NAME|FILE", help="zoo name or a .onnx / .yaml / .csv file")
+    show.add_argument("--batch", type=int)
+    show.add_argument("--seq", type=int, dest="seq_len", help="sequence length (prefill) ")
+    show.add_argument("--phase", choices=["prefill", "decode"])
+    show.add_argument("--kv-len", type=int, dest="kv_len", help="KV-cache length (decode)")
+    show.add_argument("--image-size", type=int, dest="image_size")
+    show.set_defaults(func=_show)
+
+    lst = sub.add_parser("list", help="names of the zoo models")
+    lst.set_defaults(func=_list)
+
+
+def _list(args: argparse.Namespace) -> int:
+    for name in workloads.zoo_names():
+        print(name)
+    return 0
+
+
+def _shapes(shapes) -> str:
+    return " ".join("x".join(map(str, s)) for s in shapes)
+
+
+def layer_rows(graph: workloads.Graph) -> list[list[str]]:
+    rows = []
+    for op in graph.ops():
+        b = op.operand_bytes()
+        rows.append([op.name, _kind(op), _shapes(op.input_shapes()), _shapes(op.output_shapes()),
+                     f"{op.macs():,}", f"{op.params():,}", f"{b['input'] + b['weight'] + b['output']:,}"])
+    return rows
+
+
+def _kind(op: Op) -> str:
+    fn = getattr(op, "fn", None)
+    return f"{op.kind}:{fn}" if fn else op.kind
+
+
+def _show(args: argparse.Namespace) -> int:
+    params = {k: getattr(args, k) for k in ("batch", "seq_len", "phase", "kv_len", "image_size")
+              if getattr(args, k) is not None}
+    graph = workloads.load(args.source, **params)
+    header = ["name", "op", "input shapes", "output shape", "MACs", "params", "bytes"]
+    rows = layer_rows(graph)
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    right = {4, 5, 6}
+    for row in [header, *rows]:
+        print("  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip())
+    total_bytes = sum(sum(op.operand_bytes().values()) for op in graph.ops())
+    print(f"total: {len(graph)} ops, {graph.total_macs():,} MACs, {graph.total_params():,} params "
+          f"(shared weights counted once), {total_bytes:,} operand bytes")
+    return 0
