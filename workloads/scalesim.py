@@ -4,8 +4,12 @@ Two forms, told apart by the header row (which SCALE-Sim itself skips):
 
 - conv: ``Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width,
   Channels, Num Filter, Strides,`` -> one :class:`Conv2d` per row, batch 1,
-  **no padding** (SCALE-Sim's output height is ``ceil((H - Fh + S) / S)``,
-  the same as ``(H - Fh) // S + 1``), one stride for both directions.
+  no padding at the top and left, one stride for both directions.
+  SCALE-Sim's output height is ``ceil((H - Fh + S) / S)``, one more than a
+  valid convolution's ``(H - Fh) // S + 1`` when ``S`` does not divide
+  ``H - Fh`` (224, 7, 2 gives 110, not 109); that extra row and column are
+  reproduced with ``pad_bottom`` / ``pad_right`` of ``(-(H - Fh)) mod S``, so
+  ``out_h``, ``out_w``, ``macs()`` and ``gemm_dims()`` equal SCALE-Sim's.
 - GEMM (``-i gemm``): ``Layer, M, N, K,`` -> one :class:`MatMul`
   ``[M, K] x [K, N]`` per row. SCALE-Sim runs it as a conv with an
   ``M x K`` ifmap, a ``1 x K`` filter of one channel and ``N`` filters.
@@ -13,7 +17,7 @@ Two forms, told apart by the header row (which SCALE-Sim itself skips):
 Every row ends in a comma (SCALE-Sim drops the last field); blank lines are
 skipped. Layers are independent (SCALE-Sim does not chain them), so the graph
 has no edges and keeps file order. Each op's ``source`` is
-``"scalesim:<file>:<line>"``; with no padding, ``Conv2d.gemm_dims()`` is
+``"scalesim:<file>:<line>"``; ``Conv2d.gemm_dims()`` is
 SCALE-Sim's operand-matrix view: ``M`` = Sr (ofmap pixels), ``K`` = T
 (``Fh * Fw * C``), ``N`` = Sc (filters).
 """
@@ -80,8 +84,12 @@ def load_scalesim_csv(path: str, *, weight_precision: str = "int8", act_precisio
         source = f"scalesim:{name}:{lineno}"
         if form == "conv":
             h, w, fh, fw, c, nf, s = values
+            for what, f, size in (("Filter Height", fh, h), ("Filter Width", fw, w)):
+                if f > size:
+                    raise WorkloadError(f"{where}: {what}: expected at most the IFMAP's {size}, got {f}")
             op = Conv2d(name=layer, batch=1, in_channels=c, out_channels=nf, in_h=h, in_w=w, kernel_h=fh,
-                        kernel_w=fw, stride_h=s, stride_w=s, source=source, **precision)
+                        kernel_w=fw, stride_h=s, stride_w=s, pad_bottom=(fh - h) % s, pad_right=(fw - w) % s,
+                        source=source, **precision)
         else:
             m, n, k = values
             op = MatMul(name=layer, batch=1, m=m, k=k, n=n, weight_is_param=True, source=source, **precision)

@@ -28,9 +28,9 @@ integer or ``[h, w]``) and ``padding`` (an integer, ``[h, w]`` or
 ``[top, left, bottom, right]``).
 
 Fields left out are inferred from the first input's shape: batch, channels
-and height/width of a conv or pool (NCHW); ``m`` and ``k`` of a matmul
-(``m`` = product of the leading dims, ``batch`` = 1; when ``weight_is_param``
-is false, ``batch``/``m`` from A's leading dims and ``n`` from B);
+and height/width of a conv or pool (NCHW); ``batch``, ``m`` and ``k`` of a
+matmul from A ``[..., m, k]`` (``batch`` = product of the dims before ``m``),
+and ``n`` from B when ``weight_is_param`` is false;
 ``shape``, ``normalized_size`` and ``num_inputs`` of norms, softmax and
 element-wise ops; ``batch``, ``seq_q``, ``seq_kv``, ``head_dim`` and
 ``kv_heads`` of attention (give ``heads``); ``tokens`` of an embedding.
@@ -134,9 +134,10 @@ def _infer(kind: str, fields: dict, shapes: list[tuple[int, ...]]) -> None:
             if "m" in fields and "k" in fields:
                 return
             need(1)
-            setdefault("batch", 1)
-            setdefault("k", shapes[0][-1])
-            setdefault("m", prod(shapes[0][:-1]))
+            a = shapes[0]
+            setdefault("batch", prod(a[:-2]) if len(a) > 2 else 1)
+            setdefault("m", a[-2] if len(a) > 1 else 1)
+            setdefault("k", a[-1])
         else:
             need(2)
             a, b = shapes[0], shapes[1]
@@ -336,7 +337,11 @@ def _add_layer(graph: Graph, spec, previous: str | None, graph_input, precision:
             fields[key] = _coerce(key, valid[key], value)
         _infer(kind, fields, shapes)
     op = cls(name=name, source=f"yaml:layers[{index}]", **fields)
-    graph.add(op, inputs)
+    try:
+        graph.add(op, inputs)
+    except WorkloadError as err:  # the label already names the layer
+        text = str(err)
+        raise _Fail(text[len(name) + 2:] if text.startswith(f"{name}: ") else text) from None
     return name
 
 
