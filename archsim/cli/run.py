@@ -1,0 +1,110 @@
+"""``archsim run``: simulate a workload on an arch and write the reports.
+
+Example::
+
+    archsim run --arch systolic-32x32-ws --workload resnet50
+    archsim run --arch my_arch.yaml --workload gpt2 --phase decode --kv-len 1023 --set rows=64
+
+Reports go to ``sim_out/<arch>-<workload>/`` (or ``--out DIR``); they are
+written into a temporary folder and swapped in at the end, so a failing run
+leaves an earlier run's folder untouched.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+
+from archsim.errors import ArchsimError
+
+DEFAULT_OUT_ROOT = "sim_out"
+DEFAULT_TRACE_LAYERS = 20
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "run",
+        help="simulate a workload on an arch and write reports to sim_out/",
+        description="Simulate a workload on an arch spec and write report.json, layers.csv, summary.md, "
+        "COMPUTE_REPORT.csv, trace.json and plots to sim_out/<arch>-<workload>/.",
+    )
+    p.add_argument("--arch", required=True, metavar="NAME|FILE", help="arch preset name (see `archsim presets`) or YAML file")
+    p.add_argument("--workload", required=True, metavar="NAME|FILE", help="zoo model name or .onnx/.yaml/.csv file")
+    p.add_argument("--batch", type=int, help="batch size")
+    p.add_argument("--seq", type=int, help="sequence length (transformers)")
+    p.add_argument("--phase", choices=["prefill", "decode"], help="LLM phase")
+    p.add_argument("--kv-len", type=int, dest="kv_len", help="KV-cache length (decode)")
+    p.add_argument("--image-size", type=int, dest="image_size", help="input image size (CNNs, ViT)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+                   help="override an arch spec value, e.g. rows=16 or dram.bytes_per_cycle=16 (repeatable)")
+    p.add_argument("--out", metavar="DIR", help="output folder (default: sim_out/<arch>-<workload>)")
+    p.add_argument("--detailed", action="store_true", help="time tiles with the detailed cycle-by-cycle model")
+    p.add_argument("--objective", choices=["cycles", "energy"], help="what the mapping search minimises")
+    p.add_argument("--dataflow", help="override the arch's dataflow (ws, os, is, auto)")
+    p.add_argument("--trace-layers", type=int, default=DEFAULT_TRACE_LAYERS, metavar="N",
+                   help=f"per-command trace events for the first N layers (default {DEFAULT_TRACE_LAYERS})")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.set_defaults(func=run)
+
+
+def _slug(text: str) -> str:
+    base = os.path.basename(str(text))
+    if base.endswith((".yaml", ".yml", ".onnx", ".csv")):
+        base = base.rsplit(".", 1)[0]
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", base).strip("._") or "run"
+
+
+def run_name(arch_name: str, workload: str) -> str:
+    return f"{_slug(arch_name)}-{_slug(workload)}"
+
+
+class _Progress:
+    """tqdm bar per layer on stderr, created on the first callback (when the total is known)."""
+
+    def __init__(self, desc: str):
+        self.desc = desc
+        self.bar = None
+
+    def __call__(self, done: int, total: int, name: str) -> None:
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc=self.desc, unit="layer", file=sys.stderr, leave=False, disable=None)
+        self.bar.set_postfix_str(name[:30], refresh=False)
+        self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    from archsim.report.writers import summary_rows, write_reports
+    from archsim.simulate import simulate
+    from archsim.spec import load_arch
+
+    arch = load_arch(args.arch, overrides=args.overrides)
+    options = {
+        "batch": args.batch, "seq": args.seq, "phase": args.phase, "kv_len": args.kv_len,
+        "image_size": args.image_size, "objective": args.objective, "dataflow": args.dataflow,
+    }
+    options = {k: v for k, v in options.items() if v is not None}
+    out_dir = args.out or os.path.join(DEFAULT_OUT_ROOT, run_name(arch.name, args.workload))
+    progress = _Progress(f"{arch.name} x {_slug(args.workload)}")
+    try:
+        result = simulate(args.workload, arch, detailed=args.detailed, progress=progress,
+                          trace_layers=max(0, args.trace_layers), **options)
+    finally:
+        progress.close()
+    result.options["overrides"] = list(args.overrides)
+    try:
+        write_reports(result, out_dir, plots=not args.no_plots)
+    except OSError as err:
+        raise ArchsimError(f"{out_dir}: cannot write reports: {err.strerror or err}") from None
+    rows = summary_rows(result)
+    width = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print(f"{k:<{width}}  {v}")
+    print(f"{'reports':<{width}}  {out_dir}/")
+    return 0

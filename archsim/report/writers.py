@@ -1,0 +1,289 @@
+"""Report writers: one function per file, and :func:`write_reports` for a whole run folder.
+
+Files written into ``out_dir``:
+
+- ``report.json`` — :meth:`SimResult.to_dict` plus extras; byte-identical for the
+  same inputs (sorted keys, no timestamps, floats rounded to 10 significant digits);
+- ``layers.csv`` — one row per layer;
+- ``summary.md`` — totals and the most expensive layers;
+- ``COMPUTE_REPORT.csv`` — SCALE-Sim's per-layer columns, for diffing against it;
+- ``trace.json`` — Chrome / Perfetto trace of the timeline (``ui.perfetto.dev``);
+- ``plots/layers.png`` and ``plots/roofline.png`` (matplotlib, Agg backend).
+
+:func:`write_reports` writes into a fresh temporary folder beside ``out_dir`` and
+then swaps it into place, so an existing ``out_dir`` is never half-overwritten.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import shutil
+import tempfile
+from typing import Any
+
+from archsim.report.result import SimResult
+
+MAX_TRACE_EVENTS = 200_000
+CSV_COLUMNS = [
+    "index", "name", "op", "macs", "cycles", "compute_cycles", "stall_cycles", "utilization",
+    "compute_utilization", "mapping_efficiency", "energy_pj", "dram_bytes", "sram_bytes",
+    "dram_input_bytes", "dram_weight_bytes", "dram_output_bytes",
+    "sram_input_bytes", "sram_weight_bytes", "sram_output_bytes",
+    "energy_compute_pj", "energy_sram_pj", "energy_dram_pj", "energy_vector_pj",
+    "repeat", "tiles", "start_cycle", "mapping",
+]
+
+
+def _round_floats(value: Any) -> Any:
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return str(value)
+        return float(f"{value:.10g}")
+    if isinstance(value, dict):
+        return {str(k): _round_floats(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_round_floats(v) for v in value]
+    return value
+
+
+def report_json_text(result: SimResult) -> str:
+    return json.dumps(_round_floats(result.to_dict()), sort_keys=True, indent=1, allow_nan=False) + "\n"
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, float):
+        return f"{x:.10g}"
+    return str(x)
+
+
+def layers_csv_text(result: SimResult) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for i, l in enumerate(result.layers):
+        d, s, e = l.dram_bytes_by_operand, l.sram_bytes_by_operand, l.energy_pj_by_component
+        row = [
+            i, l.name, l.op, l.macs, l.cycles, l.compute_cycles, l.stall_cycles, l.utilization,
+            l.compute_utilization, l.mapping_efficiency, l.energy_pj, l.dram_bytes, l.sram_bytes,
+            d.get("input", 0), d.get("weight", 0), d.get("output", 0),
+            s.get("input", 0), s.get("weight", 0), s.get("output", 0) + s.get("psum", 0),
+            e.get("compute", 0.0), e.get("sram", 0.0), e.get("dram", 0.0), e.get("vector", 0.0),
+            l.repeat, l.tiles, l.start_cycle,
+            json.dumps(_round_floats(_plain(l.mapping)), sort_keys=True, separators=(",", ":")),
+        ]
+        w.writerow([_fmt(x) for x in row])
+    return buf.getvalue()
+
+
+def _plain(v: Any) -> Any:
+    from archsim.spec.model import _plain as plain
+
+    return plain(v)
+
+
+def compute_report_text(result: SimResult) -> str:
+    """SCALE-Sim's COMPUTE_REPORT.csv layout (``", "``-separated, trailing comma).
+
+    archsim's "Total Cycles" is the layer's cycle count; SCALE-Sim reports the
+    index of the last cycle (one less per layer).
+    """
+    lines = ["LayerID, Total Cycles, Stall Cycles, Overall Util %, Mapping Efficiency %, Compute Util %,"]
+    for i, l in enumerate(result.layers):
+        vals = [i, l.cycles, l.stall_cycles, f"{100 * l.utilization:.6g}", f"{100 * l.mapping_efficiency:.6g}",
+                f"{100 * l.compute_utilization:.6g}"]
+        lines.append(", ".join(str(v) for v in vals) + ",")
+    return "\n".join(lines) + "\n"
+
+
+def _si(x: float, unit: str) -> str:
+    for div, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= div:
+            return f"{x / div:.3g} {prefix}{unit}"
+    return f"{x:.3g} {unit}"
+
+
+def summary_rows(result: SimResult) -> list[tuple[str, str]]:
+    """(label, value) rows of the run's totals (the CLI prints the same table)."""
+    rows = [
+        ("arch", result.arch_name),
+        ("workload", result.workload_name),
+        ("layers", str(len(result.layers))),
+        ("total cycles", f"{result.total_cycles:,}"),
+        ("compute cycles", f"{result.compute_cycles:,}"),
+        ("stall cycles", f"{result.stall_cycles:,}"),
+        ("latency", f"{result.latency_s * 1e3:.4g} ms at {result.clock_mhz:g} MHz"),
+        ("MACs", f"{result.macs:,}"),
+        ("utilization", f"{100 * result.utilization:.2f} %"),
+        ("energy", _si(result.energy_pj * 1e-12, "J")),
+        ("DRAM traffic", _si(result.dram_bytes, "B")),
+        ("SRAM traffic", _si(result.sram_bytes, "B")),
+    ]
+    for k, v in sorted(result.extras.items()):
+        rows.append((k, f"{v:.6g}" if isinstance(v, float) else str(v)))
+    return rows
+
+
+def summary_md_text(result: SimResult, top: int = 10) -> str:
+    out = [f"# {result.arch_name} × {result.workload_name}", "", "| metric | value |", "|---|---|"]
+    out += [f"| {k} | {v} |" for k, v in summary_rows(result)]
+    comp = result.energy_pj_by_component
+    if comp and result.energy_pj:
+        out += ["", "## Energy by component", "", "| component | energy | share |", "|---|---|---|"]
+        out += [f"| {k} | {_si(v * 1e-12, 'J')} | {100 * v / result.energy_pj:.1f} % |" for k, v in comp.items()]
+    ranked = sorted(enumerate(result.layers), key=lambda il: (-il[1].cycles, il[0]))[:top]
+    if ranked:
+        out += ["", f"## Top {len(ranked)} layers by cycles", "",
+                "| # | layer | op | cycles | share | stall | utilization | DRAM bytes |", "|---|---|---|---|---|---|---|---|"]
+        for i, l in ranked:
+            share = 100 * l.cycles / result.total_cycles if result.total_cycles else 0.0
+            out.append(f"| {i} | {l.name} | {l.op} | {l.cycles:,} | {share:.1f} % | {l.stall_cycles:,} | "
+                       f"{100 * l.utilization:.1f} % | {l.dram_bytes:,} |")
+    out += ["", "Files: report.json (all figures), layers.csv, COMPUTE_REPORT.csv (SCALE-Sim columns), "
+            "trace.json (open in ui.perfetto.dev), plots/.", ""]
+    return "\n".join(out)
+
+
+def trace_json_text(result: SimResult, max_events: int = MAX_TRACE_EVENTS) -> str:
+    """Chrome trace: a ``layers`` track with every layer, and per-unit tracks for the
+    commands of the first ``result.trace_layers`` layers (capped at ``max_events``).
+    Times are microseconds at the arch clock."""
+    us = 1.0 / result.clock_mhz  # one cycle in microseconds
+    events: list[dict] = [
+        {"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": f"{result.arch_name} x {result.workload_name}"}},
+        {"ph": "M", "name": "thread_name", "pid": 0, "tid": 0, "args": {"name": "layers"}},
+    ]
+    for i, l in enumerate(result.layers):
+        events.append({"ph": "X", "name": l.name, "cat": l.op, "pid": 0, "tid": 0,
+                       "ts": round(l.start_cycle * us, 6), "dur": round(l.cycles * us, 6),
+                       "args": {"index": i, "cycles": l.cycles, "stall_cycles": l.stall_cycles, "repeat": l.repeat}})
+    tids: dict[str, int] = {}
+    truncated = False
+    shown_layers = 0
+    for idx, name, offset, cycles, repeat, intervals in result.trace:
+        if len(events) + len(intervals) > max_events:
+            truncated = True
+            break
+        shown_layers += 1
+        for unit, start, end, label, cmd in intervals:
+            tid = tids.get(unit)
+            if tid is None:
+                tid = tids[unit] = len(tids) + 1
+                events.append({"ph": "M", "name": "thread_name", "pid": 0, "tid": tid, "args": {"name": unit}})
+            events.append({"ph": "X", "name": label, "pid": 0, "tid": tid, "ts": round((offset + start) * us, 6),
+                           "dur": round((end - start) * us, 6), "args": {"layer": name, "command": cmd}})
+    note = (f"per-command events for the first {shown_layers} of {len(result.layers)} layers"
+            f"{' (capped at ' + str(max_events) + ' events)' if truncated else ''}"
+            f"{'; repeated layers show one iteration' if any(t[4] > 1 for t in result.trace[:shown_layers]) else ''}; "
+            "the 'layers' track has every layer")
+    doc = {"traceEvents": events, "displayTimeUnit": "ns",
+           "otherData": {"note": note, "clock_mhz": result.clock_mhz, "time_unit": "us"}}
+    return json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n"
+
+
+def write_plots(result: SimResult, plots_dir: str) -> list[str]:
+    """plots/layers.png (cycles per layer: compute vs stall) and plots/roofline.png."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    os.makedirs(plots_dir, exist_ok=True)
+    written = []
+    layers = result.layers
+    xs = list(range(len(layers)))
+    fig, ax = plt.subplots(figsize=(max(6.0, min(24.0, 0.12 * len(layers) + 4)), 4), dpi=100)
+    ax.bar(xs, [l.compute_cycles for l in layers], color="#3b7dd8", label="compute", width=0.9)
+    ax.bar(xs, [l.stall_cycles for l in layers], bottom=[l.compute_cycles for l in layers], color="#e8833a",
+           label="stall", width=0.9)
+    ax.set_xlabel("layer (graph order)")
+    ax.set_ylabel("cycles")
+    ax.set_title(f"{result.arch_name} × {result.workload_name}: cycles per layer")
+    ax.legend()
+    fig.tight_layout()
+    path = os.path.join(plots_dir, "layers.png")
+    fig.savefig(path, metadata={"Software": None})
+    plt.close(fig)
+    written.append(path)
+
+    # roofline: MACs/cycle against MACs per DRAM byte
+    peak = result.peak_macs_per_cycle
+    bw = result.arch.get("dram", {}).get("bytes_per_cycle") if result.arch else None
+    bw = math.inf if bw in (None, "inf") else float(bw)
+    fig, ax = plt.subplots(figsize=(6, 4.5), dpi=100)
+    pts = [(l.macs / l.dram_bytes, l.macs / l.cycles) for l in layers if l.macs and l.dram_bytes and l.cycles]
+    if pts:
+        ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=12, color="#3b7dd8", label="layers")
+    lo = min([p[0] for p in pts] + [0.1]) / 2
+    hi = max([p[0] for p in pts] + [peak / bw if bw and bw != math.inf else 10.0, 10.0]) * 2
+    xs_r = [lo * (hi / lo) ** (i / 100) for i in range(101)]
+    ax.plot(xs_r, [min(peak, x * bw) if bw != math.inf else peak for x in xs_r], color="black", label="roof")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (MACs per DRAM byte)")
+    ax.set_ylabel("MACs per cycle")
+    ax.set_title(f"Roofline: peak {peak} MACs/cycle, DRAM {bw:g} B/cycle")
+    ax.legend()
+    fig.tight_layout()
+    path = os.path.join(plots_dir, "roofline.png")
+    fig.savefig(path, metadata={"Software": None})
+    plt.close(fig)
+    written.append(path)
+    return written
+
+
+def write_reports_into(result: SimResult, out_dir: str, plots: bool = True) -> list[str]:
+    """Write every report file into an existing folder (no atomic swap)."""
+    files = {
+        "report.json": report_json_text(result),
+        "layers.csv": layers_csv_text(result),
+        "summary.md": summary_md_text(result),
+        "COMPUTE_REPORT.csv": compute_report_text(result),
+        "trace.json": trace_json_text(result),
+    }
+    written = []
+    for name, text in files.items():
+        path = os.path.join(out_dir, name)
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        written.append(path)
+    if plots:
+        written += write_plots(result, os.path.join(out_dir, "plots"))
+    return written
+
+
+def write_reports(result: SimResult, out_dir: str, plots: bool = True) -> str:
+    """Write all reports to ``out_dir`` atomically: build them in a temporary folder
+    beside it, then swap it in. On any error ``out_dir`` is left as it was."""
+    out_dir = os.path.abspath(out_dir)
+    parent = os.path.dirname(out_dir)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(out_dir)}.tmp-", dir=parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it 0700
+    try:
+        write_reports_into(result, tmp, plots=plots)
+        replace_dir(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out_dir
+
+
+def replace_dir(src: str, dst: str) -> None:
+    """Move folder ``src`` to ``dst``, replacing an existing ``dst`` with two renames."""
+    if os.path.isdir(dst):
+        old = tempfile.mkdtemp(prefix=f".{os.path.basename(dst)}.old-", dir=os.path.dirname(dst))
+        os.rmdir(old)
+        os.rename(dst, old)
+        try:
+            os.rename(src, dst)
+        except BaseException:
+            os.rename(old, dst)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(src, dst)
