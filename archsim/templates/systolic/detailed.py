@@ -19,6 +19,11 @@ Registers per PE (``P = mult_pipeline_stages``):
   (cleared at the tile's cycle 0), ``prod`` if P=1; a result bus per column
   onto which a PE drives ``acc + product`` in the cycle of its final MAC.
 
+The forwarded-operand registers of a row (or column) form a shift register;
+the model stores it as a sliding window over the sequence injected at the
+array edge (``V[t][..., s]`` = what stage s presents in cycle t), so moving
+the window one step per cycle is the shift and costs no copy.
+
 A sequence of tiles (:meth:`SystolicArrayDetailed.run_sequence`) runs back to
 back on the same registers; a tile with ``preload_hidden`` gets its stationary
 operand shifted into the shadow bank during the previous tile, in the R cycles
@@ -116,6 +121,30 @@ class SystolicArrayDetailed:
             s[: tile.k, : tile.m] = a.T  # PE(r, c) = A[c, r]
         return s
 
+    def _shift_schedule(self, limit, own_stat, next_stat, next_start):
+        """Per cycle: the row presented at the top of the shadow shift chain, or None."""
+        R = self.R
+        sched = [None] * limit
+        if own_stat is not None:
+            for t in range(R):
+                sched[t] = own_stat[R - 1 - t]
+        if next_stat is not None:
+            for t in range(R):
+                sched[next_start + t] = next_stat[R - 1 - t]
+        return sched
+
+    @staticmethod
+    def _shift_register(edge: np.ndarray, length: int, fill: np.ndarray) -> np.ndarray:
+        """A shift register of ``length`` stages fed by ``edge[t]`` (shape (T, ...)).
+
+        Returns ``V`` with ``V[t][..., s]`` = the value stage ``s`` presents to its
+        PE in cycle t, i.e. ``edge[t - s]`` (``fill`` before the first cycle).
+        Moving the window one step per cycle *is* the shift; no per-cycle copy.
+        """
+        pad = np.broadcast_to(fill, (length - 1,) + edge.shape[1:])
+        z = np.concatenate([pad, edge], axis=0)
+        return np.lib.stride_tricks.sliding_window_view(z, length, axis=0)[..., ::-1]
+
     def _run_stationary(self, tile, a, w, next_stat, nxt, emit):
         """WS (stream rows of A through W) and IS (stream columns of W through A^T)."""
         R, C, P = self.R, self.C, self.P
@@ -127,74 +156,69 @@ class SystolicArrayDetailed:
         L = 0 if tile.preload_hidden else R
         own_stat = None if tile.preload_hidden else self._stationary(tile, a, w)
         limit = L + T + R + C + P + 4  # safety bound; the loop ends on the last tag
-        # skewed left-edge inputs: data and tag per cycle; token i reaches row r at L + i + r
+        # left-edge inputs per cycle (data, tag); token i reaches row r at L + i + r (the skew)
         xs = np.zeros((limit, 2, R), self.op_dtype)
         xs[:, 1, :] = -1
         ii, rr = np.meshgrid(np.arange(T), np.arange(R), indexing="ij")
         xs[L + ii + rr, 0, rr] = np.pad(X, ((0, 0), (0, R - X.shape[1])))
         xs[L + ii + rr, 1, rr] = ii
-        # registers
-        xb = np.zeros((2, R, C + 1), self.op_dtype)  # [:, :, 0] left edge, [:, :, 1:] x registers
-        xb[1] = -1
+        # x registers of each row: shift register along the row (stage c = input of PE(r, c))
+        V = self._shift_register(xs, C, np.array([[0], [-1]], self.op_dtype))  # (limit, 2, R, C)
+        Vx, Vtag = V[:, 0], V[:, 1]
         ps = np.zeros((R + 1, C), self.acc_dtype)  # ps[0] = 0 (top edge), ps[1:] psum registers
         prod = np.zeros((R, C), self.acc_dtype)
         hist_v = np.zeros((limit, C), self.acc_dtype)  # bottom output port per cycle
-        hist_t = np.full((limit, C), -1, np.int64)  # tag of the value on the port
         shadow, active = self.shadow, self.active
-        xin, xtag_bottom = xb[0, :, :C], xb[1, R - 1, :C]
-        pt = np.full(C, -1, np.int64)  # tag of the bottom row's product register (P = 1)
+        sched = self._shift_schedule(limit, own_stat, next_stat, L)
+        mul, add = np.multiply, np.add
+        ps_in, ps_out, bottom = ps[:R], ps[1:], ps[R]
+        last_tag = Vtag[:, R - 1, C - 1]  # tag of the bottom-right PE's MAC, per cycle
         done = -1
-        next_start = L  # next tile's hidden preload shifts in cycles [L, L + R)
         for t in range(limit):
             if t == L:  # bank swap: the stationary operand is active from the first streaming cycle
                 active[...] = shadow[1:]
-            # -- stationary shift chain (own preload, or the next tile's hidden one)
-            sh_row = None
-            if own_stat is not None and t < R:
-                sh_row = own_stat[R - 1 - t]
-            elif next_stat is not None and next_start <= t < next_start + R:
-                sh_row = next_stat[R - 1 - (t - next_start)]
-            if sh_row is not None:
+            sh_row = sched[t]
+            if sh_row is not None:  # shadow shift chain moves down one row
                 shadow[0] = sh_row
                 shadow[1:] = shadow[:R]
-            # -- streaming: left edge in, MAC, psum down
-            xb[:, :, 0] = xs[t]
-            if P:
-                np.add(ps[:R], prod, out=ps[1:])
-                np.multiply(xin, active, out=prod, casting="unsafe")
-                hist_t[t] = pt
-                pt[...] = xtag_bottom
+            if P:  # product register: the add uses last cycle's product
+                add(ps_in, prod, out=ps_out)
+                mul(Vx[t], active, out=prod, casting="unsafe")
             else:
-                np.multiply(xin, active, out=prod, casting="unsafe")
-                np.add(ps[:R], prod, out=ps[1:])
-                hist_t[t] = xtag_bottom
-            hist_v[t] = ps[R]
+                mul(Vx[t], active, out=prod, casting="unsafe")
+                add(ps_in, prod, out=ps_out)
+            hist_v[t] = bottom
             if emit is not None:
-                self._trace(emit, tile, t, L, xs[t], sh_row, hist_v[t], hist_t[t])
-            if hist_t[t, C - 1] == T - 1:  # last token's result leaves the bottom-right PE
+                port_tag = Vtag[t - P, R - 1] if t >= P else np.full(C, -1)
+                self._trace(emit, tile, t, L, xs[t], sh_row, hist_v[t], port_tag)
+            if t >= P and last_tag[t - P] == T - 1:  # last token's result leaves PE(R-1, C-1)
                 done = t
                 break
-            xb[:, :, 1:] = xb[:, :, :C]  # x registers forward right
         if done < 0:
             raise RuntimeError(f"detailed model: {tile} did not finish in {limit} cycles")
-        # collect outputs by tag: port c at a cycle with tag i carries O[i, c]
-        tags = hist_t[: done + 1]
+        # the port of column c in cycle t carries O[tag, c], tag = that of the bottom PE's MAC
+        tags = np.full((done + 1, C), -1, np.int64)
+        tags[P:] = Vtag[: done + 1 - P, R - 1]
+        O = self._collect(tile, tags, hist_v[: done + 1], (T, C))
+        O = O[:, :used_cols]
+        return (O if tile.dataflow == "ws" else O.T), done + 1
+
+    def _collect(self, tile, tags, vals, shape):
         cyc, col = np.nonzero(tags >= 0)
-        O = np.zeros((T, C), np.int64)
-        got = np.zeros((T, C), np.int64)
-        O[tags[cyc, col], col] = hist_v[cyc, col]
+        O = np.zeros(shape, np.int64)
+        got = np.zeros(shape, np.int64)
+        O[tags[cyc, col], col] = vals[cyc, col]
         np.add.at(got, (tags[cyc, col], col), 1)
         if not (got == 1).all():
             raise RuntimeError(f"detailed model: {tile} outputs not seen exactly once")
-        O = O[:, :used_cols]
-        return (O if tile.dataflow == "ws" else O.T), done + 1
+        return O
 
     def _run_os(self, tile, a, w, next_stat, nxt, emit):
         """OS: A flows right, W flows down, outputs stay; result bus per column."""
         R, C, P = self.R, self.C, self.P
         m, k, n = tile.m, tile.k, tile.n
         limit = k + R + C + P + 4
-        # skewed edge inputs: A[i, t] reaches PE(i, 0) at i + t; W[t, j] reaches PE(0, j) at t + j
+        # edge inputs: A[i, t] reaches PE(i, 0) at i + t; W[t, j] reaches PE(0, j) at t + j
         xa = np.zeros((limit, 2, R), self.op_dtype)
         xa[:, 1, :] = -1
         ii, tt = np.meshgrid(np.arange(R), np.arange(k), indexing="ij")
@@ -203,60 +227,44 @@ class SystolicArrayDetailed:
         xw = np.zeros((limit, C), self.op_dtype)
         tt2, jj = np.meshgrid(np.arange(k), np.arange(n), indexing="ij")
         xw[tt2 + jj, jj] = w
-        ab = np.zeros((2, R, C + 1), self.op_dtype)
-        ab[1] = -1
-        wb = np.zeros((R + 1, C), self.op_dtype)
+        Va = self._shift_register(xa, C, np.array([[0], [-1]], self.op_dtype))  # (limit, 2, R, C)
+        Vax, Vatag = Va[:, 0], Va[:, 1]
+        Vw = self._shift_register(xw, R, np.zeros(1, self.op_dtype)).transpose(0, 2, 1)  # (limit, R, C)
         acc = np.zeros((R, C), self.acc_dtype)  # cleared at the tile's cycle 0
         prod = np.zeros((R, C), self.acc_dtype)
-        ptag = np.full((R, C), -1, self.op_dtype)
         rowidx = np.arange(R, dtype=np.int64)[:, None]
         hist_v = np.zeros((limit, C), np.int64)
         hist_r = np.full((limit, C), -1, np.int64)
-        ain, atag = ab[0, :, :C], ab[1, :, :C]
         shadow = self.shadow
-        last_injected = -1  # tag of the last A slice injected by the controller
+        sched = self._shift_schedule(limit, None, next_stat, 0)  # shadow bank is free during OS
+        mul, add = np.multiply, np.add
+        bus_on = False  # result bus enabled once the controller has injected the last k-slice
         done = -1
         for t in range(limit):
-            sh_row = None
-            if next_stat is not None and t < R:  # shadow bank is free during an OS tile
-                sh_row = next_stat[R - 1 - t]
+            sh_row = sched[t]
+            if sh_row is not None:
                 shadow[0] = sh_row
                 shadow[1:] = shadow[:R]
-            ab[:, :, 0] = xa[t]
-            wb[0] = xw[t]
             if xa[t, 1, 0] == k - 1:
-                last_injected = k - 1
+                bus_on = True
             if P:
-                np.add(acc, prod, out=acc)
-                fin_tag = ptag
-                np.multiply(ain, wb[:R], out=prod, casting="unsafe")
+                add(acc, prod, out=acc)
+                mul(Vax[t], Vw[t], out=prod, casting="unsafe")
             else:
-                np.multiply(ain, wb[:R], out=prod, casting="unsafe")
-                np.add(acc, prod, out=acc)
-                fin_tag = atag
-            if last_injected == k - 1:  # result bus enabled once the last k-slice is in
-                fin = fin_tag == k - 1
+                mul(Vax[t], Vw[t], out=prod, casting="unsafe")
+                add(acc, prod, out=acc)
+            if bus_on and t >= P:
+                fin = Vatag[t - P] == k - 1  # this cycle's add is the PE's final MAC
                 hist_v[t] = np.where(fin, acc, 0).sum(axis=0)
                 hist_r[t] = np.where(fin, rowidx, -1).max(axis=0)
-            if P:
-                ptag[...] = atag
             if emit is not None:
                 self._trace(emit, tile, t, 0, xa[t], sh_row, hist_v[t], hist_r[t])
-            if hist_r[t, C - 1] == R - 1:
+            if hist_r[t, C - 1] == R - 1:  # bottom-right PE has driven its result
                 done = t
                 break
-            ab[:, :, 1:] = ab[:, :, :C]
-            wb[1:] = wb[:R]
         if done < 0:
             raise RuntimeError(f"detailed model: {tile} did not finish in {limit} cycles")
-        rows = hist_r[: done + 1]
-        cyc, col = np.nonzero(rows >= 0)
-        O = np.zeros((R, C), np.int64)
-        got = np.zeros((R, C), np.int64)
-        O[rows[cyc, col], col] = hist_v[cyc, col]
-        np.add.at(got, (rows[cyc, col], col), 1)
-        if not (got == 1).all():
-            raise RuntimeError(f"detailed model: {tile} outputs not seen exactly once")
+        O = self._collect(tile, hist_r[: done + 1], hist_v[: done + 1], (R, C))
         return O[:m, :n], done + 1
 
     # ------------------------------------------------------------------
