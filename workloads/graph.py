@@ -70,6 +70,8 @@ class Graph:
             if ref is None:
                 continue
             producer, out_index = self._resolve(ref, op.name)
+            shape = tuple(self.nx.nodes[producer]["op"].output_shapes()[out_index])
+            self._check_shapes(producer, shape, op, port)  # before the node exists: a failed add adds nothing
             links.append((producer, out_index, port))
         self.nx.add_node(op.name, op=op)
         self._order[op.name] = len(self._order)
@@ -92,7 +94,6 @@ class Graph:
     def _link(self, producer: str, out_index: int, consumer: str, port: int) -> None:
         src = self.nx.nodes[producer]["op"]
         shape = tuple(src.output_shapes()[out_index])
-        self._check_edge(producer, shape, consumer, port)
         if self.nx.has_edge(producer, consumer):
             self.nx.edges[producer, consumer]["ports"].append((out_index, port))
             return
@@ -100,7 +101,10 @@ class Graph:
                          bytes=tensor_bytes(prod(shape), src.act_precision), ports=[(out_index, port)])
 
     def _check_edge(self, producer: str, shape: tuple[int, ...], consumer: str, port: int) -> None:
-        dst = self.nx.nodes[consumer]["op"]
+        self._check_shapes(producer, shape, self.nx.nodes[consumer]["op"], port)
+
+    def _check_shapes(self, producer: str, shape: tuple[int, ...], dst: Op, port: int) -> None:
+        consumer = dst.name
         want = tuple(dst.input_shapes()[port])
         if not shapes_fit(shape, want):
             raise WorkloadError(
