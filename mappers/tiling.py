@@ -227,11 +227,11 @@ def emit_gemm(em, g: Gemm, plan: TilePlan, split, dram_base: int = 0) -> None:
         if cur["input"] != (mi, ki):
             cur["input"] = (mi, ki)
             slot["input"] ^= 1
-            cmds.append(("input", slot["input"], a_load_bytes(g, sm, sk), a_base + (mi * nk + ki) * tm * tk))
+            cmds.append(("input", slot["input"], a_load_bytes(g, sm, sk), a_base + ((mi * tm) * K + ki * tk) * abits // 8))
         if cur["weight"] != (ki, ni):
             cur["weight"] = (ki, ni)
             slot["weight"] ^= 1
-            cmds.append(("weight", slot["weight"], nbytes(sk * sn, bbits), b_base + (ki * nn + ni) * tk * tn))
+            cmds.append(("weight", slot["weight"], nbytes(sk * sn, bbits), b_base + ((ki * tk) * N + ni * tn) * bbits // 8))
         return cmds, slot["input"], slot["weight"]
 
     steps = list(steps)
@@ -267,7 +267,7 @@ def emit_gemm(em, g: Gemm, plan: TilePlan, split, dram_base: int = 0) -> None:
             os_ = out_rr[0] % out_slots
             out_rr[0] += 1
             out_slot_of[(mi, ni)] = os_
-            em.load("output", os_, nbytes(sm * sn, pbits), p_base + (mi * nn + ni) * tm * tn * 4,
+            em.load("output", os_, nbytes(sm * sn, pbits), p_base + ((mi * tm) * N + ni * tn) * pbits // 8,
                     after=(spilled.pop((mi, ni)),))
         accumulate = ki > 0
         for tile, acc in split(sm, sk, sn, accumulate):
@@ -276,8 +276,8 @@ def emit_gemm(em, g: Gemm, plan: TilePlan, split, dram_base: int = 0) -> None:
             spilled[st[4]] = em.store(*st[:4])
         pending = []
         if ki == nk - 1:
-            pending.append(("output", os_, nbytes(sm * sn, obits), o_base + (mi * nn + ni) * tm * tn, None))
+            pending.append(("output", os_, nbytes(sm * sn, obits), o_base + ((mi * tm) * N + ni * tn) * obits // 8, None))
         elif plan.order == "nkm" and plan.spill:
-            pending.append(("output", os_, nbytes(sm * sn, pbits), p_base + (mi * nn + ni) * tm * tn * 4, (mi, ni)))
+            pending.append(("output", os_, nbytes(sm * sn, pbits), p_base + ((mi * tm) * N + ni * tn) * pbits // 8, (mi, ni)))
     for st in pending:
         em.store(*st[:4])
