@@ -1,0 +1,189 @@
+"""Independent checker of DRAM command streams.
+
+:func:`check_stream` takes any stream of ``(time, channel, bank, cmd, row)``
+(``bank = -1`` for an all-bank command; ``cmd`` one of ACT, MAC, RD, WR,
+PRE, REF, GBWR, RDACC) and returns ``None`` if it breaks no constraint, else
+the first :class:`Violation` (in stream order): the constraint's name, the
+command's index and its cycle. It is written from the JEDEC definitions
+(table in :mod:`archsim.templates.pim.params`), not from the scheduler.
+
+Constraints checked, per channel:
+
+=============  ==============================================================
+``order``      times never decrease along the stream
+``bus``        at most one row command (ACT/PRE/REF) per cycle
+``state``      ACT to a closed bank; MAC/RD/WR to an open bank and its open
+               row; REF and GBWR with every bank closed
+``tRCD``       ACT -> MAC/RD/WR of that bank
+``tRAS``       ACT -> PRE of that bank
+``tRP``        PRE -> ACT of that bank; PRE -> REF (any bank)
+``tRTP``       MAC/RD -> PRE of that bank
+``tWR``        WR -> PRE of that bank
+``tCCD_L``     column commands touching a common bank group
+``tCCD_S``     any two column commands
+``tRRD``       ACT -> ACT in the channel
+``tFAW``       five ACTs within tFAW (an all-bank ACT counts as four)
+``tRFC``       REF -> any command
+``tREFI``      REF number n (from 1) issued by ``ref_due + (n - 1 + max_postponed) * tREFI``
+=============  ==============================================================
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ROW = ("ACT", "PRE", "REF")
+COLUMN = ("MAC", "RD", "WR", "GBWR", "RDACC")
+KNOWN = ROW + COLUMN
+
+
+@dataclass(frozen=True)
+class Violation:
+    constraint: str
+    index: int
+    time: int
+    command: tuple
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.constraint} violated by command {self.index} {self.command} at cycle {self.time}: {self.message}"
+
+
+class _State:
+    def __init__(self, p):
+        n = p.banks_per_channel
+        self.open = [None] * n
+        self.t_act = [None] * n
+        self.t_pre = [None] * n
+        self.t_rd = [None] * n
+        self.t_wr = [None] * n
+        self.acts: list[int] = []
+        self.last_row_cmd = None
+        self.cols: list[tuple[int, frozenset]] = []
+        self.t_ref = None
+        self.refs = 0
+        self.last_time = None
+
+
+def check_stream(stream, p, ref_due: int | None = None, end: int | None = None) -> Violation | None:
+    """First violation of ``stream`` on the DRAM of params ``p``, or ``None``.
+
+    ``ref_due``: cycle at which the first REF is due (default ``p.tREFI``);
+    ``end``: the stream's end cycle for the refresh check (default: the last command's).
+    """
+    nb, ng = p.banks_per_channel, p.bank_groups
+    per_group = nb // ng
+    first_due = p.tREFI if ref_due is None else ref_due
+    states: dict[int, _State] = {}
+
+    def banks_of(bank: int) -> list[int]:
+        return list(range(nb)) if bank == -1 else [bank]
+
+    def groups_of(cmd: str, bank: int) -> frozenset:
+        if cmd in ("GBWR", "RDACC"):
+            return frozenset()
+        return frozenset(b // per_group for b in banks_of(bank))
+
+    def refs_required(t: int) -> int:
+        """REFs that must have been issued by cycle t."""
+        late = first_due + p.max_postponed_refreshes * p.tREFI
+        return 0 if t <= late else (t - late - 1) // p.tREFI + 1
+
+    for i, item in enumerate(stream):
+        t, ch, bank, cmd, row = (item.as_tuple() if hasattr(item, "as_tuple") else tuple(item))[:5]
+        cmd_t = (t, ch, bank, cmd, row)
+
+        def bad(name: str, msg: str) -> Violation:
+            return Violation(name, i, t, cmd_t, msg)
+
+        if cmd not in KNOWN:
+            return bad("state", f"unknown command {cmd!r}")
+        if bank != -1 and not 0 <= bank < nb:
+            return bad("state", f"bank {bank} out of range 0..{nb - 1}")
+        s = states.setdefault(ch, _State(p))
+        if s.last_time is not None and t < s.last_time:
+            return bad("order", f"issued before the previous command (cycle {s.last_time})")
+        need = refs_required(t)
+        if s.refs < need:
+            return bad("tREFI", f"{need} REF commands due by cycle {t}, {s.refs} issued")
+        if s.t_ref is not None and t < s.t_ref + p.tRFC:
+            return bad("tRFC", f"{t - s.t_ref} cycles after REF at {s.t_ref}, need {p.tRFC}")
+        bs = banks_of(bank)
+        if cmd in ROW:
+            if s.last_row_cmd is not None and t == s.last_row_cmd:
+                return bad("bus", "two row commands in one cycle")
+        else:
+            g = groups_of(cmd, bank)
+            for tc, gc in s.cols:
+                if g & gc and t < tc + p.tCCD_L:
+                    return bad("tCCD_L", f"{t - tc} cycles after a column command to the same bank group, "
+                                         f"need {p.tCCD_L}")
+                if t < tc + p.tCCD_S:
+                    return bad("tCCD_S", f"{t - tc} cycles after a column command, need {p.tCCD_S}")
+        if cmd == "ACT":
+            for b in bs:
+                if s.open[b] is not None:
+                    return bad("state", f"ACT to bank {b} with row {s.open[b]} open")
+                if s.t_pre[b] is not None and t < s.t_pre[b] + p.tRP:
+                    return bad("tRP", f"bank {b}: {t - s.t_pre[b]} cycles after PRE, need {p.tRP}")
+            if s.acts and t < s.acts[-1] + p.tRRD:
+                return bad("tRRD", f"{t - s.acts[-1]} cycles after the previous ACT, need {p.tRRD}")
+            weight = 4 if bank == -1 else 1
+            window = [a for a in s.acts if a > t - p.tFAW]
+            if len(window) + weight > 4:
+                return bad("tFAW", f"{len(window) + weight} activates within {p.tFAW} cycles")
+        elif cmd in ("MAC", "RD", "WR"):
+            for b in bs:
+                if s.open[b] is None:
+                    return bad("state", f"{cmd} to closed bank {b}")
+                if s.open[b] != row:
+                    return bad("state", f"{cmd} to row {row} of bank {b}, row {s.open[b]} is open")
+                if t < s.t_act[b] + p.tRCD:
+                    return bad("tRCD", f"bank {b}: {t - s.t_act[b]} cycles after ACT, need {p.tRCD}")
+        elif cmd == "PRE":
+            for b in bs:
+                if s.open[b] is None:
+                    continue  # precharging a closed bank is a no-op (JEDEC allows it)
+                if t < s.t_act[b] + p.tRAS:
+                    return bad("tRAS", f"bank {b}: {t - s.t_act[b]} cycles after ACT, need {p.tRAS}")
+                if s.t_rd[b] is not None and s.t_rd[b] >= s.t_act[b] and t < s.t_rd[b] + p.tRTP:
+                    return bad("tRTP", f"bank {b}: {t - s.t_rd[b]} cycles after a read, need {p.tRTP}")
+                if s.t_wr[b] is not None and s.t_wr[b] >= s.t_act[b] and t < s.t_wr[b] + p.tWR:
+                    return bad("tWR", f"bank {b}: {t - s.t_wr[b]} cycles after WR, need {p.tWR}")
+        elif cmd in ("REF", "GBWR"):
+            for b in range(nb):
+                if s.open[b] is not None:
+                    return bad("state", f"{cmd} with bank {b} open")
+                if cmd == "REF" and s.t_pre[b] is not None and t < s.t_pre[b] + p.tRP:
+                    return bad("tRP", f"REF {t - s.t_pre[b]} cycles after PRE of bank {b}, need {p.tRP}")
+        # ---- update
+        s.last_time = t
+        if cmd in ROW:
+            s.last_row_cmd = t
+        else:
+            s.cols = [(tc, gc) for tc, gc in s.cols if tc > t - p.tCCD_L] + [(t, groups_of(cmd, bank))]
+        if cmd == "ACT":
+            for b in bs:
+                s.open[b] = row
+                s.t_act[b] = t
+            s.acts = [a for a in s.acts if a > t - p.tFAW] + [t] * (4 if bank == -1 else 1)
+        elif cmd == "PRE":
+            for b in bs:
+                if s.open[b] is not None:
+                    s.open[b] = None
+                    s.t_pre[b] = t
+        elif cmd in ("MAC", "RD"):
+            for b in bs:
+                s.t_rd[b] = t
+        elif cmd == "WR":
+            for b in bs:
+                s.t_wr[b] = t
+        elif cmd == "REF":
+            s.t_ref = t
+            s.refs += 1
+    if end is not None:
+        for ch, s in states.items():
+            need = refs_required(end)
+            if s.refs < need:
+                return Violation("tREFI", len(stream), end, (end, ch, -1, "END", 0),
+                                 f"{need} REF commands due by the end at cycle {end}, {s.refs} issued")
+    return None

@@ -1,0 +1,199 @@
+"""Parameters of the PIM template (the same dataclass the RTL generator takes).
+
+An arch spec's ``params:`` section for ``template: pim`` is read into
+:class:`PimParams`. All DRAM timings are in cycles of the DRAM command clock,
+which is the arch's ``clock_mhz`` (the engine's cycle); the ASIC beside the
+DRAM is the spec's ``vector_unit`` on the same clock.
+
+Meaning of each timing (JEDEC names; "X -> Y >= t" means command Y may be
+issued no earlier than ``t`` cycles after command X):
+
+==========  ===============================================================
+``tRCD``    ACT -> first column command (RD, RD-MAC, WR) to that bank
+``tRAS``    ACT -> PRE of the same bank
+``tRP``     PRE -> next ACT (or REF) of that bank
+``tRTP``    RD / RD-MAC -> PRE of the same bank
+``tWR``     WR -> PRE of the same bank, **measured from the WR command**
+            (i.e. JEDEC's WL + burst + tWR, folded into one figure)
+``tCCD_S``  column command -> column command, different bank groups
+``tCCD_L``  column command -> column command, same bank group
+``tRRD``    ACT -> ACT, any two banks of a channel
+``tFAW``    at most four ACTs in any window of ``tFAW`` cycles
+``tREFI``   average interval between all-bank REF commands
+``tRFC``    REF -> any command to the channel
+``tCL``     RD / RD-MAC -> its data at the bank's MAC unit (read latency)
+==========  ===============================================================
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MAC_PRECISIONS = ("int8", "bf16")
+#: accumulator width of each MAC precision: int8 products summed in int32, bf16 in fp32
+ACC_PRECISION = {"int8": "int32", "bf16": "fp32"}
+ELEMENT_BYTES = {"int8": 1, "bf16": 2}
+ACC_BYTES = {"int8": 4, "bf16": 4}
+
+TIMING_NAMES = ("tRCD", "tRP", "tRAS", "tRTP", "tWR", "tCCD_S", "tCCD_L", "tRRD", "tFAW", "tREFI", "tRFC", "tCL")
+
+
+@dataclass
+class PimParams:
+    """DRAM channels of banks with a MAC unit beside each bank's row buffer.
+
+    Attributes
+    ----------
+    channels : int
+        Independent DRAM (pseudo-)channels; each has its own command bus.
+    banks_per_channel, bank_groups : int
+        Banks of a channel and how many bank groups they form
+        (``banks_per_channel`` must be a multiple of ``bank_groups``).
+    rows_per_bank : int
+        DRAM rows per bank (capacity = channels x banks x rows x row_bytes).
+    row_bytes : int
+        Row (page) size of one bank.
+    column_bytes : int
+        Bytes one column access (RD, RD-MAC, WR) moves: bus width x burst.
+    mac_lanes : int
+        Multipliers per bank's MAC unit (an adder tree sums their products).
+    mac_precision : str
+        ``"int8"`` (int32 accumulators) or ``"bf16"`` (fp32 accumulators).
+        Weights and KV cache are stored in this format.
+    mac_pipeline_cycles : int
+        Cycles from a column's data reaching the MAC unit to its accumulator
+        update (the drain after the last RD-MAC).
+    acc_registers : int
+        Accumulators per bank (output rows a bank can hold in flight).
+    input_buffer_bytes : int
+        Per-channel global buffer holding the broadcast input vector.
+    tRCD, tRP, tRAS, tRTP, tWR, tCCD_S, tCCD_L, tRRD, tFAW, tREFI, tRFC, tCL : int
+        DRAM timings in command-clock cycles (see the module docstring).
+    max_postponed_refreshes : int
+        REF commands a controller may postpone (JEDEC: 8).
+
+    The ASIC beside the DRAM (non-linear ops, cross-bank reductions) is the
+    arch spec's ``vector_unit`` and runs at ``clock_mhz``.
+    """
+
+    channels: int = 16
+    banks_per_channel: int = 16
+    bank_groups: int = 4
+    rows_per_bank: int = 32768
+    row_bytes: int = 1024
+    column_bytes: int = 32
+    mac_lanes: int = 16
+    mac_precision: str = "bf16"
+    mac_pipeline_cycles: int = 1
+    acc_registers: int = 64
+    input_buffer_bytes: int = 2048
+    tRCD: int = 14
+    tRP: int = 14
+    tRAS: int = 34
+    tRTP: int = 4
+    tWR: int = 22
+    tCCD_S: int = 2
+    tCCD_L: int = 4
+    tRRD: int = 4
+    tFAW: int = 30
+    tREFI: int = 3900
+    tRFC: int = 260
+    tCL: int = 14
+    max_postponed_refreshes: int = 8
+
+    def validate(self) -> None:
+        """Raise ``ValueError("key: expected ...")`` for an impossible value."""
+        positive = ("channels", "banks_per_channel", "bank_groups", "rows_per_bank", "row_bytes", "column_bytes",
+                    "mac_lanes", "acc_registers", "input_buffer_bytes") + TIMING_NAMES
+        for key in positive:
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{key}: expected a positive integer, got {v!r}")
+        v = self.mac_pipeline_cycles
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"mac_pipeline_cycles: expected an integer >= 0, got {v!r}")
+        v = self.max_postponed_refreshes
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 8:
+            raise ValueError(f"max_postponed_refreshes: expected 1..8 (refresh waits for the end of a row burst), "
+                             f"got {v!r}")
+        if self.mac_precision not in MAC_PRECISIONS:
+            raise ValueError(f"mac_precision: expected one of {', '.join(MAC_PRECISIONS)}, got {self.mac_precision!r}")
+        if self.banks_per_channel % self.bank_groups:
+            raise ValueError(f"bank_groups: expected a divisor of banks_per_channel ({self.banks_per_channel}), "
+                             f"got {self.bank_groups}")
+        if self.row_bytes % self.column_bytes:
+            raise ValueError(f"column_bytes: expected a divisor of row_bytes ({self.row_bytes}), got {self.column_bytes}")
+        if self.column_bytes % ELEMENT_BYTES[self.mac_precision]:
+            raise ValueError(f"column_bytes: expected a multiple of the {self.mac_precision} element size")
+        if self.input_buffer_bytes < self.row_bytes:
+            raise ValueError(f"input_buffer_bytes: expected at least row_bytes ({self.row_bytes}), "
+                             f"got {self.input_buffer_bytes}")
+        # impossible combinations of timings (one line each)
+        if self.tRAS < self.tRCD:
+            raise ValueError(f"tRAS: expected >= tRCD ({self.tRCD}): a row cannot close before it can be read, "
+                             f"got {self.tRAS}")
+        if self.tCCD_L < self.tCCD_S:
+            raise ValueError(f"tCCD_L: expected >= tCCD_S ({self.tCCD_S}), got {self.tCCD_L}")
+        if self.tCCD_L > self.tRCD:
+            raise ValueError(f"tCCD_L: expected <= tRCD ({self.tRCD}), got {self.tCCD_L}")
+        if self.tFAW < self.tRRD:
+            raise ValueError(f"tFAW: expected >= tRRD ({self.tRRD}), got {self.tFAW}")
+        if self.tFAW > self.tRAS + self.tRP:
+            raise ValueError(f"tFAW: expected <= tRC = tRAS + tRP ({self.tRAS + self.tRP}), got {self.tFAW}")
+        if self.tREFI <= self.tRFC:
+            raise ValueError(f"tREFI: expected > tRFC ({self.tRFC}), got {self.tREFI}")
+        burst = self.tRCD + (self.row_bytes // self.column_bytes) * self.column_spacing + self.tRP + self.tRAS
+        if burst >= self.tREFI:
+            raise ValueError(f"tREFI: expected longer than one row burst ({burst} cycles), got {self.tREFI}")
+
+    # -- derived figures -------------------------------------------------------------
+
+    @property
+    def element_bytes(self) -> int:
+        return ELEMENT_BYTES[self.mac_precision]
+
+    @property
+    def acc_bytes(self) -> int:
+        return ACC_BYTES[self.mac_precision]
+
+    @property
+    def column_elements(self) -> int:
+        """Weight elements one RD-MAC reads."""
+        return self.column_bytes // ELEMENT_BYTES[self.mac_precision]
+
+    @property
+    def row_columns(self) -> int:
+        """Column accesses per DRAM row."""
+        return self.row_bytes // self.column_bytes
+
+    @property
+    def mac_cycles_per_column(self) -> int:
+        """Cycles the MAC unit needs for one column (``ceil(column_elements / mac_lanes)``)."""
+        return -(-self.column_elements // self.mac_lanes)
+
+    @property
+    def column_spacing(self) -> int:
+        """Cycles between two all-bank RD-MACs: ``max(tCCD_L, mac_cycles_per_column)``."""
+        return max(self.tCCD_L, self.mac_cycles_per_column)
+
+    @property
+    def mac_drain(self) -> int:
+        """Cycles from an RD-MAC command to its accumulator update:
+        ``tCL + mac_cycles_per_column - 1 + mac_pipeline_cycles``."""
+        return self.tCL + self.mac_cycles_per_column - 1 + self.mac_pipeline_cycles
+
+    @property
+    def banks(self) -> int:
+        return self.channels * self.banks_per_channel
+
+    @property
+    def capacity_bytes(self) -> int:
+        return self.channels * self.banks_per_channel * self.rows_per_bank * self.row_bytes
+
+    @property
+    def macs(self) -> int:
+        """Multipliers in all banks."""
+        return self.banks * self.mac_lanes
+
+    def min_buffer_bytes(self) -> dict[str, int]:
+        """Buffers of a PIM spec mirror its per-channel global buffer and accumulators."""
+        return {}
