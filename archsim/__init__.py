@@ -28,6 +28,12 @@ __all__ = sorted(_LAZY) + ["__version__"]
 def __getattr__(name: str) -> Any:
     target = _LAZY.get(name)
     if target is None:
+        if not name.startswith("_"):
+            try:  # submodules: archsim.spec, archsim.engine, archsim.errors, ...
+                return importlib.import_module(f"archsim.{name}")
+            except ModuleNotFoundError as err:
+                if err.name != f"archsim.{name}":
+                    raise
         raise AttributeError(f"module 'archsim' has no attribute {name!r}")
     value = getattr(importlib.import_module(target[0]), target[1])
     globals()[name] = value
