@@ -209,3 +209,33 @@ def test_real_systolic_tile_cycles():
     assert res.total_cycles == 194 and res.stall_cycles == 0
     assert res.layers[0].mapping_efficiency == pytest.approx(1.0)
     assert res.utilization == pytest.approx(100 * 32 * 32 / (1024 * 194))
+
+
+def test_report_extras_hook_is_merged(toy, monkeypatch):
+    arch = toy(bpc=8, latency=10)
+    monkeypatch.setattr(ToyModel, "report_extras", lambda self, result: {"tokens_per_s": 1e9 / result.total_cycles},
+                        raising=False)
+    res = run_program(Program("toy", "w", [LayerProgram("l0", "matmul", 1000, double_buffered(), ("s",))]), arch)
+    assert res.extras == {"tokens_per_s": pytest.approx(1e9 / 74)}
+    assert res.to_dict()["extras"]["tokens_per_s"] == pytest.approx(1e9 / 74)
+
+
+def test_detailed_uses_the_detailed_model(toy, monkeypatch):
+    arch = toy(bpc=math.inf, latency=0)
+    monkeypatch.setattr(ToyModel, "detailed_tile_cycles", lambda self, tile: tile.cycles + 1, raising=False)
+    prog = Program("toy", "w", [LayerProgram("l0", "matmul", 1000, double_buffered(), ("s",))])
+    assert run_program(prog, arch).total_cycles == 40
+    assert run_program(prog, arch, detailed=True).total_cycles == 42  # memo keyed by detailed too
+
+
+@pytest.mark.skipif(not _systolic_ready(), reason="systolic template not built yet")
+def test_detailed_systolic_agrees_with_fast():
+    from archsim.templates.systolic import SystolicTile
+
+    arch = load_arch("systolic-32x32-ws")  # double-buffered preload
+    tiles = [SystolicTile("ws", 40, 32, 32), SystolicTile("ws", 40, 32, 32, accumulate=True, preload_hidden=True)]
+    cmds = [Compute(0, (), tiles[0]), Compute(1, (0,), tiles[1])]
+    prog = Program(arch.name, "w", [LayerProgram("g", "matmul", 2 * 40 * 32 * 32, cmds, ("d",))])
+    fast, slow = run_program(prog, arch).total_cycles, run_program(prog, arch, detailed=True).total_cycles
+    # 2R + C + m - 2 = 64 + 32 + 40 - 2 = 134, then R + C + m - 2 = 102 with the preload hidden
+    assert fast == slow == 134 + 102
