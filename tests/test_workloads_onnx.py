@@ -240,3 +240,60 @@ def test_embedding_gather_and_tied_weights(tmp_path):
     assert (emb.kind, emb.vocab, emb.dim, emb.tokens) == ("embedding", 100, 12, 6)
     assert g.op("lm_head").macs() == 6 * 12 * 100
     assert g.total_params() == 100 * 12  # counted once
+
+
+# -- models exported by torch (legacy TorchScript exporter) -----------------------------------------------------
+def _torch():
+    torch = pytest.importorskip("torch")
+    return torch, torch.nn
+
+
+def test_torch_convnet(tmp_path):
+    torch, nn = _torch()
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+            self.c2 = nn.Conv2d(8, 16, 3, stride=2, padding=1, groups=2)
+            self.fc = nn.Linear(16, 10)
+
+        def forward(self, x):
+            x = nn.functional.max_pool2d(torch.relu(self.c1(x)), 2)
+            x = torch.relu(self.c2(x)).mean((2, 3))
+            return self.fc(x)
+
+    net = Net()
+    path = tmp_path / "net.onnx"
+    torch.onnx.export(net, torch.zeros(1, 3, 32, 32), str(path), dynamo=False)
+    g = workloads.load(str(path))
+    # c1: 32*32*8*27; c2 (groups 2): 8*8 px * 16 filters * 3*3*4 taps; fc 16*10
+    assert g.total_macs() == 32 * 32 * 8 * 27 + 8 * 8 * 16 * 36 + 160
+    assert g.total_params() == sum(p.numel() for p in net.parameters())
+    assert [op.kind for op in g.ops() if op.kind != "elementwise"] == ["conv2d", "pool", "conv2d", "matmul"]
+
+
+def test_torch_transformer_block(tmp_path):
+    torch, nn = _torch()
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln = nn.LayerNorm(16)
+            self.attn = nn.MultiheadAttention(16, 2, batch_first=True)
+            self.ln2 = nn.LayerNorm(16)
+            self.mlp = nn.Sequential(nn.Linear(16, 64), nn.GELU(), nn.Linear(64, 16))
+
+        def forward(self, x):
+            h = self.ln(x)
+            x = x + self.attn(h, h, h, need_weights=False)[0]
+            return x + self.mlp(self.ln2(x))
+
+    block = Block().eval()
+    path = tmp_path / "block.onnx"
+    torch.onnx.export(block, torch.zeros(1, 8, 16), str(path), dynamo=False)
+    g = workloads.load(str(path))
+    # fused QKV 8*16*48, out 8*16*16, QK^T and AV 2 heads * 8*8*8 each, MLP 2 * 8*16*64
+    assert g.total_macs() == 8 * 16 * 48 + 8 * 16 * 16 + 2 * (2 * 8 * 8 * 8) + 2 * 8 * 16 * 64 == 26_624
+    assert g.total_params() == sum(p.numel() for p in block.parameters()) == 3280
+    assert sum(op.kind == "layernorm" for op in g.ops()) == 2 and sum(op.kind == "softmax" for op in g.ops()) == 1

@@ -84,6 +84,11 @@ class _Model:
                 for attr in node.attribute:
                     if attr.name == "value":
                         self.shapes[node.output[0]] = tuple(attr.t.dims)
+        # exporters alias equal-valued initializers with Identity (torch: ln2.weight = Identity(ln.weight))
+        self.alias: dict[str, str] = {}
+        for node in self.nodes:
+            if node.op_type == "Identity" and node.input[0] in self.init:
+                self.alias[node.output[0]] = node.input[0]
         self.consumers: dict[str, list[onnx.NodeProto]] = {}
         for node in self.nodes:
             for x in node.input:
@@ -104,7 +109,7 @@ class _Model:
 
     def param_size(self, tensor: str) -> int:
         """Elements of an initializer that counts as a parameter (non-scalar float), else 0."""
-        t = self.init.get(tensor)
+        t = self.init.get(self.alias.get(tensor, tensor))
         if t is None or t.data_type not in _FLOAT_TYPES:
             return 0
         size = prod(t.dims)
@@ -170,11 +175,11 @@ def load_onnx(path: str, *, unknown_ops: str = "error", dims: dict[str, int] | N
         raise WorkloadError(f"{path}: the ONNX graph has no nodes; expected a model")
     if dims:
         _fix_dims(path, model, dims)
-    try:
-        model = shape_inference.infer_shapes(model, data_prop=True)
-    except Exception as err:
-        raise WorkloadError(f"{path}: ONNX shape inference failed: {str(err).splitlines()[0]}") from None
+    model = _infer(path, model)
     m = _Model(path, model)
+    if any(m.shapes.get(out) is None or 0 in m.shapes[out]
+           for n in m.nodes if not m.is_static_node(n) for out in n.output if out):
+        _fold_static_shapes(path, model, m)
     fused = _find_layernorms(m)
     absorbed = {id(n) for group in fused.values() for n in group["nodes"]}
     unknown = [n for n in m.nodes
@@ -201,6 +206,56 @@ def load_onnx(path: str, *, unknown_ops: str = "error", dims: dict[str, int] | N
                 text = f"{path}: node {m.names[id(node)]} ({node.op_type}): {text}"
             raise WorkloadError(text) from None
     return graph
+
+
+def _infer(path: str, model):
+    try:
+        return shape_inference.infer_shapes(model, data_prop=True)
+    except Exception as err:
+        raise WorkloadError(f"{path}: ONNX shape inference failed: {str(err).splitlines()[0]}") from None
+
+
+def _fold_static_shapes(path: str, model, m: _Model) -> None:
+    """Evaluate the static nodes (shape arithmetic such as ``Shape -> Slice ->
+    Concat -> Reshape``) with onnx's reference evaluator, and re-run shape
+    inference on a copy where they are constants; fills ``m.shapes``.
+
+    Folded tensors only give shapes: they are not counted as parameters.
+    """
+    from onnx.reference import ReferenceEvaluator
+
+    values = {name: numpy_helper.to_array(t) for name, t in m.init.items()}
+    for node in m.nodes:
+        if not m.is_static_node(node):
+            continue
+        try:
+            if node.op_type == "Shape":
+                shape = m.shapes.get(node.input[0])
+                if shape is None or 0 in shape:
+                    continue
+                a = _attrs(node)
+                values[node.output[0]] = np.array(shape[a.get("start", 0):a.get("end", len(shape))], np.int64)
+                continue
+            if not all(x in values for x in node.input if x):
+                continue
+            feeds = {x: values[x] for x in node.input if x}
+            outs = ReferenceEvaluator(node).run(None, feeds)
+            values.update(zip(node.output, outs))
+        except Exception:  # leave it unfolded; a missing shape is reported later, naming the node
+            continue
+    folded = onnx.ModelProto()
+    folded.CopyFrom(model)
+    keep = [n for n in folded.graph.node if not all(o in values for o in n.output)]
+    del folded.graph.node[:]
+    folded.graph.node.extend(keep)
+    del folded.graph.value_info[:]
+    have = set(m.init)
+    folded.graph.initializer.extend(numpy_helper.from_array(np.asarray(v), k)
+                                    for k, v in values.items() if k not in have)
+    for vi in _infer(path, folded).graph.value_info:
+        shape = _vi_shape(vi)
+        if shape is not None and (m.shapes.get(vi.name) is None or 0 in m.shapes[vi.name]):
+            m.shapes[vi.name] = shape
 
 
 def _fix_dims(path: str, model, dims: dict[str, int]) -> None:
@@ -366,7 +421,7 @@ class _Lowerer:
         axis = int(_attrs(node).get("axis", -1)) % len(shape)
         scale = node.input[1] if len(node.input) > 1 else ""
         self._add(LayerNorm, node, [node.input[0]], [node.output[0]], shape=shape,
-                  normalized_size=prod(shape[axis:]), affine=bool(scale and scale in self.m.init),
+                  normalized_size=prod(shape[axis:]), affine=bool(scale and self.m.param_size(scale)),
                   weight_name=scale)
 
     def layernorm_pattern(self, node, group) -> None:
