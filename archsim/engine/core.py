@@ -71,7 +71,7 @@ class ArchContext:
     """Per-arch constants and caches for the hot loop."""
 
     __slots__ = ("arch", "model", "bpc", "latency", "lanes", "vec_cycles", "vec_default", "detailed",
-                 "tile_cache", "action_cache", "frac_cache", "identity", "peak", "compute_units")
+                 "tile_cache", "action_cache", "frac_cache", "identity", "cycles_by_id", "peak", "compute_units")
 
     def __init__(self, arch: Any, detailed: bool = False):
         self.arch = arch
@@ -83,6 +83,7 @@ class ArchContext:
         self.vec_default = arch.vector_unit.default_cycles
         self.detailed = detailed
         self.tile_cache: dict = {}
+        self.cycles_by_id: dict[int, tuple] = {}
         self.action_cache: dict = {}
         self.frac_cache: dict = {}
         self.identity = arch.identity()
@@ -158,9 +159,11 @@ def schedule_layer(commands: list, ctx: ArchContext, record: bool = False) -> La
     vec_cycles = ctx.vec_cycles
     vec_default = ctx.vec_default
     tile_cycles = ctx.tile_cycles
+    by_id = ctx.cycles_by_id  # id(tile) -> cycles; tiles stay alive for the whole run
     dram: dict[str, int] = {}
     sram: dict[str, int] = {}
-    tiles: dict[Any, int] = {}
+    tile_counts: dict[int, int] = {}
+    tile_objs: dict[int, Any] = {}
     vector_lane_cycles = 0
     intervals = [] if record else None
     end_max = 0.0
@@ -175,8 +178,16 @@ def schedule_layer(commands: list, ctx: ArchContext, record: bool = False) -> La
         cls = type(c)
         if cls is Compute:
             tile = c.tile
-            dur = tile_cycles(tile)
-            tiles[tile] = tiles.get(tile, 0) + 1
+            key = id(tile)
+            entry = by_id.get(key)
+            if entry is None:  # the entry holds the tile, so its id is not reused while ctx lives
+                entry = by_id[key] = (tile, tile_cycles(tile))
+            dur = entry[1]
+            if key in tile_counts:
+                tile_counts[key] += 1
+            else:
+                tile_objs[key] = tile
+                tile_counts[key] = 1
             end = t + dur
             free[unit] = end
             finish[i] = end
@@ -209,6 +220,10 @@ def schedule_layer(commands: list, ctx: ArchContext, record: bool = False) -> La
     timing = LayerTiming()
     timing.cycles = math.ceil(end_max - _EPS) if end_max > 0 else 0
     compute_busy = max((busy.get(u, 0.0) for u in ctx.compute_units), default=0.0)
+    tiles: dict[Any, int] = {}
+    for key, count in tile_counts.items():
+        tile = tile_objs[key]
+        tiles[tile] = tiles.get(tile, 0) + count
     if not tiles:
         compute_busy = busy.get("vector", 0.0)
     timing.compute_cycles = min(timing.cycles, math.ceil(compute_busy - _EPS)) if compute_busy > 0 else 0

@@ -550,12 +550,17 @@ def _min_buffer_bytes(params: Any) -> tuple[dict[str, int], str]:
     names = ("rows", "cols", "input_precision", "weight_precision", "acc_precision")
     if not all(hasattr(params, n) for n in names):
         return {}, ""
-    from workloads.precision import tensor_bytes
-
     tile = params.rows * params.cols
     precs = {"input": params.input_precision, "weight": params.weight_precision, "output": params.acc_precision}
-    need = {op: tensor_bytes(tile, str(getattr(p, "value", p))) for op, p in precs.items()}
+    need = {op: (tile * _precision_bits(str(getattr(p, "value", p))) + 7) // 8 for op, p in precs.items()}
     return need, f"one {params.rows}x{params.cols} tile"
+
+
+def _precision_bits(name: str) -> int:
+    """Bits of a precision name (``int8`` -> 8, ``fp8_e4m3`` -> 8, ``bf16`` -> 16), without
+    importing the workloads package (it pulls in networkx)."""
+    m = re.search(r"(\d+)", name)
+    return int(m.group(1)) if m else 8
 
 
 def _build_arch(raw: Any, where: str, source: str, default_name: str) -> ArchSpec:
