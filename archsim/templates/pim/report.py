@@ -1,0 +1,50 @@
+"""PIM figures added to report.json (the engine's ``report_extras`` hook).
+
+- ``tokens_per_s``: tokens the run produces (the largest ``mapping["tokens"]``
+  of a layer: 1 per sequence in decode, the prompt length in prefill) over the
+  run's latency;
+- ``energy_per_token_pj``: the engine's energy (per-command DRAM energy, MACs,
+  ASIC) plus DRAM background power over the whole run, per token;
+- ``pim_io_bytes``: bytes between the banks and the ASIC (input broadcast,
+  accumulator gather, KV-cache writes);
+- ``pim_weight_bytes`` / ``pim_kv_bytes``: what the DRAM must hold; a
+  :class:`~archsim.errors.MappingError` if it exceeds the capacity (tables used
+  twice, e.g. GPT-2's tied embedding / LM head, are counted twice here; the
+  exact check is :func:`mappers.pim.check_capacity` on the graph).
+"""
+from __future__ import annotations
+
+from archsim.errors import MappingError
+
+
+def tokens_of(result) -> int:
+    return max([int(l.mapping.get("tokens", 0) or 0) for l in result.layers] + [1])
+
+
+def pim_extras(model, result) -> dict:
+    arch, p = model.arch, model.p
+    weights = sum(int(l.mapping.get("pim_weight_bytes", 0) or 0) for l in result.layers)
+    kv = sum(int(l.mapping.get("pim_kv_bytes", 0) or 0) for l in result.layers)
+    if weights + kv > p.capacity_bytes:
+        raise MappingError(
+            f"{result.workload_name}: weights ({weights / 2**30:.2f} GiB) + KV cache ({kv / 2**30:.2f} GiB) "
+            f"do not fit the {p.capacity_bytes / 2**30:.2f} GiB of {arch.name}'s PIM DRAM")
+    tokens = tokens_of(result)
+    seconds = result.total_cycles / (arch.clock_mhz * 1e6)
+    try:
+        bg = arch.tech.energy("pim.background_cycle")
+    except KeyError:
+        bg = 0.0
+    background = bg * p.channels * result.total_cycles
+    total = result.energy_pj + background
+    io = sum(int(l.mapping.get("pim_io_bytes_per_iteration", 0) or 0) * l.repeat for l in result.layers)
+    return {
+        "tokens": tokens,
+        "tokens_per_s": tokens / seconds if seconds else 0.0,
+        "energy_per_token_pj": total / tokens,
+        "background_energy_pj": background,
+        "pim_io_bytes": io,
+        "pim_weight_bytes": weights,
+        "pim_kv_bytes": kv,
+        "pim_capacity_bytes": p.capacity_bytes,
+    }

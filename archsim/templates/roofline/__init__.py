@@ -1,0 +1,123 @@
+"""Roofline template: a GPU (or any processor) described by its peak compute per
+precision and its memory bandwidth; each layer takes
+``max(flops / peak, bytes / bandwidth)`` (Williams, Waterman, Patterson,
+"Roofline", CACM 2009). A baseline for the PIM template, not a GPU model:
+no kernel launch, occupancy or cache effects; bytes are each operand once.
+
+Energy: ``board_power_w`` x time (the GPU's TDP as an upper bound of its
+measured power), i.e. one action ``gpu.cycle`` per busy cycle.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import ceil
+from typing import ClassVar
+
+from archsim.templates.base import Template
+
+
+@dataclass
+class RooflineParams:
+    """Attributes
+    ----------
+    peak_tflops : dict[str, float]
+        Dense peak per precision name (``"bf16"``, ``"int8"``, ...), in
+        TFLOP/s (TOPS for integers); precisions not listed use ``"default"``.
+    mem_gb_per_s : float
+        Sustained DRAM bandwidth (GB/s).
+    memory_bytes : int
+        DRAM capacity.
+    board_power_w : float
+        Board power for energy (TDP).
+    kernel_launch_us : float
+        Fixed time added to every kernel (launch + synchronisation); 0 is the
+        pure roofline. Batch-1 decoding on a GPU is often bound by it.
+    """
+
+    peak_tflops: dict[str, float] = field(default_factory=lambda: {"default": 100.0})
+    mem_gb_per_s: float = 1000.0
+    memory_bytes: int = 40 << 30
+    board_power_w: float = 400.0
+    kernel_launch_us: float = 0.0
+
+    def validate(self) -> None:
+        if not self.peak_tflops or any(not (isinstance(v, (int, float)) and v > 0) for v in self.peak_tflops.values()):
+            raise ValueError(f"peak_tflops: expected positive TFLOP/s per precision, got {self.peak_tflops!r}")
+        if "default" not in self.peak_tflops:
+            raise ValueError("peak_tflops: expected a 'default' entry for unlisted precisions")
+        if not self.mem_gb_per_s > 0:
+            raise ValueError(f"mem_gb_per_s: expected a positive number, got {self.mem_gb_per_s!r}")
+        if not (isinstance(self.memory_bytes, int) and self.memory_bytes > 0):
+            raise ValueError(f"memory_bytes: expected a positive integer, got {self.memory_bytes!r}")
+        if not self.kernel_launch_us >= 0:
+            raise ValueError(f"kernel_launch_us: expected a number >= 0, got {self.kernel_launch_us!r}")
+        if not self.board_power_w > 0:
+            raise ValueError(f"board_power_w: expected a positive number, got {self.board_power_w!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class RooflineTile:
+    """One kernel: ``flops`` operations at ``precision`` touching ``nbytes`` of DRAM."""
+
+    flops: int
+    nbytes: int
+    precision: str = "bf16"
+
+
+class RooflineModel:
+    compute_units: ClassVar[tuple[str, ...]] = ("gpu",)
+
+    def __init__(self, arch):
+        self.arch = arch
+        self.p = arch.params
+        hz = arch.clock_mhz * 1e6
+        self.bytes_per_cycle = self.p.mem_gb_per_s * 1e9 / hz
+        self.flops_per_cycle = {k: v * 1e12 / hz for k, v in self.p.peak_tflops.items()}
+        self.launch_cycles = ceil(self.p.kernel_launch_us * 1e-6 * hz)
+
+    def peak_flops_per_cycle(self, precision: str) -> float:
+        return self.flops_per_cycle.get(precision, self.flops_per_cycle["default"])
+
+    def peak_macs_per_cycle(self) -> int:
+        return max(1, int(max(self.flops_per_cycle.values()) // 2))
+
+    def tile_cycles(self, tile: RooflineTile) -> int:
+        roof = max(tile.flops / self.peak_flops_per_cycle(tile.precision), tile.nbytes / self.bytes_per_cycle)
+        return ceil(roof) + self.launch_cycles
+
+    def tile_bound(self, tile: RooflineTile) -> str:
+        c = tile.flops / self.peak_flops_per_cycle(tile.precision)
+        return "compute" if c >= tile.nbytes / self.bytes_per_cycle else "memory"
+
+    def tile_actions(self, tile: RooflineTile) -> dict[str, int]:
+        return {"gpu.cycle": self.tile_cycles(tile)}
+
+    def tile_values(self, tile, operands):
+        raise NotImplementedError("the roofline template models time only")
+
+    def detailed_tile(self, tile, operands):
+        raise NotImplementedError("the roofline template has no detailed model")
+
+    def detailed_tile_cycles(self, tile: RooflineTile) -> int:
+        return self.tile_cycles(tile)
+
+    def report_extras(self, result) -> dict:
+        tokens = max([int(l.mapping.get("tokens", 0) or 0) for l in result.layers] + [1])
+        seconds = result.total_cycles / (self.arch.clock_mhz * 1e6)
+        mem = sum(l.cycles for l in result.layers if l.mapping.get("bound") == "memory")
+        return {
+            "tokens": tokens,
+            "tokens_per_s": tokens / seconds if seconds else 0.0,
+            "energy_per_token_pj": result.energy_pj / tokens,
+            "memory_bound_fraction": mem / result.total_cycles if result.total_cycles else 0.0,
+        }
+
+
+TEMPLATE = Template(
+    name="roofline",
+    description="processor as a roofline: peak compute per precision and DRAM bandwidth (GPU baseline)",
+    params_cls=RooflineParams,
+    model_cls=RooflineModel,
+)
+
+__all__ = ["RooflineModel", "RooflineParams", "RooflineTile", "TEMPLATE"]

@@ -1,0 +1,42 @@
+"""Lowering onto the roofline template: one kernel (Compute on unit ``"gpu"``) per op.
+
+Bytes: every operand once (inputs, learned weights, outputs; for attention
+also the K and V cache it reads and the new K/V row it writes). FLOPs: 2 per
+MAC, plus one per element of vector ops. Precision of a kernel: the op's
+weight precision for GEMMs (the GPU runs the same formats as the workload).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from archsim.program import Compute, LayerProgram
+from archsim.templates.roofline import RooflineTile
+from mappers.lower import op_key
+from workloads.precision import tensor_bytes
+
+
+def make_mapper(arch, options) -> Callable:
+    model = arch.model()
+
+    def map_op(op) -> LayerProgram:
+        ob = op.operand_bytes()
+        nbytes = ob.get("input", 0) + ob.get("weight", 0) + ob.get("output", 0)
+        macs = op.macs()
+        flops = 2 * macs
+        mapping: dict = {"repeat": 1}
+        if op.kind == "attention":
+            # the K/V cache is read once; the new K/V rows are written
+            kv = 2 * op.batch * op.kv_heads * op.seq_kv * op.head_dim
+            nbytes = max(nbytes, tensor_bytes(kv, op.act_precision) + ob.get("output", 0))
+        elif op.kind == "matmul":
+            mapping["tokens"] = op.batch * op.m
+        if not macs:
+            elements = max(1, ob.get("output", 0))
+            flops = elements
+        precision = op.weight_precision if op.kind in ("matmul", "conv2d") else op.act_precision
+        tile = RooflineTile(int(flops), int(nbytes), precision)
+        mapping["bound"] = model.tile_bound(tile)
+        cmds = [Compute(0, (), tile, (), "gpu")] if (flops or nbytes) else []
+        return LayerProgram(op.name, op.kind, macs, cmds, ("roofline",) + op_key(op), mapping)
+
+    return map_op
