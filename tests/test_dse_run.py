@@ -1,4 +1,6 @@
-"""Running sweeps: outputs, failures, resume (including after a real SIGKILL), local vs Ray."""
+"""Running sweeps: outputs, failures, resume (including after a real SIGKILL).
+
+Local vs Ray with the real simulator is in test_dse_cli.py."""
 from __future__ import annotations
 
 import csv
@@ -136,30 +138,3 @@ def test_sigkill_mid_sweep_then_resume_loses_and_duplicates_nothing(tmp_path):
     for r in records:
         if r["status"] == "ok":
             assert r["metrics"] == pytest.approx(fake_metrics(by_key[r["key"]]))
-
-
-def test_same_results_on_ray_and_local(tmp_path):
-    ray = pytest.importorskip("ray")
-    from ray import cloudpickle
-    import test_dse_helpers
-
-    cloudpickle.register_pickle_by_value(test_dse_helpers)  # Ray workers do not have tests/ on their path
-    plan = make_plan()
-    local = run_sweep(plan.spec, tmp_path / "local", plan=plan, evaluate=fake_evaluate, workers=2, progress=False, plots=False)
-    try:
-        remote = run_sweep(plan.spec, tmp_path / "ray", plan=plan, evaluate=fake_evaluate, backend="ray", workers=2,
-                           progress=False, plots=False)
-    finally:
-        cloudpickle.unregister_pickle_by_value(test_dse_helpers)
-        if ray.is_initialized():
-            ray.shutdown()
-
-    def strip(rows):
-        return [{k: v for k, v in r.items() if k != "elapsed_s"} for r in rows]
-
-    assert strip(remote.rows) == strip(local.rows)
-    def front(path):
-        return strip(csv.DictReader(open(path / "pareto.csv")))
-
-    assert front(tmp_path / "ray") == front(tmp_path / "local") != []
-    assert remote.ran == 48
