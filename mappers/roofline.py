@@ -1,7 +1,7 @@
 """Lowering onto the roofline template: one kernel (Compute on unit ``"gpu"``) per op.
 
 Bytes: every operand once (inputs, learned weights, outputs; for attention
-also the K and V cache it reads and the new K/V row it writes). FLOPs: 2 per
+the K and V cache it reads; for an embedding only the rows looked up). FLOPs: 2 per
 MAC, plus one per element of vector ops. Precision of a kernel: the op's
 weight precision for GEMMs (the GPU runs the same formats as the workload).
 """
@@ -28,6 +28,8 @@ def make_mapper(arch, options) -> Callable:
             # the K/V cache is read once; the new K/V rows are written
             kv = 2 * op.batch * op.kv_heads * op.seq_kv * op.head_dim
             nbytes = max(nbytes, tensor_bytes(kv, op.act_precision) + ob.get("output", 0))
+        elif op.kind == "embedding":
+            nbytes = 2 * ob.get("output", 0)  # a lookup reads only the looked-up rows
         elif op.kind == "matmul":
             mapping["tokens"] = op.batch * op.m
         if not macs:
