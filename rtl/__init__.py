@@ -1,1 +1,21 @@
-"""Amaranth RTL of the templates, Verilog/FuseSoC output, cocotb co-simulation and synthesis."""
+"""Amaranth RTL of the templates, Verilog/FuseSoC output, cocotb co-simulation and synthesis.
+
+Public names::
+
+    from rtl import design_for, write_outputs, cosim, synthesize
+
+- :func:`design_for` (params or ArchSpec -> :class:`RtlDesign`), :func:`write_outputs`
+  (Verilog + FuseSoC core + JSON manifest);
+- :func:`cosim` (replay tile commands on the RTL under cocotb and compare with
+  archsim's fast and detailed models);
+- :func:`synthesize` (yosys / nextpnr resource and Fmax figures, cached).
+"""
+from rtl.api import cosim, cosim_items
+from rtl.design import CosimReport, Port, RtlDesign, TileCheck
+from rtl.generate import DESIGNS, design_for, write_outputs
+from rtl.synth import synthesize
+
+__all__ = [
+    "DESIGNS", "CosimReport", "Port", "RtlDesign", "TileCheck",
+    "cosim", "cosim_items", "design_for", "synthesize", "write_outputs",
+]

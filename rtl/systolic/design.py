@@ -1,0 +1,565 @@
+"""Amaranth design of the systolic template: PE grid, tile buffers and controller.
+
+The design executes :class:`~archsim.templates.systolic.tile.SystolicTile`
+commands with exactly the cycles of the timing contract in
+``archsim/templates/systolic/tile.py`` (see ``docs/rtl.md`` for the port list
+and the buffer layout the host writes).
+
+Structure (``R = rows``, ``C = cols``, ``P = mult_pipeline_stages``)::
+
+            top buffer: C lanes (one per array column), lane c address a
+                 |  |  |        WS: W[a, c]   IS: A[c, a]   OS: W[a, c]
+                 v  v  v
+   left    -> PE PE PE ...   left buffer: R lanes (one per array row), lane r address a
+   buffer  -> PE PE PE ...      WS: A[a, r]   IS: W[r, a]   OS: A[r, a]
+   R lanes -> PE PE PE ...
+                 |  |  |
+                 v  v  v     column results -> output buffer: C lanes, lane c address a
+                                WS: out[a, c]   IS: out[c, a]   OS: out[a, c]
+
+The controller is split in two pipeline levels: a *fetch* level (the command
+FSM; it issues the buffer reads) and the *array* level one cycle later (the
+read data, the PE grid and the output writes). Tile-local cycle ``x`` of the
+contract is the array-level cycle in which the FSM counter generated at fetch
+level equals ``x``. ``tile_start`` is high in tile cycle 0, ``tile_done`` in
+the cycle the tile's last output is presented at the bottom of the array.
+
+PE(r, c) holds ``x`` (left operand, moving right), ``sh`` (shadow / moving
+operand, moving down), ``w`` (active stationary operand, double-buffered
+builds only), ``psum`` (partial sum moving down in WS/IS; the accumulator in
+OS) and, with ``P = 1``, ``prod`` (registered product). All arithmetic is
+two's complement and wraps at the accumulator width, like archsim's models.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2
+
+PRECISION_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+DATAFLOW_CODES = {"ws": 0, "os": 1, "is": 2}
+BUFFER_CODES = {"left": 0, "top": 1, "out": 2}
+
+
+@dataclass(frozen=True)
+class SystolicRtlOptions:
+    """RTL-only options (not part of the arch spec's timing).
+
+    Attributes
+    ----------
+    left_depth, top_depth, out_depth : int
+        Entries per lane of the local tile buffers. ``0`` (default) picks
+        ``max(64, 4 * max(rows, cols))`` rounded up to a power of two. A tile
+        needs ``m`` (WS) / ``n`` (IS) / ``k`` (OS) left entries, ``R`` (WS/IS) or
+        ``k`` (OS) top entries, and ``m`` / ``n`` / ``R`` output entries, from
+        its base addresses.
+    """
+
+    left_depth: int = 0
+    top_depth: int = 0
+    out_depth: int = 0
+
+    def resolved(self, rows: int, cols: int) -> "SystolicRtlOptions":
+        default = 1 << ceil_log2(max(64, 4 * max(rows, cols)))
+        return SystolicRtlOptions(
+            left_depth=self.left_depth or default,
+            top_depth=self.top_depth or default,
+            out_depth=self.out_depth or default,
+        )
+
+
+@dataclass(frozen=True)
+class SystolicConfig:
+    """Everything the hardware is built from: the template's params plus RTL options."""
+
+    rows: int
+    cols: int
+    dataflow: str  # ws | os | is | auto
+    input_bits: int
+    weight_bits: int
+    acc_bits: int
+    double_buffered: bool
+    mult_pipeline_stages: int
+    left_depth: int
+    top_depth: int
+    out_depth: int
+
+    @classmethod
+    def from_params(cls, params, options: SystolicRtlOptions | None = None) -> "SystolicConfig":
+        options = (options or SystolicRtlOptions()).resolved(params.rows, params.cols)
+        return cls(
+            rows=params.rows,
+            cols=params.cols,
+            dataflow=params.dataflow,
+            input_bits=PRECISION_BITS[params.input_precision],
+            weight_bits=PRECISION_BITS[params.weight_precision],
+            acc_bits=PRECISION_BITS[params.acc_precision],
+            double_buffered=params.preload == "double_buffered" and params.dataflow != "os",
+            mult_pipeline_stages=int(params.mult_pipeline_stages),
+            left_depth=options.left_depth,
+            top_depth=options.top_depth,
+            out_depth=options.out_depth,
+        )
+
+    # ---- derived sizes -------------------------------------------------
+    @property
+    def has_os(self) -> bool:
+        return self.dataflow in ("os", "auto")
+
+    @property
+    def has_wsis(self) -> bool:
+        return self.dataflow != "os"
+
+    @property
+    def dataflows(self) -> tuple[str, ...]:
+        """Tile dataflows this build executes (WS and IS share one datapath)."""
+        return tuple(d for d in ("ws", "os", "is") if (d == "os" and self.has_os) or (d != "os" and self.has_wsis))
+
+    @property
+    def lane_bits(self) -> int:
+        """Width of a left/top buffer lane: both operands fit (WS/IS swap them)."""
+        return max(self.input_bits, self.weight_bits)
+
+    @property
+    def addr_bits(self) -> int:
+        return max(1, ceil_log2(max(self.left_depth, self.top_depth, self.out_depth)))
+
+    @property
+    def dim_bits(self) -> int:
+        return max(self.left_depth, self.top_depth, self.out_depth, self.rows, self.cols).bit_length()
+
+    @property
+    def wr_data_bits(self) -> int:
+        return max(max(self.rows, self.cols) * self.lane_bits, self.cols * self.acc_bits)
+
+    @property
+    def rd_data_bits(self) -> int:
+        return self.cols * self.acc_bits
+
+    def tile_cycles(self, dataflow: str, m: int, k: int, n: int, preload_hidden: bool = False) -> int:
+        """Cycles the hardware takes for one tile (equals the contract's formula)."""
+        streamed = {"ws": m, "is": n, "os": k}[dataflow]
+        preload = 0 if (dataflow == "os" or (preload_hidden and self.double_buffered)) else self.rows
+        return preload + streamed + self.rows + self.cols - 2 + self.mult_pipeline_stages
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def systolic_signature(cfg: SystolicConfig) -> dict:
+    """The top module's ports (besides ``clk`` and ``rst``), in documented order."""
+    aw, dw = cfg.addr_bits, cfg.dim_bits
+    return {
+        # command (valid/ready handshake; one pending command is queued)
+        "cmd_valid": In(1),
+        "cmd_ready": Out(1),
+        "cmd_dataflow": In(2),
+        "cmd_m": In(dw),
+        "cmd_k": In(dw),
+        "cmd_n": In(dw),
+        "cmd_accumulate": In(1),
+        "cmd_preload_hidden": In(1),
+        "cmd_left_base": In(aw),
+        "cmd_top_base": In(aw),
+        "cmd_out_base": In(aw),
+        # buffer write port (host -> left / top / out buffer, all lanes at once)
+        "wr_en": In(1),
+        "wr_buf": In(2),
+        "wr_addr": In(aw),
+        "wr_data": In(cfg.wr_data_bits),
+        # output buffer read port (data one cycle after rd_en)
+        "rd_en": In(1),
+        "rd_addr": In(aw),
+        "rd_data": Out(cfg.rd_data_bits),
+        "rd_valid": Out(1),
+        # status
+        "busy": Out(1),
+        "tile_start": Out(1),
+        "tile_done": Out(1),
+        "tile_cycles": Out(32),
+        "tiles_done": Out(32),
+        "error": Out(1),
+    }
+
+
+class SystolicAccelerator(wiring.Component):
+    """Systolic array with local tile buffers and a tile-command controller.
+
+    Parameters
+    ----------
+    cfg : SystolicConfig
+        Built by :meth:`SystolicConfig.from_params` from ``SystolicParams``.
+    """
+
+    def __init__(self, cfg: SystolicConfig):
+        self.cfg = cfg
+        super().__init__(systolic_signature(cfg))
+
+    # -----------------------------------------------------------------
+    def elaborate(self, platform):
+        cfg = self.cfg
+        m = Module()
+        R, C, P = cfg.rows, cfg.cols, cfg.mult_pipeline_stages
+        lw, ab, aw, dw = cfg.lane_bits, cfg.acc_bits, cfg.addr_bits, cfg.dim_bits
+        cw = max(dw + 1, (max(cfg.left_depth, cfg.top_depth, cfg.out_depth) + 2 * R + C + 2).bit_length())  # cycle counters
+
+        # ---------------- buffers ----------------
+        def lane_mems(prefix, lanes, depth, shape):
+            mems = []
+            for i in range(lanes):
+                mem = Memory(shape=shape, depth=depth, init=[])
+                m.submodules[f"{prefix}{i}"] = mem
+                mems.append(mem)
+            return mems
+
+        left_mem = lane_mems("left_buf", R, cfg.left_depth, signed(lw))
+        top_mem = lane_mems("top_buf", C, cfg.top_depth, signed(lw))
+        out_mem = lane_mems("out_buf", C, cfg.out_depth, signed(ab))
+        left_rp = [mem.read_port() for mem in left_mem]
+        top_rp = [mem.read_port() for mem in top_mem]
+        out_wp = [mem.write_port() for mem in out_mem]
+        out_rp = [mem.read_port(transparent_for=(wp,)) for mem, wp in zip(out_mem, out_wp)]
+        for mems, code in ((left_mem, "left"), (top_mem, "top")):
+            for i, mem in enumerate(mems):
+                wp = mem.write_port()
+                m.d.comb += [
+                    wp.en.eq(self.wr_en & (self.wr_buf == BUFFER_CODES[code])),
+                    wp.addr.eq(self.wr_addr),
+                    wp.data.eq(self.wr_data[i * lw:(i + 1) * lw]),
+                ]
+
+        # ---------------- command queue (one pending entry) ----------------
+        def cmd_fields(prefix):
+            return dict(
+                valid=Signal(name=f"{prefix}_valid"),
+                df=Signal(2, name=f"{prefix}_dataflow"),
+                m=Signal(dw, name=f"{prefix}_m"),
+                k=Signal(dw, name=f"{prefix}_k"),
+                n=Signal(dw, name=f"{prefix}_n"),
+                acc=Signal(name=f"{prefix}_accumulate"),
+                hidden=Signal(name=f"{prefix}_hidden"),
+                left_base=Signal(aw, name=f"{prefix}_left_base"),
+                top_base=Signal(aw, name=f"{prefix}_top_base"),
+                out_base=Signal(aw, name=f"{prefix}_out_base"),
+            )
+
+        nxt = cmd_fields("nxt")
+        nxt_loaded = Signal()
+        error = Signal()
+        m.d.comb += [self.cmd_ready.eq(~nxt["valid"]), self.error.eq(error)]
+
+        supported = Signal()
+        m.d.comb += supported.eq(
+            Cat(*[self.cmd_dataflow == DATAFLOW_CODES[d] for d in cfg.dataflows]).any()
+        )
+        with m.If(self.cmd_valid & self.cmd_ready):
+            m.d.sync += [
+                nxt["valid"].eq(1),
+                nxt["df"].eq(self.cmd_dataflow),
+                nxt["m"].eq(self.cmd_m),
+                nxt["k"].eq(self.cmd_k),
+                nxt["n"].eq(self.cmd_n),
+                nxt["acc"].eq(self.cmd_accumulate),
+                nxt["hidden"].eq(self.cmd_preload_hidden & (self.cmd_dataflow != DATAFLOW_CODES["os"])
+                                 & int(cfg.double_buffered)),
+                nxt["left_base"].eq(self.cmd_left_base),
+                nxt["top_base"].eq(self.cmd_top_base),
+                nxt["out_base"].eq(self.cmd_out_base),
+                nxt_loaded.eq(0),
+            ]
+            bad_hidden = self.cmd_preload_hidden & ((self.cmd_dataflow == DATAFLOW_CODES["os"])
+                                                    | int(not cfg.double_buffered))
+            zero_dim = (self.cmd_m == 0) | (self.cmd_k == 0) | (self.cmd_n == 0)
+            with m.If(~supported | bad_hidden | zero_dim):
+                m.d.sync += error.eq(1)
+
+        # ---------------- fetch-level FSM (current tile) ----------------
+        run = Signal()
+        cnt = Signal(cw)
+        cur_os = Signal()
+        cur_L = Signal(cw)  # preload length (R or 0)
+        cur_S = Signal(cw)  # streamed length
+        cur_last = Signal(cw)  # tile cycles - 1
+        cur_out_start = Signal(cw)
+        cur_out_len = Signal(cw)
+        cur_k = Signal(dw)
+        cur_m = Signal(dw)
+        cur_lim_left = Signal(dw)
+        cur_lim_top = Signal(dw)
+        cur_lim_out = Signal(dw)
+        cur_acc = Signal()
+        cur_left_base = Signal(aw)
+        cur_top_base = Signal(aw)
+        cur_out_base = Signal(aw)
+
+        # loader of the shadow bank for a queued hidden-preload tile
+        ld_run = Signal()
+        ld_cnt = Signal(range(max(R, 2)))
+
+        nxt_os = nxt["df"] == DATAFLOW_CODES["os"]
+        nxt_is = nxt["df"] == DATAFLOW_CODES["is"]
+        ld_last = ld_run & (ld_cnt == R - 1)
+        nxt_ready = nxt["valid"] & (~nxt["hidden"] | nxt_loaded | ld_last)
+        at_end = run & (cnt == cur_last)
+        launch = Signal()
+        m.d.comb += launch.eq(nxt_ready & (~run | at_end))
+
+        nxt_L = Mux(nxt["hidden"] | nxt_os, 0, R)
+        nxt_S = Mux(nxt_os, nxt["k"], Mux(nxt_is, nxt["n"], nxt["m"]))
+        with m.If(launch):
+            m.d.sync += [
+                run.eq(1),
+                cnt.eq(0),
+                cur_os.eq(nxt_os),
+                cur_L.eq(nxt_L),
+                cur_S.eq(nxt_S),
+                cur_last.eq(nxt_L + nxt_S + (R + C - 3 + P)),
+                cur_out_start.eq(Mux(nxt_os, nxt["k"] - 1 + P, nxt_L + (R - 1 + P))),
+                cur_out_len.eq(Mux(nxt_os, R, nxt_S)),
+                cur_k.eq(nxt["k"]),
+                cur_m.eq(nxt["m"]),
+                cur_lim_left.eq(Mux(nxt_os, nxt["m"], nxt["k"])),
+                cur_lim_top.eq(Mux(nxt_is, nxt["m"], nxt["n"])),
+                cur_lim_out.eq(Mux(nxt_is, nxt["m"], nxt["n"])),
+                cur_acc.eq(nxt["acc"]),
+                cur_left_base.eq(nxt["left_base"]),
+                cur_top_base.eq(nxt["top_base"]),
+                cur_out_base.eq(nxt["out_base"]),
+                nxt["valid"].eq(0),
+                nxt_loaded.eq(0),
+            ]
+        with m.Elif(at_end):
+            m.d.sync += run.eq(0)
+        with m.Elif(run):
+            m.d.sync += cnt.eq(cnt + 1)
+
+        preload = run & ~cur_os & (cnt < cur_L)
+        stream = run & (cnt >= cur_L) & (cnt < cur_L + cur_S)
+        scnt = Signal(cw)
+        m.d.comb += scnt.eq(cnt - cur_L)
+        outwin = run & (cnt >= cur_out_start) & (cnt < cur_out_start + cur_out_len)
+        orow = Signal(cw)
+        m.d.comb += orow.eq(cnt - cur_out_start)
+        prow = Signal(cw)  # preload row presented at the top: R-1-s
+        m.d.comb += prow.eq(R - 1 - cnt)
+        ld_row = Signal(cw)
+        m.d.comb += ld_row.eq(R - 1 - ld_cnt)
+
+        chain_free = ~run | (~cur_os & (cnt >= cur_L))
+        if cfg.double_buffered:
+            with m.If(ld_run):
+                m.d.sync += ld_cnt.eq(ld_cnt + 1)
+                with m.If(ld_last):
+                    m.d.sync += [ld_run.eq(0), ld_cnt.eq(0)]
+                    with m.If(~launch):
+                        m.d.sync += nxt_loaded.eq(1)
+            with m.Elif(nxt["valid"] & nxt["hidden"] & ~nxt_loaded & chain_free):
+                m.d.sync += [ld_run.eq(1), ld_cnt.eq(0)]
+
+        # ---- fetch-level tokens ----
+        # top lane 0 token: preload / shadow loader / OS stream
+        t_valid = Signal()
+        t_addr = Signal(aw)
+        t_lim = Signal(dw)
+        with m.If(ld_run):
+            m.d.comb += [t_valid.eq(ld_row < nxt["k"]), t_addr.eq(nxt["top_base"] + ld_row),
+                         t_lim.eq(Mux(nxt_is, nxt["m"], nxt["n"]))]
+        with m.Elif(preload):
+            m.d.comb += [t_valid.eq(prow < cur_k), t_addr.eq(cur_top_base + prow), t_lim.eq(cur_lim_top)]
+        with m.Elif(stream & cur_os):
+            m.d.comb += [t_valid.eq(1), t_addr.eq(cur_top_base + scnt), t_lim.eq(cur_lim_top)]
+        shift_f = ld_run | preload | (run & cur_os)
+        swap_f = Signal()
+        if cfg.double_buffered:
+            m.d.comb += swap_f.eq((preload & (cnt == cur_L - 1)) | (launch & nxt["hidden"]))
+
+        # left lane 0 token: the stream
+        l_valid = stream
+        l_addr = Signal(aw)
+        m.d.comb += l_addr.eq(cur_left_base + scnt)
+        l_first = scnt == 0
+        l_last = scnt == cur_S - 1
+
+        # output column 0 token
+        o_present = outwin
+        o_we = Mux(cur_os, orow < cur_m, 1)
+        o_last = orow == cur_out_len - 1
+
+        # ---- skew pipelines (fetch level: lane i = lane 0 delayed by i) ----
+        def delay_line(name, sig, n, shape=None):
+            out = [sig]
+            for i in range(1, n):
+                s = Signal(shape if shape is not None else len(sig), name=f"{name}_{i}")
+                m.d.sync += s.eq(out[-1])
+                out.append(s)
+            return out
+
+        la = delay_line("left_addr", l_addr, R)
+        lv = delay_line("left_valid", l_valid, R, 1)
+        lf = delay_line("left_first", l_first, R, 1) if cfg.has_os else None
+        ll = delay_line("left_last", l_last, R, 1) if cfg.has_os else None
+        for r in range(R):
+            m.d.comb += left_rp[r].addr.eq(la[r])
+
+        if cfg.has_os:
+            ta = delay_line("top_addr", t_addr, C)
+            tv = delay_line("top_valid", t_valid & (run & cur_os), C, 1)
+            tl = delay_line("top_lim", t_lim, C)
+        top_ok_f = []
+        for c in range(C):
+            if cfg.has_os and cfg.has_wsis:
+                addr = Mux(run & cur_os, ta[c], t_addr)
+                ok = Mux(run & cur_os, tv[c] & (c < tl[c]), t_valid & (c < t_lim))
+            elif cfg.has_os:
+                addr, ok = ta[c], tv[c] & (c < tl[c])
+            else:
+                addr, ok = t_addr, t_valid & (c < t_lim)
+            m.d.comb += top_rp[c].addr.eq(addr)
+            top_ok_f.append(ok)
+
+        # ---------------- array level (one cycle after fetch) ----------------
+        def reg(name, sig, shape=None):
+            s = Signal(shape if shape is not None else len(sig), name=name)
+            m.d.sync += s.eq(sig)
+            return s
+
+        a_run = reg("a_run", run)
+        a_tile_start = reg("a_tile_start", launch)  # launch at fetch -1 -> cycle 0 at array level
+        # cnt==0 at fetch level is the cycle after launch; array cycle 0 is one more later
+        a_tile_start2 = reg("a_tile_start2", a_tile_start)
+        # array-level copies of the current command (fetch-level copy delayed by one)
+        a_os = reg("a_os", cur_os)
+        a_lim_out = reg("a_lim_out", cur_lim_out)
+        a_acc = reg("a_acc", cur_acc)
+        a_out_base = reg("a_out_base", cur_out_base)
+        a_shift = reg("a_shift", shift_f)
+        a_swap = reg("a_swap", swap_f)
+        a_left_ok = [reg(f"a_left_ok_{r}", lv[r] & (r < cur_lim_left)) for r in range(R)]
+        a_top_ok = [reg(f"a_top_ok_{c}", top_ok_f[c]) for c in range(C)]
+        if cfg.has_os:
+            a_first = [reg(f"a_first_{r}", lf[r]) for r in range(R)]
+            a_lastf = [reg(f"a_last_{r}", ll[r]) for r in range(R)]
+        a_o = [(reg("a_o_present_0", o_present), reg("a_o_we_0", o_we), reg("a_o_row_0", orow[:aw], aw),
+                reg("a_o_last_0", o_last))]
+        for c in range(1, C):
+            a_o.append(tuple(reg(f"a_o_{nm}_{c}", s) for nm, s in zip(("present", "we", "row", "last"), a_o[-1])))
+
+        left_in = []
+        for r in range(R):
+            s = Signal(signed(lw), name=f"left_in_{r}")
+            m.d.comb += s.eq(Mux(a_left_ok[r], left_rp[r].data, 0))
+            left_in.append(s)
+        top_in = []
+        for c in range(C):
+            s = Signal(signed(lw), name=f"top_in_{c}")
+            m.d.comb += s.eq(Mux(a_top_ok[c], top_rp[c].data, 0))
+            top_in.append(s)
+
+        # ---------------- PE grid ----------------
+        x = [[None] * C for _ in range(R)]
+        fl = [[None] * C for _ in range(R)]
+        sh = [[Signal(signed(lw), name=f"pe_{r}_{c}_sh") for c in range(C)] for r in range(R)]
+        psum = [[Signal(signed(ab), name=f"pe_{r}_{c}_psum") for c in range(C)] for r in range(R)]
+        col_out = [Signal(signed(ab), name=f"col_out_{c}") for c in range(C)]
+        for c in range(C):
+            bus_terms = []
+            for r in range(R):
+                a_in = left_in[r] if c == 0 else x[r][c - 1]
+                if c < C - 1:
+                    x[r][c] = reg(f"pe_{r}_{c}_x", a_in, signed(lw))
+                if cfg.has_os:
+                    f_in = Cat(a_first[r], a_lastf[r]) if c == 0 else fl[r][c - 1]
+                    if c < C - 1:
+                        fl[r][c] = reg(f"pe_{r}_{c}_flags", f_in, 2)
+                sh_d = top_in[c] if r == 0 else sh[r - 1][c]
+                with m.If(a_shift):
+                    m.d.sync += sh[r][c].eq(sh_d)
+                if cfg.double_buffered:
+                    w_act = Signal(signed(lw), name=f"pe_{r}_{c}_w")
+                    with m.If(a_swap):
+                        m.d.sync += w_act.eq(Mux(a_shift, sh_d, sh[r][c]))
+                else:
+                    w_act = sh[r][c]
+                if cfg.has_os and cfg.has_wsis:
+                    w = Mux(a_os, sh_d, w_act)
+                elif cfg.has_os:
+                    w = sh_d
+                else:
+                    w = w_act
+                prod = Signal(signed(2 * lw), name=f"pe_{r}_{c}_mul")
+                m.d.comb += prod.eq(a_in * w)
+                if P:
+                    prod_u = reg(f"pe_{r}_{c}_prod", prod, signed(2 * lw))
+                    f_u = reg(f"pe_{r}_{c}_flags_p", f_in, 2) if cfg.has_os else None
+                else:
+                    prod_u = prod
+                    f_u = f_in if cfg.has_os else None
+                add_ws = Const(0, signed(ab)) if r == 0 else psum[r - 1][c]
+                if cfg.has_os:
+                    add_os = Mux(f_u[0], 0, psum[r][c])
+                    addend = Mux(a_os, add_os, add_ws) if cfg.has_wsis else add_os
+                else:
+                    addend = add_ws
+                total = Signal(signed(ab), name=f"pe_{r}_{c}_sum")
+                m.d.comb += total.eq(addend + prod_u)
+                m.d.sync += psum[r][c].eq(total)
+                if cfg.has_os:
+                    bus_terms.append(Mux(f_u[1], total, 0))
+                if r == R - 1:
+                    bottom = total
+            if cfg.has_os:
+                bus = Signal(signed(ab), name=f"os_bus_{c}")
+                acc = bus_terms[0]
+                for t in bus_terms[1:]:
+                    acc = acc | t
+                m.d.comb += bus.eq(acc)
+                m.d.comb += col_out[c].eq(Mux(a_os, bus, bottom) if cfg.has_wsis else bus)
+            else:
+                m.d.comb += col_out[c].eq(bottom)
+
+        # ---------------- output buffer: read-modify-write one cycle later ----------------
+        any_write = []
+        for c in range(C):
+            present, we_row, row, _last = a_o[c]
+            we = present & we_row & (c < a_lim_out)
+            addr = Signal(aw, name=f"out_addr_{c}")
+            m.d.comb += addr.eq(a_out_base + row)
+            q_we = reg(f"out_q_we_{c}", we, 1)
+            q_addr = reg(f"out_q_addr_{c}", addr, aw)
+            q_val = reg(f"out_q_val_{c}", col_out[c], signed(ab))
+            q_acc = reg(f"out_q_acc_{c}", a_acc, 1)
+            any_write.append(q_we)
+            m.d.comb += out_rp[c].addr.eq(Mux(we, addr, self.rd_addr))
+            host_we = self.wr_en & (self.wr_buf == BUFFER_CODES["out"])
+            new = Signal(signed(ab), name=f"out_new_{c}")
+            m.d.comb += new.eq(q_val + Mux(q_acc, out_rp[c].data, 0))
+            m.d.comb += [
+                out_wp[c].en.eq(q_we | host_we),
+                out_wp[c].addr.eq(Mux(q_we, q_addr, self.wr_addr)),
+                out_wp[c].data.eq(Mux(q_we, new, self.wr_data[c * ab:(c + 1) * ab])),
+            ]
+        m.d.comb += self.rd_data.eq(Cat(*[rp.data for rp in out_rp]))
+        m.d.sync += self.rd_valid.eq(self.rd_en)
+
+        # ---------------- status ----------------
+        present_l, _, _, last_l = a_o[C - 1]
+        tile_done = present_l & last_l
+        cyc = Signal(32)
+        cyc_now = Mux(a_tile_start2, 0, cyc)
+        tiles = Signal(32)
+        last_cycles = Signal(32)
+        m.d.sync += cyc.eq(cyc_now + 1)
+        with m.If(tile_done):
+            m.d.sync += [last_cycles.eq(cyc_now + 1), tiles.eq(tiles + 1)]
+        m.d.comb += [
+            self.tile_start.eq(a_tile_start2),
+            self.tile_done.eq(tile_done),
+            self.tile_cycles.eq(last_cycles),
+            self.tiles_done.eq(tiles),
+            self.busy.eq(nxt["valid"] | run | ld_run | a_run | a_tile_start | Cat(*any_write).any()),
+        ]
+        return m

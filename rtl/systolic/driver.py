@@ -1,0 +1,221 @@
+"""cocotb driver of the systolic design (runs inside the simulator).
+
+``run_job(dut, job)`` replays ``job["tiles"]`` on the top module: it packs
+as many tiles as fit into the local buffers (a *batch*), writes their
+operands through the write port, issues their commands back to back (so a
+``preload_hidden`` tile's shadow load overlaps the previous tile, as on the
+real array), waits for ``busy`` to fall, and reads the results back. A
+monitor samples ``tile_start`` / ``tile_done`` every cycle, so each tile's
+cycles are measured by the testbench from the ports, and compared with the
+design's own ``tile_cycles`` counter.
+
+Buffer layout per tile (lane = array row for "left", array column for
+"top" and "out"; ``a`` = address offset from the tile's base)::
+
+    dataflow  left lane r, addr a   top lane c, addr a   out lane c, addr a
+    ws        A[a, r]               W[a, c]              out[a, c]
+    is        W[r, a]               A[c, a]              out[c, a]
+    os        A[r, a]               W[a, c]              out[a, c]
+"""
+from __future__ import annotations
+
+from cocotb.triggers import FallingEdge, RisingEdge
+
+DATAFLOW_CODES = {"ws": 0, "os": 1, "is": 2}
+BUF = {"left": 0, "top": 1, "out": 2}
+
+
+def _u(sig) -> int:
+    v = sig.value
+    return v.to_unsigned() if hasattr(v, "to_unsigned") else int(v)
+
+
+def _pack(values, bits: int) -> int:
+    mask = (1 << bits) - 1
+    word = 0
+    for lane, v in enumerate(values):
+        word |= (int(v) & mask) << (lane * bits)
+    return word
+
+
+def _unpack(word: int, lanes: int, bits: int) -> list[int]:
+    out = []
+    for lane in range(lanes):
+        v = (word >> (lane * bits)) & ((1 << bits) - 1)
+        out.append(v - (1 << bits) if v >> (bits - 1) else v)
+    return out
+
+
+def tile_layout(tile: dict) -> dict[str, list[list[int]]]:
+    """Rows (one per address) to write into the left/top buffers, and the out rows to read."""
+    df, A, W = tile["dataflow"], tile["input"], tile["weight"]
+    m, k, n = tile["m"], tile["k"], tile["n"]
+    if df == "ws":
+        left = [A[i][:k] for i in range(m)]
+        top = [W[r][:n] for r in range(k)]
+        out_rows = m
+    elif df == "is":
+        left = [[W[r][j] for r in range(k)] for j in range(n)]
+        top = [[A[c][r] for c in range(m)] for r in range(k)]
+        out_rows = n
+    else:
+        left = [[A[i][t] for i in range(m)] for t in range(k)]
+        top = [W[t][:n] for t in range(k)]
+        out_rows = m
+    return {"left": left, "top": top, "out_rows": out_rows}
+
+
+def out_rows_to_tile(tile: dict, rows: list[list[int]]) -> list[list[int]]:
+    """Output buffer rows -> out[m x n]."""
+    m, n = tile["m"], tile["n"]
+    if tile["dataflow"] == "is":  # lane c = out row c, address = out column
+        return [[rows[j][i] for j in range(n)] for i in range(m)]
+    return [row[:n] for row in rows[:m]]
+
+
+def psum_rows(tile: dict) -> list[list[int]]:
+    P = tile["psum"]
+    if tile["dataflow"] == "is":
+        return [[P[i][j] for i in range(tile["m"])] for j in range(tile["n"])]
+    return [list(r) for r in P]
+
+
+class _Monitor:
+    def __init__(self, dut):
+        self.dut = dut
+        self.cycle = 0
+        self.starts: list[int] = []
+        self.dones: list[int] = []
+        self.hw_cycles: list[int] = []
+
+    async def run(self):
+        dut = self.dut
+        pending_hw = False
+        while True:
+            await FallingEdge(dut.clk)
+            if pending_hw:
+                self.hw_cycles.append(_u(dut.tile_cycles))
+                pending_hw = False
+            if _u(dut.tile_start):
+                self.starts.append(self.cycle)
+            if _u(dut.tile_done):
+                self.dones.append(self.cycle)
+                pending_hw = True
+            self.cycle += 1
+
+
+async def _write(dut, buf: str, addr: int, word: int):
+    dut.wr_en.value = 1
+    dut.wr_buf.value = BUF[buf]
+    dut.wr_addr.value = addr
+    dut.wr_data.value = word
+    await RisingEdge(dut.clk)
+    dut.wr_en.value = 0
+
+
+async def _issue(dut, fields: dict[str, int]):
+    for name, value in fields.items():
+        getattr(dut, name).value = value
+    dut.cmd_valid.value = 1
+    while True:
+        await FallingEdge(dut.clk)
+        if _u(dut.cmd_ready):
+            break
+    await RisingEdge(dut.clk)
+    dut.cmd_valid.value = 0
+
+
+async def _wait_idle(dut, limit: int) -> bool:
+    for _ in range(limit):
+        await FallingEdge(dut.clk)
+        if not _u(dut.busy):
+            return True
+    return False
+
+
+async def run_job(dut, job: dict) -> dict:
+    import cocotb
+
+    cfg = job["config"]
+    R, C = cfg["rows"], cfg["cols"]
+    lw = max(cfg["input_bits"], cfg["weight_bits"])
+    ab = cfg["acc_bits"]
+    P = cfg["mult_pipeline_stages"]
+    depth = {"left": cfg["left_depth"], "top": cfg["top_depth"], "out": cfg["out_depth"]}
+    tiles = job["tiles"]
+
+    for name in ("cmd_valid", "wr_en", "rd_en"):
+        getattr(dut, name).value = 0
+    await RisingEdge(dut.clk)
+    mon = _Monitor(dut)
+    cocotb.start_soon(mon.run())
+
+    results: list[dict] = []
+    i = 0
+    while i < len(tiles):
+        # ---- plan a batch that fits the buffers ----
+        batch, used = [], {"left": 0, "top": 0, "out": 0}
+        for j in range(i, len(tiles)):
+            lay = tile_layout(tiles[j])
+            need = {"left": len(lay["left"]), "top": R if tiles[j]["dataflow"] != "os" else len(lay["top"]),
+                    "out": lay["out_rows"]}
+            if any(used[b] + need[b] > depth[b] for b in used):
+                break
+            base = dict(used)
+            for b in used:
+                used[b] += need[b]
+            batch.append((j, lay, base))
+        if not batch:
+            return {"error": f"tile {i} does not fit the RTL buffers ({depth})", "tiles": results}
+
+        # ---- load operands (and initial partial sums) ----
+        for j, lay, base in batch:
+            for a, row in enumerate(lay["left"]):
+                await _write(dut, "left", base["left"] + a, _pack(row, lw))
+            for a, row in enumerate(lay["top"]):
+                await _write(dut, "top", base["top"] + a, _pack(row, lw))
+            if tiles[j]["accumulate"]:
+                for a, row in enumerate(psum_rows(tiles[j])):
+                    await _write(dut, "out", base["out"] + a, _pack(row, ab))
+
+        # ---- run the batch back to back ----
+        first_start = len(mon.starts)
+        budget = 1000
+        for j, lay, base in batch:
+            t = tiles[j]
+            budget += 4 * (R + t["m"] + t["k"] + t["n"] + R + C + P)
+            await _issue(dut, {
+                "cmd_dataflow": DATAFLOW_CODES[t["dataflow"]],
+                "cmd_m": t["m"], "cmd_k": t["k"], "cmd_n": t["n"],
+                "cmd_accumulate": int(t["accumulate"]),
+                "cmd_preload_hidden": int(t.get("preload_hidden", False)),
+                "cmd_left_base": base["left"], "cmd_top_base": base["top"], "cmd_out_base": base["out"],
+            })
+        if not await _wait_idle(dut, budget):
+            return {"error": f"design still busy {budget} cycles after the commands of tiles {i}..{batch[-1][0]}",
+                    "tiles": results}
+        await FallingEdge(dut.clk)  # let the monitor record the last tile_cycles
+
+        # ---- read back ----
+        for idx, (j, lay, base) in enumerate(batch):
+            rows = []
+            for a in range(lay["out_rows"]):
+                dut.rd_en.value = 1
+                dut.rd_addr.value = base["out"] + a
+                await RisingEdge(dut.clk)
+                dut.rd_en.value = 0
+                await FallingEdge(dut.clk)
+                rows.append(_unpack(_u(dut.rd_data), C, ab))
+            k = first_start + idx
+            start = mon.starts[k] if k < len(mon.starts) else None
+            done = mon.dones[k] if k < len(mon.dones) else None
+            results.append({
+                "out": out_rows_to_tile(tiles[j], rows),
+                "start_cycle": start,
+                "done_cycle": done,
+                "cycles": (done - start + 1) if start is not None and done is not None else None,
+                "hw_cycles": mon.hw_cycles[k] if k < len(mon.hw_cycles) else None,
+                "gap_before": (start - mon.dones[k - 1] - 1) if k > 0 and start is not None else None,
+            })
+        i = batch[-1][0] + 1
+    return {"tiles": results, "error_flag": _u(dut.error), "cycles_total": mon.cycle}

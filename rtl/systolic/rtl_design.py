@@ -1,0 +1,151 @@
+"""The systolic template's entry in the RTL registry: ports, job encoding, checks."""
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+
+from rtl.design import CosimReport, Port, RtlDesign, TileCheck
+from rtl.systolic.design import SystolicAccelerator, SystolicConfig, SystolicRtlOptions
+
+PORT_DOCS = {
+    "clk": "clock (rising edge)",
+    "rst": "synchronous reset, active high",
+    "cmd_valid": "command handshake: a command is taken when cmd_valid and cmd_ready are high at a rising edge",
+    "cmd_ready": "high when the one-entry command queue is free",
+    "cmd_dataflow": "tile dataflow: 0 = ws, 1 = os, 2 = is",
+    "cmd_m": "tile m (rows of A and out)",
+    "cmd_k": "tile k (reduction)",
+    "cmd_n": "tile n (columns of W and out)",
+    "cmd_accumulate": "1: out += A.W (read-modify-write of the output buffer); 0: out = A.W",
+    "cmd_preload_hidden": "1: load the stationary operand into the shadow bank behind the previous tile "
+                          "(preload=double_buffered builds, ws/is only)",
+    "cmd_left_base": "left buffer address of the tile's first streamed/left entry",
+    "cmd_top_base": "top buffer address of the tile's first stationary/top entry",
+    "cmd_out_base": "output buffer address of the tile's first output entry",
+    "wr_en": "write one entry (all lanes) of the buffer selected by wr_buf",
+    "wr_buf": "0 = left buffer (one lane per array row), 1 = top buffer (one lane per array column), "
+              "2 = output buffer (one lane per column; only while busy is low)",
+    "wr_addr": "buffer address",
+    "wr_data": "lane i at bits [i*W, (i+1)*W) (W = lane width for left/top, accumulator width for out); "
+               "two's complement",
+    "rd_en": "read one output buffer entry (only while busy is low)",
+    "rd_addr": "output buffer address",
+    "rd_data": "all output lanes of the entry read, lane c at bits [c*acc, (c+1)*acc); valid with rd_valid",
+    "rd_valid": "rd_data holds the entry asked for in the previous cycle",
+    "busy": "a command is queued or running, or results are still being written",
+    "tile_start": "high in tile-local cycle 0 (first preload shift, or first streaming cycle if hidden)",
+    "tile_done": "high in the cycle the tile's last output is presented at the bottom of the array",
+    "tile_cycles": "cycles of the last finished tile (tile_start .. tile_done inclusive), hardware counter",
+    "tiles_done": "number of finished tiles since reset",
+    "error": "sticky: a command had an unsupported dataflow, a zero dimension or an impossible preload_hidden",
+}
+
+
+class SystolicDesign(RtlDesign):
+    """RTL of :class:`~archsim.templates.systolic.params.SystolicParams`."""
+
+    template = "systolic"
+    toplevel = "archsim_systolic"
+    driver = "rtl.systolic.driver:run_job"
+
+    def __init__(self, params: Any, options: SystolicRtlOptions | dict | None = None):
+        if isinstance(options, dict):
+            options = SystolicRtlOptions(**options)
+        super().__init__(params, options or SystolicRtlOptions())
+        params.validate()
+        self.cfg = SystolicConfig.from_params(params, self.options)
+
+    def component(self) -> SystolicAccelerator:
+        return SystolicAccelerator(self.cfg)
+
+    def source_files(self) -> list[str]:
+        import rtl.systolic.design as d
+
+        return [inspect.getfile(d), __file__]
+
+    def config_dict(self) -> dict[str, Any]:
+        out = self.cfg.as_dict()
+        out["dataflows"] = list(self.cfg.dataflows)
+        out["preload"] = self.params.preload
+        out["input_precision"] = self.params.input_precision
+        out["weight_precision"] = self.params.weight_precision
+        out["acc_precision"] = self.params.acc_precision
+        return out
+
+    def ports(self) -> list[Port]:
+        from amaranth.lib.wiring import In
+
+        ports = [Port("clk", "in", 1, PORT_DOCS["clk"]), Port("rst", "in", 1, PORT_DOCS["rst"])]
+        for name, member in self.component().signature.members.items():
+            ports.append(Port(name, "in" if member.flow == In else "out", member.shape.width, PORT_DOCS[name]))
+        return ports
+
+    # ---------------------------------------------------------------- co-simulation
+    def make_job(self, items):
+        tiles = []
+        for tile, ops in items:
+            entry = {
+                "dataflow": tile.dataflow, "m": tile.m, "k": tile.k, "n": tile.n,
+                "accumulate": bool(tile.accumulate), "preload_hidden": bool(tile.preload_hidden),
+                "input": np.asarray(ops["input"], dtype=np.int64).tolist(),
+                "weight": np.asarray(ops["weight"], dtype=np.int64).tolist(),
+            }
+            if tile.accumulate:
+                entry["psum"] = np.asarray(ops["psum"], dtype=np.int64).tolist()
+            tiles.append(entry)
+        return {"driver": self.driver, "config": self.cfg.as_dict(), "tiles": tiles}
+
+    def output_origin(self, tile, i: int, j: int) -> tuple[int, int, int]:
+        """(PE row, PE col, tile cycle) where ``out[i, j]`` is presented, per the timing contract."""
+        R, P = self.cfg.rows, self.cfg.mult_pipeline_stages
+        L = 0 if (tile.dataflow == "os" or tile.preload_hidden) else R
+        if tile.dataflow == "ws":
+            return R - 1, j, L + i + R - 1 + j + P
+        if tile.dataflow == "is":
+            return R - 1, i, L + j + R - 1 + i + P
+        return i, j, i + j + tile.k - 1 + P
+
+    def check(self, items, result, sim="icarus") -> CosimReport:
+        from archsim.templates.systolic.detailed import detailed_sequence
+        from archsim.templates.systolic.fast import SystolicModel
+
+        fast = SystolicModel(self.params)
+        detailed = detailed_sequence(self.params, items)
+        got = result.get("tiles", [])
+        report = CosimReport(design=self.template, sim=sim, tiles=[], error=result.get("error", ""))
+        if result.get("error_flag"):
+            report.error = "the design raised its error flag (unsupported command)"
+        for idx, (tile, ops) in enumerate(items):
+            label = (f"{tile.dataflow} m={tile.m} k={tile.k} n={tile.n}"
+                     + (" acc" if tile.accumulate else "") + (" hidden" if tile.preload_hidden else ""))
+            want = fast.tile_values(tile, ops).astype(np.int64)
+            det_vals, det_cycles = detailed[idx]
+            if idx >= len(got):
+                report.tiles.append(TileCheck(idx, label, None, fast.tile_cycles(tile), det_cycles, False,
+                                              "no result from the RTL"))
+                continue
+            g = got[idx]
+            out = np.asarray(g["out"], dtype=np.int64)
+            mismatch = ""
+            if not np.array_equal(np.asarray(det_vals, dtype=np.int64), want):
+                mismatch = "fast and detailed models disagree on values (model bug)"
+            diff = np.argwhere(out != want) if out.shape == want.shape else None
+            if out.shape != want.shape:
+                mismatch = f"output shape {out.shape}, expected {want.shape}"
+            elif diff is not None and len(diff):
+                i, j = (int(v) for v in diff[0])
+                r, c, cyc = self.output_origin(tile, i, j)
+                mismatch = (f"out[{i},{j}] = {out[i, j]}, expected {want[i, j]} (archsim fast model); "
+                            f"presented by PE({r},{c}) in tile cycle {cyc}; {len(diff)} of {want.size} values differ")
+            extra = {"hw_cycles": g.get("hw_cycles"), "start_cycle": g.get("start_cycle"),
+                     "gap_before": g.get("gap_before")}
+            check = TileCheck(idx, label, g.get("cycles"), fast.tile_cycles(tile), det_cycles,
+                              not mismatch, mismatch, extra)
+            if g.get("hw_cycles") is not None and g.get("cycles") is not None and g["hw_cycles"] != g["cycles"]:
+                check.values_ok = False
+                check.mismatch = (check.mismatch + "; " if check.mismatch else "") + (
+                    f"tile_cycles counter says {g['hw_cycles']}, ports say {g['cycles']}")
+            report.tiles.append(check)
+        return report
