@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from archsim.dse import build_plan, parse_sweep, pareto_front, run_sweep
+from archsim.dse import build_plan, parse_sweep, run_sweep
 from test_dse_helpers import fake_evaluate, fake_loader, fake_metrics, no_workload_check
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from archsim.dse._backends import make_backend
 from archsim.dse._evaluate import Evaluate, simulate_task
-from archsim.dse._hash import model_version
+from archsim.dse._hash import model_version, stable_hash
 from archsim.dse._outputs import columns, front_by_workload, summary_table, write_csv, write_plots
 from archsim.dse._plan import Plan, Task, build_plan, feasible
 from archsim.dse._spec import SweepSpec
@@ -43,10 +43,16 @@ def default_out_dir(spec: SweepSpec) -> Path:
 
 
 def chunk_tasks(tasks: list[Task]) -> list[list[Task]]:
-    """One chunk per arch configuration (all its workloads), in sweep order."""
-    chunks: dict[int, list[Task]] = {}
+    """One chunk per arch configuration (all its workloads), in sweep order.
+
+    With ``area: synth`` one chunk per RTL configuration (template params)
+    instead, so one worker synthesizes each design once and the others never
+    wait on or repeat it.
+    """
+    chunks: dict[Any, list[Task]] = {}
     for task in sorted(tasks, key=lambda t: t.index):
-        chunks.setdefault(task.arch_index, []).append(task)
+        group = stable_hash([task.arch.template, task.arch.params]) if task.area == "synth" else task.arch_index
+        chunks.setdefault(group, []).append(task)
     return list(chunks.values())
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -76,6 +76,8 @@ _TOP_KEYS = (
     "name", "description", "base", "set", "axes", "sample", "workloads",
     "objectives", "constraints", "area", "synth", "simulate",
 )
+#: keyword options of archsim.simulate a sweep may set (the workload is passed as a built graph)
+SIMULATE_OPTIONS = ("detailed", "objective", "dataflow", "conv_lowering")
 _CONSTRAINT_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|==|<|>)\s*([-+]?[0-9.]+(?:[eE][-+]?[0-9]+)?)\s*$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 _WORKLOAD_FILE_SUFFIXES = (".yaml", ".yml", ".onnx", ".csv")
@@ -297,6 +299,10 @@ def parse_sweep(data: Any, source: str = "<sweep>", base_dir: str = "") -> Sweep
     simulate_options = data.get("simulate", {}) or {}
     if not isinstance(simulate_options, dict):
         raise fail("simulate", "a mapping of simulate() options", simulate_options)
+    for key in simulate_options:
+        if key not in SIMULATE_OPTIONS:
+            raise SpecError(f"{source}: simulate.{key}: unknown option; expected one of {', '.join(SIMULATE_OPTIONS)} "
+                            "(workload parameters go with the workload, e.g. {name: bert_base, seq_len: 128})")
 
     return SweepSpec(
         name=name,
