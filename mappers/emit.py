@@ -160,6 +160,37 @@ class Emitter:
         self._write(okey, cid)
         return cid
 
+    def compute_block(self, tiles, reads: tuple, out_index: int, unit: str = "array") -> None:
+        """Consecutive Computes of one buffer tile (same input slots, same
+        output slot): the dependencies :meth:`compute` would give each, built
+        once. Each tile reads ``reads`` and writes (or accumulates into)
+        output slot ``out_index``; successive tiles chain on the output slot."""
+        base: set = set()
+        rkeys = [self.slot(operand, index) for operand, index in reads]
+        for key in rkeys:
+            self._raw(key, base)
+        okey = self.slot("output", out_index)
+        self._war_readers_only(okey, base)
+        prev = self._writer.get(okey)
+        slots = tuple((operand, key[1]) for (operand, _), key in zip(reads, rkeys)) + (("output", okey[1]),)
+        cmds = self.commands
+        cid = len(cmds)
+        base_sorted = tuple(sorted(base))
+        for tile in tiles:
+            if prev is None or prev in base:
+                deps = base_sorted
+            elif not base_sorted or prev > base_sorted[-1]:
+                deps = base_sorted + (prev,)
+            else:
+                deps = tuple(sorted(base | {prev}))
+            cmds.append(Compute(cid, deps, tile, slots, unit))
+            prev = cid
+            cid += 1
+        last = cid - 1
+        for key in rkeys:
+            self._read(key, last, unit)
+        self._write(okey, last)
+
     def _war_readers_only(self, key, deps: set) -> None:
         readers = self._readers.get(key)
         if readers:

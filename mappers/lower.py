@@ -38,7 +38,9 @@ Lowering rules
   share K and V, so their queries stack along M: ``QK^T`` is
   ``(g*sq) x d x skv``, softmax runs on ``g*sq*skv`` elements on the vector
   unit, ``AV`` is ``(g*sq) x skv x d``; ``repeat = batch*kv_heads``. MACs:
-  ``2*b*h*sq*skv*d`` (causal masking is not exploited). Templates with a
+  ``2*b*h*sq*skv*d`` (dense: a causal mask is applied to the scores,
+  masked tiles are not skipped, so the array does more MACs than a causal
+  op's ``macs()``). Templates with a
   fused attention unit may lower attention themselves.
 - softmax, layernorm, rmsnorm, elementwise, pool: one :class:`VectorWork`
   (``op`` = "softmax", "layernorm", "rmsnorm", the elementwise ``fn``,

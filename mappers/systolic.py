@@ -114,28 +114,28 @@ class SystolicMapper:
         hide_ok = self.preload == "double_buffered" and plan.dataflow != "os"
         df = plan.dataflow
 
-        def split(sm, sk, sn, acc):
-            tiles = []
+        cache: dict = {}
+
+        def folds(sm, sk, sn, acc, hidden):
             if df == "ws":
-                for n0 in range(0, sn, C):
-                    n = min(C, sn - n0)
-                    for k0 in range(0, sk, R):
-                        tiles.append((SystolicTile("ws", sm, min(R, sk - k0), n, acc or k0 > 0,
-                                                   hide_ok and not state["first"]), None))
-                        state["first"] = False
-            elif df == "is":
-                for m0 in range(0, sm, C):
-                    m = min(C, sm - m0)
-                    for k0 in range(0, sk, R):
-                        tiles.append((SystolicTile("is", m, min(R, sk - k0), sn, acc or k0 > 0,
-                                                   hide_ok and not state["first"]), None))
-                        state["first"] = False
-            else:
-                for n0 in range(0, sn, C):
-                    n = min(C, sn - n0)
-                    for m0 in range(0, sm, R):
-                        tiles.append((SystolicTile("os", min(R, sm - m0), sk, n, acc), None))
-            return [(t, t.accumulate) for t, _ in tiles]
+                return [SystolicTile("ws", sm, min(R, sk - k0), min(C, sn - n0), acc or k0 > 0, hidden)
+                        for n0 in range(0, sn, C) for k0 in range(0, sk, R)]
+            if df == "is":
+                return [SystolicTile("is", min(C, sm - m0), min(R, sk - k0), sn, acc or k0 > 0, hidden)
+                        for m0 in range(0, sm, C) for k0 in range(0, sk, R)]
+            return [SystolicTile("os", min(R, sm - m0), sk, min(C, sn - n0), acc)
+                    for n0 in range(0, sn, C) for m0 in range(0, sm, R)]
+
+        def split(sm, sk, sn, acc):
+            key = (sm, sk, sn, acc)
+            tiles = cache.get(key)
+            if tiles is None:
+                tiles = cache[key] = folds(sm, sk, sn, acc, hide_ok)
+            if state["first"]:
+                state["first"] = False
+                if hide_ok:  # the layer's first fold cannot have its preload hidden
+                    return folds(sm, sk, sn, acc, False)[:1] + tiles[1:]
+            return tiles
 
         emit_gemm(em, g, plan, split)
 

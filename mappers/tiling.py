@@ -191,8 +191,8 @@ def emit_gemm(em, g: Gemm, plan: TilePlan, split, dram_base: int = 0) -> None:
     """Emit the Loads, Computes and Stores of one iteration of ``g`` under ``plan``.
 
     ``split(sm, sk, sn, accumulate)`` returns the compute tiles of one buffer
-    tile (one array fold each; ``accumulate`` tells whether the buffer tile
-    adds onto an existing partial sum). Loads are issued one step ahead and
+    tile in execution order (one array fold each; ``accumulate`` tells whether
+    the buffer tile adds onto an existing partial sum). Loads are issued one step ahead and
     stores one step behind so that, on an in-order DMA, the next tile's loads
     overlap the current tile's compute.
     """
@@ -269,9 +269,7 @@ def emit_gemm(em, g: Gemm, plan: TilePlan, split, dram_base: int = 0) -> None:
             out_slot_of[(mi, ni)] = os_
             em.load("output", os_, nbytes(sm * sn, pbits), p_base + ((mi * tm) * N + ni * tn) * pbits // 8,
                     after=(spilled.pop((mi, ni)),))
-        accumulate = ki > 0
-        for tile, acc in split(sm, sk, sn, accumulate):
-            em.compute(tile, (("input", sa), ("weight", sb)), os_, acc)
+        em.compute_block(split(sm, sk, sn, ki > 0), (("input", sa), ("weight", sb)), os_)
         for st in pending:
             spilled[st[4]] = em.store(*st[:4])
         pending = []
