@@ -12,7 +12,7 @@ For each GEMM of a lowered op (:mod:`mappers.lower`) the mapper
    form of the timing contract (:mod:`archsim.templates.systolic.tile`; the
    same sum :func:`~archsim.templates.systolic.fast.gemm_fold_cycles` gives
    per buffer tile), DRAM bytes (:func:`mappers.tiling.traffic`), estimated
-   cycles ``max(compute, dram_bytes / bandwidth) + latency + first tile``,
+   cycles ``max(compute, dram_bytes / bandwidth)`` plus pipeline fill and drain,
    and energy ``dram_bytes * dram_pj + sram_bytes * sram_pj`` (the MACs are
    the same for every candidate);
 3. picks the least ``objective`` (ties: the other objective, then fewer
@@ -256,7 +256,10 @@ class SystolicMapper:
         sram_bytes = class_sum(g, tm, tk, tn, sram) + dram  # every DRAM byte is also written/read on chip
         first = (a_load_bytes(g, np.minimum(tm, g.m), np.minimum(tk, g.k))
                  + nbytes(np.minimum(tk, g.k) * np.minimum(tn, g.n), bbits))
-        est = np.maximum(compute, dram * self.inv_bw) + self.latency + first * self.inv_bw
+        last = nbytes(np.minimum(tm, g.m) * np.minimum(tn, g.n), precision_bits(g.out_precision))
+        # overlap bound + pipeline fill (first tiles in) and drain (last tile out)
+        est = (np.maximum(compute, dram * self.inv_bw) + 2 * self.latency
+               + (first + last) * self.inv_bw)
         energy = dram * self.e_dram + sram_bytes * self.e_sram
         steps = (-(-g.m // tm)) * (-(-g.k // tk)) * (-(-g.n // tn))
         return est, energy, compute, dram, steps
