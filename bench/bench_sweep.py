@@ -4,7 +4,8 @@ Runs a random sample of the shipped ``resnet50-array-dataflow-buffer`` sweep
 (every point a distinct arch: array shape x dataflow x buffer size) into a
 temporary folder with a fresh results file, and prints points per minute of
 the run phase (workers evaluating points) and of the whole command (planning
-included)::
+included), and the workers' CPU time per point (what the rate would be on
+otherwise idle cores; the machine is often shared)::
 
     python bench/bench_sweep.py [--points 60] [--workers 2] [--seed 1]
 """
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import resource
 import sys
 import tempfile
 import time
@@ -33,11 +36,13 @@ def main(argv: list[str] | None = None) -> int:
     spec = load_sweep(args.sweep)
     spec = dataclasses.replace(spec, sample=Sample(n=args.points, seed=args.seed), constraints=())
     start = time.perf_counter()
+    children_cpu = _children_cpu_s()
     plan = build_plan(spec)
     planned = time.perf_counter()
     with tempfile.TemporaryDirectory() as out:
         result = run_sweep(spec, out, plan=plan, workers=args.workers, plots=False, progress=False, log=lambda _: None)
     end = time.perf_counter()
+    worker_cpu = _children_cpu_s() - children_cpu  # pool workers are reaped at the end of the run
     points = result.ran
     run_s = end - planned
     errors = result.counts.get("error", 0)
@@ -45,7 +50,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"plan: {planned - start:.2f} s; run: {run_s:.2f} s")
     print(f"design points per minute: {60 * points / run_s:.0f} (run phase), "
           f"{60 * points / (end - start):.0f} (including planning)")
+    if points and worker_cpu > 0:
+        per_point = worker_cpu / points
+        print(f"worker CPU per point: {per_point * 1e3:.0f} ms -> {60 * args.workers / per_point:.0f} points per minute "
+              f"on {args.workers} otherwise idle cores (load average now {os.getloadavg()[0]:.1f})")
     return 0
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 if __name__ == "__main__":
