@@ -130,6 +130,12 @@ def run_sweep(
                     bar.update(len(outcomes))
                     if errors:
                         bar.set_postfix(errors=errors, refresh=False)
+        except KeyboardInterrupt:
+            if bar is not None:
+                bar.close()
+                bar = None
+            log(f"{spec.name}: stopped after {ran} of {len(todo)} points; run the same command again to resume")
+            raise
         finally:
             if bar is not None:
                 bar.close()
