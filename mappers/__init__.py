@@ -53,6 +53,9 @@ def compile(graph, arch, **options) -> Program:  # noqa: A001 - public name fixe
     """
     opts = make_options(arch, options)
     module = get_mapper_module(arch.template)
+    check_graph = getattr(module, "check_graph", None)
+    if check_graph is not None:  # whole-graph limits, e.g. PIM DRAM capacity
+        check_graph(graph, arch)
     mapper = None
     arch_key = (module.__name__, repr(arch), opts)
     layers: list[LayerProgram] = []

@@ -202,7 +202,7 @@ def model_bytes(graph, arch) -> dict[str, int]:
     return {"weights": weights, "kv_cache": kv, "total": weights + kv}
 
 
-def check_capacity(graph, arch) -> None:
+def check_graph(graph, arch) -> None:
     """One-line :class:`MappingError` if ``graph``'s weights + KV cache do not fit the PIM DRAM."""
     b = model_bytes(graph, arch)
     cap = arch.params.capacity_bytes

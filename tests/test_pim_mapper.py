@@ -13,7 +13,7 @@ import workloads
 from archsim.engine import ArchContext, run_program, schedule_layer
 from archsim.errors import MappingError
 from archsim.spec.load import load_arch
-from mappers.pim import check_capacity, make_mapper, model_bytes
+from mappers.pim import check_graph, make_mapper, model_bytes
 from workloads.ops import MatMul
 
 HBM2 = load_arch("pim-hbm2")
@@ -50,13 +50,13 @@ def test_gpt2_weight_bytes_match_published_parameter_count():
 def test_capacity_error_is_one_line():
     g = workloads.load("llama2_7b", phase="decode", kv_len=1024)
     with pytest.raises(MappingError) as err:
-        check_capacity(g, HBM2)
+        check_graph(g, HBM2)
     msg = str(err.value)
     assert re.match(r"^llama2_7b: weights \(12\.\d\d GiB\) \+ KV cache \(0\.50 GiB\) do not fit the 8\.00 GiB "
                     r"of pim-hbm2's PIM DRAM$", msg)
     with pytest.raises(MappingError, match=r"do not fit the 8\.00 GiB of pim-hbm2's PIM DRAM$"):
         run_program(mappers.compile(g, HBM2), HBM2)
-    check_capacity(g, load_arch("pim-hbm2", overrides=["channels=32"]))  # two stacks: 16 GiB fits
+    check_graph(g, load_arch("pim-hbm2", overrides=["channels=32"]))  # two stacks: 16 GiB fits
 
 
 def test_gpt2_decode_reads_every_weight_once():

@@ -157,8 +157,8 @@ def test_bad_phase_params():
         workloads.load("gpt2", phase="decode")
     with pytest.raises(WorkloadError, match=r"^gpt2: kv_len: only used with phase='decode'"):
         workloads.load("gpt2", kv_len=3)
-    with pytest.raises(WorkloadError, match=r"^gpt2: kv_len: expected at most 1024 positions in all, got 1025$"):
-        workloads.load("gpt2", phase="decode", kv_len=1024)
+    with pytest.raises(WorkloadError, match=r"^gpt2: kv_len: expected at most 1024 positions, got 1025$"):
+        workloads.load("gpt2", phase="decode", kv_len=1025)
     with pytest.raises(WorkloadError, match=r"^gpt2: seq: conflicts with seq_len=8$"):
         workloads.load("gpt2", seq_len=8, seq=9)
     with pytest.raises(WorkloadError, match=r"^llama2_7b: phase: expected 'prefill' or 'decode', got 'train'$"):

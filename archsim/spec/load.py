@@ -298,8 +298,10 @@ def build_params(params_cls: type, raw: Any, key: str = "params") -> Any:
 # ----------------------------------------------------------------------------- sections
 
 
-def _buffers(raw: Any) -> dict[str, BufferSpec]:
+def _buffers(raw: Any, required: bool = True) -> dict[str, BufferSpec]:
     raw = _mapping(raw, "buffers", OPERAND_BUFFERS + ("unified",))
+    if not raw and not required:
+        return {}
     if "unified" in raw:
         if len(raw) > 1:
             raise _Bad("buffers", "expected either one 'unified' buffer or input, weight and output buffers, not both")
@@ -588,9 +590,9 @@ def _build_arch(raw: Any, where: str, source: str, default_name: str) -> ArchSpe
     if "clock_mhz" not in raw:
         raise _Bad("clock_mhz", "missing; expected a positive number")
     clock = _number(raw["clock_mhz"], "clock_mhz")
-    if "buffers" not in raw:
+    if "buffers" not in raw and template.uses_buffers:
         raise _Bad("buffers", "missing; expected input, weight and output buffers, or one 'unified'")
-    buffers = _buffers(raw["buffers"])
+    buffers = _buffers(raw.get("buffers") or {}, required=template.uses_buffers)
     if "dram" not in raw:
         raise _Bad("dram", "missing; expected a mapping with bytes_per_cycle or gb_per_s")
     dram = _dram(raw["dram"], clock)

@@ -58,3 +58,6 @@ class Template:
     description: str
     params_cls: type
     model_cls: type  # TemplateModel implementation; constructed as model_cls(arch)
+    #: False for templates with no on-chip operand buffers (PIM banks, a GPU
+    #: roofline): their specs may omit ``buffers`` or leave it empty.
+    uses_buffers: bool = True

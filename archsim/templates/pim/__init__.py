@@ -21,6 +21,7 @@ TEMPLATE = Template(
     description="DRAM banks with near-bank MAC units in all-bank lockstep, plus an ASIC for non-linear ops",
     params_cls=PimParams,
     model_cls=PimModel,
+    uses_buffers=False,
 )
 
 __all__ = ["ALL_BANKS", "Cmd", "PimModel", "PimParams", "PimTile", "TEMPLATE", "Violation", "check_stream",

@@ -7,14 +7,12 @@
   ASIC) plus DRAM background power over the whole run, per token;
 - ``pim_io_bytes``: bytes between the banks and the ASIC (input broadcast,
   accumulator gather, KV-cache writes);
-- ``pim_weight_bytes`` / ``pim_kv_bytes``: what the DRAM must hold; a
-  :class:`~archsim.errors.MappingError` if it exceeds the capacity (tables used
-  twice, e.g. GPT-2's tied embedding / LM head, are counted twice here; the
-  exact check is :func:`mappers.pim.check_capacity` on the graph).
+- ``pim_weight_bytes`` / ``pim_kv_bytes``: bytes the mapped layers read
+  (a table used twice, e.g. GPT-2's tied embedding / LM head, counts twice
+  here). Whether the model fits the DRAM is checked once, exactly, before
+  mapping: :func:`mappers.pim.check_graph`.
 """
 from __future__ import annotations
-
-from archsim.errors import MappingError
 
 
 def tokens_of(result) -> int:
@@ -25,10 +23,6 @@ def pim_extras(model, result) -> dict:
     arch, p = model.arch, model.p
     weights = sum(int(l.mapping.get("pim_weight_bytes", 0) or 0) for l in result.layers)
     kv = sum(int(l.mapping.get("pim_kv_bytes", 0) or 0) for l in result.layers)
-    if weights + kv > p.capacity_bytes:
-        raise MappingError(
-            f"{result.workload_name}: weights ({weights / 2**30:.2f} GiB) + KV cache ({kv / 2**30:.2f} GiB) "
-            f"do not fit the {p.capacity_bytes / 2**30:.2f} GiB of {arch.name}'s PIM DRAM")
     tokens = tokens_of(result)
     seconds = result.total_cycles / (arch.clock_mhz * 1e6)
     try:

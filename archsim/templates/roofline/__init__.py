@@ -118,6 +118,7 @@ TEMPLATE = Template(
     description="processor as a roofline: peak compute per precision and DRAM bandwidth (GPU baseline)",
     params_cls=RooflineParams,
     model_cls=RooflineModel,
+    uses_buffers=False,
 )
 
 __all__ = ["RooflineModel", "RooflineParams", "RooflineTile", "TEMPLATE"]
