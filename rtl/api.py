@@ -10,8 +10,9 @@
   (M = 112*112 = 12544, K = 7*7*3 = 147, N = 64), streamed length capped;
 - ``"gpt2"``: the first folds of GPT-2's c_attn projection (M = 1 token in
   decode, K = 768, N = 2304);
-- ``"program"``: the first Compute commands of ``mappers.compile`` of a zoo
-  workload (``workload=`` name), when the mapper is available.
+- ``"program"``: the first Compute commands of ``mappers.compile`` of one
+  layer (``layer=``, default the first with MACs) of a zoo workload
+  (``workload=``).
 
 Operands are random integers in the tile's precisions, drawn with numpy's
 seeded generator; expected values and cycles come from archsim's models.
@@ -94,22 +95,34 @@ def gemm_tiles_capped(params, M: int, K: int, N: int, count: int, max_stream: in
     return out
 
 
-def program_tiles(params, arch, workload: str, count: int, max_stream: int) -> list:
-    """The first Compute tiles of ``mappers.compile(workload, arch)`` (streamed length capped)."""
+def program_tiles(params, arch, workload: str, count: int, max_stream: int, layer: str | None = None) -> list:
+    """The first Compute tiles of ``mappers.compile`` of one layer of a zoo workload.
+
+    ``layer`` names the op (default: the first op with MACs, e.g. ResNet-50's
+    ``conv1``); only that op is compiled, so this stays fast. The streamed
+    length of each tile is capped at ``max_stream`` to keep simulations short.
+    """
+    import copy
     import dataclasses
 
     try:
         import mappers
-        from workloads import zoo  # type: ignore
+        from workloads.graph import Graph
+        from workloads.zoo import build
     except ImportError as err:
         raise ToolError(f"mapper or workload zoo not available: {err}") from None
     from archsim.program import Compute
 
-    graph = zoo.build(workload) if hasattr(zoo, "build") else zoo.get(workload)
-    program = mappers.compile(graph, arch)
+    graph = build(workload)
+    ops = [op for op in graph.ops() if (op.name == layer if layer else op.macs() > 0)]
+    if not ops:
+        raise WorkloadError(f"{workload}: no layer named {layer!r}" if layer else f"{workload}: no layer with MACs")
+    one = Graph(f"{workload}:{ops[0].name}")
+    one.add(copy.deepcopy(ops[0]))
+    program = mappers.compile(one, arch)
     out = []
-    for layer in program.layers:
-        for cmd in layer.commands:
+    for lp in program.layers:
+        for cmd in lp.commands:
             if isinstance(cmd, Compute):
                 t = cmd.tile
                 cap = {"ws": "m", "is": "n", "os": "k"}[t.dataflow]
@@ -122,7 +135,7 @@ def program_tiles(params, arch, workload: str, count: int, max_stream: int) -> l
 
 
 def cosim_items(params, source: str = "random", tiles: int = 8, seed: int = 0, max_stream: int = 16,
-                arch: Any = None, workload: str | None = None) -> list:
+                arch: Any = None, workload: str | None = None, layer: str | None = None) -> list:
     rng = np.random.default_rng(seed)
     if source == "random":
         tile_list = random_tiles(params, tiles, rng, max_stream=max_stream)
@@ -132,11 +145,25 @@ def cosim_items(params, source: str = "random", tiles: int = 8, seed: int = 0, m
     elif source == "program":
         if arch is None or workload is None:
             raise WorkloadError("source 'program' needs an arch and a workload name")
-        tile_list = program_tiles(params, arch, workload, tiles, max_stream)
+        tile_list = program_tiles(params, arch, workload, tiles, max_stream, layer)
     else:
         raise WorkloadError(
             f"cosim source {source!r}: expected random, program or one of {', '.join(REAL_GEMMS)}")
-    return [(t, operands_for(t, params, rng)) for t in tile_list]
+    items = []
+    model = None
+    for t in tile_list:
+        ops = operands_for(t, params, rng)
+        prev = items[-1] if items else None
+        if (source != "random" and t.accumulate and prev is not None and prev[0].dataflow == t.dataflow
+                and (prev[0].m, prev[0].n) == (t.m, t.n)):
+            # a K-fold chain: accumulate onto the previous tile's results in the output buffer
+            from archsim.templates.systolic.fast import SystolicModel
+
+            model = model or SystolicModel(params)
+            ops["psum"] = model.tile_values(prev[0], prev[1]).astype(np.int64)
+            ops["chain"] = True
+        items.append((t, ops))
+    return items
 
 
 def cosim(params_or_arch, items, *, sim: str = "icarus", waves: bool = False, options: Any = None,

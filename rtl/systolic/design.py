@@ -43,6 +43,8 @@ from amaranth.utils import ceil_log2
 PRECISION_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
 DATAFLOW_CODES = {"ws": 0, "os": 1, "is": 2}
 BUFFER_CODES = {"left": 0, "top": 1, "out": 2}
+#: cycles from the fetch level (buffer read issued) to the array level (operand in the edge register)
+FETCH_LATENCY = 2
 
 
 @dataclass(frozen=True)
@@ -232,7 +234,7 @@ class SystolicAccelerator(wiring.Component):
                     wp.data.eq(self.wr_data[i * lw:(i + 1) * lw]),
                 ]
 
-        # ---------------- command queue (one pending entry) ----------------
+        # ---------------- command queue (two pending entries: nxt = head, q1) ----------------
         def cmd_fields(prefix):
             return dict(
                 valid=Signal(name=f"{prefix}_valid"),
@@ -247,30 +249,41 @@ class SystolicAccelerator(wiring.Component):
                 out_base=Signal(aw, name=f"{prefix}_out_base"),
             )
 
+        def assign(dst, src, valid):
+            return [dst[k].eq(src[k]) for k in dst if k != "valid"] + [dst["valid"].eq(valid)]
+
         nxt = cmd_fields("nxt")
+        q1 = cmd_fields("q1")
         nxt_loaded = Signal()
+        launch = Signal()
         error = Signal()
-        m.d.comb += [self.cmd_ready.eq(~nxt["valid"]), self.error.eq(error)]
+        m.d.comb += [self.cmd_ready.eq(~q1["valid"]), self.error.eq(error)]
+
+        incoming = dict(
+            df=self.cmd_dataflow, m=self.cmd_m, k=self.cmd_k, n=self.cmd_n, acc=self.cmd_accumulate,
+            hidden=self.cmd_preload_hidden & (self.cmd_dataflow != DATAFLOW_CODES["os"]) & int(cfg.double_buffered),
+            left_base=self.cmd_left_base, top_base=self.cmd_top_base, out_base=self.cmd_out_base,
+        )
+        accept = self.cmd_valid & self.cmd_ready
+        with m.If(launch):
+            m.d.sync += nxt_loaded.eq(0)
+            with m.If(q1["valid"]):
+                m.d.sync += assign(nxt, q1, 1)
+                m.d.sync += assign(q1, incoming, accept)
+            with m.Else():
+                m.d.sync += assign(nxt, incoming, accept)
+        with m.Elif(accept):
+            with m.If(nxt["valid"]):
+                m.d.sync += assign(q1, incoming, 1)
+            with m.Else():
+                m.d.sync += assign(nxt, incoming, 1)
+                m.d.sync += nxt_loaded.eq(0)
 
         supported = Signal()
         m.d.comb += supported.eq(
             Cat(*[self.cmd_dataflow == DATAFLOW_CODES[d] for d in cfg.dataflows]).any()
         )
-        with m.If(self.cmd_valid & self.cmd_ready):
-            m.d.sync += [
-                nxt["valid"].eq(1),
-                nxt["df"].eq(self.cmd_dataflow),
-                nxt["m"].eq(self.cmd_m),
-                nxt["k"].eq(self.cmd_k),
-                nxt["n"].eq(self.cmd_n),
-                nxt["acc"].eq(self.cmd_accumulate),
-                nxt["hidden"].eq(self.cmd_preload_hidden & (self.cmd_dataflow != DATAFLOW_CODES["os"])
-                                 & int(cfg.double_buffered)),
-                nxt["left_base"].eq(self.cmd_left_base),
-                nxt["top_base"].eq(self.cmd_top_base),
-                nxt["out_base"].eq(self.cmd_out_base),
-                nxt_loaded.eq(0),
-            ]
+        with m.If(accept):
             bad_hidden = self.cmd_preload_hidden & ((self.cmd_dataflow == DATAFLOW_CODES["os"])
                                                     | int(not cfg.double_buffered))
             zero_dim = (self.cmd_m == 0) | (self.cmd_k == 0) | (self.cmd_n == 0)
@@ -296,16 +309,18 @@ class SystolicAccelerator(wiring.Component):
         cur_top_base = Signal(aw)
         cur_out_base = Signal(aw)
 
-        # loader of the shadow bank for a queued hidden-preload tile
+        # loader of the shadow bank for the queued head command when it has preload_hidden:
+        # R shifts, the first in the cycle it starts (ld_go), while the chain is free
         ld_run = Signal()
         ld_cnt = Signal(range(max(R, 2)))
+        ld_go = Signal()
+        ld_idx = Mux(ld_run, ld_cnt, 0)
 
         nxt_os = nxt["df"] == DATAFLOW_CODES["os"]
         nxt_is = nxt["df"] == DATAFLOW_CODES["is"]
-        ld_last = ld_run & (ld_cnt == R - 1)
+        ld_last = ld_go & (ld_idx == R - 1)
         nxt_ready = nxt["valid"] & (~nxt["hidden"] | nxt_loaded | ld_last)
         at_end = run & (cnt == cur_last)
-        launch = Signal()
         m.d.comb += launch.eq(nxt_ready & (~run | at_end))
 
         nxt_L = Mux(nxt["hidden"] | nxt_os, 0, R)
@@ -329,8 +344,6 @@ class SystolicAccelerator(wiring.Component):
                 cur_left_base.eq(nxt["left_base"]),
                 cur_top_base.eq(nxt["top_base"]),
                 cur_out_base.eq(nxt["out_base"]),
-                nxt["valid"].eq(0),
-                nxt_loaded.eq(0),
             ]
         with m.Elif(at_end):
             m.d.sync += run.eq(0)
@@ -347,32 +360,32 @@ class SystolicAccelerator(wiring.Component):
         prow = Signal(cw)  # preload row presented at the top: R-1-s
         m.d.comb += prow.eq(R - 1 - cnt)
         ld_row = Signal(cw)
-        m.d.comb += ld_row.eq(R - 1 - ld_cnt)
+        m.d.comb += ld_row.eq(R - 1 - ld_idx)
 
         chain_free = ~run | (~cur_os & (cnt >= cur_L))
         if cfg.double_buffered:
-            with m.If(ld_run):
-                m.d.sync += ld_cnt.eq(ld_cnt + 1)
+            m.d.comb += ld_go.eq(ld_run | (nxt["valid"] & nxt["hidden"] & ~nxt_loaded & chain_free))
+            with m.If(ld_go):
                 with m.If(ld_last):
                     m.d.sync += [ld_run.eq(0), ld_cnt.eq(0)]
                     with m.If(~launch):
                         m.d.sync += nxt_loaded.eq(1)
-            with m.Elif(nxt["valid"] & nxt["hidden"] & ~nxt_loaded & chain_free):
-                m.d.sync += [ld_run.eq(1), ld_cnt.eq(0)]
+                with m.Else():
+                    m.d.sync += [ld_run.eq(1), ld_cnt.eq(ld_idx + 1)]
 
         # ---- fetch-level tokens ----
         # top lane 0 token: preload / shadow loader / OS stream
         t_valid = Signal()
         t_addr = Signal(aw)
         t_lim = Signal(dw)
-        with m.If(ld_run):
+        with m.If(ld_go):
             m.d.comb += [t_valid.eq(ld_row < nxt["k"]), t_addr.eq(nxt["top_base"] + ld_row),
                          t_lim.eq(Mux(nxt_is, nxt["m"], nxt["n"]))]
         with m.Elif(preload):
             m.d.comb += [t_valid.eq(prow < cur_k), t_addr.eq(cur_top_base + prow), t_lim.eq(cur_lim_top)]
         with m.Elif(stream & cur_os):
             m.d.comb += [t_valid.eq(1), t_addr.eq(cur_top_base + scnt), t_lim.eq(cur_lim_top)]
-        shift_f = ld_run | preload | (run & cur_os)
+        shift_f = ld_go | preload | (run & cur_os)
         swap_f = Signal()
         if cfg.double_buffered:
             m.d.comb += swap_f.eq((preload & (cnt == cur_L - 1)) | (launch & nxt["hidden"]))
@@ -421,43 +434,47 @@ class SystolicAccelerator(wiring.Component):
             m.d.comb += top_rp[c].addr.eq(addr)
             top_ok_f.append(ok)
 
-        # ---------------- array level (one cycle after fetch) ----------------
+        # ---------------- array level (FETCH_LATENCY cycles after fetch) ----------------
+        # fetch issues buffer reads; +1 the read data appears; +2 it sits in the edge
+        # registers (left_in / top_in) that feed the PEs, so no PE path starts at a RAM.
         def reg(name, sig, shape=None):
             s = Signal(shape if shape is not None else len(sig), name=name)
             m.d.sync += s.eq(sig)
             return s
 
-        a_run = reg("a_run", run)
-        a_tile_start = reg("a_tile_start", launch)  # launch at fetch -1 -> cycle 0 at array level
-        # cnt==0 at fetch level is the cycle after launch; array cycle 0 is one more later
-        a_tile_start2 = reg("a_tile_start2", a_tile_start)
-        # array-level copies of the current command (fetch-level copy delayed by one)
-        a_os = reg("a_os", cur_os)
-        a_lim_out = reg("a_lim_out", cur_lim_out)
-        a_acc = reg("a_acc", cur_acc)
-        a_out_base = reg("a_out_base", cur_out_base)
-        a_shift = reg("a_shift", shift_f)
-        a_swap = reg("a_swap", swap_f)
-        a_left_ok = [reg(f"a_left_ok_{r}", lv[r] & (r < cur_lim_left)) for r in range(R)]
-        a_top_ok = [reg(f"a_top_ok_{c}", top_ok_f[c]) for c in range(C)]
+        def late(name, sig, shape=None, stages=FETCH_LATENCY):
+            for i in range(stages):
+                sig = reg(f"{name}_d{i + 1}" if i < stages - 1 else name, sig, shape)
+            return sig
+
+        f_start = run & (cnt == 0)
+        run_d = [run]
+        for i in range(FETCH_LATENCY):
+            run_d.append(reg(f"run_d{i + 1}", run_d[-1]))
+        a_tile_start = late("a_tile_start", f_start, 1)
+        a_os = late("a_os", cur_os)
+        a_lim_out = late("a_lim_out", cur_lim_out)
+        a_acc = late("a_acc", cur_acc)
+        a_out_base = late("a_out_base", cur_out_base)
+        a_shift = late("a_shift", shift_f, 1)
+        a_swap = late("a_swap", swap_f, 1)
         if cfg.has_os:
-            a_first = [reg(f"a_first_{r}", lf[r]) for r in range(R)]
-            a_lastf = [reg(f"a_last_{r}", ll[r]) for r in range(R)]
-        a_o = [(reg("a_o_present_0", o_present), reg("a_o_we_0", o_we), reg("a_o_row_0", orow[:aw], aw),
-                reg("a_o_last_0", o_last))]
+            a_first = [late(f"a_first_{r}", lf[r], 1) for r in range(R)]
+            a_lastf = [late(f"a_last_{r}", ll[r], 1) for r in range(R)]
+        a_o = [(late("a_o_present_0", o_present, 1), late("a_o_we_0", o_we, 1),
+                late("a_o_row_0", orow[:aw], aw), late("a_o_last_0", o_last, 1))]
         for c in range(1, C):
             a_o.append(tuple(reg(f"a_o_{nm}_{c}", s) for nm, s in zip(("present", "we", "row", "last"), a_o[-1])))
 
+        # edge registers: read data masked with the (one cycle late) lane-valid, then registered
         left_in = []
         for r in range(R):
-            s = Signal(signed(lw), name=f"left_in_{r}")
-            m.d.comb += s.eq(Mux(a_left_ok[r], left_rp[r].data, 0))
-            left_in.append(s)
+            ok = late(f"left_ok_{r}", lv[r] & (r < cur_lim_left), 1, FETCH_LATENCY - 1)
+            left_in.append(reg(f"left_in_{r}", Mux(ok, left_rp[r].data, 0), signed(lw)))
         top_in = []
         for c in range(C):
-            s = Signal(signed(lw), name=f"top_in_{c}")
-            m.d.comb += s.eq(Mux(a_top_ok[c], top_rp[c].data, 0))
-            top_in.append(s)
+            ok = late(f"top_ok_{c}", top_ok_f[c], 1, FETCH_LATENCY - 1)
+            top_in.append(reg(f"top_in_{c}", Mux(ok, top_rp[c].data, 0), signed(lw)))
 
         # ---------------- PE grid ----------------
         x = [[None] * C for _ in range(R)]
@@ -521,26 +538,34 @@ class SystolicAccelerator(wiring.Component):
             else:
                 m.d.comb += col_out[c].eq(bottom)
 
-        # ---------------- output buffer: read-modify-write one cycle later ----------------
+        # ---------------- output buffer: read-modify-write over three stages ----------------
+        # t: value presented, buffer read issued (transparent to this cycle's write);
+        # t+1: read data out of the RAM -> registered; t+2: add, write. The one entry that a
+        # read in t cannot see (written at the end of t+1) is forwarded.
         any_write = []
+        host_we = self.wr_en & (self.wr_buf == BUFFER_CODES["out"])
         for c in range(C):
             present, we_row, row, _last = a_o[c]
             we = present & we_row & (c < a_lim_out)
             addr = Signal(aw, name=f"out_addr_{c}")
             m.d.comb += addr.eq(a_out_base + row)
-            q_we = reg(f"out_q_we_{c}", we, 1)
-            q_addr = reg(f"out_q_addr_{c}", addr, aw)
-            q_val = reg(f"out_q_val_{c}", col_out[c], signed(ab))
-            q_acc = reg(f"out_q_acc_{c}", a_acc, 1)
-            any_write.append(q_we)
-            m.d.comb += out_rp[c].addr.eq(Mux(we, addr, self.rd_addr))
-            host_we = self.wr_en & (self.wr_buf == BUFFER_CODES["out"])
+            b_we, b_addr = reg(f"out_b_we_{c}", we, 1), reg(f"out_b_addr_{c}", addr, aw)
+            b_val, b_acc = reg(f"out_b_val_{c}", col_out[c], signed(ab)), reg(f"out_b_acc_{c}", a_acc, 1)
+            c_we, c_addr = reg(f"out_c_we_{c}", b_we, 1), reg(f"out_c_addr_{c}", b_addr, aw)
+            c_val, c_acc = reg(f"out_c_val_{c}", b_val, signed(ab)), reg(f"out_c_acc_{c}", b_acc, 1)
+            c_old = reg(f"out_c_old_{c}", out_rp[c].data, signed(ab))
             new = Signal(signed(ab), name=f"out_new_{c}")
-            m.d.comb += new.eq(q_val + Mux(q_acc, out_rp[c].data, 0))
+            prev_new = reg(f"out_prev_new_{c}", new, signed(ab))
+            # the entry written at the end of t+1 is the previous stage-c entry, one cycle ago
+            fwd_we = reg(f"out_fwd_we_{c}", b_we & c_we & (b_addr == c_addr), 1)
+            old = Mux(fwd_we, prev_new, c_old)
+            m.d.comb += new.eq(c_val + Mux(c_acc, old, 0))
+            any_write += [we, b_we, c_we]
+            m.d.comb += out_rp[c].addr.eq(Mux(we, addr, self.rd_addr))
             m.d.comb += [
-                out_wp[c].en.eq(q_we | host_we),
-                out_wp[c].addr.eq(Mux(q_we, q_addr, self.wr_addr)),
-                out_wp[c].data.eq(Mux(q_we, new, self.wr_data[c * ab:(c + 1) * ab])),
+                out_wp[c].en.eq(c_we | host_we),
+                out_wp[c].addr.eq(Mux(c_we, c_addr, self.wr_addr)),
+                out_wp[c].data.eq(Mux(c_we, new, self.wr_data[c * ab:(c + 1) * ab])),
             ]
         m.d.comb += self.rd_data.eq(Cat(*[rp.data for rp in out_rp]))
         m.d.sync += self.rd_valid.eq(self.rd_en)
@@ -549,17 +574,17 @@ class SystolicAccelerator(wiring.Component):
         present_l, _, _, last_l = a_o[C - 1]
         tile_done = present_l & last_l
         cyc = Signal(32)
-        cyc_now = Mux(a_tile_start2, 0, cyc)
+        cyc_now = Mux(a_tile_start, 0, cyc)
         tiles = Signal(32)
         last_cycles = Signal(32)
         m.d.sync += cyc.eq(cyc_now + 1)
         with m.If(tile_done):
             m.d.sync += [last_cycles.eq(cyc_now + 1), tiles.eq(tiles + 1)]
         m.d.comb += [
-            self.tile_start.eq(a_tile_start2),
+            self.tile_start.eq(a_tile_start),
             self.tile_done.eq(tile_done),
             self.tile_cycles.eq(last_cycles),
             self.tiles_done.eq(tiles),
-            self.busy.eq(nxt["valid"] | run | ld_run | a_run | a_tile_start | Cat(*any_write).any()),
+            self.busy.eq(nxt["valid"] | q1["valid"] | ld_run | Cat(*run_d).any() | Cat(*any_write).any()),
         ]
         return m

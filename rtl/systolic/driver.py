@@ -157,11 +157,15 @@ async def run_job(dut, job: dict) -> dict:
         batch, used = [], {"left": 0, "top": 0, "out": 0}
         for j in range(i, len(tiles)):
             lay = tile_layout(tiles[j])
+            chained = bool(tiles[j].get("chain")) and bool(batch)
             need = {"left": len(lay["left"]), "top": R if tiles[j]["dataflow"] != "os" else len(lay["top"]),
-                    "out": lay["out_rows"]}
+                    "out": 0 if chained else lay["out_rows"]}
             if any(used[b] + need[b] > depth[b] for b in used):
                 break
             base = dict(used)
+            if chained:  # accumulate in place onto the previous tile's results
+                base["out"] = batch[-1][2]["out"]
+            lay["chained"] = chained
             for b in used:
                 used[b] += need[b]
             batch.append((j, lay, base))
@@ -174,7 +178,7 @@ async def run_job(dut, job: dict) -> dict:
                 await _write(dut, "left", base["left"] + a, _pack(row, lw))
             for a, row in enumerate(lay["top"]):
                 await _write(dut, "top", base["top"] + a, _pack(row, lw))
-            if tiles[j]["accumulate"]:
+            if tiles[j]["accumulate"] and not lay["chained"]:
                 for a, row in enumerate(psum_rows(tiles[j])):
                     await _write(dut, "out", base["out"] + a, _pack(row, ab))
 
@@ -196,10 +200,11 @@ async def run_job(dut, job: dict) -> dict:
                     "tiles": results}
         await FallingEdge(dut.clk)  # let the monitor record the last tile_cycles
 
-        # ---- read back ----
+        # ---- read back (a tile whose results the next tile accumulated onto is gone: skip it) ----
         for idx, (j, lay, base) in enumerate(batch):
             rows = []
-            for a in range(lay["out_rows"]):
+            overwritten = idx + 1 < len(batch) and batch[idx + 1][1]["chained"]
+            for a in range(0 if overwritten else lay["out_rows"]):
                 dut.rd_en.value = 1
                 dut.rd_addr.value = base["out"] + a
                 await RisingEdge(dut.clk)
@@ -210,7 +215,7 @@ async def run_job(dut, job: dict) -> dict:
             start = mon.starts[k] if k < len(mon.starts) else None
             done = mon.dones[k] if k < len(mon.dones) else None
             results.append({
-                "out": out_rows_to_tile(tiles[j], rows),
+                "out": None if overwritten else out_rows_to_tile(tiles[j], rows),
                 "start_cycle": start,
                 "done_cycle": done,
                 "cycles": (done - start + 1) if start is not None and done is not None else None,

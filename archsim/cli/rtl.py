@@ -1,0 +1,126 @@
+"""``archsim rtl``: generate, co-simulate and synthesize a template's RTL.
+
+Examples::
+
+    archsim rtl generate --arch systolic-32x32-ws --out build/rtl
+    archsim rtl cosim --arch systolic-32x32-ws --set rows=4 --set cols=4 --tiles 8
+    archsim rtl cosim --arch my.yaml --source resnet50 --sim verilator --waves
+    archsim rtl synth --arch systolic-32x32-ws --set rows=8 --set cols=8 --target ecp5 --pnr --json synth.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from archsim.errors import ArchsimError, SpecError
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--arch", required=True, metavar="NAME|FILE", help="arch preset name or YAML file")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+                   help="override an arch spec value, e.g. rows=4 (repeatable)")
+    p.add_argument("--depth", type=int, default=0, metavar="N",
+                   help="entries per lane of the RTL's local tile buffers (default: max(64, 4*max(rows, cols)))")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("rtl", help="generate, co-simulate and synthesize the template's RTL",
+                              description="Generate Verilog from an arch spec, check it against archsim's "
+                              "models under cocotb, and synthesize it with yosys / nextpnr.")
+    sub = p.add_subparsers(dest="rtl_command", metavar="ACTION")
+
+    g = sub.add_parser("generate", help="write Verilog, a FuseSoC .core and a JSON manifest")
+    _common(g)
+    g.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    g.set_defaults(func=cmd_generate)
+
+    c = sub.add_parser("cosim", help="replay tile commands on the RTL and compare with the models")
+    _common(c)
+    c.add_argument("--tiles", type=int, default=8, metavar="N", help="number of tiles (default 8)")
+    c.add_argument("--source", default="random", metavar="SRC",
+                   help="random (default), resnet50 (conv1 im2col GEMM), gpt2 (c_attn, decode), gpt2-prefill, "
+                   "or program (first tiles of mappers.compile of --workload)")
+    c.add_argument("--workload", metavar="NAME", help="zoo workload for --source program")
+    c.add_argument("--seed", type=int, default=0, help="seed of the random operands and shapes")
+    c.add_argument("--max-stream", type=int, default=16, metavar="N",
+                   help="cap on the streamed length of a tile (m in WS, n in IS, k in OS; default 16)")
+    c.add_argument("--sim", default="icarus", choices=["icarus", "verilator"], help="Verilog simulator")
+    c.add_argument("--waves", action="store_true", help="write a waveform (FST for Icarus, VCD for Verilator)")
+    c.add_argument("--build-dir", metavar="DIR", help="simulator build folder (default: a cache under /tmp)")
+    c.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+    c.set_defaults(func=cmd_cosim)
+
+    s = sub.add_parser("synth", help="synthesize with yosys (and place & route with nextpnr-ecp5)")
+    _common(s)
+    s.add_argument("--target", default="ecp5", choices=["ecp5", "generic"], help="yosys flow (default ecp5)")
+    s.add_argument("--pnr", action="store_true", help="place and route on an ECP5-85k (out of context): Fmax")
+    s.add_argument("--freq", type=float, default=200.0, metavar="MHZ", help="nextpnr target clock (default 200)")
+    s.add_argument("--seed", type=int, default=1, help="nextpnr seed (default 1)")
+    s.add_argument("--no-cache", action="store_true", help="ignore the result cache")
+    s.add_argument("--json", metavar="FILE", help="write the figures to FILE (they are printed either way)")
+    s.set_defaults(func=cmd_synth)
+
+    p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
+
+
+def _design(args):
+    from archsim.spec import load_arch
+    from rtl.generate import design_for
+
+    if args.depth < 0:
+        raise SpecError(f"--depth: expected a positive integer, got {args.depth}")
+    arch = load_arch(args.arch, args.overrides)
+    options = {"left_depth": args.depth, "top_depth": args.depth, "out_depth": args.depth} if args.depth else None
+    return arch, design_for(arch, options)
+
+
+def cmd_generate(args) -> int:
+    from rtl.generate import write_outputs
+
+    arch, design = _design(args)
+    files = write_outputs(design, args.out)
+    ports = design.ports()
+    print(f"{arch.name}: {design.toplevel} ({len(ports)} ports)")
+    for kind, path in files.items():
+        print(f"  {kind:<8} {path}")
+    return 0
+
+
+def cmd_cosim(args) -> int:
+    from rtl.api import cosim, cosim_items
+
+    if args.tiles < 1:
+        raise SpecError(f"--tiles: expected a positive integer, got {args.tiles}")
+    arch, design = _design(args)
+    items = cosim_items(arch.params, args.source, tiles=args.tiles, seed=args.seed,
+                        max_stream=args.max_stream, arch=arch, workload=args.workload)
+    if not items:
+        raise ArchsimError(f"source {args.source!r} gave no tiles")
+    report = cosim(arch, items, sim=args.sim, waves=args.waves, options=design.options, build_dir=args.build_dir)
+    print(f"{arch.name}: {design.toplevel} on {args.sim}, {len(items)} tiles from {args.source}")
+    print(report.summary())
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report.as_dict(), f, indent=2)
+    return 0 if report.ok else 1
+
+
+def cmd_synth(args) -> int:
+    from rtl.synth import synthesize_verilog
+
+    arch, design = _design(args)
+    result = synthesize_verilog(design.verilog(), design.toplevel, target=args.target, pnr=args.pnr,
+                                freq_mhz=args.freq, seed=args.seed, use_cache=not args.no_cache)
+    result = {"arch": arch.name, **result, "params": design.config_dict()}
+    text = json.dumps(result, indent=2, sort_keys=False)
+    print(text)
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(text + "\n")
+    return 0
+
+
+__all__ = ["register"]
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(1)

@@ -1,0 +1,98 @@
+"""rtl generate: ports, manifest, FuseSoC core, CLI (pure Python: Amaranth only, no simulator)."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from archsim.cli import main
+from archsim.errors import SpecError
+from archsim.templates.systolic import SystolicParams
+from rtl import design_for, write_outputs
+from rtl.systolic import SystolicConfig
+
+PORTS = [
+    "clk", "rst", "cmd_valid", "cmd_ready", "cmd_dataflow", "cmd_m", "cmd_k", "cmd_n", "cmd_accumulate",
+    "cmd_preload_hidden", "cmd_left_base", "cmd_top_base", "cmd_out_base", "wr_en", "wr_buf", "wr_addr",
+    "wr_data", "rd_en", "rd_addr", "rd_data", "rd_valid", "busy", "tile_start", "tile_done", "tile_cycles",
+    "tiles_done", "error",
+]
+
+
+def test_port_list_is_stable_and_in_the_verilog(tmp_path):
+    design = design_for(SystolicParams(rows=2, cols=3, dataflow="ws"))
+    ports = {p.name: p for p in design.ports()}
+    assert list(ports) == PORTS
+    assert ports["wr_data"].width == max(3 * 8, 3 * 32)  # max(lanes * lane bits, cols * acc bits)
+    assert ports["rd_data"].width == 3 * 32
+    files = write_outputs(design, tmp_path)
+    text = files["verilog"].read_text()
+    header = re.search(r"module archsim_systolic\((.*?)\);", text, re.S).group(1)
+    assert sorted(p.strip() for p in header.split(",")) == sorted(PORTS)
+    for p in design.ports():
+        width = f"[{p.width - 1}:0] " if p.width > 1 else ""
+        assert re.search(rf"\b{'input' if p.direction == 'in' else 'output'} {re.escape(width)}{p.name};", text), p
+
+
+def test_manifest_and_core(tmp_path):
+    params = SystolicParams(rows=4, cols=2, dataflow="auto", preload="double_buffered", mult_pipeline_stages=1)
+    files = write_outputs(design_for(params), tmp_path)
+    manifest = json.loads(files["manifest"].read_text())
+    assert manifest["toplevel"] == "archsim_systolic"
+    assert manifest["params"]["rows"] == 4 and manifest["params"]["cols"] == 2
+    assert manifest["params"]["dataflows"] == ["ws", "os", "is"]
+    assert manifest["params"]["double_buffered"] is True
+    assert [p["name"] for p in manifest["ports"]] == PORTS
+    assert all(p["doc"] for p in manifest["ports"])
+    core = files["core"].read_text()
+    assert core.startswith("CAPI=2:\n")
+    assert "toplevel: archsim_systolic" in core and "- archsim_systolic.v" in core
+
+
+def test_config_cycles_formula_matches_the_fast_model():
+    from archsim.templates.systolic import SystolicTile
+    from archsim.templates.systolic.fast import SystolicModel
+
+    for df, pre, P in [("ws", "serial", 0), ("is", "double_buffered", 1), ("os", "serial", 1)]:
+        params = SystolicParams(rows=5, cols=3, dataflow=df, preload=pre, mult_pipeline_stages=P)
+        cfg = SystolicConfig.from_params(params)
+        model = SystolicModel(params)
+        tile = SystolicTile(df, 3, 2, 3, preload_hidden=pre == "double_buffered")
+        assert cfg.tile_cycles(df, 3, 2, 3, tile.preload_hidden) == model.tile_cycles(tile)
+
+
+def test_dataflow_builds_differ_in_hardware():
+    ws = design_for(SystolicParams(rows=2, cols=2, dataflow="ws")).verilog()
+    os_ = design_for(SystolicParams(rows=2, cols=2, dataflow="os")).verilog()
+    assert "os_bus_0" in os_ and "os_bus_0" not in ws
+    dbl = design_for(SystolicParams(rows=2, cols=2, dataflow="ws", preload="double_buffered")).verilog()
+    assert "pe_1_1_w" in dbl and "pe_1_1_w " not in ws
+
+
+def test_cli_generate(tmp_path, capsys):
+    out = tmp_path / "gen"
+    assert main(["rtl", "generate", "--arch", "systolic-32x32-ws", "--set", "rows=2", "--set", "cols=2",
+                 "--out", str(out)]) == 0
+    assert (out / "archsim_systolic.v").exists() and (out / "archsim_systolic.core").exists()
+    assert json.loads((out / "archsim_systolic.json").read_text())["params"]["rows"] == 2
+    assert "archsim_systolic (27 ports)" in capsys.readouterr().out
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    assert main(["rtl", "generate", "--arch", "no-such-arch", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert re.match(r"^archsim: error: unknown arch 'no-such-arch'", err) and err.count("\n") == 1
+    assert main(["rtl", "generate", "--arch", "systolic-32x32-ws", "--set", "rows=0", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "rows" in err and "Traceback" not in err and err.count("\n") == 1
+    assert main(["rtl", "cosim", "--arch", "systolic-32x32-ws", "--tiles", "0"]) == 2
+    assert re.search(r"--tiles: expected a positive integer, got 0$", capsys.readouterr().err.strip())
+
+
+def test_design_for_rejects_templates_without_rtl():
+    class PimParams:
+        pass
+
+    with pytest.raises(SpecError, match=r"^no RTL for params PimParams; RTL exists for template\(s\) systolic$"):
+        design_for(PimParams())
