@@ -1,6 +1,6 @@
 """Co-simulation entry points: make tile commands + operands, run them on the RTL, compare.
 
-``cosim(params, items, sim="icarus")`` -> :class:`~rtl.design.CosimReport`.
+``run_cosim(params, items, sim="icarus")`` -> :class:`~rtl.design.CosimReport`.
 ``cosim_items(params, source, tiles=N, seed=S)`` builds ``items`` (a list of
 ``(SystolicTile, operands)``) from a source:
 
@@ -166,7 +166,7 @@ def cosim_items(params, source: str = "random", tiles: int = 8, seed: int = 0, m
     return items
 
 
-def cosim(params_or_arch, items, *, sim: str = "icarus", waves: bool = False, options: Any = None,
+def run_cosim(params_or_arch, items, *, sim: str = "icarus", waves: bool = False, options: Any = None,
           build_dir=None, quiet: bool = True) -> CosimReport:
     """Replay ``items`` on the RTL of ``params_or_arch`` and compare with archsim's models."""
     design = design_for(params_or_arch, options)

@@ -2,8 +2,8 @@
 
 Expected values and cycles come from archsim's models (numpy matmul and the
 closed form / cycle-by-cycle model), never from the RTL. Arrays are small
-(<= 4x4) and tiles few, so the whole file stays well under a minute of
-simulation on Icarus.
+(<= 4x4) and tiles few, so the whole file stays around a minute on Icarus.
+``SIM=verilator`` runs the same tests on Verilator (opt-in; C++ builds are slow).
 """
 from __future__ import annotations
 
@@ -17,13 +17,14 @@ import pytest
 from archsim.cli import main
 from archsim.spec import load_arch
 from archsim.templates.systolic import SystolicParams, SystolicTile
-from rtl import cosim, cosim_items, design_for
+from rtl import cosim_items, design_for, run_cosim
 from rtl.cosim import run_job, simulator_missing_reason
 
 pytestmark = pytest.mark.rtl
 
-ICARUS_MISSING = simulator_missing_reason("icarus")
-needs_icarus = pytest.mark.skipif(ICARUS_MISSING is not None, reason=ICARUS_MISSING or "")
+SIM = os.environ.get("SIM", "icarus")
+SIM_MISSING = simulator_missing_reason(SIM)
+needs_icarus = pytest.mark.skipif(SIM_MISSING is not None, reason=SIM_MISSING or "")
 
 
 def _assert_ok(report):
@@ -49,7 +50,7 @@ def test_random_tiles_match_models(dataflow, preload, pipe, rows, cols):
     params = SystolicParams(rows=rows, cols=cols, dataflow=dataflow, preload=preload, mult_pipeline_stages=pipe)
     items = cosim_items(params, "random", tiles=9 if dataflow == "auto" else 6, seed=rows * 7 + cols + pipe,
                         max_stream=10)
-    report = cosim(params, items)
+    report = run_cosim(params, items, sim=SIM)
     _assert_ok(report)
     assert len(report.tiles) == len(items)
     if preload == "double_buffered":
@@ -67,7 +68,7 @@ def test_resnet50_and_gpt2_tiles():
     assert [t.k for t, _ in items] == [4, 4, 4] and items[1][0].accumulate and items[1][0].preload_hidden
     items += cosim_items(params, "gpt2", tiles=3, seed=2)
     assert items[3][0].m == 1
-    _assert_ok(cosim(params, items))
+    _assert_ok(run_cosim(params, items, sim=SIM))
 
 
 @needs_icarus
@@ -78,7 +79,7 @@ def test_k_chain_accumulates_in_place_back_to_back(rows, cols, dataflow):
     params = SystolicParams(rows=rows, cols=cols, dataflow=dataflow, preload="double_buffered")
     items = cosim_items(params, "gpt2", tiles=5, seed=4, max_stream=3)
     assert all(ops.get("chain") for _, ops in items[1:])
-    report = cosim(params, items)
+    report = run_cosim(params, items, sim=SIM)
     _assert_ok(report)
     assert [t.extra.get("gap_before") for t in report.tiles[1:]] == [0, 0, 0, 0]
 
@@ -89,7 +90,7 @@ def test_tiles_from_the_mapper_program():
     arch = load_arch("systolic-32x32-os", ["rows=4", "cols=3"])
     items = cosim_items(arch.params, "program", tiles=3, seed=3, max_stream=8, arch=arch, workload="resnet50")
     assert len(items) == 3 and all(t.dataflow == "os" for t, _ in items)
-    _assert_ok(cosim(arch, items))
+    _assert_ok(run_cosim(arch, items, sim=SIM))
 
 
 @needs_icarus
@@ -101,18 +102,18 @@ def test_wrap_at_accumulator_width():
     big = np.full((3, 2), -32768, dtype=np.int64)
     ops = {"input": big, "weight": np.full((2, 2), -32768, dtype=np.int64),
            "psum": np.full((3, 2), 2**31 - 1, dtype=np.int64)}
-    _assert_ok(cosim(params, [(tile, ops)]))
+    _assert_ok(run_cosim(params, [(tile, ops)], sim=SIM))
 
 
 @pytest.fixture(scope="module")
 def ws_run():
     """One run whose raw result the honesty tests re-check against wrong expectations."""
-    if ICARUS_MISSING:
-        pytest.skip(ICARUS_MISSING)
+    if SIM_MISSING:
+        pytest.skip(SIM_MISSING)
     params = SystolicParams(rows=3, cols=2, dataflow="ws", mult_pipeline_stages=1)
     items = cosim_items(params, "random", tiles=3, seed=5, max_stream=6)
     design = design_for(params)
-    run = run_job(design.verilog(), design.toplevel, design.make_job(items))
+    run = run_job(design.verilog(), design.toplevel, design.make_job(items), sim=SIM)
     return params, items, run.result
 
 
@@ -148,20 +149,10 @@ def test_a_wrong_cycle_count_is_reported(ws_run):
 def test_cli_cosim_with_waves_and_json(tmp_path, capsys):
     out = tmp_path / "report.json"
     rc = main(["rtl", "cosim", "--arch", "systolic-32x32-ws", "--set", "rows=2", "--set", "cols=3", "--tiles", "3",
-               "--waves", "--json", str(out), "--build-dir", str(tmp_path / "build")])
+               "--waves", "--json", str(out), "--build-dir", str(tmp_path / "build"), "--sim", SIM])
     text = capsys.readouterr().out
     assert rc == 0, text
-    assert "PASS: 3/3 tiles match archsim on icarus" in text
+    assert f"PASS: 3/3 tiles match archsim on {SIM}" in text
     data = json.loads(out.read_text())
     assert data["ok"] and len(data["tiles"]) == 3
     assert data["waves"] and os.path.getsize(data["waves"]) > 0
-
-
-VERILATOR_MISSING = simulator_missing_reason("verilator")
-
-
-@pytest.mark.skipif(VERILATOR_MISSING is not None or os.environ.get("SIM") != "verilator",
-                    reason=VERILATOR_MISSING or "Verilator runs are opt-in: SIM=verilator")
-def test_verilator_matches_models():
-    params = SystolicParams(rows=3, cols=4, dataflow="auto", preload="double_buffered", mult_pipeline_stages=1)
-    _assert_ok(cosim(params, cosim_items(params, "random", tiles=6, seed=9), sim="verilator"))

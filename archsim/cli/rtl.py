@@ -88,7 +88,7 @@ def cmd_generate(args) -> int:
 
 
 def cmd_cosim(args) -> int:
-    from rtl.api import cosim, cosim_items
+    from rtl.api import cosim_items, run_cosim
 
     if args.tiles < 1:
         raise SpecError(f"--tiles: expected a positive integer, got {args.tiles}")
@@ -97,7 +97,7 @@ def cmd_cosim(args) -> int:
                         max_stream=args.max_stream, arch=arch, workload=args.workload)
     if not items:
         raise ArchsimError(f"source {args.source!r} gave no tiles")
-    report = cosim(arch, items, sim=args.sim, waves=args.waves, options=design.options, build_dir=args.build_dir)
+    report = run_cosim(arch, items, sim=args.sim, waves=args.waves, options=design.options, build_dir=args.build_dir)
     print(f"{arch.name}: {design.toplevel} on {args.sim}, {len(items)} tiles from {args.source}")
     print(report.summary())
     if args.json:

@@ -148,7 +148,7 @@ def run_job(
                     build_dir=build,
                     always=fresh or not stamp.exists(),
                     timescale=("1ns", "1ps"),
-                    waves=waves and sim == "icarus",
+                    waves=waves,
                     build_args=build_args,
                     log_file=build / "build.log",
                 )

@@ -44,7 +44,7 @@ PRECISION_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
 DATAFLOW_CODES = {"ws": 0, "os": 1, "is": 2}
 BUFFER_CODES = {"left": 0, "top": 1, "out": 2}
 #: cycles from the fetch level (buffer read issued) to the array level (operand in the edge register)
-FETCH_LATENCY = 2
+FETCH_LATENCY = 3
 
 
 @dataclass(frozen=True)
@@ -411,32 +411,42 @@ class SystolicAccelerator(wiring.Component):
                 out.append(s)
             return out
 
-        la = delay_line("left_addr", l_addr, R)
+        # buffer addresses leave the FSM through a register (address stage), so a lane's read is
+        # issued one cycle after its fetch-level token: data +2, edge register +3 = FETCH_LATENCY
+        def addr_reg(name, sig):
+            q = Signal(len(sig), name=name)
+            m.d.sync += q.eq(sig)
+            return q
+
+        la = delay_line("left_addr", addr_reg("left_addr_0", l_addr), R)
         lv = delay_line("left_valid", l_valid, R, 1)
         lf = delay_line("left_first", l_first, R, 1) if cfg.has_os else None
         ll = delay_line("left_last", l_last, R, 1) if cfg.has_os else None
         for r in range(R):
             m.d.comb += left_rp[r].addr.eq(la[r])
 
+        t_addr_q = addr_reg("top_addr_0", t_addr)
+        os_q = addr_reg("top_skew", run & cur_os)
         if cfg.has_os:
-            ta = delay_line("top_addr", t_addr, C)
+            ta = delay_line("top_addr", t_addr_q, C)
             tv = delay_line("top_valid", t_valid & (run & cur_os), C, 1)
             tl = delay_line("top_lim", t_lim, C)
         top_ok_f = []
         for c in range(C):
             if cfg.has_os and cfg.has_wsis:
-                addr = Mux(run & cur_os, ta[c], t_addr)
+                addr = Mux(os_q, ta[c], t_addr_q)
                 ok = Mux(run & cur_os, tv[c] & (c < tl[c]), t_valid & (c < t_lim))
             elif cfg.has_os:
                 addr, ok = ta[c], tv[c] & (c < tl[c])
             else:
-                addr, ok = t_addr, t_valid & (c < t_lim)
+                addr, ok = t_addr_q, t_valid & (c < t_lim)
             m.d.comb += top_rp[c].addr.eq(addr)
             top_ok_f.append(ok)
 
         # ---------------- array level (FETCH_LATENCY cycles after fetch) ----------------
-        # fetch issues buffer reads; +1 the read data appears; +2 it sits in the edge
-        # registers (left_in / top_in) that feed the PEs, so no PE path starts at a RAM.
+        # fetch computes addresses; +1 they are registered at the RAMs; +2 the read data
+        # appears; +3 it sits in the edge registers (left_in / top_in) that feed the PEs,
+        # so no PE path starts at a RAM and no RAM address comes from the FSM's logic.
         def reg(name, sig, shape=None):
             s = Signal(shape if shape is not None else len(sig), name=name)
             m.d.sync += s.eq(sig)

@@ -1,0 +1,33 @@
+"""The co-simulation harness without a simulator: errors, and the report's text."""
+from __future__ import annotations
+
+import pytest
+
+import rtl.cosim.harness as harness
+from archsim.errors import ToolError
+from rtl.cosim import run_job, simulator_missing_reason
+from rtl.design import CosimReport, TileCheck
+
+
+def test_missing_simulator_is_a_one_line_tool_error(monkeypatch):
+    monkeypatch.setattr(harness.shutil, "which", lambda *a, **k: None)
+    assert simulator_missing_reason("icarus") == "Icarus Verilog not found (apt-get install iverilog)"
+    with pytest.raises(ToolError, match=r"^Icarus Verilog not found \(apt-get install iverilog\)$"):
+        run_job("module t; endmodule", "t", {})
+    assert simulator_missing_reason("xsim") == "unknown simulator 'xsim'; expected one of icarus, verilator"
+
+
+def test_report_summary_names_failures():
+    good = TileCheck(0, "ws m=2 k=2 n=2", 9, 9, 9, True)
+    slow = TileCheck(1, "os m=2 k=3 n=2", 8, 7, 7, True)
+    wrong = TileCheck(2, "is m=1 k=1 n=1", 5, 5, 5, False, "out[0,0] = 1, expected 2")
+    report = CosimReport("systolic", "icarus", [good, slow, wrong])
+    assert good.ok and not slow.ok and not wrong.ok and not report.ok
+    assert report.failures() == [
+        "tile 1 (os m=2 k=3 n=2): cycles rtl=8 fast=7 detailed=7",
+        "tile 2 (is m=1 k=1 n=1): out[0,0] = 1, expected 2",
+    ]
+    text = report.summary()
+    assert "FAIL: 1/3 tiles match archsim on icarus" in text
+    assert text.splitlines()[1].split()[-1] == "PASS" and text.splitlines()[2].split()[-1] == "FAIL"
+    assert not CosimReport("systolic", "icarus", []).ok  # no tiles is not a pass
