@@ -171,7 +171,8 @@ def run_cosim(params_or_arch, items, *, sim: str = "icarus", waves: bool = False
     """Replay ``items`` on the RTL of ``params_or_arch`` and compare with archsim's models."""
     design = design_for(params_or_arch, options)
     job = design.make_job(items)
-    run = run_job(design.verilog(), design.toplevel, job, sim=sim, waves=waves, build_dir=build_dir, quiet=quiet)
+    run = run_job(design.verilog(), design.toplevel, job, sim=sim, waves=waves, build_dir=build_dir, quiet=quiet,
+                  extra_sources=design.sim_sources())
     report = design.check(items, run.result, sim=sim)
     report.build_s, report.run_s = run.build_s, run.run_s
     report.waves = str(run.waves) if run.waves else None

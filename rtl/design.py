@@ -182,6 +182,10 @@ class RtlDesign:
         self._verilog = text
         return text
 
+    def sim_sources(self) -> dict[str, str]:
+        """Extra Verilog files (name -> text) a simulator needs, e.g. models of FPGA primitives."""
+        return {}
+
     def manifest(self) -> dict[str, Any]:
         return {
             "template": self.template,

@@ -47,6 +47,17 @@ def design_for(params_or_arch: Any, options: Any = None) -> RtlDesign:
         raise SpecError(f"rtl options: {err}") from None
 
 
+def target_options(params_or_arch: Any, target: str) -> dict[str, Any]:
+    """RTL options that suit a synthesis target (empty when none apply)."""
+    params = getattr(params_or_arch, "params", params_or_arch)
+    if target == "ecp5" and _template_of(params) == "systolic":
+        bits = {"int8": 8, "int16": 16}
+        if params.dataflow in ("ws", "is") and max(bits.get(params.input_precision, 99),
+                                                    bits.get(params.weight_precision, 99)) <= 18:
+            return {"multiplier": "ecp5_dsp"}
+    return {}
+
+
 def fusesoc_core(design: RtlDesign, name: str | None = None) -> str:
     top = design.toplevel
     core = name or f"archsim:rtl:{top}:0.1.0"

@@ -215,12 +215,16 @@ def synthesize(params: Any, target: str = "ecp5", pnr: bool = False, **kwargs: A
 
     Extra keyword arguments go to :func:`synthesize_verilog` (``freq_mhz``,
     ``seed``, ``use_cache``, ``workdir``) except ``options``, which goes to
-    the design builder (RTL-only options such as buffer depths).
+    the design builder (RTL-only options such as buffer depths). For
+    ``target="ecp5"`` the design's target-specific options are applied
+    unless ``options`` says otherwise (systolic: ``multiplier="ecp5_dsp"``
+    where the build supports it).
     """
-    from rtl.generate import design_for
+    from rtl.generate import design_for, target_options
 
     options = kwargs.pop("options", None)
-    design = design_for(params, options)
+    options = {**target_options(params, target), **(options or {})}
+    design = design_for(params, options or None)
     result = synthesize_verilog(design.verilog(), design.toplevel, target=target, pnr=pnr, **kwargs)
-    result["params"] = design.manifest()["params"]
+    result["params"] = design.config_dict()
     return result

@@ -94,6 +94,16 @@ def test_tiles_from_the_mapper_program():
 
 
 @needs_icarus
+@pytest.mark.parametrize("dataflow,preload,pipe", [("ws", "double_buffered", 1), ("is", "serial", 0)])
+def test_ecp5_dsp_multiplier_variant(dataflow, preload, pipe):
+    """The Verilog that is synthesized for ECP5 (MULT18X18D primitives with their registers) runs
+    the same tiles, with the primitive's behavioural model."""
+    params = SystolicParams(rows=3, cols=4, dataflow=dataflow, preload=preload, mult_pipeline_stages=pipe)
+    items = cosim_items(params, "random", tiles=6, seed=11 + pipe, max_stream=8)
+    _assert_ok(run_cosim(params, items, sim=SIM, options={"multiplier": "ecp5_dsp"}))
+
+
+@needs_icarus
 def test_wrap_at_accumulator_width():
     """int16 operands into an int32 accumulator wrap like the model (extreme values, accumulate)."""
     params = SystolicParams(rows=2, cols=2, dataflow="ws", input_precision="int16", weight_precision="int16",

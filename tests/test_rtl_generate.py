@@ -96,3 +96,17 @@ def test_design_for_rejects_templates_without_rtl():
 
     with pytest.raises(SpecError, match=r"^no RTL for params PimParams; RTL exists for template\(s\) systolic$"):
         design_for(PimParams())
+
+
+def test_ecp5_dsp_multiplier_option():
+    params = SystolicParams(rows=2, cols=2, dataflow="ws", mult_pipeline_stages=1)
+    text = design_for(params, {"multiplier": "ecp5_dsp"}).verilog()
+    assert len(re.findall(r"^\s*MULT18X18D #\(", text, re.M)) == 4
+    assert len(re.findall(r"\.REG_OUTPUT_CLK\(\"CLK0\"\)", text)) == 4
+    assert design_for(params, {"multiplier": "ecp5_dsp"}).sim_sources()  # the primitive's model for simulators
+    with pytest.raises(SpecError, match=r"^rtl options: multiplier: ecp5_dsp needs a ws or is build, got dataflow 'os'$"):
+        design_for(SystolicParams(rows=2, cols=2, dataflow="os"), {"multiplier": "ecp5_dsp"})
+    with pytest.raises(SpecError, match=r"^rtl options: multiplier: expected one of inferred, ecp5_dsp, got 'x'$"):
+        design_for(params, {"multiplier": "x"})
+    with pytest.raises(SpecError, match=r"^rtl options: left_depth: expected a positive integer, got -1$"):
+        design_for(params, {"left_depth": -1})

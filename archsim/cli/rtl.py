@@ -22,6 +22,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="override an arch spec value, e.g. rows=4 (repeatable)")
     p.add_argument("--depth", type=int, default=0, metavar="N",
                    help="entries per lane of the RTL's local tile buffers (default: max(64, 4*max(rows, cols)))")
+    p.add_argument("--multiplier", choices=["inferred", "ecp5_dsp"],
+                   help="PE multiplier: inferred a*b (default; synth --target ecp5 picks ecp5_dsp where it can) "
+                   "or the ECP5 MULT18X18D primitive with its registers")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -64,15 +67,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
 
 
-def _design(args):
+def _design(args, target: str | None = None):
     from archsim.spec import load_arch
-    from rtl.generate import design_for
+    from rtl.generate import design_for, target_options
 
     if args.depth < 0:
         raise SpecError(f"--depth: expected a positive integer, got {args.depth}")
     arch = load_arch(args.arch, args.overrides)
-    options = {"left_depth": args.depth, "top_depth": args.depth, "out_depth": args.depth} if args.depth else None
-    return arch, design_for(arch, options)
+    options = target_options(arch, target) if target else {}
+    if args.depth:
+        options.update(left_depth=args.depth, top_depth=args.depth, out_depth=args.depth)
+    if args.multiplier:
+        options["multiplier"] = args.multiplier
+    return arch, design_for(arch, options or None)
 
 
 def cmd_generate(args) -> int:
@@ -109,7 +116,7 @@ def cmd_cosim(args) -> int:
 def cmd_synth(args) -> int:
     from rtl.synth import synthesize_verilog
 
-    arch, design = _design(args)
+    arch, design = _design(args, target=args.target)
     result = synthesize_verilog(design.verilog(), design.toplevel, target=args.target, pnr=args.pnr,
                                 freq_mhz=args.freq, seed=args.seed, use_cache=not args.no_cache)
     result = {"arch": arch.name, **result, "params": design.config_dict()}

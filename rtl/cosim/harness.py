@@ -88,8 +88,11 @@ def _env(extra: dict[str, str]):
                 os.environ[k] = v
 
 
-def default_build_dir(verilog: str, sim: str) -> Path:
-    digest = hashlib.sha256(verilog.encode()).hexdigest()[:16]
+def default_build_dir(verilog: str, sim: str, extra: dict[str, str] | None = None) -> Path:
+    h = hashlib.sha256(verilog.encode())
+    for name, text in sorted((extra or {}).items()):
+        h.update(name.encode() + text.encode())
+    digest = h.hexdigest()[:16]
     base = os.environ.get("ARCHSIM_COSIM_DIR") or os.path.join(tempfile.gettempdir(), "archsim-cosim")
     return Path(base) / f"{sim}-{digest}"
 
@@ -103,6 +106,7 @@ def run_job(
     waves: bool = False,
     build_dir: str | os.PathLike | None = None,
     quiet: bool = True,
+    extra_sources: dict[str, str] | None = None,
 ) -> CosimRun:
     """Build ``verilog`` (once per text and simulator) and replay ``job`` on it."""
     reason = simulator_missing_reason(sim)
@@ -113,13 +117,20 @@ def run_job(
     except ImportError:
         raise ToolError("cocotb not found (pip install 'cocotb>=2,<3')") from None
 
-    build = Path(build_dir) if build_dir else default_build_dir(verilog, sim)
+    build = Path(build_dir) if build_dir else default_build_dir(verilog, sim, extra_sources)
     build = build.resolve()
     build.mkdir(parents=True, exist_ok=True)
     src = build / f"{toplevel}.v"
     fresh = not src.exists() or src.read_text() != verilog
     if fresh:
         src.write_text(verilog)
+    sources = [src]
+    for name, text in (extra_sources or {}).items():
+        path = build / name
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+            fresh = True
+        sources.append(path)
     stamp = build / (".built-waves" if waves else ".built")
     job_file = build / "job.json"
     result_file = build / "result.json"
@@ -143,7 +154,7 @@ def run_job(
         try:
             with contextlib.redirect_stdout(sink) if quiet else contextlib.nullcontext():
                 runner.build(
-                    sources=[src],
+                    sources=sources,
                     hdl_toplevel=toplevel,
                     build_dir=build,
                     always=fresh or not stamp.exists(),

@@ -40,11 +40,14 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
+from rtl.systolic.ecp5 import mult18x18d
+
 PRECISION_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
 DATAFLOW_CODES = {"ws": 0, "os": 1, "is": 2}
 BUFFER_CODES = {"left": 0, "top": 1, "out": 2}
 #: cycles from the fetch level (buffer read issued) to the array level (operand in the edge register)
 FETCH_LATENCY = 3
+MULTIPLIERS = ("inferred", "ecp5_dsp")
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,13 @@ class SystolicRtlOptions:
 
     Attributes
     ----------
+    multiplier : str
+        ``"inferred"`` (default): ``a * b`` and a fabric product register, for any
+        target. ``"ecp5_dsp"``: one ``MULT18X18D`` primitive per PE with its input
+        registers (duplicating the PE's operand registers) and, with
+        ``mult_pipeline_stages=1``, its output register as the product register;
+        WS/IS builds, operands up to 18 bits. Simulation uses the behavioural model
+        :func:`rtl.systolic.ecp5.mult18x18d_sim_model`.
     left_depth, top_depth, out_depth : int
         Entries per lane of the local tile buffers. ``0`` (default) picks
         ``max(64, 4 * max(rows, cols))`` rounded up to a power of two. A tile
@@ -64,13 +74,21 @@ class SystolicRtlOptions:
     left_depth: int = 0
     top_depth: int = 0
     out_depth: int = 0
+    multiplier: str = "inferred"
 
     def resolved(self, rows: int, cols: int) -> "SystolicRtlOptions":
         default = 1 << ceil_log2(max(64, 4 * max(rows, cols)))
+        for key in ("left_depth", "top_depth", "out_depth"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"{key}: expected a positive integer, got {v!r}")
+        if self.multiplier not in MULTIPLIERS:
+            raise ValueError(f"multiplier: expected one of {', '.join(MULTIPLIERS)}, got {self.multiplier!r}")
         return SystolicRtlOptions(
             left_depth=self.left_depth or default,
             top_depth=self.top_depth or default,
             out_depth=self.out_depth or default,
+            multiplier=self.multiplier,
         )
 
 
@@ -89,6 +107,7 @@ class SystolicConfig:
     left_depth: int
     top_depth: int
     out_depth: int
+    multiplier: str = "inferred"
 
     @classmethod
     def from_params(cls, params, options: SystolicRtlOptions | None = None) -> "SystolicConfig":
@@ -105,9 +124,17 @@ class SystolicConfig:
             left_depth=options.left_depth,
             top_depth=options.top_depth,
             out_depth=options.out_depth,
+            multiplier=options.multiplier,
         )
 
     # ---- derived sizes -------------------------------------------------
+    def __post_init__(self):
+        if self.multiplier == "ecp5_dsp":
+            if self.dataflow in ("os", "auto"):
+                raise ValueError(f"multiplier: ecp5_dsp needs a ws or is build, got dataflow {self.dataflow!r}")
+            if max(self.input_bits, self.weight_bits) > 18:
+                raise ValueError("multiplier: ecp5_dsp needs operands of at most 18 bits")
+
     @property
     def has_os(self) -> bool:
         return self.dataflow in ("os", "auto")
@@ -477,10 +504,11 @@ class SystolicAccelerator(wiring.Component):
             a_o.append(tuple(reg(f"a_o_{nm}_{c}", s) for nm, s in zip(("present", "we", "row", "last"), a_o[-1])))
 
         # edge registers: read data masked with the (one cycle late) lane-valid, then registered
-        left_in = []
+        left_in, left_in_d = [], []
         for r in range(R):
             ok = late(f"left_ok_{r}", lv[r] & (r < cur_lim_left), 1, FETCH_LATENCY - 1)
-            left_in.append(reg(f"left_in_{r}", Mux(ok, left_rp[r].data, 0), signed(lw)))
+            left_in_d.append(Mux(ok, left_rp[r].data, 0))
+            left_in.append(reg(f"left_in_{r}", left_in_d[-1], signed(lw)))
         top_in = []
         for c in range(C):
             ok = late(f"top_ok_{c}", top_ok_f[c], 1, FETCH_LATENCY - 1)
@@ -492,10 +520,15 @@ class SystolicAccelerator(wiring.Component):
         sh = [[Signal(signed(lw), name=f"pe_{r}_{c}_sh") for c in range(C)] for r in range(R)]
         psum = [[Signal(signed(ab), name=f"pe_{r}_{c}_psum") for c in range(C)] for r in range(R)]
         col_out = [Signal(signed(ab), name=f"col_out_{c}") for c in range(C)]
+        use_dsp = cfg.multiplier == "ecp5_dsp"
+        a_of = [[None] * C for _ in range(R)]  # operand of PE(r, c) (a register's output)
         for c in range(C):
             bus_terms = []
             for r in range(R):
                 a_in = left_in[r] if c == 0 else x[r][c - 1]
+                a_of[r][c] = a_in
+                # the value a_in takes in the next cycle (its register's D input)
+                a_next = left_in_d[r] if c == 0 else a_of[r][c - 1]
                 if c < C - 1:
                     x[r][c] = reg(f"pe_{r}_{c}_x", a_in, signed(lw))
                 if cfg.has_os:
@@ -505,26 +538,39 @@ class SystolicAccelerator(wiring.Component):
                 sh_d = top_in[c] if r == 0 else sh[r - 1][c]
                 with m.If(a_shift):
                     m.d.sync += sh[r][c].eq(sh_d)
+                sh_next = Mux(a_shift, sh_d, sh[r][c])
                 if cfg.double_buffered:
                     w_act = Signal(signed(lw), name=f"pe_{r}_{c}_w")
                     with m.If(a_swap):
-                        m.d.sync += w_act.eq(Mux(a_shift, sh_d, sh[r][c]))
+                        m.d.sync += w_act.eq(sh_next)
+                    w_next = Mux(a_swap, sh_next, w_act)
                 else:
                     w_act = sh[r][c]
+                    w_next = sh_next
                 if cfg.has_os and cfg.has_wsis:
                     w = Mux(a_os, sh_d, w_act)
                 elif cfg.has_os:
                     w = sh_d
                 else:
                     w = w_act
-                prod = Signal(signed(2 * lw), name=f"pe_{r}_{c}_mul")
-                m.d.comb += prod.eq(a_in * w)
-                if P:
-                    prod_u = reg(f"pe_{r}_{c}_prod", prod, signed(2 * lw))
-                    f_u = reg(f"pe_{r}_{c}_flags_p", f_in, 2) if cfg.has_os else None
+                f_u = None
+                if use_dsp:
+                    # MULT18X18D: its input registers load a_next / w_next, so they hold a_in / w
+                    # (duplicates of the PE's operand registers); with P = 1 its output register
+                    # is the product register
+                    p_out = Signal(36, name=f"pe_{r}_{c}_dsp_p")
+                    m.submodules[f"pe_{r}_{c}_dsp"] = mult18x18d(a_next, w_next, p_out, output_reg=bool(P))
+                    prod_u = Signal(signed(2 * lw), name=f"pe_{r}_{c}_prod")
+                    m.d.comb += prod_u.eq(p_out[:2 * lw])
                 else:
-                    prod_u = prod
-                    f_u = f_in if cfg.has_os else None
+                    prod = Signal(signed(2 * lw), name=f"pe_{r}_{c}_mul")
+                    m.d.comb += prod.eq(a_in * w)
+                    if P:
+                        prod_u = reg(f"pe_{r}_{c}_prod", prod, signed(2 * lw))
+                        f_u = reg(f"pe_{r}_{c}_flags_p", f_in, 2) if cfg.has_os else None
+                    else:
+                        prod_u = prod
+                        f_u = f_in if cfg.has_os else None
                 add_ws = Const(0, signed(ab)) if r == 0 else psum[r - 1][c]
                 if cfg.has_os:
                     add_os = Mux(f_u[0], 0, psum[r][c])

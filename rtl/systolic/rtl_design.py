@@ -62,8 +62,16 @@ class SystolicDesign(RtlDesign):
 
     def source_files(self) -> list[str]:
         import rtl.systolic.design as d
+        import rtl.systolic.ecp5 as e
 
-        return [inspect.getfile(d), __file__]
+        return [inspect.getfile(d), inspect.getfile(e), __file__]
+
+    def sim_sources(self) -> dict[str, str]:
+        if self.cfg.multiplier == "ecp5_dsp":
+            from rtl.systolic.ecp5 import mult18x18d_sim_model
+
+            return {"MULT18X18D_model.v": mult18x18d_sim_model()}
+        return {}
 
     def config_dict(self) -> dict[str, Any]:
         out = self.cfg.as_dict()
