@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 import archsim
+from archsim.report.writers import compute_report_text
 
 TOPO = Path(__file__).parent / "data" / "scalesim_reference" / "topologies"
 
@@ -22,6 +23,23 @@ def test_scalesim_presets_match_scalesim(topology, preset, scalesim_total):
     # SCALE-Sim reports each layer's last cycle index, i.e. cycles - 1 per layer
     assert r.total_cycles - len(r.layers) == scalesim_total
     assert r.stall_cycles == 0
+    # ... and our COMPUTE_REPORT.csv uses its convention, so the files diff cleanly
+    rows = [line.split(", ") for line in compute_report_text(r).splitlines()[1:]]
+    assert sum(int(row[1]) for row in rows) == scalesim_total
+
+
+def test_compute_report_equals_scalesim_per_layer():
+    """Per-layer "Total Cycles" against SCALE-Sim 3.0.0's own COMPUTE_REPORT (vit_s, 32x32, every dataflow)."""
+    ref = {}
+    for line in (TOPO.parent / "vit_s.csv").read_text().splitlines()[1:]:
+        rows, cols, dataflow, layer, total = line.split(",")
+        if (rows, cols) == ("32", "32"):
+            ref.setdefault(dataflow, []).append(int(total))
+    assert set(ref) == {"os", "ws", "is"}
+    for dataflow, expected in ref.items():
+        r = archsim.simulate(str(TOPO / "vit_s.csv"), f"scalesim-32x32-{dataflow}")
+        got = [int(line.split(", ")[1]) for line in compute_report_text(r).splitlines()[1:]]
+        assert got == expected, dataflow
 
 
 def test_resnet50_on_systolic_32x32_ws_is_consistent():

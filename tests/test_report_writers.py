@@ -59,7 +59,8 @@ def test_compute_report_matches_scalesim_layout():
     lines = compute_report_text(make_result()).splitlines()
     assert lines[0] == "LayerID, Total Cycles, Stall Cycles, Overall Util %, Mapping Efficiency %, Compute Util %,"
     # util 1000/(16*100) = 62.5 %, compute util 1000/(16*80) = 78.125 %
-    assert lines[1] == "0, 100, 20, 62.5, 75, 78.125,"
+    # a 100-cycle layer ends at cycle index 99, which is what SCALE-Sim reports
+    assert lines[1] == "0, 99, 20, 62.5, 75, 78.125,"
 
 
 def test_trace_events():

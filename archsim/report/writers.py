@@ -87,12 +87,14 @@ def _plain(v: Any) -> Any:
 def compute_report_text(result: SimResult) -> str:
     """SCALE-Sim's COMPUTE_REPORT.csv layout (``", "``-separated, trailing comma).
 
-    archsim's "Total Cycles" is the layer's cycle count; SCALE-Sim reports the
-    index of the last cycle (one less per layer).
+    "Total Cycles" follows SCALE-Sim's convention so that the two files diff
+    cleanly: SCALE-Sim reports the index of a layer's last cycle (cycles are
+    numbered from 0), one less than the cycle count that report.json and
+    layers.csv give.
     """
     lines = ["LayerID, Total Cycles, Stall Cycles, Overall Util %, Mapping Efficiency %, Compute Util %,"]
     for i, l in enumerate(result.layers):
-        vals = [i, l.cycles, l.stall_cycles, f"{100 * l.utilization:.6g}", f"{100 * l.mapping_efficiency:.6g}",
+        vals = [i, max(l.cycles - 1, 0), l.stall_cycles, f"{100 * l.utilization:.6g}", f"{100 * l.mapping_efficiency:.6g}",
                 f"{100 * l.compute_utilization:.6g}"]
         lines.append(", ".join(str(v) for v in vals) + ",")
     return "\n".join(lines) + "\n"
