@@ -326,6 +326,13 @@ class SystolicAccelerator(wiring.Component):
         cur_last = Signal(cw)  # tile cycles - 1
         cur_out_start = Signal(cw)
         cur_out_len = Signal(cw)
+        cur_stream_end = Signal(cw)  # L + S
+        cur_out_end = Signal(cw)  # out_start + out_len
+        cur_S_m1 = Signal(cw)
+        cur_out_len_m1 = Signal(cw)
+        cur_pre_skip = Signal(cw)  # preload shifts before the first real row (R - k)
+        scnt = Signal(cw)  # streamed items so far
+        orow = Signal(cw)  # output rows presented at column 0 so far
         cur_k = Signal(dw)
         cur_m = Signal(dw)
         cur_lim_left = Signal(dw)
@@ -352,16 +359,25 @@ class SystolicAccelerator(wiring.Component):
 
         nxt_L = Mux(nxt["hidden"] | nxt_os, 0, R)
         nxt_S = Mux(nxt_os, nxt["k"], Mux(nxt_is, nxt["n"], nxt["m"]))
+        nxt_out_start = Mux(nxt_os, nxt["k"] - 1 + P, nxt_L + (R - 1 + P))
+        nxt_out_len = Mux(nxt_os, R, nxt_S)
         with m.If(launch):
             m.d.sync += [
                 run.eq(1),
                 cnt.eq(0),
+                scnt.eq(0),
+                orow.eq(0),
+                cur_stream_end.eq(nxt_L + nxt_S),
+                cur_out_end.eq(nxt_out_start + nxt_out_len),
+                cur_S_m1.eq(nxt_S - 1),
+                cur_out_len_m1.eq(nxt_out_len - 1),
+                cur_pre_skip.eq(R - nxt["k"]),
                 cur_os.eq(nxt_os),
                 cur_L.eq(nxt_L),
                 cur_S.eq(nxt_S),
                 cur_last.eq(nxt_L + nxt_S + (R + C - 3 + P)),
-                cur_out_start.eq(Mux(nxt_os, nxt["k"] - 1 + P, nxt_L + (R - 1 + P))),
-                cur_out_len.eq(Mux(nxt_os, R, nxt_S)),
+                cur_out_start.eq(nxt_out_start),
+                cur_out_len.eq(nxt_out_len),
                 cur_k.eq(nxt["k"]),
                 cur_m.eq(nxt["m"]),
                 cur_lim_left.eq(Mux(nxt_os, nxt["m"], nxt["k"])),
@@ -377,13 +393,14 @@ class SystolicAccelerator(wiring.Component):
         with m.Elif(run):
             m.d.sync += cnt.eq(cnt + 1)
 
+        # phases: comparisons of the counter with boundaries computed at launch (no adders here)
         preload = run & ~cur_os & (cnt < cur_L)
-        stream = run & (cnt >= cur_L) & (cnt < cur_L + cur_S)
-        scnt = Signal(cw)
-        m.d.comb += scnt.eq(cnt - cur_L)
-        outwin = run & (cnt >= cur_out_start) & (cnt < cur_out_start + cur_out_len)
-        orow = Signal(cw)
-        m.d.comb += orow.eq(cnt - cur_out_start)
+        stream = run & (cnt >= cur_L) & (cnt < cur_stream_end)
+        outwin = run & (cnt >= cur_out_start) & (cnt < cur_out_end)
+        with m.If(~launch & stream):
+            m.d.sync += scnt.eq(scnt + 1)
+        with m.If(~launch & outwin):
+            m.d.sync += orow.eq(orow + 1)
         prow = Signal(cw)  # preload row presented at the top: R-1-s
         m.d.comb += prow.eq(R - 1 - cnt)
         ld_row = Signal(cw)
@@ -406,10 +423,10 @@ class SystolicAccelerator(wiring.Component):
         t_addr = Signal(aw)
         t_lim = Signal(dw)
         with m.If(ld_go):
-            m.d.comb += [t_valid.eq(ld_row < nxt["k"]), t_addr.eq(nxt["top_base"] + ld_row),
+            m.d.comb += [t_valid.eq(ld_idx >= R - nxt["k"]), t_addr.eq(nxt["top_base"] + ld_row),
                          t_lim.eq(Mux(nxt_is, nxt["m"], nxt["n"]))]
         with m.Elif(preload):
-            m.d.comb += [t_valid.eq(prow < cur_k), t_addr.eq(cur_top_base + prow), t_lim.eq(cur_lim_top)]
+            m.d.comb += [t_valid.eq(cnt >= cur_pre_skip), t_addr.eq(cur_top_base + prow), t_lim.eq(cur_lim_top)]
         with m.Elif(stream & cur_os):
             m.d.comb += [t_valid.eq(1), t_addr.eq(cur_top_base + scnt), t_lim.eq(cur_lim_top)]
         shift_f = ld_go | preload | (run & cur_os)
@@ -422,12 +439,12 @@ class SystolicAccelerator(wiring.Component):
         l_addr = Signal(aw)
         m.d.comb += l_addr.eq(cur_left_base + scnt)
         l_first = scnt == 0
-        l_last = scnt == cur_S - 1
+        l_last = scnt == cur_S_m1
 
         # output column 0 token
         o_present = outwin
         o_we = Mux(cur_os, orow < cur_m, 1)
-        o_last = orow == cur_out_len - 1
+        o_last = orow == cur_out_len_m1
 
         # ---- skew pipelines (fetch level: lane i = lane 0 delayed by i) ----
         def delay_line(name, sig, n, shape=None):
@@ -438,37 +455,43 @@ class SystolicAccelerator(wiring.Component):
                 out.append(s)
             return out
 
-        # buffer addresses leave the FSM through a register (address stage), so a lane's read is
-        # issued one cycle after its fetch-level token: data +2, edge register +3 = FETCH_LATENCY
-        def addr_reg(name, sig):
+        # token stage: the lane-0 tokens (address, valid, lane limit) leave the FSM through a
+        # register; the RAM addresses and the lane masks come from there (the read is issued
+        # one cycle after fetch: data +2, edge register +3 = FETCH_LATENCY)
+        def treg(name, sig):
             q = Signal(len(sig), name=name)
             m.d.sync += q.eq(sig)
             return q
 
-        la = delay_line("left_addr", addr_reg("left_addr_0", l_addr), R)
-        lv = delay_line("left_valid", l_valid, R, 1)
+        lq_addr = delay_line("left_addr", treg("left_addr_0", l_addr), R)
+        lq_valid = delay_line("left_valid", treg("left_valid_0", l_valid), R, 1)
+        lq_lim = delay_line("left_lim", treg("left_lim_0", cur_lim_left), R)
         lf = delay_line("left_first", l_first, R, 1) if cfg.has_os else None
         ll = delay_line("left_last", l_last, R, 1) if cfg.has_os else None
+        left_ok_t = []
         for r in range(R):
-            m.d.comb += left_rp[r].addr.eq(la[r])
+            m.d.comb += left_rp[r].addr.eq(lq_addr[r])
+            left_ok_t.append(lq_valid[r] & (r < lq_lim[r]))
 
-        t_addr_q = addr_reg("top_addr_0", t_addr)
-        os_q = addr_reg("top_skew", run & cur_os)
+        tq_addr = treg("top_addr_0", t_addr)
+        tq_valid = treg("top_valid_0", t_valid)
+        tq_lim = treg("top_lim_0", t_lim)
+        os_q = treg("top_skew", run & cur_os)
         if cfg.has_os:
-            ta = delay_line("top_addr", t_addr_q, C)
-            tv = delay_line("top_valid", t_valid & (run & cur_os), C, 1)
-            tl = delay_line("top_lim", t_lim, C)
-        top_ok_f = []
+            ta = delay_line("top_addr", tq_addr, C)
+            tv = delay_line("top_valid", tq_valid & os_q, C, 1)
+            tl = delay_line("top_lim", tq_lim, C)
+        top_ok_t = []
         for c in range(C):
             if cfg.has_os and cfg.has_wsis:
-                addr = Mux(os_q, ta[c], t_addr_q)
-                ok = Mux(run & cur_os, tv[c] & (c < tl[c]), t_valid & (c < t_lim))
+                addr = Mux(os_q, ta[c], tq_addr)
+                ok = Mux(os_q, tv[c] & (c < tl[c]), tq_valid & (c < tq_lim))
             elif cfg.has_os:
                 addr, ok = ta[c], tv[c] & (c < tl[c])
             else:
-                addr, ok = t_addr_q, t_valid & (c < t_lim)
+                addr, ok = tq_addr, tq_valid & (c < tq_lim)
             m.d.comb += top_rp[c].addr.eq(addr)
-            top_ok_f.append(ok)
+            top_ok_t.append(ok)
 
         # ---------------- array level (FETCH_LATENCY cycles after fetch) ----------------
         # fetch computes addresses; +1 they are registered at the RAMs; +2 the read data
@@ -506,12 +529,12 @@ class SystolicAccelerator(wiring.Component):
         # edge registers: read data masked with the (one cycle late) lane-valid, then registered
         left_in, left_in_d = [], []
         for r in range(R):
-            ok = late(f"left_ok_{r}", lv[r] & (r < cur_lim_left), 1, FETCH_LATENCY - 1)
+            ok = late(f"left_ok_{r}", left_ok_t[r], 1, FETCH_LATENCY - 2)
             left_in_d.append(Mux(ok, left_rp[r].data, 0))
             left_in.append(reg(f"left_in_{r}", left_in_d[-1], signed(lw)))
         top_in = []
         for c in range(C):
-            ok = late(f"top_ok_{c}", top_ok_f[c], 1, FETCH_LATENCY - 1)
+            ok = late(f"top_ok_{c}", top_ok_t[c], 1, FETCH_LATENCY - 2)
             top_in.append(reg(f"top_in_{c}", Mux(ok, top_rp[c].data, 0), signed(lw)))
 
         # ---------------- PE grid ----------------
