@@ -93,6 +93,11 @@ class CosimReport:
         )
         for f in self.failures()[:10]:
             lines.append(f"  {f}")
+        for t in self.tiles:
+            if not t.values_ok and t.extra.get("model_trace"):
+                lines.append(f"  model line trace of tile {t.index} around that cycle:")
+                lines += [f"    {ln}" for ln in t.extra["model_trace"]]
+                break
         if self.waves:
             lines.append(f"waveform: {self.waves}")
         return "\n".join(lines)

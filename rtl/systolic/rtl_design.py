@@ -119,6 +119,18 @@ class SystolicDesign(RtlDesign):
             return R - 1, i, L + j + R - 1 + i + P
         return i, j, i + j + tile.k - 1 + P
 
+    def model_trace(self, tile, ops, cycle: int, context: int = 3) -> list[str]:
+        """The detailed model's line trace (one line per cycle) around tile cycle ``cycle``:
+        what the array should present, to read next to the RTL's waveform."""
+        from archsim.templates.systolic.detailed import SystolicArrayDetailed
+
+        lines: list[str] = []
+        try:
+            SystolicArrayDetailed(self.params).run_tile(tile, ops, trace=lines.append)
+        except Exception:  # noqa: BLE001 - a trace is a courtesy, never a second failure
+            return []
+        return lines[max(0, cycle - context):cycle + context + 1]
+
     def check(self, items, result, sim="icarus") -> CosimReport:
         from archsim.templates.systolic.detailed import detailed_sequence
         from archsim.templates.systolic.fast import SystolicModel
@@ -130,6 +142,7 @@ class SystolicDesign(RtlDesign):
         if result.get("error_flag"):
             report.error = "the design raised its error flag (unsupported command)"
         for idx, (tile, ops) in enumerate(items):
+            extra_trace = None
             label = (f"{tile.dataflow} m={tile.m} k={tile.k} n={tile.n}"
                      + (" acc" if tile.accumulate else "") + (" hidden" if tile.preload_hidden else ""))
             want = fast.tile_values(tile, ops).astype(np.int64)
@@ -157,6 +170,9 @@ class SystolicDesign(RtlDesign):
                 r, c, cyc = self.output_origin(tile, i, j)
                 mismatch = (f"out[{i},{j}] = {out[i, j]}, expected {want[i, j]} (archsim fast model); "
                             f"presented by PE({r},{c}) in tile cycle {cyc}; {len(diff)} of {want.size} values differ")
+                extra_trace = self.model_trace(tile, ops, cyc)
+            if mismatch and extra_trace:
+                extra["model_trace"] = extra_trace
             check = TileCheck(idx, label, g.get("cycles"), fast.tile_cycles(tile), det_cycles,
                               not mismatch, mismatch, extra)
             if g.get("hw_cycles") is not None and g.get("cycles") is not None and g["hw_cycles"] != g["cycles"]:
