@@ -17,6 +17,10 @@ one row per (array, dataflow, layer)::
 Usage::
 
     python bench/scalesim_reference.py --venv /tmp/scalesim-venv [--arrays 32 128] [--only gemm256]
+
+Rows already in an output file for configurations not run now are kept, so
+array sizes can be run separately (SCALE-Sim takes ~10-40 min per
+configuration of a ResNet on one core).
 """
 from __future__ import annotations
 
@@ -144,6 +148,14 @@ def main(argv: list[str] | None = None) -> int:
                 for name, cycles in run_one(args.venv, topo, size, size, df):
                     rows_out.append((size, size, df, name, cycles))
                 print(f"{topo.stem} {size}x{size} {df}: {time.time() - t0:.0f} s", flush=True)
+        # keep rows of configurations not re-run now (e.g. 32x32 and 128x128 run separately)
+        done = {(r[0], r[1], r[2]) for r in rows_out}
+        if out_file.exists():
+            with open(out_file, newline="") as f:
+                old = [(int(r["rows"]), int(r["cols"]), r["dataflow"], r["layer"], int(r["total_cycles"]))
+                       for r in csv.DictReader(f)]
+            rows_out = [r for r in old if (r[0], r[1], r[2]) not in done] + rows_out
+        rows_out.sort(key=lambda r: (r[0], r[1], ["os", "ws", "is"].index(r[2])))  # stable: layer order kept
         with open(out_file, "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["rows", "cols", "dataflow", "layer", "total_cycles"])
