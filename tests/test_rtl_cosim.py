@@ -72,11 +72,12 @@ def test_resnet50_and_gpt2_tiles():
 
 
 @needs_icarus
-@pytest.mark.parametrize("rows,cols,dataflow", [(1, 1, "ws"), (2, 1, "is")])
-def test_k_chain_accumulates_in_place_back_to_back(rows, cols, dataflow):
+@pytest.mark.parametrize("rows,cols,dataflow,pipe", [(1, 1, "ws", 0), (1, 1, "ws", 1), (2, 1, "is", 0)])
+def test_k_chain_accumulates_in_place_back_to_back(rows, cols, dataflow, pipe):
     """GPT-2 decode folds (m = 1): each tile accumulates onto the previous one's results in the
-    output buffer, one cycle after it on a 1x1 array (the read-modify-write forwarding path)."""
-    params = SystolicParams(rows=rows, cols=cols, dataflow=dataflow, preload="double_buffered")
+    output buffer, one or two cycles after it on a 1x1 array (the read-modify-write forwarding)."""
+    params = SystolicParams(rows=rows, cols=cols, dataflow=dataflow, preload="double_buffered",
+                            mult_pipeline_stages=pipe)
     items = cosim_items(params, "gpt2", tiles=5, seed=4, max_stream=3)
     assert all(ops.get("chain") for _, ops in items[1:])
     report = run_cosim(params, items, sim=SIM)

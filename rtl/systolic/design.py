@@ -515,16 +515,15 @@ class SystolicAccelerator(wiring.Component):
         a_os = late("a_os", cur_os)
         a_lim_out = late("a_lim_out", cur_lim_out)
         a_acc = late("a_acc", cur_acc)
-        a_out_base = late("a_out_base", cur_out_base)
         a_shift = late("a_shift", shift_f, 1)
         a_swap = late("a_swap", swap_f, 1)
         if cfg.has_os:
             a_first = [late(f"a_first_{r}", lf[r], 1) for r in range(R)]
             a_lastf = [late(f"a_last_{r}", ll[r], 1) for r in range(R)]
         a_o = [(late("a_o_present_0", o_present, 1), late("a_o_we_0", o_we, 1),
-                late("a_o_row_0", orow[:aw], aw), late("a_o_last_0", o_last, 1))]
+                late("a_o_addr_0", (cur_out_base + orow)[:aw], aw), late("a_o_last_0", o_last, 1))]
         for c in range(1, C):
-            a_o.append(tuple(reg(f"a_o_{nm}_{c}", s) for nm, s in zip(("present", "we", "row", "last"), a_o[-1])))
+            a_o.append(tuple(reg(f"a_o_{nm}_{c}", s) for nm, s in zip(("present", "we", "addr", "last"), a_o[-1])))
 
         # edge registers: read data masked with the (one cycle late) lane-valid, then registered
         left_in, left_in_d = [], []
@@ -617,34 +616,34 @@ class SystolicAccelerator(wiring.Component):
             else:
                 m.d.comb += col_out[c].eq(bottom)
 
-        # ---------------- output buffer: read-modify-write over three stages ----------------
-        # t: value presented, buffer read issued (transparent to this cycle's write);
-        # t+1: read data out of the RAM -> registered; t+2: add, write. The one entry that a
-        # read in t cannot see (written at the end of t+1) is forwarded.
+        # ---------------- output buffer: read-modify-write over four stages ----------------
+        # t: value presented, buffer read issued (transparent to this cycle's write); t+1: RAM
+        # data; t+2: data registered, new value computed; t+3: new value registered and written.
+        # The two entries whose writes a read in t cannot see (written at the ends of t+1 and
+        # t+2) are forwarded, so back-to-back accumulation onto the same rows is exact.
         any_write = []
         host_we = self.wr_en & (self.wr_buf == BUFFER_CODES["out"])
         for c in range(C):
-            present, we_row, row, _last = a_o[c]
+            present, we_row, addr, _last = a_o[c]  # addr: absolute output buffer address
             we = present & we_row & (c < a_lim_out)
-            addr = Signal(aw, name=f"out_addr_{c}")
-            m.d.comb += addr.eq(a_out_base + row)
             b_we, b_addr = reg(f"out_b_we_{c}", we, 1), reg(f"out_b_addr_{c}", addr, aw)
             b_val, b_acc = reg(f"out_b_val_{c}", col_out[c], signed(ab)), reg(f"out_b_acc_{c}", a_acc, 1)
             c_we, c_addr = reg(f"out_c_we_{c}", b_we, 1), reg(f"out_c_addr_{c}", b_addr, aw)
             c_val, c_acc = reg(f"out_c_val_{c}", b_val, signed(ab)), reg(f"out_c_acc_{c}", b_acc, 1)
             c_old = reg(f"out_c_old_{c}", out_rp[c].data, signed(ab))
             new = Signal(signed(ab), name=f"out_new_{c}")
-            prev_new = reg(f"out_prev_new_{c}", new, signed(ab))
-            # the entry written at the end of t+1 is the previous stage-c entry, one cycle ago
-            fwd_we = reg(f"out_fwd_we_{c}", b_we & c_we & (b_addr == c_addr), 1)
-            old = Mux(fwd_we, prev_new, c_old)
+            d_we, d_addr, d_new = reg(f"out_d_we_{c}", c_we, 1), reg(f"out_d_addr_{c}", c_addr, aw), \
+                reg(f"out_d_new_{c}", new, signed(ab))
+            e_we, e_addr, e_new = reg(f"out_e_we_{c}", d_we, 1), reg(f"out_e_addr_{c}", d_addr, aw), \
+                reg(f"out_e_new_{c}", d_new, signed(ab))
+            old = Mux(d_we & (d_addr == c_addr), d_new, Mux(e_we & (e_addr == c_addr), e_new, c_old))
             m.d.comb += new.eq(c_val + Mux(c_acc, old, 0))
-            any_write += [we, b_we, c_we]
-            m.d.comb += out_rp[c].addr.eq(Mux(we, addr, self.rd_addr))
+            any_write += [we, b_we, c_we, d_we]
+            m.d.comb += out_rp[c].addr.eq(Mux(present, addr, self.rd_addr))
             m.d.comb += [
-                out_wp[c].en.eq(c_we | host_we),
-                out_wp[c].addr.eq(Mux(c_we, c_addr, self.wr_addr)),
-                out_wp[c].data.eq(Mux(c_we, new, self.wr_data[c * ab:(c + 1) * ab])),
+                out_wp[c].en.eq(d_we | host_we),
+                out_wp[c].addr.eq(Mux(d_we, d_addr, self.wr_addr)),
+                out_wp[c].data.eq(Mux(d_we, d_new, self.wr_data[c * ab:(c + 1) * ab])),
             ]
         m.d.comb += self.rd_data.eq(Cat(*[rp.data for rp in out_rp]))
         m.d.sync += self.rd_valid.eq(self.rd_en)
