@@ -324,6 +324,7 @@ class SystolicAccelerator(wiring.Component):
         cur_L = Signal(cw)  # preload length (R or 0)
         cur_S = Signal(cw)  # streamed length
         cur_last = Signal(cw)  # tile cycles - 1
+        cur_last_m1 = Signal(cw)
         cur_out_start = Signal(cw)
         cur_out_len = Signal(cw)
         cur_stream_end = Signal(cw)  # L + S
@@ -352,19 +353,26 @@ class SystolicAccelerator(wiring.Component):
 
         nxt_os = nxt["df"] == DATAFLOW_CODES["os"]
         nxt_is = nxt["df"] == DATAFLOW_CODES["is"]
-        ld_last = ld_go & (ld_idx == R - 1)
+        # ld_last: the loader's last shift is in this cycle (for R > 1 it is always a running loader)
+        ld_last = (ld_run & (ld_cnt == R - 1)) if R > 1 else ld_go
         nxt_ready = nxt["valid"] & (~nxt["hidden"] | nxt_loaded | ld_last)
-        at_end = run & (cnt == cur_last)
+        # registered flags keep the launch decision (which fans out to the whole queue) shallow
+        at_end = Signal()  # run and cnt == cur_last
+        pre_r = Signal()  # run and in the serial preload (cnt < R)
         m.d.comb += launch.eq(nxt_ready & (~run | at_end))
 
         nxt_L = Mux(nxt["hidden"] | nxt_os, 0, R)
         nxt_S = Mux(nxt_os, nxt["k"], Mux(nxt_is, nxt["n"], nxt["m"]))
         nxt_out_start = Mux(nxt_os, nxt["k"] - 1 + P, nxt_L + (R - 1 + P))
         nxt_out_len = Mux(nxt_os, R, nxt_S)
+        nxt_last = nxt_L + nxt_S + (R + C - 3 + P)
         with m.If(launch):
             m.d.sync += [
                 run.eq(1),
                 cnt.eq(0),
+                at_end.eq(nxt_last == 0),
+                pre_r.eq(nxt_L != 0),
+                cur_last_m1.eq(nxt_last - 1),
                 scnt.eq(0),
                 orow.eq(0),
                 cur_stream_end.eq(nxt_L + nxt_S),
@@ -375,7 +383,7 @@ class SystolicAccelerator(wiring.Component):
                 cur_os.eq(nxt_os),
                 cur_L.eq(nxt_L),
                 cur_S.eq(nxt_S),
-                cur_last.eq(nxt_L + nxt_S + (R + C - 3 + P)),
+                cur_last.eq(nxt_last),
                 cur_out_start.eq(nxt_out_start),
                 cur_out_len.eq(nxt_out_len),
                 cur_k.eq(nxt["k"]),
@@ -389,12 +397,14 @@ class SystolicAccelerator(wiring.Component):
                 cur_out_base.eq(nxt["out_base"]),
             ]
         with m.Elif(at_end):
-            m.d.sync += run.eq(0)
+            m.d.sync += [run.eq(0), at_end.eq(0), pre_r.eq(0)]
         with m.Elif(run):
-            m.d.sync += cnt.eq(cnt + 1)
+            m.d.sync += [cnt.eq(cnt + 1), at_end.eq(cnt == cur_last_m1)]
+            with m.If(cnt == R - 1):
+                m.d.sync += pre_r.eq(0)
 
         # phases: comparisons of the counter with boundaries computed at launch (no adders here)
-        preload = run & ~cur_os & (cnt < cur_L)
+        preload = run & pre_r
         stream = run & (cnt >= cur_L) & (cnt < cur_stream_end)
         outwin = run & (cnt >= cur_out_start) & (cnt < cur_out_end)
         with m.If(~launch & stream):
@@ -406,7 +416,7 @@ class SystolicAccelerator(wiring.Component):
         ld_row = Signal(cw)
         m.d.comb += ld_row.eq(R - 1 - ld_idx)
 
-        chain_free = ~run | (~cur_os & (cnt >= cur_L))
+        chain_free = ~run | (~cur_os & ~pre_r)
         if cfg.double_buffered:
             m.d.comb += ld_go.eq(ld_run | (nxt["valid"] & nxt["hidden"] & ~nxt_loaded & chain_free))
             with m.If(ld_go):
@@ -432,7 +442,7 @@ class SystolicAccelerator(wiring.Component):
         shift_f = ld_go | preload | (run & cur_os)
         swap_f = Signal()
         if cfg.double_buffered:
-            m.d.comb += swap_f.eq((preload & (cnt == cur_L - 1)) | (launch & nxt["hidden"]))
+            m.d.comb += swap_f.eq((preload & (cnt == R - 1)) | (launch & nxt["hidden"]))
 
         # left lane 0 token: the stream
         l_valid = stream
