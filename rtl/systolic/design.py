@@ -262,8 +262,14 @@ class SystolicAccelerator(wiring.Component):
                 ]
 
         # ---------------- command queue (two pending entries: nxt = head, q1) ----------------
+        # an entry holds the command and its decoded schedule (computed once, on accept, so
+        # that launching a tile is a plain register copy)
+        DERIVED = dict(os=1, L=cw, S=cw, last=cw, last_m1=cw, stream_end=cw, out_start=cw, out_len=cw,
+                       out_end=cw, S_m1=cw, out_len_m1=cw, pre_skip=cw, lim_left=dw, lim_top=dw, lim_out=dw,
+                       end0=1, pre0=1)
+
         def cmd_fields(prefix):
-            return dict(
+            fields = dict(
                 valid=Signal(name=f"{prefix}_valid"),
                 df=Signal(2, name=f"{prefix}_dataflow"),
                 m=Signal(dw, name=f"{prefix}_m"),
@@ -274,6 +280,25 @@ class SystolicAccelerator(wiring.Component):
                 left_base=Signal(aw, name=f"{prefix}_left_base"),
                 top_base=Signal(aw, name=f"{prefix}_top_base"),
                 out_base=Signal(aw, name=f"{prefix}_out_base"),
+            )
+            for key, width in DERIVED.items():
+                fields[key] = Signal(width, name=f"{prefix}_{key}")
+            return fields
+
+        def decode(c):
+            """The schedule of a command (see the timing contract): expressions of its fields."""
+            is_os = c["df"] == DATAFLOW_CODES["os"]
+            is_is = c["df"] == DATAFLOW_CODES["is"]
+            L = Mux(c["hidden"] | is_os, 0, R)
+            S = Mux(is_os, c["k"], Mux(is_is, c["n"], c["m"]))
+            out_start = Mux(is_os, c["k"] - 1 + P, L + (R - 1 + P))
+            out_len = Mux(is_os, R, S)
+            last = L + S + (R + C - 3 + P)
+            return dict(
+                os=is_os, L=L, S=S, last=last, last_m1=last - 1, stream_end=L + S, out_start=out_start,
+                out_len=out_len, out_end=out_start + out_len, S_m1=S - 1, out_len_m1=out_len - 1,
+                pre_skip=R - c["k"], lim_left=Mux(is_os, c["m"], c["k"]), lim_top=Mux(is_is, c["m"], c["n"]),
+                lim_out=Mux(is_is, c["m"], c["n"]), end0=last == 0, pre0=L != 0,
             )
 
         def assign(dst, src, valid):
@@ -291,6 +316,7 @@ class SystolicAccelerator(wiring.Component):
             hidden=self.cmd_preload_hidden & (self.cmd_dataflow != DATAFLOW_CODES["os"]) & int(cfg.double_buffered),
             left_base=self.cmd_left_base, top_base=self.cmd_top_base, out_base=self.cmd_out_base,
         )
+        incoming.update(decode(incoming))
         accept = self.cmd_valid & self.cmd_ready
         with m.If(launch):
             m.d.sync += nxt_loaded.eq(0)
@@ -351,8 +377,6 @@ class SystolicAccelerator(wiring.Component):
         ld_go = Signal()
         ld_idx = Mux(ld_run, ld_cnt, 0)
 
-        nxt_os = nxt["df"] == DATAFLOW_CODES["os"]
-        nxt_is = nxt["df"] == DATAFLOW_CODES["is"]
         # ld_last: the loader's last shift is in this cycle (for R > 1 it is always a running loader)
         ld_last = (ld_run & (ld_cnt == R - 1)) if R > 1 else ld_go
         nxt_ready = nxt["valid"] & (~nxt["hidden"] | nxt_loaded | ld_last)
@@ -361,36 +385,31 @@ class SystolicAccelerator(wiring.Component):
         pre_r = Signal()  # run and in the serial preload (cnt < R)
         m.d.comb += launch.eq(nxt_ready & (~run | at_end))
 
-        nxt_L = Mux(nxt["hidden"] | nxt_os, 0, R)
-        nxt_S = Mux(nxt_os, nxt["k"], Mux(nxt_is, nxt["n"], nxt["m"]))
-        nxt_out_start = Mux(nxt_os, nxt["k"] - 1 + P, nxt_L + (R - 1 + P))
-        nxt_out_len = Mux(nxt_os, R, nxt_S)
-        nxt_last = nxt_L + nxt_S + (R + C - 3 + P)
         with m.If(launch):
             m.d.sync += [
                 run.eq(1),
                 cnt.eq(0),
-                at_end.eq(nxt_last == 0),
-                pre_r.eq(nxt_L != 0),
-                cur_last_m1.eq(nxt_last - 1),
+                at_end.eq(nxt["end0"]),
+                pre_r.eq(nxt["pre0"]),
+                cur_last_m1.eq(nxt["last_m1"]),
                 scnt.eq(0),
                 orow.eq(0),
-                cur_stream_end.eq(nxt_L + nxt_S),
-                cur_out_end.eq(nxt_out_start + nxt_out_len),
-                cur_S_m1.eq(nxt_S - 1),
-                cur_out_len_m1.eq(nxt_out_len - 1),
-                cur_pre_skip.eq(R - nxt["k"]),
-                cur_os.eq(nxt_os),
-                cur_L.eq(nxt_L),
-                cur_S.eq(nxt_S),
-                cur_last.eq(nxt_last),
-                cur_out_start.eq(nxt_out_start),
-                cur_out_len.eq(nxt_out_len),
+                cur_stream_end.eq(nxt["stream_end"]),
+                cur_out_end.eq(nxt["out_end"]),
+                cur_S_m1.eq(nxt["S_m1"]),
+                cur_out_len_m1.eq(nxt["out_len_m1"]),
+                cur_pre_skip.eq(nxt["pre_skip"]),
+                cur_os.eq(nxt["os"]),
+                cur_L.eq(nxt["L"]),
+                cur_S.eq(nxt["S"]),
+                cur_last.eq(nxt["last"]),
+                cur_out_start.eq(nxt["out_start"]),
+                cur_out_len.eq(nxt["out_len"]),
                 cur_k.eq(nxt["k"]),
                 cur_m.eq(nxt["m"]),
-                cur_lim_left.eq(Mux(nxt_os, nxt["m"], nxt["k"])),
-                cur_lim_top.eq(Mux(nxt_is, nxt["m"], nxt["n"])),
-                cur_lim_out.eq(Mux(nxt_is, nxt["m"], nxt["n"])),
+                cur_lim_left.eq(nxt["lim_left"]),
+                cur_lim_top.eq(nxt["lim_top"]),
+                cur_lim_out.eq(nxt["lim_out"]),
                 cur_acc.eq(nxt["acc"]),
                 cur_left_base.eq(nxt["left_base"]),
                 cur_top_base.eq(nxt["top_base"]),
@@ -433,8 +452,8 @@ class SystolicAccelerator(wiring.Component):
         t_addr = Signal(aw)
         t_lim = Signal(dw)
         with m.If(ld_go):
-            m.d.comb += [t_valid.eq(ld_idx >= R - nxt["k"]), t_addr.eq(nxt["top_base"] + ld_row),
-                         t_lim.eq(Mux(nxt_is, nxt["m"], nxt["n"]))]
+            m.d.comb += [t_valid.eq(ld_idx >= nxt["pre_skip"]), t_addr.eq(nxt["top_base"] + ld_row),
+                         t_lim.eq(nxt["lim_top"])]
         with m.Elif(preload):
             m.d.comb += [t_valid.eq(cnt >= cur_pre_skip), t_addr.eq(cur_top_base + prow), t_lim.eq(cur_lim_top)]
         with m.Elif(stream & cur_os):
