@@ -665,7 +665,10 @@ class SystolicAccelerator(wiring.Component):
                 reg(f"out_d_new_{c}", new, signed(ab))
             e_we, e_addr, e_new = reg(f"out_e_we_{c}", d_we, 1), reg(f"out_e_addr_{c}", d_addr, aw), \
                 reg(f"out_e_new_{c}", d_new, signed(ab))
-            old = Mux(d_we & (d_addr == c_addr), d_new, Mux(e_we & (e_addr == c_addr), e_new, c_old))
+            # forwarding selects, decided one cycle ahead (entry in B vs the entries in C and D)
+            fwd_d = reg(f"out_fwd_d_{c}", b_we & c_we & (b_addr == c_addr), 1)
+            fwd_e = reg(f"out_fwd_e_{c}", b_we & d_we & (b_addr == d_addr), 1)
+            old = Mux(fwd_d, d_new, Mux(fwd_e, e_new, c_old))
             m.d.comb += new.eq(c_val + Mux(c_acc, old, 0))
             any_write += [we, b_we, c_we, d_we]
             m.d.comb += out_rp[c].addr.eq(Mux(present, addr, self.rd_addr))
