@@ -306,21 +306,18 @@ class Softmax(Op):
 
 
 @dataclass
-class LayerNorm(Op):
+class _Normalization(Op):
+    """Shared shape and checks of LayerNorm and RMSNorm."""
+
     shape: tuple[int, ...] = (1,)
     normalized_size: int = 1  # elements normalised together (last dims)
     affine: bool = True
-    kind: ClassVar[str] = "layernorm"
 
     def input_shapes(self) -> list[Shape]:
         return [self.shape]
 
     def output_shape(self) -> Shape:
         return self.shape
-
-    def params(self) -> int:
-        """Scale and shift (gamma, beta) per normalised element."""
-        return 2 * self.normalized_size if self.affine else 0
 
     def check(self) -> None:
         super().check()
@@ -332,29 +329,21 @@ class LayerNorm(Op):
 
 
 @dataclass
-class RMSNorm(Op):
-    shape: tuple[int, ...] = (1,)
-    normalized_size: int = 1
-    affine: bool = True
+class LayerNorm(_Normalization):
+    kind: ClassVar[str] = "layernorm"
+
+    def params(self) -> int:
+        """Scale and shift (gamma, beta) per normalised element."""
+        return 2 * self.normalized_size if self.affine else 0
+
+
+@dataclass
+class RMSNorm(_Normalization):
     kind: ClassVar[str] = "rmsnorm"
-
-    def input_shapes(self) -> list[Shape]:
-        return [self.shape]
-
-    def output_shape(self) -> Shape:
-        return self.shape
 
     def params(self) -> int:
         """Scale (gamma) per normalised element; RMSNorm has no shift."""
         return self.normalized_size if self.affine else 0
-
-    def check(self) -> None:
-        super().check()
-        _shape_ok(self, "shape", self.shape)
-        _positive(self, normalized_size=self.normalized_size)
-        if prod(self.shape) % self.normalized_size:
-            raise WorkloadError(f"{self.name}: normalized_size: expected a divisor of the "
-                                f"{prod(self.shape)} elements of {self.shape}, got {self.normalized_size}")
 
 
 @dataclass
