@@ -41,8 +41,8 @@ from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
-class Load:
-    """DRAM -> on-chip buffer slot."""
+class _Transfer:
+    """A DMA transfer of ``nbytes`` between DRAM and one buffer slot."""
 
     id: int
     deps: tuple[int, ...]
@@ -55,17 +55,13 @@ class Load:
 
 
 @dataclass(frozen=True, slots=True)
-class Store:
-    """On-chip buffer slot -> DRAM."""
+class Load(_Transfer):
+    """DRAM -> on-chip buffer slot."""
 
-    id: int
-    deps: tuple[int, ...]
-    operand: str
-    buffer: str
-    slot: int
-    nbytes: int
-    dram_addr: int = 0
-    unit: str = "dma"
+
+@dataclass(frozen=True, slots=True)
+class Store(_Transfer):
+    """On-chip buffer slot -> DRAM."""
 
 
 @dataclass(frozen=True, slots=True)
