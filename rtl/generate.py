@@ -54,7 +54,8 @@ def target_options(params_or_arch: Any, target: str) -> dict[str, Any]:
         bits = {"int8": 8, "int16": 16}
         if params.dataflow in ("ws", "is") and max(bits.get(params.input_precision, 99),
                                                     bits.get(params.weight_precision, 99)) <= 18:
-            return {"multiplier": "ecp5_dsp"}
+            return {"multiplier": "ecp5_dsp", "out_ram": "distributed"}
+        return {"out_ram": "distributed"}
     return {}
 
 

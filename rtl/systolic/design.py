@@ -48,6 +48,7 @@ BUFFER_CODES = {"left": 0, "top": 1, "out": 2}
 #: cycles from the fetch level (buffer read issued) to the array level (operand in the edge register)
 FETCH_LATENCY = 3
 MULTIPLIERS = ("inferred", "ecp5_dsp")
+RAM_STYLES = ("auto", "block", "distributed")
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,11 @@ class SystolicRtlOptions:
         ``mult_pipeline_stages=1``, its output register as the product register;
         WS/IS builds, operands up to 18 bits. Simulation uses the behavioural model
         :func:`rtl.systolic.ecp5.mult18x18d_sim_model`.
+    out_ram : str
+        ``"auto"`` (the synthesizer chooses), ``"block"`` or ``"distributed"``: a
+        ``ram_style`` hint for the output buffer. ECP5 block RAM has no output
+        register in yosys' mapping (5.8 ns clock-to-out), so the ECP5 target uses
+        ``"distributed"``.
     left_depth, top_depth, out_depth : int
         Entries per lane of the local tile buffers. ``0`` (default) picks
         ``max(64, 4 * max(rows, cols))`` rounded up to a power of two. A tile
@@ -75,6 +81,7 @@ class SystolicRtlOptions:
     top_depth: int = 0
     out_depth: int = 0
     multiplier: str = "inferred"
+    out_ram: str = "auto"
 
     def resolved(self, rows: int, cols: int) -> "SystolicRtlOptions":
         default = 1 << ceil_log2(max(64, 4 * max(rows, cols)))
@@ -84,11 +91,14 @@ class SystolicRtlOptions:
                 raise ValueError(f"{key}: expected a positive integer, got {v!r}")
         if self.multiplier not in MULTIPLIERS:
             raise ValueError(f"multiplier: expected one of {', '.join(MULTIPLIERS)}, got {self.multiplier!r}")
+        if self.out_ram not in RAM_STYLES:
+            raise ValueError(f"out_ram: expected one of {', '.join(RAM_STYLES)}, got {self.out_ram!r}")
         return SystolicRtlOptions(
             left_depth=self.left_depth or default,
             top_depth=self.top_depth or default,
             out_depth=self.out_depth or default,
             multiplier=self.multiplier,
+            out_ram=self.out_ram,
         )
 
 
@@ -108,6 +118,7 @@ class SystolicConfig:
     top_depth: int
     out_depth: int
     multiplier: str = "inferred"
+    out_ram: str = "auto"
 
     @classmethod
     def from_params(cls, params, options: SystolicRtlOptions | None = None) -> "SystolicConfig":
@@ -125,6 +136,7 @@ class SystolicConfig:
             top_depth=options.top_depth,
             out_depth=options.out_depth,
             multiplier=options.multiplier,
+            out_ram=options.out_ram,
         )
 
     # ---- derived sizes -------------------------------------------------
@@ -237,17 +249,18 @@ class SystolicAccelerator(wiring.Component):
         cw = max(dw + 1, (max(cfg.left_depth, cfg.top_depth, cfg.out_depth) + 2 * R + C + 2).bit_length())  # cycle counters
 
         # ---------------- buffers ----------------
-        def lane_mems(prefix, lanes, depth, shape):
+        def lane_mems(prefix, lanes, depth, shape, style="auto"):
             mems = []
             for i in range(lanes):
-                mem = Memory(shape=shape, depth=depth, init=[])
+                attrs = {} if style == "auto" else {"ram_style": style}
+                mem = Memory(shape=shape, depth=depth, init=[], attrs=attrs)
                 m.submodules[f"{prefix}{i}"] = mem
                 mems.append(mem)
             return mems
 
         left_mem = lane_mems("left_buf", R, cfg.left_depth, signed(lw))
         top_mem = lane_mems("top_buf", C, cfg.top_depth, signed(lw))
-        out_mem = lane_mems("out_buf", C, cfg.out_depth, signed(ab))
+        out_mem = lane_mems("out_buf", C, cfg.out_depth, signed(ab), cfg.out_ram)
         left_rp = [mem.read_port() for mem in left_mem]
         top_rp = [mem.read_port() for mem in top_mem]
         out_wp = [mem.write_port() for mem in out_mem]
