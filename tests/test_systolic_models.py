@@ -179,11 +179,13 @@ def test_gemm_sequence_matches_numpy_and_fold_cycles(df, preload, P):
 
 
 def test_hidden_preload_across_dataflows():
-    # Shadow bank loaded behind an OS tile and behind a WS tile, consumed by IS / WS tiles.
+    # Shadow bank loaded behind a WS tile and consumed by an IS tile, then behind that
+    # IS tile for a WS tile; an OS tile in between forces a serial preload.
     rng = np.random.default_rng(3)
     p = SystolicParams(rows=4, cols=4, dataflow="auto", preload="double_buffered")
-    tiles = [SystolicTile("ws", 6, 4, 4), SystolicTile("os", 4, 3, 2),
-             SystolicTile("is", 3, 4, 5, preload_hidden=True), SystolicTile("ws", 2, 3, 4, preload_hidden=True)]
+    tiles = [SystolicTile("ws", 6, 4, 4), SystolicTile("is", 3, 4, 5, preload_hidden=True),
+             SystolicTile("ws", 2, 3, 4, preload_hidden=True), SystolicTile("os", 4, 3, 2),
+             SystolicTile("is", 4, 2, 1), SystolicTile("ws", 1, 4, 3, preload_hidden=True)]
     items = [(t, random_operands(rng, t, p)) for t in tiles]
     arr = SystolicArrayDetailed(p)
     results = arr.run_sequence(items)
@@ -192,6 +194,14 @@ def test_hidden_preload_across_dataflows():
         assert vals.tolist() == (ops["input"] @ ops["weight"]).tolist()
         assert cyc == model.tile_cycles(t)
     assert arr.cycle == sum(model.tile_cycles(t) for t in tiles)
+
+
+def test_hidden_preload_after_os_is_rejected():
+    p = SystolicParams(rows=2, cols=2, dataflow="auto", preload="double_buffered")
+    rng = np.random.default_rng(4)
+    tiles = [SystolicTile("os", 2, 3, 2), SystolicTile("ws", 2, 2, 2, preload_hidden=True)]
+    with pytest.raises(ValueError, match=r"^preload_hidden: expected False for a tile following an os tile \(tile 1\)$"):
+        detailed_sequence(p, [(t, random_operands(rng, t, p)) for t in tiles])
 
 
 def test_gemm_fold_cycles_vectorised_equals_tile_sum():

@@ -27,9 +27,10 @@ the window one step per cycle is the shift and costs no copy.
 A sequence of tiles (:meth:`SystolicArrayDetailed.run_sequence`) runs back to
 back on the same registers; a tile with ``preload_hidden`` gets its stationary
 operand shifted into the shadow bank during the previous tile, in the R cycles
-starting at that tile's bank swap (its cycle L; cycle 0 for an OS tile). A
-hidden tile first in a sequence has its shadow loaded before the sequence
-(those R cycles are not counted, as if a previous tile had run).
+starting at that tile's bank swap (its cycle L). A hidden tile first in a
+sequence has its shadow loaded before the sequence (those R cycles are not
+counted, as if a previous WS/IS tile had run); a hidden tile after an OS tile
+is an error (the OS tile's W operand occupies the shadow chain).
 
 ``trace=True`` (print) or ``trace=<callable>`` gives one line per cycle, in
 the style of PyMTL3's ``line_trace()``, e.g.::
@@ -92,6 +93,10 @@ class SystolicArrayDetailed:
         for tile, ops in items:
             tile.check(p.rows, p.cols, p.preload)
             prepared.append((tile, *check_operands(tile, ops, p)))
+        for j in range(1, len(prepared)):
+            if prepared[j][0].preload_hidden and prepared[j - 1][0].dataflow == "os":
+                raise ValueError(
+                    f"preload_hidden: expected False for a tile following an os tile (tile {j})")
         results = []
         for j, (tile, a, w, psum) in enumerate(prepared):
             nxt = prepared[j + 1] if j + 1 < len(prepared) else None
@@ -235,16 +240,11 @@ class SystolicArrayDetailed:
         rowidx = np.arange(R, dtype=np.int64)[:, None]
         hist_v = np.zeros((limit, C), np.int64)
         hist_r = np.full((limit, C), -1, np.int64)
-        shadow = self.shadow
-        sched = self._shift_schedule(limit, None, next_stat, 0)  # shadow bank is free during OS
         mul, add = np.multiply, np.add
         bus_on = False  # result bus enabled once the controller has injected the last k-slice
         done = -1
+        sh_row = None
         for t in range(limit):
-            sh_row = sched[t]
-            if sh_row is not None:
-                shadow[0] = sh_row
-                shadow[1:] = shadow[:R]
             if xa[t, 1, 0] == k - 1:
                 bus_on = True
             if P:

@@ -73,11 +73,14 @@ always shifts into the shadow bank and the shadow is copied to the active
 bank at the start of the tile's cycle ``L`` (its first streaming cycle). The
 mapper sets ``preload_hidden=True`` on a WS/IS tile whose stationary operand
 was shifted into the shadow bank while the previous tile on the array ran:
-the models do those R shifts in the R cycles starting at the previous tile's
-bank swap (its cycle ``L``; cycle 0 if the previous tile is OS, which does
-not use the shadow bank). This always fits, because every tile lasts at
-least R cycles after its swap (``m + C - 2 + P >= 0``), so **any WS/IS tile
-that is not the first on the array can be hidden**. With
+the models do those R shifts in the R cycles starting at the previous
+tile's bank swap (its cycle ``L``). This always fits, because every WS/IS
+tile lasts at least R cycles after its swap (``m + C - 2 + P >= 0``), so
+**a WS/IS tile that directly follows another WS/IS tile can be hidden**.
+A tile first on the array or following an OS tile cannot: in OS the
+down-moving W operand uses the same vertical registers as the shadow chain
+(as in the RTL).
+With
 ``preload == "serial"`` or dataflow ``"os"``, ``preload_hidden=True`` is
 invalid (``ValueError``).
 """
