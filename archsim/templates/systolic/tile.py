@@ -79,10 +79,8 @@ tile lasts at least R cycles after its swap (``m + C - 2 + P >= 0``), so
 **a WS/IS tile that directly follows another WS/IS tile can be hidden**.
 A tile first on the array or following an OS tile cannot: in OS the
 down-moving W operand uses the same vertical registers as the shadow chain
-(as in the RTL).
-With
-``preload == "serial"`` or dataflow ``"os"``, ``preload_hidden=True`` is
-invalid (``ValueError``).
+(as in the RTL). With ``preload == "serial"`` or dataflow ``"os"``,
+``preload_hidden=True`` is invalid (``ValueError``).
 """
 from __future__ import annotations
 
