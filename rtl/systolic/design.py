@@ -279,7 +279,7 @@ class SystolicAccelerator(wiring.Component):
         # that launching a tile is a plain register copy)
         DERIVED = dict(os=1, L=cw, S=cw, last=cw, last_m1=cw, stream_end=cw, out_start=cw, out_len=cw,
                        out_end=cw, S_m1=cw, out_len_m1=cw, pre_skip=cw, lim_left=dw, lim_top=dw, lim_out=dw,
-                       end0=1, pre0=1)
+                       end0=1, pre0=1, top_last=aw)
 
         def cmd_fields(prefix):
             fields = dict(
@@ -312,6 +312,7 @@ class SystolicAccelerator(wiring.Component):
                 out_len=out_len, out_end=out_start + out_len, S_m1=S - 1, out_len_m1=out_len - 1,
                 pre_skip=R - c["k"], lim_left=Mux(is_os, c["m"], c["k"]), lim_top=Mux(is_is, c["m"], c["n"]),
                 lim_out=Mux(is_is, c["m"], c["n"]), end0=last == 0, pre0=L != 0,
+                top_last=(c["top_base"] + (R - 1))[:aw],
             )
 
         def assign(dst, src, valid):
@@ -372,6 +373,9 @@ class SystolicAccelerator(wiring.Component):
         cur_out_len_m1 = Signal(cw)
         cur_pre_skip = Signal(cw)  # preload shifts before the first real row (R - k)
         scnt = Signal(cw)  # streamed items so far
+        top_ptr = Signal(aw)  # top buffer address: counts down in a preload, up in an OS stream
+        left_ptr = Signal(aw)  # left buffer address of the next streamed item
+        ld_ptr = Signal(aw)  # loader's top buffer address (counts down)
         orow = Signal(cw)  # output rows presented at column 0 so far
         cur_k = Signal(dw)
         cur_m = Signal(dw)
@@ -389,6 +393,7 @@ class SystolicAccelerator(wiring.Component):
         ld_cnt = Signal(range(max(R, 2)))
         ld_go = Signal()
         ld_idx = Mux(ld_run, ld_cnt, 0)
+        ld_addr = Mux(ld_run, ld_ptr, nxt["top_last"])
 
         # ld_last: the loader's last shift is in this cycle (for R > 1 it is always a running loader)
         ld_last = (ld_run & (ld_cnt == R - 1)) if R > 1 else ld_go
@@ -407,6 +412,8 @@ class SystolicAccelerator(wiring.Component):
                 cur_last_m1.eq(nxt["last_m1"]),
                 scnt.eq(0),
                 orow.eq(0),
+                top_ptr.eq(Mux(nxt["os"], nxt["top_base"], nxt["top_last"])),
+                left_ptr.eq(nxt["left_base"]),
                 cur_stream_end.eq(nxt["stream_end"]),
                 cur_out_end.eq(nxt["out_end"]),
                 cur_S_m1.eq(nxt["S_m1"]),
@@ -440,7 +447,9 @@ class SystolicAccelerator(wiring.Component):
         stream = run & (cnt >= cur_L) & (cnt < cur_stream_end)
         outwin = run & (cnt >= cur_out_start) & (cnt < cur_out_end)
         with m.If(~launch & stream):
-            m.d.sync += scnt.eq(scnt + 1)
+            m.d.sync += [scnt.eq(scnt + 1), left_ptr.eq(left_ptr + 1)]
+        with m.If(~launch & (preload | (stream & cur_os))):
+            m.d.sync += top_ptr.eq(Mux(cur_os, top_ptr + 1, top_ptr - 1))
         with m.If(~launch & outwin):
             m.d.sync += orow.eq(orow + 1)
         prow = Signal(cw)  # preload row presented at the top: R-1-s
@@ -457,7 +466,7 @@ class SystolicAccelerator(wiring.Component):
                     with m.If(~launch):
                         m.d.sync += nxt_loaded.eq(1)
                 with m.Else():
-                    m.d.sync += [ld_run.eq(1), ld_cnt.eq(ld_idx + 1)]
+                    m.d.sync += [ld_run.eq(1), ld_cnt.eq(ld_idx + 1), ld_ptr.eq(ld_addr - 1)]
 
         # ---- fetch-level tokens ----
         # top lane 0 token: preload / shadow loader / OS stream
@@ -465,12 +474,12 @@ class SystolicAccelerator(wiring.Component):
         t_addr = Signal(aw)
         t_lim = Signal(dw)
         with m.If(ld_go):
-            m.d.comb += [t_valid.eq(ld_idx >= nxt["pre_skip"]), t_addr.eq(nxt["top_base"] + ld_row),
+            m.d.comb += [t_valid.eq(ld_idx >= nxt["pre_skip"]), t_addr.eq(ld_addr),
                          t_lim.eq(nxt["lim_top"])]
         with m.Elif(preload):
-            m.d.comb += [t_valid.eq(cnt >= cur_pre_skip), t_addr.eq(cur_top_base + prow), t_lim.eq(cur_lim_top)]
+            m.d.comb += [t_valid.eq(cnt >= cur_pre_skip), t_addr.eq(top_ptr), t_lim.eq(cur_lim_top)]
         with m.Elif(stream & cur_os):
-            m.d.comb += [t_valid.eq(1), t_addr.eq(cur_top_base + scnt), t_lim.eq(cur_lim_top)]
+            m.d.comb += [t_valid.eq(1), t_addr.eq(top_ptr), t_lim.eq(cur_lim_top)]
         shift_f = ld_go | preload | (run & cur_os)
         swap_f = Signal()
         if cfg.double_buffered:
@@ -479,7 +488,7 @@ class SystolicAccelerator(wiring.Component):
         # left lane 0 token: the stream
         l_valid = stream
         l_addr = Signal(aw)
-        m.d.comb += l_addr.eq(cur_left_base + scnt)
+        m.d.comb += l_addr.eq(left_ptr)
         l_first = scnt == 0
         l_last = scnt == cur_S_m1
 
