@@ -110,3 +110,11 @@ def test_ecp5_dsp_multiplier_option():
         design_for(params, {"multiplier": "x"})
     with pytest.raises(SpecError, match=r"^rtl options: left_depth: expected a positive integer, got -1$"):
         design_for(params, {"left_depth": -1})
+
+
+def test_generate_with_ecp5_primitives_ships_their_model(tmp_path):
+    assert main(["rtl", "generate", "--arch", "systolic-32x32-ws", "--set", "rows=2", "--set", "cols=2",
+                 "--multiplier", "ecp5_dsp", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "MULT18X18D_model.v").read_text().startswith("// Behavioural model")
+    core = (tmp_path / "archsim_systolic.core").read_text()
+    assert "- MULT18X18D_model.v" in core and "filesets: [rtl, sim_models]" in core

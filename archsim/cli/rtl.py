@@ -25,6 +25,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--multiplier", choices=["inferred", "ecp5_dsp"],
                    help="PE multiplier: inferred a*b (default; synth --target ecp5 picks ecp5_dsp where it can) "
                    "or the ECP5 MULT18X18D primitive with its registers")
+    p.add_argument("--out-ram", choices=["auto", "block", "distributed"], dest="out_ram",
+                   help="ram_style hint for the output buffer (synth --target ecp5 uses distributed)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -79,6 +81,8 @@ def _design(args, target: str | None = None):
         options.update(left_depth=args.depth, top_depth=args.depth, out_depth=args.depth)
     if args.multiplier:
         options["multiplier"] = args.multiplier
+    if args.out_ram:
+        options["out_ram"] = args.out_ram
     return arch, design_for(arch, options or None)
 
 
