@@ -246,7 +246,8 @@ class SystolicAccelerator(wiring.Component):
         m = Module()
         R, C, P = cfg.rows, cfg.cols, cfg.mult_pipeline_stages
         lw, ab, aw, dw = cfg.lane_bits, cfg.acc_bits, cfg.addr_bits, cfg.dim_bits
-        cw = max(dw + 1, (max(cfg.left_depth, cfg.top_depth, cfg.out_depth) + 2 * R + C + 2).bit_length())  # cycle counters
+        # cycle counters, with a spare bit so that "boundary - 1" of a zero boundary is never reached
+        cw = 1 + max(dw + 1, (max(cfg.left_depth, cfg.top_depth, cfg.out_depth) + 2 * R + C + 2).bit_length())
 
         # ---------------- buffers ----------------
         def lane_mems(prefix, lanes, depth, shape, style="auto"):
@@ -279,7 +280,8 @@ class SystolicAccelerator(wiring.Component):
         # that launching a tile is a plain register copy)
         DERIVED = dict(os=1, L=cw, S=cw, last=cw, last_m1=cw, stream_end=cw, out_start=cw, out_len=cw,
                        out_end=cw, S_m1=cw, out_len_m1=cw, pre_skip=cw, lim_left=dw, lim_top=dw, lim_out=dw,
-                       end0=1, pre0=1, top_last=aw)
+                       end0=1, pre0=1, top_last=aw, stream_end_m1=cw, out_start_m1=cw, out_end_m1=cw,
+                       str0=1, ow0=1)
 
         def cmd_fields(prefix):
             fields = dict(
@@ -312,7 +314,8 @@ class SystolicAccelerator(wiring.Component):
                 out_len=out_len, out_end=out_start + out_len, S_m1=S - 1, out_len_m1=out_len - 1,
                 pre_skip=R - c["k"], lim_left=Mux(is_os, c["m"], c["k"]), lim_top=Mux(is_is, c["m"], c["n"]),
                 lim_out=Mux(is_is, c["m"], c["n"]), end0=last == 0, pre0=L != 0,
-                top_last=(c["top_base"] + (R - 1))[:aw],
+                top_last=(c["top_base"] + (R - 1))[:aw], stream_end_m1=L + S - 1,
+                out_start_m1=out_start - 1, out_end_m1=out_start + out_len - 1, str0=L == 0, ow0=out_start == 0,
             )
 
         def assign(dst, src, valid):
@@ -401,6 +404,11 @@ class SystolicAccelerator(wiring.Component):
         # registered flags keep the launch decision (which fans out to the whole queue) shallow
         at_end = Signal()  # run and cnt == cur_last
         pre_r = Signal()  # run and in the serial preload (cnt < R)
+        stream_r = Signal()  # run and L <= cnt < L + S
+        outwin_r = Signal()  # run and out_start <= cnt < out_start + out_len
+        cur_stream_end_m1 = Signal(cw)
+        cur_out_start_m1 = Signal(cw)
+        cur_out_end_m1 = Signal(cw)
         m.d.comb += launch.eq(nxt_ready & (~run | at_end))
 
         with m.If(launch):
@@ -409,6 +417,11 @@ class SystolicAccelerator(wiring.Component):
                 cnt.eq(0),
                 at_end.eq(nxt["end0"]),
                 pre_r.eq(nxt["pre0"]),
+                stream_r.eq(nxt["str0"]),
+                outwin_r.eq(nxt["ow0"]),
+                cur_stream_end_m1.eq(nxt["stream_end_m1"]),
+                cur_out_start_m1.eq(nxt["out_start_m1"]),
+                cur_out_end_m1.eq(nxt["out_end_m1"]),
                 cur_last_m1.eq(nxt["last_m1"]),
                 scnt.eq(0),
                 orow.eq(0),
@@ -436,16 +449,22 @@ class SystolicAccelerator(wiring.Component):
                 cur_out_base.eq(nxt["out_base"]),
             ]
         with m.Elif(at_end):
-            m.d.sync += [run.eq(0), at_end.eq(0), pre_r.eq(0)]
+            m.d.sync += [run.eq(0), at_end.eq(0), pre_r.eq(0), stream_r.eq(0), outwin_r.eq(0)]
         with m.Elif(run):
             m.d.sync += [cnt.eq(cnt + 1), at_end.eq(cnt == cur_last_m1)]
-            with m.If(cnt == R - 1):
-                m.d.sync += pre_r.eq(0)
+            with m.If(pre_r & (cnt == R - 1)):
+                m.d.sync += [pre_r.eq(0), stream_r.eq(1)]
+            with m.If(cnt == cur_stream_end_m1):
+                m.d.sync += stream_r.eq(0)
+            with m.If(cnt == cur_out_start_m1):
+                m.d.sync += outwin_r.eq(1)
+            with m.If(cnt == cur_out_end_m1):
+                m.d.sync += outwin_r.eq(0)
 
         # phases: comparisons of the counter with boundaries computed at launch (no adders here)
         preload = run & pre_r
-        stream = run & (cnt >= cur_L) & (cnt < cur_stream_end)
-        outwin = run & (cnt >= cur_out_start) & (cnt < cur_out_end)
+        stream = stream_r
+        outwin = outwin_r
         with m.If(~launch & stream):
             m.d.sync += [scnt.eq(scnt + 1), left_ptr.eq(left_ptr + 1)]
         with m.If(~launch & (preload | (stream & cur_os))):
