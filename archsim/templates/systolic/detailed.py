@@ -21,8 +21,8 @@ Registers per PE (``P = mult_pipeline_stages``):
 
 The forwarded-operand registers of a row (or column) form a shift register;
 the model stores it as a sliding window over the sequence injected at the
-array edge (``V[t][..., s]`` = what stage s presents in cycle t), so moving
-the window one step per cycle is the shift and costs no copy.
+array edge (time reversed, so the window is a plain slice), so moving the
+window one step per cycle is the shift and costs no copy.
 
 A sequence of tiles (:meth:`SystolicArrayDetailed.run_sequence`) runs back to
 back on the same registers; a tile with ``preload_hidden`` gets its stationary
@@ -139,16 +139,26 @@ class SystolicArrayDetailed:
         return sched
 
     @staticmethod
-    def _shift_register(edge: np.ndarray, length: int, fill: np.ndarray) -> np.ndarray:
+    def _shift_register(edge: np.ndarray, length: int, fill) -> tuple[np.ndarray, int]:
         """A shift register of ``length`` stages fed by ``edge[t]`` (shape (T, ...)).
 
-        Returns ``V`` with ``V[t][..., s]`` = the value stage ``s`` presents to its
-        PE in cycle t, i.e. ``edge[t - s]`` (``fill`` before the first cycle).
-        Moving the window one step per cycle *is* the shift; no per-cycle copy.
+        Returns ``(z, base)``: stage ``s`` presents ``edge[t - s]`` to its PE in
+        cycle t (``fill`` before the first cycle), and all stages in cycle t are
+        ``z[..., base - t : base - t + length]`` (time reversed on the last,
+        contiguous axis). Moving the window one step per cycle *is* the shift;
+        there is no per-cycle copy.
         """
-        pad = np.broadcast_to(fill, (length - 1,) + edge.shape[1:])
-        z = np.concatenate([pad, edge], axis=0)
-        return np.lib.stride_tricks.sliding_window_view(z, length, axis=0)[..., ::-1]
+        pad = np.broadcast_to(np.asarray(fill, edge.dtype), (length - 1,) + edge.shape[1:])
+        z = np.concatenate([pad, edge], axis=0)  # z[u] = edge[u - (length - 1)]
+        n = z.shape[0]
+        zr = np.ascontiguousarray(np.moveaxis(z[::-1], 0, -1))  # zr[..., v] = z[n - 1 - v]
+        return zr, n - length
+
+    @staticmethod
+    def _stage_history(zr_lane: np.ndarray, base: int, length: int, cycles: int) -> np.ndarray:
+        """(cycles, length): what each stage of one lane presented in cycles 0..cycles-1."""
+        win = np.lib.stride_tricks.sliding_window_view(zr_lane, length)
+        return win[base - np.arange(cycles)]
 
     def _run_stationary(self, tile, a, w, next_stat, nxt, emit):
         """WS (stream rows of A through W) and IS (stream columns of W through A^T)."""
@@ -168,8 +178,8 @@ class SystolicArrayDetailed:
         xs[L + ii + rr, 0, rr] = np.pad(X, ((0, 0), (0, R - X.shape[1])))
         xs[L + ii + rr, 1, rr] = ii
         # x registers of each row: shift register along the row (stage c = input of PE(r, c))
-        V = self._shift_register(xs, C, np.array([[0], [-1]], self.op_dtype))  # (limit, 2, R, C)
-        Vx, Vtag = V[:, 0], V[:, 1]
+        zr, base = self._shift_register(xs, C, np.array([0, -1])[:, None])  # zr: (2, R, time)
+        zx = zr[0]
         ps = np.zeros((R + 1, C), self.acc_dtype)  # ps[0] = 0 (top edge), ps[1:] psum registers
         prod = np.zeros((R, C), self.acc_dtype)
         hist_v = np.zeros((limit, C), self.acc_dtype)  # bottom output port per cycle
@@ -177,7 +187,8 @@ class SystolicArrayDetailed:
         sched = self._shift_schedule(limit, own_stat, next_stat, L)
         mul, add = np.multiply, np.add
         ps_in, ps_out, bottom = ps[:R], ps[1:], ps[R]
-        last_tag = Vtag[:, R - 1, C - 1]  # tag of the bottom-right PE's MAC, per cycle
+        # tag of the bottom-right PE's MAC per cycle (stage C-1 of the last row's register)
+        last_tag = zr[1, R - 1, base + C - 1 - np.arange(limit)].tolist()
         done = -1
         for t in range(limit):
             if t == L:  # bank swap: the stationary operand is active from the first streaming cycle
@@ -188,13 +199,13 @@ class SystolicArrayDetailed:
                 shadow[1:] = shadow[:R]
             if P:  # product register: the add uses last cycle's product
                 add(ps_in, prod, out=ps_out)
-                mul(Vx[t], active, out=prod, casting="unsafe")
+                mul(zx[:, base - t: base - t + C], active, out=prod, casting="unsafe")
             else:
-                mul(Vx[t], active, out=prod, casting="unsafe")
+                mul(zx[:, base - t: base - t + C], active, out=prod, casting="unsafe")
                 add(ps_in, prod, out=ps_out)
             hist_v[t] = bottom
             if emit is not None:
-                port_tag = Vtag[t - P, R - 1] if t >= P else np.full(C, -1)
+                port_tag = zr[1, R - 1, base - t + P: base - t + P + C] if t >= P else np.full(C, -1)
                 self._trace(emit, tile, t, L, xs[t], sh_row, hist_v[t], port_tag)
             if t >= P and last_tag[t - P] == T - 1:  # last token's result leaves PE(R-1, C-1)
                 done = t
@@ -203,7 +214,7 @@ class SystolicArrayDetailed:
             raise RuntimeError(f"detailed model: {tile} did not finish in {limit} cycles")
         # the port of column c in cycle t carries O[tag, c], tag = that of the bottom PE's MAC
         tags = np.full((done + 1, C), -1, np.int64)
-        tags[P:] = Vtag[: done + 1 - P, R - 1]
+        tags[P:] = self._stage_history(zr[1, R - 1], base, C, done + 1 - P)
         O = self._collect(tile, tags, hist_v[: done + 1], (T, C))
         O = O[:, :used_cols]
         return (O if tile.dataflow == "ws" else O.T), done + 1
@@ -232,9 +243,9 @@ class SystolicArrayDetailed:
         xw = np.zeros((limit, C), self.op_dtype)
         tt2, jj = np.meshgrid(np.arange(k), np.arange(n), indexing="ij")
         xw[tt2 + jj, jj] = w
-        Va = self._shift_register(xa, C, np.array([[0], [-1]], self.op_dtype))  # (limit, 2, R, C)
-        Vax, Vatag = Va[:, 0], Va[:, 1]
-        Vw = self._shift_register(xw, R, np.zeros(1, self.op_dtype)).transpose(0, 2, 1)  # (limit, R, C)
+        za, base_a = self._shift_register(xa, C, np.array([0, -1])[:, None])  # (2, R, time)
+        zw, base_w = self._shift_register(xw, R, 0)  # (C, time): stage r of column c
+        zwT = zw.T  # (time, C): rows r of the window are the vertical stages
         acc = np.zeros((R, C), self.acc_dtype)  # cleared at the tile's cycle 0
         prod = np.zeros((R, C), self.acc_dtype)
         rowidx = np.arange(R, dtype=np.int64)[:, None]
@@ -249,12 +260,15 @@ class SystolicArrayDetailed:
                 bus_on = True
             if P:
                 add(acc, prod, out=acc)
-                mul(Vax[t], Vw[t], out=prod, casting="unsafe")
+                mul(za[0, :, base_a - t: base_a - t + C], zwT[base_w - t: base_w - t + R], out=prod,
+                    casting="unsafe")
             else:
-                mul(Vax[t], Vw[t], out=prod, casting="unsafe")
+                mul(za[0, :, base_a - t: base_a - t + C], zwT[base_w - t: base_w - t + R], out=prod,
+                    casting="unsafe")
                 add(acc, prod, out=acc)
             if bus_on and t >= P:
-                fin = Vatag[t - P] == k - 1  # this cycle's add is the PE's final MAC
+                u = base_a - t + P
+                fin = za[1, :, u: u + C] == k - 1  # this cycle's add is the PE's final MAC
                 hist_v[t] = np.where(fin, acc, 0).sum(axis=0)
                 hist_r[t] = np.where(fin, rowidx, -1).max(axis=0)
             if emit is not None:
