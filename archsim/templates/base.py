@@ -6,7 +6,9 @@ spec, the same dataclass the RTL generator takes) and a model class that the
 engine, the mapper's search and the tests call. Adding a template = one
 package under ``archsim/templates/<name>/`` exposing ``TEMPLATE``, one
 lowering module under ``mappers/``, one RTL design under ``rtl/``, and one
-entry in the shared fast-vs-detailed-vs-RTL test harness.
+entry in the shared fast-vs-detailed-vs-RTL test harness
+(``tests/test_template_levels.py``), fed by the template's
+:class:`Conformance` hook (see below and ``docs/adding_a_template.md``).
 
 Conventions for ``Params`` dataclasses:
 - plain type-hinted fields with defaults where a default is sensible;
@@ -47,7 +49,75 @@ class TemplateModel(Protocol):
         """Fast model: the tile's output values, bit-exact, with numpy."""
 
     def detailed_tile(self, tile: Any, operands: dict[str, np.ndarray]) -> tuple[np.ndarray, int]:
-        """Detailed model: run the tile cycle by cycle; return (values, cycles)."""
+        """Detailed model: run the tile cycle by cycle; return (values, cycles).
+
+        A template with no detailed model raises ``NotImplementedError`` with
+        the reason (e.g. the roofline template); see :func:`conformance_of`."""
+
+
+class Conformance(Protocol):
+    """The hook the shared level-agreement harness (``tests/test_template_levels.py``)
+    draws its cases from. A template provides it by passing it as
+    ``Template(conformance=...)`` in its ``TEMPLATE`` entry -- the only
+    mechanism; by convention it lives in ``archsim/templates/<name>/conformance.py``
+    and the module itself is the hook (module-level names below).
+
+    The hook only *generates* cases. The harness checks, per configuration and
+    sampled tile, that the fast model (``tile_cycles``, ``tile_values``) and
+    the detailed model (``detailed_tile``) agree bit for bit on values and
+    exactly on cycles, and that the values equal a reference the harness
+    computes itself; for templates registered in ``rtl.generate.DESIGNS`` it
+    also co-simulates a few tiles on ``rtl_arch``.
+    """
+
+    #: preset arch spec (as for ``archsim.spec.load_arch``) the configurations override
+    base_arch: str
+    #: overrides of ``base_arch`` for the one small configuration co-simulated on the RTL
+    rtl_arch: dict[str, Any]
+
+    def conformance_archs(self) -> list[dict[str, Any]]:
+        """A few small configurations, as ``load_arch(base_arch, overrides)`` overrides,
+        covering the template's timing- and value-relevant parameters (array shapes,
+        dataflows, preload modes, pipeline stages, bank / timing variants, precisions)."""
+
+    def sample_tiles(self, rng: np.random.Generator, params: Any, count: int) -> list[tuple[Any, dict | None]]:
+        """``count`` random legal tiles for ``params`` with random operands of the right
+        precision: ``[(tile, operands)]``. Deterministic given ``rng``. The list must
+        cover the edge cases the template's own tests cover (partial tiles, the
+        smallest tile, accumulation, every dataflow / mode ``params`` allows) and be
+        legal when run back to back in order (it is replayed as one sequence on the
+        RTL, and on ``rtl_arch`` every tile with operands must be one the RTL runs).
+        ``operands=None`` marks a tile without output values (e.g. a write):
+        only its cycles are compared, with the model's ``detailed_tile_cycles``.
+        The harness asks for 16 tiles per configuration and 12 on the RTL; edge
+        cases come first so that they are always among them."""
+
+
+class NoDetailedModel(Exception):
+    """Raised by :func:`conformance_of` for a template that declares it has no detailed model."""
+
+
+def conformance_of(template: "Template") -> Conformance:
+    """The template's :class:`Conformance` hook.
+
+    Raises :class:`NoDetailedModel` (with the template's own reason) when the
+    template has no hook and its model's ``detailed_tile`` raises
+    ``NotImplementedError`` -- the explicit declaration that there is no detailed
+    model to check (the probe calls it on a bare instance with no tile). Raises
+    ``TypeError`` for a template with neither: every template with a detailed
+    model must provide the hook.
+    """
+    if template.conformance is not None:
+        return template.conformance
+    probe = object.__new__(template.model_cls)
+    try:
+        template.model_cls.detailed_tile(probe, None, {})
+    except NotImplementedError as err:
+        raise NoDetailedModel(f"template {template.name!r}: {err}") from None
+    except Exception:  # noqa: BLE001 - anything else means "there is a detailed model"
+        pass
+    raise TypeError(f"template {template.name!r} has a detailed model but no conformance hook: pass "
+                    f"Template(conformance=...) (see archsim.templates.base.Conformance)")
 
 
 @dataclass(frozen=True)
@@ -61,3 +131,6 @@ class Template:
     #: False for templates with no on-chip operand buffers (PIM banks, a GPU
     #: roofline): their specs may omit ``buffers`` or leave it empty.
     uses_buffers: bool = True
+    #: the level-agreement hook (:class:`Conformance`); None for a template whose
+    #: model has no detailed level (its ``detailed_tile`` raises NotImplementedError)
+    conformance: Any = None

@@ -4,11 +4,13 @@ small ASIC for non-linear ops (PIM-GPT, Samsung HBM-PIM, SK hynix AiM).
 Public names: :class:`PimParams`, :class:`PimTile`, :class:`PimModel`,
 :func:`plan_steps`, :func:`schedule` (detailed, command level),
 :func:`check_stream` (independent timing checker), ``TEMPLATE``.
-Design notes: ``docs/pim.md``.
+Design notes: ``docs/pim.md``. Cases for the shared level-agreement harness:
+:mod:`archsim.templates.pim.conformance` (``TEMPLATE.conformance``).
 """
 from __future__ import annotations
 
 from archsim.templates.base import Template
+from archsim.templates.pim import conformance
 from archsim.templates.pim.checker import Violation, check_stream
 from archsim.templates.pim.commands import ALL_BANKS, Cmd, program, run_detailed, schedule
 from archsim.templates.pim.fast import steps_cycles
@@ -22,6 +24,7 @@ TEMPLATE = Template(
     params_cls=PimParams,
     model_cls=PimModel,
     uses_buffers=False,
+    conformance=conformance,
 )
 
 __all__ = ["ALL_BANKS", "Cmd", "PimModel", "PimParams", "PimTile", "TEMPLATE", "Violation", "check_stream",

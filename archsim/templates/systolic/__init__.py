@@ -5,11 +5,14 @@
   (also ``docs/systolic_timing.md``);
 - :class:`SystolicModel` — fast model (closed-form cycles, numpy values, actions);
 - :class:`SystolicArrayDetailed` — cycle-by-cycle register-level model with ``trace``;
-- :func:`gemm_fold_cycles`, :func:`gemm_tiles`, :func:`scalesim_total_cycles` — layer level.
+- :func:`gemm_fold_cycles`, :func:`gemm_tiles`, :func:`scalesim_total_cycles` — layer level;
+- :mod:`~archsim.templates.systolic.conformance` — cases for the shared level-agreement
+  harness (``TEMPLATE.conformance``).
 """
 from __future__ import annotations
 
 from archsim.templates.base import Template
+from archsim.templates.systolic import conformance
 from archsim.templates.systolic.detailed import SystolicArrayDetailed, detailed_sequence, detailed_tile
 from archsim.templates.systolic.fast import (
     SystolicModel,
@@ -26,6 +29,7 @@ TEMPLATE = Template(
     description="TPU-style rows x cols int MAC array; weight-, output- or input-stationary",
     params_cls=SystolicParams,
     model_cls=SystolicModel,
+    conformance=conformance,
 )
 
 __all__ = [
