@@ -133,6 +133,9 @@ class RtlDesign:
     toplevel: ClassVar[str] = ""
     #: "module:function" of the cocotb driver coroutine ``async def f(dut, job) -> dict``
     driver: ClassVar[str] = ""
+    #: RTL options the CLI's ``--depth N`` sets to N (entries of the design's local buffers);
+    #: empty when the design has no such buffers
+    depth_options: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, params: Any, options: Any = None):
         self.params = params
@@ -187,6 +190,10 @@ class RtlDesign:
         self._verilog = text
         return text
 
+    def description(self) -> str:
+        """One line for the FuseSoC core."""
+        return f"archsim {self.template} accelerator"
+
     def sim_sources(self) -> dict[str, str]:
         """Extra Verilog files (name -> text) a simulator needs, e.g. models of FPGA primitives."""
         return {}
@@ -204,6 +211,10 @@ class RtlDesign:
         }
 
     # ---- co-simulation ----
+    def cosim_items(self, source: str = "random", **kwargs: Any) -> list:  # pragma: no cover - abstract
+        """``(tile, operands)`` items of a named source (``random``, ``program``, real layers)."""
+        raise NotImplementedError
+
     def make_job(self, items: list[tuple[Any, dict]]) -> dict[str, Any]:  # pragma: no cover - abstract
         raise NotImplementedError
 

@@ -21,6 +21,7 @@ from rtl.design import RtlDesign
 #: template name -> "module:class" of its RtlDesign
 DESIGNS = {
     "systolic": "rtl.systolic.rtl_design:SystolicDesign",
+    "pim": "rtl.pim.rtl_design:PimDesign",
 }
 
 
@@ -32,16 +33,21 @@ def _template_of(params: Any) -> str:
     raise SpecError(f"no RTL for params {name}; RTL exists for template(s) {', '.join(DESIGNS)}")
 
 
-def design_for(params_or_arch: Any, options: Any = None) -> RtlDesign:
-    """The RTL design of an ``ArchSpec`` or a template ``Params`` instance."""
+def design_class(params_or_arch: Any) -> type[RtlDesign]:
+    """The :class:`RtlDesign` subclass of an ``ArchSpec``'s or a ``Params``' template."""
     template = getattr(params_or_arch, "template", None)
-    params = getattr(params_or_arch, "params", params_or_arch)
     if template is None:
-        template = _template_of(params)
+        template = _template_of(getattr(params_or_arch, "params", params_or_arch))
     if template not in DESIGNS:
         raise SpecError(f"template {template!r} has no RTL yet; RTL exists for: {', '.join(DESIGNS)}")
     module_name, cls_name = DESIGNS[template].split(":")
-    cls = getattr(importlib.import_module(module_name), cls_name)
+    return getattr(importlib.import_module(module_name), cls_name)
+
+
+def design_for(params_or_arch: Any, options: Any = None) -> RtlDesign:
+    """The RTL design of an ``ArchSpec`` or a template ``Params`` instance."""
+    cls = design_class(params_or_arch)
+    params = getattr(params_or_arch, "params", params_or_arch)
     try:
         return cls(params, options)
     except (TypeError, ValueError) as err:
@@ -63,9 +69,7 @@ def target_options(params_or_arch: Any, target: str) -> dict[str, Any]:
 def fusesoc_core(design: RtlDesign, name: str | None = None) -> str:
     top = design.toplevel
     core = name or f"archsim:rtl:{top}:0.1.0"
-    params = design.config_dict()
-    desc = f"archsim {design.template} accelerator ({params.get('rows')}x{params.get('cols')}, " \
-           f"{params.get('dataflow')})" if "rows" in params else f"archsim {design.template} accelerator"
+    desc = design.description()
     models = sorted(design.sim_sources())
     model_set = ("  sim_models:\n    files:\n" + "".join(f"      - {f}\n" for f in models)
                  + "    file_type: verilogSource\n") if models else ""

@@ -1,12 +1,21 @@
-"""PIM bank unit RTL (Amaranth -> Verilog -> Icarus under cocotb) against the
-command-level model: the same timed RD-MAC stream, values bit-exact and equal
-cycles; and the RTL's own timing check flags a command issued too early."""
+"""PIM bank unit RTL (Amaranth -> Verilog -> Icarus under cocotb, through the generic
+``rtl`` plug-in) against the PIM models: the same timed RD-MAC streams, values bit-exact
+(int8 and bf16) and equal cycles; and the RTL's own timing check flags a command issued
+too early. Expectations come from the models (and numpy), never from the RTL."""
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
 
-from archsim.templates.pim import PimParams, PimTile
+from archsim.cli import main
+from archsim.spec import load_arch
+from archsim.templates.pim import PimParams, PimTile, plan_steps, steps_cycles
+from archsim.templates.pim.commands import run_detailed
+from archsim.templates.pim.fast import tile_cycles
+from rtl import cosim_items, design_for, run_cosim
+from rtl.cosim import run_job
 
 pytestmark = pytest.mark.rtl
 
@@ -24,30 +33,88 @@ def _needs_icarus():
         pytest.skip(reason)
 
 
-@pytest.mark.parametrize("rows, k, ref_due", [
-    (3, 40, 100),    # 3 columns per weight row (one per DRAM row), input broadcast once
-    (10, 100, 30),   # two accumulator groups, input reloaded per chunk, a refresh mid-stream
-])
-def test_bank_unit_matches_model(rows, k, ref_due):
-    from rtl.pim import cosim_tile
+def _assert_ok(report):
+    assert report.ok, "\n" + report.summary()
 
+
+@pytest.fixture(scope="module")
+def small_run():
+    """Two int8 tiles on a small bank: (3, 40) packs 3 weight rows per DRAM row, input broadcast once;
+    (10, 100) has two accumulator groups, the input reloaded per chunk and a refresh mid-stream."""
     P.validate()
-    rng = np.random.default_rng(rows * 7 + k)
-    w = rng.integers(-128, 128, (1, rows, k))
-    x = rng.integers(-128, 128, k)
-    res = cosim_tile(PimTile("gemv", rows=rows, k=k, banks=1, ref_due=ref_due), P, w, x)
-    assert res.error == 0, "\n".join(res.trace)
-    assert np.array_equal(res.rtl_values, res.model_values)
-    assert np.array_equal(res.rtl_values[0], w[0] @ x)  # independent numpy GEMV (no int32 overflow here)
-    assert res.rtl_cycles == res.model_cycles
+    items = []
+    for rows, k, ref_due in [(3, 40, 100), (10, 100, 30)]:
+        rng = np.random.default_rng(rows * 7 + k)
+        w = rng.integers(-128, 128, (1, rows, k))
+        x = rng.integers(-128, 128, k)
+        items.append((PimTile("gemv", rows=rows, k=k, banks=1, ref_due=ref_due), {"weight": w, "input": x}))
+    design = design_for(P)
+    run = run_job(design.verilog(), design.toplevel, design.make_job(items))
+    return design, items, run.result
+
+
+def test_bank_unit_matches_model(small_run):
+    design, items, result = small_run
+    report = design.check(items, result)
+    _assert_ok(report)
+    for (tile, ops), res, check in zip(items, result["streams"], report.tiles):
+        assert res["error"] == 0, "\n".join(res["trace"])
+        w, x = ops["weight"], ops["input"]
+        model_values, model_cycles, _ = run_detailed(tile, P, w, x)
+        rtl_values = design.rtl_values(tile, res)
+        assert np.array_equal(rtl_values, model_values)
+        assert np.array_equal(rtl_values[0], w[0] @ x)  # independent numpy GEMV (no int32 overflow here)
+        assert check.rtl_cycles == model_cycles == tile_cycles(tile, P)
+
+
+def test_a_wrong_value_is_reported(small_run):
+    design, items, result = small_run
+    tile, ops = items[1]
+    bad = dict(ops, weight=ops["weight"].copy())
+    bad["weight"][0, 4, 0] += 1  # the models now expect a different row 4
+    report = design.check([items[0], (tile, bad)], result)
+    assert not report.ok
+    (msg,) = report.failures()
+    assert msg.startswith("tile 1 (gemv rows=10 k=100 ref@30): row 4 = ") and "1 of 10 values differ" in msg
 
 
 def test_bank_unit_flags_early_mac():
-    from rtl.cosim.harness import run_job
-    from rtl.pim.design import bank_verilog
-
+    design = design_for(P)
     # ACT at 0, MAC at 2 < tRCD = 3
-    job = {"driver": "rtl.pim.driver:drive", "load": [], "tail": 4,
-           "commands": [[0, "ACT", 0, 0, 0, 0], [2, "MAC", 0, 0, 0, 0], [10, "PRE", 0, 0, 0, 0]]}
-    res = run_job(bank_verilog(P), "pim_bank", job).result
-    assert res["error"] == 1
+    job = {"driver": design.driver, "array_latency": design.array_latency(),
+           "streams": [{"array": [], "tail": 4,
+                        "commands": [[0, "ACT", 0, 0, 0, 0], [2, "MAC", 0, 0, 0, 0], [10, "PRE", 0, 0, 0, 0]]}]}
+    res = run_job(design.verilog(), design.toplevel, job).result
+    assert res["streams"][0]["error"] == 1
+
+
+def test_pim_hbm2_bf16_random_tiles():
+    """The shipped preset (16 bf16 lanes, fp32 adder tree and accumulators): random tiles, one with a
+    refresh, rows packed / single / chunked; values compared bit for bit with the models."""
+    arch = load_arch("pim-hbm2", [])
+    items = cosim_items(arch.params, "random", tiles=3, seed=2, max_stream=3)
+    assert {t.k > 512 for t, _ in items} == {True, False}  # chunked rows and packed rows
+    assert sum(steps_cycles(plan_steps(t, arch.params), arch.params, t.ref_due)["refreshes"] for t, _ in items) >= 1
+    report = run_cosim(arch, items)
+    _assert_ok(report)
+    assert len(report.tiles) == 3
+
+
+def test_pim_hbm2_gpt2_decode_tile_from_the_mapper():
+    """The first layer of GPT-2 decode compiled by the PIM mapper (q_proj: 6 rows of k = 384 per bank,
+    refresh phase tREFI / 2), one bank's share, replayed on the bank unit."""
+    arch = load_arch("pim-hbm2", [])
+    items = cosim_items(arch.params, "program", tiles=2, seed=1, max_stream=16, arch=arch, workload="gpt2")
+    assert [(t.rows, t.k, t.ref_due) for t, _ in items] == [(6, 384, arch.params.tREFI // 2)]
+    _assert_ok(run_cosim(arch, items))
+
+
+def test_cli_cosim_pim_hbm2(tmp_path, capsys):
+    out = tmp_path / "report.json"
+    rc = main(["rtl", "cosim", "--arch", "pim-hbm2", "--tiles", "2", "--max-stream", "2", "--seed", "5",
+               "--json", str(out)])
+    text = capsys.readouterr().out
+    assert rc == 0, text
+    assert "PASS: 2/2 tiles match archsim on icarus" in text
+    data = json.loads(out.read_text())
+    assert data["design"] == "pim" and data["ok"] and len(data["tiles"]) == 2

@@ -91,11 +91,48 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
 
 
 def test_design_for_rejects_templates_without_rtl():
-    class PimParams:
+    class RooflineParams:
         pass
 
-    with pytest.raises(SpecError, match=r"^no RTL for params PimParams; RTL exists for template\(s\) systolic$"):
-        design_for(PimParams())
+    with pytest.raises(SpecError, match=r"^no RTL for params RooflineParams; RTL exists for template\(s\) systolic, pim$"):
+        design_for(RooflineParams())
+
+
+PIM_PORTS = [
+    "clk", "rst", "row_valid", "row_cmd", "row_addr", "col_valid", "col_cmd", "col_addr", "col_acc", "col_in",
+    "col_wdata", "dram_rd", "dram_row", "dram_col", "dram_rdata", "out_valid", "out_data", "ready", "busy", "error",
+]
+
+
+def test_cli_generate_pim_hbm2(tmp_path, capsys):
+    """The PIM preset's near-bank unit (bf16): Verilog, FuseSoC core and manifest, ports as documented."""
+    assert main(["rtl", "generate", "--arch", "pim-hbm2", "--out", str(tmp_path)]) == 0
+    assert "pim-hbm2: archsim_pim_bank (20 ports)" in capsys.readouterr().out
+    manifest = json.loads((tmp_path / "archsim_pim_bank.json").read_text())
+    assert manifest["template"] == "pim" and manifest["toplevel"] == "archsim_pim_bank"
+    assert manifest["params"]["mac_precision"] == "bf16" and manifest["params"]["accumulator"] == "fp32"
+    ports = {p["name"]: p for p in manifest["ports"]}
+    assert list(ports) == PIM_PORTS and all(p["doc"] for p in ports.values())
+    # 16 bf16 lanes per 32-byte column, 8 fp32 accumulators per RDACC, 32768 DRAM rows
+    assert ports["col_wdata"]["width"] == ports["dram_rdata"]["width"] == 16 * 16
+    assert ports["out_data"]["width"] == 8 * 32 and ports["row_addr"]["width"] == 15
+    text = (tmp_path / "archsim_pim_bank.v").read_text()
+    header = re.search(r"module archsim_pim_bank\((.*?)\);", text, re.S).group(1)
+    assert sorted(p.strip() for p in header.split(",")) == sorted(PIM_PORTS)
+    core = (tmp_path / "archsim_pim_bank.core").read_text()
+    assert "toplevel: archsim_pim_bank" in core and "16 bf16 lanes" in core
+
+
+def test_pim_rtl_errors_are_one_line(tmp_path, capsys):
+    assert main(["rtl", "generate", "--arch", "pim-hbm2", "--depth", "16", "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == "archsim: error: --depth: the pim RTL has no local tile buffers\n"
+    assert main(["rtl", "generate", "--arch", "pim-hbm2", "--multiplier", "ecp5_dsp", "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == ("archsim: error: rtl options: multiplier: not an option of the pim RTL "
+                                       "(it has none)\n")
+    # int8 on pim-hbm2: 32 elements per column, 16 multipliers (the models run it in two MAC cycles; the RTL not)
+    assert main(["rtl", "generate", "--arch", "pim-hbm2", "--set", "mac_precision=int8", "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == ("archsim: error: pim RTL: mac_lanes: the RTL needs one multiplier per "
+                                       "column element (32), got 16\n")
 
 
 def test_ecp5_dsp_multiplier_option():

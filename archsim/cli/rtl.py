@@ -6,6 +6,8 @@ Examples::
     archsim rtl cosim --arch systolic-32x32-ws --set rows=4 --set cols=4 --tiles 8
     archsim rtl cosim --arch my.yaml --source resnet50 --sim verilator --waves
     archsim rtl synth --arch systolic-32x32-ws --set rows=8 --set cols=8 --target ecp5 --pnr --json synth.json
+    archsim rtl generate --arch pim-hbm2 --out build/pim
+    archsim rtl cosim --arch pim-hbm2 --tiles 4 --source program --workload gpt2
 """
 from __future__ import annotations
 
@@ -21,12 +23,12 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
                    help="override an arch spec value, e.g. rows=4 (repeatable)")
     p.add_argument("--depth", type=int, default=0, metavar="N",
-                   help="entries per lane of the RTL's local tile buffers (default: max(64, 4*max(rows, cols)))")
+                   help="systolic: entries per lane of the RTL's local tile buffers (default: max(64, 4*max(rows, cols)))")
     p.add_argument("--multiplier", choices=["inferred", "ecp5_dsp"],
-                   help="PE multiplier: inferred a*b (default; synth --target ecp5 picks ecp5_dsp where it can) "
-                   "or the ECP5 MULT18X18D primitive with its registers")
+                   help="systolic PE multiplier: inferred a*b (default; synth --target ecp5 picks ecp5_dsp where it "
+                   "can) or the ECP5 MULT18X18D primitive with its registers")
     p.add_argument("--out-ram", choices=["auto", "block", "distributed"], dest="out_ram",
-                   help="ram_style hint for the output buffer (synth --target ecp5 uses distributed)")
+                   help="systolic: ram_style hint for the output buffer (synth --target ecp5 uses distributed)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -44,12 +46,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common(c)
     c.add_argument("--tiles", type=int, default=8, metavar="N", help="number of tiles (default 8)")
     c.add_argument("--source", default="random", metavar="SRC",
-                   help="random (default), resnet50 (conv1 im2col GEMM), gpt2 (c_attn, decode), gpt2-prefill, "
-                   "or program (first tiles of mappers.compile of --workload)")
+                   help="random (default); program (first tiles of mappers.compile of --workload); real layers: "
+                   "systolic resnet50 (conv1 im2col GEMM), gpt2 (c_attn, decode), gpt2-prefill; pim gpt2 "
+                   "(c_attn, decode, one bank's share)")
     c.add_argument("--workload", metavar="NAME", help="zoo workload for --source program")
+    c.add_argument("--layer", metavar="OP", help="layer of --workload for --source program (default: first with MACs)")
     c.add_argument("--seed", type=int, default=0, help="seed of the random operands and shapes")
     c.add_argument("--max-stream", type=int, default=16, metavar="N",
-                   help="cap on the streamed length of a tile (m in WS, n in IS, k in OS; default 16)")
+                   help="cap on a tile's streamed length (systolic: m in WS, n in IS, k in OS; pim: weight rows "
+                   "per bank; default 16)")
     c.add_argument("--sim", default="icarus", choices=["icarus", "verilator"], help="Verilog simulator")
     c.add_argument("--waves", action="store_true", help="write a waveform (FST for Icarus, VCD for Verilator)")
     c.add_argument("--build-dir", metavar="DIR", help="simulator build folder (default: a cache under /tmp)")
@@ -71,14 +76,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _design(args, target: str | None = None):
     from archsim.spec import load_arch
-    from rtl.generate import design_for, target_options
+    from rtl.generate import design_class, design_for, target_options
 
     if args.depth < 0:
         raise SpecError(f"--depth: expected a positive integer, got {args.depth}")
     arch = load_arch(args.arch, args.overrides)
     options = target_options(arch, target) if target else {}
     if args.depth:
-        options.update(left_depth=args.depth, top_depth=args.depth, out_depth=args.depth)
+        names = design_class(arch).depth_options
+        if not names:
+            raise SpecError(f"--depth: the {arch.template} RTL has no local tile buffers")
+        options.update({name: args.depth for name in names})
     if args.multiplier:
         options["multiplier"] = args.multiplier
     if args.out_ram:
@@ -105,7 +113,7 @@ def cmd_cosim(args) -> int:
         raise SpecError(f"--tiles: expected a positive integer, got {args.tiles}")
     arch, design = _design(args)
     items = cosim_items(arch.params, args.source, tiles=args.tiles, seed=args.seed,
-                        max_stream=args.max_stream, arch=arch, workload=args.workload)
+                        max_stream=args.max_stream, arch=arch, workload=args.workload, layer=args.layer)
     if not items:
         raise ArchsimError(f"source {args.source!r} gave no tiles")
     report = run_cosim(arch, items, sim=args.sim, waves=args.waves, options=design.options, build_dir=args.build_dir)

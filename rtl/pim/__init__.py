@@ -1,11 +1,8 @@
-"""RTL of the PIM template: the near-bank unit (bank memory, MAC lanes,
-accumulators, and a command decoder consuming the RD-MAC command stream).
-
-Public names: :class:`PimBankUnit`, :func:`bank_verilog`, :func:`cosim_tile`.
+"""RTL of the PIM template: one bank's near-bank unit (command decoder with the
+bank's timing checks, input buffer, int8 or bf16 MAC lanes + adder tree,
+accumulators) and its entry in the design registry (:mod:`rtl.generate`:
+``"pim"`` -> :class:`rtl.pim.rtl_design.PimDesign`).
 """
-from __future__ import annotations
+from rtl.pim.design import PimBankUnit, check_params
 
-from rtl.pim.design import PimBankUnit, bank_verilog
-from rtl.pim.cosim import cosim_tile
-
-__all__ = ["PimBankUnit", "bank_verilog", "cosim_tile"]
+__all__ = ["PimBankUnit", "check_params"]

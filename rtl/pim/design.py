@@ -1,79 +1,99 @@
-"""Amaranth design of one PIM bank with its near-bank MAC unit (int8 x int8 -> int32).
+"""Amaranth design of one PIM bank's near-bank unit: command decoder with the
+bank's timing checks, input buffer, MAC lanes + adder tree, accumulators.
+
+The DRAM array itself is outside the unit (a DRAM macro, not logic): the unit
+asks it for one column per RD-MAC on ``dram_rd`` / ``dram_row`` /
+``dram_col`` and takes the column on ``dram_rdata`` ``tCL - 1 - mac_stages``
+cycles later (the cosim driver plays the array). So synthesis counts are the unit's logic.
 
 Ports (one row-command port and one column-command port, as HBM's separate
 row and column command buses; a command is sampled when its ``*_valid`` is
-high at a rising edge):
+high at a rising edge) are listed with their meaning in
+:data:`rtl.pim.rtl_design.PORT_DOCS`.
 
-- row port: ``row_valid``, ``row_cmd`` (1 ACT, 2 PRE, 3 REF), ``row_addr``;
-- column port: ``col_valid``, ``col_cmd`` (1 MAC, 2 GBWR, 3 RDACC), ``col_addr``
-  (column in the open row / buffer column / accumulator column), ``col_acc``
-  (accumulator of a MAC), ``col_in`` (input-buffer column of a MAC),
-  ``col_wdata`` (GBWR data: ``E`` int8 lanes);
-- preload port (test only, models the bank's stored weights): ``ld_en``,
-  ``ld_addr`` (row * row_columns + column), ``ld_data``;
-- outputs: ``out_valid`` / ``out_data`` (an RDACC's ``column_bytes // 4``
-  int32 accumulators, ``tCL`` cycles after the command), ``ready`` (the bank
-  is closed, ``tRP`` has passed since PRE and ``tRFC`` since REF: it may take
-  an ACT), ``busy`` (a MAC is in flight), ``error`` (sticky: a command broke
-  tRCD, tRAS, tRP, tRTP, tRFC or the bank state).
-
-Datapath: a MAC reads its column from the bank memory and its slice of the
-input buffer (synchronous reads), carries them through a ``tCL - 1`` stage
-delay line (the column read latency), multiplies the ``E`` lane pairs, sums
-them with an adder tree and adds the sum into the accumulator in the cycle
-``tCL`` after the command (``mac_pipeline_cycles = 1``: visible the cycle
-after). The first MAC after an RDACC clears the accumulators (a new group).
+Datapath: a MAC reads its slice of the input buffer in the command's cycle
+(synchronous read) and carries it through a delay line to meet the column
+from the array; the ``E`` lane products go through a pairwise adder tree,
+pipelined (:func:`mac_stages` registers: after the products and after each
+tree level, as many as ``tCL - 1`` allows, so the array answers ``tCL - 1 -
+mac_stages`` cycles after ``dram_rd``), and the column sum is added into
+its accumulator at the edge ``tCL`` cycles after the command
+(``mac_pipeline_cycles = 1``: visible the cycle after). int8: exact products, int32 wrap; bf16:
+fp32 products, fp32 tree and accumulators, round to nearest even
+(:mod:`rtl.pim.fp`). The first MAC after an RDACC starts a new group: the
+accumulators restart from zero.
 """
 from __future__ import annotations
 
-from amaranth import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
-from amaranth.back import verilog
+from amaranth import Array, Cat, Module, Mux, Signal, signed
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.pim import fp
+
 ACT, PRE, REF = 1, 2, 3
 MAC, GBWR, RDACC = 1, 2, 3
+LANE_BITS = {"int8": 8, "bf16": 16}
 
 
 def _bits(n: int) -> int:
     return max(1, (n - 1).bit_length())
 
 
+def check_params(p) -> None:
+    """``ValueError`` (one line) if the unit cannot be generated for ``p``."""
+    p.validate()
+    if p.mac_lanes < p.column_elements:
+        raise ValueError(f"mac_lanes: the RTL needs one multiplier per column element ({p.column_elements}), "
+                         f"got {p.mac_lanes}")
+    if p.mac_pipeline_cycles != 1:
+        raise ValueError(f"mac_pipeline_cycles: the RTL has one accumulate stage, got {p.mac_pipeline_cycles}")
+    if p.tCL < 2:
+        raise ValueError(f"tCL: the RTL needs tCL >= 2, got {p.tCL}")
+
+
+def mac_stages(p) -> int:
+    """Pipeline registers of the MAC unit: after the products and after each adder-tree level,
+    as many as fit in the column read latency (``tCL - 1``)."""
+    levels = _bits(p.column_elements) if p.column_elements > 1 else 0
+    return min(levels + 1, p.tCL - 1)
+
+
+def pim_signature(p) -> dict:
+    E, lb = p.column_elements, LANE_BITS[p.mac_precision]
+    buf_cols = p.input_buffer_bytes // p.column_bytes
+    return {
+        "row_valid": In(1), "row_cmd": In(2), "row_addr": In(_bits(p.rows_per_bank)),
+        "col_valid": In(1), "col_cmd": In(2), "col_addr": In(_bits(max(p.row_columns, buf_cols))),
+        "col_acc": In(_bits(p.acc_registers)), "col_in": In(_bits(buf_cols)), "col_wdata": In(lb * E),
+        "dram_rd": Out(1), "dram_row": Out(_bits(p.rows_per_bank)), "dram_col": Out(_bits(p.row_columns)),
+        "dram_rdata": In(lb * E),
+        "out_valid": Out(1), "out_data": Out(32 * (p.column_bytes // 4)),
+        "ready": Out(1), "busy": Out(1), "error": Out(1),
+    }
+
+
 class PimBankUnit(wiring.Component):
     def __init__(self, params):
-        p = params
-        if p.mac_precision != "int8":
-            raise ValueError("PimBankUnit: only int8 MAC units are generated")
-        if p.mac_lanes < p.column_elements or p.mac_pipeline_cycles != 1 or p.tCL < 2:
-            raise ValueError("PimBankUnit: needs mac_lanes >= column_elements, mac_pipeline_cycles = 1, tCL >= 2")
-        self.p = p
+        check_params(params)
+        p = self.p = params
         self.E = p.column_elements
-        self.rows = p.rows_per_bank
-        self.depth = p.rows_per_bank * p.row_columns
+        self.lb = LANE_BITS[p.mac_precision]
         self.buf_cols = p.input_buffer_bytes // p.column_bytes
         self.A = p.acc_registers
         self.out_lanes = p.column_bytes // 4
-        super().__init__({
-            "row_valid": In(1), "row_cmd": In(2), "row_addr": In(_bits(self.rows)),
-            "col_valid": In(1), "col_cmd": In(2), "col_addr": In(16), "col_acc": In(_bits(self.A)),
-            "col_in": In(_bits(self.buf_cols)), "col_wdata": In(8 * self.E),
-            "ld_en": In(1), "ld_addr": In(_bits(self.depth)), "ld_data": In(8 * self.E),
-            "out_valid": Out(1), "out_data": Out(32 * self.out_lanes),
-            "ready": Out(1), "busy": Out(1), "error": Out(1),
-        })
+        self.tree_width = 1 << _bits(self.E) if self.E > 1 else 1
+        self.mac_stages = mac_stages(p)
+        super().__init__(pim_signature(p))
 
     def elaborate(self, platform):
-        p, E = self.p, self.E
+        p, E, lb = self.p, self.E, self.lb
+        bf16 = p.mac_precision == "bf16"
         m = Module()
-        bank = memory.Memory(shape=unsigned(8 * E), depth=self.depth, init=[])
-        buf = memory.Memory(shape=unsigned(8 * E), depth=max(2, self.buf_cols), init=[])
-        m.submodules.bank = bank
+        buf = memory.Memory(shape=lb * E, depth=max(2, self.buf_cols), init=[])
         m.submodules.buf = buf
-        ld = bank.write_port()
-        rd = bank.read_port()
         bw = buf.write_port()
         br = buf.read_port()
-        m.d.comb += [ld.en.eq(self.ld_en), ld.addr.eq(self.ld_addr), ld.data.eq(self.ld_data)]
 
         # ---------------------------------------------------------------- bank state and timing counters
         cw = 16
@@ -83,7 +103,8 @@ class PimBankUnit(wiring.Component):
         since_pre = Signal(cw, init=(1 << cw) - 1)
         since_rd = Signal(cw, init=(1 << cw) - 1)
         since_ref = Signal(cw, init=(1 << cw) - 1)
-        for c in (since_act, since_pre, since_rd, since_ref):
+        since_mac = Signal(cw, init=(1 << cw) - 1)
+        for c in (since_act, since_pre, since_rd, since_ref, since_mac):
             with m.If(c != (1 << cw) - 1):
                 m.d.sync += c.eq(c + 1)
         err = Signal()
@@ -110,68 +131,97 @@ class PimBankUnit(wiring.Component):
         is_mac = self.col_valid & (self.col_cmd == MAC)
         is_gbwr = self.col_valid & (self.col_cmd == GBWR)
         is_rdacc = self.col_valid & (self.col_cmd == RDACC)
-        with m.If(is_mac & (~is_open | (since_act < p.tRCD) | (self.col_addr >> 0 >= p.row_columns))):
+        with m.If(is_mac & (~is_open | (since_act < p.tRCD) | (self.col_addr >= p.row_columns)
+                            | (since_mac < p.mac_cycles_per_column))):
+            m.d.sync += err.eq(1)
+        with m.If(is_gbwr & (self.col_addr >= self.buf_cols)):
             m.d.sync += err.eq(1)
         with m.If(is_mac):
-            m.d.sync += since_rd.eq(1)
+            m.d.sync += [since_rd.eq(1), since_mac.eq(1)]
+        # the column read to the DRAM array (registered: the array sees it the cycle after the command)
+        m.d.sync += [self.dram_rd.eq(is_mac), self.dram_row.eq(open_row), self.dram_col.eq(self.col_addr)]
         m.d.comb += [
-            rd.addr.eq(open_row * p.row_columns + self.col_addr[:_bits(p.row_columns) if p.row_columns > 1 else 1]),
-            rd.en.eq(1),
             br.addr.eq(self.col_in), br.en.eq(1),
             bw.en.eq(is_gbwr), bw.addr.eq(self.col_addr), bw.data.eq(self.col_wdata),
         ]
-        # delay line: stage 0 is the cycle after the command (memory data valid), the MAC happens
-        # in the cycle tCL after the command
-        n_stage = p.tCL  # stages 1 .. tCL-1 carry the data; the valid/acc tags start at stage 0
-        v = [Signal(name=f"mac_v{i}") for i in range(n_stage)]
-        a = [Signal(_bits(self.A), name=f"mac_acc{i}") for i in range(n_stage)]
-        w = [Signal(8 * E, name=f"mac_w{i}") for i in range(n_stage)]
-        x = [Signal(8 * E, name=f"mac_x{i}") for i in range(n_stage)]
-        m.d.sync += [v[0].eq(is_mac), a[0].eq(self.col_acc)]
-        m.d.comb += [w[0].eq(rd.data), x[0].eq(br.data)]
+        # MAC pipeline: registers after the products and after each adder-tree level, as many as tCL - 1
+        # allows (``mac_stages``); the column read latency tCL covers the array and these stages: the array
+        # answers tCL - 1 - mac_stages cycles after dram_rd, and the accumulate happens at the edge tCL after
+        # the command. The input buffer's slice and the tags (valid, accumulator) travel in delay lines.
+        S = self.mac_stages
+        n_stage = p.tCL - S  # stage 0: the cycle after the command (buffer data valid)
+        x = [Signal(lb * E, name=f"mac_x{i}") for i in range(n_stage)]
+        m.d.comb += x[0].eq(br.data)
         for i in range(1, n_stage):
-            m.d.sync += [v[i].eq(v[i - 1]), a[i].eq(a[i - 1]), w[i].eq(w[i - 1]), x[i].eq(x[i - 1])]
-        last = n_stage - 1
+            m.d.sync += x[i].eq(x[i - 1])
+        v = [Signal(name=f"mac_v{i}") for i in range(p.tCL)]
+        a = [Signal(_bits(self.A), name=f"mac_acc{i}") for i in range(p.tCL)]
+        m.d.sync += [v[0].eq(is_mac), a[0].eq(self.col_acc)]
+        for i in range(1, p.tCL):
+            m.d.sync += [v[i].eq(v[i - 1]), a[i].eq(a[i - 1])]
+        last = p.tCL - 1
         m.d.comb += self.busy.eq(Cat(*v).any())
+        w_col, x_col = self.dram_rdata, x[n_stage - 1]
+        cuts = 0
 
+        def cut(values, name):
+            nonlocal cuts
+            if cuts >= S:
+                return values
+            regs = []
+            for i, val in enumerate(values):
+                r = Signal(32, name=f"{name}_r{i}")
+                m.d.sync += r.eq(val)
+                regs.append(r)
+            cuts += 1
+            return regs
+
+        # products, then a pairwise adder tree (lanes padded with zeros to a power of two, as the model)
         prods = []
         for lane in range(E):
-            wl = w[last][8 * lane:8 * lane + 8].as_signed()
-            xl = x[last][8 * lane:8 * lane + 8].as_signed()
-            prods.append(wl * xl)
-        while len(prods) > 1:  # adder tree
-            nxt = []
-            for i in range(0, len(prods), 2):
-                nxt.append(prods[i] + prods[i + 1] if i + 1 < len(prods) else prods[i])
-            prods = nxt
-        col_sum = Signal(signed(32))
+            wl, xl = w_col[lb * lane:lb * lane + lb], x_col[lb * lane:lb * lane + lb]
+            if bf16:
+                prods.append(fp.bf16_mul(m, wl, xl, f"prod{lane}"))
+            else:
+                prods.append(wl.as_signed() * xl.as_signed())
+        prods = cut(prods, "prod")
+        prods += [0] * (self.tree_width - E)
+        level = 0
+        while len(prods) > 1:
+            if bf16:
+                prods = [fp.fp32_add(m, prods[i], prods[i + 1], f"tree{level}_{i // 2}")
+                         for i in range(0, len(prods), 2)]
+            else:
+                prods = [prods[i] + prods[i + 1] for i in range(0, len(prods), 2)]
+            level += 1
+            prods = cut(prods, f"tree{level}")
+        assert cuts == S
+        col_sum = Signal(32)
         m.d.comb += col_sum.eq(prods[0])
 
-        accs = Array(Signal(signed(32), name=f"acc{i}") for i in range(self.A))
+        accs = Array(Signal(32, name=f"acc{i}") for i in range(self.A))
         fresh = Signal(init=1)
+        old = Signal(32)
+        m.d.comb += old.eq(Mux(fresh, 0, accs[a[last]]))
+        new = fp.fp32_add(m, old, col_sum, "acc_add") if bf16 else (old.as_signed() + col_sum.as_signed())[:32]
         with m.If(v[last]):
             with m.If(fresh):
                 for i in range(self.A):
-                    m.d.sync += accs[i].eq(Mux(a[last] == i, col_sum, 0))
+                    m.d.sync += accs[i].eq(0)
                 m.d.sync += fresh.eq(0)
-            with m.Else():
-                m.d.sync += accs[a[last]].eq(accs[a[last]] + col_sum)
+            m.d.sync += accs[a[last]].eq(new)
 
-        # RDACC: snapshot the column of accumulators, present it tCL cycles after the command
+        # RDACC: snapshot a column of accumulators, present it tCL cycles after the command
         ov = [Signal(name=f"out_v{i}") for i in range(p.tCL)]
         od = [Signal(32 * self.out_lanes, name=f"out_d{i}") for i in range(p.tCL)]
         col_words = []
         for lane in range(self.out_lanes):
             idx = self.col_addr * self.out_lanes + lane
             col_words.append(Mux(idx < self.A, accs[idx[:_bits(self.A)]], 0))
-        m.d.sync += [ov[0].eq(is_rdacc), od[0].eq(Cat(*[cw_.as_unsigned() for cw_ in col_words]))]
+        m.d.sync += [ov[0].eq(is_rdacc), od[0].eq(Cat(*col_words))]
         with m.If(is_rdacc):
             m.d.sync += fresh.eq(1)
         for i in range(1, p.tCL):
             m.d.sync += [ov[i].eq(ov[i - 1]), od[i].eq(od[i - 1])]
         m.d.comb += [self.out_valid.eq(ov[p.tCL - 1]), self.out_data.eq(od[p.tCL - 1])]
         return m
-
-
-def bank_verilog(params, name: str = "pim_bank") -> str:
-    return verilog.convert(PimBankUnit(params), name=name, emit_src=False)

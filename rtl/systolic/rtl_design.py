@@ -49,6 +49,7 @@ class SystolicDesign(RtlDesign):
     template = "systolic"
     toplevel = "archsim_systolic"
     driver = "rtl.systolic.driver:run_job"
+    depth_options = ("left_depth", "top_depth", "out_depth")
 
     def __init__(self, params: Any, options: SystolicRtlOptions | dict | None = None):
         if isinstance(options, dict):
@@ -92,7 +93,15 @@ class SystolicDesign(RtlDesign):
                               PORT_DOCS[name]))
         return ports
 
+    def description(self) -> str:
+        return f"archsim systolic accelerator ({self.cfg.rows}x{self.cfg.cols}, {self.params.dataflow})"
+
     # ---------------------------------------------------------------- co-simulation
+    def cosim_items(self, source: str = "random", **kwargs) -> list:
+        from rtl.systolic.sources import cosim_items
+
+        return cosim_items(self.params, source, **kwargs)
+
     def make_job(self, items):
         tiles = []
         for tile, ops in items:

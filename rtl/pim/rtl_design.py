@@ -1,0 +1,240 @@
+"""The PIM template's entry in the RTL registry: one bank's near-bank unit,
+its ports, the job encoding of RD-MAC command streams and the comparison
+with the PIM models (detailed: :func:`archsim.templates.pim.commands.run_detailed`;
+fast: :func:`archsim.templates.pim.fast.tile_cycles` and
+:func:`archsim.templates.pim.values.gemv_dot`)."""
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+
+from archsim.errors import SpecError
+from rtl.design import CosimReport, Port, RtlDesign, TileCheck
+from rtl.pim.design import LANE_BITS, PimBankUnit, check_params, mac_stages, pim_signature
+
+PORT_DOCS = {
+    "clk": "clock (rising edge) = the DRAM command clock",
+    "rst": "synchronous reset, active high",
+    "row_valid": "a row command is issued this cycle",
+    "row_cmd": "row command: 1 ACT, 2 PRE, 3 REF",
+    "row_addr": "DRAM row of an ACT",
+    "col_valid": "a column command is issued this cycle",
+    "col_cmd": "column command: 1 MAC (RD-MAC), 2 GBWR (input buffer write), 3 RDACC (accumulator read)",
+    "col_addr": "MAC: column in the open row; GBWR: input buffer column; RDACC: accumulator column",
+    "col_acc": "MAC: accumulator the column's dot product is added into",
+    "col_in": "MAC: input buffer column multiplied with the DRAM column",
+    "col_wdata": "GBWR data: column_elements lanes (int8 or bf16), lane i at bits [i*W, (i+1)*W)",
+    "dram_rd": "column read to the DRAM array (registered: high the cycle after the MAC command)",
+    "dram_row": "row of the column read (the open row)",
+    "dram_col": "column of the column read",
+    "dram_rdata": "the DRAM array's answer: the column asked for, tCL - 1 - mac_stages cycles after dram_rd is "
+                  "high (mac_stages in the manifest's params)",
+    "out_valid": "out_data holds an accumulator column (tCL cycles after its RDACC)",
+    "out_data": "column_bytes // 4 accumulators (int32 or fp32 bits), accumulator c*lanes + i at bits [32i, 32i+32)",
+    "ready": "the bank is closed, tRP has passed since PRE and tRFC since REF (it may take an ACT)",
+    "busy": "an RD-MAC is in flight (its column has not reached the accumulators)",
+    "error": "sticky: a command broke tRCD, tRAS, tRP, tRTP, tRFC, the MAC unit's spacing or the bank state",
+}
+
+
+def _pack(values, bits: int) -> int:
+    word = 0
+    for lane, v in enumerate(values):
+        word |= (int(v) & ((1 << bits) - 1)) << (lane * bits)
+    return word
+
+
+def lane_bits_of(values: np.ndarray, precision: str) -> np.ndarray:
+    """Bit patterns of operands: int8 as two's complement bytes, bf16 as the high half of fp32."""
+    if precision == "int8":
+        return np.asarray(values, np.int64) & 0xFF
+    return (np.asarray(values, np.float32).view(np.uint32) >> 16).astype(np.int64)
+
+
+def _unpack_words(word: int, lanes: int, precision: str) -> list:
+    raw = [(word >> (32 * i)) & 0xFFFFFFFF for i in range(lanes)]
+    if precision == "int8":
+        return [v - (1 << 32) if v >> 31 else v for v in raw]
+    return list(np.array(raw, np.uint32).view(np.float32))
+
+
+def _bits(values: np.ndarray, precision: str) -> np.ndarray:
+    """Comparable bit patterns of results (fp32 compared bit for bit, -0 != +0)."""
+    if precision == "int8":
+        return np.asarray(values, np.int64)
+    return np.asarray(values, np.float32).view(np.uint32)
+
+
+class PimDesign(RtlDesign):
+    """RTL of :class:`~archsim.templates.pim.params.PimParams`: one bank's near-bank unit."""
+
+    template = "pim"
+    toplevel = "archsim_pim_bank"
+    driver = "rtl.pim.driver:run_job"
+
+    def __init__(self, params: Any, options: dict | None = None):
+        if options:
+            raise ValueError(f"{', '.join(sorted(options))}: not an option of the pim RTL (it has none)")
+        super().__init__(params, {})
+        try:
+            check_params(params)
+        except ValueError as err:
+            raise SpecError(f"pim RTL: {err}") from None
+
+    def component(self) -> PimBankUnit:
+        return PimBankUnit(self.params)
+
+    def source_files(self) -> list[str]:
+        import rtl.pim.design as d
+        import rtl.pim.fp as f
+
+        return [inspect.getfile(d), inspect.getfile(f), __file__]
+
+    def config_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        out = asdict(self.params)
+        out.update(column_elements=self.params.column_elements, row_columns=self.params.row_columns,
+                   accumulator="int32" if self.params.mac_precision == "int8" else "fp32",
+                   mac_stages=mac_stages(self.params), array_latency=self.array_latency())
+        return out
+
+    def ports(self) -> list[Port]:
+        from amaranth.hdl import Shape
+        from amaranth.lib.wiring import In
+
+        ports = [Port("clk", "in", 1, PORT_DOCS["clk"]), Port("rst", "in", 1, PORT_DOCS["rst"])]
+        for name, member in pim_signature(self.params).items():
+            ports.append(Port(name, "in" if member.flow == In else "out", Shape.cast(member.shape).width,
+                              PORT_DOCS[name]))
+        return ports
+
+    def description(self) -> str:
+        p = self.params
+        return (f"archsim pim near-bank unit ({p.column_elements} {p.mac_precision} lanes, "
+                f"{p.acc_registers} accumulators)")
+
+    # ---------------------------------------------------------------- co-simulation
+    def cosim_items(self, source: str = "random", **kwargs) -> list:
+        from rtl.pim.sources import cosim_items
+
+        return cosim_items(self.params, source, **kwargs)
+
+    @staticmethod
+    def label(tile) -> str:
+        ref = f" ref@{tile.ref_due}" if tile.ref_due < (1 << 40) else ""
+        return f"gemv rows={tile.rows} k={tile.k}{ref}"
+
+    def stream(self, tile, ops) -> dict[str, Any]:
+        """The job entry of one tile: the timed command stream and the DRAM array's contents."""
+        from archsim.templates.pim.commands import place, program, schedule
+
+        p = self.params
+        if tile.kind != "gemv" or tile.mode != "dot" or tile.banks != 1:
+            raise ValueError(f"pim RTL co-simulation replays one bank's dot-mode GEMV, got {tile}")
+        E, lb, prec = p.column_elements, LANE_BITS[p.mac_precision], p.mac_precision
+        cmds, _cycles = schedule(tile, p)
+        prog = program(tile, p)
+        mem = lane_bits_of(place(tile, p, np.asarray(ops["weight"])), prec)  # [1, dram rows, row elements]
+        array = []
+        for r in range(mem.shape[1]):
+            for c in range(p.row_columns):
+                word = _pack(mem[0, r, c * E:(c + 1) * E], lb)
+                if word:
+                    array.append([r, c, word])
+        x = lane_bits_of(np.asarray(ops["input"]).reshape(-1), prec)
+        xp = np.zeros(len(x) + 2 * p.input_buffer_bytes, np.int64)
+        xp[:len(x)] = x
+        it = iter(prog)
+        out = []
+        for c in cmds:
+            src = None if c.cmd == "REF" else next(it)[6]
+            if c.cmd in ("ACT", "PRE", "REF"):
+                out.append([c.time, c.cmd, c.row, 0, 0, 0])
+            elif c.cmd == "MAC":
+                out.append([c.time, c.cmd, c.col, c.acc, c.in_off // E, 0])
+            elif c.cmd == "GBWR":
+                out.append([c.time, c.cmd, c.col, 0, 0, _pack(xp[src:src + E], lb)])
+            else:  # RDACC
+                out.append([c.time, c.cmd, c.col, 0, 0, 0])
+        return {"commands": out, "array": array, "tail": p.tCL + p.tRP + p.tRFC + 4}
+
+    def array_latency(self) -> int:
+        """Cycles from ``dram_rd`` to the column on ``dram_rdata`` (the rest of tCL is the MAC pipeline)."""
+        return self.params.tCL - 1 - mac_stages(self.params)
+
+    def make_job(self, items) -> dict[str, Any]:
+        return {"driver": self.driver, "array_latency": self.array_latency(),
+                "streams": [self.stream(tile, ops) for tile, ops in items]}
+
+    def rtl_values(self, tile, res) -> np.ndarray:
+        """The weight rows' results in the order the stream's RDACCs read them out."""
+        from archsim.templates.pim.commands import program
+
+        p = self.params
+        lanes = p.column_bytes // 4
+        words = []
+        for _cycle, word in res["outputs"]:
+            words.extend(_unpack_words(word, lanes, p.mac_precision))
+        groups = []  # (first row, rows, RDACC columns) of each accumulator group, in program order
+        for c in program(tile, p):
+            if c[0] == "RDACC":
+                if not groups or groups[-1][0] != c[6]:
+                    groups.append([c[6], 0])
+                groups[-1][1] += 1
+        out = np.zeros((1, tile.rows), np.int64 if p.mac_precision == "int8" else np.float32)
+        pos = 0
+        for (g0, rg), ncols in groups:
+            vals = words[pos:pos + ncols * lanes]
+            if len(vals) < rg:
+                raise ValueError(f"{len(words)} accumulators read out, expected more")
+            out[0, g0:g0 + rg] = vals[:rg]
+            pos += ncols * lanes
+        return out
+
+    def check(self, items, result, sim="icarus") -> CosimReport:
+        from archsim.templates.pim.commands import run_detailed
+        from archsim.templates.pim.fast import tile_cycles
+        from archsim.templates.pim.values import gemv_dot
+
+        p = self.params
+        prec = p.mac_precision
+        got = result.get("streams", [])
+        report = CosimReport(design=self.template, sim=sim, tiles=[], error=result.get("error", ""))
+        for idx, (tile, ops) in enumerate(items):
+            w = np.asarray(ops["weight"])
+            x = np.asarray(ops["input"]).reshape(-1)
+            det_vals, det_cycles, _cmds = run_detailed(tile, p, w, x)
+            fast_vals = gemv_dot(w, x, p.column_elements, prec)
+            fast_cycles = tile_cycles(tile, p)
+            label = self.label(tile)
+            if idx >= len(got):
+                report.tiles.append(TileCheck(idx, label, None, fast_cycles, det_cycles, False,
+                                              "no result from the RTL"))
+                continue
+            g = got[idx]
+            extra: dict[str, Any] = {"ready_at": g.get("ready_at")}
+            last_out = max([o[0] for o in g["outputs"]] + [0])
+            rtl_cycles = max(last_out, g.get("ready_at") or 0)
+            mismatch = ""
+            try:
+                vals = self.rtl_values(tile, g)
+            except ValueError as err:
+                vals, mismatch = None, str(err)
+            want = _bits(fast_vals, prec)
+            if not np.array_equal(_bits(det_vals, prec), want):
+                mismatch = "fast and detailed models disagree on values (model bug)"
+            elif vals is not None:
+                diff = np.argwhere(_bits(vals, prec) != want)
+                if len(diff):
+                    b, r = (int(v) for v in diff[0])
+                    mismatch = (f"row {r} = {vals[b, r]!r}, expected {fast_vals[b, r]!r} (archsim models); "
+                                f"{len(diff)} of {want.size} values differ")
+            if g.get("error") and not g.get("error_before"):
+                mismatch = (mismatch + "; " if mismatch else "") + "the unit flagged a timing violation (error)"
+                extra["trace"] = g.get("trace", [])
+            report.tiles.append(TileCheck(idx, label, rtl_cycles, fast_cycles, det_cycles, not mismatch,
+                                          mismatch, extra))
+        return report
