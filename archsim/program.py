@@ -103,6 +103,13 @@ class LayerProgram:
     ``signature`` is a hashable key of everything the layer's timing depends
     on besides the arch (shapes, precisions, chosen mapping); the engine
     memoizes layer results by it.
+
+    ``arch_key`` is a canonical string of exactly the arch fields the mapper
+    read to produce this layer (its commands, signature, macs and mapping),
+    or ``None`` when the mapper does not say (then the layer is taken to
+    depend on the whole arch). ``(signature, arch_key)`` determines the
+    command list; the engine adds the arch fields its own timing of those
+    commands reads (:func:`archsim.engine.core.memo_key`).
     """
 
     name: str
@@ -111,6 +118,7 @@ class LayerProgram:
     commands: list[Command]
     signature: tuple = ()
     mapping: dict[str, Any] = field(default_factory=dict)  # dataflow, tile sizes, loop order
+    arch_key: str | None = None  # the arch fields the mapping depends on; None = all
 
 
 @dataclass(slots=True)

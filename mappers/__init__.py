@@ -22,6 +22,12 @@ Conventions of the emitted Program beyond :mod:`archsim.program`:
 - Shape ops become a LayerProgram with no commands.
 - Identical layers (same op fields, arch and options) get the same
   ``signature`` and share one (immutable) command list.
+- Layer mappings are cached by (template, op fields, options, the arch
+  fields the op's mapping reads): a mapper that declares
+  ``arch_key(op)`` (see :mod:`mappers.registry`) shares e.g. the mapping of
+  a residual add between design points that differ only in the array shape;
+  otherwise the whole arch is the key. That projection is also
+  ``LayerProgram.arch_key``.
 """
 from __future__ import annotations
 
@@ -56,31 +62,52 @@ def compile(graph, arch, **options) -> Program:  # noqa: A001 - public name fixe
     check_graph = getattr(module, "check_graph", None)
     if check_graph is not None:  # whole-graph limits, e.g. PIM DRAM capacity
         check_graph(graph, arch)
-    mapper = None
-    arch_key = (module.__name__, repr(arch), opts)
+    mapper = module.make_mapper(arch, opts)
+    key_of = getattr(mapper, "arch_key", None)
+    whole = None  # the whole arch as a key, for ops the mapper does not project
+    name = module.__name__
     layers: list[LayerProgram] = []
+    stats = _STATS
     for op in graph.ops():
         if op.kind == "shape":
-            layers.append(LayerProgram(op.name, op.kind, 0, [], ("shape",), {"repeat": 1}))
+            layers.append(LayerProgram(op.name, op.kind, 0, [], ("shape",), {"repeat": 1}, ""))
             continue
-        key = (arch_key, op_key(op))
+        ak = key_of(op) if key_of is not None else None
+        if ak is None:
+            if whole is None:
+                whole = ("*", repr(arch))
+            key = (name, whole, opts, op_key(op))
+        else:
+            key = (name, ak, opts, op_key(op))
         cached = _LAYER_CACHE.get(key)
         if cached is None:
-            if mapper is None:
-                mapper = module.make_mapper(arch, opts)
+            stats["misses"] += 1
             cached = mapper(op)
+            cached.arch_key = ak
             if len(_LAYER_CACHE) >= _CACHE_LIMIT:
                 _LAYER_CACHE.clear()
             _LAYER_CACHE[key] = cached
+        else:
+            stats["hits"] += 1
         layers.append(LayerProgram(op.name, cached.op, cached.macs, cached.commands,
-                                   cached.signature, dict(cached.mapping)))
+                                   cached.signature, dict(cached.mapping), ak))
     return Program(arch.name, str(getattr(graph, "name", "")), layers)
 
 
+_STATS = {"hits": 0, "misses": 0}
+
+
 def clear_cache() -> None:
-    """Forget memoized layer mappings (tests; after editing a mapper)."""
+    """Forget memoized layer mappings and reset :func:`cache_stats` (tests; after editing a mapper)."""
     _LAYER_CACHE.clear()
+    _STATS["hits"] = _STATS["misses"] = 0
 
 
-__all__ = ["compile", "clear_cache", "lower_op", "op_key", "Lowered", "Gemm", "VectorWork", "Gather",
+def cache_stats() -> dict[str, int]:
+    """Layer-mapping cache counters since the last :func:`clear_cache`:
+    ``hits`` and ``misses`` (ops mapped), ``size`` (cached mappings)."""
+    return {"hits": _STATS["hits"], "misses": _STATS["misses"], "size": len(_LAYER_CACHE)}
+
+
+__all__ = ["compile", "clear_cache", "cache_stats", "lower_op", "op_key", "Lowered", "Gemm", "VectorWork", "Gather",
            "MapOptions", "make_options", "get_mapper_module", "mapper_names"]

@@ -43,6 +43,7 @@ from archsim.errors import MappingError
 from archsim.program import Compute, LayerProgram, VectorOp
 from archsim.templates.pim.tile import PimTile, plan_steps, step_counts
 from mappers.lower import Gather, Gemm, VectorWork, lower_op, op_key
+from mappers.registry import arch_key
 
 ASIC = "asic"
 
@@ -190,6 +191,28 @@ def make_mapper(arch, options) -> Callable:
             mapping["tokens"] = tokens
         return LayerProgram(op.name, op.kind, macs, layer.commands, ("pim",) + op_key(op), mapping)
 
+    keys: dict = {}
+
+    def arch_key_of(op) -> str | None:
+        """The arch fields the mapping of ``op`` reads (see :mod:`mappers.registry`):
+        learned-weight GEMVs pick their k split with the PIM model's tile cycles
+        and the vector unit (the whole arch); attention reads the PIM params;
+        ASIC-only ops (vector work, activation matmuls, gathers) read only the
+        PIM element size (an embedding's ``pim_weight_bytes``)."""
+        if op.kind == "attention":
+            kind = "params"
+        else:
+            lowered = lower_op(op, getattr(options, "conv_lowering", "im2col_padded"))
+            if any(isinstance(part, Gemm) and part.b_is_param for part in lowered.parts):
+                return None
+            kind = "asic"
+        key = keys.get(kind)
+        if key is None:
+            key = keys[kind] = (arch_key(arch, ("params",)) if kind == "params"
+                                else arch_key(arch, (), element_bytes=eb))
+        return key
+
+    map_op.arch_key = arch_key_of
     return map_op
 
 

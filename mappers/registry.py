@@ -13,12 +13,23 @@ bookkeeping, vector-op and gather emission) and :mod:`mappers.tiling`
 :func:`mappers.lower.op_key`, so the callable must depend only on the op's
 fields, the arch and the options (never on the op's name).
 
+The callable may also have a method ``arch_key(op) -> str | None``: a
+canonical string (:func:`arch_key`) of exactly the arch fields the mapping
+of ``op`` reads (commands, signature, macs, mapping dict). The driver then
+caches the op's mapping by that string instead of the whole arch, so design
+points that differ only in fields the op does not read share it, and stores
+it in ``LayerProgram.arch_key`` for the engine's memo. It must be exact: a
+field the mapping reads but the key omits gives stale results. ``None`` (or
+no method) means "the whole arch".
+
 Adding a template = one module and one entry in ``_MAPPER_MODULES``.
 """
 from __future__ import annotations
 
 import importlib
+import json
 from types import ModuleType
+from typing import Any
 
 from archsim.errors import MappingError
 
@@ -44,3 +55,20 @@ def get_mapper_module(template: str) -> ModuleType:
         if err.name == module_name:
             raise MappingError(f"mapper module {module_name} for template {template!r} is not installed") from None
         raise
+
+
+def arch_key(arch, paths: tuple[str, ...], **extra: Any) -> str:
+    """Canonical JSON of the arch fields at ``paths`` (dotted paths into
+    ``arch.to_dict()``, e.g. ``"params"``, ``"dram.latency_cycles"``) and of
+    ``extra`` (JSON-able values the mapper derives from the arch, e.g. a
+    buffer layout). Equal projections give equal strings."""
+    d = arch.to_dict()
+    out: dict[str, Any] = {}
+    for path in paths:
+        v = d
+        for part in path.split("."):
+            v = v[part]
+        out[path] = v
+    for k, v in extra.items():
+        out["=" + k] = v
+    return json.dumps(out, sort_keys=True, separators=(",", ":"))

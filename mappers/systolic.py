@@ -41,6 +41,7 @@ from archsim.program import LayerProgram, Store
 from archsim.templates.systolic.tile import SystolicTile
 from mappers.emit import BufferLayout, Emitter, emit_gather, emit_vector
 from mappers.lower import Gather, Gemm, VectorWork, lower_op
+from mappers.registry import arch_key
 from mappers.tiling import (ORDERS, TilePlan, a_load_bytes, class_sum, dim_candidates, emit_gemm,
                             nbytes, occupancy, traffic)
 from workloads.precision import precision_bits
@@ -79,6 +80,30 @@ class SystolicMapper:
             self.e_sram = float(tech.sram_pj_per_byte(max(sizes)))
         except (KeyError, AttributeError):
             self.e_sram = 2.5
+        self._gemm_key = self._vector_key = None
+
+    # -- what a layer's mapping reads of the arch (mappers.registry) ----------
+    def arch_key(self, op) -> str:
+        """The arch fields the mapping of ``op`` reads.
+
+        An op with a GEMM reads the template params (array shape, dataflow,
+        preload, pipeline), the buffers, the DRAM bandwidth and latency and
+        the tech table (the plan search's estimates), and whether the arch
+        is a SCALE-Sim one. An op with only vector work and gathers reads
+        the buffer layout alone (:func:`mappers.emit.emit_vector` /
+        :func:`~mappers.emit.emit_gather` chunk by slot bytes): not the
+        params, DRAM, vector unit, clock or tech.
+        """
+        low = lower_op(op, self.options.conv_lowering)
+        if any(isinstance(part, Gemm) for part in low.parts):
+            if self._gemm_key is None:
+                self._gemm_key = arch_key(self.arch, ("params", "buffers", "dram.bytes_per_cycle",
+                                                      "dram.latency_cycles", "tech"), compat=self.compat)
+            return self._gemm_key
+        if self._vector_key is None:
+            lay = self.layout
+            self._vector_key = arch_key(self.arch, (), layout=[lay.unified, lay.capacity])
+        return self._vector_key
 
     # -- one op -------------------------------------------------------------
     def __call__(self, op) -> LayerProgram:
@@ -106,7 +131,8 @@ class SystolicMapper:
             mapping.update({k: v for k, v in mappings[0].items()})
             if len(mappings) > 1:
                 mapping["gemms"] = mappings
-        signature = ("systolic", self.compat, low, tuple(plans))
+        # the SCALE-Sim flag matters to GEMM plans only (see arch_key)
+        signature = ("systolic", self.compat if plans else None, low, tuple(plans))
         return LayerProgram(op.name, op.kind, op.macs(), em.commands, signature, mapping)
 
     def _emit_gemm(self, em, g: Gemm, plan: TilePlan, state: dict) -> None:

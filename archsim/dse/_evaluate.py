@@ -2,10 +2,12 @@
 
 Workers are long-lived (a process of the pool, or a Ray actor) and keep their
 caches warm across the points they run: workload graphs are built once per
-worker, the engine's per-layer memo (keyed by layer signature and arch
-identity) lives as long as the worker, and synthesized area figures are
-cached on disk. Tasks are handed out in chunks of one arch configuration (all
-its workloads), so a configuration's synthesis and arch model are built once.
+worker, the mapper's layer cache and the engine's per-layer memo (each keyed
+by the layer and the arch fields it reads, so points that differ only in, say,
+the array shape share their vector-only layers) live as long as the worker,
+and synthesized area figures are cached on disk. Tasks are handed out in
+chunks of one arch configuration (all its workloads), so a configuration's
+synthesis and arch model are built once.
 """
 from __future__ import annotations
 

@@ -2,6 +2,6 @@
 
 See :mod:`archsim.engine.core` for the timing rules.
 """
-from archsim.engine.core import ArchContext, LayerTiming, clear_cache, layer_energy, run_program, schedule_layer, simulate_layer
+from archsim.engine.core import ArchContext, LayerTiming, clear_cache, layer_energy, memo_key, memo_stats, run_program, schedule_layer, simulate_layer
 
-__all__ = ["ArchContext", "LayerTiming", "clear_cache", "layer_energy", "run_program", "schedule_layer", "simulate_layer"]
+__all__ = ["ArchContext", "LayerTiming", "clear_cache", "layer_energy", "memo_key", "memo_stats", "run_program", "schedule_layer", "simulate_layer"]

@@ -21,11 +21,31 @@ the list in order is an exact discrete-event simulation: a command's start is
 Per layer the engine reports total cycles, compute cycles (busy time of the
 busiest compute unit; for a layer with no Compute command, of the vector
 unit), stall cycles (total - compute), SRAM and DRAM bytes per operand and
-energy from the tech table. Results are memoized by
-``(layer.signature, arch.identity(), detailed)``.
+energy from the tech table.
+
+Memo
+----
+Layer results (timing and energy of one iteration) are memoized by
+:func:`memo_key`: ``(layer.signature, layer.arch_key, <the arch fields the
+engine reads for the layer's kinds of commands>, detailed)``. The signature
+and the mapper's ``arch_key`` determine the command list; the engine's own
+reads depend on which command kinds the layer has:
+
+- ``Load`` / ``Store``: the DRAM bandwidth and latency, the buffers (SRAM
+  pJ/byte by operand) and the tech table (DRAM and SRAM energy);
+- ``VectorOp``: the vector unit and the tech table (``vector.op``);
+- ``Compute``: the template's model, which is built from the whole arch, so
+  the whole :meth:`~archsim.spec.ArchSpec.identity`.
+
+A layer with only Loads, Stores and VectorOps (ReLU, pooling, residual adds,
+norms, gathers) is thus shared by design points that differ in the array,
+the clock or anything else it does not read. A layer whose mapper gives no
+``arch_key`` (``None``) is keyed by the whole identity. :func:`memo_stats`
+counts hits and misses.
 """
 from __future__ import annotations
 
+import json
 import math
 from collections import OrderedDict
 from typing import Any, Callable
@@ -37,11 +57,25 @@ from archsim.report.result import LayerResult, SimResult
 _EPS = 1e-9
 _CACHE: OrderedDict = OrderedDict()
 _CACHE_LIMIT = 50_000
+#: (signature, arch_key) -> the command kinds of that layer (what memo_key projects the arch on)
+_KINDS: dict = {}
+_STATS = {"hits": 0, "misses": 0}
+#: command kinds whose timing and energy ArchContext.projection knows field by field
+_PROJECTED_KINDS = frozenset((Load, Store, VectorOp))
 
 
 def clear_cache() -> None:
-    """Forget memoized layer timings (tests, benchmarks)."""
+    """Forget memoized layer timings and reset :func:`memo_stats` (tests, benchmarks)."""
     _CACHE.clear()
+    _KINDS.clear()
+    _STATS["hits"] = _STATS["misses"] = 0
+
+
+def memo_stats() -> dict[str, int]:
+    """Layer memo counters since the last :func:`clear_cache`: ``hits``,
+    ``misses`` (layers scheduled; layers without a signature are not
+    counted), ``size`` (memoized layer results)."""
+    return {"hits": _STATS["hits"], "misses": _STATS["misses"], "size": len(_CACHE)}
 
 
 class LayerTiming:
@@ -71,7 +105,8 @@ class ArchContext:
     """Per-arch constants and caches for the hot loop."""
 
     __slots__ = ("arch", "model", "bpc", "latency", "lanes", "vec_cycles", "vec_default", "detailed",
-                 "tile_cache", "action_cache", "frac_cache", "identity", "cycles_by_id", "peak", "compute_units")
+                 "tile_cache", "action_cache", "frac_cache", "identity", "cycles_by_id", "peak", "compute_units",
+                 "_projections", "_plain")
 
     def __init__(self, arch: Any, detailed: bool = False):
         self.arch = arch
@@ -89,6 +124,35 @@ class ArchContext:
         self.identity = arch.identity()
         self.peak = int(self.model.peak_macs_per_cycle())
         self.compute_units = tuple(getattr(self.model, "compute_units", ("array",)))
+        self._projections: dict = {}
+        self._plain: dict | None = None
+
+    # -- what the engine reads of the arch, by command kinds (memo_key) ---------------
+    def projection(self, kinds: frozenset) -> str:
+        """Canonical string of the arch fields :func:`schedule_layer` and
+        :func:`layer_energy` read for a layer with commands of ``kinds``.
+
+        Keep in step with those functions: a field they read for a kind but
+        this omits gives stale memo hits (tests/test_engine_memo.py)."""
+        p = self._projections.get(kinds)
+        if p is None:
+            if kinds - _PROJECTED_KINDS:  # Compute: the model (tile cycles, actions, PE fractions, units)
+                p = self.identity       # is built from the whole arch
+            elif not kinds:
+                p = ""
+            else:
+                d = self._plain
+                if d is None:
+                    d = self._plain = self.arch.to_dict()
+                part: dict = {"tech": d["tech"]}  # dram_bit, SRAM points, vector.op
+                if Load in kinds or Store in kinds:
+                    part["dram"] = [d["dram"]["bytes_per_cycle"], d["dram"]["latency_cycles"]]
+                    part["buffers"] = d["buffers"]  # SRAM pJ/byte of each operand's buffer
+                if VectorOp in kinds:
+                    part["vector_unit"] = d["vector_unit"]
+                p = json.dumps(part, sort_keys=True, separators=(",", ":"))
+            self._projections[kinds] = p
+        return p
 
     # -- per-tile figures (cached by tile, tiles are frozen dataclasses) -------------
     def tile_cycles(self, tile: Any) -> int:
@@ -329,17 +393,39 @@ def _layer_result(layer: LayerProgram, timing: LayerTiming, energy: dict[str, fl
     )
 
 
+def memo_key(layer: LayerProgram, ctx: ArchContext) -> tuple | None:
+    """The memo key of ``layer`` on ``ctx``'s arch (module docstring), or None
+    for a layer without a signature (never memoized)."""
+    sig = layer.signature
+    if not sig:
+        return None
+    ak = getattr(layer, "arch_key", None)
+    if ak is None:
+        return (sig, None, ctx.identity, ctx.detailed)
+    kk = (sig, ak)
+    kinds = _KINDS.get(kk)
+    if kinds is None:
+        kinds = frozenset(type(c) for c in layer.commands)
+        if len(_KINDS) >= _CACHE_LIMIT:
+            _KINDS.clear()
+        _KINDS[kk] = kinds
+    return (sig, ak, ctx.projection(kinds), ctx.detailed)
+
+
 def simulate_layer(layer: LayerProgram, ctx: ArchContext, record: bool = False) -> tuple[LayerResult, LayerTiming]:
-    """Time one layer (memoized by signature) and build its LayerResult."""
-    key = (layer.signature, ctx.identity, ctx.detailed) if layer.signature else None
+    """Time one layer (memoized by :func:`memo_key`) and build its LayerResult."""
+    key = memo_key(layer, ctx)
     entry = _CACHE.get(key) if key is not None else None
     if entry is None or (record and entry[0].intervals is None):
         timing = schedule_layer(layer.commands, ctx, record=record)
         entry = (timing, layer_energy(timing, ctx))
         if key is not None:
+            _STATS["misses"] += 1
             if len(_CACHE) >= _CACHE_LIMIT:
                 _CACHE.popitem(last=False)
             _CACHE[key] = entry
+    elif key is not None:
+        _STATS["hits"] += 1
     timing, energy = entry
     return _layer_result(layer, timing, energy, ctx), timing
 
