@@ -89,8 +89,11 @@ def compile(graph, arch, **options) -> Program:  # noqa: A001 - public name fixe
             _LAYER_CACHE[key] = cached
         else:
             stats["hits"] += 1
+        mapping = dict(cached.mapping)
+        if op.kind == "embedding":  # token lookups count the tokens a run processes (tokens/s in reports)
+            mapping["tokens"] = op.tokens
         layers.append(LayerProgram(op.name, cached.op, cached.macs, cached.commands,
-                                   cached.signature, dict(cached.mapping), ak))
+                                   cached.signature, mapping, ak))
     return Program(arch.name, str(getattr(graph, "name", "")), layers)
 
 

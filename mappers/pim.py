@@ -156,7 +156,6 @@ def make_mapper(arch, options) -> Callable:
         mapping: dict = {"repeat": 1}
         weight_bytes = 0
         kv_bytes = 0
-        tokens = 0
         if op.kind == "attention":
             if op.heads % op.kv_heads:
                 raise MappingError(f"{op.name}: heads ({op.heads}) not divisible by kv_heads ({op.kv_heads})")
@@ -174,7 +173,6 @@ def make_mapper(arch, options) -> Callable:
                     # part.m tokens: repeated GEMVs over the same weights
                     mapping.update(_emit_gemv(layer, part.n, part.k, bool(getattr(op, "bias", False))))
                     gemv_repeat = part.m
-                    tokens = part.m
                     weight_bytes += part.k * part.n * eb * repeat
                 elif isinstance(part, Gemm):
                     layer.vector("matmul", part.m * part.n, reads=part.k)
@@ -187,8 +185,6 @@ def make_mapper(arch, options) -> Callable:
         mapping["pim_io_bytes_per_iteration"] = layer.io_bytes
         mapping["pim_weight_bytes"] = weight_bytes
         mapping["pim_kv_bytes"] = kv_bytes
-        if tokens:
-            mapping["tokens"] = tokens
         return LayerProgram(op.name, op.kind, macs, layer.commands, ("pim",) + op_key(op), mapping)
 
     keys: dict = {}

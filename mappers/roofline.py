@@ -30,8 +30,6 @@ def make_mapper(arch, options) -> Callable:
             nbytes = max(nbytes, tensor_bytes(kv, op.act_precision) + ob.get("output", 0))
         elif op.kind == "embedding":
             nbytes = 2 * ob.get("output", 0)  # a lookup reads only the looked-up rows
-        elif op.kind == "matmul":
-            mapping["tokens"] = op.batch * op.m
         if not macs:
             elements = max(1, ob.get("output", 0))
             flops = elements

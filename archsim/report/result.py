@@ -113,6 +113,22 @@ class SimResult:
     trace: list = field(default_factory=list)  # recorded timelines of the first layers (not in to_dict)
     trace_layers: int = 0
 
+    @property
+    def tokens(self) -> int:
+        """Tokens the run processes (its embedding lookups: batch x new tokens); 0 for
+        workloads without token embeddings, e.g. CNNs."""
+        return max([int(l.mapping.get("tokens", 0) or 0) for l in self.layers] + [0])
+
+    def token_rates(self, energy_pj: float | None = None) -> dict[str, float]:
+        """``tokens``, ``tokens_per_s`` and ``energy_per_token_pj`` (of ``energy_pj``,
+        default the run's energy); empty for workloads without tokens."""
+        tokens = self.tokens
+        if not tokens:
+            return {}
+        energy = self.energy_pj if energy_pj is None else energy_pj
+        return {"tokens": tokens, "tokens_per_s": tokens / self.latency_s if self.latency_s else 0.0,
+                "energy_per_token_pj": energy / tokens}
+
     @classmethod
     def from_layers(cls, layers: list[LayerResult], *, arch_name: str, workload_name: str, clock_mhz: float,
                     peak_macs_per_cycle: int, detailed: bool = False) -> "SimResult":

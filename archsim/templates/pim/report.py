@@ -1,10 +1,10 @@
 """PIM figures added to report.json (the engine's ``report_extras`` hook).
 
-- ``tokens_per_s``: tokens the run produces (the largest ``mapping["tokens"]``
-  of a layer: 1 per sequence in decode, the prompt length in prefill) over the
-  run's latency;
+- ``tokens_per_s``: :attr:`SimResult.tokens` (batch x new tokens: 1 per
+  sequence in decode, the prompt length in prefill) over the run's latency;
 - ``energy_per_token_pj``: the engine's energy (per-command DRAM energy, MACs,
   ASIC) plus DRAM background power over the whole run, per token;
+  both only for workloads with tokens;
 - ``pim_io_bytes``: bytes between the banks and the ASIC (input broadcast,
   accumulator gather, KV-cache writes);
 - ``pim_weight_bytes`` / ``pim_kv_bytes``: bytes the mapped layers read
@@ -15,16 +15,10 @@
 from __future__ import annotations
 
 
-def tokens_of(result) -> int:
-    return max([int(l.mapping.get("tokens", 0) or 0) for l in result.layers] + [1])
-
-
 def pim_extras(model, result) -> dict:
     arch, p = model.arch, model.p
     weights = sum(int(l.mapping.get("pim_weight_bytes", 0) or 0) for l in result.layers)
     kv = sum(int(l.mapping.get("pim_kv_bytes", 0) or 0) for l in result.layers)
-    tokens = tokens_of(result)
-    seconds = result.total_cycles / (arch.clock_mhz * 1e6)
     try:
         bg = arch.tech.energy("pim.background_cycle")
     except KeyError:
@@ -33,9 +27,7 @@ def pim_extras(model, result) -> dict:
     total = result.energy_pj + background
     io = sum(int(l.mapping.get("pim_io_bytes_per_iteration", 0) or 0) * l.repeat for l in result.layers)
     return {
-        "tokens": tokens,
-        "tokens_per_s": tokens / seconds if seconds else 0.0,
-        "energy_per_token_pj": total / tokens,
+        **result.token_rates(total),
         "background_energy_pj": background,
         "pim_io_bytes": io,
         "pim_weight_bytes": weights,

@@ -102,13 +102,8 @@ class RooflineModel:
         return self.tile_cycles(tile)
 
     def report_extras(self, result) -> dict:
-        tokens = max([int(l.mapping.get("tokens", 0) or 0) for l in result.layers] + [1])
-        seconds = result.total_cycles / (self.arch.clock_mhz * 1e6)
         mem = sum(l.cycles for l in result.layers if l.mapping.get("bound") == "memory")
         return {
-            "tokens": tokens,
-            "tokens_per_s": tokens / seconds if seconds else 0.0,
-            "energy_per_token_pj": result.energy_pj / tokens,
             "memory_bound_fraction": mem / result.total_cycles if result.total_cycles else 0.0,
         }
 
