@@ -185,6 +185,17 @@ def trace_json_text(result: SimResult, max_events: int = MAX_TRACE_EVENTS) -> st
     return json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n"
 
 
+def _save_plot(fig, ax, path: str) -> str:
+    """Finish a figure and write it without a timestamp (reproducible PNGs)."""
+    import matplotlib.pyplot as plt
+
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Software": None})
+    plt.close(fig)
+    return path
+
+
 def write_plots(result: SimResult, plots_dir: str) -> list[str]:
     """plots/layers.png (cycles per layer: compute vs stall) and plots/roofline.png."""
     import matplotlib
@@ -203,12 +214,7 @@ def write_plots(result: SimResult, plots_dir: str) -> list[str]:
     ax.set_xlabel("layer (graph order)")
     ax.set_ylabel("cycles")
     ax.set_title(f"{result.arch_name} × {result.workload_name}: cycles per layer")
-    ax.legend()
-    fig.tight_layout()
-    path = os.path.join(plots_dir, "layers.png")
-    fig.savefig(path, metadata={"Software": None})
-    plt.close(fig)
-    written.append(path)
+    written.append(_save_plot(fig, ax, os.path.join(plots_dir, "layers.png")))
 
     # roofline: MACs/cycle against MACs per DRAM byte
     peak = result.peak_macs_per_cycle
@@ -227,12 +233,7 @@ def write_plots(result: SimResult, plots_dir: str) -> list[str]:
     ax.set_xlabel("arithmetic intensity (MACs per DRAM byte)")
     ax.set_ylabel("MACs per cycle")
     ax.set_title(f"Roofline: peak {peak} MACs/cycle, DRAM {bw:g} B/cycle")
-    ax.legend()
-    fig.tight_layout()
-    path = os.path.join(plots_dir, "roofline.png")
-    fig.savefig(path, metadata={"Software": None})
-    plt.close(fig)
-    written.append(path)
+    written.append(_save_plot(fig, ax, os.path.join(plots_dir, "roofline.png")))
     return written
 
 
