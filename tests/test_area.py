@@ -14,13 +14,18 @@ def test_systolic_32x32_by_hand():
     arch = load_arch("systolic-32x32-ws")  # int8 x int8 -> int32, double-buffered weights, 3 x 256 KiB, 32 lanes
     items = {item.component: item for item in area_breakdown(arch)}
     assert set(items) == {"mac", "pe_registers", "sram.input", "sram.weight", "sram.output", "vector_unit"}
-    assert items["mac"].um2 == pytest.approx(1024 * 419.0)  # generic-45nm mac.int8
+    # generic-45nm mac.int8 = Horowitz ISSCC 2014 (45 nm): 8b mult 282 um2 + 32b add 137 um2 = 419
+    assert items["mac"].um2 == pytest.approx(1024 * (282.0 + 137.0))
     assert items["mac"].source == "tech:generic-45nm"
-    # per PE: 8b input + 8b weight + 32b partial sum + 8b weight shadow, at the 4.522 um2 DFF
+    # per PE: 8b input + 8b weight + 32b partial sum + 8b weight shadow = 56 bits, at the
+    # NanGate FreePDK45 DFF_X1 cell area of 4.522 um2
     assert items["pe_registers"].um2 == pytest.approx(1024 * 56 * 4.522)
-    # 256 KiB sits halfway (in log size) between the 64 KiB (4.61) and 1 MiB (3.95) points
+    # 256 KiB sits halfway (in log size: 2^16, 2^18, 2^20 B) between the 64 KiB and 1 MiB points;
+    # those are a 0.346 um2 45 nm 6T bitcell x 8 bits at 60 % / 70 % array efficiency:
+    # 0.346 * 8 / 0.60 = 4.61, 0.346 * 8 / 0.70 = 3.95 um2 per byte
     per_byte = 4.61 + 0.5 * (3.95 - 4.61)
     assert items["sram.input"].um2 == pytest.approx(262144 * per_byte)
+    # per lane: Horowitz ISSCC 2014 fp32 mult 7700 + fp32 add 4184 um2, plus 32 x 32-bit registers of DFFs
     assert items["vector_unit"].um2 == pytest.approx(32 * (7700 + 4184 + 1024 * 4.522))
     total = 1024 * 419.0 + 1024 * 56 * 4.522 + 3 * 262144 * per_byte + 32 * (7700 + 4184 + 1024 * 4.522)
     assert area_mm2(arch) == pytest.approx(total / 1e6)

@@ -44,10 +44,11 @@ def test_run_gemm_scalesim_preset(capsys, tmp_path, df, folds_cycles):
     assert report["total_cycles"] == folds_cycles and report["stall_cycles"] == 0
     assert report["macs"] == 256 ** 3
     # SCALE-Sim 3.0.0 reports one less per layer (index of the last cycle): 22,399 / 22,399 / 20,351
-    assert {"ws": 22399, "is": 22399, "os": 20351}[df] == folds_cycles - 1
-    # COMPUTE_REPORT.csv speaks SCALE-Sim's convention, so it diffs cleanly against SCALE-Sim's own file
+    scalesim_total = {"ws": 22399, "is": 22399, "os": 20351}[df]
+    # COMPUTE_REPORT.csv speaks SCALE-Sim's convention, so it diffs cleanly against SCALE-Sim's own file:
+    # checked against SCALE-Sim's published figure, not against our own count minus one
     lines = (out_dir / "COMPUTE_REPORT.csv").read_text().splitlines()
-    assert lines[1].startswith(f"0, {folds_cycles - 1}, 0, ")
+    assert lines[1].startswith(f"0, {scalesim_total}, 0, ")
 
 
 def test_run_default_folder_and_byte_identical_reports(capsys, tmp_path, monkeypatch):

@@ -61,4 +61,9 @@ def test_model_values_interface():
     ops = {"weight": operands(rng, (16, 3, 50), "bf16"), "input": operands(rng, (50,), "bf16")}
     values, cycles = model.detailed_tile(tile, ops)
     assert np.array_equal(values, model.tile_values(tile, ops))
+    # independent reference: each bank's 3 rows dotted with the input in float64; the model sums
+    # bf16 x bf16 products (exact in fp32) in fp32, so it may differ only by fp32 rounding
+    ref = ops["weight"].astype(np.float64) @ ops["input"].astype(np.float64)
+    assert values.shape == (16, 3)
+    assert np.allclose(values, ref, rtol=1e-5, atol=1e-5)
     assert cycles == model.tile_cycles(tile)
