@@ -28,12 +28,20 @@ def test_generic_2x2_counts_are_sane():
     assert r["params"]["rows"] == 2
 
 
-def test_ecp5_one_dsp_per_mac_and_cache():
+def test_ecp5_one_dsp_per_mac_and_cache(monkeypatch):
+    import rtl.synth
+
     params = SystolicParams(rows=2, cols=3, dataflow="ws", mult_pipeline_stages=1)
     opts = {"left_depth": 16, "top_depth": 16, "out_depth": 16}
     first = synthesize(params, target="ecp5", options=opts)
     assert first["dsps"] == 2 * 3
     assert first["luts"] > 0 and first["ffs"] > 0 and first["carry"] > 0
+    assert len(list(rtl.synth.cache_dir().glob("*.json"))) == 1  # the result was written to the cache
+
+    def no_tool(name):
+        raise AssertionError(f"{name} ran again: the cached result was not used")
+
+    monkeypatch.setattr(rtl.synth, "_tool", no_tool)  # a second synthesis would now fail
     t0 = time.perf_counter()
     again = synthesize(params, target="ecp5", options=opts)
     assert again == first and time.perf_counter() - t0 < 2.0  # read from the cache

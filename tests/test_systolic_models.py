@@ -90,11 +90,15 @@ def test_is_hand_worked_hidden_preload():
 
 def test_gemm256_scalesim_readme_figures():
     # Worked by hand: WS 32x32, 256^3: (256/32)^2 = 64 folds of 2*32+32+256-2 = 350 -> 22400;
-    # SCALE-Sim reports 22399 (index of the last cycle). OS: 64 folds of 256+32+32-2 = 318.
+    # SCALE-Sim reports 22399 (index of the last cycle). OS: 64 folds of 256+32+32-2 = 318 -> 20352
+    # (SCALE-Sim: 20351). IS is WS with A and W swapped: (256/32)^2 = 64 folds of 2*32+32+256-2 = 350
+    # -> 22400 (SCALE-Sim: 22399). Figures in tests/data/scalesim_reference/gemm256.csv.
     p = SystolicParams(rows=32, cols=32)
-    assert gemm_fold_cycles(256, 256, 256, p, "ws") == 22400
-    assert gemm_fold_cycles(256, 256, 256, p, "os") == 20352
-    assert gemm_fold_cycles(256, 256, 256, p, "is") == 22400
+    assert gemm_fold_cycles(256, 256, 256, p, "ws") == 64 * (2 * 32 + 32 + 256 - 2) == 22400
+    assert gemm_fold_cycles(256, 256, 256, p, "os") == 64 * (256 + 32 + 32 - 2) == 20352
+    assert gemm_fold_cycles(256, 256, 256, p, "is") == 64 * (2 * 32 + 32 + 256 - 2) == 22400
+    # double-buffered, P=1: only the first fold pays the R=32 preload; every fold then takes
+    # R + C + m - 2 + P = 32 + 32 + 256 - 2 + 1 cycles with its preload hidden behind the previous one
     db = SystolicParams(rows=32, cols=32, preload="double_buffered", mult_pipeline_stages=1)
     assert gemm_fold_cycles(256, 256, 256, db, "ws") == 64 * (32 + 32 + 256 - 2 + 1) + 32
 
