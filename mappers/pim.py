@@ -48,10 +48,6 @@ from mappers.registry import arch_key
 ASIC = "asic"
 
 
-def _units(p) -> list[str]:
-    return [f"pim.ch{i}" for i in range(p.channels)]
-
-
 class _Layer:
     """Accumulates one layer's commands and its PIM bookkeeping."""
 

@@ -178,13 +178,6 @@ def dim_candidates(total: int, step: int) -> list[int]:
     return sorted(out)
 
 
-def max_fit(fixed_cap_bytes: int, per_unit_bytes_bits: int) -> int:
-    """Largest ``x`` with ``ceil(x * bits / 8) <= cap`` (``per_unit_bytes_bits`` bits per unit of x)."""
-    if per_unit_bytes_bits <= 0:
-        return 1 << 40
-    return max(0, (fixed_cap_bytes * 8) // per_unit_bytes_bits)
-
-
 # -- emission ----------------------------------------------------------------------
 
 def emit_gemm(em, g: Gemm, plan: TilePlan, split, dram_base: int = 0) -> None:

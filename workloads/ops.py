@@ -57,6 +57,11 @@ def _non_negative(op: "Op", **values: int) -> None:
             raise WorkloadError(f"{op.name}: {key}: expected a non-negative integer, got {value!r}")
 
 
+def _out_size(size: int, pad: int, kernel: int, stride: int, dilation: int = 1) -> int:
+    """Output length of a (dilated) sliding window over ``size`` inputs with ``pad`` padding in all."""
+    return (size + pad - dilation * (kernel - 1) - 1) // stride + 1
+
+
 def _shape_ok(op: "Op", key: str, shape) -> None:
     if (not isinstance(shape, tuple) or not shape
             or any(not isinstance(d, int) or isinstance(d, bool) or d < 1 for d in shape)):
@@ -139,13 +144,11 @@ class Conv2d(Op):
 
     @property
     def out_h(self) -> int:
-        eff = self.dilation_h * (self.kernel_h - 1) + 1
-        return (self.in_h + self.pad_top + self.pad_bottom - eff) // self.stride_h + 1
+        return _out_size(self.in_h, self.pad_top + self.pad_bottom, self.kernel_h, self.stride_h, self.dilation_h)
 
     @property
     def out_w(self) -> int:
-        eff = self.dilation_w * (self.kernel_w - 1) + 1
-        return (self.in_w + self.pad_left + self.pad_right - eff) // self.stride_w + 1
+        return _out_size(self.in_w, self.pad_left + self.pad_right, self.kernel_w, self.stride_w, self.dilation_w)
 
     def gemm_dims(self) -> tuple[int, int, int, int]:
         """(groups, M, K, N) of the im2col GEMM: M = batch*out_h*out_w,
@@ -406,13 +409,13 @@ class Pool(Op):
     def out_h(self) -> int:
         if self.global_pool:
             return 1
-        return (self.in_h + self.pad_top + self.pad_bottom - self.kernel_h) // self.stride_h + 1
+        return _out_size(self.in_h, self.pad_top + self.pad_bottom, self.kernel_h, self.stride_h)
 
     @property
     def out_w(self) -> int:
         if self.global_pool:
             return 1
-        return (self.in_w + self.pad_left + self.pad_right - self.kernel_w) // self.stride_w + 1
+        return _out_size(self.in_w, self.pad_left + self.pad_right, self.kernel_w, self.stride_w)
 
     def window_elements(self) -> int:
         """Input elements each output reduces (H*W for a global pool)."""

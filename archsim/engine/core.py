@@ -325,26 +325,29 @@ _OPERAND_BUFFER = {"psum": "output"}
 
 def layer_energy(timing: LayerTiming, ctx: ArchContext) -> dict[str, float]:
     """Energy of one layer iteration by component (pJ): mac, reg, sram, dram, vector, other."""
-    tech = ctx.arch.tech
     out = {"compute": 0.0, "sram": 0.0, "dram": 0.0, "vector": 0.0}
     for name, count in timing.actions.items():
         if name.startswith(("sram_read_bytes.", "sram_write_bytes.")):
             continue  # counted with the SRAM bytes below
-        try:
-            e = tech.energy(name)
-        except KeyError:
-            raise SpecError(
-                f"tech table {tech.name}: no energy for action {name!r} of template {ctx.arch.template}; "
-                f"expected one of {', '.join(sorted(tech.energy_pj))}"
-            ) from None
-        out["compute"] += e * count
+        out["compute"] += _action_energy(ctx, name) * count
     for operand, nbytes in timing.sram_bytes.items():
         out["sram"] += nbytes * _sram_pj_per_byte(ctx, operand)
-    dram_pj_bit = tech.energy("dram_bit")
-    out["dram"] = sum(timing.dram_bytes.values()) * 8 * dram_pj_bit
+    out["dram"] = sum(timing.dram_bytes.values()) * 8 * _action_energy(ctx, "dram_bit")
     if timing.vector_lane_cycles:
-        out["vector"] = timing.vector_lane_cycles * tech.energy("vector.op")
+        out["vector"] = timing.vector_lane_cycles * _action_energy(ctx, "vector.op")
     return out
+
+
+def _action_energy(ctx: ArchContext, name: str) -> float:
+    """pJ of one ``name`` action from the arch's tech table; a SpecError naming the table if it lacks it."""
+    tech = ctx.arch.tech
+    try:
+        return tech.energy(name)
+    except KeyError:
+        raise SpecError(
+            f"tech table {tech.name}: no energy for action {name!r} of template {ctx.arch.template}; "
+            f"expected one of {', '.join(sorted(tech.energy_pj))}"
+        ) from None
 
 
 def _sram_pj_per_byte(ctx: ArchContext, operand: str) -> float:

@@ -25,7 +25,7 @@ accumulators restart from zero.
 """
 from __future__ import annotations
 
-from amaranth import Array, Cat, Module, Mux, Signal, signed
+from amaranth import Array, Cat, Module, Mux, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 

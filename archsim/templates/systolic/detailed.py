@@ -42,7 +42,6 @@ the style of PyMTL3's ``line_trace()``, e.g.::
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 
