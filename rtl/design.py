@@ -20,6 +20,8 @@ from typing import Any, ClassVar
 
 from amaranth.lib import wiring
 
+from archsim.cache import cache_root
+
 
 @dataclass(frozen=True)
 class Port:
@@ -119,13 +121,6 @@ def _s(v) -> str:
     return "-" if v is None else str(v)
 
 
-def _cache_root() -> Path:
-    base = os.environ.get("ARCHSIM_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "archsim"
-    )
-    return Path(base)
-
-
 class RtlDesign:
     """Base class of a template's RTL (see the module docstring)."""
 
@@ -172,7 +167,7 @@ class RtlDesign:
         h.update(amaranth.__version__.encode() if hasattr(amaranth, "__version__") else b"")
         for f in sorted(set(self.source_files())):
             h.update(Path(f).read_bytes())
-        path = _cache_root() / "verilog" / f"{self.toplevel}-{h.hexdigest()[:20]}.v"
+        path = cache_root() / "verilog" / f"{self.toplevel}-{h.hexdigest()[:20]}.v"
         if path.exists():
             text = path.read_text()
         else:

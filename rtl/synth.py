@@ -35,6 +35,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from archsim.cache import cache_root
 from archsim.errors import ToolError
 
 TARGETS = ("ecp5", "generic")
@@ -42,10 +43,7 @@ _CACHE_VERSION = 2
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("ARCHSIM_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "archsim"
-    )
-    return Path(base) / "synth"
+    return cache_root() / "synth"
 
 
 def _tool(name: str) -> list[str]:

@@ -25,7 +25,7 @@ def counting_synth(tmp_path, monkeypatch):
                 "cells": 11 * params.rows * params.cols}
 
     monkeypatch.setattr(rtl.synth, "synthesize", fake)
-    monkeypatch.setenv("ARCHSIM_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("ARCHSIM_CACHE_DIR", str(tmp_path / "cache"))
     return calls
 
 

@@ -18,6 +18,7 @@ import traceback
 from functools import lru_cache
 from typing import Any, Callable
 
+from archsim.cache import cache_root
 from archsim.dse._hash import stable_hash
 from archsim.errors import ArchsimError
 
@@ -53,8 +54,7 @@ def simulate_task(task: Any) -> dict[str, Any]:
 
 
 def synth_cache_dir() -> str:
-    root = os.environ.get("ARCHSIM_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "archsim")
-    return os.path.join(root, "synth")
+    return str(cache_root() / "synth")
 
 
 def synth_figures(arch: Any, options: dict[str, Any], cache_dir: str | None = None) -> dict[str, float]:
