@@ -61,7 +61,6 @@ def execute(layer, arch, A, W):
     slots: dict = {}
     version: dict = {}
     cursor: dict = {}
-    buf_of = {}
 
     def origin(addr, cols, bytes_per):
         off = (addr % region) // bytes_per

@@ -140,7 +140,7 @@ def test_a_wrong_value_is_reported_with_tile_pe_and_cycle(ws_run):
     R, P = params.rows, params.mult_pipeline_stages
     assert msg.startswith(f"tile 1 ({tile.dataflow} m={tile.m} k={tile.k} n={tile.n}")
     # out[0, 1] leaves PE(R-1, 1) in tile cycle L + 0 + (R-1) + 1 + P with L = R (serial preload)
-    assert f"out[0,1] = " in msg and f"presented by PE({R - 1},1) in tile cycle {R + R - 1 + 1 + P}" in msg
+    assert "out[0,1] = " in msg and f"presented by PE({R - 1},1) in tile cycle {R + R - 1 + 1 + P}" in msg
     # the summary shows the detailed model's line trace around that cycle
     text = report.summary()
     assert "model line trace of tile 1 around that cycle:" in text and f"t={R + R - 1 + 1 + P:5d}" in text

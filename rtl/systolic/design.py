@@ -704,8 +704,7 @@ class SystolicAccelerator(wiring.Component):
             new = Signal(signed(ab), name=f"out_new_{c}")
             d_we, d_addr, d_new = reg(f"out_d_we_{c}", c_we, 1), reg(f"out_d_addr_{c}", c_addr, aw), \
                 reg(f"out_d_new_{c}", new, signed(ab))
-            e_we, e_addr, e_new = reg(f"out_e_we_{c}", d_we, 1), reg(f"out_e_addr_{c}", d_addr, aw), \
-                reg(f"out_e_new_{c}", d_new, signed(ab))
+            e_new = reg(f"out_e_new_{c}", d_new, signed(ab))  # only the value: fwd_e is decided from D
             # forwarding selects, decided one cycle ahead (entry in B vs the entries in C and D)
             fwd_d = reg(f"out_fwd_d_{c}", b_we & c_we & (b_addr == c_addr), 1)
             fwd_e = reg(f"out_fwd_e_{c}", b_we & d_we & (b_addr == d_addr), 1)
