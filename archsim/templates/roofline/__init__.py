@@ -32,6 +32,8 @@ class RooflineParams:
     kernel_launch_us : float
         Fixed time added to every kernel (launch + synchronisation); 0 is the
         pure roofline. Batch-1 decoding on a GPU is often bound by it.
+    die_area_mm2 : float
+        Die area for area reports (0: not given), with ``die_area_source``.
     """
 
     peak_tflops: dict[str, float] = field(default_factory=lambda: {"default": 100.0})
@@ -39,6 +41,16 @@ class RooflineParams:
     memory_bytes: int = 40 << 30
     board_power_w: float = 400.0
     kernel_launch_us: float = 0.0
+    die_area_mm2: float = 0.0
+    die_area_source: str = ""
+
+    def with_precision(self, weights: str, activations: str) -> "RooflineParams":
+        """Any pair whose precisions have a listed peak (the kernels run at the weights')."""
+        listed = sorted(k for k in self.peak_tflops if k != "default")
+        for fmt in (weights, activations):
+            if fmt not in self.peak_tflops:
+                raise ValueError(f"roofline peaks are listed for {', '.join(listed)}; got {fmt!r}")
+        return self
 
     def validate(self) -> None:
         if not self.peak_tflops or any(not (isinstance(v, (int, float)) and v > 0) for v in self.peak_tflops.values()):
@@ -51,6 +63,8 @@ class RooflineParams:
             raise ValueError(f"memory_bytes: expected a positive integer, got {self.memory_bytes!r}")
         if not self.kernel_launch_us >= 0:
             raise ValueError(f"kernel_launch_us: expected a number >= 0, got {self.kernel_launch_us!r}")
+        if not (isinstance(self.die_area_mm2, (int, float)) and self.die_area_mm2 >= 0):
+            raise ValueError(f"die_area_mm2: expected a number >= 0, got {self.die_area_mm2!r}")
         if not self.board_power_w > 0:
             raise ValueError(f"board_power_w: expected a positive number, got {self.board_power_w!r}")
 
@@ -65,7 +79,7 @@ class RooflineTile:
 
 
 class RooflineModel:
-    compute_units: ClassVar[tuple[str, ...]] = ("gpu",)
+    units: ClassVar[dict[str, str]] = {"gpu": "compute", "vector": "vector", "dma": "dma"}
 
     def __init__(self, arch):
         self.arch = arch
@@ -78,8 +92,24 @@ class RooflineModel:
     def peak_flops_per_cycle(self, precision: str) -> float:
         return self.flops_per_cycle.get(precision, self.flops_per_cycle["default"])
 
-    def peak_macs_per_cycle(self) -> int:
-        return max(1, int(max(self.flops_per_cycle.values()) // 2))
+    def peak_macs_per_cycle(self, precision: str | None = None) -> float:
+        """Half the peak FLOP/cycle at ``precision`` (the ``default`` entry when None or unlisted)."""
+        return self.peak_flops_per_cycle(precision or "default") / 2
+
+    def tile_pe_fraction(self, tile: RooflineTile) -> float:
+        return 1.0
+
+    def check_tile(self, tile: RooflineTile) -> None:
+        if tile.flops < 0 or tile.nbytes < 0:
+            raise ValueError(f"expected flops and bytes >= 0, got {tile.flops} and {tile.nbytes}")
+
+    def area_inputs(self):
+        """The die, from the preset (no MAC count is invented for a GPU)."""
+        from archsim.area import AreaInputs
+
+        p = self.p
+        fixed = {"gpu_die": (p.die_area_mm2 * 1e6, p.die_area_source or "preset")} if p.die_area_mm2 else {}
+        return AreaInputs(fixed_um2=fixed)
 
     def tile_cycles(self, tile: RooflineTile) -> int:
         roof = max(tile.flops / self.peak_flops_per_cycle(tile.precision), tile.nbytes / self.bytes_per_cycle)
@@ -111,8 +141,9 @@ class RooflineModel:
 TEMPLATE = Template(
     name="roofline",
     description="processor as a roofline: peak compute per precision and DRAM bandwidth (GPU baseline)",
-    params_cls=RooflineParams,
-    model_cls=RooflineModel,
+    params="archsim.templates.roofline:RooflineParams",
+    model="archsim.templates.roofline:RooflineModel",
+    mapper="mappers.roofline",
     uses_buffers=False,
 )
 
