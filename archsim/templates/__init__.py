@@ -17,6 +17,7 @@ _PACKAGES = {
     "systolic": "archsim.templates.systolic",
     "pim": "archsim.templates.pim",
     "roofline": "archsim.templates.roofline",
+    "attention": "archsim.templates.attention",
 }
 _REGISTERED: dict[str, Template] = {}
 

@@ -12,6 +12,7 @@ from functools import partial
 
 from archsim.errors import WorkloadError
 from workloads.graph import Graph
+from workloads.zoo.attn import attention_block
 from workloads.zoo.bert import bert_base
 from workloads.zoo.gpt2 import gpt2
 from workloads.zoo.llama import decoder, llama2_7b, llama3_8b
@@ -32,6 +33,10 @@ _ZOO: dict[str, Callable[..., Graph]] = {
     "llama2_7b": llama2_7b,
     "llama3_8b": llama3_8b,
     "decoder": decoder,
+    "attn_bert": partial(attention_block, "attn_bert"),
+    "attn_trxl": partial(attention_block, "attn_trxl"),
+    "attn_t5": partial(attention_block, "attn_t5"),
+    "attn_xlm": partial(attention_block, "attn_xlm"),
 }
 
 #: ``seq`` is accepted as a spelling of ``seq_len``

@@ -1,0 +1,132 @@
+"""Fast model of the attention template (closed form per tile) and the model protocol.
+
+Tiles: :class:`~archsim.templates.attention.tile.AttentionTile` (attention
+passes and their phases, units ``array2d`` / ``array1d``) and, for every other
+GEMM (projections, FFN), the systolic template's
+:class:`~archsim.templates.systolic.tile.SystolicTile` on the same 2D array,
+weight stationary with double-buffered preload (its timing contract,
+``docs/systolic_timing.md``). Vector work (norms, GELU, residual adds) runs on
+the 1D array (``pe1d`` lanes).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from archsim.templates.attention.params import AttentionParams
+from archsim.templates.attention.tile import AttentionTile, tile_cycles, tile_work
+from archsim.templates.attention.values import fusemax_values, flat_values, operands_f32
+from archsim.templates.systolic.fast import tile_cycles as systolic_tile_cycles
+from archsim.templates.systolic.params import SystolicParams
+from archsim.templates.systolic.tile import SystolicTile
+
+
+def gemm_params(p: AttentionParams) -> SystolicParams:
+    """The 2D array seen as a weight-stationary systolic array (timing of GEMM folds)."""
+    return SystolicParams(rows=p.rows, cols=p.cols, dataflow="ws", input_precision="int16",
+                          weight_precision="int16", acc_precision="int32", preload="double_buffered")
+
+
+class AttentionModel:
+    """``AttentionModel(arch)``: fast model + protocol of one attention-array instance."""
+
+    units = {"array2d": "compute", "array1d": "vector", "dma": "dma"}
+
+    def __init__(self, arch: Any):
+        self.arch = arch
+        self.params: AttentionParams = arch.params if hasattr(arch, "params") else arch
+        self.params.validate()
+        self.gemm = gemm_params(self.params)
+
+    # -- protocol ----------------------------------------------------------------
+    def peak_macs_per_cycle(self, precision: str | None = None) -> float:
+        return self.params.rows * self.params.cols
+
+    def check_tile(self, tile) -> None:
+        if isinstance(tile, AttentionTile):
+            tile.check(self.params)
+        elif isinstance(tile, SystolicTile):
+            tile.check(self.params.rows, self.params.cols, "double_buffered")
+        else:
+            raise ValueError(f"tile: expected an AttentionTile or a SystolicTile, got {type(tile).__name__}")
+
+    def tile_cycles(self, tile) -> int:
+        if isinstance(tile, SystolicTile):
+            return systolic_tile_cycles(tile, self.gemm)
+        return tile_cycles(tile, self.params)
+
+    def tile_values(self, tile, operands: dict) -> np.ndarray:
+        if isinstance(tile, SystolicTile):
+            from archsim.templates.systolic.fast import SystolicModel
+
+            return SystolicModel(self.gemm).tile_values(tile, operands)
+        tile.check(self.params)
+        if tile.phase != "all" or not (tile.first and tile.last):
+            raise ValueError("operands: values are modelled for whole tiles (phase all, first and last)")
+        q, k, v = operands_f32(operands)
+        fn = fusemax_values if tile.mapping == "fusemax" else flat_values
+        return fn(q, k, v, self.params.cols, self.params.exp_macs)
+
+    def detailed_tile(self, tile, operands):
+        if isinstance(tile, SystolicTile):
+            from archsim.templates.systolic.detailed import SystolicArrayDetailed
+
+            return SystolicArrayDetailed(self.gemm).run_tile(tile, operands)
+        from archsim.templates.attention.detailed import AttentionDetailed
+
+        return AttentionDetailed(self.params).run_tile(tile, operands)
+
+    def detailed_tile_cycles(self, tile) -> int:
+        if isinstance(tile, SystolicTile):
+            from archsim.templates.systolic.fast import SystolicModel
+
+            zeros = {"input": np.zeros((tile.m, tile.k), np.int64), "weight": np.zeros((tile.k, tile.n), np.int64)}
+            if tile.accumulate:
+                zeros["psum"] = np.zeros((tile.m, tile.n), np.int64)
+            return int(self.detailed_tile(tile, zeros)[1])
+        return int(self.detailed_tile(tile, None)[1])
+
+    def tile_pe_fraction(self, tile) -> float:
+        p = self.params
+        if isinstance(tile, SystolicTile):
+            return min(tile.k, p.rows) * min(tile.n, p.cols) / (p.rows * p.cols)
+        if tile.unit == "array1d":
+            return 1.0
+        cols = min(tile.kv_len, p.cols)
+        return tile.q_rows * cols / (p.rows * p.cols)
+
+    def tile_actions(self, tile) -> dict[str, int]:
+        """MACs (``mac.bf16``: QK, AV and the 2D exps), 1D ops (``vector.op``), PE register
+        writes (one per MAC), SRAM bytes of the operands each tile reads / writes."""
+        p = self.params
+        if isinstance(tile, SystolicTile):
+            macs = tile.m * tile.k * tile.n
+            return {"mac.bf16": macs, "pe_reg_access": 2 * macs, "sram_read_bytes.input": 2 * tile.m * tile.k,
+                    "sram_read_bytes.weight": 2 * tile.k * tile.n, "sram_write_bytes.output": 4 * tile.m * tile.n}
+        w = tile_work(tile, p)
+        macs = w["macs"] + w["exp2d_macs"]
+        out = {"mac.bf16": macs, "pe_reg_access": macs, "vector.op": w["ops1d"]}
+        if tile.unit == "array2d":
+            kv = tile.kv_len * tile.head_dim * 2
+            out["sram_read_bytes.input"] = tile.q_rows * tile.head_dim * 2
+            out["sram_read_bytes.weight"] = kv if tile.phase in ("qk", "av") else 2 * kv
+            out["sram_write_bytes.output"] = tile.q_rows * tile.head_dim * 4
+        return out
+
+    def area_inputs(self):
+        from archsim.area import AreaInputs
+
+        p = self.params
+        # per 2D PE: two operand registers, a score and a second score (slot pipeline), an fp32 accumulator
+        regs = p.rows * p.cols * (16 + 16 + 32 + 32 + 32) + p.pe1d * 4 * 32
+        return AreaInputs(macs={"bf16": p.rows * p.cols, "fp32": p.pe1d}, register_bits=regs)
+
+    def report_extras(self, result) -> dict:
+        attn = [l for l in result.layers if l.op == "attention"]
+        if not attn:
+            return {}
+        cyc = sum(l.cycles for l in attn)
+        macs = sum(l.macs for l in attn)
+        return {"attention_cycles": cyc,
+                "attention_array2d_mac_utilization": macs / (self.peak_macs_per_cycle() * cyc) if cyc else 0.0}

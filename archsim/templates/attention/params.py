@@ -1,0 +1,93 @@
+"""Parameters of the attention template (the same dataclass the RTL generator takes).
+
+A ``rows x cols`` 2D array of MAC PEs (bf16 operands, fp32 accumulation),
+a 1D array of ``pe1d`` PEs beside it (one per group of array rows) whose
+throughput is given per function, and where the exponentials run:
+``exp_on = "array2d"`` (FuseMax: every PE evaluates ``exp`` of its own score
+with ``exp_macs`` MACs: one multiply-add for the range reduction and a
+degree ``exp_macs - 1`` polynomial in Horner form) or ``"array1d"`` (one
+exp per 1D PE at ``ops1d_per_cycle["exp"]``). The timing contract these
+parameters control is in :mod:`archsim.templates.attention.tile`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+
+FUNCTIONS_1D = ("max", "add", "mul", "exp", "div", "recip")
+EXP_PLACES = ("array2d", "array1d")
+#: (weights, activations) precision pairs the array runs (16-bit operands, fp32 accumulation)
+PRECISION_PAIRS = (("bf16", "bf16"), ("fp16", "fp16"))
+
+
+def _default_ops1d() -> dict[str, float]:
+    return {"max": 1, "add": 1, "mul": 1, "exp": 1, "div": 1, "recip": 1}
+
+
+@dataclass
+class AttentionParams:
+    """Attributes
+    ----------
+    rows, cols : int
+        2D array shape. A block of attention maps ``rows`` queries x ``cols``
+        keys, one score per PE.
+    pe1d : int
+        PEs of the 1D array (row-wise max, sums, rescales, divides).
+    ops1d_per_cycle : dict[str, float]
+        Ops per cycle of one 1D PE for each of max, add, mul, exp, div, recip
+        (e.g. 0.25: one exp every 4 cycles).
+    exp_on : str
+        ``"array2d"`` (FuseMax) or ``"array1d"``: where the softmax exps run.
+    exp_macs : int
+        MAC cycles per exp on the 2D array (3..8; FuseMax: 6).
+    precision : str
+        Operand format (``"bf16"`` or ``"fp16"``); accumulation is fp32.
+    """
+
+    rows: int = 256
+    cols: int = 256
+    pe1d: int = 256
+    ops1d_per_cycle: dict[str, float] = field(default_factory=_default_ops1d)
+    exp_on: str = "array2d"
+    exp_macs: int = 6
+    precision: str = "bf16"
+
+    def validate(self) -> None:
+        for key in ("rows", "cols", "pe1d"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{key}: expected a positive integer, got {v!r}")
+        ops = self.ops1d_per_cycle
+        if not isinstance(ops, dict) or set(ops) - set(FUNCTIONS_1D):
+            raise ValueError(f"ops1d_per_cycle: expected a mapping with keys among {', '.join(FUNCTIONS_1D)}, "
+                             f"got {ops!r}")
+        for k, v in ops.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                raise ValueError(f"ops1d_per_cycle.{k}: expected a positive number, got {v!r}")
+        if self.exp_on not in EXP_PLACES:
+            raise ValueError(f"exp_on: expected one of {', '.join(EXP_PLACES)}, got {self.exp_on!r}")
+        v = self.exp_macs
+        if isinstance(v, bool) or not isinstance(v, int) or not 3 <= v <= 8:
+            raise ValueError(f"exp_macs: expected an integer in 3..8, got {v!r}")
+        if self.precision not in ("bf16", "fp16"):
+            raise ValueError(f"precision: expected bf16 or fp16, got {self.precision!r}")
+
+    def rate(self, fn: str) -> Fraction:
+        """Ops per cycle of the whole 1D array for function ``fn`` (exact)."""
+        per_pe = {**_default_ops1d(), **self.ops1d_per_cycle}[fn]
+        return Fraction(per_pe).limit_denominator(1 << 16) * self.pe1d
+
+    @property
+    def macs(self) -> int:
+        return self.rows * self.cols
+
+    def min_buffer_bytes(self) -> tuple[dict[str, int], str]:
+        """One Q block, one key block of K and V, and the fp32 partial output of a block."""
+        need = self.rows * 64 * 2 + 2 * self.cols * 64 * 2 + self.rows * 64 * 4
+        return {"unified": need}, f"one {self.rows}-query x {self.cols}-key block at head dim 64"
+
+    def with_precision(self, weights: str, activations: str) -> "AttentionParams":
+        if (weights, activations) not in PRECISION_PAIRS:
+            pairs = ", ".join(f"{w}/{a}" for w, a in PRECISION_PAIRS)
+            raise ValueError(f"precision: the attention template runs {pairs}, got {weights}/{activations}")
+        return replace(self, precision=activations)

@@ -1,0 +1,187 @@
+"""Tiles of the attention template and their timing contract (closed form).
+
+Notation: ``R x C`` 2D array, ``d`` head dim, ``q <= R`` query rows of a
+tile, ``L`` keys, ``nb = ceil(L / C)`` key blocks (a partial block takes a
+full block's time: fixed counters), ``E = exp_macs``,
+``c1(n, f) = ceil(n / (pe1d * ops1d_per_cycle[f]))`` the 1D array's cycles for
+``n`` ops of function ``f``, and ``skew = R + C - 2`` the wavefront fill and
+drain of the 2D array.
+
+Mapping of a block onto the 2D array: PE(i, j) owns the score of query i and
+key j (output stationary): ``QK`` streams Q rows from the left and K columns
+from the top, one head-dim step per cycle (``d`` cycles); the row max and the
+row sum are compare / add chains along the rows (1 cycle each); with
+``exp_on = "array2d"`` each PE evaluates ``exp2`` of its own scaled score in
+``E`` MAC cycles (FuseMax); ``AV`` keeps the probabilities stationary, streams
+V down the columns and reduces along the rows, one head-dim column per cycle
+(``d`` cycles).
+
+FuseMax (``mapping = "fusemax"``, one pass, online softmax)
+------------------------------------------------------------
+Software-pipelined in *slots*; in slot ``s`` each unit runs the phases active
+in that slot back to back and the slot lasts as long as the slower unit (the
+units synchronise at slot boundaries, so every value a phase reads was
+produced in an earlier slot). ``lag = 2`` with exp on the 2D array, 3 with
+exp on the 1D array:
+
+=========  =====  ===============================================  ==================
+unit       block  phase                                            cycles
+=========  =====  ===============================================  ==================
+array2d    s      QK + row max                                     ``d + 1``
+array2d    s-2    exp (2D) + row sum + AV      (exp on 2D)         ``E + 1 + d``
+array1d    s-1    running max, ``m*c``, ``alpha = exp2(...)``      ``c1(q,max)+c1(q,mul)+c1(q,exp)``
+array1d    s-2    exp + row sum of the block   (exp on 1D)         ``c1(qC,exp)+c1(qC,add)``
+array2d    s-3    AV                           (exp on 1D)         ``d``
+array1d    s-lag-1  ``l = l*alpha + rowsum``, ``O = O*alpha + PV``   ``c1(q,mul)+c1(q,add)+c1(qd,mul)+c1(qd,add)``
+=========  =====  ===============================================  ==================
+
+A phase for block ``b`` runs only for ``0 <= b < nb``; the pass has
+``nb + lag + 1`` slots. A pass may be cut into chunks of keys that carry the
+running state (``first`` / ``last`` mark its ends). After the last slot of a
+tile with ``drain=True`` the wave drains (``skew``); the mapper clears
+``drain`` on every 2D tile but the last of an iteration, since the next
+tile's wave enters right behind::
+
+    cycles = sum over slots of max(2D phases, 1D phases) + drain * skew
+
+The companion tile ``phase="rescale"`` on unit ``array1d`` takes the 1D
+array's busy cycles of the same pass, plus, when ``last``, the final divide by
+the sum, ``fin = c1(q,recip) + c1(qd,mul)`` (it overlaps the next pass on
+the 2D array): ``sum over slots of 1D phases + last * fin``.
+
+FLAT and unfused (``mapping = "flat"``): two passes, row granular
+-----------------------------------------------------------------
+Phases ``qk`` (2D: ``drain*skew + nb*d``), ``softmax`` (1D: row max, ``S*c - m*c``,
+exp, row sum, reciprocal, normalize:
+``c1(qL,max) + c1(q,mul) + c1(qL,mul) + c1(qL,exp) + c1(qL,add) + c1(q,recip) + c1(qL,mul)``)
+and ``av`` (2D: ``drain*skew + nb*d``); ``phase = "all"`` is the three in sequence.
+The exps of FLAT run on the 1D array whatever ``exp_on`` says (FLAT's design).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+
+MAPPINGS = ("fusemax", "flat")
+PHASES = {"fusemax": ("all", "rescale"), "flat": ("all", "qk", "softmax", "av")}
+
+
+@dataclass(frozen=True, slots=True)
+class AttentionTile:
+    """One query block of ``q_rows`` queries against ``kv_len`` keys of head dim ``head_dim``."""
+
+    mapping: str
+    q_rows: int
+    kv_len: int
+    head_dim: int
+    phase: str = "all"
+    first: bool = True
+    last: bool = True
+    drain: bool = True
+
+    @property
+    def unit(self) -> str:
+        return "array1d" if self.phase in ("rescale", "softmax") else "array2d"
+
+    def check(self, params) -> None:
+        if self.mapping not in MAPPINGS:
+            raise ValueError(f"mapping: expected one of {', '.join(MAPPINGS)}, got {self.mapping!r}")
+        if self.phase not in PHASES[self.mapping]:
+            raise ValueError(f"phase: expected one of {', '.join(PHASES[self.mapping])} for {self.mapping}, "
+                             f"got {self.phase!r}")
+        for key in ("q_rows", "kv_len", "head_dim"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{key}: expected a positive integer, got {v!r}")
+        if self.q_rows > params.rows:
+            raise ValueError(f"q_rows: expected at most {params.rows} (array rows), got {self.q_rows}")
+        if self.mapping == "flat" and not (self.first and self.last):
+            raise ValueError("first/last: a flat tile covers a whole row of keys")
+
+
+def c1(params, n: int, fn: str) -> int:
+    """Cycles of the 1D array for ``n`` ops of function ``fn``."""
+    rate = params.rate(fn)
+    return ceil(n / rate) if n else 0
+
+
+def fusemax_phases(tile: AttentionTile, params) -> tuple[int, list[tuple[str, str, int, int]]]:
+    """``(lag, [(unit, phase, cycles, block offset)])``: phase runs in slot ``s`` on block ``s - offset``."""
+    q, d, C, E = tile.q_rows, tile.head_dim, params.cols, params.exp_macs
+    stat = c1(params, q, "max") + c1(params, q, "mul") + c1(params, q, "exp")
+    update = c1(params, q, "mul") + c1(params, q, "add") + c1(params, q * d, "mul") + c1(params, q * d, "add")
+    if params.exp_on == "array2d":
+        lag = 2
+        phases = [("array2d", "qk_max", d + 1, 0), ("array2d", "exp_sum_av", E + 1 + d, 2),
+                  ("array1d", "stat", stat, 1), ("array1d", "update", update, 3)]
+    else:
+        lag = 3
+        phases = [("array2d", "qk_max", d + 1, 0), ("array2d", "av", d, 3),
+                  ("array1d", "stat", stat, 1), ("array1d", "exp_sum", c1(params, q * C, "exp")
+                                                 + c1(params, q * C, "add"), 2),
+                  ("array1d", "update", update, 4)]
+    return lag, phases
+
+
+def fusemax_final_cycles(tile: AttentionTile, params) -> int:
+    return c1(params, tile.q_rows, "recip") + c1(params, tile.q_rows * tile.head_dim, "mul")
+
+
+def skew_cycles(params) -> int:
+    return params.rows + params.cols - 2
+
+
+def fusemax_slot_segments(nb: int, lag: int, phases) -> list[tuple[int, int, int]]:
+    """``[(count, cycles of 2D, cycles of 1D)]``: slots grouped by the set of active phases (closed form)."""
+    nslots = nb + lag + 1
+    cuts = sorted({0, nslots} | {min(nslots, max(0, o)) for *_, o in phases}
+                  | {min(nslots, max(0, o + nb)) for *_, o in phases})
+    out = []
+    for a, b in zip(cuts, cuts[1:]):
+        if b <= a:
+            continue
+        t2 = sum(c for u, _p, c, o in phases if u == "array2d" and o <= a < o + nb)
+        t1 = sum(c for u, _p, c, o in phases if u == "array1d" and o <= a < o + nb)
+        out.append((b - a, t2, t1))
+    return out
+
+
+def tile_cycles(tile: AttentionTile, params) -> int:
+    """Closed-form cycles of one tile (see the module docstring)."""
+    tile.check(params)
+    q, L, d = tile.q_rows, tile.kv_len, tile.head_dim
+    nb = -(-L // params.cols)
+    if tile.mapping == "fusemax":
+        lag, phases = fusemax_phases(tile, params)
+        segs = fusemax_slot_segments(nb, lag, phases)
+        tail = fusemax_final_cycles(tile, params) if tile.last else 0
+        if tile.phase == "rescale":
+            return sum(n * t1 for n, _t2, t1 in segs) + tail
+        return sum(n * max(t2, t1) for n, t2, t1 in segs) + (skew_cycles(params) if tile.drain else 0)
+    qk = av = (skew_cycles(params) if tile.drain else 0) + nb * d
+    sm = flat_softmax_cycles(tile, params)
+    return {"qk": qk, "av": av, "softmax": sm, "all": qk + sm + av}[tile.phase]
+
+
+def flat_softmax_cycles(tile: AttentionTile, params) -> int:
+    q, L = tile.q_rows, tile.kv_len
+    return (c1(params, q * L, "max") + c1(params, q, "mul") + c1(params, q * L, "mul") + c1(params, q * L, "exp")
+            + c1(params, q * L, "add") + c1(params, q, "recip") + c1(params, q * L, "mul"))
+
+
+def tile_work(tile: AttentionTile, params) -> dict[str, int]:
+    """Useful work of a tile: ``macs`` (QK + AV), ``exp2d_macs``, ``ops1d`` (1D ops)."""
+    q, L, d, C = tile.q_rows, tile.kv_len, tile.head_dim, params.cols
+    if tile.mapping == "fusemax":
+        nb = -(-L // C)
+        fin = (q + q * d) if tile.last else 0
+        exp2d = params.exp_on == "array2d"
+        ops1d = nb * (3 * q + 2 * q + 2 * q * d) + fin + (0 if exp2d else 2 * q * L)
+        if tile.phase == "rescale":
+            return {"macs": 0, "exp2d_macs": 0, "ops1d": ops1d}
+        return {"macs": 2 * q * L * d, "exp2d_macs": (params.exp_macs * q * L if exp2d else 0), "ops1d": 0}
+    sm_ops = 5 * q * L + 2 * q
+    return {"qk": {"macs": q * L * d, "exp2d_macs": 0, "ops1d": 0},
+            "av": {"macs": q * L * d, "exp2d_macs": 0, "ops1d": 0},
+            "softmax": {"macs": 0, "exp2d_macs": 0, "ops1d": sm_ops},
+            "all": {"macs": 2 * q * L * d, "exp2d_macs": 0, "ops1d": sm_ops}}[tile.phase]

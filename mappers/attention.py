@@ -1,0 +1,269 @@
+"""Mapper of the attention template: three attention mappings on one 2D + 1D array.
+
+Attention ops (one iteration = one batch item x kv head; ``repeat = batch *
+kv_heads``; the ``heads / kv_heads`` query heads of a group stack along the
+query rows) are mapped by ``options.template.attention_mapping``:
+
+- ``fusemax`` (default): one pass with online softmax. Query tiles of ``rows``
+  queries; K and V stay on chip when they fit in half the buffer (loaded once
+  per head), else they stream in chunks (double-buffered, a quarter of the
+  buffer each) shared by a group of query tiles whose running state (fp32
+  partial output, max, sum) stays on chip. Buffers do not grow with the
+  sequence. Per query tile x chunk: one ``fusemax`` tile on ``array2d`` and its
+  ``rescale`` companion on ``array1d``.
+- ``flat``: FLAT's row-granular fused dataflow: a query tile's whole row of
+  scores stays on chip (two tiles in flight, half the buffer), so the tile has
+  ``min(rows, buffer / (8 * seq_kv))`` queries; phases ``qk`` (2D), ``softmax``
+  (1D) and ``av`` (2D), software-pipelined over query tiles.
+- ``unfused``: ``rows``-query tiles; the scores go to DRAM after QK^T, are read
+  back for the softmax on the 1D array, the probabilities are written and read
+  back for .V.
+
+K and V are re-read per query tile by flat and unfused unless they fit in a
+quarter of the buffer. Scores in DRAM and on chip count 2 bytes each (16-bit).
+
+Every other op goes through the systolic template's mapper on the same 2D
+array (weight stationary, double-buffered preload); its vector work runs on
+the 1D array (unit ``array1d``).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from archsim.errors import MappingError
+from archsim.program import Compute, LayerProgram, Load, Store, VectorOp
+from archsim.templates.attention.model import gemm_params
+from archsim.templates.attention.options import AttentionOptions
+from archsim.templates.attention.tile import AttentionTile
+from archsim.templates.systolic.options import SystolicOptions
+from mappers.lower import op_key
+from mappers.registry import arch_key
+from mappers.systolic import SystolicMapper
+
+ELEM_BYTES = 2  # 16-bit operands, scores and probabilities
+STATE_BYTES = 4  # fp32 partial outputs
+BUF = "unified"
+
+
+class _Cmds:
+    def __init__(self):
+        self.cmds: list = []
+
+    def load(self, deps, operand, nbytes, slot=0) -> int:
+        i = len(self.cmds)
+        self.cmds.append(Load(i, tuple(d for d in deps if d is not None), operand, BUF, slot, int(nbytes)))
+        return i
+
+    def store(self, deps, operand, nbytes, slot=0) -> int:
+        i = len(self.cmds)
+        self.cmds.append(Store(i, tuple(d for d in deps if d is not None), operand, BUF, slot, int(nbytes)))
+        return i
+
+    def compute(self, deps, tile) -> int:
+        i = len(self.cmds)
+        self.cmds.append(Compute(i, tuple(d for d in deps if d is not None), tile, (), tile.unit))
+        return i
+
+
+class AttentionMapper:
+    """``make_mapper(arch, options)`` result: call it with an op."""
+
+    def __init__(self, arch, options):
+        self.arch = arch
+        p = arch.params
+        self.p = p
+        own = options.template or AttentionOptions()
+        self.mapping = own.attention_mapping
+        self._head_end: dict[int, int | None] = {}
+        self.capacity = sum(int(b.bytes) for b in arch.buffers.values())
+        shim = dataclasses.replace(arch, params=gemm_params(p), template="systolic")
+        self.gemm_mapper = SystolicMapper(shim, dataclasses.replace(options, template=SystolicOptions(dataflow="ws")))
+
+    def arch_key(self, op) -> str | None:
+        if op.kind == "attention":
+            return arch_key(self.arch, ("params", "buffers"), mapping=self.mapping)
+        return None  # the whole arch
+
+    def __call__(self, op) -> LayerProgram:
+        if op.kind != "attention":
+            return self._other(op)
+        if op.heads % op.kv_heads:
+            raise MappingError(f"{op.name}: heads ({op.heads}) not divisible by kv_heads ({op.kv_heads})")
+        rows_total = (op.heads // op.kv_heads) * op.seq_q
+        L, d = op.seq_kv, op.head_dim
+        emit = {"fusemax": self._fusemax, "flat": self._flat, "unfused": self._unfused}[self.mapping]
+        repeat = op.batch * op.kv_heads
+        e = _Cmds()
+        info = emit(e, op.name, rows_total, L, d, 0)
+        per_head = len(e.cmds)
+        heads = 1
+        for h in (8, 4, 2):  # several heads per iteration: the next head's loads overlap this one's compute
+            if repeat % h == 0 and h * per_head <= 4000:
+                heads = h
+                break
+        for i in range(1, heads):
+            emit(e, op.name, rows_total, L, d, i)
+        _drain_last(e.cmds)
+        mapping = {"attention_mapping": self.mapping, "heads_per_iteration": heads, **info}
+        sig = ("attention", self.mapping, op_key(op))
+        return LayerProgram(op.name, op.kind, op.macs(), e.cmds, sig, mapping,
+                            arch_key=self.arch_key(op), repeat=repeat // heads)
+
+    # -- other ops: the systolic mapper on the same array ------------------------------
+    def _other(self, op) -> LayerProgram:
+        lp = self.gemm_mapper(op)
+        cmds = []
+        for c in lp.commands:
+            if isinstance(c, Compute):
+                c = dataclasses.replace(c, unit="array2d")
+            elif isinstance(c, VectorOp):
+                c = dataclasses.replace(c, unit="array1d")
+            cmds.append(c)
+        lp.commands = cmds
+        lp.signature = ("attention-gemm",) + tuple(lp.signature)
+        lp.arch_key = None
+        return lp
+
+    # -- fusemax ----------------------------------------------------------------------
+    def _fusemax(self, e, name, rows_total, L, d, head):
+        R, C, B = self.p.rows, self.p.cols, self.capacity
+        base = 8 * (head % 2)  # buffer slots of this head (heads alternate between two sets)
+        prior = self._head_end.get(head - 2) if head >= 2 else None
+        nq = -(-rows_total // R)
+        q_rows = [min(R, rows_total - i * R) for i in range(nq)]
+        kv_bytes = 2 * L * d * ELEM_BYTES
+        state = R * d * (ELEM_BYTES + STATE_BYTES) + 3 * R * STATE_BYTES
+        if kv_bytes + 4 * state <= B:  # K and V resident: one whole pass per query tile
+            kl = e.load((prior,), "weight", L * d * ELEM_BYTES, base)
+            vl = e.load((prior,), "weight", L * d * ELEM_BYTES, base + 1)
+            tiles = {}
+            prev = [None, None]
+            for i, q in enumerate(q_rows):
+                t2 = tiles.get(q) or tiles.setdefault(q, (self._tile("fusemax", q, L, d),
+                                                        self._tile("fusemax", q, L, d, "rescale")))
+                ql = e.load((prev[i % 2],), "input", q * d * ELEM_BYTES, base + 2 + i % 2)
+                a = e.compute((kl, vl, ql), t2[0])
+                b = e.compute((kl, vl, ql), t2[1])
+                prev[i % 2] = e.store((a, b), "output", q * d * ELEM_BYTES, base + 2 + i % 2)
+            self._head_end[head] = a
+            return {"q_tile": R, "kv_resident": True, "chunk_keys": L, "q_group": nq}
+        chunk = max(C, (B // 4) // (2 * d * ELEM_BYTES) // C * C)
+        chunk = min(chunk, L)
+        nch = -(-L // chunk)
+        group = max(1, min(nq, (B // 4) // state))
+        if 2 * chunk * d * ELEM_BYTES * 2 + group * state > B:
+            raise MappingError(f"{name}: no fusemax tiling of head dim {d} fits the {B}-byte buffer")
+        cache: dict = {}
+
+        def tiles_for(q, kv, first, last):
+            key = (q, kv, first, last)
+            t = cache.get(key)
+            if t is None:
+                t = cache[key] = (self._tile("fusemax", q, kv, d, "all", first, last),
+                                  self._tile("fusemax", q, kv, d, "rescale", first, last))
+            return t
+
+        last_use = {0: prior, 1: prior}  # chunk slot -> last compute reading it
+        for g0 in range(0, nq, group):
+            members = list(range(g0, min(nq, g0 + group)))
+            qloads = {i: e.load((), "input", q_rows[i] * d * ELEM_BYTES, base + 2 + i - g0) for i in members}
+            done = {i: [] for i in members}
+            for c in range(nch):
+                kv = min(chunk, L - c * chunk)
+                slot = c % 2
+                kl = e.load((last_use[slot],), "weight", kv * d * ELEM_BYTES, base + slot)
+                vl = e.load((last_use[slot],), "weight", kv * d * ELEM_BYTES, base + slot)
+                ends = []
+                for i in members:
+                    a_t, b_t = tiles_for(q_rows[i], kv, c == 0, c == nch - 1)
+                    a = e.compute((kl, vl, qloads[i]), a_t)
+                    b = e.compute((kl, vl, qloads[i]), b_t)
+                    done[i] = [a, b]
+                    ends += [a, b]
+                last_use[slot] = ends[-2] if ends else None
+            for i in members:
+                e.store(tuple(done[i]), "output", q_rows[i] * d * ELEM_BYTES, base + 2 + i - g0)
+        self._head_end[head] = last_use[(nch - 1) % 2]
+        return {"q_tile": R, "kv_resident": False, "chunk_keys": chunk, "q_group": group}
+
+    # -- flat / unfused ---------------------------------------------------------------
+    def _two_pass(self, e, name, rows_total, L, d, head, q_tile, spill: bool):
+        B = self.capacity
+        base = 8 * (head % 2)
+        prior = self._head_end.get(head - 2) if head >= 2 else None
+        nq = -(-rows_total // q_tile)
+        q_rows = [min(q_tile, rows_total - i * q_tile) for i in range(nq)]
+        kv_one = L * d * ELEM_BYTES
+        resident = 2 * kv_one <= B // 4
+        if resident:
+            k_all = e.load((prior,), "weight", kv_one, base)
+            v_all = e.load((prior,), "weight", kv_one, base + 1)
+        cache: dict = {}
+
+        def tile(q, phase):
+            t = cache.get((q, phase))
+            if t is None:
+                t = cache[(q, phase)] = self._tile("flat", q, L, d, phase)
+            return t
+
+        qk_done: dict[int, int] = {}
+        sm_slot_free = {0: None, 1: None}
+        out_prev = {0: None, 1: None}
+
+        def front(i):
+            q = q_rows[i]
+            ql = e.load((out_prev[i % 2],), "input", q * d * ELEM_BYTES, base + 2 + i % 2)
+            kl = k_all if resident else e.load((sm_slot_free[i % 2],), "weight", kv_one, base)
+            a = e.compute((ql, kl, sm_slot_free[i % 2]), tile(q, "qk"))
+            if spill:
+                a = e.store((a,), "scores", q * L * ELEM_BYTES, base + 4 + i % 2)
+            qk_done[i] = a
+
+        def back(i):
+            q = q_rows[i]
+            dep = qk_done.pop(i)
+            if spill:
+                dep = e.load((dep,), "scores", q * L * ELEM_BYTES, base + 4 + i % 2)
+            s = e.compute((dep,), tile(q, "softmax"))
+            if spill:
+                s = e.store((s,), "scores", q * L * ELEM_BYTES, base + 4 + i % 2)
+                s = e.load((s,), "scores", q * L * ELEM_BYTES, base + 4 + i % 2)
+            vl = v_all if resident else e.load((), "weight", kv_one, base + 1)
+            a = e.compute((s, vl), tile(q, "av"))
+            sm_slot_free[i % 2] = a
+            out_prev[i % 2] = e.store((a,), "output", q * d * ELEM_BYTES, base + 2 + i % 2)
+            self._head_end[head] = a
+
+        for i in range(nq + 1):
+            if i < nq:
+                front(i)
+            if i >= 1:
+                back(i - 1)
+        return {"q_tile": q_tile, "kv_resident": resident}
+
+    def _flat(self, e, name, rows_total, L, d, head):
+        q_tile = min(self.p.rows, rows_total, self.capacity // (8 * L))
+        if q_tile < 1:
+            raise MappingError(f"{name}: flat: one row of {L} scores (two in flight) does not fit the "
+                               f"{self.capacity}-byte buffer; use attention_mapping=fusemax or unfused")
+        return self._two_pass(e, name, rows_total, L, d, head, q_tile, spill=False)
+
+    def _unfused(self, e, name, rows_total, L, d, head):
+        return self._two_pass(e, name, rows_total, L, d, head, min(self.p.rows, rows_total), spill=True)
+
+    def _tile(self, mapping, q, kv, d, phase="all", first=True, last=True) -> AttentionTile:
+        """A tile that does not drain the wave (the iteration's last 2D tile does: :func:`_drain_last`)."""
+        return AttentionTile(mapping, q, kv, d, phase, first, last, drain=False)
+
+
+def _drain_last(cmds: list) -> None:
+    """The iteration's last 2D-array tile drains the wave (its ``drain`` flag)."""
+    for i in range(len(cmds) - 1, -1, -1):
+        c = cmds[i]
+        if isinstance(c, Compute) and c.unit == "array2d":
+            cmds[i] = dataclasses.replace(c, tile=dataclasses.replace(c.tile, drain=True))
+            return
+
+
+def make_mapper(arch, options) -> AttentionMapper:
+    return AttentionMapper(arch, options)
