@@ -1,0 +1,68 @@
+"""Conformance hook of the attention template (:class:`archsim.templates.base.Conformance`).
+
+Configurations: small arrays (1x1 to 8x8), 1D arrays narrower than the rows,
+slow 1D exps, exp on the 1D array, and 3 to 8 MACs per exp. Tiles: edge cases
+first (a growing running max over a partial last block, one query row, one
+key, every phase without values), then random ones. Operands are bf16 values
+in fp32 arrays.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from archsim.templates.attention.tile import AttentionTile
+
+base_arch = "fusemax-edge"
+rtl_arch: dict[str, Any] = {"rows": 4, "cols": 4, "pe1d": 4}
+
+
+def conformance_archs() -> list[dict[str, Any]]:
+    return [
+        {"rows": 4, "cols": 4, "pe1d": 4},
+        {"rows": 1, "cols": 1, "pe1d": 1},
+        {"rows": 3, "cols": 5, "pe1d": 2, "exp_macs": 3},
+        {"rows": 8, "cols": 8, "pe1d": 8, "exp_macs": 8},
+        {"rows": 6, "cols": 4, "pe1d": 3, "ops1d_per_cycle": {"exp": 0.25, "div": 0.5, "recip": 0.5}},
+        {"rows": 4, "cols": 6, "pe1d": 4, "exp_on": "array1d"},
+        {"rows": 5, "cols": 3, "pe1d": 1, "exp_on": "array1d", "ops1d_per_cycle": {"exp": 0.5, "add": 2}},
+    ]
+
+
+def _bf16(x: np.ndarray) -> np.ndarray:
+    """Round-toward-zero to bf16, kept in fp32."""
+    bits = np.asarray(x, np.float32).view(np.uint32) & np.uint32(0xFFFF0000)
+    return bits.view(np.float32)
+
+
+def _operands(rng, q_rows, kv, d, growing=False) -> dict:
+    q = _bf16(rng.uniform(-2, 2, (q_rows, d)))
+    k = rng.uniform(-2, 2, (kv, d))
+    if growing:  # scores grow along the keys: the running max changes in every block
+        k = k + np.linspace(0, 6, kv)[:, None] * np.sign(q.sum(axis=0) + 1e-3)[None, :]
+    return {"q": q, "k": _bf16(k), "v": _bf16(rng.uniform(-2, 2, (kv, d)))}
+
+
+def sample_tiles(rng: np.random.Generator, params, count: int) -> list:
+    R, C = params.rows, params.cols
+    items = [
+        (AttentionTile("fusemax", R, 3 * C + 1, 4), None),
+        (AttentionTile("flat", 1, 1, 1), None),
+        (AttentionTile("fusemax", 1, C, 8, drain=False), None),
+        (AttentionTile("flat", R, 2 * C + max(1, C // 2), 3), None),
+    ]
+    items = [(t, _operands(rng, t.q_rows, t.kv_len, t.head_dim, growing=(i == 0))) for i, (t, _) in enumerate(items)]
+    items += [
+        (AttentionTile("fusemax", R, 2 * C + 1, 5, "rescale", first=False, last=True), None),
+        (AttentionTile("fusemax", max(1, R - 1), 3 * C, 2, "all", first=True, last=False, drain=False), None),
+        (AttentionTile("flat", R, 3 * C - 1, 4, "qk", drain=False), None),
+        (AttentionTile("flat", R, 3 * C - 1, 4, "softmax"), None),
+        (AttentionTile("flat", R, 3 * C - 1, 4, "av"), None),
+    ]
+    while len(items) < count:
+        mapping = ("fusemax", "flat")[int(rng.integers(0, 2))]
+        t = AttentionTile(mapping, int(rng.integers(1, R + 1)), int(rng.integers(1, 4 * C + 1)),
+                          int(rng.integers(1, 9)), drain=bool(rng.integers(0, 2)))
+        items.append((t, _operands(rng, t.q_rows, t.kv_len, t.head_dim)))
+    return items[:count]
