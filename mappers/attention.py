@@ -9,8 +9,9 @@ query rows) are mapped by ``options.template.attention_mapping``:
   per head), else they stream in chunks (double-buffered, a quarter of the
   buffer each) shared by a group of query tiles whose running state (fp32
   partial output, max, sum) stays on chip. Buffers do not grow with the
-  sequence. Per query tile x chunk: one ``fusemax`` tile on ``array2d`` and its
-  ``rescale`` companion on ``array1d``.
+  sequence. The query tiles sharing K/V run as one multi-pass tile (one
+  continuous pipeline, :mod:`archsim.templates.attention.tile`) per chunk on
+  ``array2d``, with its ``rescale`` companion on ``array1d``.
 - ``flat``: FLAT's row-granular fused dataflow: a query tile's whole row of
   scores stays on chip (two tiles in flight, half the buffer), so the tile has
   ``min(rows, buffer / (8 * seq_kv))`` queries; phases ``qk`` (2D), ``softmax``
@@ -46,8 +47,22 @@ BUF = "unified"
 
 
 class _Cmds:
+    """Command list with ids; ``later_store`` holds a head's last store until the next head's
+    commands are out, so the in-order DMA loads the next head before it writes this one's output."""
+
     def __init__(self):
         self.cmds: list = []
+        self.deferred: list = []
+
+    def later_store(self, deps, operand, nbytes, slot=0) -> None:
+        self.deferred.append((deps, operand, nbytes, slot))
+
+    def flush(self, upto: int) -> None:
+        keep = []
+        for item in self.deferred[:upto]:
+            self.store(*item)
+        keep = self.deferred[upto:]
+        self.deferred = keep
 
     def load(self, deps, operand, nbytes, slot=0) -> int:
         i = len(self.cmds)
@@ -75,6 +90,7 @@ class AttentionMapper:
         own = options.template or AttentionOptions()
         self.mapping = own.attention_mapping
         self._head_end: dict[int, int | None] = {}
+        self._tiles: dict = {}
         self.capacity = sum(int(b.bytes) for b in arch.buffers.values())
         shim = dataclasses.replace(arch, params=gemm_params(p), template="systolic")
         self.gemm_mapper = SystolicMapper(shim, dataclasses.replace(options, template=SystolicOptions(dataflow="ws")))
@@ -95,14 +111,17 @@ class AttentionMapper:
         repeat = op.batch * op.kv_heads
         e = _Cmds()
         info = emit(e, op.name, rows_total, L, d, 0)
-        per_head = len(e.cmds)
+        per_head = len(e.cmds) + len(e.deferred)
         heads = 1
         for h in (8, 4, 2):  # several heads per iteration: the next head's loads overlap this one's compute
             if repeat % h == 0 and h * per_head <= 4000:
                 heads = h
                 break
         for i in range(1, heads):
+            pending = len(e.deferred)
             emit(e, op.name, rows_total, L, d, i)
+            e.flush(pending)  # the previous head's output goes out behind this head's loads
+        e.flush(len(e.deferred))
         _drain_last(e.cmds)
         mapping = {"attention_mapping": self.mapping, "heads_per_iteration": heads, **info}
         sig = ("attention", self.mapping, op_key(op))
@@ -133,56 +152,55 @@ class AttentionMapper:
         q_rows = [min(R, rows_total - i * R) for i in range(nq)]
         kv_bytes = 2 * L * d * ELEM_BYTES
         state = R * d * (ELEM_BYTES + STATE_BYTES) + 3 * R * STATE_BYTES
-        if kv_bytes + 4 * state <= B:  # K and V resident: one whole pass per query tile
+        full, part = divmod(rows_total, R)
+        if kv_bytes + 4 * state <= B:  # K and V resident: the query tiles stream through in one pipeline
             kl = e.load((prior,), "weight", L * d * ELEM_BYTES, base)
             vl = e.load((prior,), "weight", L * d * ELEM_BYTES, base + 1)
-            tiles = {}
+            # runs of query tiles: each a multi-pass tile over all L keys (its Q loaded before, O stored after)
+            run = max(1, min(full or 1, (B // 4) // state))
+            runs = [(R, min(run, full - i)) for i in range(0, full, run)] + ([(part, 1)] if part else [])
             prev = [None, None]
-            for i, q in enumerate(q_rows):
-                t2 = tiles.get(q) or tiles.setdefault(q, (self._tile("fusemax", q, L, d),
-                                                        self._tile("fusemax", q, L, d, "rescale")))
-                ql = e.load((prev[i % 2],), "input", q * d * ELEM_BYTES, base + 2 + i % 2)
-                a = e.compute((kl, vl, ql), t2[0])
-                b = e.compute((kl, vl, ql), t2[1])
-                prev[i % 2] = e.store((a, b), "output", q * d * ELEM_BYTES, base + 2 + i % 2)
+            a = None
+            for i, (q, n) in enumerate(runs):
+                ql = e.load((prev[i % 2],), "input", n * q * d * ELEM_BYTES, base + 2 + i % 2)
+                a = e.compute((kl, vl, ql), self._tile("fusemax", q, L, d, passes=n))
+                b = e.compute((kl, vl, ql), self._tile("fusemax", q, L, d, "rescale", passes=n))
+                if i == len(runs) - 1:
+                    e.later_store((a, b), "output", n * q * d * ELEM_BYTES, base + 2 + i % 2)
+                else:
+                    prev[i % 2] = e.store((a, b), "output", n * q * d * ELEM_BYTES, base + 2 + i % 2)
             self._head_end[head] = a
-            return {"q_tile": R, "kv_resident": True, "chunk_keys": L, "q_group": nq}
+            return {"q_tile": R, "kv_resident": True, "chunk_keys": L, "q_group": run}
         chunk = max(C, (B // 4) // (2 * d * ELEM_BYTES) // C * C)
         chunk = min(chunk, L)
         nch = -(-L // chunk)
         group = max(1, min(nq, (B // 4) // state))
         if 2 * chunk * d * ELEM_BYTES * 2 + group * state > B:
             raise MappingError(f"{name}: no fusemax tiling of head dim {d} fits the {B}-byte buffer")
-        cache: dict = {}
-
-        def tiles_for(q, kv, first, last):
-            key = (q, kv, first, last)
-            t = cache.get(key)
-            if t is None:
-                t = cache[key] = (self._tile("fusemax", q, kv, d, "all", first, last),
-                                  self._tile("fusemax", q, kv, d, "rescale", first, last))
-            return t
-
         last_use = {0: prior, 1: prior}  # chunk slot -> last compute reading it
         for g0 in range(0, nq, group):
             members = list(range(g0, min(nq, g0 + group)))
-            qloads = {i: e.load((), "input", q_rows[i] * d * ELEM_BYTES, base + 2 + i - g0) for i in members}
-            done = {i: [] for i in members}
+            runs = [(R, sum(1 for i in members if q_rows[i] == R))]
+            runs = [r for r in runs if r[1]] + [(q_rows[i], 1) for i in members if q_rows[i] != R]
+            qload = e.load((), "input", sum(q_rows[i] for i in members) * d * ELEM_BYTES, base + 2)
+            done: list = []
             for c in range(nch):
                 kv = min(chunk, L - c * chunk)
                 slot = c % 2
                 kl = e.load((last_use[slot],), "weight", kv * d * ELEM_BYTES, base + slot)
                 vl = e.load((last_use[slot],), "weight", kv * d * ELEM_BYTES, base + slot)
-                ends = []
-                for i in members:
-                    a_t, b_t = tiles_for(q_rows[i], kv, c == 0, c == nch - 1)
-                    a = e.compute((kl, vl, qloads[i]), a_t)
-                    b = e.compute((kl, vl, qloads[i]), b_t)
-                    done[i] = [a, b]
-                    ends += [a, b]
-                last_use[slot] = ends[-2] if ends else None
-            for i in members:
-                e.store(tuple(done[i]), "output", q_rows[i] * d * ELEM_BYTES, base + 2 + i - g0)
+                done = []
+                for q, n in runs:
+                    first, last = c == 0, c == nch - 1
+                    a = e.compute((kl, vl, qload), self._tile("fusemax", q, kv, d, "all", first, last, n))
+                    b = e.compute((kl, vl, qload), self._tile("fusemax", q, kv, d, "rescale", first, last, n))
+                    done += [a, b]
+                last_use[slot] = done[-2]
+            nbytes = sum(q_rows[i] for i in members) * d * ELEM_BYTES
+            if g0 + group >= nq:
+                e.later_store(tuple(done), "output", nbytes, base + 2)
+            else:
+                e.store(tuple(done), "output", nbytes, base + 2)
         self._head_end[head] = last_use[(nch - 1) % 2]
         return {"q_tile": R, "kv_resident": False, "chunk_keys": chunk, "q_group": group}
 
@@ -231,7 +249,10 @@ class AttentionMapper:
             vl = v_all if resident else e.load((), "weight", kv_one, base + 1)
             a = e.compute((s, vl), tile(q, "av"))
             sm_slot_free[i % 2] = a
-            out_prev[i % 2] = e.store((a,), "output", q * d * ELEM_BYTES, base + 2 + i % 2)
+            if i == nq - 1:
+                e.later_store((a,), "output", q * d * ELEM_BYTES, base + 2 + i % 2)
+            else:
+                out_prev[i % 2] = e.store((a,), "output", q * d * ELEM_BYTES, base + 2 + i % 2)
             self._head_end[head] = a
 
         for i in range(nq + 1):
@@ -251,9 +272,13 @@ class AttentionMapper:
     def _unfused(self, e, name, rows_total, L, d, head):
         return self._two_pass(e, name, rows_total, L, d, head, min(self.p.rows, rows_total), spill=True)
 
-    def _tile(self, mapping, q, kv, d, phase="all", first=True, last=True) -> AttentionTile:
+    def _tile(self, mapping, q, kv, d, phase="all", first=True, last=True, passes=1) -> AttentionTile:
         """A tile that does not drain the wave (the iteration's last 2D tile does: :func:`_drain_last`)."""
-        return AttentionTile(mapping, q, kv, d, phase, first, last, drain=False)
+        key = (mapping, q, kv, d, phase, first, last, passes)
+        t = self._tiles.get(key)
+        if t is None:
+            t = self._tiles[key] = AttentionTile(mapping, q, kv, d, phase, first, last, False, passes)
+        return t
 
 
 def _drain_last(cmds: list) -> None:

@@ -51,10 +51,12 @@ def sample_tiles(rng: np.random.Generator, params, count: int) -> list:
         (AttentionTile("flat", 1, 1, 1), None),
         (AttentionTile("fusemax", 1, C, 8, drain=False), None),
         (AttentionTile("flat", R, 2 * C + max(1, C // 2), 3), None),
+        (AttentionTile("fusemax", R, C + 1, 3, passes=3), None),
     ]
-    items = [(t, _operands(rng, t.q_rows, t.kv_len, t.head_dim, growing=(i == 0))) for i, (t, _) in enumerate(items)]
+    items = [(t, _operands(rng, t.q_rows * t.passes, t.kv_len, t.head_dim, growing=(i == 0)))
+             for i, (t, _) in enumerate(items)]
     items += [
-        (AttentionTile("fusemax", R, 2 * C + 1, 5, "rescale", first=False, last=True), None),
+        (AttentionTile("fusemax", R, 2 * C + 1, 5, "rescale", first=False, last=True, passes=2), None),
         (AttentionTile("fusemax", max(1, R - 1), 3 * C, 2, "all", first=True, last=False, drain=False), None),
         (AttentionTile("flat", R, 3 * C - 1, 4, "qk", drain=False), None),
         (AttentionTile("flat", R, 3 * C - 1, 4, "softmax"), None),

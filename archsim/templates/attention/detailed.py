@@ -76,17 +76,27 @@ class AttentionDetailed:
         blk: dict[int, dict] = {}
 
         def keys(b):
+            b %= nb
             return slice(b * C, min(L, (b + 1) * C))
+
+        def qrows(b):
+            i = b // nb
+            return q[i * q_rows:(i + 1) * q_rows]
+
+        def fresh_pass(b):  # the first block of a pass starts from the initial running state
+            if b % nb == 0 and vals:
+                state.update(m=np.full(q_rows, -np.inf, F32), mc=np.full(q_rows, -np.inf, F32))
 
         # 2D phases as generators of per-cycle steps
         def qk_max(b):
             st = blk.setdefault(b, {})
             if vals:
                 kb = k[keys(b)]
+                qb = qrows(b)
                 st["s"] = np.zeros((q_rows, kb.shape[0]), F32)
             for t in range(d):
                 if vals:
-                    st["s"] = (st["s"] + (q[:, t, None] * kb[None, :, t]).astype(F32)).astype(F32)
+                    st["s"] = (st["s"] + (qb[:, t, None] * kb[None, :, t]).astype(F32)).astype(F32)
                 yield
             if vals:
                 st["bm"] = st["s"].max(axis=1)
@@ -134,6 +144,7 @@ class AttentionDetailed:
 
         def stat(b):
             st = blk[b]
+            fresh_pass(b)
 
             def new_max():
                 st["m"] = np.maximum(state["m"], st["bm"]).astype(F32)
@@ -171,6 +182,8 @@ class AttentionDetailed:
             tmp = {}
 
             def mul_l():
+                if b % nb == 0:  # a new pass: its sum and output start from zero
+                    state["l"], state["o"] = np.zeros(q_rows, F32), np.zeros((q_rows, d), F32)
                 tmp["l"] = (state["l"] * st["alpha"]).astype(F32)
 
             def add_l():
@@ -182,6 +195,8 @@ class AttentionDetailed:
             def add_o():
                 state["o"] = (tmp["o"] + st["pv"]).astype(F32)
                 blk.pop(b, None)
+                if b % nb == nb - 1:  # a pass is complete
+                    done.append((state["l"], state["o"]))
 
             yield from op1d(q_rows, "mul", mul_l if vals else None)
             yield from op1d(q_rows, "add", add_l if vals else None)
@@ -189,6 +204,8 @@ class AttentionDetailed:
             yield from op1d(q_rows * d, "add", add_o if vals else None)
 
         state = {"m": m, "mc": mc, "l": l, "o": o} if vals else {}
+        done: list = []
+        nb_all = nb * tile.passes
         if exp2d:
             sched2 = [(qk_max, 0), (exp_sum_av, 2)]
             sched1 = [(stat, 1), (update, 3)]
@@ -196,10 +213,10 @@ class AttentionDetailed:
             sched2 = [(qk_max, 0), (av_cols, 3)]
             sched1 = [(stat, 1), (exp_sum_1d, 2), (update, 4)]
         cycles = 0
-        for s in range(nb + lag + 1):
+        for s in range(nb_all + lag + 1):
             units = []
             for sched in (sched2, sched1):
-                gens = [fn(s - off) for fn, off in sched if 0 <= s - off < nb]
+                gens = [fn(s - off) for fn, off in sched if 0 <= s - off < nb_all]
                 units.append(iter(_chain(gens)))
             running = [True, True]
             while True:
@@ -214,17 +231,20 @@ class AttentionDetailed:
             for _ in range(skew_cycles(p)):  # the last results leave the wave
                 cycles += 1
         if tile.last and vals:  # the 1D array's final divide (timed on the rescale companion)
-            fin: dict = {}
+            outs = []
+            for l_p, o_p in done:
+                fin: dict = {}
 
-            def recip():
-                fin["r"] = (F32(1) / state["l"]).astype(F32)
+                def recip():
+                    fin["r"] = (F32(1) / l_p).astype(F32)
 
-            def scale():
-                fin["o"] = (state["o"] * fin["r"][:, None]).astype(F32)
+                def scale():
+                    fin["o"] = (o_p * fin["r"][:, None]).astype(F32)
 
-            for _ in _chain([op1d(q_rows, "recip", recip), op1d(q_rows * d, "mul", scale)]):
-                pass
-            out = fin.get("o")
+                for _ in _chain([op1d(q_rows, "recip", recip), op1d(q_rows * d, "mul", scale)]):
+                    pass
+                outs.append(fin["o"])
+            out = np.concatenate(outs, axis=0)
         return out, cycles
 
     def _fusemax_rescale_cycles(self, tile: AttentionTile) -> int:
@@ -236,14 +256,15 @@ class AttentionDetailed:
         if p.exp_on == "array1d":
             per_block += [(q * p.cols, "exp"), (q * p.cols, "add")]
         cycles = 0
-        for _b in range(nb):
-            for n, fn in per_block:
-                for _ in range(c1(p, n, fn)):
-                    cycles += 1
-        if tile.last:
-            for n, fn in ((q, "recip"), (q * d, "mul")):
-                for _ in range(c1(p, n, fn)):
-                    cycles += 1
+        for _pass in range(tile.passes):
+            for _b in range(nb):
+                for n, fn in per_block:
+                    for _ in range(c1(p, n, fn)):
+                        cycles += 1
+            if tile.last:
+                for n, fn in ((q, "recip"), (q * d, "mul")):
+                    for _ in range(c1(p, n, fn)):
+                        cycles += 1
         return cycles
 
     # ------------------------------------------------------------------ flat

@@ -65,8 +65,9 @@ class AttentionModel:
         if tile.phase != "all" or not (tile.first and tile.last):
             raise ValueError("operands: values are modelled for whole tiles (phase all, first and last)")
         q, k, v = operands_f32(operands)
-        fn = fusemax_values if tile.mapping == "fusemax" else flat_values
-        return fn(q, k, v, self.params.cols, self.params.exp_macs)
+        if tile.mapping == "fusemax":
+            return fusemax_values(q, k, v, self.params.cols, self.params.exp_macs, tile.passes)
+        return flat_values(q, k, v, self.params.cols, self.params.exp_macs)
 
     def detailed_tile(self, tile, operands):
         if isinstance(tile, SystolicTile):
@@ -94,7 +95,7 @@ class AttentionModel:
         if tile.unit == "array1d":
             return 1.0
         cols = min(tile.kv_len, p.cols)
-        return tile.q_rows * cols / (p.rows * p.cols)
+        return tile.q_rows * cols / (p.rows * p.cols)  # every pass of a tile maps the same PEs
 
     def tile_actions(self, tile) -> dict[str, int]:
         """MACs (``mac.bf16``: QK, AV and the 2D exps), 1D ops (``vector.op``), PE register
@@ -109,9 +110,10 @@ class AttentionModel:
         out = {"mac.bf16": macs, "pe_reg_access": macs, "vector.op": w["ops1d"]}
         if tile.unit == "array2d":
             kv = tile.kv_len * tile.head_dim * 2
-            out["sram_read_bytes.input"] = tile.q_rows * tile.head_dim * 2
-            out["sram_read_bytes.weight"] = kv if tile.phase in ("qk", "av") else 2 * kv
-            out["sram_write_bytes.output"] = tile.q_rows * tile.head_dim * 4
+            n = tile.passes
+            out["sram_read_bytes.input"] = n * tile.q_rows * tile.head_dim * 2
+            out["sram_read_bytes.weight"] = n * (kv if tile.phase in ("qk", "av") else 2 * kv)
+            out["sram_write_bytes.output"] = n * tile.q_rows * tile.head_dim * 4
         return out
 
     def area_inputs(self):

@@ -36,7 +36,10 @@ array1d    s-lag-1  ``l = l*alpha + rowsum``, ``O = O*alpha + PV``   ``c1(q,mul)
 =========  =====  ===============================================  ==================
 
 A phase for block ``b`` runs only for ``0 <= b < nb``; the pass has
-``nb + lag + 1`` slots. A pass may be cut into chunks of keys that carry the
+``nb + lag + 1`` slots. A tile with ``passes = n`` runs ``n`` query tiles of
+``q`` rows against the same keys as one continuous stream of ``n * nb``
+blocks (each pass with its own running state), so the pipeline fills and
+drains once: ``n * nb + lag + 1`` slots. A pass may be cut into chunks of keys that carry the
 running state (``first`` / ``last`` mark its ends). After the last slot of a
 tile with ``drain=True`` the wave drains (``skew``); the mapper clears
 ``drain`` on every 2D tile but the last of an iteration, since the next
@@ -78,6 +81,7 @@ class AttentionTile:
     first: bool = True
     last: bool = True
     drain: bool = True
+    passes: int = 1
 
     @property
     def unit(self) -> str:
@@ -95,8 +99,10 @@ class AttentionTile:
                 raise ValueError(f"{key}: expected a positive integer, got {v!r}")
         if self.q_rows > params.rows:
             raise ValueError(f"q_rows: expected at most {params.rows} (array rows), got {self.q_rows}")
-        if self.mapping == "flat" and not (self.first and self.last):
-            raise ValueError("first/last: a flat tile covers a whole row of keys")
+        if self.mapping == "flat" and not (self.first and self.last and self.passes == 1):
+            raise ValueError("first/last/passes: a flat tile covers one query tile and a whole row of keys")
+        if isinstance(self.passes, bool) or not isinstance(self.passes, int) or self.passes < 1:
+            raise ValueError(f"passes: expected a positive integer, got {self.passes!r}")
 
 
 def c1(params, n: int, fn: str) -> int:
@@ -153,8 +159,8 @@ def tile_cycles(tile: AttentionTile, params) -> int:
     nb = -(-L // params.cols)
     if tile.mapping == "fusemax":
         lag, phases = fusemax_phases(tile, params)
-        segs = fusemax_slot_segments(nb, lag, phases)
-        tail = fusemax_final_cycles(tile, params) if tile.last else 0
+        segs = fusemax_slot_segments(tile.passes * nb, lag, phases)
+        tail = tile.passes * fusemax_final_cycles(tile, params) if tile.last else 0
         if tile.phase == "rescale":
             return sum(n * t1 for n, _t2, t1 in segs) + tail
         return sum(n * max(t2, t1) for n, t2, t1 in segs) + (skew_cycles(params) if tile.drain else 0)
@@ -174,12 +180,13 @@ def tile_work(tile: AttentionTile, params) -> dict[str, int]:
     q, L, d, C = tile.q_rows, tile.kv_len, tile.head_dim, params.cols
     if tile.mapping == "fusemax":
         nb = -(-L // C)
+        n = tile.passes
         fin = (q + q * d) if tile.last else 0
         exp2d = params.exp_on == "array2d"
-        ops1d = nb * (3 * q + 2 * q + 2 * q * d) + fin + (0 if exp2d else 2 * q * L)
+        ops1d = n * (nb * (3 * q + 2 * q + 2 * q * d) + fin + (0 if exp2d else 2 * q * L))
         if tile.phase == "rescale":
             return {"macs": 0, "exp2d_macs": 0, "ops1d": ops1d}
-        return {"macs": 2 * q * L * d, "exp2d_macs": (params.exp_macs * q * L if exp2d else 0), "ops1d": 0}
+        return {"macs": n * 2 * q * L * d, "exp2d_macs": (n * params.exp_macs * q * L if exp2d else 0), "ops1d": 0}
     sm_ops = 5 * q * L + 2 * q
     return {"qk": {"macs": q * L * d, "exp2d_macs": 0, "ops1d": 0},
             "av": {"macs": q * L * d, "exp2d_macs": 0, "ops1d": 0},

@@ -100,7 +100,12 @@ def normalize(l: np.ndarray, o: np.ndarray) -> np.ndarray:
     return (o * r[:, None]).astype(F32)
 
 
-def fusemax_values(q, k, v, cols: int, exp_macs: int) -> np.ndarray:
+def fusemax_values(q, k, v, cols: int, exp_macs: int, passes: int = 1) -> np.ndarray:
+    """Online softmax; ``passes`` query tiles stacked along the rows, each with its own state."""
+    if passes > 1:
+        rows = q.shape[0] // passes
+        return np.concatenate([fusemax_values(q[i * rows:(i + 1) * rows], k, v, cols, exp_macs)
+                               for i in range(passes)], axis=0)
     c = scale_of(q.shape[1])
     state = initial_state(q.shape[0], q.shape[1])
     for b0 in range(0, k.shape[0], cols):
