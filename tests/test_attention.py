@@ -137,3 +137,25 @@ def test_precision_pairs():
     assert p.with_precision("fp16", "fp16").precision == "fp16"
     with pytest.raises(ValueError, match="bf16/bf16"):
         p.with_precision("int8", "int8")
+
+
+def test_t5_encoder_params_match_hugging_face():
+    """T5EncoderModel: shared embedding 32128 x d, per layer q/k/v/o (4 d^2), wi/wo (2 d ff) and two
+    RMS norms (2 d), the final norm (d), the relative position bias (32 x heads).
+    Hugging Face: t5-small 35,330,816, t5-base 109,628,544."""
+    for name, d, ff, layers, heads, hf in (("t5_small", 512, 2048, 6, 8, 35_330_816),
+                                            ("t5_base", 768, 3072, 12, 12, 109_628_544)):
+        by_hand = 32128 * d + layers * (4 * d * d + 2 * d * ff + 2 * d) + d + 32 * heads
+        assert by_hand == hf
+        assert sum(o.params() for o in build(name, seq=8).ops()) == hf
+
+
+def test_whole_networks_run_with_each_mapping(tmp_path, capsys):
+    for wl in ("t5_small", "llama2_7b"):
+        for m in ("fusemax", "flat"):
+            out = tmp_path / f"{wl}-{m}"
+            argv = ["run", "--arch", "fusemax-cloud", "--workload", wl, "--batch", "1", "--seq", "256",
+                    "--set", f"attention_mapping={m}", "--out", str(out)]
+            assert main(argv) == 0, capsys.readouterr().err
+            r = json.loads((out / "report.json").read_text())
+            assert r["units"]["array2d"]["busy_cycles"] > 0

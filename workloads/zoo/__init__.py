@@ -18,6 +18,7 @@ from workloads.zoo.gpt2 import gpt2
 from workloads.zoo.llama import decoder, llama2_7b, llama3_8b
 from workloads.zoo.mobilenet import mobilenet_v1
 from workloads.zoo.resnet import resnet18, resnet50
+from workloads.zoo.t5 import t5_encoder
 from workloads.zoo.vit import vit_b16
 
 _ZOO: dict[str, Callable[..., Graph]] = {
@@ -33,6 +34,8 @@ _ZOO: dict[str, Callable[..., Graph]] = {
     "llama2_7b": llama2_7b,
     "llama3_8b": llama3_8b,
     "decoder": decoder,
+    "t5_small": partial(t5_encoder, size="small"),
+    "t5_base": partial(t5_encoder, size="base"),
     "attn_bert": partial(attention_block, "attn_bert"),
     "attn_trxl": partial(attention_block, "attn_trxl"),
     "attn_t5": partial(attention_block, "attn_t5"),
