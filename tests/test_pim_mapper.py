@@ -52,11 +52,13 @@ def test_capacity_error_is_one_line():
     with pytest.raises(MappingError) as err:
         check_graph(g, HBM2)
     msg = str(err.value)
-    assert re.match(r"^llama2_7b: weights \(12\.\d\d GiB\) \+ KV cache \(0\.50 GiB\) do not fit the 8\.00 GiB "
+    assert re.match(r"^llama2_7b: weights \(12\.\d\d GiB\) \+ KV cache \(0\.50 GiB\) do not fit the 4\.00 GiB "
                     r"of pim-hbm2's PIM DRAM$", msg)
-    with pytest.raises(MappingError, match=r"do not fit the 8\.00 GiB of pim-hbm2's PIM DRAM$"):
+    with pytest.raises(MappingError, match=r"do not fit the 4\.00 GiB of pim-hbm2's PIM DRAM$"):
         run_program(mappers.compile(g, HBM2), HBM2)
-    check_graph(g, load_arch("pim-hbm2", overrides=["channels=32"]))  # two stacks: 16 GiB fits
+    with pytest.raises(MappingError, match=r"do not fit the 12\.00 GiB"):
+        check_graph(g, load_arch("pim-hbm2", overrides=["stacks=3"]))
+    check_graph(g, load_arch("pim-hbm2", overrides=["stacks=4"]))  # four 4-high 8 Gb stacks: 16 GiB fits
 
 
 def test_gpt2_decode_reads_every_weight_once():

@@ -113,9 +113,9 @@ def test_cli_generate_pim_hbm2(tmp_path, capsys):
     assert manifest["params"]["mac_precision"] == "bf16" and manifest["params"]["accumulator"] == "fp32"
     ports = {p["name"]: p for p in manifest["ports"]}
     assert list(ports) == PIM_PORTS and all(p["doc"] for p in ports.values())
-    # 16 bf16 lanes per 32-byte column, 8 fp32 accumulators per RDACC, 32768 DRAM rows
+    # 16 bf16 lanes per 32-byte column, 8 fp32 accumulators per RDACC, 16384 DRAM rows (4 GiB stack)
     assert ports["col_wdata"]["width"] == ports["dram_rdata"]["width"] == 16 * 16
-    assert ports["out_data"]["width"] == 8 * 32 and ports["row_addr"]["width"] == 15
+    assert ports["out_data"]["width"] == 8 * 32 and ports["row_addr"]["width"] == 14
     text = (tmp_path / "archsim_pim_bank.v").read_text()
     header = re.search(r"module archsim_pim_bank\((.*?)\);", text, re.S).group(1)
     assert sorted(p.strip() for p in header.split(",")) == sorted(PIM_PORTS)

@@ -34,7 +34,7 @@ class PimModel:
     def __init__(self, arch: Any):
         self.arch = arch
         self.p = arch.params
-        self.compute_units = tuple(f"pim.ch{i}" for i in range(self.p.channels))
+        self.compute_units = tuple(f"pim.ch{i}" for i in range(self.p.n_channels))
         self._plan: dict[PimTile, tuple] = {}
 
     # -- fast model -------------------------------------------------------------------

@@ -1,0 +1,60 @@
+"""PIM figures against their sources (issue 14): column-read energy, background and refresh
+counted once per 128-bit HBM2 channel, GDDR6 tRFC, the AiM MAC rate, the HBM2 stack capacity.
+Expected values are worked from the datasheets / papers, not read from the presets."""
+from __future__ import annotations
+
+import pytest
+
+import mappers
+import workloads
+from archsim.engine import run_program
+from archsim.spec.load import load_arch
+from archsim.templates.pim import PimTile
+
+HBM2 = load_arch("pim-hbm2")
+GDDR6 = load_arch("pim-gddr6")
+
+
+def test_hbm2_stack_capacity_is_4_gib():
+    # JESD235 4-high stack of 8 Gb dies: 4 x 8 Gb = 32 Gb = 4 GiB
+    assert HBM2.params.capacity_bytes == 4 * 8 * 2**30 // 8
+    assert load_arch("pim-hbm2", overrides=["stacks=5"]).params.capacity_bytes == 5 * 4 * 2**30
+
+
+def test_column_read_energy_is_the_pre_gsa_figure():
+    # O'Connor et al. MICRO 2017: ~1.5 pJ/bit from the sense amps to the global sense amps
+    for arch in (HBM2, GDDR6):
+        assert arch.tech.energy("pim.col_read_bit") == pytest.approx(1.5, abs=0.1)
+
+
+def test_background_energy_counted_once_per_hbm2_channel():
+    """DRAMsim3 HBM2_8Gb_x128: IDD3N 55 mA at 1.2 V per 128-bit channel; a stack has 8 such
+    channels (16 pseudo-channels): background = 8 x 66 mW x run time."""
+    g = workloads.load("gpt2", phase="decode", kv_len=64, weight_precision="bf16", act_precision="bf16")
+    r = run_program(mappers.compile(g, HBM2), HBM2)
+    expected_pj = 8 * 55e-3 * 1.2 * r.latency_s * 1e12
+    assert r.extras["background_energy_pj"] == pytest.approx(expected_pj, rel=1e-6)
+
+
+def test_refresh_energy_counted_once_per_hbm2_channel():
+    """One REF of a 128-bit HBM2 channel: (IDD5AB 250 - IDD3N 55) mA x 1.2 V x 260 ns = 60.84 nJ;
+    each of its two pseudo-channels' REFs refreshes half of it."""
+    tile = PimTile("gemv", rows=64, k=4096, banks=16, ref_due=0)
+    model = HBM2.model()
+    refs = model.tile_actions(tile)["pim.ref"]
+    assert refs >= 1
+    assert refs * HBM2.tech.energy("pim.ref") == pytest.approx(refs * 0.195 * 1.2 * 260 / 2 * 1e3)
+
+
+def test_gddr6_refresh_time_is_120_ns():
+    # Ramulator 2.0 GDDR6_2000_1350mV: tRFC 210 tCK x 0.57 ns = 119.7 ns (8 Gb); Samsung K4Z80325BC 120 ns
+    p = GDDR6.params
+    assert p.tRFC * 1e3 / GDDR6.clock_mhz == pytest.approx(120, abs=1)
+
+
+def test_gddr6_all_bank_mac_rate_is_aims():
+    """AiM (ISSCC 2022): 1 TFLOPS per 8 Gb device of 2 channels x 16 banks, 16 MACs per bank
+    at 1 GHz: an all-bank MAC every ns. pim-gddr6 has 8 such devices."""
+    peak = GDDR6.model().peak_macs_per_cycle() * 2 * GDDR6.clock_mhz * 1e6
+    assert peak / 8 == pytest.approx(32 * 16 * 2 * 1e9)
+    assert GDDR6.params.column_spacing == 1
