@@ -58,3 +58,24 @@ def test_gddr6_all_bank_mac_rate_is_aims():
     peak = GDDR6.model().peak_macs_per_cycle() * 2 * GDDR6.clock_mhz * 1e6
     assert peak / 8 == pytest.approx(32 * 16 * 2 * 1e9)
     assert GDDR6.params.column_spacing == 1
+
+
+@pytest.mark.parametrize("rows, k, acts", [
+    (3, 768, 5),     # 3 x 48 columns = 144 = 4 full rows of 32 + 16 (close-page layout: 6 bursts)
+    (6, 384, 5),     # 6 x 24 = 144 (was one burst per 24-column row: 6)
+    (64, 64, 8),     # 64 x 4 = 256 = 8 full rows
+    (65, 64, 9),     # two accumulator groups: 64 x 4 = 8 full rows, then 1 x 4 in a ninth
+])
+def test_open_row_layout_fills_dram_rows(rows, k, acts):
+    """Weight rows of a group are stored back to back across DRAM rows: ACTs = ceil(group columns / 32)
+    per group (bf16, 32 B columns, 1 KiB rows, 64 accumulators)."""
+    from archsim.templates.pim.tile import plan_steps, step_counts
+
+    p = HBM2.params
+    kc = -(-k // 16)
+    groups = [min(64, rows - g) for g in range(0, rows, 64)]
+    expected = sum(-(-g * kc // 32) for g in groups)
+    n = step_counts(plan_steps(PimTile("gemv", rows=rows, k=k, banks=16), p))
+    assert n["ACTAB"] == expected
+    assert n["MACAB"] == rows * kc
+    assert n["ACTAB"] == acts

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from archsim.templates.pim.tile import PimTile, _layout, plan_steps
+from archsim.templates.pim.tile import PimTile, _layout, dot_pieces, plan_steps
 
 ALL_BANKS = -1
 ROW_CMDS = ("ACT", "PRE", "REF")
@@ -132,22 +132,22 @@ def program(tile: PimTile, p) -> list[tuple]:
         gather(tile.banks * kc * ce * p.acc_bytes, (0, kc * ce))
         return out
     group = p.acc_registers
+    big_r = p.row_columns
+    _fits, pieces = dot_pieces(tile, p)
     for g0 in range(0, tile.rows, group):
         rg = min(group, tile.rows - g0)
-        for ci, ccols in enumerate(chunks):
-            k0 = ci * p.row_columns * ce
+        for k0, cc in pieces:
             base = 0 if fits else k0
             if not fits:
-                gbwr(k0, min(ccols * ce, tile.k - k0))
-            if per_row > 1:
-                for r0 in range(0, rg, per_row):
-                    cols = []
-                    for j in range(min(per_row, rg - r0)):
-                        cols.extend((j * kc + c, r0 + j, c * ce, (g0 + r0 + j, c * ce)) for c in range(kc))
-                    burst(cols)
-            else:
-                for r in range(rg):
-                    burst([(c, r, k0 + c * ce - base, (g0 + r, k0 + c * ce)) for c in range(ccols)])
+                gbwr(k0, min(cc * ce, tile.k - k0))
+            total = rg * cc  # the piece's columns, back to back over DRAM rows (open-row layout)
+            for j0 in range(0, total, big_r):
+                cols = []
+                for j in range(j0, min(total, j0 + big_r)):
+                    r, c = divmod(j, cc)
+                    e0 = k0 + c * ce
+                    cols.append((j - j0, r, e0 - base, (g0 + r, e0)))
+                burst(cols)
         gather(tile.banks * rg * p.acc_bytes, (g0, rg))
     return out
 
