@@ -79,3 +79,20 @@ def test_open_row_layout_fills_dram_rows(rows, k, acts):
     assert n["ACTAB"] == expected
     assert n["MACAB"] == rows * kc
     assert n["ACTAB"] == acts
+
+
+def test_report_json_top_level_token_figures(tmp_path):
+    """Issue 14's interface: report.json carries tokens_per_s, energy_per_token_j and utilization
+    at the top level (not only under extras); energy per token includes the DRAM background."""
+    import json
+
+    from archsim.cli import main
+
+    out = tmp_path / "run"
+    assert main(["run", "--arch", "pim-gpt-gddr6", "--workload", "gpt3-small", "--phase", "decode", "--kv-len",
+                 "128", "--out", str(out), "--no-plots", "--trace-layers", "0"]) == 0
+    r = json.loads((out / "report.json").read_text())
+    assert r["tokens_per_s"] == pytest.approx(1 / r["latency_s"])
+    total_pj = r["energy_pj"] + r["extras"]["background_energy_pj"]
+    assert r["energy_per_token_j"] == pytest.approx(total_pj * 1e-12)
+    assert 0 < r["utilization"] < 1
