@@ -15,7 +15,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _LAZY = {
-    "simulate": ("archsim.simulate", "simulate"),
+    "simulate": ("archsim.simulation", "simulate"),
     "load_arch": ("archsim.spec.load", "load_arch"),
     "ArchSpec": ("archsim.spec.model", "ArchSpec"),
     "SimResult": ("archsim.report.result", "SimResult"),

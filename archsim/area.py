@@ -5,8 +5,9 @@ The area is a sum over components, each a count times a per-unit figure:
 ========================  ======================================  ==========================
 component                 count                                   figure (tech key)
 ========================  ======================================  ==========================
-``mac``                   MAC units (``rows*cols`` for systolic)   ``mac.<precision>`` um2
-``pe_registers``          register bits per PE x PEs              ``reg.bit`` um2
+``mac``                   MAC units per precision (the model's)    ``mac.<precision>`` um2
+``pe_registers``          datapath register bits (the model's)    ``reg.bit`` um2
+fixed parts               e.g. a GPU die, with its source          as given
 ``sram``                  bytes of each buffer                    SRAM um2/byte by macro size
 ``vector_unit``           vector lanes                            ``vector.lane`` um2
 ========================  ======================================  ==========================
@@ -18,15 +19,16 @@ its source in :data:`SOURCES`), scaled by ``(node_nm / 45)**2`` for another node
 ``area_breakdown(arch)`` returns every component with its count, unit figure
 and where the figure came from, so a report can show the arithmetic.
 
-MAC precision is the wider of the template's input and weight precisions
-(``input_precision`` / ``weight_precision`` params; int8 if absent).
+The counts come from the template's model (``model.area_inputs()``, an
+:class:`AreaInputs`): area.py never reads a template's own parameters, and
+prices the precision the template really uses.
 """
 from __future__ import annotations
 
-import bisect
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from archsim.spec.model import interp_log
 
 #: um2 per unit at 45 nm. A MAC is a multiplier at the operand precision plus an
 #: accumulator adder (32b integer add for integer MACs, fp32 add for float MACs),
@@ -76,7 +78,19 @@ SOURCES: dict[str, str] = {
 }
 REFERENCE_NODE_NM = 45
 
-_PRECISION_BITS = {"int4": 4, "uint4": 4, "int8": 8, "uint8": 8, "int16": 16, "int32": 32}
+@dataclass(frozen=True)
+class AreaInputs:
+    """What a template's model says its silicon is made of (``model.area_inputs()``).
+
+    ``macs``: MAC units per precision name (priced at ``mac.<precision>``);
+    ``register_bits``: flip-flops of the datapath (priced at ``reg.bit``);
+    ``fixed_um2``: components given as an area with its source, e.g. a GPU
+    die from its preset: ``{"gpu_die": (826e6, "NVIDIA A100 whitepaper")}``.
+    """
+
+    macs: dict[str, int] = field(default_factory=dict)
+    register_bits: int = 0
+    fixed_um2: dict[str, tuple[float, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -92,53 +106,6 @@ class AreaItem:
     @property
     def um2(self) -> float:
         return self.count * self.unit_um2
-
-
-def _bits(precision: Any) -> int:
-    name = str(getattr(precision, "value", precision))
-    if name in _PRECISION_BITS:
-        return _PRECISION_BITS[name]
-    try:
-        from workloads.precision import precision_bits
-
-        return precision_bits(name)
-    except (ImportError, ValueError):
-        return 8
-
-
-def _mac_key(params: Any) -> str:
-    """``mac.<precision>`` of the wider operand (ties: the weight's, so int8 x fp8 reads the fp8 MAC)."""
-    names = [str(getattr(p, "value", p)) for p in (getattr(params, "input_precision", None), getattr(params, "weight_precision", None)) if p is not None]
-    if not names:
-        names = [str(getattr(params, "precision", "int8"))]
-    return "mac." + max(reversed(names), key=_bits)
-
-
-def _mac_count(arch: Any) -> int:
-    params = arch.params
-    macs = getattr(params, "macs", None)
-    if isinstance(macs, int) and not isinstance(macs, bool):
-        return macs
-    if hasattr(params, "rows") and hasattr(params, "cols"):
-        return int(params.rows) * int(params.cols)
-    if hasattr(params, "lanes"):
-        return int(params.lanes)
-    from archsim.templates import get_template
-
-    return int(get_template(arch.template).model_cls(arch).peak_macs_per_cycle())
-
-
-def _pe_register_bits(params: Any) -> int:
-    """Bits of state per PE: operand pass registers, the partial sum, shadow and pipeline registers."""
-    in_bits = _bits(getattr(params, "input_precision", "int8"))
-    w_bits = _bits(getattr(params, "weight_precision", "int8"))
-    acc_bits = _bits(getattr(params, "acc_precision", "int32"))
-    bits = in_bits + w_bits + acc_bits
-    if getattr(params, "preload", "serial") == "double_buffered":
-        bits += max(in_bits, w_bits)  # shadow register of the stationary operand
-    if int(getattr(params, "mult_pipeline_stages", 0) or 0):
-        bits += in_bits + w_bits  # product register
-    return bits
 
 
 class _Figures:
@@ -165,34 +132,23 @@ class _Figures:
         if points and hasattr(self.tech, "sram_um2_per_byte"):
             return float(self.tech.sram_um2_per_byte(macro_bytes)), f"tech:{self.name}"
         scaled = f", scaled x{self.scale:.3g} from 45 nm" if self.scale != 1 else ""
-        return _interp_log(DEFAULT_SRAM_AREA_POINTS, macro_bytes) * self.scale, f"default ({SOURCES['sram']}{scaled})"
-
-
-def _interp_log(points: tuple[tuple[int, float], ...], size: float) -> float:
-    """Linear in log(size) between points, clamped at both ends."""
-    size = max(float(size), 1.0)
-    sizes = [p[0] for p in points]
-    if size <= sizes[0]:
-        return points[0][1]
-    if size >= sizes[-1]:
-        return points[-1][1]
-    i = bisect.bisect_left(sizes, size)
-    (s0, a0), (s1, a1) = points[i - 1], points[i]
-    t = math.log(size / s0) / math.log(s1 / s0)
-    return a0 + t * (a1 - a0)
+        return interp_log(DEFAULT_SRAM_AREA_POINTS, macro_bytes, above="clamp") * self.scale, f"default ({SOURCES['sram']}{scaled})"
 
 
 def area_breakdown(arch: Any) -> list[AreaItem]:
     """Area of each component of ``arch`` (an :class:`archsim.spec.ArchSpec`)."""
     figures = _Figures(arch.tech)
-    params = arch.params
+    inputs = arch.model().area_inputs()
     items = []
-    macs = _mac_count(arch)
-    key = _mac_key(params)
-    unit, source = figures.unit(key)
-    items.append(AreaItem("mac", macs, unit, key, source))
-    unit, source = figures.unit("reg.bit")
-    items.append(AreaItem("pe_registers", macs * _pe_register_bits(params), unit, "reg.bit", source))
+    for precision, count in sorted(inputs.macs.items()):
+        key = f"mac.{precision}"
+        unit, source = figures.unit(key)
+        items.append(AreaItem("mac" if len(inputs.macs) == 1 else key, count, unit, key, source))
+    if inputs.register_bits:
+        unit, source = figures.unit("reg.bit")
+        items.append(AreaItem("pe_registers", inputs.register_bits, unit, "reg.bit", source))
+    for component, (um2, source) in sorted(inputs.fixed_um2.items()):
+        items.append(AreaItem(component, 1, float(um2), component, source))
     for name, buffer in sorted(arch.buffers.items()):
         macro = buffer.bytes / max(1, int(buffer.banks))
         unit, source = figures.sram_per_byte(macro)
@@ -215,6 +171,7 @@ def area_mm2(arch: Any) -> float:
 
 
 __all__ = [
+    "AreaInputs",
     "AreaItem",
     "DEFAULT_AREA_UM2",
     "DEFAULT_SRAM_AREA_POINTS",

@@ -97,7 +97,7 @@ Command = Load | Store | Compute | VectorOp
 
 @dataclass(slots=True)
 class LayerProgram:
-    """The commands of one graph node, plus what the reports need about it.
+    """The commands of one graph node, plus what the engine and reports need about it.
 
     ``macs`` counts useful multiply-accumulates (the graph op's own count).
     ``signature`` is a hashable key of everything the layer's timing depends
@@ -110,6 +110,20 @@ class LayerProgram:
     depend on the whole arch). ``(signature, arch_key)`` determines the
     command list; the engine adds the arch fields its own timing of those
     commands reads (:func:`archsim.engine.core.memo_key`).
+
+    Typed fields the engine and reports read (never side channels in ``mapping``):
+
+    - ``repeat``: the commands are ONE of ``repeat`` identical, independent
+      iterations (conv groups, attention heads, per-token GEMVs); the engine
+      multiplies cycles, energy and bytes by it;
+    - ``tokens``: tokens this layer looks up (embedding layers), from which
+      tokens/s is computed (:meth:`archsim.report.SimResult.token_rates`);
+    - ``weight_format`` / ``activation_format``: the precisions the layer runs at;
+    - ``internal_bytes``: bytes moved inside memory without the DMA, per
+      operand, for the whole layer (PIM in-bank reads), reported beside DRAM traffic.
+
+    ``mapping`` describes the chosen mapping for people (dataflow, tile sizes,
+    loop order); nothing computes with it.
     """
 
     name: str
@@ -117,8 +131,13 @@ class LayerProgram:
     macs: int
     commands: list[Command]
     signature: tuple = ()
-    mapping: dict[str, Any] = field(default_factory=dict)  # dataflow, tile sizes, loop order
+    mapping: dict[str, Any] = field(default_factory=dict)  # descriptive: dataflow, tile sizes, loop order
     arch_key: str | None = None  # the arch fields the mapping depends on; None = all
+    repeat: int = 1
+    tokens: int = 0
+    weight_format: str = ""
+    activation_format: str = ""
+    internal_bytes: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

@@ -14,7 +14,7 @@ through :mod:`mappers.registry`, which picks the mapping and emits it.
 
 Conventions of the emitted Program beyond :mod:`archsim.program`:
 
-- ``LayerProgram.mapping["repeat"]`` (default 1): the layer's commands are
+- ``LayerProgram.repeat`` (default 1): the layer's commands are
   ONE of ``repeat`` identical, independent iterations (conv groups, attention
   kv-head groups, batched activation matmuls); the engine multiplies the
   layer's cycles, energy and bytes by it. ``LayerProgram.macs`` is always the
@@ -49,8 +49,9 @@ def compile(graph, arch, **options) -> Program:  # noqa: A001 - public name fixe
         Anything with ``ops()`` (topological order) and a ``name``.
     arch : archsim.spec.ArchSpec
     **options
-        See :class:`mappers.options.MapOptions`: ``conv_lowering``,
-        ``objective``, ``dataflow``.
+        :class:`mappers.options.MapOptions`: ``objective``, ``conv_lowering``
+        and the template's own options (e.g. systolic ``dataflow``); they
+        override the arch spec's ``options:``.
 
     Raises
     ------
@@ -70,7 +71,7 @@ def compile(graph, arch, **options) -> Program:  # noqa: A001 - public name fixe
     stats = _STATS
     for op in graph.ops():
         if op.kind == "shape":
-            layers.append(LayerProgram(op.name, op.kind, 0, [], ("shape",), {"repeat": 1}, ""))
+            layers.append(LayerProgram(op.name, op.kind, 0, [], ("shape",), {}, ""))
             continue
         ak = key_of(op) if key_of is not None else None
         if ak is None:
@@ -89,15 +90,29 @@ def compile(graph, arch, **options) -> Program:  # noqa: A001 - public name fixe
             _LAYER_CACHE[key] = cached
         else:
             stats["hits"] += 1
-        mapping = dict(cached.mapping)
-        if op.kind == "embedding":  # token lookups count the tokens a run processes (tokens/s in reports)
-            mapping["tokens"] = op.tokens
-        layers.append(LayerProgram(op.name, cached.op, cached.macs, cached.commands,
-                                   cached.signature, mapping, ak))
+        # token lookups count the tokens a run processes (tokens/s in reports)
+        tokens = int(op.tokens) if op.kind == "embedding" else 0
+        weights, acts = _formats(op)
+        layers.append(LayerProgram(op.name, cached.op, cached.macs, cached.commands, cached.signature,
+                                   cached.mapping, ak, repeat=cached.repeat, tokens=tokens,
+                                   weight_format=cached.weight_format or weights,
+                                   activation_format=cached.activation_format or acts,
+                                   internal_bytes=cached.internal_bytes))
     return Program(arch.name, str(getattr(graph, "name", "")), layers)
 
 
 _STATS = {"hits": 0, "misses": 0}
+
+
+def _formats(op) -> tuple[str, str]:
+    """(weight format, activation format) of an op. An op whose second operand
+    is an activation too (attention, activation x activation matmul) has the
+    activation format for both; an op without MACs or parameters has no
+    weight format."""
+    acts = str(getattr(op, "act_precision", "") or "")
+    if op.params():
+        return str(getattr(op, "weight_precision", "") or ""), acts
+    return (acts if op.macs() else ""), acts
 
 
 def clear_cache() -> None:

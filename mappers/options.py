@@ -1,13 +1,24 @@
-"""Options of :func:`mappers.compile`, validated into one frozen dataclass."""
+"""Options of :func:`mappers.compile`: common ones here, the rest the template's own.
+
+Common options (every template): ``objective`` and ``conv_lowering``. A
+template may declare its own frozen options dataclass on its entry
+(``Template(options="module:Class")``, e.g. the systolic template's
+``dataflow`` and ``scalesim_compat``). Values come from the arch spec's
+``options:`` section, overridden by keyword arguments of ``compile`` (and
+``archsim run`` flags); the result is one frozen :class:`MapOptions` whose
+``template`` field holds the template's options instance.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 from archsim.errors import MappingError
 from mappers.lower import CONV_LOWERINGS
 
 OBJECTIVES = ("cycles", "energy")
-DATAFLOWS = ("ws", "os", "is", "auto")
+#: options every template takes
+COMMON_OPTIONS = ("objective", "conv_lowering")
 
 
 @dataclass(frozen=True)
@@ -16,39 +27,55 @@ class MapOptions:
 
     Attributes
     ----------
-    conv_lowering : "im2col_padded" | "scalesim"
-        How convolutions become GEMMs (see :mod:`mappers.lower`). Default:
-        "scalesim" for arch specs named ``scalesim-*``, else "im2col_padded".
     objective : "cycles" | "energy"
         What the mapping search minimises (the other breaks ties).
-    dataflow : "ws" | "os" | "is" | "auto" | None
-        Overrides the arch's ``params.dataflow``; "auto" searches all.
+    conv_lowering : "im2col_padded" | "scalesim" | None
+        How convolutions become GEMMs (see :mod:`mappers.lower`); None lets
+        the template choose (the systolic template picks "scalesim" when its
+        ``scalesim_compat`` option is set, else "im2col_padded").
+    template : the template's options dataclass instance, or None
     """
 
-    conv_lowering: str = "im2col_padded"
     objective: str = "cycles"
-    dataflow: str | None = None
+    conv_lowering: str | None = None
+    template: Any = None
 
 
-_NAMES = tuple(f.name for f in fields(MapOptions))
+def option_names(template_name: str) -> tuple[str, ...]:
+    """Every option name ``template_name``'s mapper takes (common first)."""
+    cls = _options_cls(template_name)
+    return COMMON_OPTIONS + (tuple(f.name for f in fields(cls)) if cls is not None else ())
+
+
+def _options_cls(template_name: str):
+    from archsim.templates import get_template
+
+    return get_template(template_name).options_cls
 
 
 def make_options(arch, options: dict) -> MapOptions:
-    """Validate keyword options of :func:`mappers.compile`; fill defaults from ``arch``."""
-    for key in options:
-        if key not in _NAMES:
-            raise MappingError(f"unknown mapper option {key!r}; expected one of {', '.join(_NAMES)}")
-    conv = options.get("conv_lowering")
-    if conv is None:
-        conv = "scalesim" if str(getattr(arch, "name", "")).startswith("scalesim") else "im2col_padded"
-    if conv not in CONV_LOWERINGS:
+    """Validate ``arch.options`` overridden by keyword ``options`` into a :class:`MapOptions`."""
+    merged = {**(getattr(arch, "options", None) or {}), **{k: v for k, v in options.items() if v is not None}}
+    cls = _options_cls(arch.template)
+    own = tuple(f.name for f in fields(cls)) if cls is not None else ()
+    names = COMMON_OPTIONS + own
+    for key in merged:
+        if key not in names:
+            raise MappingError(f"unknown mapper option {key!r} for template {arch.template!r}; "
+                               f"expected one of {', '.join(names)}")
+    conv = merged.get("conv_lowering")
+    if conv is not None and conv not in CONV_LOWERINGS:
         raise MappingError(f"conv_lowering: expected one of {', '.join(CONV_LOWERINGS)}, got {conv!r}")
-    objective = options.get("objective") or "cycles"
+    objective = merged.get("objective") or "cycles"
     if objective not in OBJECTIVES:
         raise MappingError(f"objective: expected one of {', '.join(OBJECTIVES)}, got {objective!r}")
-    dataflow = options.get("dataflow")
-    if dataflow is not None:
-        dataflow = str(dataflow).lower()
-        if dataflow not in DATAFLOWS:
-            raise MappingError(f"dataflow: expected one of {', '.join(DATAFLOWS)}, got {options['dataflow']!r}")
-    return MapOptions(conv, objective, dataflow)
+    template = None
+    if cls is not None:
+        try:
+            template = cls(**{k: merged[k] for k in own if k in merged})
+            check = getattr(template, "validate", None)
+            if check is not None:
+                check()
+        except (TypeError, ValueError) as err:
+            raise MappingError(str(err)) from None
+    return MapOptions(objective, conv, template)

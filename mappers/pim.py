@@ -12,7 +12,7 @@ Compute commands (units ``"pim.ch<i>"``) and VectorOps on the ASIC (unit
   gather). The split with the fewest cycles (PIM tile + ASIC reduction) wins.
   Bias adds run on the ASIC.
 - **GEMM** (prefill, ``m > 1`` tokens): repeated GEMVs, one per token
-  (``mapping["repeat"] = m``): the weights are re-streamed from the rows for
+  (``LayerProgram.repeat = m``): the weights are re-streamed from the rows for
   each token. Simple and pessimistic; PIM is meant for decode.
 - **Attention** (decode, one query per sequence): query heads are spread over
   channels (head h on channel ``h % C``); a head's cached tokens are spread
@@ -149,18 +149,19 @@ def make_mapper(arch, options) -> Callable:
 
     def map_op(op) -> LayerProgram:
         layer = _Layer(arch)
-        mapping: dict = {"repeat": 1}
+        mapping: dict = {}
+        repeat_total = 1
         weight_bytes = 0
         kv_bytes = 0
         if op.kind == "attention":
             if op.heads % op.kv_heads:
                 raise MappingError(f"{op.name}: heads ({op.heads}) not divisible by kv_heads ({op.kv_heads})")
             mapping.update(_emit_attention_decode(layer, op.heads, op.kv_heads, op.seq_kv, op.head_dim))
-            mapping["repeat"] = op.batch * op.seq_q
+            repeat_total = op.batch * op.seq_q
             kv_bytes = 2 * op.batch * op.kv_heads * op.seq_kv * op.head_dim * eb
             macs = op.macs()
         else:
-            lowered = lower_op(op, getattr(options, "conv_lowering", "im2col_padded"))
+            lowered = lower_op(op, options.conv_lowering or "im2col_padded")
             macs = lowered.macs()
             repeat = lowered.repeat
             gemv_repeat = 1
@@ -177,11 +178,11 @@ def make_mapper(arch, options) -> Callable:
                 elif isinstance(part, Gather):
                     layer.vector("embedding", part.nbytes)
                     weight_bytes += op.vocab * op.dim * eb if op.kind == "embedding" else 0
-            mapping["repeat"] = repeat * gemv_repeat
-        mapping["pim_io_bytes_per_iteration"] = layer.io_bytes
-        mapping["pim_weight_bytes"] = weight_bytes
-        mapping["pim_kv_bytes"] = kv_bytes
-        return LayerProgram(op.name, op.kind, macs, layer.commands, ("pim",) + op_key(op), mapping)
+            repeat_total = repeat * gemv_repeat
+        # whole layer: bytes the banks read in place, and over the channels' I/O to the ASIC
+        internal = {"weight": weight_bytes, "kv": kv_bytes, "io": layer.io_bytes * repeat_total}
+        return LayerProgram(op.name, op.kind, macs, layer.commands, ("pim",) + op_key(op), mapping,
+                            repeat=repeat_total, internal_bytes=internal)
 
     keys: dict = {}
 
@@ -194,7 +195,7 @@ def make_mapper(arch, options) -> Callable:
         if op.kind == "attention":
             kind = "params"
         else:
-            lowered = lower_op(op, getattr(options, "conv_lowering", "im2col_padded"))
+            lowered = lower_op(op, options.conv_lowering or "im2col_padded")
             if any(isinstance(part, Gemm) and part.b_is_param for part in lowered.parts):
                 return None
             kind = "asic"

@@ -1,4 +1,4 @@
-"""Template name -> mapper module.
+"""A template's mapper module (named on its ``Template`` entry) and arch keys.
 
 A mapper module (``mappers.<template>``) turns graph ops into
 :class:`archsim.program.LayerProgram` s for one template. It exposes::
@@ -22,38 +22,37 @@ it in ``LayerProgram.arch_key`` for the engine's memo. It must be exact: a
 field the mapping reads but the key omits gives stale results. ``None`` (or
 no method) means "the whole arch".
 
-Adding a template = one module and one entry in ``_MAPPER_MODULES``.
+The module is named by the template's entry (``Template(mapper="mappers.<name>")``).
 """
 from __future__ import annotations
 
-import importlib
 import json
 from types import ModuleType
 from typing import Any
 
 from archsim.errors import MappingError
 
-_MAPPER_MODULES = {
-    "systolic": "mappers.systolic",
-    "pim": "mappers.pim",
-    "roofline": "mappers.roofline",
-}
-
-
 def mapper_names() -> list[str]:
-    return sorted(_MAPPER_MODULES)
+    """Templates that have a mapper (every registered template)."""
+    from archsim.templates import template_names
+
+    return template_names()
 
 
 def get_mapper_module(template: str) -> ModuleType:
     """The mapper module of ``template``; a one-line MappingError if there is none."""
-    module_name = _MAPPER_MODULES.get(template)
-    if module_name is None:
-        raise MappingError(f"no mapper for template {template!r}; expected one of {', '.join(mapper_names())}")
+    from archsim.errors import SpecError
+    from archsim.templates import get_template
+
     try:
-        return importlib.import_module(module_name)
+        entry = get_template(template)
+    except SpecError as err:
+        raise MappingError(f"no mapper: {err}") from None
+    try:
+        return entry.mapper_module
     except ModuleNotFoundError as err:
-        if err.name == module_name:
-            raise MappingError(f"mapper module {module_name} for template {template!r} is not installed") from None
+        if err.name == entry.mapper:
+            raise MappingError(f"mapper module {entry.mapper} for template {template!r} is not installed") from None
         raise
 
 

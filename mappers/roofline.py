@@ -23,7 +23,7 @@ def make_mapper(arch, options) -> Callable:
         nbytes = ob.get("input", 0) + ob.get("weight", 0) + ob.get("output", 0)
         macs = op.macs()
         flops = 2 * macs
-        mapping: dict = {"repeat": 1}
+        mapping: dict = {}
         if op.kind == "attention":
             # the K/V cache is read once; the new K/V rows are written
             kv = 2 * op.batch * op.kv_heads * op.seq_kv * op.head_dim

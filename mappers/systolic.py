@@ -22,12 +22,13 @@ For each GEMM of a lowered op (:mod:`mappers.lower`) the mapper
    ``preload_hidden`` on every WS/IS fold but the layer's first when
    ``params.preload == "double_buffered"``.
 
-Dataflow: ``options.dataflow`` if given, else ``params.dataflow``; ``"auto"``
+Dataflow: the ``dataflow`` option if given, else ``params.dataflow``; ``"auto"``
 searches ws, os and is per layer. Fold limits per dataflow (R x C array):
 WS ``k <= R, n <= C`` (m streamed), IS ``k <= R, m <= C`` (n streamed), OS
 ``m <= R, n <= C`` (k streamed).
 
-SCALE-Sim compatibility (arch names ``scalesim-*``): every fold streams the
+SCALE-Sim compatibility (option ``scalesim_compat``, set by the ``scalesim-*``
+presets; convolutions then default to ``conv_lowering="scalesim"``): every fold streams the
 whole free dimension, as SCALE-Sim's stall-free mode does: the streamed
 operand and the outputs flow through their buffers, so only the stationary
 operand's tile must fit.
@@ -38,6 +39,7 @@ import numpy as np
 
 from archsim.errors import MappingError
 from archsim.program import LayerProgram, Store
+from archsim.templates.systolic.options import SystolicOptions
 from archsim.templates.systolic.tile import SystolicTile
 from mappers.emit import BufferLayout, Emitter, emit_gather, emit_vector
 from mappers.lower import Gather, Gemm, VectorWork, lower_op
@@ -62,10 +64,12 @@ class SystolicMapper:
         self.R, self.C = int(p.rows), int(p.cols)
         self.P = int(getattr(p, "mult_pipeline_stages", 0))
         self.preload = getattr(p, "preload", "serial")
-        dataflow = options.dataflow or getattr(p, "dataflow", "ws")
+        own = options.template or SystolicOptions()
+        dataflow = str(own.dataflow or p.dataflow).lower()
         self.dataflows = ALL_DATAFLOWS if dataflow == "auto" else (dataflow,)
         self.layout = BufferLayout.from_arch(arch)
-        self.compat = str(arch.name).startswith("scalesim")
+        self.compat = bool(own.scalesim_compat)
+        self.conv_lowering = options.conv_lowering or ("scalesim" if self.compat else "im2col_padded")
         self.objective = options.objective
         bw = float(arch.dram.bytes_per_cycle)
         self.inv_bw = 0.0 if bw == float("inf") else 1.0 / bw
@@ -94,7 +98,7 @@ class SystolicMapper:
         :func:`~mappers.emit.emit_gather` chunk by slot bytes): not the
         params, DRAM, vector unit, clock or tech.
         """
-        low = lower_op(op, self.options.conv_lowering)
+        low = lower_op(op, self.conv_lowering)
         if any(isinstance(part, Gemm) for part in low.parts):
             if self._gemm_key is None:
                 self._gemm_key = arch_key(self.arch, ("params", "buffers", "dram.bytes_per_cycle",
@@ -107,7 +111,7 @@ class SystolicMapper:
 
     # -- one op -------------------------------------------------------------
     def __call__(self, op) -> LayerProgram:
-        low = lower_op(op, self.options.conv_lowering)
+        low = lower_op(op, self.conv_lowering)
         em = Emitter(self.layout)
         state = {"first": True}
         plans, mappings = [], []
@@ -126,14 +130,14 @@ class SystolicMapper:
                 emit_gather(em, part, self.layout)
             stores = [c.id for c in em.commands[start:] if isinstance(c, Store)]
             em.after_input = (stores[-1],) if stores else ()
-        mapping: dict = {"repeat": low.repeat}
+        mapping: dict = {}
         if mappings:
             mapping.update({k: v for k, v in mappings[0].items()})
             if len(mappings) > 1:
                 mapping["gemms"] = mappings
         # the SCALE-Sim flag matters to GEMM plans only (see arch_key)
         signature = ("systolic", self.compat if plans else None, low, tuple(plans))
-        return LayerProgram(op.name, op.kind, op.macs(), em.commands, signature, mapping)
+        return LayerProgram(op.name, op.kind, op.macs(), em.commands, signature, mapping, repeat=low.repeat)
 
     def _emit_gemm(self, em, g: Gemm, plan: TilePlan, state: dict) -> None:
         R, C = self.R, self.C

@@ -11,8 +11,7 @@ available to anyone emitting Programs by hand).
   overwrites its output slot, transitively depends on every command that read
   the slot's previous contents and on its previous writer ("depends" counts
   the in-order units: a command also follows every earlier command of its unit);
-- a Compute tile passes the template's own ``check(rows, cols, preload)``
-  when it has one;
+- a Compute tile passes the template model's ``check_tile`` (with an arch);
 - per buffer, the largest load of each slot summed over its slots fits the
   buffer's bytes (slots of a unified buffer share it).
 
@@ -76,7 +75,7 @@ def layer_violations(layer, arch=None, limit: int = 20) -> list[str]:
         if w is not None and not before(w, i):
             problems.append(f"command {i}: {what} overwrites {key} before its writer {w} is done")
 
-    params = getattr(arch, "params", None)
+    model = arch.model() if arch is not None else None
     for i, c in enumerate(cmds):
         cls = type(c)
         if cls is Load:
@@ -114,10 +113,9 @@ def layer_violations(layer, arch=None, limit: int = 20) -> list[str]:
             if out_key is not None:
                 writer[out_key] = i
                 readers[out_key] = []
-            check = getattr(c.tile, "check", None)
-            if params is not None and callable(check) and hasattr(params, "rows"):
+            if model is not None:
                 try:
-                    check(params.rows, params.cols, getattr(params, "preload", "double_buffered"))
+                    model.check_tile(c.tile)
                 except ValueError as err:
                     problems.append(f"command {i}: tile {c.tile}: {err}")
         if len(problems) >= limit:

@@ -12,10 +12,10 @@ Public names::
 """
 from rtl.api import cosim_items, run_cosim
 from rtl.design import CosimReport, Port, RtlDesign, TileCheck
-from rtl.generate import DESIGNS, design_for, write_outputs
+from rtl.generate import design_for, write_outputs
 from rtl.synth import synthesize
 
 __all__ = [
-    "DESIGNS", "CosimReport", "Port", "RtlDesign", "TileCheck",
+    "CosimReport", "Port", "RtlDesign", "TileCheck",
     "cosim_items", "design_for", "run_cosim", "synthesize", "write_outputs",
 ]

@@ -6,7 +6,7 @@ ports, and plugs into the shared co-simulation harness with three things: a
 job encoder (commands + operands -> JSON), the name of its cocotb driver
 coroutine, and a checker that compares what the RTL did with archsim's
 models. Adding a template's RTL = one subclass + one line in
-:data:`rtl.generate.DESIGNS`.
+the template's ``Template(rtl="module:Class")`` entry.
 """
 from __future__ import annotations
 

@@ -10,7 +10,6 @@
 """
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -18,30 +17,21 @@ from typing import Any
 from archsim.errors import SpecError
 from rtl.design import RtlDesign
 
-#: template name -> "module:class" of its RtlDesign
-DESIGNS = {
-    "systolic": "rtl.systolic.rtl_design:SystolicDesign",
-    "pim": "rtl.pim.rtl_design:PimDesign",
-}
-
-
-def _template_of(params: Any) -> str:
-    name = type(params).__name__
-    for template in DESIGNS:
-        if name.lower().startswith(template):
-            return template
-    raise SpecError(f"no RTL for params {name}; RTL exists for template(s) {', '.join(DESIGNS)}")
-
-
 def design_class(params_or_arch: Any) -> type[RtlDesign]:
-    """The :class:`RtlDesign` subclass of an ``ArchSpec``'s or a ``Params``' template."""
+    """The :class:`RtlDesign` subclass named by the template's entry (``Template.rtl``)."""
+    from archsim.templates import get_template, template_names
+
     template = getattr(params_or_arch, "template", None)
-    if template is None:
-        template = _template_of(getattr(params_or_arch, "params", params_or_arch))
-    if template not in DESIGNS:
-        raise SpecError(f"template {template!r} has no RTL yet; RTL exists for: {', '.join(DESIGNS)}")
-    module_name, cls_name = DESIGNS[template].split(":")
-    return getattr(importlib.import_module(module_name), cls_name)
+    if template is None:  # a bare Params instance: the template whose params class it is
+        cls = type(getattr(params_or_arch, "params", params_or_arch))
+        template = next((n for n in template_names() if get_template(n).params_cls is cls), None)
+        if template is None:
+            raise SpecError(f"no template takes params {cls.__name__}")
+    entry = get_template(template)
+    if entry.rtl is None:
+        with_rtl = [n for n in template_names() if get_template(n).rtl is not None]
+        raise SpecError(f"template {template!r} has no RTL yet; RTL exists for: {', '.join(with_rtl)}")
+    return entry.rtl_cls
 
 
 def design_for(params_or_arch: Any, options: Any = None) -> RtlDesign:
@@ -55,15 +45,11 @@ def design_for(params_or_arch: Any, options: Any = None) -> RtlDesign:
 
 
 def target_options(params_or_arch: Any, target: str) -> dict[str, Any]:
-    """RTL options that suit a synthesis target (empty when none apply)."""
+    """RTL options that suit a synthesis target (the design's own choice; empty when none apply)."""
+    cls = design_class(params_or_arch)
     params = getattr(params_or_arch, "params", params_or_arch)
-    if target == "ecp5" and _template_of(params) == "systolic":
-        bits = {"int8": 8, "int16": 16}
-        if params.dataflow in ("ws", "is") and max(bits.get(params.input_precision, 99),
-                                                    bits.get(params.weight_precision, 99)) <= 18:
-            return {"multiplier": "ecp5_dsp", "out_ram": "distributed"}
-        return {"out_ram": "distributed"}
-    return {}
+    hook = getattr(cls, "target_options", None)
+    return dict(hook(params, target)) if hook is not None else {}
 
 
 def fusesoc_core(design: RtlDesign, name: str | None = None) -> str:

@@ -53,12 +53,13 @@ def test_tech_figures_win_and_missing_ones_fall_back_with_source():
     assert all(SOURCES[key] for key in DEFAULT_AREA_UM2)
 
 
-def test_unknown_figure_names_itself():
+def test_unknown_figure_names_itself(monkeypatch):
+    from archsim.area import AreaInputs
+    from archsim.templates.systolic import SystolicModel
+
     arch = load_arch("systolic-32x32-ws")
-    tech = dataclasses.replace(arch.tech, area_um2={})
-    params = dataclasses.replace(arch.params)
-    object.__setattr__(params, "input_precision", "int64")
-    object.__setattr__(params, "weight_precision", "int64")
-    with pytest.raises(KeyError, match="mac.int64"):
-        area_breakdown(dataclasses.replace(arch, tech=tech, params=params))
     assert math.isfinite(area_mm2(arch))
+    tech = dataclasses.replace(arch.tech, area_um2={})
+    monkeypatch.setattr(SystolicModel, "area_inputs", lambda self: AreaInputs(macs={"int64": 4}))
+    with pytest.raises(KeyError, match="mac.int64"):
+        area_breakdown(dataclasses.replace(arch, tech=tech))

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from archsim.cli import main
-from archsim.simulate import simulate
+from archsim.simulation import simulate
 
 BASE = ["compare", "--arch", "pim-gpt-gddr6", "--arch", "gpu-t4", "--workload", "gpt2", "--phase", "decode",
         "--kv-len", "64"]
@@ -40,7 +40,7 @@ def test_like_for_like_ratios_match_independent_runs(tmp_path, capsys):
     table = capsys.readouterr().out
     assert "WARNING" not in table and "latency per token (ms)" in table
     cmp = json.loads(out.read_text())
-    opts = dict(phase="decode", kv_len=64, weight_precision="bf16", act_precision="bf16")
+    opts = dict(phase="decode", kv_len=64, weights="bf16", activations="bf16")
     a = simulate("gpt2", "pim-hbm2", **opts)
     b = simulate("gpt2", "gpu-a100", overrides=["kernel_overhead_us=0"], **opts)
     tps_a, tps_b = 1 / a.latency_s, 1 / b.latency_s  # one token per decode step

@@ -121,7 +121,7 @@ def test_identical_ops_lower_once_names_ignored():
 
 def test_registry_unknown_template():
     from mappers.registry import get_mapper_module
-    with pytest.raises(MappingError, match=r"^no mapper for template 'zzz'; expected one of"):
+    with pytest.raises(MappingError, match=r"^no mapper: unknown template 'zzz'; expected one of"):
         get_mapper_module("zzz")
     assert get_mapper_module("systolic").__name__ == "mappers.systolic"
     assert Gemm("x", 2, 3, 4).macs() == 2 * 3 * 4

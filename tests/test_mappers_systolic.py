@@ -15,6 +15,7 @@ from archsim.templates.systolic.fast import SystolicModel
 from archsim.templates.systolic.params import SystolicParams
 from mappers.emit import BufferLayout, Emitter
 from mappers.lower import Gemm
+from archsim.templates.systolic.options import SystolicOptions
 from mappers.options import MapOptions
 from mappers.systolic import SystolicMapper
 from mappers.tiling import ORDERS, TilePlan, emit_gemm, traffic
@@ -325,7 +326,7 @@ def test_impossible_buffers_raise_mapping_error():
 @pytest.mark.parametrize("objective", ["cycles", "energy"])
 def test_search_never_worse_than_a_fixed_dataflow(objective):
     arch = make_arch(rows=16, cols=16, buf=16 * 1024, dataflow="auto")
-    mapper = SystolicMapper(arch, MapOptions(objective=objective, dataflow="auto"))
+    mapper = SystolicMapper(arch, MapOptions(objective=objective, template=SystolicOptions(dataflow="auto")))
     rng = random.Random(7)
     key = "est_cycles" if objective == "cycles" else "energy_pj"
     for _ in range(12):
@@ -342,22 +343,23 @@ def test_auto_picks_os_for_long_reductions_and_records_mapping():
     arch = make_arch(rows=16, cols=16, buf=1 << 20, dataflow="auto", bw=1e6)
     layer = map_one(_gemm_op(16, 4096, 16), arch)
     assert layer.mapping["dataflow"] == "os"
-    for key in ("tile_m", "tile_k", "tile_n", "loop_order", "repeat"):
+    for key in ("tile_m", "tile_k", "tile_n", "loop_order"):
         assert key in layer.mapping
+    assert layer.repeat == 1
 
 
 def test_objective_energy_moves_fewer_dram_bytes():
     arch = make_arch(rows=8, cols=8, buf=(4096, 4096, 16384), dataflow="auto", bw=1e6)
     g = Gemm("g", 700, 300, 500)
-    by_cycles = SystolicMapper(arch, MapOptions(objective="cycles", dataflow="auto")).choose(g)[1]
-    by_energy = SystolicMapper(arch, MapOptions(objective="energy", dataflow="auto")).choose(g)[1]
+    by_cycles = SystolicMapper(arch, MapOptions(objective="cycles", template=SystolicOptions(dataflow="auto"))).choose(g)[1]
+    by_energy = SystolicMapper(arch, MapOptions(objective="energy", template=SystolicOptions(dataflow="auto"))).choose(g)[1]
     assert by_energy["est_energy_pj"] <= by_cycles["est_energy_pj"]
     assert by_cycles["est_cycles"] <= by_energy["est_cycles"] * 1.01
 
 
 def test_unknown_option_and_value_errors():
     arch = make_arch()
-    with pytest.raises(MappingError, match=r"^unknown mapper option 'dataflw'; expected one of"):
+    with pytest.raises(MappingError, match=r"^unknown mapper option 'dataflw' for template 'systolic'; expected one of objective, conv_lowering, dataflow, scalesim_compat$"):
         mappers.compile(FakeGraph([]), arch, dataflw="ws")
     with pytest.raises(MappingError, match=r"^objective: expected one of cycles, energy, got 'speed'$"):
         mappers.compile(FakeGraph([]), arch, objective="speed")

@@ -36,7 +36,7 @@ def test_zoo_program_invariants(arch, name):
     assert [layer.name for layer in program.layers] == [op.name for op in ops]
     for op, layer in zip(ops, program.layers):
         assert layer.macs == op.macs()
-        repeat = layer.mapping["repeat"]
+        repeat = layer.repeat
         if op.kind == "shape":
             assert layer.commands == []
         elif op.kind in ("conv2d", "matmul"):
@@ -61,7 +61,7 @@ def test_depthwise_programs_stay_small(arch):
     program = mappers.compile(workloads.load("mobilenet_v1"), arch)
     for layer in program.layers:
         if layer.name.endswith(".dw"):
-            assert layer.mapping["repeat"] > 1 and len(layer.commands) < 20, layer.name
+            assert layer.repeat > 1 and len(layer.commands) < 20, layer.name
 
 
 def test_resnet50_compile_speed_and_size(arch):
@@ -97,7 +97,7 @@ def test_scalesim_presets_reproduce_scalesim_fold_cycles(preset, topology, total
     got = 0
     for layer in program.layers:
         cycles = sum(model.tile_cycles(c.tile) for c in layer.commands if isinstance(c, Compute))
-        got += cycles * layer.mapping["repeat"] - 1  # SCALE-Sim reports the last cycle's index
+        got += cycles * layer.repeat - 1  # SCALE-Sim reports the last cycle's index
         assert {c.tile.dataflow for c in layer.commands if isinstance(c, Compute)} == {arch.params.dataflow}
     assert got == total
 
@@ -135,8 +135,8 @@ def test_search_estimates_agree_with_the_engine(arch):
         if "est_cycles" not in mp:
             continue
         # the closed forms the search ranks plans by are exact for compute and DRAM bytes ...
-        assert res.compute_cycles == mp["est_compute_cycles"] * mp["repeat"], layer.name
-        assert res.dram_bytes == mp["est_dram_bytes"] * mp["repeat"], layer.name
+        assert res.compute_cycles == mp["est_compute_cycles"] * layer.repeat, layer.name
+        assert res.dram_bytes == mp["est_dram_bytes"] * layer.repeat, layer.name
         # ... and the overlap estimate is close to the event simulation (it ignores
         # in-order DMA stalls between tiles, which matter most on small layers)
-        assert abs(res.cycles - mp["est_cycles"] * mp["repeat"]) <= 0.2 * res.cycles, layer.name
+        assert abs(res.cycles - mp["est_cycles"] * layer.repeat) <= 0.2 * res.cycles, layer.name

@@ -8,6 +8,8 @@ import re
 
 import pytest
 
+from mappers.options import MapOptions
+
 import mappers
 import workloads
 from archsim.engine import ArchContext, run_program, schedule_layer
@@ -30,7 +32,7 @@ def test_gemv_layer_by_hand():
     bcast 24 x 2 = 48; last ACT 672, last MAC 746; 12 RDACC from 761 to 783, data at 797; the ASIC
     adds 768 partials (768/32 = 24 cycles): 821 < 833, so s = 2. The bias add (24 cycles): 845.
     """
-    lp = make_mapper(HBM2, None)(MatMul("fc", m=1, k=768, n=768, bias=True, act_precision="bf16",
+    lp = make_mapper(HBM2, MapOptions())(MatMul("fc", m=1, k=768, n=768, bias=True, act_precision="bf16",
                                         weight_precision="bf16"))
     assert lp.mapping["k_split"] == 2 and lp.mapping["rows_per_bank"] == 6
     tiles = [c for c in lp.commands if hasattr(c, "tile")]
@@ -38,7 +40,7 @@ def test_gemv_layer_by_hand():
     assert HBM2.model().tile_cycles(tiles[0].tile) == 797
     assert schedule_layer(lp.commands, ArchContext(HBM2)).cycles == 845
     # bytes between banks and ASIC: per channel 24 GBWR + 12 RDACC columns of 32 B
-    assert lp.mapping["pim_io_bytes_per_iteration"] == 16 * 36 * 32
+    assert lp.internal_bytes["io"] == 16 * 36 * 32
 
 
 def test_gpt2_weight_bytes_match_published_parameter_count():
@@ -72,16 +74,20 @@ def test_gpt2_decode_reads_every_weight_once():
             continue
         for c in layer.commands:
             if hasattr(c, "tile"):
-                read_bits += model.tile_actions(c.tile)["pim.col_read_bit"] * layer.mapping["repeat"]
+                read_bits += model.tile_actions(c.tile)["pim.col_read_bit"] * layer.repeat
     matmul_weights = (124_439_808 - 1024 * 768) * 2  # all but the position table (the LM head reads wte)
     assert matmul_weights <= read_bits / 8 <= 1.35 * matmul_weights  # padding of rows and banks only
     r = run_program(prog, HBM2)
     ex = r.extras
     assert ex["tokens"] == 1
-    assert ex["tokens_per_s"] == pytest.approx(1e9 / r.total_cycles)
+    seconds = sum(l.cycles for l in r.layers) / (HBM2.clock_mhz * 1e6)  # layers run back to back
+    assert ex["tokens_per_s"] == pytest.approx(1 / seconds)
     # internal bandwidth bound: 256 banks x 32 B per 4 cycles = 2048 B/cycle
     assert r.total_cycles > matmul_weights / 2048
     assert ex["energy_per_token_pj"] > read_bits * HBM2.tech.energy("pim.col_read_bit")
+    # per token: every layer's energy plus DRAM background power of every channel over the run
+    background = HBM2.tech.energy("pim.background_cycle") * HBM2.params.channels * sum(l.cycles for l in r.layers)
+    assert ex["energy_per_token_pj"] == pytest.approx(sum(l.energy_pj for l in r.layers) + background)
     assert ex["pim_io_bytes"] > 0
 
 

@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+from archsim.spec import load_arch
+
 from archsim.cli import main
 from archsim.errors import SpecError
 from archsim.templates.systolic import SystolicParams
@@ -91,11 +93,13 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
 
 
 def test_design_for_rejects_templates_without_rtl():
-    class RooflineParams:
+    class UnknownParams:
         pass
 
-    with pytest.raises(SpecError, match=r"^no RTL for params RooflineParams; RTL exists for template\(s\) systolic, pim$"):
-        design_for(RooflineParams())
+    with pytest.raises(SpecError, match=r"^no template takes params UnknownParams$"):
+        design_for(UnknownParams())
+    with pytest.raises(SpecError, match=r"^template 'roofline' has no RTL yet; RTL exists for: pim, systolic$"):
+        design_for(load_arch("gpu-a100"))
 
 
 PIM_PORTS = [

@@ -31,23 +31,29 @@ class FakeParams:
         if self.rows <= 0:
             raise ValueError(f"rows: expected a positive integer, got {self.rows}")
 
+    def min_buffer_bytes(self):
+        """One rows x cols tile per operand: int8 inputs and weights, int32 outputs."""
+        tile = self.rows * self.cols
+        return {"input": tile, "weight": tile, "output": 4 * tile}, f"one {self.rows}x{self.cols} tile"
+
 
 class FakeModel:
-    compute_units = ("array",)
+    units = {"array": "compute", "vector": "vector", "dma": "dma"}
 
     def __init__(self, arch):
         self.arch = arch
 
 
-FAKE = Template("fake", "test template", FakeParams, FakeModel)
+# a loader-only fake: nothing here maps a graph, so its mapper module is never imported
+FAKE = Template("fake", "test template", params="test_spec_load:FakeParams", model="test_spec_load:FakeModel",
+                mapper="test_spec_load")
 
 
 @pytest.fixture
-def fake_template(monkeypatch):
-    real_get = templates.get_template
-    names = templates.template_names() + ["fake"]
-    monkeypatch.setattr(templates, "template_names", lambda: sorted(names))
-    monkeypatch.setattr(templates, "get_template", lambda n: FAKE if n == "fake" else real_get(n))
+def fake_template():
+    templates.register(FAKE)
+    yield
+    templates.unregister("fake")
 
 
 BASE = """\

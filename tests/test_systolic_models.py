@@ -216,7 +216,7 @@ def test_template_registry_and_arch_spec():
                     tech=TechSpec(name="x", node_nm=45, energy_pj={}, sram_points=()))
     model = tpl.model_cls(arch)
     assert model.peak_macs_per_cycle() == 128
-    assert model.compute_units == ("array",)
+    assert model.units["array"] == "compute" and model.units["vector"] == "vector"
     assert model.tile_cycles(SystolicTile("ws", 10, 16, 8)) == 2 * 16 + 8 + 10 - 2
 
 

@@ -8,21 +8,21 @@ checks that
 
 - the fast model's cycles equal the detailed model's, and the fast model's
   values equal the detailed model's bit for bit (same dtype);
-- the values equal a reference computed *here* with numpy from the operands
-  and the spec's parameters (``REFERENCES``; never the template's value code);
-- the hook's samples really cover the cases it promises (``COVERAGE``);
+- the values equal the template's independent numpy reference
+  (``Template.reference``: written from the tile's definition, never the
+  template's value code);
+- the hook's samples really cover the cases it promises (``Template.coverage``);
 
-and, marked ``rtl``, that for each template with an RTL design in
-``rtl.generate.DESIGNS`` a few sampled tiles replayed on the RTL through
-``rtl.run_cosim`` give the models' values and cycles.
+and, marked ``rtl``, that for each template whose entry names an RTL design
+a few sampled tiles replayed on the RTL through ``rtl.run_cosim`` give the
+models' values and cycles.
 
-Adding a template = its hook + one entry in ``REFERENCES`` and ``COVERAGE``.
-A template with no detailed model (roofline) is skipped with its own reason.
+Adding a template adds nothing here: everything comes from its ``Template``
+entry. A template with no detailed model (roofline) is skipped with its own reason.
 """
 from __future__ import annotations
 
 import zlib
-from typing import Any, Callable
 
 import numpy as np
 import pytest
@@ -33,127 +33,6 @@ from archsim.templates.base import NoDetailedModel, conformance_of
 
 SAMPLES = 16  # tiles per configuration
 RTL_SAMPLES = 12  # tiles co-simulated per template with RTL
-
-
-# ----------------------------------------------------------------------------- references (independent)
-
-
-def _wrap(exact: np.ndarray, bits: int) -> np.ndarray:
-    """Two's-complement wrap of exact (Python int) values to ``bits`` bits."""
-    mod, half = 1 << bits, 1 << (bits - 1)
-    return np.vectorize(lambda v: (int(v) + half) % mod - half, otypes=[object])(exact)
-
-
-def systolic_reference(tile, ops, params) -> np.ndarray:
-    """``out = psum + input @ weight`` exactly, wrapped to the accumulator width."""
-    a = np.asarray(ops["input"]).astype(object)
-    w = np.asarray(ops["weight"]).astype(object)
-    assert a.shape == (tile.m, tile.k) and w.shape == (tile.k, tile.n)
-    exact = a.dot(w)
-    if tile.accumulate:
-        exact = exact + np.asarray(ops["psum"]).astype(object)
-    return _wrap(exact, int(params.acc_precision.removeprefix("int")))
-
-
-def pim_reference(tile, ops, params) -> tuple[np.ndarray, np.ndarray]:
-    """dot: ``out[b, r] = sum_k W[b, r, k] x[k]``; axpy: ``out[j] = sum_{b,t} x[b*rows+t] W[b, t, j]``.
-
-    Returns (reference, error bound): int8 sums are exact and wrapped to the
-    int32 accumulators (bound 0); bf16 products are exact in fp32 and summed
-    in fp32 in some order, so each output may differ from the exact sum by at
-    most ``n * 2**-24 * sum |terms|`` (n = additions on the longest path,
-    bounded here by the number of terms incl. padding plus the accumulations).
-    """
-    w = np.asarray(ops["weight"])
-    x = np.asarray(ops["input"])
-    assert w.shape == (tile.banks, tile.rows, tile.k)
-    ce = params.column_bytes // {"int8": 1, "bf16": 2}[params.mac_precision]
-    if tile.mode == "dot":
-        assert x.shape == (tile.k,)
-        terms = w.astype(np.float64) * x.astype(np.float64)  # [b, r, k]
-        kc = -(-tile.k // ce)
-        n_adds = kc * ce + kc
-    else:
-        assert x.shape == (tile.banks * tile.rows,)
-        terms = (w.astype(np.float64) * x.reshape(tile.banks, tile.rows, 1)).reshape(-1, tile.k)
-        n_adds = tile.banks * tile.rows + tile.banks
-    axis = -1 if tile.mode == "dot" else 0
-    if params.mac_precision == "int8":
-        exact = terms.astype(np.int64).sum(axis=axis)  # |terms| <= 2**14: exact in int64
-        return _wrap(exact, 32).astype(np.int64), np.zeros(exact.shape)
-    exact = terms.sum(axis=axis)
-    return exact, n_adds * 2.0 ** -24 * np.abs(terms).sum(axis=axis) * 1.0001
-
-
-def check_systolic(tile, ops, params, values) -> None:
-    want = systolic_reference(tile, ops, params)
-    assert values.shape == want.shape
-    assert values.astype(object).tolist() == want.tolist()
-
-
-def check_pim(tile, ops, params, values) -> None:
-    want, bound = pim_reference(tile, ops, params)
-    assert values.shape == want.shape
-    if params.mac_precision == "int8":
-        assert values.tolist() == want.tolist()
-    else:
-        err = np.abs(values.astype(np.float64) - want)
-        assert (err <= bound).all(), f"max error {err.max()} over bound {bound[np.argmax(err - bound)]}"
-
-
-#: template -> checker of the model's values against this file's reference
-REFERENCES: dict[str, Callable[[Any, Any, Any, np.ndarray], None]] = {
-    "systolic": check_systolic,
-    "pim": check_pim,
-}
-
-
-# ----------------------------------------------------------------------------- coverage the hooks promise
-
-
-def systolic_coverage(params, items) -> list[str]:
-    tiles = [t for t, _ in items]
-    R, C = params.rows, params.cols
-    flows = {"ws", "os", "is"} if params.dataflow == "auto" else {params.dataflow}
-    need = {
-        "every dataflow the build runs": {t.dataflow for t in tiles} == flows,
-        "an accumulating tile": any(t.accumulate for t in tiles),
-        "m = 1": any(t.m == 1 for t in tiles),
-        "the 1x1x1 tile": any((t.m, t.k, t.n) == (1, 1, 1) for t in tiles),
-        "a full tile": any({"ws": (t.k, t.n) == (R, C), "is": (t.k, t.m) == (R, C),
-                            "os": (t.m, t.n) == (R, C)}[t.dataflow] for t in tiles),
-        "a partial tile": R * C == 1 or any({"ws": t.k * t.n, "is": t.k * t.m, "os": t.m * t.n}[t.dataflow] < R * C
-                                            for t in tiles),
-        "a hidden preload": params.preload != "double_buffered" or flows == {"os"}
-        or any(t.preload_hidden for t in tiles),
-    }
-    return [k for k, ok in need.items() if not ok]
-
-
-def pim_coverage(params, items) -> list[str]:
-    tiles = [t for t, _ in items]
-    eb = {"int8": 1, "bf16": 2}[params.mac_precision]
-    row_elems = params.row_bytes // eb
-    need = {
-        "a dot GEMV with values": any(t.mode == "dot" and o is not None for t, o in items),
-        # axpy needs a whole column of lanes in the accumulators
-        "an axpy GEMV": params.acc_registers < params.column_bytes // eb or any(t.mode == "axpy" for t in tiles),
-        "a write": any(t.kind == "write" for t in tiles),
-        "the 1-row, 1-element GEMV": any((t.kind, t.rows, t.k) == ("gemv", 1, 1) for t in tiles),
-        "more rows than accumulators": any(t.kind == "gemv" and t.mode == "dot" and t.rows > params.acc_registers
-                                           for t in tiles),
-        "a weight row over two DRAM rows": any(t.kind == "gemv" and t.k > row_elems for t in tiles),
-        "an input larger than the buffer": any(
-            t.kind == "gemv" and t.input_elements() * eb > params.input_buffer_bytes for t in tiles),
-        "every bank of the channel": any(t.banks == params.banks_per_channel for t in tiles),
-    }
-    return [k for k, ok in need.items() if not ok]
-
-
-COVERAGE: dict[str, Callable[[Any, list], list[str]]] = {
-    "systolic": systolic_coverage,
-    "pim": pim_coverage,
-}
 
 
 # ----------------------------------------------------------------------------- cases
@@ -208,7 +87,9 @@ def test_every_template_is_covered_by_the_harness():
         hook, reason = _hook_status(name)
         assert not (reason or "").startswith("FAIL"), reason
         if hook is not None:
-            assert name in REFERENCES and name in COVERAGE, f"add {name!r} to REFERENCES and COVERAGE"
+            entry = get_template(name)
+            assert entry.reference_fn is not None and entry.coverage_fn is not None, \
+                f"template {name!r}: its entry needs reference= and coverage="
             assert hook.conformance_archs(), f"{name}: conformance_archs() is empty"
     assert _hook_status("roofline")[1] == "template 'roofline': the roofline template has no detailed model"
 
@@ -222,9 +103,10 @@ def test_fast_detailed_and_reference_agree(name, index, overrides):
     params, model = arch.params, arch.model()
     items = hook.sample_tiles(_rng(name, index), params, SAMPLES)
     assert len(items) == SAMPLES
-    missing = COVERAGE[name](params, items)
+    entry = get_template(name)
+    missing = entry.coverage_fn(params, items)
     assert not missing, f"samples miss: {', '.join(missing)}"
-    check_values = REFERENCES[name]
+    check_values = entry.reference_fn
     for tile, ops in items:
         fast_cycles = model.tile_cycles(tile)
         if ops is None:  # no output values: cycles only
@@ -257,7 +139,9 @@ def test_samples_are_deterministic_and_differ_by_seed():
 
 def test_the_reference_catches_a_wrong_value():
     """The harness's references are not vacuous: one flipped output fails them."""
-    hook = get_template("systolic").conformance
+    check_systolic = get_template("systolic").reference_fn
+    check_pim = get_template("pim").reference_fn
+    hook = get_template("systolic").conformance_module
     params = _arch("systolic", hook, {"rows": 2, "cols": 3, "dataflow": "ws"}).params
     tile, ops = next((t, o) for t, o in hook.sample_tiles(np.random.default_rng(0), params, 8) if t.accumulate)
     good = get_template("systolic").model_cls(params).tile_values(tile, ops)
@@ -266,7 +150,7 @@ def test_the_reference_catches_a_wrong_value():
     bad[0, 0] += 1
     with pytest.raises(AssertionError):
         check_systolic(tile, ops, params, bad)
-    pim = get_template("pim").conformance
+    pim = get_template("pim").conformance_module
     for overrides in ({"mac_precision": "int8"}, {}):
         arch = _arch("pim", pim, overrides)
         tile, ops = next((t, o) for t, o in pim.sample_tiles(np.random.default_rng(0), arch.params, 16)
@@ -283,15 +167,13 @@ def test_the_reference_catches_a_wrong_value():
 
 
 def _rtl_cases():
-    from rtl.generate import DESIGNS
-
     for name in template_names():
         hook, reason = _hook_status(name)
         if hook is None:
             yield pytest.param(name, id=name, marks=pytest.mark.skip(reason=reason))
-        elif name not in DESIGNS:
+        elif get_template(name).rtl is None:
             yield pytest.param(name, id=name, marks=pytest.mark.skip(
-                reason=f"template {name!r} has no RTL design registered in rtl.generate.DESIGNS"))
+                reason=f"template {name!r} names no RTL design on its entry"))
         else:
             yield pytest.param(name, id=name)
 
@@ -305,13 +187,13 @@ def test_rtl_matches_models(name):
     missing = simulator_missing_reason("icarus")
     if missing:
         pytest.skip(missing)
-    hook = get_template(name).conformance
+    hook = get_template(name).conformance_module
     arch = _arch(name, hook, hook.rtl_arch)
     model = arch.model()
     items = [(t, o) for t, o in hook.sample_tiles(_rng(name, -1), arch.params, RTL_SAMPLES) if o is not None]
     assert len(items) >= RTL_SAMPLES // 2
     for tile, ops in items:  # the models the RTL is compared with are right on these tiles
-        REFERENCES[name](tile, ops, arch.params, np.asarray(model.tile_values(tile, ops)))
+        get_template(name).reference_fn(tile, ops, arch.params, np.asarray(model.tile_values(tile, ops)))
     report = run_cosim(arch, items, sim="icarus")
     assert report.ok, "\n" + report.summary()
     assert len(report.tiles) == len(items)

@@ -95,15 +95,25 @@ def _ratio(a: float, b: float) -> float | None:
 
 def compare(args: argparse.Namespace) -> dict[str, Any]:
     import workloads
-    from archsim.simulate import simulate
+    from archsim.errors import SpecError
+    from archsim.simulation import _with_precision, simulate
     from archsim.spec import load_arch
 
     if len(args.arch) != 2:
         raise ArchsimError(f"compare: expected --arch twice (A and B), got {len(args.arch)}")
+    if (args.weights is None) != (args.activations is None):
+        raise SpecError("precision: give both weights and activations (e.g. --weights bf16 --activations bf16)")
     options = {"batch": args.batch, "seq": args.seq, "phase": args.phase, "kv_len": args.kv_len,
                "image_size": args.image_size, "weight_precision": args.weights, "act_precision": args.activations}
     options = {k: v for k, v in options.items() if v is not None}
     archs = [load_arch(args.arch[0], overrides=args.set_a), load_arch(args.arch[1], overrides=args.set_b)]
+    if args.weights is not None:  # each template's datapath for the pair, as `archsim run --weights` does
+        for i, arch in enumerate(archs):
+            try:
+                archs[i] = _with_precision(arch, args.weights, args.activations)
+            except SpecError:
+                if not args.allow_mixed_precision:
+                    raise
     graph = workloads.load(args.workload, **options)
     precisions = [compute_precision(a, graph) for a in archs]
     mixed = precisions[0] != precisions[1]

@@ -41,7 +41,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", metavar="DIR", help="output folder (default: sim_out/<arch>-<workload>)")
     p.add_argument("--detailed", action="store_true", help="time tiles with the detailed cycle-by-cycle model")
     p.add_argument("--objective", choices=["cycles", "energy"], help="what the mapping search minimises")
-    p.add_argument("--dataflow", help="override the arch's dataflow (ws, os, is, auto)")
+    p.add_argument("--dataflow", help="systolic: override the arch's dataflow (ws, os, is, auto)")
+    p.add_argument("--weights", metavar="FMT", help="weight precision for the run, e.g. int8, int4, bf16, fp8_e4m3 "
+                   "(with --activations; sets the workload and the template's datapath)")
+    p.add_argument("--activations", metavar="FMT", help="activation precision for the run (with --weights)")
     p.add_argument("--trace-layers", type=int, default=DEFAULT_TRACE_LAYERS, metavar="N",
                    help=f"per-command trace events for the first N layers (default {DEFAULT_TRACE_LAYERS})")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
@@ -81,7 +84,7 @@ class _Progress:
 
 def run(args: argparse.Namespace) -> int:
     from archsim.report.writers import summary_rows, write_reports
-    from archsim.simulate import simulate
+    from archsim.simulation import simulate
     from archsim.spec import load_arch
 
     arch = load_arch(args.arch, overrides=args.overrides)
@@ -94,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     progress = _Progress(f"{arch.name} x {_slug(args.workload)}")
     try:
         result = simulate(args.workload, arch, detailed=args.detailed, progress=progress,
-                          trace_layers=max(0, args.trace_layers), **options)
+                          trace_layers=max(0, args.trace_layers), weights=args.weights,
+                          activations=args.activations, **options)
     finally:
         progress.close()
     result.options["overrides"] = list(args.overrides)

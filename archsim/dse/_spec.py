@@ -76,11 +76,25 @@ _TOP_KEYS = (
     "name", "description", "base", "set", "axes", "sample", "workloads",
     "objectives", "constraints", "area", "synth", "simulate",
 )
-#: keyword options of archsim.simulate a sweep may set (the workload is passed as a built graph)
-SIMULATE_OPTIONS = ("detailed", "objective", "dataflow", "conv_lowering")
+#: keyword options of archsim.simulate any sweep may set (the workload is passed as a built graph);
+#: the base arch's template adds its own mapper options (mappers.options.option_names)
+SIMULATE_OPTIONS = ("detailed", "weights", "activations")
 _CONSTRAINT_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|==|<|>)\s*([-+]?[0-9.]+(?:[eE][-+]?[0-9]+)?)\s*$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 _WORKLOAD_FILE_SUFFIXES = (".yaml", ".yml", ".onnx", ".csv")
+
+
+def _mapper_option_names(base: str) -> tuple[str, ...]:
+    """Mapper options of the base arch's template (the common ones if it does not load:
+    that error is reported where the base is loaded)."""
+    from mappers.options import COMMON_OPTIONS, option_names
+
+    try:
+        from archsim.spec import load_arch
+
+        return option_names(load_arch(base).template)
+    except Exception:  # noqa: BLE001 - the base's own error comes later, with its file name
+        return COMMON_OPTIONS
 
 
 @dataclass(frozen=True)
@@ -299,9 +313,10 @@ def parse_sweep(data: Any, source: str = "<sweep>", base_dir: str = "") -> Sweep
     simulate_options = data.get("simulate", {}) or {}
     if not isinstance(simulate_options, dict):
         raise fail("simulate", "a mapping of simulate() options", simulate_options)
+    allowed = SIMULATE_OPTIONS + _mapper_option_names(base)
     for key in simulate_options:
-        if key not in SIMULATE_OPTIONS:
-            raise SpecError(f"{source}: simulate.{key}: unknown option; expected one of {', '.join(SIMULATE_OPTIONS)} "
+        if key not in allowed:
+            raise SpecError(f"{source}: simulate.{key}: unknown option; expected one of {', '.join(allowed)} "
                             "(workload parameters go with the workload, e.g. {name: bert_base, seq_len: 128})")
 
     return SweepSpec(

@@ -9,7 +9,7 @@ Timing rules (the Program contract, :mod:`archsim.program`):
   finish ``dram.latency_cycles`` after that (the channel is free again as soon
   as the bytes are through: transfers pipeline behind the latency);
 - ``Compute`` takes ``model.tile_cycles(tile)`` cycles on its unit (the
-  detailed model's cycles with ``detailed=True``);
+  detailed model's ``detailed_tile_cycles`` with ``detailed=True``);
 - ``VectorOp`` takes ``ceil(elements * reads_per_element * cycles_per_op[op] / lanes)``;
 - layers run one after another (a barrier between layers).
 
@@ -18,10 +18,13 @@ the list in order is an exact discrete-event simulation: a command's start is
 ``max(unit free time, finish of its deps)``. DMA times are fractional cycles
 (bandwidths need not divide sizes); a layer's cycles are rounded up once.
 
-Per layer the engine reports total cycles, compute cycles (busy time of the
-busiest compute unit; for a layer with no Compute command, of the vector
-unit), stall cycles (total - compute), SRAM and DRAM bytes per operand and
-energy from the tech table.
+Units have a kind (the model's ``units``: compute, vector, dma, bank) and
+the engine accounts time by kind: per layer it reports total cycles, compute
+cycles (busy time of the busiest compute-kind unit; for a layer with no
+Compute command, of the busiest vector-kind unit, e.g. the PIM ASIC), stall
+cycles (total - compute), busy cycles and utilization per unit, SRAM and
+DRAM bytes per operand and energy from the tech table. A command on a unit
+the model does not declare is an error.
 
 Memo
 ----
@@ -53,6 +56,7 @@ from typing import Any, Callable
 from archsim.errors import SpecError
 from archsim.program import Compute, Load, LayerProgram, Program, Store, VectorOp
 from archsim.report.result import LayerResult, SimResult
+from archsim.templates.base import UNIT_KINDS
 
 _EPS = 1e-9
 _CACHE: OrderedDict = OrderedDict()
@@ -83,7 +87,7 @@ class LayerTiming:
 
     __slots__ = (
         "cycles", "compute_cycles", "dma_busy", "vector_busy", "dram_bytes", "sram_bytes",
-        "actions", "vector_lane_cycles", "tiles", "pe_fraction_sum", "intervals", "commands",
+        "actions", "vector_lane_cycles", "tiles", "pe_fraction_sum", "intervals", "commands", "unit_busy",
     )
 
     def __init__(self):
@@ -99,14 +103,15 @@ class LayerTiming:
         self.pe_fraction_sum = 0.0
         self.intervals: list | None = None  # [(unit, start, end, label)] when recorded
         self.commands = 0
+        self.unit_busy: dict[str, float] = {}  # unit -> busy cycles
 
 
 class ArchContext:
     """Per-arch constants and caches for the hot loop."""
 
     __slots__ = ("arch", "model", "bpc", "latency", "lanes", "vec_cycles", "vec_default", "detailed",
-                 "tile_cache", "action_cache", "frac_cache", "identity", "cycles_by_id", "peak", "compute_units",
-                 "_projections", "_plain")
+                 "tile_cache", "action_cache", "frac_cache", "identity", "cycles_by_id", "peak", "unit_kinds",
+                 "units_of_kind", "_peaks", "_projections", "_plain")
 
     def __init__(self, arch: Any, detailed: bool = False):
         self.arch = arch
@@ -122,10 +127,25 @@ class ArchContext:
         self.action_cache: dict = {}
         self.frac_cache: dict = {}
         self.identity = arch.identity()
-        self.peak = int(self.model.peak_macs_per_cycle())
-        self.compute_units = tuple(getattr(self.model, "compute_units", ("array",)))
+        self.peak = float(self.model.peak_macs_per_cycle())
+        self._peaks: dict = {}
+        self.unit_kinds: dict[str, str] = dict(self.model.units)
+        bad = sorted(k for k in set(self.unit_kinds.values()) if k not in UNIT_KINDS)
+        if bad:
+            raise SpecError(f"template {arch.template}: unit kinds {', '.join(bad)} are not among "
+                            f"{', '.join(UNIT_KINDS)}")
+        self.units_of_kind = {kind: tuple(u for u, k in self.unit_kinds.items() if k == kind) for kind in UNIT_KINDS}
         self._projections: dict = {}
         self._plain: dict | None = None
+
+    def peak_for(self, precision: str) -> float:
+        """The model's peak MACs/cycle at ``precision`` (the arch's own for "")."""
+        if not precision:
+            return self.peak
+        p = self._peaks.get(precision)
+        if p is None:
+            p = self._peaks[precision] = float(self.model.peak_macs_per_cycle(precision))
+        return p
 
     # -- what the engine reads of the arch, by command kinds (memo_key) ---------------
     def projection(self, kinds: frozenset) -> str:
@@ -163,22 +183,7 @@ class ArchContext:
         return c
 
     def _detailed_cycles(self, tile: Any) -> int:
-        model = self.model
-        hook = getattr(model, "detailed_tile_cycles", None)
-        if callable(hook):
-            return int(hook(tile))
-        make = getattr(model, "example_operands", None)
-        if callable(make):
-            operands = make(tile)
-        else:
-            import numpy as np
-
-            m, k, n = tile.m, tile.k, tile.n
-            operands = {"input": np.zeros((m, k), np.int64), "weight": np.zeros((k, n), np.int64)}
-            if getattr(tile, "accumulate", False):
-                operands["psum"] = np.zeros((m, n), np.int64)
-        _values, cycles = model.detailed_tile(tile, operands)
-        return int(cycles)
+        return int(self.model.detailed_tile_cycles(tile))
 
     def tile_actions(self, tile: Any) -> dict[str, int]:
         a = self.action_cache.get(tile)
@@ -188,27 +193,11 @@ class ArchContext:
         return a
 
     def pe_fraction(self, tile: Any) -> float:
-        """Fraction of the array's PEs a tile maps (SCALE-Sim's mapping efficiency)."""
+        """Fraction of the compute units a tile maps (SCALE-Sim's mapping efficiency)."""
         f = self.frac_cache.get(tile)
         if f is None:
-            hook = getattr(self.model, "tile_pe_fraction", None)
-            if callable(hook):
-                f = float(hook(tile))
-            else:
-                f = _default_pe_fraction(tile, self.arch.params)
-            self.frac_cache[tile] = f
+            f = self.frac_cache[tile] = float(self.model.tile_pe_fraction(tile))
         return f
-
-
-def _default_pe_fraction(tile: Any, params: Any) -> float:
-    rows, cols = getattr(params, "rows", None), getattr(params, "cols", None)
-    df = getattr(tile, "dataflow", None)
-    if not rows or not cols or df is None:
-        return 1.0
-    dims = {"ws": ("k", "n"), "is": ("k", "m"), "os": ("m", "n")}.get(df)
-    if dims is None:
-        return 1.0
-    return min(getattr(tile, dims[0]), rows) * min(getattr(tile, dims[1]), cols) / (rows * cols)
 
 
 def schedule_layer(commands: list, ctx: ArchContext, record: bool = False) -> LayerTiming:
@@ -283,16 +272,24 @@ def schedule_layer(commands: list, ctx: ArchContext, record: bool = False) -> La
             intervals.append((unit, t, end if cls is not Load and cls is not Store else t + dur, label, i))
     timing = LayerTiming()
     timing.cycles = math.ceil(end_max - _EPS) if end_max > 0 else 0
-    compute_busy = max((busy.get(u, 0.0) for u in ctx.compute_units), default=0.0)
+    kinds = ctx.unit_kinds
+    undeclared = [u for u in busy if u not in kinds]
+    if undeclared:
+        raise SpecError(f"template {ctx.arch.template}: commands run on unit(s) {', '.join(sorted(undeclared))} "
+                        f"that its model does not declare (units: {', '.join(kinds)})")
+    of_kind = ctx.units_of_kind
+    compute_busy = max((busy.get(u, 0.0) for u in of_kind["compute"]), default=0.0)
+    vector_busy = max((busy.get(u, 0.0) for u in of_kind["vector"]), default=0.0)
     tiles: dict[Any, int] = {}
     for key, count in tile_counts.items():
         tile = tile_objs[key]
         tiles[tile] = tiles.get(tile, 0) + count
-    if not tiles:
-        compute_busy = busy.get("vector", 0.0)
+    if not tiles:  # a layer of vector work only: the vector units are its compute
+        compute_busy = vector_busy
     timing.compute_cycles = min(timing.cycles, math.ceil(compute_busy - _EPS)) if compute_busy > 0 else 0
-    timing.dma_busy = busy.get("dma", 0.0)
-    timing.vector_busy = int(busy.get("vector", 0.0))
+    timing.dma_busy = sum(busy.get(u, 0.0) for u in of_kind["dma"])
+    timing.vector_busy = int(sum(busy.get(u, 0.0) for u in of_kind["vector"]))
+    timing.unit_busy = busy
     timing.vector_lane_cycles = vector_lane_cycles
     timing.intervals = intervals
     timing.commands = n
@@ -363,11 +360,12 @@ def _sram_pj_per_byte(ctx: ArchContext, operand: str) -> float:
 
 
 def _layer_result(layer: LayerProgram, timing: LayerTiming, energy: dict[str, float], ctx: ArchContext) -> LayerResult:
-    repeat = int(layer.mapping.get("repeat", 1) or 1) if layer.mapping else 1
+    repeat = int(layer.repeat or 1)
     cycles = timing.cycles * repeat
     compute = timing.compute_cycles * repeat
-    util = layer.macs / (ctx.peak * cycles) if cycles and ctx.peak else 0.0
-    compute_util = layer.macs / (ctx.peak * compute) if compute and ctx.peak and timing.tiles else 0.0
+    peak = ctx.peak_for(layer.weight_format) if layer.macs else ctx.peak
+    util = layer.macs / (peak * cycles) if cycles and peak else 0.0
+    compute_util = layer.macs / (peak * compute) if compute and peak and timing.tiles else 0.0
     sram = {k: v * repeat for k, v in sorted(timing.sram_bytes.items())}
     dram = {k: v * repeat for k, v in sorted(timing.dram_bytes.items())}
     en = {k: v * repeat for k, v in energy.items()}
@@ -393,6 +391,12 @@ def _layer_result(layer: LayerProgram, timing: LayerTiming, energy: dict[str, fl
         compute_utilization=compute_util,
         dma_busy_cycles=timing.dma_busy * repeat,
         vector_cycles=timing.vector_busy * repeat,
+        weight_format=layer.weight_format,
+        activation_format=layer.activation_format,
+        tokens=layer.tokens,
+        internal_bytes_by_operand=dict(sorted(layer.internal_bytes.items())),
+        unit_busy_cycles={u: b * repeat for u, b in sorted(timing.unit_busy.items())},
+        unit_utilization={u: (b / timing.cycles if timing.cycles else 0.0) for u, b in sorted(timing.unit_busy.items())},
     )
 
 
@@ -402,7 +406,7 @@ def memo_key(layer: LayerProgram, ctx: ArchContext) -> tuple | None:
     sig = layer.signature
     if not sig:
         return None
-    ak = getattr(layer, "arch_key", None)
+    ak = layer.arch_key
     if ak is None:
         return (sig, None, ctx.identity, ctx.detailed)
     kk = (sig, ak)
@@ -431,6 +435,16 @@ def simulate_layer(layer: LayerProgram, ctx: ArchContext, record: bool = False) 
         _STATS["hits"] += 1
     timing, energy = entry
     return _layer_result(layer, timing, energy, ctx), timing
+
+
+def _run_peak(layers: list[LayerResult], ctx: ArchContext) -> float:
+    """Peak MACs/cycle of the precision that carries most of the run's MACs."""
+    by_format: dict[str, int] = {}
+    for l in layers:
+        if l.macs:
+            by_format[l.weight_format] = by_format.get(l.weight_format, 0) + l.macs
+    peak = ctx.peak_for(max(by_format, key=by_format.get)) if by_format else ctx.peak
+    return int(peak) if float(peak).is_integer() else peak
 
 
 def run_program(
@@ -467,7 +481,7 @@ def run_program(
         arch_name=arch.name,
         workload_name=program.workload_name,
         clock_mhz=arch.clock_mhz,
-        peak_macs_per_cycle=ctx.peak,
+        peak_macs_per_cycle=_run_peak(layers, ctx),
         detailed=detailed,
     )
     result.trace = trace

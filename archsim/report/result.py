@@ -26,7 +26,15 @@ class LayerResult:
     energy_pj_by_component : dict
         ``compute`` (template actions: MACs, PE registers), ``sram``, ``dram``, ``vector``.
     mapping : dict
-        The mapping the mapper chose (dataflow, tile sizes, loop order, repeat ...).
+        The mapping the mapper chose (dataflow, tile sizes, loop order ...), for people.
+    weight_format, activation_format : str
+        The precisions the layer ran at.
+    tokens : int
+        Tokens the layer looks up (embedding layers; tokens/s comes from it).
+    internal_bytes_by_operand : dict
+        Bytes moved inside memory without the DMA (PIM in-bank reads), whole layer.
+    unit_busy_cycles, unit_utilization : dict
+        Per unit of the model (``units``): busy cycles, and busy / ``cycles``.
     mapping_efficiency : float
         Mean fraction of PEs a tile maps (SCALE-Sim's "Mapping Efficiency").
     compute_utilization : float
@@ -55,6 +63,12 @@ class LayerResult:
     dma_busy_cycles: float = 0.0
     vector_cycles: int = 0
     start_cycle: int = 0
+    weight_format: str = ""
+    activation_format: str = ""
+    tokens: int = 0
+    internal_bytes_by_operand: dict[str, int] = field(default_factory=dict)
+    unit_busy_cycles: dict[str, float] = field(default_factory=dict)
+    unit_utilization: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -80,6 +94,12 @@ class LayerResult:
             "dma_busy_cycles": self.dma_busy_cycles,
             "vector_cycles": self.vector_cycles,
             "start_cycle": self.start_cycle,
+            "weight_format": self.weight_format,
+            "activation_format": self.activation_format,
+            "tokens": self.tokens,
+            "internal_bytes_by_operand": dict(self.internal_bytes_by_operand),
+            "unit_busy_cycles": dict(self.unit_busy_cycles),
+            "unit_utilization": dict(self.unit_utilization),
         }
 
 
@@ -117,7 +137,7 @@ class SimResult:
     def tokens(self) -> int:
         """Tokens the run processes (its embedding lookups: batch x new tokens); 0 for
         workloads without token embeddings, e.g. CNNs."""
-        return max([int(l.mapping.get("tokens", 0) or 0) for l in self.layers] + [0])
+        return max([l.tokens for l in self.layers] + [0])
 
     def token_rates(self, energy_pj: float | None = None) -> dict[str, float]:
         """``tokens``, ``tokens_per_s`` and ``energy_per_token_pj`` (of ``energy_pj``,
@@ -162,6 +182,23 @@ class SimResult:
         return dict(sorted(out.items()))
 
     @property
+    def units(self) -> dict[str, dict[str, float]]:
+        """Per unit: ``busy_cycles`` over the run and ``utilization`` (busy / total cycles)."""
+        busy: dict[str, float] = {}
+        for l in self.layers:
+            for k, v in l.unit_busy_cycles.items():
+                busy[k] = busy.get(k, 0.0) + v
+        total = self.total_cycles
+        return {k: {"busy_cycles": v, "utilization": v / total if total else 0.0} for k, v in sorted(busy.items())}
+
+    @property
+    def precisions(self) -> list[str]:
+        """The distinct (weights, activations) pairs of the run's MAC layers, as ``"w/a"``."""
+        seen = dict.fromkeys(f"{l.weight_format}/{l.activation_format}" for l in self.layers
+                             if l.macs and l.weight_format)
+        return list(seen)
+
+    @property
     def dram_bytes_by_operand(self) -> dict[str, int]:
         return _sum_dicts(l.dram_bytes_by_operand for l in self.layers)
 
@@ -200,6 +237,8 @@ class SimResult:
             "sram_bytes": self.sram_bytes,
             "sram_bytes_by_operand": self.sram_bytes_by_operand,
             "latency_s": self.latency_s,
+            "precisions": self.precisions,
+            "units": self.units,
             "detailed": self.detailed,
             "extras": _jsonable(self.extras),
             "arch": _jsonable(self.arch),
@@ -217,6 +256,6 @@ def _sum_dicts(dicts) -> dict[str, int]:
 
 
 def _jsonable(value: Any) -> Any:
-    from archsim.spec.model import _plain
+    from archsim.spec import plain
 
-    return _plain(value)
+    return plain(value)

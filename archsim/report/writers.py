@@ -79,7 +79,7 @@ def layers_csv_text(result: SimResult) -> str:
 
 
 def _plain(v: Any) -> Any:
-    from archsim.spec.model import _plain as plain
+    from archsim.spec import plain
 
     return plain(v)
 

@@ -8,7 +8,7 @@ from archsim.spec.load import (
     preset_names,
     tech_names,
 )
-from archsim.spec.model import ArchSpec, BufferSpec, DramSpec, TechSpec, VectorUnitSpec
+from archsim.spec.model import ArchSpec, BufferSpec, DramSpec, TechSpec, VectorUnitSpec, plain
 
 __all__ = [
     "ArchSpec",
@@ -20,6 +20,7 @@ __all__ = [
     "coerce",
     "load_arch",
     "load_tech",
+    "plain",
     "preset_descriptions",
     "preset_names",
     "tech_names",

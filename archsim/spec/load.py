@@ -33,7 +33,8 @@ ARCH_PRESET_PACKAGE = "archsim.presets.arch"
 TECH_PRESET_PACKAGE = "archsim.presets.tech"
 DEFAULT_TECH = "generic-45nm"
 
-SPEC_KEYS = ("name", "description", "template", "params", "clock_mhz", "buffers", "dram", "vector_unit", "tech")
+SPEC_KEYS = ("name", "description", "template", "params", "options", "clock_mhz", "buffers", "dram", "vector_unit",
+             "tech")
 OPERAND_BUFFERS = ("input", "weight", "output")
 _BUFFER_KEYS = ("bytes", "banks", "bytes_per_cycle")
 _DRAM_KEYS = ("bytes_per_cycle", "gb_per_s", "latency_cycles", "capacity_bytes")
@@ -508,12 +509,15 @@ def _apply_overrides(raw: dict, overrides: Any, where: str) -> dict:
     tech = raw.get("tech")
     raw = copy.deepcopy(raw, {id(tech): tech} if isinstance(tech, TechSpec) else None)
     param_names: list[str] = []
+    option_names: tuple[str, ...] = ()
     template_name = raw.get("template")
     if isinstance(template_name, str):
         try:
             from archsim.templates import get_template
+            from mappers.options import option_names as _option_names
 
             param_names = [f.name for f in dataclasses.fields(get_template(template_name).params_cls)]
+            option_names = _option_names(template_name)
         except (SpecError, ImportError):
             param_names = []
     for key, value, text in items:
@@ -521,10 +525,14 @@ def _apply_overrides(raw: dict, overrides: Any, where: str) -> dict:
         if parts[0] not in SPEC_KEYS:
             if len(parts) == 1 and parts[0] in param_names:
                 parts = ["params", parts[0]]
+            elif len(parts) == 1 and parts[0] in option_names:
+                parts = ["options", parts[0]]
             else:
                 expected = f"a spec key ({', '.join(SPEC_KEYS)})"
                 if param_names:
                     expected += f" or a {template_name} param ({', '.join(param_names)})"
+                if option_names:
+                    expected += f" or option ({', '.join(option_names)})"
                 raise SpecError(f"{where}: --set {text}: unknown key {parts[0]!r}; expected {expected}")
         node = raw
         for i, part in enumerate(parts[:-1]):
@@ -544,25 +552,32 @@ def _apply_overrides(raw: dict, overrides: Any, where: str) -> dict:
 # ----------------------------------------------------------------------------- arch
 
 
+def _options(raw: Any, template_name: str) -> dict[str, Any]:
+    """The spec's ``options:`` (mapper options), checked by name and value against the
+    template's options (:func:`mappers.options.make_options`)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise _Bad("options", f"expected a mapping of mapper options, got {_describe(raw)}")
+    from archsim.errors import MappingError
+    from mappers.options import make_options
+
+    probe = types.SimpleNamespace(template=template_name, options=dict(raw))
+    try:
+        make_options(probe, {})
+    except MappingError as err:
+        raise _Bad("options", str(err)) from None
+    return dict(raw)
+
+
 def _min_buffer_bytes(params: Any) -> tuple[dict[str, int], str]:
-    """Bytes each operand buffer must hold at least (one tile), and why."""
+    """Bytes each operand buffer must hold at least, and why: the template's
+    ``Params.min_buffer_bytes()`` (none when it has no such hook)."""
     hook = getattr(params, "min_buffer_bytes", None)
-    if callable(hook):
-        return dict(hook()), "one tile of the array"
-    names = ("rows", "cols", "input_precision", "weight_precision", "acc_precision")
-    if not all(hasattr(params, n) for n in names):
+    if not callable(hook):
         return {}, ""
-    tile = params.rows * params.cols
-    precs = {"input": params.input_precision, "weight": params.weight_precision, "output": params.acc_precision}
-    need = {op: (tile * _precision_bits(str(getattr(p, "value", p))) + 7) // 8 for op, p in precs.items()}
-    return need, f"one {params.rows}x{params.cols} tile"
-
-
-def _precision_bits(name: str) -> int:
-    """Bits of a precision name (``int8`` -> 8, ``fp8_e4m3`` -> 8, ``bf16`` -> 16), without
-    importing the workloads package (it pulls in networkx)."""
-    m = re.search(r"(\d+)", name)
-    return int(m.group(1)) if m else 8
+    need, why = hook()
+    return dict(need), why
 
 
 def _build_arch(raw: Any, where: str, source: str, default_name: str) -> ArchSpec:
@@ -587,6 +602,7 @@ def _build_arch(raw: Any, where: str, source: str, default_name: str) -> ArchSpe
     except ImportError as err:
         raise _Bad("template", f"template {template_name!r} is not available ({err})") from None
     params = build_params(template.params_cls, raw.get("params"))
+    options = _options(raw.get("options"), template_name)
     if "clock_mhz" not in raw:
         raise _Bad("clock_mhz", "missing; expected a positive number")
     clock = _number(raw["clock_mhz"], "clock_mhz")
@@ -617,6 +633,7 @@ def _build_arch(raw: Any, where: str, source: str, default_name: str) -> ArchSpe
         name=name,
         template=template_name,
         params=params,
+        options=options,
         clock_mhz=clock,
         buffers=buffers,
         dram=dram,

@@ -94,13 +94,13 @@ class TechSpec:
         the smallest point; above the largest, extrapolated as a power law with the
         exponent of the last two points (CACTI-style sqrt-like growth).
         """
-        return _interp_log(self.sram_points, size_bytes)
+        return interp_log(self.sram_points, size_bytes)
 
     def sram_um2_per_byte(self, size_bytes: int) -> float:
         """Area per byte of an SRAM macro of ``size_bytes`` (same interpolation)."""
         if not self.sram_area_points:
             raise KeyError("sram_area_points")
-        return _interp_log(self.sram_area_points, size_bytes)
+        return interp_log(self.sram_area_points, size_bytes)
 
 
 @dataclass(frozen=True)
@@ -115,6 +115,7 @@ class ArchSpec:
     tech: TechSpec
     description: str = ""
     source: str = ""  # file path, or "preset:<name>"
+    options: dict[str, Any] = field(default_factory=dict)  # mapper options (common + the template's own)
 
     # -- added helpers (not fields) -------------------------------------------------
 
@@ -152,12 +153,13 @@ class ArchSpec:
             "description": self.description,
             "source": self.source,
             "template": self.template,
-            "params": _plain(self.params),
-            "clock_mhz": _plain(self.clock_mhz),
-            "buffers": {k: _plain(v) for k, v in sorted(self.buffers.items())},
-            "dram": _plain(self.dram),
-            "vector_unit": _plain(self.vector_unit),
-            "tech": _plain(self.tech),
+            "params": plain(self.params),
+            "clock_mhz": plain(self.clock_mhz),
+            "buffers": {k: plain(v) for k, v in sorted(self.buffers.items())},
+            "dram": plain(self.dram),
+            "vector_unit": plain(self.vector_unit),
+            "tech": plain(self.tech),
+            **({"options": plain(self.options)} if self.options else {}),
         }
 
     def buffer_for(self, operand: str) -> BufferSpec:
@@ -170,21 +172,27 @@ class ArchSpec:
         return buf
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """A JSON-able copy of ``value`` (dataclasses and enums flattened, infinities as strings)."""
     if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+        return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, Enum):
-        return _plain(value.value)
+        return plain(value.value)
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+        return {str(k): plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if isinstance(value, float) and math.isinf(value):
         return "inf" if value > 0 else "-inf"
     return value
 
 
-def _interp_log(points: tuple[tuple[int, float], ...], size: float) -> float:
+def interp_log(points: tuple[tuple[int, float], ...], size: float, *, above: str = "power") -> float:
+    """Value at ``size`` from ascending ``(size, value)`` points: linear in
+    log(size) between points, clamped below the first; above the last either
+    extrapolated as a power law with the last two points' exponent
+    (``above="power"``, CACTI-like growth of energy per byte) or clamped
+    (``above="clamp"``)."""
     if not points:
         raise KeyError("no points")
     size = max(float(size), 1.0)
@@ -195,6 +203,8 @@ def _interp_log(points: tuple[tuple[int, float], ...], size: float) -> float:
     if i < len(points) and sizes[i] == size:
         return points[i][1]
     if i >= len(points):
+        if above == "clamp":
+            return points[-1][1]
         (s0, e0), (s1, e1) = points[-2], points[-1]
         exponent = math.log(e1 / e0) / math.log(s1 / s0)
         return e1 * (size / s1) ** exponent

@@ -4,39 +4,50 @@ A template is one idea of hardware (systolic array, PIM banks, ...). It has a
 parameter dataclass (``Params``, read from the ``params:`` section of an arch
 spec, the same dataclass the RTL generator takes) and a model class that the
 engine, the mapper's search and the tests call. Adding a template = one
-package under ``archsim/templates/<name>/`` exposing ``TEMPLATE``, one
-lowering module under ``mappers/``, one RTL design under ``rtl/``, and one
-entry in the shared fast-vs-detailed-vs-RTL test harness
-(``tests/test_template_levels.py``), fed by the template's
-:class:`Conformance` hook (see below and ``docs/adding_a_template.md``).
+package under ``archsim/templates/<name>/`` exposing ``TEMPLATE``, a
+:class:`Template` entry that names (lazily) its params, model, mapper,
+options, RTL design, conformance hook and value reference; every layer finds
+the template there (``docs/adding_a_template.md``).
 
 Conventions for ``Params`` dataclasses:
 - plain type-hinted fields with defaults where a default is sensible;
 - a ``validate(self) -> None`` method that raises ``ValueError("key: expected ...")``
   for impossible combinations (the spec loader turns it into a one-line
-  ``SpecError`` naming the file).
+  ``SpecError`` naming the file);
+- optionally ``min_buffer_bytes(self) -> (dict[buffer name, bytes], what)``: the
+  smallest buffers that hold one tile (the spec loader checks them);
+- optionally ``with_precision(self, weights, activations) -> Params``: a copy set
+  up to run that precision pair, or ``ValueError`` naming the pairs it runs
+  (``archsim run --weights FMT --activations FMT``).
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 
-class TemplateModel(Protocol):
-    """Timing, values and action counts of one template instance.
+#: the kinds of units a model declares; the engine accounts time by kind
+UNIT_KINDS = ("compute", "vector", "dma", "bank")
 
-    Built once per arch spec: ``model = TEMPLATE.model_cls(arch)``.
+
+class TemplateModel(Protocol):
+    """Timing, values, action counts and area inputs of one template instance.
+
+    Built once per arch spec: ``model = TEMPLATE.model_cls(arch)``. Shared code
+    asks the model through these methods and never reads the template's own
+    parameters.
     """
 
     arch: Any  # archsim.spec.ArchSpec
 
-    #: names of the compute units this template's Compute commands run on
-    compute_units: ClassVar[tuple[str, ...]]
+    #: unit name -> kind (:data:`UNIT_KINDS`); every ``unit`` a mapper emits is here
+    units: dict[str, str]
 
-    def peak_macs_per_cycle(self) -> int:
-        """MACs per cycle with every MAC busy (for utilization and rooflines)."""
+    def peak_macs_per_cycle(self, precision: str | None = None) -> float:
+        """MACs per cycle with every MAC busy at ``precision`` (the arch's own when None)."""
 
     def tile_cycles(self, tile: Any) -> int:
         """Fast model: closed-form cycles of one Compute tile."""
@@ -54,6 +65,18 @@ class TemplateModel(Protocol):
         A template with no detailed model raises ``NotImplementedError`` with
         the reason (e.g. the roofline template); see :func:`conformance_of`."""
 
+    def detailed_tile_cycles(self, tile: Any) -> int:
+        """Detailed model's cycles of a tile without operands (``--detailed`` runs)."""
+
+    def tile_pe_fraction(self, tile: Any) -> float:
+        """Fraction of the compute units ``tile`` maps (SCALE-Sim's mapping efficiency)."""
+
+    def check_tile(self, tile: Any) -> None:
+        """Raise ``ValueError`` if ``tile`` cannot run on this arch (mapper verification)."""
+
+    def area_inputs(self) -> Any:
+        """:class:`archsim.area.AreaInputs`: MAC units per precision, register bits, fixed parts."""
+
 
 class Conformance(Protocol):
     """The hook the shared level-agreement harness (``tests/test_template_levels.py``)
@@ -66,7 +89,7 @@ class Conformance(Protocol):
     sampled tile, that the fast model (``tile_cycles``, ``tile_values``) and
     the detailed model (``detailed_tile``) agree bit for bit on values and
     exactly on cycles, and that the values equal a reference the harness
-    computes itself; for templates registered in ``rtl.generate.DESIGNS`` it
+    computes itself; for templates registered in its ``Template`` entry (``rtl=``) it
     also co-simulates a few tiles on ``rtl_arch``.
     """
 
@@ -108,7 +131,7 @@ def conformance_of(template: "Template") -> Conformance:
     model must provide the hook.
     """
     if template.conformance is not None:
-        return template.conformance
+        return template.conformance_module
     probe = object.__new__(template.model_cls)
     try:
         template.model_cls.detailed_tile(probe, None, {})
@@ -120,17 +143,76 @@ def conformance_of(template: "Template") -> Conformance:
                     f"Template(conformance=...) (see archsim.templates.base.Conformance)")
 
 
+def _resolve(ref: str | None) -> Any:
+    """Import ``"module"`` or ``"module:attribute"`` (None stays None)."""
+    if ref is None:
+        return None
+    module_name, _, attr = ref.partition(":")
+    module = importlib.import_module(module_name)
+    return getattr(module, attr) if attr else module
+
+
 @dataclass(frozen=True)
 class Template:
-    """Registry entry of a template."""
+    """The one registry entry of a template: every part of it, named lazily.
+
+    Each reference is ``"module"`` or ``"module:attribute"``, imported on
+    first use through the properties below, so listing templates imports
+    nothing heavy. Shared code (engine, spec loader, mapper driver, area,
+    reports, rtl, co-sim, CLI, the level harness) finds everything here and
+    never names a template (``docs/adding_a_template.md``).
+    """
 
     name: str
     description: str
-    params_cls: type
-    model_cls: type  # TemplateModel implementation; constructed as model_cls(arch)
+    #: the ``params:`` dataclass (also what the RTL generator takes)
+    params: str
+    #: the model class (:class:`TemplateModel`), built as ``model_cls(arch)``
+    model: str
+    #: mapper module exposing ``make_mapper(arch, options)`` (and optionally ``check_graph``)
+    mapper: str
+    #: frozen dataclass of the template's own mapper options (the spec's ``options:``), or None
+    options: str | None = None
+    #: :class:`rtl.design.RtlDesign` subclass, or None for a template without RTL
+    rtl: str | None = None
+    #: the level harness's hook module (:class:`Conformance`), or None without a detailed model
+    conformance: str | None = None
+    #: independent value check ``check(tile, operands, params, values)`` for the level harness
+    reference: str | None = None
+    #: ``missing_cases(params, items) -> list[str]``: cases the hook's samples promise but lack
+    coverage: str | None = None
     #: False for templates with no on-chip operand buffers (PIM banks, a GPU
     #: roofline): their specs may omit ``buffers`` or leave it empty.
     uses_buffers: bool = True
-    #: the level-agreement hook (:class:`Conformance`); None for a template whose
-    #: model has no detailed level (its ``detailed_tile`` raises NotImplementedError)
-    conformance: Any = None
+
+    @property
+    def params_cls(self) -> type:
+        return _resolve(self.params)
+
+    @property
+    def model_cls(self) -> type:
+        return _resolve(self.model)
+
+    @property
+    def mapper_module(self) -> Any:
+        return _resolve(self.mapper)
+
+    @property
+    def options_cls(self) -> type | None:
+        return _resolve(self.options)
+
+    @property
+    def rtl_cls(self) -> type | None:
+        return _resolve(self.rtl)
+
+    @property
+    def conformance_module(self) -> Any:
+        return _resolve(self.conformance)
+
+    @property
+    def reference_fn(self) -> Any:
+        return _resolve(self.reference)
+
+    @property
+    def coverage_fn(self) -> Any:
+        return _resolve(self.coverage)

@@ -51,6 +51,17 @@ class SystolicDesign(RtlDesign):
     driver = "rtl.systolic.driver:run_job"
     depth_options = ("left_depth", "top_depth", "out_depth")
 
+    @staticmethod
+    def target_options(params: Any, target: str) -> dict[str, Any]:
+        """ECP5: DSP-primitive PEs where the operands fit a MULT18X18D (WS, IS), distributed output RAM."""
+        if target != "ecp5":
+            return {}
+        bits = {"int8": 8, "int16": 16}
+        if params.dataflow in ("ws", "is") and max(bits.get(params.input_precision, 99),
+                                                    bits.get(params.weight_precision, 99)) <= 18:
+            return {"multiplier": "ecp5_dsp", "out_ram": "distributed"}
+        return {"out_ram": "distributed"}
+
     def __init__(self, params: Any, options: SystolicRtlOptions | dict | None = None):
         if isinstance(options, dict):
             options = SystolicRtlOptions(**options)

@@ -10,7 +10,6 @@ Design notes: ``docs/pim.md``. Cases for the shared level-agreement harness:
 from __future__ import annotations
 
 from archsim.templates.base import Template
-from archsim.templates.pim import conformance
 from archsim.templates.pim.checker import Violation, check_stream
 from archsim.templates.pim.commands import ALL_BANKS, Cmd, program, run_detailed, schedule
 from archsim.templates.pim.fast import steps_cycles
@@ -21,10 +20,14 @@ from archsim.templates.pim.tile import PimTile, plan_steps
 TEMPLATE = Template(
     name="pim",
     description="DRAM banks with near-bank MAC units in all-bank lockstep, plus an ASIC for non-linear ops",
-    params_cls=PimParams,
-    model_cls=PimModel,
+    params="archsim.templates.pim.params:PimParams",
+    model="archsim.templates.pim.model:PimModel",
+    mapper="mappers.pim",
+    rtl="rtl.pim.rtl_design:PimDesign",
+    conformance="archsim.templates.pim.conformance",
+    reference="archsim.templates.pim.reference:check",
+    coverage="archsim.templates.pim.reference:missing_cases",
     uses_buffers=False,
-    conformance=conformance,
 )
 
 __all__ = ["ALL_BANKS", "Cmd", "PimModel", "PimParams", "PimTile", "TEMPLATE", "Violation", "check_stream",

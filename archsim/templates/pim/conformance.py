@@ -37,7 +37,7 @@ base_arch = "pim-hbm2"
 _SMALL_ROWS = {"row_bytes": 256, "column_bytes": 16, "acc_registers": 8, "input_buffer_bytes": 512,
                "tREFI": 1500, "tRFC": 100}
 
-#: co-simulated when the template is in rtl.generate.DESIGNS: the bank-unit RTL replays one bank's
+#: co-simulated when the template entry names an RTL design: the bank-unit RTL replays one bank's
 #: dot-mode GEMVs (int8, mac_pipeline_cycles = 1); with one bank per channel and fewer accumulators
 #: than column elements every sampled GEMV is one (as in tests/test_pim_rtl.py)
 rtl_arch: dict[str, Any] = {"channels": 1, "banks_per_channel": 1, "bank_groups": 1, "rows_per_bank": 64,

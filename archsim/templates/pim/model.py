@@ -17,7 +17,7 @@ presets carry an inline table citing its figures):
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -29,12 +29,12 @@ from archsim.templates.pim.tile import PimTile, plan_steps, step_counts
 
 
 class PimModel:
-    compute_units: ClassVar[tuple[str, ...]] = ()
-
     def __init__(self, arch: Any):
         self.arch = arch
         self.p = arch.params
-        self.compute_units = tuple(f"pim.ch{i}" for i in range(self.p.n_channels))
+        #: the channels' near-bank MAC units compute; the ASIC is the vector unit
+        self.units: dict[str, str] = {**{f"pim.ch{i}": "compute" for i in range(self.p.n_channels)},
+                                      "asic": "vector", "dma": "dma"}
         self._plan: dict[PimTile, tuple] = {}
 
     # -- fast model -------------------------------------------------------------------
@@ -48,10 +48,28 @@ class PimModel:
             self._plan[tile] = s
         return s
 
-    def peak_macs_per_cycle(self) -> int:
-        """Multipliers of every bank, at one column per ``column_spacing`` cycles."""
+    def peak_macs_per_cycle(self, precision: str | None = None) -> int:
+        """Multipliers of every bank, at one column per ``column_spacing`` cycles
+        (the banks run their ``mac_precision`` whatever the layer's format)."""
         p = self.p
         return max(1, p.banks * p.column_elements // p.column_spacing)
+
+    def tile_pe_fraction(self, tile: PimTile) -> float:
+        """Banks of a channel the tile's all-bank commands drive."""
+        return tile.banks / self.p.banks_per_channel
+
+    def check_tile(self, tile: PimTile) -> None:
+        plan_steps(tile, self.p)
+
+    def area_inputs(self):
+        """A MAC unit of ``mac_lanes`` multipliers at ``mac_precision`` per bank; its
+        accumulator registers; each channel's input (global) buffer, built of flip-flops."""
+        from archsim.area import AreaInputs
+
+        p = self.p
+        acc_bits = p.banks * p.acc_registers * p.acc_bytes * 8
+        return AreaInputs(macs={p.mac_precision: p.macs},
+                          register_bits=acc_bits + p.n_channels * p.input_buffer_bytes * 8)
 
     def tile_cycles(self, tile: PimTile) -> int:
         return steps_cycles(self.plan(tile), self.p, tile.ref_due)["cycles"]
@@ -91,16 +109,6 @@ class PimModel:
 
     def detailed_tile_cycles(self, tile: PimTile) -> int:
         return C.schedule(tile, self.p)[1]
-
-    def command_stream(self, tile: PimTile, channel: int = 0) -> list[C.Cmd]:
-        return C.schedule(tile, self.p, channel)[0]
-
-    def example_operands(self, tile: PimTile) -> dict[str, np.ndarray]:
-        dtype = np.int64 if self.p.mac_precision == "int8" else np.float32
-        if tile.mode == "dot":
-            return {"weight": np.zeros((tile.banks, tile.rows, tile.k), dtype), "input": np.zeros(tile.k, dtype)}
-        return {"weight": np.zeros((tile.banks, tile.rows, tile.k), dtype),
-                "input": np.zeros(tile.banks * tile.rows, dtype)}
 
     # -- reports -----------------------------------------------------------------------
     def report_extras(self, result) -> dict:

@@ -37,7 +37,7 @@ issued no earlier than ``t`` cycles after command X):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 MAC_PRECISIONS = ("int8", "bf16")
 #: accumulator width of each MAC precision: int8 products summed in int32, bf16 in fp32
@@ -235,6 +235,13 @@ class PimParams:
         """Multipliers in all banks."""
         return self.banks * self.mac_lanes
 
-    def min_buffer_bytes(self) -> dict[str, int]:
-        """Buffers of a PIM spec mirror its per-channel global buffer and accumulators."""
-        return {}
+    def min_buffer_bytes(self) -> tuple[dict[str, int], str]:
+        """No operand buffers: the banks hold the weights, the global buffer is a parameter."""
+        return {}, ""
+
+    def with_precision(self, weights: str, activations: str) -> "PimParams":
+        """The banks' MAC units for one format used for weights and activations alike."""
+        if weights != activations or weights not in MAC_PRECISIONS:
+            pairs = ", ".join(f"{p}/{p}" for p in MAC_PRECISIONS)
+            raise ValueError(f"pim runs weights/activations {pairs}, got {weights}/{activations}")
+        return replace(self, mac_precision=weights)

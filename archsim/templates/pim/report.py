@@ -17,15 +17,15 @@ from __future__ import annotations
 
 def pim_extras(model, result) -> dict:
     arch, p = model.arch, model.p
-    weights = sum(int(l.mapping.get("pim_weight_bytes", 0) or 0) for l in result.layers)
-    kv = sum(int(l.mapping.get("pim_kv_bytes", 0) or 0) for l in result.layers)
+    weights = sum(l.internal_bytes_by_operand.get("weight", 0) for l in result.layers)
+    kv = sum(l.internal_bytes_by_operand.get("kv", 0) for l in result.layers)
     try:
         bg = arch.tech.energy("pim.background_cycle")
     except KeyError:
         bg = 0.0
     background = bg * p.n_channels * result.total_cycles
     total = result.energy_pj + background
-    io = sum(int(l.mapping.get("pim_io_bytes_per_iteration", 0) or 0) * l.repeat for l in result.layers)
+    io = sum(l.internal_bytes_by_operand.get("io", 0) for l in result.layers)
     return {
         **result.token_rates(total),
         "background_energy_pj": background,

@@ -40,7 +40,7 @@ class RooflineParams:
         Fixed time added to every kernel (launch + framework dispatch, batch 1);
         0 is the pure roofline. Batch-1 decoding on a GPU is often bound by it.
     die_area_mm2 : float
-        Die area, for area reports (0: unknown).
+        Die area for area reports (0: not given), with ``die_area_source``.
     """
 
     peak_tflops: dict[str, float] = field(default_factory=lambda: {"default": 100.0})
@@ -50,6 +50,15 @@ class RooflineParams:
     board_power_w: float = 400.0
     kernel_overhead_us: float = 0.0
     die_area_mm2: float = 0.0
+    die_area_source: str = ""
+
+    def with_precision(self, weights: str, activations: str) -> "RooflineParams":
+        """Any pair whose precisions have a listed peak (the kernels run at the weights')."""
+        listed = sorted(k for k in self.peak_tflops if k != "default")
+        for fmt in (weights, activations):
+            if fmt not in self.peak_tflops:
+                raise ValueError(f"roofline peaks are listed for {', '.join(listed)}; got {fmt!r}")
+        return self
 
     def validate(self) -> None:
         if not self.peak_tflops or any(not (isinstance(v, (int, float)) and v > 0) for v in self.peak_tflops.values()):
@@ -64,7 +73,7 @@ class RooflineParams:
             raise ValueError(f"kernel_overhead_us: expected a number >= 0, got {self.kernel_overhead_us!r}")
         if not 0 < self.mem_efficiency <= 1:
             raise ValueError(f"mem_efficiency: expected a fraction in (0, 1], got {self.mem_efficiency!r}")
-        if not self.die_area_mm2 >= 0:
+        if not (isinstance(self.die_area_mm2, (int, float)) and self.die_area_mm2 >= 0):
             raise ValueError(f"die_area_mm2: expected a number >= 0, got {self.die_area_mm2!r}")
         if not self.board_power_w > 0:
             raise ValueError(f"board_power_w: expected a positive number, got {self.board_power_w!r}")
@@ -80,7 +89,7 @@ class RooflineTile:
 
 
 class RooflineModel:
-    compute_units: ClassVar[tuple[str, ...]] = ("gpu",)
+    units: ClassVar[dict[str, str]] = {"gpu": "compute", "vector": "vector", "dma": "dma"}
 
     def __init__(self, arch):
         self.arch = arch
@@ -94,10 +103,24 @@ class RooflineModel:
     def peak_flops_per_cycle(self, precision: str) -> float:
         return self.flops_per_cycle.get(precision, self.flops_per_cycle["default"])
 
-    def peak_macs_per_cycle(self, precision: str | None = None) -> int:
-        """MACs per cycle at ``precision`` (default: the ``default`` entry)."""
-        flops = self.flops_per_cycle.get(precision or "default", self.flops_per_cycle["default"])
-        return max(1, int(flops // 2))
+    def peak_macs_per_cycle(self, precision: str | None = None) -> float:
+        """Half the peak FLOP/cycle at ``precision`` (the ``default`` entry when None or unlisted)."""
+        return self.peak_flops_per_cycle(precision or "default") / 2
+
+    def tile_pe_fraction(self, tile: RooflineTile) -> float:
+        return 1.0
+
+    def check_tile(self, tile: RooflineTile) -> None:
+        if tile.flops < 0 or tile.nbytes < 0:
+            raise ValueError(f"expected flops and bytes >= 0, got {tile.flops} and {tile.nbytes}")
+
+    def area_inputs(self):
+        """The die, from the preset (no MAC count is invented for a GPU)."""
+        from archsim.area import AreaInputs
+
+        p = self.p
+        fixed = {"gpu_die": (p.die_area_mm2 * 1e6, p.die_area_source or "preset")} if p.die_area_mm2 else {}
+        return AreaInputs(fixed_um2=fixed)
 
     def tile_cycles(self, tile: RooflineTile) -> int:
         roof = max(tile.flops / self.peak_flops_per_cycle(tile.precision), tile.nbytes / self.bytes_per_cycle)
@@ -135,8 +158,9 @@ class RooflineModel:
 TEMPLATE = Template(
     name="roofline",
     description="processor as a roofline: peak compute per precision and DRAM bandwidth (GPU baseline)",
-    params_cls=RooflineParams,
-    model_cls=RooflineModel,
+    params="archsim.templates.roofline:RooflineParams",
+    model="archsim.templates.roofline:RooflineModel",
+    mapper="mappers.roofline",
     uses_buffers=False,
 )
 

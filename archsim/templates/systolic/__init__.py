@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 from archsim.templates.base import Template
-from archsim.templates.systolic import conformance
 from archsim.templates.systolic.detailed import SystolicArrayDetailed, detailed_sequence, detailed_tile
 from archsim.templates.systolic.fast import (
     SystolicModel,
@@ -27,9 +26,14 @@ from archsim.templates.systolic.tile import SystolicTile
 TEMPLATE = Template(
     name="systolic",
     description="TPU-style rows x cols int MAC array; weight-, output- or input-stationary",
-    params_cls=SystolicParams,
-    model_cls=SystolicModel,
-    conformance=conformance,
+    params="archsim.templates.systolic.params:SystolicParams",
+    model="archsim.templates.systolic.fast:SystolicModel",
+    mapper="mappers.systolic",
+    options="archsim.templates.systolic.options:SystolicOptions",
+    rtl="rtl.systolic.rtl_design:SystolicDesign",
+    conformance="archsim.templates.systolic.conformance",
+    reference="archsim.templates.systolic.reference:check",
+    coverage="archsim.templates.systolic.reference:missing_cases",
 )
 
 __all__ = [

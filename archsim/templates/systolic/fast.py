@@ -148,6 +148,21 @@ def check_operands(tile: SystolicTile, operands: dict[str, np.ndarray], params: 
     return out[0], out[1], (out[2] if tile.accumulate else None)
 
 
+#: tile dimensions that cover the array's rows and columns, per dataflow
+_FOOTPRINT = {"ws": ("k", "n"), "is": ("k", "m"), "os": ("m", "n")}
+
+
+def _pe_register_bits(p: SystolicParams) -> int:
+    """Register bits of one PE: input and weight operand registers, the
+    partial sum, the shadow of the stationary operand (double-buffered
+    preload) and the product register (``mult_pipeline_stages=1``)."""
+    in_b, w_b = PRECISION_BITS[p.input_precision], PRECISION_BITS[p.weight_precision]
+    bits = in_b + w_b + PRECISION_BITS[p.acc_precision]
+    if p.preload == "double_buffered":
+        bits += max(in_b, w_b)
+    return bits + (in_b + w_b) * p.mult_pipeline_stages
+
+
 class SystolicModel:
     """Fast model of one systolic array instance: ``SystolicModel(arch)``.
 
@@ -155,7 +170,7 @@ class SystolicModel:
     :class:`SystolicParams` (a bare ``SystolicParams`` is accepted too).
     """
 
-    compute_units: ClassVar[tuple[str, ...]] = ("array",)
+    units: ClassVar[dict[str, str]] = {"array": "compute", "vector": "vector", "dma": "dma"}
 
     def __init__(self, arch: Any):
         self.arch = arch
@@ -165,8 +180,37 @@ class SystolicModel:
         self.acc_dtype = ACC_DTYPES[self.params.acc_precision]
 
     # -- TemplateModel --------------------------------------------------
-    def peak_macs_per_cycle(self) -> int:
+    def peak_macs_per_cycle(self, precision: str | None = None) -> int:
+        """``rows * cols``: one MAC per PE per cycle at any precision the array
+        runs (narrower operands are sign-extended into the same multipliers)."""
         return self.params.rows * self.params.cols
+
+    def tile_pe_fraction(self, tile: SystolicTile) -> float:
+        """PEs a tile maps over all PEs: the stationary (WS, IS) or output (OS) footprint."""
+        p = self.params
+        a, b = _FOOTPRINT[tile.dataflow]
+        return min(getattr(tile, a), p.rows) * min(getattr(tile, b), p.cols) / (p.rows * p.cols)
+
+    def check_tile(self, tile: SystolicTile) -> None:
+        tile.check(self.params.rows, self.params.cols, self.params.preload)
+
+    def detailed_tile_cycles(self, tile: SystolicTile) -> int:
+        """The detailed model's cycles, run on zero operands (a tile's cycles depend only on its shape)."""
+        a = np.zeros((tile.m, tile.k), np.int64)
+        w = np.zeros((tile.k, tile.n), np.int64)
+        ops = {"input": a, "weight": w}
+        if tile.accumulate:
+            ops["psum"] = np.zeros((tile.m, tile.n), np.int64)
+        return int(self.detailed_tile(tile, ops)[1])
+
+    def area_inputs(self):
+        """rows x cols MACs at the wider operand precision; per PE the operand,
+        partial-sum and (optional) product registers."""
+        from archsim.area import AreaInputs
+
+        p = self.params
+        wider = max(p.input_precision, p.weight_precision, key=lambda s: PRECISION_BITS[s])
+        return AreaInputs(macs={wider: p.rows * p.cols}, register_bits=p.rows * p.cols * _pe_register_bits(p))
 
     def tile_cycles(self, tile: SystolicTile) -> int:
         return tile_cycles(tile, self.params)
@@ -224,8 +268,3 @@ class SystolicModel:
         from archsim.templates.systolic.detailed import SystolicArrayDetailed
 
         return SystolicArrayDetailed(self.params).run_tile(tile, operands)
-
-    # -- layer level ------------------------------------------------------
-    def gemm_cycles(self, M, K, N, dataflow: str | None = None):
-        """Whole-GEMM compute cycles in SCALE-Sim fold order (:func:`gemm_fold_cycles`)."""
-        return gemm_fold_cycles(M, K, N, self.params, dataflow)

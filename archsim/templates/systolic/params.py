@@ -19,7 +19,7 @@ folds minus one, see ``docs/systolic_timing.md``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 DATAFLOWS = ("ws", "os", "is")
 PRELOAD_MODES = ("serial", "double_buffered")
@@ -100,3 +100,22 @@ class SystolicParams:
     def macs(self) -> int:
         """Number of MAC PEs (``rows * cols``)."""
         return self.rows * self.cols
+
+    def min_buffer_bytes(self) -> tuple[dict[str, int], str]:
+        """Each operand buffer holds at least one rows x cols tile of its operand."""
+        tile = self.rows * self.cols
+        precs = {"input": self.input_precision, "weight": self.weight_precision, "output": self.acc_precision}
+        need = {op: (tile * PRECISION_BITS[p] + 7) // 8 for op, p in precs.items()}
+        return need, f"one {self.rows}x{self.cols} tile"
+
+    def with_precision(self, weights: str, activations: str) -> "SystolicParams":
+        """This array built for ``weights`` x ``activations`` integer operands, with the
+        narrowest accumulator that holds their products (int32, else int64)."""
+        for role, fmt in (("weights", weights), ("activations", activations)):
+            if fmt not in OPERAND_PRECISIONS:
+                raise ValueError(f"systolic runs integer operands: --{role} one of {', '.join(OPERAND_PRECISIONS)}, "
+                                 f"got {fmt!r}")
+        product = PRECISION_BITS[weights] + PRECISION_BITS[activations]
+        acc = min((a for a in ACC_PRECISIONS if PRECISION_BITS[a] >= product and PRECISION_BITS[a] >= 32),
+                  key=lambda a: PRECISION_BITS[a])
+        return replace(self, weight_precision=weights, input_precision=activations, acc_precision=acc)

@@ -1,18 +1,11 @@
-"""``archsim.simulate``: workload + arch -> mapper -> engine -> :class:`SimResult`.
-
-This module is callable itself, so ``archsim.simulate(...)`` works whether
-``archsim.simulate`` resolves to the function or to this module.
-"""
+"""``archsim.simulate`` (this module: ``archsim.simulation``): workload + arch -> mapper -> engine -> :class:`SimResult`."""
 from __future__ import annotations
 
-import sys
-import types
+import dataclasses
 from typing import Any, Callable
 
-from archsim.errors import ArchsimError, WorkloadError
+from archsim.errors import ArchsimError, SpecError, WorkloadError
 
-#: options that go to ``mappers.compile``
-MAPPER_OPTIONS = ("conv_lowering", "objective", "dataflow")
 #: options that go to ``workloads.load`` (others are passed through too and checked there)
 WORKLOAD_OPTIONS = ("batch", "seq_len", "seq", "phase", "kv_len", "image_size")
 
@@ -25,6 +18,8 @@ def simulate(
     detailed: bool = False,
     progress: Callable[[int, int, str], None] | None = None,
     trace_layers: int = 0,
+    weights: str | None = None,
+    activations: str | None = None,
     **options: Any,
 ):
     """Simulate ``workload`` on ``arch`` and return a :class:`~archsim.report.SimResult`.
@@ -45,16 +40,29 @@ def simulate(
         Called after each layer.
     trace_layers : int
         Record the command timeline of the first N layers for the trace writer.
+    weights, activations : str
+        Precision names (``int8``, ``bf16``, ``fp8_e4m3`` ...) for the run: the
+        workload's weights and activations, and the template's datapath through
+        its ``Params.with_precision`` (a template that cannot run the pair says
+        which pairs it runs). Both or neither.
     **options
-        Mapper options (``objective``, ``dataflow``, ``conv_lowering``) go to
+        Mapper options (``objective``, ``conv_lowering`` and the template's own,
+        e.g. systolic ``dataflow``; :func:`mappers.options.option_names`) go to
         ``mappers.compile``; the rest to ``workloads.load``.
     """
     from archsim.engine import run_program
     from archsim.spec import load_arch
+    from mappers.options import option_names
 
     arch_spec = load_arch(arch, overrides=overrides)
-    mapper_opts = {k: v for k, v in options.items() if k in MAPPER_OPTIONS and v is not None}
-    workload_opts = {k: v for k, v in options.items() if k not in MAPPER_OPTIONS and v is not None}
+    if (weights is None) != (activations is None):
+        raise SpecError("precision: give both weights and activations (e.g. --weights int8 --activations int8)")
+    if weights is not None:
+        arch_spec = _with_precision(arch_spec, str(weights), str(activations))
+        options = {**options, "weight_precision": str(weights), "act_precision": str(activations)}
+    mapper_names = option_names(arch_spec.template)
+    mapper_opts = {k: v for k, v in options.items() if k in mapper_names and v is not None}
+    workload_opts = {k: v for k, v in options.items() if k not in mapper_names and v is not None}
     if isinstance(workload, (str, bytes)) or hasattr(workload, "__fspath__"):
         import workloads
 
@@ -79,6 +87,29 @@ def simulate(
     return result
 
 
+def _with_precision(arch_spec: Any, weights: str, activations: str) -> Any:
+    """``arch_spec`` with its template's datapath set up for ``weights`` x ``activations``."""
+    from archsim.spec import load_arch
+    from workloads.precision import get_precision
+
+    for role, name in (("weights", weights), ("activations", activations)):
+        try:
+            get_precision(name)
+        except ValueError as err:
+            raise SpecError(f"--{role}: {err}") from None
+    params = arch_spec.params
+    hook = getattr(params, "with_precision", None)
+    if hook is None:
+        raise SpecError(f"template {arch_spec.template} has a fixed precision; --weights/--activations do not apply")
+    try:
+        new = hook(weights, activations)
+    except ValueError as err:
+        raise SpecError(f"{arch_spec.name}: {err}") from None
+    changed = [(f.name, getattr(new, f.name)) for f in dataclasses.fields(new)
+               if getattr(new, f.name) != getattr(params, f.name)]
+    return load_arch(arch_spec, overrides=changed) if changed else arch_spec
+
+
 def _overrides_list(overrides: Any) -> list[str]:
     if not overrides:
         return []
@@ -87,11 +118,3 @@ def _overrides_list(overrides: Any) -> list[str]:
     if isinstance(overrides, str):
         return [overrides]
     return [str(o) for o in overrides]
-
-
-class _CallableModule(types.ModuleType):
-    def __call__(self, *args: Any, **kwargs: Any):
-        return simulate(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
