@@ -96,3 +96,22 @@ def test_report_json_top_level_token_figures(tmp_path):
     total_pj = r["energy_pj"] + r["extras"]["background_energy_pj"]
     assert r["energy_per_token_j"] == pytest.approx(total_pj * 1e-12)
     assert 0 < r["utilization"] < 1
+
+
+def test_stacks_scale_channels_capacity_and_speed():
+    """stacks=5 (the A100 40GB's HBM2 stack count): 80 channels, 20 GiB, and a GEMV whose rows
+    spread over five times the banks runs in fewer cycles."""
+    from mappers.pim import make_mapper
+    from mappers.options import MapOptions
+    from workloads.ops import MatMul
+
+    five = load_arch("pim-hbm2", overrides=["stacks=5"])
+    assert len([u for u, k in five.model().units.items() if k == "compute"]) == 80
+    assert five.params.capacity_bytes == 5 * HBM2.params.capacity_bytes
+    op = MatMul("fc", m=1, k=1600, n=6400, bias=False, act_precision="bf16", weight_precision="bf16")
+
+    def pim_cycles(arch):
+        lp = make_mapper(arch, MapOptions())(op)
+        return max(arch.model().tile_cycles(c.tile) for c in lp.commands if hasattr(c, "tile"))
+
+    assert pim_cycles(five) < pim_cycles(HBM2) / 3
