@@ -132,7 +132,7 @@ def test_pim_rtl_errors_are_one_line(tmp_path, capsys):
     assert capsys.readouterr().err == "archsim: error: --depth: the pim RTL has no local tile buffers\n"
     assert main(["rtl", "generate", "--arch", "pim-hbm2", "--multiplier", "ecp5_dsp", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err == ("archsim: error: rtl options: multiplier: not an option of the pim RTL "
-                                       "(it has none)\n")
+                                       "(it has banks)\n")
     # int8 on pim-hbm2: 32 elements per column, 16 multipliers (the models run it in two MAC cycles; the RTL not)
     assert main(["rtl", "generate", "--arch", "pim-hbm2", "--set", "mac_precision=int8", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err == ("archsim: error: pim RTL: mac_lanes: the RTL needs one multiplier per "
@@ -159,3 +159,17 @@ def test_generate_with_ecp5_primitives_ships_their_model(tmp_path):
     assert (tmp_path / "MULT18X18D_model.v").read_text().startswith("// Behavioural model")
     core = (tmp_path / "archsim_systolic.core").read_text()
     assert "- MULT18X18D_model.v" in core and "filesets: [rtl, sim_models]" in core
+
+
+def test_pim_channel_design_options():
+    from archsim.errors import SpecError
+    from archsim.spec.load import load_arch
+    from rtl.generate import design_for
+
+    arch = load_arch("pim-hbm2")
+    d = design_for(arch, {"banks": 16})
+    ports = {p.name: p.width for p in d.ports()}
+    assert d.toplevel == "archsim_pim_channel"
+    assert ports["dram_rdata"] == 16 * 16 * 16  # 16 banks x 16 bf16 lanes
+    with pytest.raises(SpecError, match=r"banks: expected 1\.\.16"):
+        design_for(arch, {"banks": 17})
