@@ -40,7 +40,7 @@ import numpy as np
 from archsim.errors import MappingError
 from archsim.program import LayerProgram, Store
 from archsim.templates.systolic.options import SystolicOptions
-from archsim.templates.systolic.tile import SystolicTile
+from archsim.templates.systolic.tile import GEOMETRY, SystolicTile
 from mappers.emit import BufferLayout, Emitter, emit_gather, emit_vector
 from mappers.lower import Gather, Gemm, VectorWork, lower_op
 from mappers.registry import arch_key
@@ -49,8 +49,6 @@ from mappers.tiling import (ORDERS, TilePlan, a_load_bytes, class_sum, dim_candi
 from workloads.precision import precision_bits
 
 ALL_DATAFLOWS = ("ws", "os", "is")
-#: dataflow -> ((dim on rows), (dim on cols), streamed dim)
-GEOMETRY = {"ws": ("k", "n", "m"), "is": ("k", "m", "n"), "os": ("m", "n", "k")}
 _ORDER_CODE = {o: i for i, o in enumerate(ORDERS)}
 
 

@@ -148,9 +148,10 @@ class RtlDesign:
 
     def source_files(self) -> list[str]:
         """Python files whose change must invalidate cached Verilog."""
-        return [inspect.getfile(type(self)), inspect.getfile(type(self.component_class()))]
+        return [inspect.getfile(type(self)), inspect.getfile(self.component_class())]
 
-    def component_class(self):  # pragma: no cover - overridden
+    def component_class(self) -> type:
+        """The class of :meth:`component` (its source file keys the Verilog cache)."""
         return type(self)
 
     def verilog(self) -> str:

@@ -1,7 +1,6 @@
 """The mapper on real networks and shipped presets."""
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,7 @@ from archsim.program import Compute, Load, Store
 from archsim.spec import load_arch
 from mappers.verify import layer_violations
 
-TOPOLOGIES = Path("/work/shared/scalesim_topologies")
+TOPOLOGIES = Path(__file__).resolve().parent / "data" / "scalesim_reference" / "topologies"
 
 
 def _unique(program):
@@ -68,16 +67,12 @@ def test_resnet50_compile_speed_and_size(arch):
     graph = workloads.load("resnet50")
     mappers.compile(graph, arch)  # warm imports
     mappers.clear_cache()
-    t0 = time.perf_counter()
     program = mappers.compile(graph, arch)
-    elapsed = time.perf_counter() - t0
     commands = sum(len(layer.commands) for layer in program.layers)
     assert max(len(layer.commands) for layer in program.layers) < 5000
-    assert commands < 60_000
-    assert elapsed < 2.0  # ~0.15-0.3 s measured; generous for a shared machine
+    assert commands < 60_000  # compile time is measured in bench/, not asserted here
 
 
-@pytest.mark.skipif(not TOPOLOGIES.exists(), reason="SCALE-Sim topologies not available")
 @pytest.mark.parametrize("preset,topology,total", [
     # "Total Cycles" summed over layers, measured with SCALE-Sim 3.0.0 (README of the topologies)
     ("scalesim-32x32-ws", "Resnet18", 2_519_815),

@@ -22,6 +22,7 @@ PORTS = [
 ]
 
 
+@pytest.mark.verilog
 def test_port_list_is_stable_and_in_the_verilog(tmp_path):
     design = design_for(SystolicParams(rows=2, cols=3, dataflow="ws"))
     ports = {p.name: p for p in design.ports()}
@@ -37,6 +38,7 @@ def test_port_list_is_stable_and_in_the_verilog(tmp_path):
         assert re.search(rf"\b{'input' if p.direction == 'in' else 'output'} {re.escape(width)}{p.name};", text), p
 
 
+@pytest.mark.verilog
 def test_manifest_and_core(tmp_path):
     params = SystolicParams(rows=4, cols=2, dataflow="auto", preload="double_buffered", mult_pipeline_stages=1)
     files = write_outputs(design_for(params), tmp_path)
@@ -64,6 +66,7 @@ def test_config_cycles_formula_matches_the_fast_model():
         assert cfg.tile_cycles(df, 3, 2, 3, tile.preload_hidden) == model.tile_cycles(tile)
 
 
+@pytest.mark.verilog
 def test_dataflow_builds_differ_in_hardware():
     ws = design_for(SystolicParams(rows=2, cols=2, dataflow="ws")).verilog()
     os_ = design_for(SystolicParams(rows=2, cols=2, dataflow="os")).verilog()
@@ -72,6 +75,7 @@ def test_dataflow_builds_differ_in_hardware():
     assert "pe_1_1_w" in dbl and "pe_1_1_w " not in ws
 
 
+@pytest.mark.verilog
 def test_cli_generate(tmp_path, capsys):
     out = tmp_path / "gen"
     assert main(["rtl", "generate", "--arch", "systolic-32x32-ws", "--set", "rows=2", "--set", "cols=2",
@@ -108,6 +112,7 @@ PIM_PORTS = [
 ]
 
 
+@pytest.mark.verilog
 def test_cli_generate_pim_hbm2(tmp_path, capsys):
     """The PIM preset's near-bank unit (bf16): Verilog, FuseSoC core and manifest, ports as documented."""
     assert main(["rtl", "generate", "--arch", "pim-hbm2", "--out", str(tmp_path)]) == 0
@@ -139,6 +144,7 @@ def test_pim_rtl_errors_are_one_line(tmp_path, capsys):
                                        "column element (32), got 16\n")
 
 
+@pytest.mark.verilog
 def test_ecp5_dsp_multiplier_option():
     params = SystolicParams(rows=2, cols=2, dataflow="ws", mult_pipeline_stages=1)
     text = design_for(params, {"multiplier": "ecp5_dsp"}).verilog()
@@ -153,6 +159,7 @@ def test_ecp5_dsp_multiplier_option():
         design_for(params, {"left_depth": -1})
 
 
+@pytest.mark.verilog
 def test_generate_with_ecp5_primitives_ships_their_model(tmp_path):
     assert main(["rtl", "generate", "--arch", "systolic-32x32-ws", "--set", "rows=2", "--set", "cols=2",
                  "--multiplier", "ecp5_dsp", "--out", str(tmp_path)]) == 0

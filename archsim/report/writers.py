@@ -33,7 +33,7 @@ CSV_COLUMNS = [
     "dram_input_bytes", "dram_weight_bytes", "dram_output_bytes",
     "sram_input_bytes", "sram_weight_bytes", "sram_output_bytes",
     "energy_compute_pj", "energy_sram_pj", "energy_dram_pj", "energy_vector_pj",
-    "repeat", "tiles", "start_cycle", "mapping",
+    "repeat", "tiles", "start_cycle", "mapping", "weight_format", "activation_format",
 ]
 
 
@@ -73,6 +73,7 @@ def layers_csv_text(result: SimResult) -> str:
             e.get("compute", 0.0), e.get("sram", 0.0), e.get("dram", 0.0), e.get("vector", 0.0),
             l.repeat, l.tiles, l.start_cycle,
             json.dumps(_round_floats(_plain(l.mapping)), sort_keys=True, separators=(",", ":")),
+            l.weight_format, l.activation_format,
         ]
         w.writerow([_fmt(x) for x in row])
     return buf.getvalue()
@@ -118,6 +119,7 @@ def summary_rows(result: SimResult) -> list[tuple[str, str]]:
         ("stall cycles", f"{result.stall_cycles:,}"),
         ("latency", f"{result.latency_s * 1e3:.4g} ms at {result.clock_mhz:g} MHz"),
         ("MACs", f"{result.macs:,}"),
+        ("precision (weights/activations)", ", ".join(result.precisions) or "-"),
         ("utilization", f"{100 * result.utilization:.2f} %"),
         ("energy", _si(result.energy_pj * 1e-12, "J")),
         ("DRAM traffic", _si(result.dram_bytes, "B")),

@@ -44,7 +44,7 @@ class ToyMacDesign(RtlDesign):
         return ToyMac()
 
     def component_class(self):
-        return ToyMac()
+        return ToyMac
 
     def config_dict(self) -> dict[str, Any]:
         return {"max_k": self.params.max_k}

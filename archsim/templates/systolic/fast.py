@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from archsim.templates.systolic.params import PRECISION_BITS, SystolicParams
-from archsim.templates.systolic.tile import SystolicTile
+from archsim.templates.systolic.tile import GEOMETRY, SystolicTile
 
 ACC_DTYPES = {"int16": np.int16, "int32": np.int32, "int64": np.int64}
 
@@ -148,10 +148,6 @@ def check_operands(tile: SystolicTile, operands: dict[str, np.ndarray], params: 
     return out[0], out[1], (out[2] if tile.accumulate else None)
 
 
-#: tile dimensions that cover the array's rows and columns, per dataflow
-_FOOTPRINT = {"ws": ("k", "n"), "is": ("k", "m"), "os": ("m", "n")}
-
-
 def _pe_register_bits(p: SystolicParams) -> int:
     """Register bits of one PE: input and weight operand registers, the
     partial sum, the shadow of the stationary operand (double-buffered
@@ -188,7 +184,7 @@ class SystolicModel:
     def tile_pe_fraction(self, tile: SystolicTile) -> float:
         """PEs a tile maps over all PEs: the stationary (WS, IS) or output (OS) footprint."""
         p = self.params
-        a, b = _FOOTPRINT[tile.dataflow]
+        a, b, _streamed = GEOMETRY[tile.dataflow]
         return min(getattr(tile, a), p.rows) * min(getattr(tile, b), p.cols) / (p.rows * p.cols)
 
     def check_tile(self, tile: SystolicTile) -> None:

@@ -87,6 +87,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+#: per dataflow, the tile dimensions laid along the array's rows, along its
+#: columns, and streamed through it (the one map every systolic module uses)
+GEOMETRY = {"ws": ("k", "n", "m"), "is": ("k", "m", "n"), "os": ("m", "n", "k")}
+
+
 @dataclass(frozen=True, slots=True)
 class SystolicTile:
     """One fold of a GEMM on the systolic array.
@@ -116,7 +121,7 @@ class SystolicTile:
 
     def streamed(self) -> int:
         """Length of the streamed dimension (m for WS, n for IS, k for OS)."""
-        return {"ws": self.m, "is": self.n, "os": self.k}[self.dataflow]
+        return getattr(self, GEOMETRY[self.dataflow][2])
 
     def check(self, rows: int, cols: int, preload: str = "double_buffered") -> None:
         """Raise ``ValueError`` if this tile does not fit an ``rows x cols`` array."""
@@ -126,9 +131,8 @@ class SystolicTile:
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{key}: expected a positive integer, got {v!r}")
-        lim = {"ws": (("k", rows), ("n", cols)), "is": (("k", rows), ("m", cols)),
-               "os": (("m", rows), ("n", cols))}[self.dataflow]
-        for key, bound in lim:
+        on_rows, on_cols, _streamed = GEOMETRY[self.dataflow]
+        for key, bound in ((on_rows, rows), (on_cols, cols)):
             if getattr(self, key) > bound:
                 raise ValueError(
                     f"{key}: expected at most {bound} for a {self.dataflow} tile on a "
