@@ -81,8 +81,8 @@ class _Layer:
 def _gemv_candidates(p, n: int, k: int) -> list[tuple[int, PimTile]]:
     out = []
     s = 1
-    while s <= p.channels:
-        groups = p.channels // s  # channel groups splitting the rows
+    while s <= p.n_channels:
+        groups = p.n_channels // s  # channel groups splitting the rows
         banks = min(p.banks_per_channel, max(1, ceil(n / groups)))
         rows = ceil(n / (groups * banks))
         kk = ceil(k / s)
@@ -103,7 +103,7 @@ def _emit_gemv(layer: _Layer, n: int, k: int, bias: bool) -> dict:
         if best is None or cyc < best[0]:
             best = (cyc, s, tile)
     _cyc, s, tile = best
-    used = (p.channels // s) * s
+    used = (p.n_channels // s) * s
     ids = tuple(layer.tile(tile, ch) for ch in range(used))
     last = layer.vector("add", n * (s - 1), ids)
     if bias:
@@ -113,7 +113,7 @@ def _emit_gemv(layer: _Layer, n: int, k: int, bias: bool) -> dict:
 
 def _emit_attention_decode(layer: _Layer, heads: int, kv_heads: int, seq_kv: int, hd: int) -> dict:
     p = layer.p
-    B, C = p.banks_per_channel, p.channels
+    B, C = p.banks_per_channel, p.n_channels
     eb = p.element_bytes
     per_ch = [list(range(c, heads, C)) for c in range(C)]
     tpb = ceil(seq_kv / B)  # cached tokens of a head per bank

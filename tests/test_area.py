@@ -16,7 +16,7 @@ def test_systolic_32x32_by_hand():
     assert set(items) == {"mac", "pe_registers", "sram.input", "sram.weight", "sram.output", "vector_unit"}
     # generic-45nm mac.int8 = Horowitz ISSCC 2014 (45 nm): 8b mult 282 um2 + 32b add 137 um2 = 419
     assert items["mac"].um2 == pytest.approx(1024 * (282.0 + 137.0))
-    assert items["mac"].source == "tech:generic-45nm"
+    assert items["mac"].source == "tech:generic-45nm-lpddr"  # generic-45nm + an LPDDR DRAM figure
     # per PE: 8b input + 8b weight + 32b partial sum + 8b weight shadow = 56 bits, at the
     # NanGate FreePDK45 DFF_X1 cell area of 4.522 um2
     assert items["pe_registers"].um2 == pytest.approx(1024 * 56 * 4.522)

@@ -22,22 +22,23 @@ HBM2 = load_arch("pim-hbm2")
 
 
 def test_gemv_layer_by_hand():
-    """768 x 768 bf16 GEMV + bias on pim-hbm2 (16 ch x 16 banks, 1 KiB rows, 32 B columns).
+    """768 x 768 bf16 GEMV + bias on pim-hbm2 (16 ch x 16 banks, 1 KiB rows = 32 columns of 32 B),
+    open-row layout (a group's weight rows back to back across DRAM rows).
 
-    Row split (s=1): 3 rows/bank, 48 columns/row = chunks of 32 + 16; bcast 48 x 2 = 96;
-    3 bursts of 32 (156 each) + 3 of 16 (92 each) -> 840; gather 6 RDACC after the last MAC
-    (822 + 15) -> data at 861.  k split over 2 channels (s=2): 6 rows/bank of 384 = 24 columns
-    (one burst each: 14 + 23*4 + 4 = 110, +14 = 124); bcast 24 x 2 = 48; bursts end 792, last
-    MAC 774; 12 RDACC from 789 to 811, data at 825; the ASIC adds 768 partials (768/32 = 24
-    cycles): 849 < 861, so s = 2. The bias add (24 cycles) follows: 873.
+    Bursts: D(32) = max(34, 14 + 31*4 + 4) + 14 = 156, D(16) = max(34, 14 + 15*4 + 4) + 14 = 92.
+    s=1: 3 rows/bank of 48 columns = 144 columns = 4 bursts of 32 + 1 of 16; bcast 48 x 2 = 96;
+    last ACT 96 + 4*156 = 720, last MAC 794, PRE 798; 6 RDACC from 794 + 15 = 809 to 819, data at 833.
+    s=2 (k split over 2 channels): 6 rows/bank of 24 columns = 144 columns, the same bursts;
+    bcast 24 x 2 = 48; last ACT 672, last MAC 746; 12 RDACC from 761 to 783, data at 797; the ASIC
+    adds 768 partials (768/32 = 24 cycles): 821 < 833, so s = 2. The bias add (24 cycles): 845.
     """
     lp = make_mapper(HBM2, MapOptions())(MatMul("fc", m=1, k=768, n=768, bias=True, act_precision="bf16",
                                         weight_precision="bf16"))
     assert lp.mapping["k_split"] == 2 and lp.mapping["rows_per_bank"] == 6
     tiles = [c for c in lp.commands if hasattr(c, "tile")]
     assert len(tiles) == 16 and {c.unit for c in tiles} == {f"pim.ch{i}" for i in range(16)}
-    assert HBM2.model().tile_cycles(tiles[0].tile) == 825
-    assert schedule_layer(lp.commands, ArchContext(HBM2)).cycles == 873
+    assert HBM2.model().tile_cycles(tiles[0].tile) == 797
+    assert schedule_layer(lp.commands, ArchContext(HBM2)).cycles == 845
     # bytes between banks and ASIC: per channel 24 GBWR + 12 RDACC columns of 32 B
     assert lp.internal_bytes["io"] == 16 * 36 * 32
 
@@ -54,11 +55,13 @@ def test_capacity_error_is_one_line():
     with pytest.raises(MappingError) as err:
         check_graph(g, HBM2)
     msg = str(err.value)
-    assert re.match(r"^llama2_7b: weights \(12\.\d\d GiB\) \+ KV cache \(0\.50 GiB\) do not fit the 8\.00 GiB "
+    assert re.match(r"^llama2_7b: weights \(12\.\d\d GiB\) \+ KV cache \(0\.50 GiB\) do not fit the 4\.00 GiB "
                     r"of pim-hbm2's PIM DRAM$", msg)
-    with pytest.raises(MappingError, match=r"do not fit the 8\.00 GiB of pim-hbm2's PIM DRAM$"):
+    with pytest.raises(MappingError, match=r"do not fit the 4\.00 GiB of pim-hbm2's PIM DRAM$"):
         run_program(mappers.compile(g, HBM2), HBM2)
-    check_graph(g, load_arch("pim-hbm2", overrides=["channels=32"]))  # two stacks: 16 GiB fits
+    with pytest.raises(MappingError, match=r"do not fit the 12\.00 GiB"):
+        check_graph(g, load_arch("pim-hbm2", overrides=["stacks=3"]))
+    check_graph(g, load_arch("pim-hbm2", overrides=["stacks=4"]))  # four 4-high 8 Gb stacks: 16 GiB fits
 
 
 def test_gpt2_decode_reads_every_weight_once():

@@ -93,12 +93,21 @@ VIOLATIONS = {
     "tRP": ([(0, 0, 0, "ACT", 5), (34, 0, 0, "PRE", 5), (47, 0, 0, "ACT", 6)], 2),
     "tRTP": ([(0, 0, 0, "ACT", 5), (31, 0, 0, "RD", 5), (34, 0, 0, "PRE", 5)], 2),
     "tWR": ([(0, 0, 0, "ACT", 5), (14, 0, 0, "WR", 5), (35, 0, 0, "PRE", 5)], 2),
-    "tCCD_L": ([(0, 0, 0, "ACT", 1), (4, 0, 1, "ACT", 1), (18, 0, 0, "RD", 1), (21, 0, 1, "RD", 1)], 3),
+    "tCCD_L": ([(0, 0, 0, "ACT", 1), (6, 0, 1, "ACT", 1), (18, 0, 0, "RD", 1), (21, 0, 1, "RD", 1)], 3),
     "tCCD_S": ([(0, 0, 0, "ACT", 1), (4, 0, 4, "ACT", 1), (18, 0, 0, "RD", 1), (19, 0, 4, "RD", 1)], 3),
     "tRRD": ([(0, 0, 0, "ACT", 1), (3, 0, 4, "ACT", 1)], 1),
     "tFAW": ([(0, 0, 0, "ACT", 1), (4, 0, 4, "ACT", 1), (8, 0, 8, "ACT", 1), (12, 0, 12, "ACT", 1),
               (16, 0, 1, "ACT", 1)], 4),
     "tRFC": ([(0, 0, -1, "REF", 0), (259, 0, 0, "ACT", 1)], 1),
+    # constraints added for issue 14 (P: tRRD_L 6, tWTR 14, tRTW 14, tRCDWR 14, tPPD 1, 2-cycle ACT,
+    # tRFCpb 160, tRREFD 8)
+    "act_bus": ([(0, 0, 0, "ACT", 1), (1, 0, 4, "PRE", 1)], 1),
+    "tRRD_L": ([(0, 0, 0, "ACT", 1), (5, 0, 3, "ACT", 1)], 1),
+    "tWTR": ([(0, 0, 0, "ACT", 1), (14, 0, 0, "WR", 1), (27, 0, 0, "RD", 1)], 2),
+    "tRTW": ([(0, 0, 0, "ACT", 1), (14, 0, 0, "RD", 1), (27, 0, 0, "WR", 1)], 2),
+    "tRCDWR": ([(0, 0, 0, "ACT", 1), (13, 0, 0, "WR", 1)], 1),
+    "tRFCpb": ([(0, 0, 3, "REFPB", 0), (159, 0, 3, "ACT", 1)], 1),
+    "tRREFD": ([(0, 0, 3, "REFPB", 0), (7, 0, 4, "REFPB", 0)], 1),
 }
 
 
@@ -119,6 +128,35 @@ def test_checker_catches_each_violation(name):
     assert v is not None and v.constraint == name and v.index == index
     assert v.time == stream[index][0]
     assert re.match(rf"^{name} violated by command {index} ", str(v))
+
+
+def test_checker_rejects_the_three_illegal_streams_of_issue_14():
+    """Each passed the checker before issue 14: WR -> RD 4 cycles apart, RD -> WR 4 cycles apart,
+    two ACTs to one bank group 4 cycles apart (HBM2: tWTR_L 8 + WL 4 + burst 2 = 14, read-to-write
+    turnaround CL 14 + burst 2 + 2 - WL 4 = 14, tRRD_L 6; DRAMsim3 HBM2_8Gb_x128)."""
+    wr_rd = [(0, 0, 0, "ACT", 1), (14, 0, 0, "WR", 1), (18, 0, 0, "RD", 1)]
+    rd_wr = [(0, 0, 0, "ACT", 1), (14, 0, 0, "RD", 1), (18, 0, 0, "WR", 1)]
+    acts = [(0, 0, 0, "ACT", 1), (4, 0, 1, "ACT", 1)]
+    assert [check_stream(s, P).constraint for s in (wr_rd, rd_wr, acts)] == ["tWTR", "tRTW", "tRRD_L"]
+    # and at the legal distances they pass
+    assert check_stream([(0, 0, 0, "ACT", 1), (14, 0, 0, "WR", 1), (28, 0, 0, "RD", 1)], P) is None
+    assert check_stream([(0, 0, 0, "ACT", 1), (14, 0, 0, "RD", 1), (28, 0, 0, "WR", 1)], P) is None
+    assert check_stream([(0, 0, 0, "ACT", 1), (6, 0, 1, "ACT", 1)], P) is None
+
+
+def test_checker_per_bank_refresh_and_ppd():
+    p = dataclasses.replace(P, tPPD=3)
+    v = check_stream([(0, 0, 0, "ACT", 1), (4, 0, 4, "ACT", 1), (34, 0, 0, "PRE", 1), (36, 0, 4, "PRE", 1)], p)
+    assert v is not None and v.constraint == "tPPD" and v.index == 3
+    assert check_stream([(0, 0, 0, "ACT", 1), (4, 0, 4, "ACT", 1), (38, 0, 0, "PRE", 1), (41, 0, 4, "PRE", 1)],
+                        p) is None
+    v = check_stream([(0, 0, 3, "ACT", 1), (10, 0, 3, "REFPB", 0)], P)
+    assert v is not None and v.constraint == "state"
+    # 16 REFPBs count as the one REF due: none is late at the first deadline
+    p1 = dataclasses.replace(P, max_postponed_refreshes=1)
+    pbs = [(8 * i, 0, i, "REFPB", 0) for i in range(16)]
+    assert check_stream(pbs + [(7900, 0, 0, "ACT", 1)], p1) is None
+    assert check_stream(pbs[:15] + [(7900, 0, 0, "ACT", 1)], p1).constraint == "tREFI"
 
 
 def test_checker_catches_missing_refresh():
@@ -164,8 +202,11 @@ def random_params(rng: random.Random) -> PimParams:
             tCCD_S=tCCD_S, tCCD_L=min(tRCD, tCCD_S + rng.randint(0, 3)), tRRD=rng.randint(1, 6),
             tFAW=rng.randint(6, tRAS + tRP), tREFI=rng.randint(1200, 3000), tRFC=rng.randint(50, 300),
             tCL=rng.randint(1, 20), max_postponed_refreshes=rng.randint(1, 8),
+            tRCDWR=rng.randint(1, tRCD), tWTR=rng.randint(1, 20), tRTW=rng.randint(1, 20), tPPD=rng.randint(1, 4),
+            act_bus_cycles=rng.choice([1, 2]), tRFCpb=rng.randint(10, 50), tRREFD=rng.randint(1, 10),
         )
         p.tRRD = min(p.tRRD, p.tFAW)
+        p.tRRD_L = min(p.tRRD + rng.randint(0, 3), p.tFAW)
         try:
             p.validate()
             return p

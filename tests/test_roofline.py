@@ -9,8 +9,11 @@ from archsim.spec.load import load_arch
 from archsim.templates.roofline import RooflineTile
 
 
+PURE = ["kernel_overhead_us=0", "mem_efficiency=1"]
+
+
 def test_a100_figures_and_kernel_bounds():
-    arch = load_arch("gpu-a100")
+    arch = load_arch("gpu-a100", overrides=PURE)
     m = arch.model()
     # 312 TFLOP/s bf16 at 1410 MHz -> 221,276.6 flop per cycle; 1555 GB/s -> 1102.8 B per cycle
     assert m.peak_flops_per_cycle("bf16") == pytest.approx(312e12 / 1410e6)
@@ -33,7 +36,7 @@ def test_gpt2_decode_on_a100_is_bandwidth_bound():
     import workloads
     from archsim.engine import run_program
 
-    arch = load_arch("gpu-a100")
+    arch = load_arch("gpu-a100", overrides=PURE)
     g = workloads.load("gpt2", phase="decode", kv_len=1023, weight_precision="bf16", act_precision="bf16")
     r = run_program(mappers.compile(g, arch), arch)
     # bytes per token, from GPT-2 small's published shape: the 124,439,808 parameters less the
@@ -46,3 +49,50 @@ def test_gpt2_decode_on_a100_is_bandwidth_bound():
     assert r.extras["tokens_per_s"] == pytest.approx(expected, rel=0.02)
     # energy = 400 W x latency
     assert r.extras["energy_per_token_pj"] == pytest.approx(400 / r.extras["tokens_per_s"] * 1e12, rel=1e-3)
+
+
+def _gpt2_decode(arch_name: str, overrides=()):
+    import mappers
+    import workloads
+    from archsim.engine import run_program
+
+    arch = load_arch(arch_name, overrides=list(overrides))
+    g = workloads.load("gpt2", phase="decode", kv_len=1023, weight_precision="fp16", act_precision="fp16")
+    prog = mappers.compile(g, arch)
+    return prog, run_program(prog, arch)
+
+
+def test_energy_is_board_power_times_time_whatever_the_clock():
+    """Before issue 14 the energy per cycle was fixed: halving the clock halved the power."""
+    _, fast = _gpt2_decode("gpu-t4", PURE)
+    _, slow = _gpt2_decode("gpu-t4", PURE + ["clock_mhz=795"])
+    for r in (fast, slow):
+        assert r.energy_pj / r.latency_s == pytest.approx(70e12, rel=1e-9)  # 70 W in pJ/s
+    assert slow.energy_pj == pytest.approx(fast.energy_pj, rel=1e-3)
+
+
+def test_t4_sustained_bandwidth_and_kernel_overhead():
+    """T4: 320 GB/s x 0.69 sustained; GPT-2 decode bytes as in the A100 test (fp16);
+    80 us per kernel on top."""
+    weights = (124_439_808 - 1024 * 768) * 2
+    kv = 12 * 2 * 1024 * 768 * 2
+    _, pure = _gpt2_decode("gpu-t4", PURE)
+    assert pure.extras["tokens_per_s"] == pytest.approx(320e9 / (weights + kv), rel=0.02)
+    _, sustained = _gpt2_decode("gpu-t4", ["kernel_overhead_us=0"])
+    assert sustained.latency_s == pytest.approx(pure.latency_s / 0.69, rel=0.01)
+    prog, measured = _gpt2_decode("gpu-t4")
+    kernels = sum(len(l.commands) * l.mapping.get("repeat", 1) for l in prog.layers)
+    assert measured.latency_s == pytest.approx(sustained.latency_s + kernels * 80e-6, rel=0.01)
+    # calibrated to ~12 ms per GPT-2 token at batch 1 (Hugging Face, measured)
+    assert 10e-3 < measured.latency_s < 15e-3
+
+
+def test_t4_preset_figures():
+    arch = load_arch("gpu-t4")
+    m = arch.model()
+    assert m.peak_flops_per_cycle("fp16") * 1590e6 == pytest.approx(65e12)
+    assert m.peak_flops_per_cycle("int8") * 1590e6 == pytest.approx(130e12)
+    assert m.peak_flops_per_cycle("bf16") * 1590e6 == pytest.approx(8.1e12)  # Turing: no bf16 tensor cores
+    assert arch.params.board_power_w == 70 and arch.params.mem_gb_per_s == 320
+    with pytest.raises(SpecError, match=r"mem_efficiency: expected a fraction"):
+        load_arch("gpu-t4", overrides=["mem_efficiency=1.5"])

@@ -122,9 +122,9 @@ def test_cli_generate_pim_hbm2(tmp_path, capsys):
     assert manifest["params"]["mac_precision"] == "bf16" and manifest["params"]["accumulator"] == "fp32"
     ports = {p["name"]: p for p in manifest["ports"]}
     assert list(ports) == PIM_PORTS and all(p["doc"] for p in ports.values())
-    # 16 bf16 lanes per 32-byte column, 8 fp32 accumulators per RDACC, 32768 DRAM rows
+    # 16 bf16 lanes per 32-byte column, 8 fp32 accumulators per RDACC, 16384 DRAM rows (4 GiB stack)
     assert ports["col_wdata"]["width"] == ports["dram_rdata"]["width"] == 16 * 16
-    assert ports["out_data"]["width"] == 8 * 32 and ports["row_addr"]["width"] == 15
+    assert ports["out_data"]["width"] == 8 * 32 and ports["row_addr"]["width"] == 14
     text = (tmp_path / "archsim_pim_bank.v").read_text()
     header = re.search(r"module archsim_pim_bank\((.*?)\);", text, re.S).group(1)
     assert sorted(p.strip() for p in header.split(",")) == sorted(PIM_PORTS)
@@ -137,7 +137,7 @@ def test_pim_rtl_errors_are_one_line(tmp_path, capsys):
     assert capsys.readouterr().err == "archsim: error: --depth: the pim RTL has no local tile buffers\n"
     assert main(["rtl", "generate", "--arch", "pim-hbm2", "--multiplier", "ecp5_dsp", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err == ("archsim: error: rtl options: multiplier: not an option of the pim RTL "
-                                       "(it has none)\n")
+                                       "(it has banks)\n")
     # int8 on pim-hbm2: 32 elements per column, 16 multipliers (the models run it in two MAC cycles; the RTL not)
     assert main(["rtl", "generate", "--arch", "pim-hbm2", "--set", "mac_precision=int8", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err == ("archsim: error: pim RTL: mac_lanes: the RTL needs one multiplier per "
@@ -166,3 +166,17 @@ def test_generate_with_ecp5_primitives_ships_their_model(tmp_path):
     assert (tmp_path / "MULT18X18D_model.v").read_text().startswith("// Behavioural model")
     core = (tmp_path / "archsim_systolic.core").read_text()
     assert "- MULT18X18D_model.v" in core and "filesets: [rtl, sim_models]" in core
+
+
+def test_pim_channel_design_options():
+    from archsim.errors import SpecError
+    from archsim.spec.load import load_arch
+    from rtl.generate import design_for
+
+    arch = load_arch("pim-hbm2")
+    d = design_for(arch, {"banks": 16})
+    ports = {p.name: p.width for p in d.ports()}
+    assert d.toplevel == "archsim_pim_channel"
+    assert ports["dram_rdata"] == 16 * 16 * 16  # 16 banks x 16 bf16 lanes
+    with pytest.raises(SpecError, match=r"banks: expected 1\.\.16"):
+        design_for(arch, {"banks": 17})

@@ -17,7 +17,7 @@ import sys
 from archsim.errors import ArchsimError
 
 # module names under archsim.cli, in the order they appear in --help
-_SUBCOMMANDS = ["run", "presets", "workload", "rtl", "sweep"]
+_SUBCOMMANDS = ["run", "presets", "workload", "rtl", "sweep", "compare"]
 
 
 def build_parser() -> argparse.ArgumentParser:

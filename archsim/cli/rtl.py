@@ -29,6 +29,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    "can) or the ECP5 MULT18X18D primitive with its registers")
     p.add_argument("--out-ram", choices=["auto", "block", "distributed"], dest="out_ram",
                    help="systolic: ram_style hint for the output buffer (synth --target ecp5 uses distributed)")
+    p.add_argument("--banks", type=int, default=0, metavar="N",
+                   help="pim: a channel of N bank units in all-bank lockstep with one global buffer (default: one bank)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -91,6 +93,10 @@ def _design(args, target: str | None = None):
         options["multiplier"] = args.multiplier
     if args.out_ram:
         options["out_ram"] = args.out_ram
+    if args.banks:
+        if arch.template != "pim":
+            raise SpecError(f"--banks: only the pim RTL has banks, not {arch.template}")
+        options["banks"] = args.banks
     return arch, design_for(arch, options or None)
 
 
@@ -107,13 +113,13 @@ def cmd_generate(args) -> int:
 
 
 def cmd_cosim(args) -> int:
-    from rtl.api import cosim_items, run_cosim
+    from rtl.api import run_cosim
 
     if args.tiles < 1:
         raise SpecError(f"--tiles: expected a positive integer, got {args.tiles}")
     arch, design = _design(args)
-    items = cosim_items(arch.params, args.source, tiles=args.tiles, seed=args.seed,
-                        max_stream=args.max_stream, arch=arch, workload=args.workload, layer=args.layer)
+    items = design.cosim_items(args.source, tiles=args.tiles, seed=args.seed, max_stream=args.max_stream,
+                               arch=arch, workload=args.workload, layer=args.layer)
     if not items:
         raise ArchsimError(f"source {args.source!r} gave no tiles")
     report = run_cosim(arch, items, sim=args.sim, waves=args.waves, options=design.options, build_dir=args.build_dir)

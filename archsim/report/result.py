@@ -206,9 +206,21 @@ class SimResult:
     def sram_bytes_by_operand(self) -> dict[str, int]:
         return _sum_dicts(l.sram_bytes_by_operand for l in self.layers)
 
+    def headline(self) -> dict[str, float]:
+        """``tokens_per_s`` and ``energy_per_token_j`` of a workload with tokens (the template's
+        figures when its ``report_extras`` adds them, e.g. PIM's DRAM background energy), else {}."""
+        rates = self.token_rates()
+        if not rates:
+            return {}
+        tps = self.extras.get("tokens_per_s", rates["tokens_per_s"])
+        ept = self.extras.get("energy_per_token_pj", rates["energy_per_token_pj"])
+        return {"tokens_per_s": float(tps), "energy_per_token_j": float(ept) * 1e-12}
+
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict for report.json (no trace)."""
+        """Plain dict for report.json (no trace); ``tokens_per_s`` / ``energy_per_token_j`` at the
+        top level for workloads with tokens (see :meth:`headline`)."""
         return {
+            **self.headline(),
             "arch_name": self.arch_name,
             "workload_name": self.workload_name,
             "clock_mhz": self.clock_mhz,

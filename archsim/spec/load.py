@@ -450,9 +450,37 @@ def load_tech(tech: Any = DEFAULT_TECH) -> TechSpec:
     return _load_tech_cached(os.fspath(tech) if isinstance(tech, os.PathLike) else tech)
 
 
+def _extend_tech(raw: Mapping, where: str) -> TechSpec:
+    """``{extends: NAME, name:, description:, energy_pj: {...}, area_um2: {...}}``: a shipped
+    table with some figures replaced or added (each with its source)."""
+    base = _tech(raw["extends"], where)
+    extra = _mapping(raw, "", ("extends", "name", "description", "energy_pj", "area_um2"))
+    energy, area, sources = dict(base.energy_pj), dict(base.area_um2), dict(base.sources)
+    for action, v in _mapping(extra.get("energy_pj"), "energy_pj").items():
+        energy[str(action)], src = _figure(v, f"energy_pj.{action}", "pJ")
+        sources.pop(str(action), None)
+        if src:
+            sources[str(action)] = src
+    for comp, v in _mapping(extra.get("area_um2"), "area_um2").items():
+        area[str(comp)], src = _figure(v, f"area_um2.{comp}", "um2")
+        sources.pop(f"area.{comp}", None)
+        if src:
+            sources[f"area.{comp}"] = src
+    name = extra.get("name", f"{base.name}+")
+    if not isinstance(name, str) or not name:
+        raise _Bad("name", f"expected a non-empty string, got {_describe(name)}")
+    desc = " ".join(str(extra.get("description", base.description)).split())
+    return dataclasses.replace(base, name=name, energy_pj=energy, area_um2=area, sources=sources, description=desc)
+
+
 def _tech(raw: Any, where: str) -> TechSpec:
     if raw is None:
         raw = DEFAULT_TECH
+    if isinstance(raw, Mapping) and "extends" in raw:
+        try:
+            return _extend_tech(raw, where)
+        except _Bad as bad:
+            raise _Bad(f"tech.{bad.key}" if bad.key else "tech", bad.message) from None
     if isinstance(raw, Mapping):
         try:
             return _build_tech(raw, "inline")

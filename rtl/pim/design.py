@@ -74,7 +74,13 @@ def pim_signature(p) -> dict:
 
 
 class PimBankUnit(wiring.Component):
-    def __init__(self, params):
+    """One bank's near-bank unit. ``external_buffer``: the input buffer lives outside (a
+    channel's global buffer, :class:`rtl.pim.channel.PimChannelUnit`): the unit takes the
+    buffer's read data on :attr:`buf_data` (the cycle after the command, as its own buffer's
+    synchronous read) instead of keeping a copy. :attr:`accs` are its accumulator registers
+    (read by a channel's gather)."""
+
+    def __init__(self, params, external_buffer: bool = False):
         check_params(params)
         p = self.p = params
         self.E = p.column_elements
@@ -84,16 +90,20 @@ class PimBankUnit(wiring.Component):
         self.out_lanes = p.column_bytes // 4
         self.tree_width = 1 << _bits(self.E) if self.E > 1 else 1
         self.mac_stages = mac_stages(p)
+        self.external_buffer = external_buffer
+        self.buf_data = Signal(self.lb * self.E, name="buf_data")
+        self.accs = [Signal(32, name=f"acc{i}") for i in range(self.A)]
         super().__init__(pim_signature(p))
 
     def elaborate(self, platform):
         p, E, lb = self.p, self.E, self.lb
         bf16 = p.mac_precision == "bf16"
         m = Module()
-        buf = memory.Memory(shape=lb * E, depth=max(2, self.buf_cols), init=[])
-        m.submodules.buf = buf
-        bw = buf.write_port()
-        br = buf.read_port()
+        if not self.external_buffer:
+            buf = memory.Memory(shape=lb * E, depth=max(2, self.buf_cols), init=[])
+            m.submodules.buf = buf
+            bw = buf.write_port()
+            br = buf.read_port()
 
         # ---------------------------------------------------------------- bank state and timing counters
         cw = 16
@@ -140,10 +150,12 @@ class PimBankUnit(wiring.Component):
             m.d.sync += [since_rd.eq(1), since_mac.eq(1)]
         # the column read to the DRAM array (registered: the array sees it the cycle after the command)
         m.d.sync += [self.dram_rd.eq(is_mac), self.dram_row.eq(open_row), self.dram_col.eq(self.col_addr)]
-        m.d.comb += [
-            br.addr.eq(self.col_in), br.en.eq(1),
-            bw.en.eq(is_gbwr), bw.addr.eq(self.col_addr), bw.data.eq(self.col_wdata),
-        ]
+        if not self.external_buffer:
+            m.d.comb += [
+                br.addr.eq(self.col_in), br.en.eq(1),
+                bw.en.eq(is_gbwr), bw.addr.eq(self.col_addr), bw.data.eq(self.col_wdata),
+                self.buf_data.eq(br.data),
+            ]
         # MAC pipeline: registers after the products and after each adder-tree level, as many as tCL - 1
         # allows (``mac_stages``); the column read latency tCL covers the array and these stages: the array
         # answers tCL - 1 - mac_stages cycles after dram_rd, and the accumulate happens at the edge tCL after
@@ -151,7 +163,7 @@ class PimBankUnit(wiring.Component):
         S = self.mac_stages
         n_stage = p.tCL - S  # stage 0: the cycle after the command (buffer data valid)
         x = [Signal(lb * E, name=f"mac_x{i}") for i in range(n_stage)]
-        m.d.comb += x[0].eq(br.data)
+        m.d.comb += x[0].eq(self.buf_data)
         for i in range(1, n_stage):
             m.d.sync += x[i].eq(x[i - 1])
         v = [Signal(name=f"mac_v{i}") for i in range(p.tCL)]
@@ -199,7 +211,7 @@ class PimBankUnit(wiring.Component):
         col_sum = Signal(32)
         m.d.comb += col_sum.eq(prods[0])
 
-        accs = Array(Signal(32, name=f"acc{i}") for i in range(self.A))
+        accs = Array(self.accs)
         fresh = Signal(init=1)
         old = Signal(32)
         m.d.comb += old.eq(Mux(fresh, 0, accs[a[last]]))

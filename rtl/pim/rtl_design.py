@@ -1,5 +1,6 @@
-"""The PIM template's entry in the RTL registry: one bank's near-bank unit,
-its ports, the job encoding of RD-MAC command streams and the comparison
+"""The PIM template's entry in the RTL registry: one bank's near-bank unit (or, with the
+option ``banks=N``, a channel of N bank units in all-bank lockstep with one global buffer,
+:mod:`rtl.pim.channel`), its ports, the job encoding of RD-MAC command streams and the comparison
 with the PIM models (detailed: :func:`archsim.templates.pim.commands.run_detailed`;
 fast: :func:`archsim.templates.pim.fast.tile_cycles` and
 :func:`archsim.templates.pim.values.gemv_dot`)."""
@@ -12,6 +13,7 @@ import numpy as np
 
 from archsim.errors import SpecError
 from rtl.design import CosimReport, Port, RtlDesign, TileCheck
+from rtl.pim.channel import PimChannelUnit, channel_signature, check_channel
 from rtl.pim.design import LANE_BITS, PimBankUnit, check_params, mac_stages, pim_signature
 
 PORT_DOCS = {
@@ -23,14 +25,16 @@ PORT_DOCS = {
     "col_valid": "a column command is issued this cycle",
     "col_cmd": "column command: 1 MAC (RD-MAC), 2 GBWR (input buffer write), 3 RDACC (accumulator read)",
     "col_addr": "MAC: column in the open row; GBWR: input buffer column; RDACC: accumulator column",
-    "col_acc": "MAC: accumulator the column's dot product is added into",
+    "col_acc": "MAC: accumulator the column's dot product is added into; RDACC (channel): the group's rows "
+               "per bank (0 = acc_registers)",
     "col_in": "MAC: input buffer column multiplied with the DRAM column",
     "col_wdata": "GBWR data: column_elements lanes (int8 or bf16), lane i at bits [i*W, (i+1)*W)",
     "dram_rd": "column read to the DRAM array (registered: high the cycle after the MAC command)",
     "dram_row": "row of the column read (the open row)",
     "dram_col": "column of the column read",
     "dram_rdata": "the DRAM array's answer: the column asked for, tCL - 1 - mac_stages cycles after dram_rd is "
-                  "high (mac_stages in the manifest's params)",
+                  "high (mac_stages in the manifest's params); a channel: every bank's column, bank b at "
+                  "bits [b*W, (b+1)*W)",
     "out_valid": "out_data holds an accumulator column (tCL cycles after its RDACC)",
     "out_data": "column_bytes // 4 accumulators (int32 or fp32 bits), accumulator c*lanes + i at bits [32i, 32i+32)",
     "ready": "the bank is closed, tRP has passed since PRE and tRFC since REF (it may take an ACT)",
@@ -75,22 +79,30 @@ class PimDesign(RtlDesign):
     driver = "rtl.pim.driver:run_job"
 
     def __init__(self, params: Any, options: dict | None = None):
+        options = dict(options or {})
+        banks = options.pop("banks", 1)
         if options:
-            raise ValueError(f"{', '.join(sorted(options))}: not an option of the pim RTL (it has none)")
-        super().__init__(params, {})
+            raise ValueError(f"{', '.join(sorted(options))}: not an option of the pim RTL (it has banks)")
+        if isinstance(banks, bool) or not isinstance(banks, int):
+            raise ValueError(f"banks: expected a positive integer, got {banks!r}")
+        super().__init__(params, {"banks": banks} if banks != 1 else {})
+        self.banks = banks
+        if banks != 1:
+            self.toplevel = "archsim_pim_channel"
         try:
-            check_params(params)
+            check_channel(params, banks)
         except ValueError as err:
             raise SpecError(f"pim RTL: {err}") from None
 
-    def component(self) -> PimBankUnit:
-        return PimBankUnit(self.params)
+    def component(self):
+        return PimBankUnit(self.params) if self.banks == 1 else PimChannelUnit(self.params, self.banks)
 
     def source_files(self) -> list[str]:
+        import rtl.pim.channel as c
         import rtl.pim.design as d
         import rtl.pim.fp as f
 
-        return [inspect.getfile(d), inspect.getfile(f), __file__]
+        return [inspect.getfile(d), inspect.getfile(f), inspect.getfile(c), __file__]
 
     def config_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
@@ -99,6 +111,8 @@ class PimDesign(RtlDesign):
         out.update(column_elements=self.params.column_elements, row_columns=self.params.row_columns,
                    accumulator="int32" if self.params.mac_precision == "int8" else "fp32",
                    mac_stages=mac_stages(self.params), array_latency=self.array_latency())
+        if self.banks != 1:
+            out["rtl_banks"] = self.banks
         return out
 
     def ports(self) -> list[Port]:
@@ -106,21 +120,23 @@ class PimDesign(RtlDesign):
         from amaranth.lib.wiring import In
 
         ports = [Port("clk", "in", 1, PORT_DOCS["clk"]), Port("rst", "in", 1, PORT_DOCS["rst"])]
-        for name, member in pim_signature(self.params).items():
+        sig = pim_signature(self.params) if self.banks == 1 else channel_signature(self.params, self.banks)
+        for name, member in sig.items():
             ports.append(Port(name, "in" if member.flow == In else "out", Shape.cast(member.shape).width,
                               PORT_DOCS[name]))
         return ports
 
     def description(self) -> str:
         p = self.params
-        return (f"archsim pim near-bank unit ({p.column_elements} {p.mac_precision} lanes, "
+        what = "near-bank unit" if self.banks == 1 else f"channel of {self.banks} near-bank units"
+        return (f"archsim pim {what} ({p.column_elements} {p.mac_precision} lanes, "
                 f"{p.acc_registers} accumulators)")
 
     # ---------------------------------------------------------------- co-simulation
     def cosim_items(self, source: str = "random", **kwargs) -> list:
         from rtl.pim.sources import cosim_items
 
-        return cosim_items(self.params, source, **kwargs)
+        return cosim_items(self.params, source, banks=self.banks, **kwargs)
 
     @staticmethod
     def label(tile) -> str:
@@ -132,16 +148,18 @@ class PimDesign(RtlDesign):
         from archsim.templates.pim.commands import place, program, schedule
 
         p = self.params
-        if tile.kind != "gemv" or tile.mode != "dot" or tile.banks != 1:
-            raise ValueError(f"pim RTL co-simulation replays one bank's dot-mode GEMV, got {tile}")
+        if tile.kind != "gemv" or tile.mode != "dot" or tile.banks != self.banks:
+            raise ValueError(f"pim RTL co-simulation replays a dot-mode GEMV on {self.banks} bank(s), got {tile}")
         E, lb, prec = p.column_elements, LANE_BITS[p.mac_precision], p.mac_precision
         cmds, _cycles = schedule(tile, p)
         prog = program(tile, p)
-        mem = lane_bits_of(place(tile, p, np.asarray(ops["weight"])), prec)  # [1, dram rows, row elements]
+        mem = lane_bits_of(place(tile, p, np.asarray(ops["weight"])), prec)  # [banks, dram rows, row elements]
         array = []
         for r in range(mem.shape[1]):
             for c in range(p.row_columns):
-                word = _pack(mem[0, r, c * E:(c + 1) * E], lb)
+                word = 0
+                for b in range(tile.banks):  # bank b's column at bits [b*E*lb, (b+1)*E*lb)
+                    word |= _pack(mem[b, r, c * E:(c + 1) * E], lb) << (b * E * lb)
                 if word:
                     array.append([r, c, word])
         x = lane_bits_of(np.asarray(ops["input"]).reshape(-1), prec)
@@ -157,8 +175,9 @@ class PimDesign(RtlDesign):
                 out.append([c.time, c.cmd, c.col, c.acc, c.in_off // E, 0])
             elif c.cmd == "GBWR":
                 out.append([c.time, c.cmd, c.col, 0, 0, _pack(xp[src:src + E], lb)])
-            else:  # RDACC
-                out.append([c.time, c.cmd, c.col, 0, 0, 0])
+            else:  # RDACC; a channel gets the group's rows per bank (mod acc_registers: 0 = all)
+                rg = src[1] % p.acc_registers if self.banks != 1 else 0
+                out.append([c.time, c.cmd, c.col, rg, 0, 0])
         return {"commands": out, "array": array, "tail": p.tCL + p.tRP + p.tRFC + 4}
 
     def array_latency(self) -> int:
@@ -184,13 +203,15 @@ class PimDesign(RtlDesign):
                 if not groups or groups[-1][0] != c[6]:
                     groups.append([c[6], 0])
                 groups[-1][1] += 1
-        out = np.zeros((1, tile.rows), np.int64 if p.mac_precision == "int8" else np.float32)
+        nb = tile.banks
+        out = np.zeros((nb, tile.rows), np.int64 if p.mac_precision == "int8" else np.float32)
         pos = 0
         for (g0, rg), ncols in groups:
             vals = words[pos:pos + ncols * lanes]
-            if len(vals) < rg:
+            if len(vals) < nb * rg:
                 raise ValueError(f"{len(words)} accumulators read out, expected more")
-            out[0, g0:g0 + rg] = vals[:rg]
+            for b in range(nb):  # bank-major: word b*rg + r is bank b's row g0 + r
+                out[b, g0:g0 + rg] = vals[b * rg:(b + 1) * rg]
             pos += ncols * lanes
         return out
 

@@ -1,7 +1,7 @@
 """Tiles + operands to replay on the PIM bank unit (``archsim rtl cosim --source``).
 
-Every item is ``(PimTile, {"weight": [1, rows, k], "input": [k]})``: one
-bank's dot-mode GEMV (the RTL is one bank's unit; the RD-MAC stream of a
+Every item is ``(PimTile, {"weight": [banks, rows, k], "input": [k]})``: a
+dot-mode GEMV on ``banks`` banks (1 for the bank unit, N for a channel) (the RTL is one bank's unit; the RD-MAC stream of a
 channel is the same for every bank in all-bank lockstep, only the gather is
 the one bank's). Operands are random int8, or bf16 (rounded standard
 normals), drawn with numpy's seeded generator.
@@ -31,7 +31,7 @@ GPT2_C_ATTN = (2304, 768)
 
 
 def operands_for(tile, p, rng) -> dict[str, np.ndarray]:
-    shape = (1, tile.rows, tile.k)
+    shape = (tile.banks, tile.rows, tile.k)
     if p.mac_precision == "int8":
         return {"weight": rng.integers(-128, 128, shape), "input": rng.integers(-128, 128, tile.k)}
     from archsim.templates.pim.values import to_bf16
@@ -39,7 +39,7 @@ def operands_for(tile, p, rng) -> dict[str, np.ndarray]:
     return {"weight": to_bf16(rng.standard_normal(shape)), "input": to_bf16(rng.standard_normal(tile.k))}
 
 
-def random_tiles(p, count: int, rng, max_stream: int) -> list:
+def random_tiles(p, count: int, rng, max_stream: int, banks: int = 1) -> list:
     from archsim.templates.pim import PimTile
     from archsim.templates.pim.fast import tile_cycles
 
@@ -48,13 +48,14 @@ def random_tiles(p, count: int, rng, max_stream: int) -> list:
     for _ in range(count):
         rows = int(rng.integers(1, max(1, max_stream) + 1))
         k = int(rng.integers(1, 3 * row_elements + 1))
-        tile = PimTile("gemv", rows=rows, k=k, banks=1)
+        tile = PimTile("gemv", rows=rows, k=k, banks=banks)
         due = int(rng.integers(0, tile_cycles(tile, p) + 1)) if rng.integers(0, 2) else tile.ref_due
         out.append(dataclasses.replace(tile, ref_due=due))
     return out
 
 
-def program_tiles(p, arch, workload: str, count: int, max_stream: int, layer: str | None = None) -> list:
+def program_tiles(p, arch, workload: str, count: int, max_stream: int, layer: str | None = None,
+                  banks: int = 1) -> list:
     from rtl.api import compile_layer
 
     out = []
@@ -62,7 +63,7 @@ def program_tiles(p, arch, workload: str, count: int, max_stream: int, layer: st
         t = cmd.tile
         if getattr(t, "kind", None) != "gemv" or t.mode != "dot":
             continue
-        t = dataclasses.replace(t, banks=1, rows=min(t.rows, max_stream))
+        t = dataclasses.replace(t, banks=banks, rows=min(t.rows, max_stream))
         if t not in out:  # the channels of a layer get the same tile
             out.append(t)
             if len(out) >= count:
@@ -71,20 +72,20 @@ def program_tiles(p, arch, workload: str, count: int, max_stream: int, layer: st
 
 
 def cosim_items(p, source: str = "random", tiles: int = 8, seed: int = 0, max_stream: int = 16,
-                arch: Any = None, workload: str | None = None, layer: str | None = None) -> list:
+                arch: Any = None, workload: str | None = None, layer: str | None = None, banks: int = 1) -> list:
     from archsim.templates.pim import PimTile
 
     rng = np.random.default_rng(seed)
     if source == "random":
-        tile_list = random_tiles(p, tiles, rng, max_stream)
+        tile_list = random_tiles(p, tiles, rng, max_stream, banks)
     elif source == "gpt2":
         rows, k = GPT2_C_ATTN
-        tile_list = [PimTile("gemv", rows=min(-(-rows // p.banks), max_stream), k=k, banks=1,
+        tile_list = [PimTile("gemv", rows=min(-(-rows // p.banks), max_stream), k=k, banks=banks,
                              ref_due=p.tREFI // 2)] * tiles
     elif source == "program":
         if arch is None or workload is None:
             raise WorkloadError("source 'program' needs an arch and a workload name")
-        tile_list = program_tiles(p, arch, workload, tiles, max_stream, layer)
+        tile_list = program_tiles(p, arch, workload, tiles, max_stream, layer, banks)
     else:
         raise WorkloadError(f"pim cosim source {source!r}: expected one of {', '.join(SOURCES)}")
     return [(t, operands_for(t, p, rng)) for t in tile_list]

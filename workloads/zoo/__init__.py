@@ -15,6 +15,7 @@ from workloads.graph import Graph
 from workloads.zoo.attn import attention_block
 from workloads.zoo.bert import bert_base
 from workloads.zoo.gpt2 import gpt2
+from workloads.zoo.gpt3 import gpt3
 from workloads.zoo.llama import decoder, llama2_7b, llama3_8b
 from workloads.zoo.mobilenet import mobilenet_v1
 from workloads.zoo.resnet import resnet18, resnet50
@@ -31,6 +32,11 @@ _ZOO: dict[str, Callable[..., Graph]] = {
     "gpt2-medium": partial(gpt2, size="medium"),
     "gpt2-large": partial(gpt2, size="large"),
     "gpt2-xl": partial(gpt2, size="xl"),
+    "gpt3-small": partial(gpt3, size="small"),
+    "gpt3-medium": partial(gpt3, size="medium"),
+    "gpt3-large": partial(gpt3, size="large"),
+    "gpt3-xl": partial(gpt3, size="xl"),
+    "gpt3-2.7b": partial(gpt3, size="2.7b"),
     "llama2_7b": llama2_7b,
     "llama3_8b": llama3_8b,
     "decoder": decoder,

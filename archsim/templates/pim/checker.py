@@ -2,7 +2,7 @@
 
 :func:`check_stream` takes any stream of ``(time, channel, bank, cmd, row)``
 (``bank = -1`` for an all-bank command; ``cmd`` one of ACT, MAC, RD, WR,
-PRE, REF, GBWR, RDACC) and returns ``None`` if it breaks no constraint, else
+PRE, REF, REFPB (per-bank refresh of ``bank``), GBWR, RDACC) and returns ``None`` if it breaks no constraint, else
 the first :class:`Violation` (in stream order): the constraint's name, the
 command's index and its cycle. It is written from the JEDEC definitions
 (table in :mod:`archsim.templates.pim.params`), not from the scheduler.
@@ -11,27 +11,37 @@ Constraints checked, per channel:
 
 =============  ==============================================================
 ``order``      times never decrease along the stream
-``bus``        at most one row command (ACT/PRE/REF) per cycle
+``bus``        at most one row command (ACT/PRE/REF/REFPB) per cycle
+``act_bus``    a row command while an ACT still holds the row bus
+               (``act_bus_cycles``: HBM's ACT takes two cycles)
 ``state``      ACT to a closed bank; MAC/RD/WR to an open bank and its open
-               row; REF and GBWR with every bank closed
-``tRCD``       ACT -> MAC/RD/WR of that bank
+               row; REF and GBWR with every bank closed; REFPB to a closed bank
+``tRCD``       ACT -> MAC/RD of that bank
+``tRCDWR``     ACT -> WR of that bank
 ``tRAS``       ACT -> PRE of that bank
-``tRP``        PRE -> ACT of that bank; PRE -> REF (any bank)
+``tRP``        PRE -> ACT of that bank; PRE -> REF (any bank); PRE -> REFPB of that bank
 ``tRTP``       MAC/RD -> PRE of that bank
 ``tWR``        WR -> PRE of that bank
+``tPPD``       PRE -> PRE in the channel
 ``tCCD_L``     column commands touching a common bank group
 ``tCCD_S``     any two column commands
-``tRRD``       ACT -> ACT in the channel
+``tWTR``       WR -> MAC/RD touching the WR's bank group
+``tRTW``       MAC/RD -> WR in the channel (read-to-write turnaround)
+``tRRD``       ACT -> ACT in the channel (different bank groups)
+``tRRD_L``     ACT -> ACT touching a common bank group
 ``tFAW``       five ACTs within tFAW (an all-bank ACT counts as four)
 ``tRFC``       REF -> any command
+``tRFCpb``     REFPB -> ACT of that bank
+``tRREFD``     REFPB -> REFPB, and REFPB -> ACT of another bank
 ``tREFI``      REF number n (from 1) issued by ``ref_due + (n - 1 + max_postponed) * tREFI``
+               (``banks_per_channel`` REFPBs count as one REF)
 =============  ==============================================================
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-ROW = ("ACT", "PRE", "REF")
+ROW = ("ACT", "PRE", "REF", "REFPB")
 COLUMN = ("MAC", "RD", "WR", "GBWR", "RDACC")
 KNOWN = ROW + COLUMN
 
@@ -57,6 +67,14 @@ class _State:
         self.t_rd = [None] * n
         self.t_wr = [None] * n
         self.acts: list[int] = []
+        self.act_groups: list[tuple[int, frozenset]] = []  # recent ACTs and the bank groups they touch
+        self.reads: list[tuple[int, frozenset]] = []  # recent MAC/RD and their groups
+        self.writes: list[tuple[int, frozenset]] = []  # recent WR and their groups
+        self.last_pre = None
+        self.t_refpb = [None] * n
+        self.last_refpb = None
+        self.pb_refs = 0
+        self.row_bus_free = None
         self.last_row_cmd = None
         self.cols: list[tuple[int, frozenset]] = []
         self.t_ref = None
@@ -103,7 +121,7 @@ def check_stream(stream, p, ref_due: int | None = None, end: int | None = None) 
         if s.last_time is not None and t < s.last_time:
             return bad("order", f"issued before the previous command (cycle {s.last_time})")
         need = refs_required(t)
-        if s.refs < need:
+        if s.refs + s.pb_refs // nb < need:
             return bad("tREFI", f"{need} REF commands due by cycle {t}, {s.refs} issued")
         if s.t_ref is not None and t < s.t_ref + p.tRFC:
             return bad("tRFC", f"{t - s.t_ref} cycles after REF at {s.t_ref}, need {p.tRFC}")
@@ -111,6 +129,9 @@ def check_stream(stream, p, ref_due: int | None = None, end: int | None = None) 
         if cmd in ROW:
             if s.last_row_cmd is not None and t == s.last_row_cmd:
                 return bad("bus", "two row commands in one cycle")
+            if s.row_bus_free is not None and t < s.row_bus_free:
+                return bad("act_bus", f"row bus still holds the ACT issued at {s.row_bus_free - p.act_bus_cycles} "
+                                      f"({p.act_bus_cycles} cycles)")
         else:
             g = groups_of(cmd, bank)
             for tc, gc in s.cols:
@@ -125,6 +146,14 @@ def check_stream(stream, p, ref_due: int | None = None, end: int | None = None) 
                     return bad("state", f"ACT to bank {b} with row {s.open[b]} open")
                 if s.t_pre[b] is not None and t < s.t_pre[b] + p.tRP:
                     return bad("tRP", f"bank {b}: {t - s.t_pre[b]} cycles after PRE, need {p.tRP}")
+                if s.t_refpb[b] is not None and t < s.t_refpb[b] + p.tRFCpb:
+                    return bad("tRFCpb", f"bank {b}: {t - s.t_refpb[b]} cycles after REFPB, need {p.tRFCpb}")
+            if s.last_refpb is not None and t < s.last_refpb + p.tRREFD:
+                return bad("tRREFD", f"{t - s.last_refpb} cycles after a REFPB, need {p.tRREFD}")
+            g = groups_of(cmd, bank)
+            for ta, ga in s.act_groups:
+                if g & ga and t < ta + p.tRRD_L:
+                    return bad("tRRD_L", f"{t - ta} cycles after an ACT to the same bank group, need {p.tRRD_L}")
             if s.acts and t < s.acts[-1] + p.tRRD:
                 return bad("tRRD", f"{t - s.acts[-1]} cycles after the previous ACT, need {p.tRRD}")
             weight = 4 if bank == -1 else 1
@@ -137,9 +166,22 @@ def check_stream(stream, p, ref_due: int | None = None, end: int | None = None) 
                     return bad("state", f"{cmd} to closed bank {b}")
                 if s.open[b] != row:
                     return bad("state", f"{cmd} to row {row} of bank {b}, row {s.open[b]} is open")
-                if t < s.t_act[b] + p.tRCD:
+                if cmd == "WR" and t < s.t_act[b] + p.tRCDWR:
+                    return bad("tRCDWR", f"bank {b}: {t - s.t_act[b]} cycles after ACT, need {p.tRCDWR}")
+                if cmd != "WR" and t < s.t_act[b] + p.tRCD:
                     return bad("tRCD", f"bank {b}: {t - s.t_act[b]} cycles after ACT, need {p.tRCD}")
+            g = groups_of(cmd, bank)
+            if cmd == "WR":
+                for tr, _gr in s.reads:
+                    if t < tr + p.tRTW:
+                        return bad("tRTW", f"{t - tr} cycles after a read, need {p.tRTW} (bus turnaround)")
+            else:
+                for tw, gw in s.writes:
+                    if g & gw and t < tw + p.tWTR:
+                        return bad("tWTR", f"{t - tw} cycles after a WR to the same bank group, need {p.tWTR}")
         elif cmd == "PRE":
+            if s.last_pre is not None and t < s.last_pre + p.tPPD:
+                return bad("tPPD", f"{t - s.last_pre} cycles after the previous PRE, need {p.tPPD}")
             for b in bs:
                 if s.open[b] is None:
                     continue  # precharging a closed bank is a no-op (JEDEC allows it)
@@ -149,6 +191,17 @@ def check_stream(stream, p, ref_due: int | None = None, end: int | None = None) 
                     return bad("tRTP", f"bank {b}: {t - s.t_rd[b]} cycles after a read, need {p.tRTP}")
                 if s.t_wr[b] is not None and s.t_wr[b] >= s.t_act[b] and t < s.t_wr[b] + p.tWR:
                     return bad("tWR", f"bank {b}: {t - s.t_wr[b]} cycles after WR, need {p.tWR}")
+        elif cmd == "REFPB":
+            if bank == -1:
+                return bad("state", "REFPB needs a bank")
+            if s.open[bank] is not None:
+                return bad("state", f"REFPB to open bank {bank}")
+            if s.t_pre[bank] is not None and t < s.t_pre[bank] + p.tRP:
+                return bad("tRP", f"REFPB {t - s.t_pre[bank]} cycles after PRE of bank {bank}, need {p.tRP}")
+            if s.t_refpb[bank] is not None and t < s.t_refpb[bank] + p.tRFCpb:
+                return bad("tRFCpb", f"bank {bank}: {t - s.t_refpb[bank]} cycles after REFPB, need {p.tRFCpb}")
+            if s.last_refpb is not None and t < s.last_refpb + p.tRREFD:
+                return bad("tRREFD", f"{t - s.last_refpb} cycles after a REFPB, need {p.tRREFD}")
         elif cmd in ("REF", "GBWR"):
             for b in range(nb):
                 if s.open[b] is not None:
@@ -157,20 +210,32 @@ def check_stream(stream, p, ref_due: int | None = None, end: int | None = None) 
                     return bad("tRP", f"REF {t - s.t_pre[b]} cycles after PRE of bank {b}, need {p.tRP}")
         # ---- update
         s.last_time = t
+        horizon = t - max(p.tCCD_L, p.tWTR, p.tRTW)
         if cmd in ROW:
             s.last_row_cmd = t
         else:
             s.cols = [(tc, gc) for tc, gc in s.cols if tc > t - p.tCCD_L] + [(t, groups_of(cmd, bank))]
+            if cmd in ("MAC", "RD"):
+                s.reads = [x for x in s.reads if x[0] > horizon] + [(t, groups_of(cmd, bank))]
+            elif cmd == "WR":
+                s.writes = [x for x in s.writes if x[0] > horizon] + [(t, groups_of(cmd, bank))]
         if cmd == "ACT":
+            s.row_bus_free = t + p.act_bus_cycles
+            s.act_groups = [x for x in s.act_groups if x[0] > t - p.tRRD_L] + [(t, groups_of(cmd, bank))]
             for b in bs:
                 s.open[b] = row
                 s.t_act[b] = t
             s.acts = [a for a in s.acts if a > t - p.tFAW] + [t] * (4 if bank == -1 else 1)
         elif cmd == "PRE":
+            s.last_pre = t
             for b in bs:
                 if s.open[b] is not None:
                     s.open[b] = None
                     s.t_pre[b] = t
+        elif cmd == "REFPB":
+            s.t_refpb[bank] = t
+            s.last_refpb = t
+            s.pb_refs += 1
         elif cmd in ("MAC", "RD"):
             for b in bs:
                 s.t_rd[b] = t
@@ -183,7 +248,7 @@ def check_stream(stream, p, ref_due: int | None = None, end: int | None = None) 
     if end is not None:
         for ch, s in states.items():
             need = refs_required(end)
-            if s.refs < need:
+            if s.refs + s.pb_refs // nb < need:
                 return Violation("tREFI", len(stream), end, (end, ch, -1, "END", 0),
                                  f"{need} REF commands due by the end at cycle {end}, {s.refs} issued")
     return None

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from archsim.templates.pim.tile import PimTile, _layout, plan_steps
+from archsim.templates.pim.tile import PimTile, _layout, dot_pieces, plan_steps
 
 ALL_BANKS = -1
 ROW_CMDS = ("ACT", "PRE", "REF")
@@ -132,22 +132,22 @@ def program(tile: PimTile, p) -> list[tuple]:
         gather(tile.banks * kc * ce * p.acc_bytes, (0, kc * ce))
         return out
     group = p.acc_registers
+    big_r = p.row_columns
+    _fits, pieces = dot_pieces(tile, p)
     for g0 in range(0, tile.rows, group):
         rg = min(group, tile.rows - g0)
-        for ci, ccols in enumerate(chunks):
-            k0 = ci * p.row_columns * ce
+        for k0, cc in pieces:
             base = 0 if fits else k0
             if not fits:
-                gbwr(k0, min(ccols * ce, tile.k - k0))
-            if per_row > 1:
-                for r0 in range(0, rg, per_row):
-                    cols = []
-                    for j in range(min(per_row, rg - r0)):
-                        cols.extend((j * kc + c, r0 + j, c * ce, (g0 + r0 + j, c * ce)) for c in range(kc))
-                    burst(cols)
-            else:
-                for r in range(rg):
-                    burst([(c, r, k0 + c * ce - base, (g0 + r, k0 + c * ce)) for c in range(ccols)])
+                gbwr(k0, min(cc * ce, tile.k - k0))
+            total = rg * cc  # the piece's columns, back to back over DRAM rows (open-row layout)
+            for j0 in range(0, total, big_r):
+                cols = []
+                for j in range(j0, min(total, j0 + big_r)):
+                    r, c = divmod(j, cc)
+                    e0 = k0 + c * ce
+                    cols.append((j - j0, r, e0 - base, (g0 + r, e0)))
+                burst(cols)
         gather(tile.banks * rg * p.acc_bytes, (g0, rg))
     return out
 
@@ -167,7 +167,12 @@ class _Channel:
         self.rd = [-(1 << 40)] * nb
         self.wr = [-(1 << 40)] * nb
         self.acts: list[int] = []  # ACT times, four per all-bank ACT
+        self.act_group = [-(1 << 40)] * p.bank_groups  # last ACT per bank group
+        self.read_group = [-(1 << 40)] * p.bank_groups  # last RD / MAC per bank group
+        self.wr_group = [-(1 << 40)] * p.bank_groups  # last WR per bank group
+        self.last_pre = -(1 << 40)
         self.last_row_cmd = -(1 << 40)
+        self.row_bus_free = -(1 << 40)  # the row bus is busy for act_bus_cycles after an ACT
         self.last_col: tuple[int, frozenset] | None = None  # (time, bank groups touched)
         self.last_io = -(1 << 40)  # last GBWR / RDACC
         self.last_mac = -(1 << 40)
@@ -190,7 +195,7 @@ class _Channel:
         p = self.p
         t = max(self.now, self.ref + p.tRFC)
         if cmd in ROW_CMDS:
-            t = max(t, self.last_row_cmd + 1)
+            t = max(t, self.last_row_cmd + 1, self.row_bus_free)
         else:
             if self.last_col is not None:
                 lt, lg = self.last_col
@@ -202,8 +207,9 @@ class _Channel:
             # policy: one row burst at a time per channel (close page; all-bank bursts need it anyway,
             # single-bank KV writes are serialised too, see docs/pim.md)
             t = max(t, max(self.pre) + p.tRP)
-            if self.acts:
-                t = max(t, self.acts[-1] + p.tRRD)
+            mine = self.groups(bank)
+            for g, ta in enumerate(self.act_group):
+                t = max(t, ta + (p.tRRD_L if g in mine else p.tRRD))
             need = 5 - (4 if bank == ALL_BANKS else 1)  # the ACT must be tFAW after acts[-need]
             if len(self.acts) >= need:
                 t = max(t, self.acts[-need] + p.tFAW)
@@ -211,10 +217,15 @@ class _Channel:
         elif cmd in ("MAC", "RD", "WR"):
             for b in bs:
                 assert self.open_row[b] is not None, f"{cmd} to a closed bank"
-                t = max(t, self.act[b] + p.tRCD)
+                t = max(t, self.act[b] + (p.tRCDWR if cmd == "WR" else p.tRCD))
+            if cmd == "WR":  # read -> write bus turnaround, anywhere in the channel
+                t = max(t, max(self.read_group) + p.tRTW)
+            else:  # write -> read of the same bank group
+                t = max(t, max(self.wr_group[g] for g in self.groups(bank)) + p.tWTR)
             if cmd == "MAC":  # the MAC unit takes mac_cycles_per_column per column
                 t = max(t, self.last_mac + p.mac_cycles_per_column)
         elif cmd == "PRE":
+            t = max(t, self.last_pre + p.tPPD)
             for b in bs:
                 t = max(t, self.act[b] + p.tRAS, self.rd[b] + p.tRTP, self.wr[b] + p.tWR)
         elif cmd == "REF":
@@ -234,7 +245,19 @@ class _Channel:
         self.now = t
         if cmd in ROW_CMDS:
             self.last_row_cmd = t
+            if cmd == "ACT":
+                self.row_bus_free = t + self.p.act_bus_cycles
+                for g in self.groups(bank):
+                    self.act_group[g] = t
+            elif cmd == "PRE":
+                self.last_pre = t
         else:
+            if cmd in ("MAC", "RD"):
+                for g in self.groups(bank, cmd):
+                    self.read_group[g] = t
+            elif cmd == "WR":
+                for g in self.groups(bank, cmd):
+                    self.wr_group[g] = t
             self.last_col = (t, self.groups(bank, cmd))
         for b in self.banks(bank) if cmd != "REF" else ():
             if cmd == "ACT":

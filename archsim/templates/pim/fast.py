@@ -7,7 +7,7 @@ Costs (``s = column_spacing = max(tCCD_L, mac_cycles_per_column)``):
   ACT after ``D(c) = max(tRAS, tRCD + (c-1)*s + tRTP) + tRP`` cycles (back to
   back bursts never meet tRRD / tFAW because ``tRC = tRAS + tRP >= tFAW``,
   which ``PimParams.validate`` requires);
-- a write burst of ``c`` WRs to one bank: ``max(tRAS, tRCD + (c-1)*tCCD_L + tWR) + tRP``;
+- a write burst of ``c`` WRs to one bank: ``max(tRAS, tRCDWR + (c-1)*tCCD_L + tWR) + tRP``;
 - ``n`` broadcast column writes: ``n * tCCD_S``;
 - a gather of ``n`` accumulator reads starts when the last MAC's data are in
   the accumulators (``last MACAB + mac_drain``) and not before
@@ -34,7 +34,7 @@ def burst_cycles(cols: int, p) -> tuple[int, int]:
 
 
 def write_burst_cycles(cols: int, p) -> tuple[int, int]:
-    pre = max(p.tRAS, p.tRCD + (cols - 1) * p.tCCD_L + p.tWR)
+    pre = max(p.tRAS, p.tRCDWR + (cols - 1) * p.tCCD_L + p.tWR)
     return pre, pre + p.tRP
 
 

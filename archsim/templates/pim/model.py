@@ -33,7 +33,7 @@ class PimModel:
         self.arch = arch
         self.p = arch.params
         #: the channels' near-bank MAC units compute; the ASIC is the vector unit
-        self.units: dict[str, str] = {**{f"pim.ch{i}": "compute" for i in range(self.p.channels)},
+        self.units: dict[str, str] = {**{f"pim.ch{i}": "compute" for i in range(self.p.n_channels)},
                                       "asic": "vector", "dma": "dma"}
         self._plan: dict[PimTile, tuple] = {}
 
@@ -69,7 +69,7 @@ class PimModel:
         p = self.p
         acc_bits = p.banks * p.acc_registers * p.acc_bytes * 8
         return AreaInputs(macs={p.mac_precision: p.macs},
-                          register_bits=acc_bits + p.channels * p.input_buffer_bytes * 8)
+                          register_bits=acc_bits + p.n_channels * p.input_buffer_bytes * 8)
 
     def tile_cycles(self, tile: PimTile) -> int:
         return steps_cycles(self.plan(tile), self.p, tile.ref_due)["cycles"]

@@ -9,7 +9,8 @@ Meaning of each timing (JEDEC names; "X -> Y >= t" means command Y may be
 issued no earlier than ``t`` cycles after command X):
 
 ==========  ===============================================================
-``tRCD``    ACT -> first column command (RD, RD-MAC, WR) to that bank
+``tRCD``    ACT -> first read (RD, RD-MAC) of that bank (JEDEC tRCDRD)
+``tRCDWR``  ACT -> first WR of that bank
 ``tRAS``    ACT -> PRE of the same bank
 ``tRP``     PRE -> next ACT (or REF) of that bank
 ``tRTP``    RD / RD-MAC -> PRE of the same bank
@@ -17,11 +18,21 @@ issued no earlier than ``t`` cycles after command X):
             (i.e. JEDEC's WL + burst + tWR, folded into one figure)
 ``tCCD_S``  column command -> column command, different bank groups
 ``tCCD_L``  column command -> column command, same bank group
-``tRRD``    ACT -> ACT, any two banks of a channel
+            (all-bank RD-MAC -> RD-MAC too: a MACAB touches every group)
+``tRRD``    ACT -> ACT, two banks of different bank groups (tRRD_S)
+``tRRD_L``  ACT -> ACT, two banks of the same bank group
 ``tFAW``    at most four ACTs in any window of ``tFAW`` cycles
+``tWTR``    WR -> RD / RD-MAC of the same bank group, **from the WR command**
+            (JEDEC's WL + burst + tWTR_L folded into one figure)
+``tRTW``    RD / RD-MAC -> WR anywhere in the channel (bus turnaround:
+            RL + burst + 2 - WL)
+``tPPD``    PRE -> PRE in the channel
 ``tREFI``   average interval between all-bank REF commands
 ``tRFC``    REF -> any command to the channel
+``tRFCpb``  per-bank REF (REFpb) -> ACT of that bank
+``tRREFD``  REFpb -> REFpb (and REFpb -> ACT of another bank)
 ``tCL``     RD / RD-MAC -> its data at the bank's MAC unit (read latency)
+``act_bus_cycles``  cycles an ACT occupies the row command bus (HBM: 2)
 ==========  ===============================================================
 """
 from __future__ import annotations
@@ -34,7 +45,8 @@ ACC_PRECISION = {"int8": "int32", "bf16": "fp32"}
 ELEMENT_BYTES = {"int8": 1, "bf16": 2}
 ACC_BYTES = {"int8": 4, "bf16": 4}
 
-TIMING_NAMES = ("tRCD", "tRP", "tRAS", "tRTP", "tWR", "tCCD_S", "tCCD_L", "tRRD", "tFAW", "tREFI", "tRFC", "tCL")
+TIMING_NAMES = ("tRCD", "tRCDWR", "tRP", "tRAS", "tRTP", "tWR", "tCCD_S", "tCCD_L", "tRRD", "tRRD_L", "tFAW", "tWTR",
+                "tRTW", "tPPD", "tREFI", "tRFC", "tRFCpb", "tRREFD", "tCL", "act_bus_cycles")
 
 
 @dataclass
@@ -44,7 +56,11 @@ class PimParams:
     Attributes
     ----------
     channels : int
-        Independent DRAM (pseudo-)channels; each has its own command bus.
+        Independent DRAM (pseudo-)channels of one stack / device set; each has
+        its own command bus.
+    stacks : int
+        Copies of that memory (HBM stacks, GDDR device sets): the system has
+        ``channels * stacks`` channels (:attr:`n_channels`).
     banks_per_channel, bank_groups : int
         Banks of a channel and how many bank groups they form
         (``banks_per_channel`` must be a multiple of ``bank_groups``).
@@ -66,7 +82,8 @@ class PimParams:
         Accumulators per bank (output rows a bank can hold in flight).
     input_buffer_bytes : int
         Per-channel global buffer holding the broadcast input vector.
-    tRCD, tRP, tRAS, tRTP, tWR, tCCD_S, tCCD_L, tRRD, tFAW, tREFI, tRFC, tCL : int
+    tRCD, tRCDWR, tRP, tRAS, tRTP, tWR, tCCD_S, tCCD_L, tRRD, tRRD_L, tFAW, tWTR, tRTW, tPPD,
+    tREFI, tRFC, tRFCpb, tRREFD, tCL, act_bus_cycles : int
         DRAM timings in command-clock cycles (see the module docstring).
     max_postponed_refreshes : int
         REF commands a controller may postpone (JEDEC: 8).
@@ -76,6 +93,7 @@ class PimParams:
     """
 
     channels: int = 16
+    stacks: int = 1
     banks_per_channel: int = 16
     bank_groups: int = 4
     rows_per_bank: int = 32768
@@ -87,6 +105,7 @@ class PimParams:
     acc_registers: int = 64
     input_buffer_bytes: int = 2048
     tRCD: int = 14
+    tRCDWR: int = 14
     tRP: int = 14
     tRAS: int = 34
     tRTP: int = 4
@@ -94,15 +113,22 @@ class PimParams:
     tCCD_S: int = 2
     tCCD_L: int = 4
     tRRD: int = 4
+    tRRD_L: int = 6
     tFAW: int = 30
+    tWTR: int = 14
+    tRTW: int = 14
+    tPPD: int = 1
     tREFI: int = 3900
     tRFC: int = 260
+    tRFCpb: int = 160
+    tRREFD: int = 8
     tCL: int = 14
+    act_bus_cycles: int = 2
     max_postponed_refreshes: int = 8
 
     def validate(self) -> None:
         """Raise ``ValueError("key: expected ...")`` for an impossible value."""
-        positive = ("channels", "banks_per_channel", "bank_groups", "rows_per_bank", "row_bytes", "column_bytes",
+        positive = ("channels", "stacks", "banks_per_channel", "bank_groups", "rows_per_bank", "row_bytes", "column_bytes",
                     "mac_lanes", "acc_registers", "input_buffer_bytes") + TIMING_NAMES
         for key in positive:
             v = getattr(self, key)
@@ -135,8 +161,18 @@ class PimParams:
             raise ValueError(f"tCCD_L: expected >= tCCD_S ({self.tCCD_S}), got {self.tCCD_L}")
         if self.tCCD_L > self.tRCD:
             raise ValueError(f"tCCD_L: expected <= tRCD ({self.tRCD}), got {self.tCCD_L}")
+        if self.tRRD_L < self.tRRD:
+            raise ValueError(f"tRRD_L: expected >= tRRD ({self.tRRD}), got {self.tRRD_L}")
+        if self.act_bus_cycles > 2:
+            raise ValueError(f"act_bus_cycles: expected 1 or 2, got {self.act_bus_cycles}")
+        if self.tRAS < self.act_bus_cycles:
+            raise ValueError(f"tRAS: expected >= act_bus_cycles ({self.act_bus_cycles}), got {self.tRAS}")
         if self.tFAW < self.tRRD:
             raise ValueError(f"tFAW: expected >= tRRD ({self.tRRD}), got {self.tFAW}")
+        if self.tFAW < self.tRRD_L:
+            raise ValueError(f"tFAW: expected >= tRRD_L ({self.tRRD_L}), got {self.tFAW}")
+        if self.tPPD > self.tRAS + self.tRP:
+            raise ValueError(f"tPPD: expected <= tRC = tRAS + tRP ({self.tRAS + self.tRP}), got {self.tPPD}")
         if self.tFAW > self.tRAS + self.tRP:
             raise ValueError(f"tFAW: expected <= tRC = tRAS + tRP ({self.tRAS + self.tRP}), got {self.tFAW}")
         if self.tREFI <= self.tRFC:
@@ -182,12 +218,17 @@ class PimParams:
         return self.tCL + self.mac_cycles_per_column - 1 + self.mac_pipeline_cycles
 
     @property
+    def n_channels(self) -> int:
+        """Channels of the whole system: ``channels * stacks``."""
+        return self.channels * self.stacks
+
+    @property
     def banks(self) -> int:
-        return self.channels * self.banks_per_channel
+        return self.n_channels * self.banks_per_channel
 
     @property
     def capacity_bytes(self) -> int:
-        return self.channels * self.banks_per_channel * self.rows_per_bank * self.row_bytes
+        return self.n_channels * self.banks_per_channel * self.rows_per_bank * self.row_bytes
 
     @property
     def macs(self) -> int:

@@ -23,7 +23,7 @@ def pim_extras(model, result) -> dict:
         bg = arch.tech.energy("pim.background_cycle")
     except KeyError:
         bg = 0.0
-    background = bg * p.channels * result.total_cycles
+    background = bg * p.n_channels * result.total_cycles
     total = result.energy_pj + background
     io = sum(l.internal_bytes_by_operand.get("io", 0) for l in result.layers)
     return {

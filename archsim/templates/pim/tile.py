@@ -10,21 +10,19 @@ Every bank therefore holds the same *shape* of data (``rows`` weight rows of
 ``k`` elements; banks with fewer rows hold zeros).
 
 Data layout (mode ``"dot"``, a GEMV ``y = W x``; bank ``b`` holds rows
-``b*rows .. b*rows+rows-1`` of the channel's slice of W)
+``b*rows .. b*rows+rows-1`` of the channel's slice of W): **open-row, dense**
 ---------------------------------------------------------------------------
 A weight row is padded to ``kc = ceil(k / E)`` columns (``E`` =
-``column_elements``). With ``R = row_columns`` columns per DRAM row:
-
-- ``kc <= R``: ``p = R // kc`` weight rows share one DRAM row; a row burst
-  covers ``p`` weight rows (``rows % p`` in the last burst of a group);
-- ``kc > R``: a weight row spans ``ceil(kc / R)`` DRAM rows ("chunks"); one
-  burst per (weight row, chunk).
-
-Weight rows are processed in groups of ``acc_registers`` (one accumulator
-per row in flight); within a group the loop is chunk-outer, row-inner, so the
-input buffer needs one chunk of x at a time. If all of x fits in the
-channel's ``input_buffer_bytes`` it is broadcast once at the start (``bcast``),
-else each chunk is broadcast before its bursts. After each group the
+``column_elements``). Weight rows are processed in groups of
+``acc_registers`` (one accumulator per row in flight). If all of x fits the
+channel's ``input_buffer_bytes`` it is broadcast once at the start
+(``bcast``) and a group is one *piece* of ``kc`` columns per row; else x is
+cut into pieces of ``B = input_buffer_bytes // column_bytes`` columns, each
+broadcast before its bursts (piece-outer, row-inner). The ``rg x cc`` columns
+of a group's piece are stored **back to back** across DRAM rows of ``R =
+row_columns`` columns (weight rows straddle DRAM rows, PIM-GPT's layout), so
+every burst but the piece's last reads a full open row: ``floor(rg*cc / R)``
+bursts of ``R`` RD-MACs and one of ``rg*cc mod R``. After each group the
 accumulators of every bank are read out to the ASIC (``gather``: ``banks x
 group_rows x acc_bytes`` bytes).
 
@@ -104,6 +102,16 @@ def _layout(tile: PimTile, p) -> tuple[int, int, list[int]]:
     return kc, 1, chunks
 
 
+def dot_pieces(tile: PimTile, p) -> tuple[bool, list[tuple[int, int]]]:
+    """Dot-mode x pieces: ``(x fits the buffer, [(first element, columns), ...])``."""
+    kc = -(-tile.k // p.column_elements)
+    fits = tile.input_elements() * p.element_bytes <= p.input_buffer_bytes
+    if fits:
+        return True, [(0, kc)]
+    b = p.input_buffer_bytes // p.column_bytes
+    return False, [(c0 * p.column_elements, min(b, kc - c0)) for c0 in range(0, kc, b)]
+
+
 def _columns(nbytes: int, p) -> int:
     return -(-nbytes // p.column_bytes)
 
@@ -166,17 +174,16 @@ def plan_steps(tile: PimTile, p) -> tuple[tuple, ...]:
         add(("gather", _columns(tile.banks * kc * ce * p.acc_bytes, p)))
         return tuple(steps)
     group = p.acc_registers
+    big_r = p.row_columns
+    _fits, pieces = dot_pieces(tile, p)
     for g0 in range(0, tile.rows, group):
         rg = min(group, tile.rows - g0)
-        for ci, ccols in enumerate(chunks):
+        for k0, cc in pieces:
             if not fits:
-                k0 = ci * p.row_columns * ce
-                add(("bcast", _columns(min(ccols * ce, tile.k - k0) * eb, p)))
-            if per_row > 1:
-                add(("burst", rg // per_row, per_row * kc))
-                add(("burst", 1 if rg % per_row else 0, (rg % per_row) * kc))
-            else:
-                add(("burst", rg, ccols))
+                add(("bcast", _columns(min(cc * ce, tile.k - k0) * eb, p)))
+            total = rg * cc
+            add(("burst", total // big_r, big_r))
+            add(("burst", 1 if total % big_r else 0, total % big_r))
         add(("gather", _columns(tile.banks * rg * p.acc_bytes, p)))
     return tuple(steps)
 

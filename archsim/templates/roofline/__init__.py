@@ -1,11 +1,16 @@
 """Roofline template: a GPU (or any processor) described by its peak compute per
-precision and its memory bandwidth; each layer takes
-``max(flops / peak, bytes / bandwidth)`` (Williams, Waterman, Patterson,
-"Roofline", CACM 2009). A baseline for the PIM template, not a GPU model:
-no kernel launch, occupancy or cache effects; bytes are each operand once.
+precision and its memory bandwidth; each layer (one kernel) takes
+``max(flops / peak, bytes / (mem_efficiency * bandwidth)) + kernel_overhead_us``
+(Williams, Waterman, Patterson, "Roofline", CACM 2009). A baseline for the PIM
+template, not a GPU model: no occupancy or cache effects; bytes are each
+operand once. ``mem_efficiency`` is the sustained fraction of the peak DRAM
+bandwidth; ``kernel_overhead_us`` the fixed time per kernel (launch +
+framework), which bounds batch-1 decoding on real GPUs; 0 and 1.0 give the
+pure roofline.
 
-Energy: ``board_power_w`` x time (the GPU's TDP as an upper bound of its
-measured power), i.e. one action ``gpu.cycle`` per busy cycle.
+Energy: ``board_power_w`` x time. The action ``gpu.board_pj`` counts the pJ
+a kernel draws (``cycles / clock x board_power_w``; the tech table prices it
+at 1 pJ), so changing the clock does not change the power.
 """
 from __future__ import annotations
 
@@ -24,23 +29,26 @@ class RooflineParams:
         Dense peak per precision name (``"bf16"``, ``"int8"``, ...), in
         TFLOP/s (TOPS for integers); precisions not listed use ``"default"``.
     mem_gb_per_s : float
-        Sustained DRAM bandwidth (GB/s).
+        Peak DRAM bandwidth (GB/s).
+    mem_efficiency : float
+        Sustained fraction of ``mem_gb_per_s`` a streaming kernel reaches (0, 1].
     memory_bytes : int
         DRAM capacity.
     board_power_w : float
-        Board power for energy (TDP).
-    kernel_launch_us : float
-        Fixed time added to every kernel (launch + synchronisation); 0 is the
-        pure roofline. Batch-1 decoding on a GPU is often bound by it.
+        Board power while running (TDP, or a measured figure): energy = power x time.
+    kernel_overhead_us : float
+        Fixed time added to every kernel (launch + framework dispatch, batch 1);
+        0 is the pure roofline. Batch-1 decoding on a GPU is often bound by it.
     die_area_mm2 : float
         Die area for area reports (0: not given), with ``die_area_source``.
     """
 
     peak_tflops: dict[str, float] = field(default_factory=lambda: {"default": 100.0})
     mem_gb_per_s: float = 1000.0
+    mem_efficiency: float = 1.0
     memory_bytes: int = 40 << 30
     board_power_w: float = 400.0
-    kernel_launch_us: float = 0.0
+    kernel_overhead_us: float = 0.0
     die_area_mm2: float = 0.0
     die_area_source: str = ""
 
@@ -61,8 +69,10 @@ class RooflineParams:
             raise ValueError(f"mem_gb_per_s: expected a positive number, got {self.mem_gb_per_s!r}")
         if not (isinstance(self.memory_bytes, int) and self.memory_bytes > 0):
             raise ValueError(f"memory_bytes: expected a positive integer, got {self.memory_bytes!r}")
-        if not self.kernel_launch_us >= 0:
-            raise ValueError(f"kernel_launch_us: expected a number >= 0, got {self.kernel_launch_us!r}")
+        if not self.kernel_overhead_us >= 0:
+            raise ValueError(f"kernel_overhead_us: expected a number >= 0, got {self.kernel_overhead_us!r}")
+        if not 0 < self.mem_efficiency <= 1:
+            raise ValueError(f"mem_efficiency: expected a fraction in (0, 1], got {self.mem_efficiency!r}")
         if not (isinstance(self.die_area_mm2, (int, float)) and self.die_area_mm2 >= 0):
             raise ValueError(f"die_area_mm2: expected a number >= 0, got {self.die_area_mm2!r}")
         if not self.board_power_w > 0:
@@ -85,9 +95,10 @@ class RooflineModel:
         self.arch = arch
         self.p = arch.params
         hz = arch.clock_mhz * 1e6
-        self.bytes_per_cycle = self.p.mem_gb_per_s * 1e9 / hz
+        self.bytes_per_cycle = self.p.mem_gb_per_s * self.p.mem_efficiency * 1e9 / hz
         self.flops_per_cycle = {k: v * 1e12 / hz for k, v in self.p.peak_tflops.items()}
-        self.launch_cycles = ceil(self.p.kernel_launch_us * 1e-6 * hz)
+        self.launch_cycles = ceil(self.p.kernel_overhead_us * 1e-6 * hz)
+        self.pj_per_cycle = self.p.board_power_w / hz * 1e12
 
     def peak_flops_per_cycle(self, precision: str) -> float:
         return self.flops_per_cycle.get(precision, self.flops_per_cycle["default"])
@@ -119,8 +130,9 @@ class RooflineModel:
         c = tile.flops / self.peak_flops_per_cycle(tile.precision)
         return "compute" if c >= tile.nbytes / self.bytes_per_cycle else "memory"
 
-    def tile_actions(self, tile: RooflineTile) -> dict[str, int]:
-        return {"gpu.cycle": self.tile_cycles(tile)}
+    def tile_actions(self, tile: RooflineTile) -> dict[str, float]:
+        """``gpu.board_pj``: board power x the kernel's time, in pJ (priced at 1 pJ each)."""
+        return {"gpu.board_pj": self.tile_cycles(tile) * self.pj_per_cycle}
 
     def tile_values(self, tile, operands):
         raise NotImplementedError("the roofline template models time only")
@@ -135,6 +147,11 @@ class RooflineModel:
         mem = sum(l.cycles for l in result.layers if l.mapping.get("bound") == "memory")
         return {
             "memory_bound_fraction": mem / result.total_cycles if result.total_cycles else 0.0,
+            "board_power_w": self.p.board_power_w,
+            "kernel_overhead_us": self.p.kernel_overhead_us,
+            "mem_efficiency": self.p.mem_efficiency,
+            **({"die_area_mm2": self.p.die_area_mm2} if self.p.die_area_mm2 else {}),
+            **result.token_rates(),
         }
 
 

@@ -1,0 +1,172 @@
+"""``archsim compare``: one workload on two archs, like for like, in one table.
+
+Example::
+
+    archsim compare --arch pim-gpt-gddr6 --arch gpu-t4 --workload gpt2 --phase decode --kv-len 1024
+    archsim compare --arch pim-hbm2 --arch gpu-a100 --set-b kernel_overhead_us=0 --workload gpt3-xl \\
+        --phase decode --kv-len 1024 --json cmp.json
+
+Both runs get the same workload options. Rows: latency per token (per inference for
+workloads without tokens), tokens/s, energy per token, utilization; the last column is
+A / B. The precision each arch *computes in* (a PIM stores and multiplies in its
+``mac_precision`` whatever the graph says; other templates run the graph's formats) must
+match: a comparison across precisions is refused (one line, exit 2) unless
+``--allow-mixed-precision``, and then the table says so in capitals.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from archsim.errors import ArchsimError
+
+ROWS = (  # key, label, unit scale, unit
+    ("latency_per_token_s", "latency per token", 1e3, "ms"),
+    ("tokens_per_s", "tokens/s", 1.0, ""),
+    ("energy_per_token_j", "energy per token", 1e3, "mJ"),
+    ("utilization", "utilization", 100.0, "%"),
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "compare",
+        help="run one workload on two archs and print one table with the ratios",
+        description="Run a workload on two arch specs with the same options and print latency per token, "
+                    "tokens/s, energy per token and utilization side by side, with the A/B ratios.",
+    )
+    p.add_argument("--arch", action="append", required=True, metavar="NAME|FILE",
+                   help="arch preset or YAML file; give it twice (A, then B)")
+    p.add_argument("--workload", required=True, metavar="NAME|FILE", help="zoo model name or .onnx/.yaml/.csv file")
+    p.add_argument("--batch", type=int, help="batch size")
+    p.add_argument("--seq", type=int, help="sequence length (transformers)")
+    p.add_argument("--phase", choices=["prefill", "decode"], help="LLM phase")
+    p.add_argument("--kv-len", type=int, dest="kv_len", help="KV-cache length (decode)")
+    p.add_argument("--image-size", type=int, dest="image_size", help="input image size (CNNs, ViT)")
+    p.add_argument("--weights", metavar="FMT", help="weight precision of the workload (e.g. bf16, fp16, int8)")
+    p.add_argument("--activations", metavar="FMT", help="activation precision of the workload")
+    p.add_argument("--set-a", action="append", default=[], metavar="KEY=VALUE", dest="set_a",
+                   help="override a value of arch A's spec (repeatable)")
+    p.add_argument("--set-b", action="append", default=[], metavar="KEY=VALUE", dest="set_b",
+                   help="override a value of arch B's spec (repeatable)")
+    p.add_argument("--detailed", action="store_true", help="time tiles with the detailed models")
+    p.add_argument("--allow-mixed-precision", action="store_true",
+                   help="compare even if the two archs compute in different precisions (stated loudly)")
+    p.add_argument("--json", metavar="FILE", help="also write the comparison as JSON to FILE")
+    p.set_defaults(func=run)
+
+
+def compute_precision(arch, graph) -> tuple[str, str]:
+    """(weights, activations) format ``arch`` computes ``graph``'s matmuls in."""
+    params = arch.params
+    mac = getattr(params, "mac_precision", None)
+    if isinstance(mac, str):  # PIM: stores and multiplies in its own format
+        return mac, mac
+    w = getattr(params, "weight_precision", None)
+    a = getattr(params, "input_precision", None)
+    if isinstance(w, str) and isinstance(a, str):  # fixed-format arrays (systolic)
+        return w, a
+    for op in graph.ops():
+        if op.kind in ("matmul", "conv2d", "attention"):
+            return str(op.weight_precision), str(op.act_precision)
+    return "none", "none"
+
+
+def figures(result) -> dict[str, Any]:
+    """The compared figures of one run (per token, or per inference without tokens)."""
+    head = result.headline()
+    tokens = result.tokens
+    if head:
+        tps = head["tokens_per_s"]
+        return {"tokens": tokens, "latency_per_token_s": 1.0 / tps if tps else float("inf"),
+                "tokens_per_s": tps, "energy_per_token_j": head["energy_per_token_j"],
+                "utilization": result.utilization}
+    extra_pj = float(result.extras.get("background_energy_pj", 0.0) or 0.0)
+    return {"tokens": 0, "latency_per_token_s": result.latency_s,
+            "tokens_per_s": 1.0 / result.latency_s if result.latency_s else 0.0,
+            "energy_per_token_j": (result.energy_pj + extra_pj) * 1e-12, "utilization": result.utilization}
+
+
+def _ratio(a: float, b: float) -> float | None:
+    return a / b if b else None
+
+
+def compare(args: argparse.Namespace) -> dict[str, Any]:
+    import workloads
+    from archsim.errors import SpecError
+    from archsim.simulation import _with_precision, simulate
+    from archsim.spec import load_arch
+
+    if len(args.arch) != 2:
+        raise ArchsimError(f"compare: expected --arch twice (A and B), got {len(args.arch)}")
+    if (args.weights is None) != (args.activations is None):
+        raise SpecError("precision: give both weights and activations (e.g. --weights bf16 --activations bf16)")
+    options = {"batch": args.batch, "seq": args.seq, "phase": args.phase, "kv_len": args.kv_len,
+               "image_size": args.image_size, "weight_precision": args.weights, "act_precision": args.activations}
+    options = {k: v for k, v in options.items() if v is not None}
+    archs = [load_arch(args.arch[0], overrides=args.set_a), load_arch(args.arch[1], overrides=args.set_b)]
+    if args.weights is not None:  # each template's datapath for the pair, as `archsim run --weights` does
+        for i, arch in enumerate(archs):
+            try:
+                archs[i] = _with_precision(arch, args.weights, args.activations)
+            except SpecError:
+                if not args.allow_mixed_precision:
+                    raise
+    graph = workloads.load(args.workload, **options)
+    precisions = [compute_precision(a, graph) for a in archs]
+    mixed = precisions[0] != precisions[1]
+    if mixed and not args.allow_mixed_precision:
+        raise ArchsimError(
+            f"compare: {archs[0].name} computes in {'/'.join(precisions[0])} (weights/activations) but "
+            f"{archs[1].name} in {'/'.join(precisions[1])}: not like for like; pass --weights/--activations "
+            f"to match them or --allow-mixed-precision")
+    runs = []
+    for arch, prec in zip(archs, precisions):
+        r = simulate(graph, arch, detailed=args.detailed)
+        runs.append({"arch": arch.name, "template": arch.template, "precision": {"weights": prec[0], "activations":
+                                                                               prec[1]}, **figures(r)})
+    ratios = {key: _ratio(runs[0][key], runs[1][key]) for key, *_ in ROWS}
+    return {"workload": str(getattr(graph, "name", args.workload)), "options": options, "a": runs[0],
+            "b": runs[1], "ratios_a_over_b": ratios, "mixed_precision": mixed}
+
+
+def format_table(cmp: dict[str, Any]) -> str:
+    a, b = cmp["a"], cmp["b"]
+    per = "token" if a["tokens"] else "inference"
+    lines = []
+    if cmp["mixed_precision"]:
+        lines.append(f"WARNING: MIXED PRECISION -- {a['arch']} computes in {a['precision']['weights']}/"
+                     f"{a['precision']['activations']}, {b['arch']} in {b['precision']['weights']}/"
+                     f"{b['precision']['activations']}: NOT A LIKE-FOR-LIKE COMPARISON")
+    wa, wb = max(len(a["arch"]), 12), max(len(b["arch"]), 12)
+    lines.append(f"{cmp['workload']}, {', '.join(f'{k}={v}' for k, v in cmp['options'].items()) or 'defaults'}")
+    lines.append(f"{'':<24} {a['arch']:>{wa}} {b['arch']:>{wb}} {'A / B':>9}")
+    for key, label, scale, unit in ROWS:
+        label = label.replace("token", per)
+        r = cmp["ratios_a_over_b"][key]
+        lines.append(f"{(label + (f' ({unit})' if unit else '')):<24} {a[key] * scale:>{wa}.4g} {b[key] * scale:>{wb}.4g} "
+                     f"{(f'{r:.3g}x' if r is not None else '-'):>9}")
+    lines.append(f"{'precision (w/a)':<24} {a['precision']['weights'] + '/' + a['precision']['activations']:>{wa}} "
+                 f"{b['precision']['weights'] + '/' + b['precision']['activations']:>{wb}}")
+    sp = cmp["ratios_a_over_b"]["tokens_per_s"]
+    en = cmp["ratios_a_over_b"]["energy_per_token_j"]
+    if sp and en:
+        lines.append(f"{a['arch']} vs {b['arch']}: {sp:.3g}x the throughput, {1 / en:.3g}x the energy efficiency")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    cmp = compare(args)
+    print(format_table(cmp))
+    if args.json:
+        try:
+            with open(args.json, "w") as f:
+                json.dump(cmp, f, indent=2)
+                f.write("\n")
+        except OSError as err:
+            raise ArchsimError(f"{args.json}: cannot write: {err.strerror or err}") from None
+    if cmp["mixed_precision"]:
+        print("WARNING: mixed-precision comparison (--allow-mixed-precision)", file=sys.stderr)
+    return 0
