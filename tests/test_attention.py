@@ -172,3 +172,12 @@ def test_detailed_engine_run_equals_fast():
         fast, det = run_program(prog, arch), run_program(prog, arch, detailed=True)
         assert det.total_cycles == fast.total_cycles > 0
         assert det.units == fast.units
+
+
+def test_flat_row_that_does_not_fit_is_one_line(capsys):
+    """FLAT keeps a whole row of scores on chip: 1 MiB cannot hold two rows of 256K 2-byte scores."""
+    code = main(["run", "--arch", "fusemax-edge", "--workload", "attn_bert", "--batch", "1", "--seq", "262144",
+                 "--set", "attention_mapping=flat"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "does not fit" in err and "fusemax" in err
