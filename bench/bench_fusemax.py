@@ -85,6 +85,13 @@ def main() -> None:
               f"attention {att / res.total_cycles * 100:5.1f}% of cycles  "
               f"speedup of fusemax {res.total_cycles / e2e['fusemax'].total_cycles:5.2f}x")
     print(f"  (paper: {PAPER['end-to-end speedup over FLAT']} end to end over FLAT, at its sequence lengths)")
+    print("\nt5_base encoder end to end (BERT-base shape: d 768, 12 heads, FFN 3072, 12 layers; no position limit), "
+          f"batch {args.batch}:")
+    for seq in (4096, 16384, 65536):
+        e2e = {m: run("t5_base", m, args.batch, seq) for m in MAPPINGS}
+        fm = e2e["fusemax"].total_cycles
+        cells = "  ".join(f"{m} {e2e[m].latency_s * 1e3:10.1f} ms ({e2e[m].total_cycles / fm:5.2f}x)" for m in MAPPINGS)
+        print(f"  seq {seq:>6}: {cells}", flush=True)
 
     t0 = time.time()
     long = run("attn_bert", "fusemax", 1, 262144)
