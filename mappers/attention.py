@@ -58,11 +58,10 @@ class _Cmds:
         self.deferred.append((deps, operand, nbytes, slot))
 
     def flush(self, upto: int) -> None:
-        keep = []
+        """Emit the first ``upto`` held stores."""
         for item in self.deferred[:upto]:
             self.store(*item)
-        keep = self.deferred[upto:]
-        self.deferred = keep
+        self.deferred = self.deferred[upto:]
 
     def load(self, deps, operand, nbytes, slot=0) -> int:
         i = len(self.cmds)

@@ -24,4 +24,10 @@ TEMPLATE = Template(
     coverage="archsim.templates.attention.reference:missing_cases",
 )
 
-__all__ = ["TEMPLATE"]
+from archsim.templates.attention.detailed import AttentionDetailed  # noqa: E402
+from archsim.templates.attention.model import AttentionModel  # noqa: E402
+from archsim.templates.attention.options import AttentionOptions  # noqa: E402
+from archsim.templates.attention.params import AttentionParams  # noqa: E402
+from archsim.templates.attention.tile import AttentionTile  # noqa: E402
+
+__all__ = ["TEMPLATE", "AttentionDetailed", "AttentionModel", "AttentionOptions", "AttentionParams", "AttentionTile"]
