@@ -89,12 +89,12 @@ def simulate(
 
 def _with_precision(arch_spec: Any, weights: str, activations: str) -> Any:
     """``arch_spec`` with its template's datapath set up for ``weights`` x ``activations``."""
+    from archsim.numerics import get_format
     from archsim.spec import load_arch
-    from workloads.precision import get_precision
 
     for role, name in (("weights", weights), ("activations", activations)):
         try:
-            get_precision(name)
+            get_format(name)
         except ValueError as err:
             raise SpecError(f"--{role}: {err}") from None
     params = arch_spec.params

@@ -118,8 +118,8 @@ def test_yaml_errors(name, message):
      r"expected a window that fits$"),
     ("layers:\n  - {name: c, op: conv3d}", r"line 2: layers\[0\] \(c\): op: expected one of conv2d, .*, got 'conv3d'"),
     ("layers:\n  - {name: s, op: softmax}", r"line 2: layers\[0\] \(s\): inputs: expected 1 input\(s\) with known shapes"),
-    ("precision: {weights: int3}\nlayers:\n  - {name: s, op: softmax, shape: [4]}",
-     r"line 3: layers\[0\] \(s\): weight_precision: expected one of int4, .*, got 'int3'$"),
+    ("precision: {weights: int5}\nlayers:\n  - {name: s, op: softmax, shape: [4]}",
+     r"line 3: layers\[0\] \(s\): weight_precision: expected one of int1, .*, got 'int5'$"),
     ("input: [1, 8]\nlayers:\n  - {name: m, op: matmul, n: 0}", r"line 3: layers\[0\] \(m\): n: expected a positive integer"),
 ])
 def test_yaml_error_texts(tmp_path, text, message):

@@ -69,7 +69,7 @@ def test_vector_and_shape_ops():
     (MatMul("m", k=0), r"^m: k: expected a positive integer, got 0$"),
     (ShapeOp("r", in_shapes=((2, 3),), out_shapes=((7,),)),
      r"^r: reshape of \(2, 3\) to \(7,\): expected the same number of elements$"),
-    (Softmax("s", shape=(4,), act_precision="int7"), r"^s: act_precision: expected one of int4, .*, got 'int7'$"),
+    (Softmax("s", shape=(4,), act_precision="int7"), r"^s: act_precision: expected one of int1, .*, got 'int7'$"),
 ])
 def test_op_checks(op, message):
     with pytest.raises(WorkloadError, match=message):

@@ -145,7 +145,7 @@ def test_precisions_flow_to_ops():
     ({"seq_len": 8}, r"^resnet50: unknown parameter 'seq_len'; expected one of batch, image_size, num_classes, "
                      r"weight_precision, act_precision, acc_precision$"),
     ({"batch": 0}, r"^resnet50: batch: expected a positive integer, got 0$"),
-    ({"weight_precision": "int7"}, r"^resnet50: weight_precision: expected one of int4, .*, got 'int7'$"),
+    ({"weight_precision": "int7"}, r"^resnet50: weight_precision: expected one of int1, .*, got 'int7'$"),
 ])
 def test_bad_zoo_params(params, message):
     with pytest.raises(WorkloadError, match=message):

@@ -39,10 +39,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from archsim.numerics import bits_of
+
 MAC_PRECISIONS = ("int8", "bf16")
 #: accumulator width of each MAC precision: int8 products summed in int32, bf16 in fp32
 ACC_PRECISION = {"int8": "int32", "bf16": "fp32"}
-ELEMENT_BYTES = {"int8": 1, "bf16": 2}
+ELEMENT_BYTES = {name: bits_of(name) // 8 for name in ("int8", "bf16")}  # the registry's widths
 ACC_BYTES = {"int8": 4, "bf16": 4}
 
 TIMING_NAMES = ("tRCD", "tRCDWR", "tRP", "tRAS", "tRTP", "tWR", "tCCD_S", "tCCD_L", "tRRD", "tRRD_L", "tFAW", "tWTR",

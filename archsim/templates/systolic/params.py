@@ -21,11 +21,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from archsim.numerics import bits_of
+
 DATAFLOWS = ("ws", "os", "is")
 PRELOAD_MODES = ("serial", "double_buffered")
 OPERAND_PRECISIONS = ("int8", "int16")
 ACC_PRECISIONS = ("int16", "int32", "int64")
-PRECISION_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+#: bits of the precisions this template's params name (from the one registry, archsim.numerics)
+PRECISION_BITS = {name: bits_of(name) for name in ("int8", "int16", "int32", "int64")}
 
 
 @dataclass
