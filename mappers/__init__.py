@@ -32,6 +32,7 @@ Conventions of the emitted Program beyond :mod:`archsim.program`:
 from __future__ import annotations
 
 from archsim.program import LayerProgram, Program
+from archsim.templates.base import compute_formats
 from mappers.lower import Lowered, Gemm, VectorWork, Gather, lower_op, op_key
 from mappers.options import MapOptions, make_options
 from mappers.registry import get_mapper_module, mapper_names
@@ -92,7 +93,7 @@ def compile(graph, arch, **options) -> Program:  # noqa: A001 - public name fixe
             stats["hits"] += 1
         # token lookups count the tokens a run processes (tokens/s in reports)
         tokens = int(op.tokens) if op.kind == "embedding" else 0
-        weights, acts = _formats(op)
+        weights, acts = compute_formats(arch.model(), *_formats(op))
         layers.append(LayerProgram(op.name, cached.op, cached.macs, cached.commands, cached.signature,
                                    cached.mapping, ak, repeat=cached.repeat, tokens=tokens,
                                    weight_format=cached.weight_format or weights,

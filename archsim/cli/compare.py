@@ -59,18 +59,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def compute_precision(arch, graph) -> tuple[str, str]:
-    """(weights, activations) format ``arch`` computes ``graph``'s matmuls in."""
-    params = arch.params
-    mac = getattr(params, "mac_precision", None)
-    if isinstance(mac, str):  # PIM: stores and multiplies in its own format
-        return mac, mac
-    w = getattr(params, "weight_precision", None)
-    a = getattr(params, "input_precision", None)
-    if isinstance(w, str) and isinstance(a, str):  # fixed-format arrays (systolic)
-        return w, a
+    """(weights, activations) format ``arch`` computes ``graph``'s matmuls in: the graph's
+    formats as the template's datapath takes them (its model's ``compute_formats``)."""
+    from archsim.templates.base import compute_formats
+
     for op in graph.ops():
         if op.kind in ("matmul", "conv2d", "attention"):
-            return str(op.weight_precision), str(op.act_precision)
+            weights = str(op.weight_precision) if op.params() else str(op.act_precision)
+            return compute_formats(arch.model(), weights, str(op.act_precision))
     return "none", "none"
 
 

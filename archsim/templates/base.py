@@ -77,6 +77,17 @@ class TemplateModel(Protocol):
     def area_inputs(self) -> Any:
         """:class:`archsim.area.AreaInputs`: MAC units per precision, register bits, fixed parts."""
 
+    # optional: ``compute_formats(weights, activations) -> (weights, activations)``, the formats
+    # the datapath really computes a layer in, given the layer's own ("" = none); a template
+    # whose hardware has fixed formats (a PIM bank's MAC, a fixed-precision array) says so
+    # here. Absent: the layer's formats. Read it through :func:`compute_formats`.
+
+
+def compute_formats(model: Any, weights: str, activations: str) -> tuple[str, str]:
+    """(weights, activations) format ``model``'s hardware computes a layer of those formats in."""
+    hook = getattr(model, "compute_formats", None)
+    return hook(weights, activations) if hook is not None else (weights, activations)
+
 
 class Conformance(Protocol):
     """The hook the shared level-agreement harness (``tests/test_template_levels.py``)

@@ -54,6 +54,12 @@ class PimModel:
         p = self.p
         return max(1, p.banks * p.column_elements // p.column_spacing)
 
+    def compute_formats(self, weights: str, activations: str) -> tuple[str, str]:
+        """The banks store and multiply in ``mac_precision`` and the ASIC runs the same
+        format, whatever the graph says."""
+        mac = self.p.mac_precision
+        return (mac if weights else ""), (mac if activations else "")
+
     def tile_pe_fraction(self, tile: PimTile) -> float:
         """Banks of a channel the tile's all-bank commands drive."""
         return tile.banks / self.p.banks_per_channel

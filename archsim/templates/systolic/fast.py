@@ -181,6 +181,12 @@ class SystolicModel:
         runs (narrower operands are sign-extended into the same multipliers)."""
         return self.params.rows * self.params.cols
 
+    def compute_formats(self, weights: str, activations: str) -> tuple[str, str]:
+        """The array multiplies in its own ``weight_precision`` x ``input_precision``
+        (``--weights/--activations`` set those); vector ops run the layer's format."""
+        p = self.params
+        return (p.weight_precision if weights else ""), (p.input_precision if weights else activations)
+
     def tile_pe_fraction(self, tile: SystolicTile) -> float:
         """PEs a tile maps over all PEs: the stationary (WS, IS) or output (OS) footprint."""
         p = self.params
