@@ -100,18 +100,17 @@ targets:
 
 
 def write_outputs(design: RtlDesign, out_dir: str | Path) -> dict[str, Path]:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    """Write the files into ``out_dir``, a folder archsim owns (:class:`archsim.outputs.OutputDir`):
+    a folder holding the user's own files is refused; each file replaces archsim's
+    previous one atomically."""
+    from archsim.outputs import OutputDir
+
     top = design.toplevel
-    files = {
-        "verilog": out / f"{top}.v",
-        "core": out / f"{top}.core",
-        "manifest": out / f"{top}.json",
+    texts = {
+        "verilog": (f"{top}.v", design.verilog()),
+        "core": (f"{top}.core", fusesoc_core(design)),
+        "manifest": (f"{top}.json", json.dumps(design.manifest(), indent=2) + "\n"),
     }
-    files["verilog"].write_text(design.verilog())
-    files["core"].write_text(fusesoc_core(design))
-    files["manifest"].write_text(json.dumps(design.manifest(), indent=2) + "\n")
-    for name, text in design.sim_sources().items():  # simulation models of FPGA primitives
-        files[name] = out / name
-        files[name].write_text(text)
-    return files
+    texts.update({name: (name, text) for name, text in design.sim_sources().items()})  # FPGA primitive models
+    out = OutputDir(out_dir, "rtl generate")
+    return {kind: out.write(name, text) for kind, (name, text) in texts.items()}

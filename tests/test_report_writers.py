@@ -82,7 +82,8 @@ def test_write_reports_replaces_atomically(tmp_path, monkeypatch):
     out = tmp_path / "sim_out" / "run"
     write_reports(make_result(), str(out), plots=True)
     names = sorted(os.listdir(out))
-    assert names == ["COMPUTE_REPORT.csv", "layers.csv", "plots", "report.json", "summary.md", "trace.json"]
+    assert names == [".archsim-output", "COMPUTE_REPORT.csv", "layers.csv", "plots", "report.json", "summary.md",
+                     "trace.json"]  # .archsim-output: the marker saying archsim owns the folder
     assert sorted(os.listdir(out / "plots")) == ["layers.png", "roofline.png"]
     first = (out / "report.json").read_bytes()
     # a failing write keeps the previous folder intact and leaves no temp folder behind

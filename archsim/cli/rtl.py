@@ -115,8 +115,14 @@ def cmd_generate(args) -> int:
 def cmd_cosim(args) -> int:
     from rtl.api import run_cosim
 
+    from archsim.outputs import check_owned_file, write_owned_json
+
     if args.tiles < 1:
         raise SpecError(f"--tiles: expected a positive integer, got {args.tiles}")
+    if args.max_stream < 1:
+        raise SpecError(f"--max-stream: expected a positive integer, got {args.max_stream}")
+    if args.json:
+        check_owned_file(args.json)
     arch, design = _design(args)
     items = design.cosim_items(args.source, tiles=args.tiles, seed=args.seed, max_stream=args.max_stream,
                                arch=arch, workload=args.workload, layer=args.layer)
@@ -126,23 +132,28 @@ def cmd_cosim(args) -> int:
     print(f"{arch.name}: {design.toplevel} on {args.sim}, {len(items)} tiles from {args.source}")
     print(report.summary())
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report.as_dict(), f, indent=2)
+        write_owned_json(args.json, report.as_dict(), "rtl cosim")
     return 0 if report.ok else 1
 
 
 def cmd_synth(args) -> int:
+    import math
+
+    from archsim.outputs import check_owned_file, write_owned_json
     from rtl.synth import synthesize_verilog
 
+    if not (math.isfinite(args.freq) and args.freq > 0):
+        raise SpecError(f"--freq: expected a positive clock in MHz, got {args.freq:g}")
+    if args.json:
+        check_owned_file(args.json)
     arch, design = _design(args, target=args.target)
     result = synthesize_verilog(design.verilog(), design.toplevel, target=args.target, pnr=args.pnr,
                                 freq_mhz=args.freq, seed=args.seed, use_cache=not args.no_cache)
-    result = {"arch": arch.name, **result, "params": design.config_dict()}
+    result = {"written_by": "archsim rtl synth", "arch": arch.name, **result, "params": design.config_dict()}
     text = json.dumps(result, indent=2, sort_keys=False)
     print(text)
     if args.json:
-        with open(args.json, "w") as f:
-            f.write(text + "\n")
+        write_owned_json(args.json, result, "rtl synth")
     return 0
 
 

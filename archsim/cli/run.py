@@ -94,6 +94,9 @@ def run(args: argparse.Namespace) -> int:
     }
     options = {k: v for k, v in options.items() if v is not None}
     out_dir = args.out or os.path.join(DEFAULT_OUT_ROOT, run_name(arch.name, args.workload))
+    from archsim.outputs import OutputDir
+
+    OutputDir.check(out_dir)  # refuse a user's folder before simulating, not after
     progress = _Progress(f"{arch.name} x {_slug(args.workload)}")
     try:
         result = simulate(args.workload, arch, detailed=args.detailed, progress=progress,

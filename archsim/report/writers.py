@@ -10,8 +10,8 @@ Files written into ``out_dir``:
 - ``trace.json`` — Chrome / Perfetto trace of the timeline (``ui.perfetto.dev``);
 - ``plots/layers.png`` and ``plots/roofline.png`` (matplotlib, Agg backend).
 
-:func:`write_reports` writes into a fresh temporary folder beside ``out_dir`` and
-then swaps it into place, so an existing ``out_dir`` is never half-overwritten.
+:func:`write_reports` writes into a folder archsim owns (a marker file), refuses a
+folder holding the user's own files, and replaces each of its files atomically.
 """
 from __future__ import annotations
 
@@ -20,8 +20,6 @@ import io
 import json
 import math
 import os
-import shutil
-import tempfile
 from typing import Any
 
 from archsim.report.result import SimResult
@@ -260,35 +258,24 @@ def write_reports_into(result: SimResult, out_dir: str, plots: bool = True) -> l
 
 
 def write_reports(result: SimResult, out_dir: str, plots: bool = True) -> str:
-    """Write all reports to ``out_dir`` atomically: build them in a temporary folder
-    beside it, then swap it in. On any error ``out_dir`` is left as it was."""
-    out_dir = os.path.abspath(out_dir)
-    parent = os.path.dirname(out_dir)
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(out_dir)}.tmp-", dir=parent)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it 0700
-    try:
-        write_reports_into(result, tmp, plots=plots)
-        replace_dir(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out_dir
+    """Write all reports into ``out_dir``, a folder archsim owns (:class:`archsim.outputs.OutputDir`):
+    a folder holding the user's own files is refused, and each report replaces the
+    previous one atomically (write, then rename). On any error the files already
+    there are left as they were."""
+    from archsim.outputs import OutputDir
 
-
-def replace_dir(src: str, dst: str) -> None:
-    """Move folder ``src`` to ``dst``, replacing an existing ``dst`` with two renames."""
-    if os.path.isdir(dst):
-        old = tempfile.mkdtemp(prefix=f".{os.path.basename(dst)}.old-", dir=os.path.dirname(dst))
-        os.rmdir(old)
-        os.rename(dst, old)
-        try:
-            os.rename(src, dst)
-        except BaseException:
-            os.rename(old, dst)
-            raise
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.rename(src, dst)
+    out = OutputDir(out_dir, "run")
+    texts = {
+        "report.json": report_json_text(result),
+        "layers.csv": layers_csv_text(result),
+        "summary.md": summary_md_text(result),
+        "COMPUTE_REPORT.csv": compute_report_text(result),
+        "trace.json": trace_json_text(result),
+    }
+    for name, text in texts.items():
+        out.write(name, text)
+    if plots:
+        with out.scratch() as tmp:
+            for path in write_plots(result, str(tmp)):
+                out.install(f"plots/{os.path.basename(path)}", path)
+    return os.path.abspath(out_dir)
