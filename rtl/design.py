@@ -131,6 +131,8 @@ class RtlDesign:
     #: RTL options the CLI's ``--depth N`` sets to N (entries of the design's local buffers);
     #: empty when the design has no such buffers
     depth_options: ClassVar[tuple[str, ...]] = ()
+    #: the RTL option the CLI's ``--banks N`` sets (units in lockstep); empty when it has none
+    banks_option: ClassVar[str] = ""
 
     def __init__(self, params: Any, options: Any = None):
         self.params = params

@@ -94,9 +94,10 @@ def _design(args, target: str | None = None):
     if args.out_ram:
         options["out_ram"] = args.out_ram
     if args.banks:
-        if arch.template != "pim":
-            raise SpecError(f"--banks: only the pim RTL has banks, not {arch.template}")
-        options["banks"] = args.banks
+        name = design_class(arch).banks_option
+        if not name:
+            raise SpecError(f"--banks: the {arch.template} RTL has no banks")
+        options[name] = args.banks
     return arch, design_for(arch, options or None)
 
 

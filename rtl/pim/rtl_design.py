@@ -76,6 +76,7 @@ class PimDesign(RtlDesign):
 
     template = "pim"
     toplevel = "archsim_pim_bank"
+    banks_option = "banks"
     driver = "rtl.pim.driver:run_job"
 
     def __init__(self, params: Any, options: dict | None = None):
