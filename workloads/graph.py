@@ -143,9 +143,6 @@ class Graph:
                 ports[port] = producer if out_index == 0 else f"{producer}:{out_index}"
         return ports
 
-    def consumers_of(self, name: str) -> list[str]:
-        return sorted(self.nx.successors(name), key=self._order.__getitem__)
-
     def total_macs(self) -> int:
         return sum(op.macs() for op in self.ops())
 
