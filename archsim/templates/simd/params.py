@@ -87,6 +87,8 @@ class SimdParams:
             raise ValueError(f"group_size: expected 0 (no group scale) or a positive integer, got {v!r}")
         if not isinstance(self.dequant, bool):
             raise ValueError(f"dequant: expected true or false, got {self.dequant!r}")
+        if self.dequant and self.multiplier == "bit_serial":
+            raise ValueError("dequant: expected false with a bit_serial multiplier (dequantized weights are floats)")
         if self.dequant_format not in DEQUANT_FORMATS:
             raise ValueError(f"dequant_format: expected one of {', '.join(DEQUANT_FORMATS)}, "
                              f"got {self.dequant_format!r}")
@@ -117,7 +119,7 @@ class SimdParams:
         for fmt in (weight_format, activation_format):
             if fmt not in self.formats:
                 return f"{fmt} is not among formats ({', '.join(self.formats)})"
-        if self.multiplier == "bit_serial" and not self.dequant and not is_int(weight_format):
+        if self.multiplier == "bit_serial" and not is_int(weight_format):
             return f"a bit_serial multiplier needs integer weights, got {weight_format}"
         if self.lanes(weight_format, activation_format) < 1:
             return f"{weight_format} x {activation_format} needs more than lane_bits={self.lane_bits} bits"

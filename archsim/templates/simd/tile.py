@@ -18,7 +18,7 @@ Lanes (``L``, per PE per cycle)
 -------------------------------
 ``array`` / ``shift_add``: ``L = lane_bits // max(wb, ab)``; ``bit_serial``:
 ``L = lane_bits // ab`` and each lane step takes ``wb`` cycles (integer weights
-only); ``dequant`` mode: ``L = lane_bits // max(bits(dequant_format), ab)``
+only; never with ``dequant``); ``dequant`` mode: ``L = lane_bits // max(bits(dequant_format), ab)``
 (``dequant_format`` is 16-bit, so this is ``lane_bits // 16``). ``L >= 1``,
 else the pair is illegal (:meth:`SimdParams.pair_problem`).
 
@@ -138,8 +138,8 @@ def exact_integer_output(tile: SimdTile, params) -> bool:
 
 
 def cycles_per_step(tile: SimdTile, params) -> int:
-    """Cycles of one lane step: ``wb`` for a bit-serial multiplier (not dequant), else 1."""
-    if params.multiplier == "bit_serial" and not params.dequant:
+    """Cycles of one lane step: ``wb`` for a bit-serial multiplier, else 1."""
+    if params.multiplier == "bit_serial":
         return bits_of(tile.weight_format)
     return 1
 
