@@ -9,6 +9,7 @@ One import surface::
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from archsim.errors import WorkloadError
@@ -39,7 +40,7 @@ def load(source: str | Path, **params) -> Graph:
     text = str(source)
     suffix = Path(text).suffix.lower()
     if suffix in _FILE_SUFFIXES:
-        if not Path(text).is_file():
+        if not os.path.lexists(text):  # the readers say what is wrong with one that exists (FIFO, folder, ...)
             raise WorkloadError(f"{text}: no such workload file")
         if suffix == ".onnx":
             from workloads.onnx_import import load_onnx

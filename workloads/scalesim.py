@@ -55,10 +55,9 @@ def load_scalesim_csv(path: str, *, weight_precision: str = "int8", act_precisio
                       acc_precision: str = "int32") -> Graph:
     """A graph of the layers of a SCALE-Sim topology file."""
     name = Path(path).name
-    try:
-        lines = Path(path).read_text().splitlines()
-    except (OSError, UnicodeDecodeError) as err:
-        raise WorkloadError(f"{path}: cannot read SCALE-Sim topology: {err}") from None
+    from archsim.inputs import read_input_text
+
+    lines = read_input_text(path, what="SCALE-Sim topology", error=WorkloadError).splitlines()
     rows = [(i, _fields(line)) for i, line in enumerate(lines, start=1) if line.strip()]
     if not rows:
         raise WorkloadError(f"{path}: empty file; expected a SCALE-Sim topology header and layer rows")

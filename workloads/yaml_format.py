@@ -218,7 +218,7 @@ def _layer_lines(text: str) -> list[int]:
     """1-based line of each item of ``layers`` (best effort; [] if not found)."""
     try:
         root = yaml.compose(text)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         return []
     if not isinstance(root, yaml.MappingNode):
         return []
@@ -230,17 +230,11 @@ def _layer_lines(text: str) -> list[int]:
 
 def load_yaml(path: str) -> Graph:
     """A Graph from a YAML list-of-layers workload file."""
-    try:
-        text = Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as err:
-        raise WorkloadError(f"{path}: cannot read workload: {err}") from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "parse"
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise WorkloadError(f"{path}: {where}: invalid YAML ({problem}); expected a mapping with 'layers'") from None
+    from archsim.inputs import load_yaml_text, read_input_text
+
+    text = read_input_text(path, what="workload", error=WorkloadError)  # regular files only, size-capped
+    doc = load_yaml_text(text, path, WorkloadError,  # YAML 1.2 scalars, nesting capped
+                         syntax="invalid YAML ({problem}); expected a mapping with 'layers'")
     if not isinstance(doc, dict):
         raise WorkloadError(f"{path}: expected a mapping with a 'layers' list at the top, got {type(doc).__name__}")
     for key in doc:

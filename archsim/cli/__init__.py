@@ -44,13 +44,45 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handlers below, not at exit
+        return status
     except ArchsimError as err:
-        print(f"archsim: error: {err}", file=sys.stderr)
-        return 2
+        return _error(str(err))
     except KeyboardInterrupt:
         print("archsim: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `archsim presets | head`: the reader left; stop quietly
+        _silence_stdout()
+        return 141
+    except RecursionError:
+        return _error("input nested too deeply (recursion limit reached)")
+    except MemoryError:
+        return _error("out of memory: the run is too large for this machine; try a smaller batch or input size")
+    except OSError as err:  # the environment (disk full, permissions), not the user's input format
+        from archsim.outputs import os_error_text
+
+        return _error(f"{err.filename or 'I/O'}: {os_error_text(err)}")
+
+
+def _error(message: str) -> int:
+    """Print a user error as one line (control characters and newlines flattened) and return 2."""
+    text = " ".join("".join(c if c.isprintable() else " " for c in line).strip() for line in message.splitlines())
+    try:
+        print(f"archsim: error: {text}", file=sys.stderr)
+    except BrokenPipeError:  # pragma: no cover - stderr closed
+        pass
+    return 2
+
+
+def _silence_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # pragma: no cover - stdout without a descriptor
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

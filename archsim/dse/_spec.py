@@ -201,11 +201,10 @@ def load_sweep(name_or_path: str | os.PathLike) -> SweepSpec:
     """Read a sweep spec from a file path or a shipped preset name."""
     text_name = str(name_or_path)
     path = Path(text_name)
-    if path.is_file():
-        try:
-            text = path.read_text()
-        except OSError as err:
-            raise SpecError(f"{text_name}: cannot read: {err.strerror}") from None
+    if os.path.lexists(text_name) and (text_name not in sweep_preset_names() or os.sep in text_name):
+        from archsim.inputs import read_input_text
+
+        text = read_input_text(text_name, what="sweep spec", error=SpecError)  # regular files only, size-capped
         return parse_sweep(_load_yaml(text, text_name), source=text_name, base_dir=str(path.resolve().parent))
     if text_name in sweep_preset_names():
         folder = resources.files(_PRESET_PACKAGE)
@@ -220,13 +219,9 @@ def load_sweep(name_or_path: str | os.PathLike) -> SweepSpec:
 
 
 def _load_yaml(text: str, source: str) -> Any:
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark is not None else ""
-        problem = getattr(err, "problem", None) or "invalid YAML"
-        raise SpecError(f"{source}: {where}{problem}") from None
+    from archsim.inputs import load_yaml_text
+
+    return load_yaml_text(text, source, SpecError)  # YAML 1.2 scalars, nesting capped
 
 
 # ----------------------------------------------------------------------------- parsing

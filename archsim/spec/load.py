@@ -93,13 +93,10 @@ def preset_descriptions(package: str = ARCH_PRESET_PACKAGE) -> dict[str, str]:
 
 
 def _read_yaml_text(text: str, where: str) -> Any:
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        line = f"line {mark.line + 1}: " if mark is not None else ""
-        raise SpecError(f"{where}: {line}invalid YAML: {problem}") from None
+    """YAML 1.2 scalars (``1:30`` stays a string), nesting capped: see :mod:`archsim.inputs`."""
+    from archsim.inputs import load_yaml_text
+
+    return load_yaml_text(text, where, SpecError)
 
 
 def _looks_like_path(s: str) -> bool:
@@ -121,14 +118,10 @@ def _read_source(name_or_path: Any, package: str, kind: str) -> tuple[Any, str, 
         raw = _read_yaml_text(entry.read_text(encoding="utf-8"), where)
         return raw, where, f"preset:{name_or_path}", name_or_path
     if _looks_like_path(name_or_path):
+        from archsim.inputs import read_input_text
+
         path = name_or_path
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except FileNotFoundError:
-            raise SpecError(f"{path}: no such file") from None
-        except (IsADirectoryError, PermissionError, UnicodeDecodeError) as err:
-            raise SpecError(f"{path}: cannot read: {err.__class__.__name__}") from None
+        text = read_input_text(path, what=kind, error=SpecError)  # regular files only, size-capped
         raw = _read_yaml_text(text, path)
         stem = os.path.basename(path).rsplit(".", 1)[0]
         return raw, path, path, stem
@@ -520,9 +513,11 @@ def _parse_overrides(overrides: Any) -> list[tuple[str, Any, str]]:
         key = key.strip()
         if not sep or not key or not value_text.strip():
             raise SpecError(f"--set {text}: expected KEY=VALUE (e.g. rows=16 or dram.bytes_per_cycle=16)")
+        from archsim.inputs import Yaml12Loader
+
         try:
-            value = yaml.safe_load(value_text)
-        except yaml.YAMLError:
+            value = yaml.load(value_text, Loader=Yaml12Loader)  # noqa: S506 - a safe loader (YAML 1.2 scalars)
+        except (yaml.YAMLError, RecursionError):
             raise SpecError(f"--set {text}: expected a YAML scalar after '='") from None
         out.append((key, value, text))
     return out
