@@ -242,15 +242,17 @@ def emit_vector(em: Emitter, work: VectorWork, layout: BufferLayout, dram_base: 
     next chunk's load is queued on the DMA before this chunk's store."""
     sb = layout.slot_bytes({"input": 2, "weight": 2, "output": 2})
     chunks = vector_chunks(work, sb["input"], sb["output"])
+    streamed = work.param_bytes > sb["weight"]
+    if streamed:  # a constant table larger than a slot: stream its rows with the input's
+        chunks = _param_chunks(work, chunks, sb["weight"])
     ins = split_even(work.in_bytes, chunks)
     outs = split_even(work.out_bytes, chunks)
     elems = split_even(work.elements, chunks)
     extra = ()
-    if work.param_bytes:
-        if work.param_bytes > sb["weight"]:
-            raise MappingError(f"{work.op}: {work.param_bytes} parameter bytes do not fit a weight slot of {sb['weight']}")
+    if work.param_bytes and not streamed:
         em.load("weight", 0, work.param_bytes, dram_base + (1 << 40))
         extra = (("weight", 0),)
+    param_addr = dram_base + (1 << 40)
     in_addr = dram_base
     out_addr = dram_base + (1 << 41)
     pending_store = None
@@ -259,12 +261,38 @@ def emit_vector(em: Emitter, work: VectorWork, layout: BufferLayout, dram_base: 
         if i + 1 < chunks:
             in_addr += ins[i]
             em.load("input", (i + 1) % 2, ins[i + 1], in_addr)
+        if streamed:
+            nbytes = _chunk_param_bytes(work, elems[i])
+            em.load("weight", i % 2, nbytes, param_addr)
+            param_addr += nbytes
+            extra = (("weight", i % 2),)
         em.vector(work.op, elems[i], work.reads_per_element, i % 2, i % 2, extra)
         if pending_store is not None:
             em.store("output", *pending_store)
         pending_store = (i % 2, outs[i], out_addr)
         out_addr += outs[i]
     em.store("output", *pending_store)
+
+
+def _chunk_param_bytes(work: VectorWork, elements: int) -> int:
+    """Constant bytes a chunk of ``elements`` outputs reads: its share of the
+    table (the whole table at most: a table broadcast over a batch repeats)."""
+    total = max(1, work.param_elements or work.elements)
+    return -(-work.param_bytes * min(elements, total) // total)
+
+
+def _param_chunks(work: VectorWork, chunks: int, slot_bytes: int) -> int:
+    """At least ``chunks``, and enough that every chunk's share of the
+    constant table fits a slot of ``slot_bytes``."""
+    total = max(1, work.param_elements or work.elements)
+    per_chunk = slot_bytes * total // work.param_bytes  # elements whose share fits a slot
+    if per_chunk < 1:
+        raise MappingError(f"{work.op}: one element's share of {work.param_bytes} parameter bytes does not fit "
+                           f"a weight slot of {slot_bytes}")
+    chunks = max(chunks, -(-work.elements // per_chunk))
+    while _chunk_param_bytes(work, -(-work.elements // chunks)) > slot_bytes:  # rounding
+        chunks += 1
+    return chunks
 
 
 def emit_gather(em: Emitter, work: Gather, layout: BufferLayout, dram_base: int = 0) -> None:

@@ -87,7 +87,10 @@ class Gemm:
 @dataclass(frozen=True, slots=True)
 class VectorWork:
     """``elements`` outputs of vector op ``op``; ``row`` elements are reduced
-    together (softmax / norm rows) so chunks keep whole rows."""
+    together (softmax / norm rows) so chunks keep whole rows. ``param_bytes``
+    of learned constants (``param_elements`` of them: a bias, a norm's scale,
+    a position table) are read with the input; a table larger than a buffer
+    slot is streamed chunk by chunk like the input."""
 
     op: str
     elements: int
@@ -96,6 +99,7 @@ class VectorWork:
     reads_per_element: int = 1
     row: int = 1
     param_bytes: int = 0
+    param_elements: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,7 +230,8 @@ def _lower_attention(op, conv_lowering: str) -> Lowered:
 
 def _vector(op, name: str, elements: int, reads: int = 1, row: int = 1) -> Lowered:
     ob = op.operand_bytes()
-    return Lowered((VectorWork(name, elements, ob["input"], ob["output"], reads, row, ob["weight"]),), 1)
+    return Lowered((VectorWork(name, elements, ob["input"], ob["output"], reads, row, ob["weight"],
+                               op.params() if ob["weight"] else 0),), 1)
 
 
 def _lower_softmax(op, conv_lowering: str) -> Lowered:

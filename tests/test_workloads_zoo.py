@@ -153,8 +153,9 @@ def test_bad_zoo_params(params, message):
 
 
 def test_bad_phase_params():
-    with pytest.raises(WorkloadError, match=r"^gpt2: kv_len: expected the KV-cache length for phase='decode'$"):
-        workloads.load("gpt2", phase="decode")
+    # decode without kv_len caches the prompt (seq_len tokens): issue 16, --kv-len is optional
+    assert workloads.load("gpt2", phase="decode", seq=32).total_macs() == \
+        workloads.load("gpt2", phase="decode", kv_len=32).total_macs()
     with pytest.raises(WorkloadError, match=r"^gpt2: kv_len: only used with phase='decode'"):
         workloads.load("gpt2", kv_len=3)
     with pytest.raises(WorkloadError, match=r"^gpt2: kv_len: expected at most 1024 positions, got 1025$"):

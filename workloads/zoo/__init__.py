@@ -3,6 +3,8 @@
 ``build(name, **params)`` checks the parameters against the builder's
 keyword arguments, so a wrong one is a one-line error listing the valid ones.
 Names match with ``-`` and ``_`` interchangeable (``gpt2-xl`` = ``gpt2_xl``).
+``phase="decode"`` without ``kv_len`` decodes after a prompt of ``seq_len``
+tokens: the KV cache holds ``seq_len`` (the builder's default unless given).
 """
 from __future__ import annotations
 
@@ -89,4 +91,11 @@ def build(name: str, **params) -> Graph:
     for key in given:
         if key not in valid:
             raise WorkloadError(f"{name}: unknown parameter {key!r}; expected one of {', '.join(valid)}")
+    if given.get("phase") == "decode" and given.get("kv_len") is None and "kv_len" in valid:
+        given["kv_len"] = given.get("seq_len", _default(fn, "seq_len"))
     return fn(**given)
+
+
+def _default(fn: Callable[..., Graph], param: str):
+    """The default value of keyword ``param`` of builder ``fn``."""
+    return inspect.signature(fn.func if isinstance(fn, partial) else fn).parameters[param].default

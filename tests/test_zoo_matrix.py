@@ -1,0 +1,109 @@
+"""Every zoo workload on every shipped arch preset runs, or fails with a
+deliberate, documented capacity error.
+
+The preset list comes from the registry (``archsim.spec.load.preset_names``),
+so presets added later are covered without editing this file. LLMs run both
+phases; decode uses the zoo's default KV length (``seq_len`` cached tokens),
+so ``--kv-len`` is optional.
+
+Documented capacity errors (the only failures allowed):
+
+- a PIM preset whose DRAM cannot hold the model's weights + KV cache
+  (e.g. Llama-3-8B's 15 GiB of int8 weights on one 4 GiB HBM2 PIM stack):
+  ``mappers.pim.check_graph``'s one-line MappingError. The test checks the
+  figure against the graph's parameter count and the preset's capacity.
+
+The default run covers every preset on a representative set of workloads
+(a CNN, ViT-B/16 with its large position table, an encoder, an LLM decode
+and an attention block) and every workload on a cheap preset; the whole
+matrix runs under the ``slow`` mark (``bench/bench_zoo_matrix.py`` times it).
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import archsim
+import workloads
+from archsim.errors import MappingError
+from archsim.spec.load import preset_names
+from workloads.zoo import builder_params
+
+#: a MappingError naming this is a capacity error (mappers.pim.check_graph)
+CAPACITY_RE = re.compile(r"^(\S+): weights \(([\d.]+) GiB\) \+ KV cache \(([\d.]+) GiB\) do not fit the "
+                         r"([\d.]+) GiB of (\S+)'s PIM DRAM$")
+#: workloads of the default run on every preset
+REPRESENTATIVE = (("resnet18", None), ("vit_b16", None), ("bert_base", None), ("gpt2", "decode"),
+                  ("attn_bert", None))
+#: preset every workload runs on in the default run (a closed-form model: fast)
+CHEAP_PRESET = "gpu-a100"
+
+
+def _phases(workload: str) -> tuple:
+    return ("prefill", "decode") if "phase" in builder_params(workload) else (None,)
+
+
+def _cases() -> list[tuple[str, str, str | None]]:
+    return [(arch, w, ph) for arch in preset_names() for w in workloads.zoo_names() for ph in _phases(w)]
+
+
+def _default_cases() -> set:
+    cases = {(arch, w, ph) for arch in preset_names() for w, ph in REPRESENTATIVE}
+    cases |= {(CHEAP_PRESET, w, ph) for w in workloads.zoo_names() for ph in _phases(w)}
+    return cases
+
+
+def _params() -> list:
+    default = _default_cases()
+    out = []
+    for case in _cases():
+        marks = () if case in default else (pytest.mark.slow,)
+        out.append(pytest.param(*case, marks=marks, id=f"{case[0]}-{case[1]}" + (f"-{case[2]}" if case[2] else "")))
+    return out
+
+
+def _check_capacity_error(err: MappingError, arch_name: str, workload: str, phase: str | None) -> None:
+    """``err`` must be the documented PIM capacity error, with true figures."""
+    m = CAPACITY_RE.match(str(err))
+    assert m, f"{arch_name} x {workload}: not a documented capacity error: {err}"
+    arch = archsim.load_arch(arch_name)
+    assert arch.template == "pim" and m.group(5) == arch_name
+    graph = workloads.load(workload, **({"phase": phase} if phase else {}))
+    # independent figures: parameter elements x the PIM's element bytes, vs its capacity
+    weights_gib = graph.total_params() * arch.params.element_bytes / 2**30
+    cap_gib = arch.params.capacity_bytes / 2**30
+    assert float(m.group(2)) == pytest.approx(weights_gib, abs=0.01)
+    assert float(m.group(4)) == pytest.approx(cap_gib, abs=0.01)
+    assert float(m.group(2)) + float(m.group(3)) > cap_gib
+
+
+@pytest.mark.parametrize("arch_name, workload, phase", _params())
+def test_zoo_workload_runs_on_preset(arch_name, workload, phase):
+    options = {"phase": phase} if phase else {}
+    try:
+        result = archsim.simulate(workload, arch_name, **options)
+    except MappingError as err:
+        _check_capacity_error(err, arch_name, workload, phase)
+        return
+    assert result.total_cycles > 0
+    graph = workloads.load(workload, **options)
+    assert sum(layer.macs for layer in result.layers) >= graph.total_macs() > 0
+
+
+def test_decode_without_kv_len_caches_the_prompt():
+    """Decode without kv_len: the cache holds seq_len tokens, so attention sees seq_len + 1."""
+    g = workloads.load("gpt2", phase="decode", seq=64)
+    attn = [op for op in g.ops() if op.kind == "attention"]
+    assert attn and all(op.seq_q == 1 and op.seq_kv == 65 for op in attn)
+    assert workloads.load("gpt2", phase="decode").total_macs() == \
+        workloads.load("gpt2", phase="decode", kv_len=128).total_macs()
+
+
+def test_matrix_covers_every_preset_and_workload():
+    cases = _cases()
+    assert {c[0] for c in cases} == set(preset_names())
+    assert {c[1] for c in cases} == set(workloads.zoo_names())
+    default = _default_cases()
+    assert {c[0] for c in default} == set(preset_names())
+    assert {c[1] for c in default} == set(workloads.zoo_names())
