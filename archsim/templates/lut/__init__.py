@@ -23,7 +23,11 @@ TEMPLATE = Template(
     coverage="archsim.templates.lut.reference:missing_cases",
 )
 
+from archsim.templates.lut.detailed import LutArrayDetailed  # noqa: E402
+from archsim.templates.lut.model import LutModel  # noqa: E402
+from archsim.templates.lut.options import LutOptions  # noqa: E402
 from archsim.templates.lut.params import LutParams  # noqa: E402
-from archsim.templates.lut.tile import LutTile  # noqa: E402
+from archsim.templates.lut.tile import LutTile, tile_cycles, weight_planes  # noqa: E402
 
-__all__ = ["TEMPLATE", "LutParams", "LutTile"]
+__all__ = ["TEMPLATE", "LutArrayDetailed", "LutModel", "LutOptions", "LutParams", "LutTile", "tile_cycles",
+           "weight_planes"]
