@@ -15,9 +15,8 @@ from rtl import design_for, write_outputs
 from rtl.systolic import SystolicConfig
 
 PORTS = [
-    "clk", "rst", "cmd_valid", "cmd_ready", "cmd_dataflow", "cmd_m", "cmd_k", "cmd_n", "cmd_accumulate",
-    "cmd_preload_hidden", "cmd_left_base", "cmd_top_base", "cmd_out_base", "wr_en", "wr_buf", "wr_addr",
-    "wr_data", "rd_en", "rd_addr", "rd_data", "rd_valid", "busy", "tile_start", "tile_done", "tile_cycles",
+    "clk", "rst", "cmd__payload", "cmd__valid", "cmd__ready", "wr__en", "wr__buf", "wr__addr", "wr__data",
+    "rd__en", "rd__addr", "rd__data", "rd__valid", "busy", "tile_start", "tile_done", "tile_cycles",
     "tiles_done", "error",
 ]
 
@@ -27,8 +26,10 @@ def test_port_list_is_stable_and_in_the_verilog(tmp_path):
     design = design_for(SystolicParams(rows=2, cols=3, dataflow="ws"))
     ports = {p.name: p for p in design.ports()}
     assert list(ports) == PORTS
-    assert ports["wr_data"].width == max(3 * 8, 3 * 32)  # max(lanes * lane bits, cols * acc bits)
-    assert ports["rd_data"].width == 3 * 32
+    assert ports["wr__data"].width == max(3 * 8, 3 * 32)  # max(lanes * lane bits, cols * acc bits)
+    assert ports["rd__data"].width == 3 * 32
+    # the command payload: dataflow (2) + m, k, n (dim bits: 64-entry buffers -> 7) + 2 flags + 3 addresses (6)
+    assert ports["cmd__payload"].width == 2 + 3 * 7 + 2 + 3 * 6
     files = write_outputs(design, tmp_path)
     text = files["verilog"].read_text()
     header = re.search(r"module archsim_systolic\((.*?)\);", text, re.S).group(1)
@@ -72,7 +73,12 @@ def test_dataflow_builds_differ_in_hardware():
     os_ = design_for(SystolicParams(rows=2, cols=2, dataflow="os")).verilog()
     assert "os_bus_0" in os_ and "os_bus_0" not in ws
     dbl = design_for(SystolicParams(rows=2, cols=2, dataflow="ws", preload="double_buffered")).verilog()
-    assert "pe_1_1_w" in dbl and "pe_1_1_w " not in ws
+
+    def pe_regs(text):  # registers of PE(1, 1)'s module
+        body = text.split("module \\archsim_systolic.array.pe_1_1 ")[1].split("endmodule")[0]
+        return set(re.findall(r"^\s*reg (?:signed )?(?:\[[0-9:]+\] )?\\?([\w$.]+)", body, re.M))
+
+    assert "w" in pe_regs(dbl) and "w" not in pe_regs(ws)  # the active bank exists only double-buffered
 
 
 @pytest.mark.verilog
@@ -82,7 +88,7 @@ def test_cli_generate(tmp_path, capsys):
                  "--out", str(out)]) == 0
     assert (out / "archsim_systolic.v").exists() and (out / "archsim_systolic.core").exists()
     assert json.loads((out / "archsim_systolic.json").read_text())["params"]["rows"] == 2
-    assert "archsim_systolic (27 ports)" in capsys.readouterr().out
+    assert "archsim_systolic (19 ports)" in capsys.readouterr().out
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys):

@@ -105,24 +105,34 @@ class _Monitor:
 
 
 async def _write(dut, buf: str, addr: int, word: int):
-    dut.wr_en.value = 1
-    dut.wr_buf.value = BUF[buf]
-    dut.wr_addr.value = addr
-    dut.wr_data.value = word
+    dut.wr__en.value = 1
+    dut.wr__buf.value = BUF[buf]
+    dut.wr__addr.value = addr
+    dut.wr__data.value = word
     await RisingEdge(dut.clk)
-    dut.wr_en.value = 0
+    dut.wr__en.value = 0
 
 
-async def _issue(dut, fields: dict[str, int]):
-    for name, value in fields.items():
-        getattr(dut, name).value = value
-    dut.cmd_valid.value = 1
+def pack_command(layout: list, fields: dict[str, int]) -> int:
+    """The ``cmd__payload`` word: ``layout`` lists (field, bit offset, width) of the command."""
+    word = 0
+    for name, offset, width in layout:
+        value = int(fields[name])
+        if not 0 <= value < (1 << width):
+            raise ValueError(f"command field {name} = {value} does not fit {width} bits")
+        word |= value << offset
+    return word
+
+
+async def _issue(dut, payload: int):
+    dut.cmd__payload.value = payload
+    dut.cmd__valid.value = 1
     while True:
         await FallingEdge(dut.clk)
-        if _u(dut.cmd_ready):
+        if _u(dut.cmd__ready):
             break
     await RisingEdge(dut.clk)
-    dut.cmd_valid.value = 0
+    dut.cmd__valid.value = 0
 
 
 async def _wait_idle(dut, limit: int) -> bool:
@@ -144,7 +154,7 @@ async def run_job(dut, job: dict) -> dict:
     depth = {"left": cfg["left_depth"], "top": cfg["top_depth"], "out": cfg["out_depth"]}
     tiles = job["tiles"]
 
-    for name in ("cmd_valid", "wr_en", "rd_en"):
+    for name in ("cmd__valid", "wr__en", "rd__en"):
         getattr(dut, name).value = 0
     await RisingEdge(dut.clk)
     mon = _Monitor(dut)
@@ -188,13 +198,13 @@ async def run_job(dut, job: dict) -> dict:
         for j, lay, base in batch:
             t = tiles[j]
             budget += 4 * (R + t["m"] + t["k"] + t["n"] + R + C + P)
-            await _issue(dut, {
-                "cmd_dataflow": DATAFLOW_CODES[t["dataflow"]],
-                "cmd_m": t["m"], "cmd_k": t["k"], "cmd_n": t["n"],
-                "cmd_accumulate": int(t["accumulate"]),
-                "cmd_preload_hidden": int(t.get("preload_hidden", False)),
-                "cmd_left_base": base["left"], "cmd_top_base": base["top"], "cmd_out_base": base["out"],
-            })
+            await _issue(dut, pack_command(job["command_layout"], {
+                "dataflow": DATAFLOW_CODES[t["dataflow"]],
+                "m": t["m"], "k": t["k"], "n": t["n"],
+                "accumulate": int(t["accumulate"]),
+                "preload_hidden": int(t.get("preload_hidden", False)),
+                "left_base": base["left"], "top_base": base["top"], "out_base": base["out"],
+            }))
         if not await _wait_idle(dut, budget):
             return {"error": f"design still busy {budget} cycles after the commands of tiles {i}..{batch[-1][0]}",
                     "tiles": results}
@@ -205,12 +215,12 @@ async def run_job(dut, job: dict) -> dict:
             rows = []
             overwritten = idx + 1 < len(batch) and batch[idx + 1][1]["chained"]
             for a in range(0 if overwritten else lay["out_rows"]):
-                dut.rd_en.value = 1
-                dut.rd_addr.value = base["out"] + a
+                dut.rd__en.value = 1
+                dut.rd__addr.value = base["out"] + a
                 await RisingEdge(dut.clk)
-                dut.rd_en.value = 0
+                dut.rd__en.value = 0
                 await FallingEdge(dut.clk)
-                rows.append(_unpack(_u(dut.rd_data), C, ab))
+                rows.append(_unpack(_u(dut.rd__data), C, ab))
             k = first_start + idx
             start = mon.starts[k] if k < len(mon.starts) else None
             done = mon.dones[k] if k < len(mon.dones) else None

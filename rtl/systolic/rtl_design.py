@@ -7,33 +7,34 @@ from typing import Any
 import numpy as np
 
 from rtl.design import CosimReport, Port, RtlDesign, TileCheck
-from rtl.systolic.design import SystolicAccelerator, SystolicConfig, SystolicRtlOptions, systolic_signature
+from rtl.systolic.design import (
+    SystolicAccelerator,
+    SystolicConfig,
+    SystolicRtlOptions,
+    command_layout,
+    systolic_signature,
+)
 
 PORT_DOCS = {
     "clk": "clock (rising edge)",
     "rst": "synchronous reset, active high",
-    "cmd_valid": "command handshake: a command is taken when cmd_valid and cmd_ready are high at a rising edge",
-    "cmd_ready": "high when the two-entry command queue has room",
-    "cmd_dataflow": "tile dataflow: 0 = ws, 1 = os, 2 = is",
-    "cmd_m": "tile m (rows of A and out)",
-    "cmd_k": "tile k (reduction)",
-    "cmd_n": "tile n (columns of W and out)",
-    "cmd_accumulate": "1: out += A.W (read-modify-write of the output buffer); 0: out = A.W",
-    "cmd_preload_hidden": "1: load the stationary operand into the shadow bank behind the previous tile "
-                          "(preload=double_buffered builds, ws/is only)",
-    "cmd_left_base": "left buffer address of the tile's first streamed/left entry",
-    "cmd_top_base": "top buffer address of the tile's first stationary/top entry",
-    "cmd_out_base": "output buffer address of the tile's first output entry",
-    "wr_en": "write one entry (all lanes) of the buffer selected by wr_buf",
-    "wr_buf": "0 = left buffer (one lane per array row), 1 = top buffer (one lane per array column), "
-              "2 = output buffer (one lane per column; only while busy is low)",
-    "wr_addr": "buffer address",
-    "wr_data": "lane i at bits [i*W, (i+1)*W) (W = lane width for left/top, accumulator width for out); "
-               "two's complement",
-    "rd_en": "read one output buffer entry (only while busy is low)",
-    "rd_addr": "output buffer address",
-    "rd_data": "all output lanes of the entry read, lane c at bits [c*acc, (c+1)*acc); valid with rd_valid",
-    "rd_valid": "rd_data holds the entry asked for in the previous cycle",
+    "cmd__valid": "command stream: a command is taken when cmd__valid and cmd__ready are high at a rising edge",
+    "cmd__ready": "high when the two-entry command queue has room",
+    "cmd__payload": "the tile command, fields from bit 0 up: dataflow (2 bits: 0 = ws, 1 = os, 2 = is), "
+                    "m, k, n (dw bits each: out[m x n] (+)= A[m x k] . W[k x n]), accumulate (1: out += A.W, "
+                    "read-modify-write of the output buffer), preload_hidden (1: the stationary operand was "
+                    "loaded into the shadow bank behind the previous tile; double_buffered builds, ws/is), "
+                    "left_base, top_base, out_base (aw bits each: the tile's first buffer addresses)",
+    "wr__en": "write one entry (all lanes) of the buffer selected by wr__buf",
+    "wr__buf": "0 = left buffer (one lane per array row), 1 = top buffer (one lane per array column), "
+               "2 = output buffer (one lane per column; only while busy is low)",
+    "wr__addr": "buffer address",
+    "wr__data": "lane i at bits [i*W, (i+1)*W) (W = lane width for left/top, accumulator width for out); "
+                "two's complement",
+    "rd__en": "read one output buffer entry (only while busy is low)",
+    "rd__addr": "output buffer address",
+    "rd__data": "all output lanes of the entry read, lane c at bits [c*acc, (c+1)*acc); valid with rd__valid",
+    "rd__valid": "rd__data holds the entry asked for in the previous cycle",
     "busy": "a command is queued or running, or results are still being written",
     "tile_start": "high in tile-local cycle 0 (first preload shift, or first streaming cycle if hidden)",
     "tile_done": "high in the cycle the tile's last output is presented at the bottom of the array",
@@ -73,10 +74,17 @@ class SystolicDesign(RtlDesign):
         return SystolicAccelerator(self.cfg)
 
     def source_files(self) -> list[str]:
-        import rtl.systolic.design as d
-        import rtl.systolic.ecp5 as e
+        import rtl.systolic.array
+        import rtl.systolic.buffers
+        import rtl.systolic.config
+        import rtl.systolic.controller
+        import rtl.systolic.design
+        import rtl.systolic.ecp5
+        import rtl.systolic.pe
 
-        return [inspect.getfile(d), inspect.getfile(e), __file__]
+        mods = (rtl.systolic.array, rtl.systolic.buffers, rtl.systolic.config, rtl.systolic.controller,
+                rtl.systolic.design, rtl.systolic.ecp5, rtl.systolic.pe)
+        return [inspect.getfile(mod) for mod in mods] + [__file__]
 
     def sim_sources(self) -> dict[str, str]:
         if self.cfg.multiplier == "ecp5_dsp":
@@ -99,7 +107,10 @@ class SystolicDesign(RtlDesign):
         from amaranth.lib.wiring import In
 
         ports = [Port("clk", "in", 1, PORT_DOCS["clk"]), Port("rst", "in", 1, PORT_DOCS["rst"])]
-        for name, member in systolic_signature(self.cfg).items():
+        for path, member in systolic_signature(self.cfg).members.flatten():
+            if not member.is_port:
+                continue
+            name = "__".join(path)
             ports.append(Port(name, "in" if member.flow == In else "out", Shape.cast(member.shape).width,
                               PORT_DOCS[name]))
         return ports
@@ -127,7 +138,9 @@ class SystolicDesign(RtlDesign):
                 # "chain": the partial sums are the previous tile's results, already in the output buffer
                 entry["chain"] = bool(ops.get("chain", False))
             tiles.append(entry)
-        return {"driver": self.driver, "config": self.cfg.as_dict(), "tiles": tiles}
+        layout = command_layout(self.cfg)
+        fields = [(name, field.offset, field.width) for name, field in layout]
+        return {"driver": self.driver, "config": self.cfg.as_dict(), "command_layout": fields, "tiles": tiles}
 
     def output_origin(self, tile, i: int, j: int) -> tuple[int, int, int]:
         """(PE row, PE col, tile cycle) where ``out[i, j]`` is presented, per the timing contract."""

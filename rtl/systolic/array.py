@@ -1,0 +1,90 @@
+"""The R x C grid of processing elements with its edge registers and column outputs.
+
+The edge registers ``left_in`` / ``top_in`` hold the buffer read data masked with the lane
+valid bits, so no PE path starts at a RAM. Column c's output is the bottom PE's sum (WS/IS)
+or, in OS, the OR of the PEs' result-bus terms (exactly one PE of a column drives it in a
+cycle).
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.systolic.config import SystolicConfig, acc_shape, lane_shape
+from rtl.systolic.pe import ProcessingElement
+
+
+def array_signature(cfg: SystolicConfig) -> wiring.Signature:
+    R, C = cfg.rows, cfg.cols
+    lane, acc = lane_shape(cfg), acc_shape(cfg)
+    members = {
+        "left_data": In(data.ArrayLayout(lane, R)), "left_ok": In(R),
+        "top_data": In(data.ArrayLayout(lane, C)), "top_ok": In(C),
+        "shift": In(1), "swap": In(1), "os": In(1),
+        "col_out": Out(data.ArrayLayout(acc, C)),
+    }
+    if cfg.has_os:
+        members.update({"first": In(R), "last": In(R)})
+    return wiring.Signature(members)
+
+
+class SystolicArray(wiring.Component):
+    """PE grid: operands enter at the left (one lane per row) and the top (one per column)."""
+
+    def __init__(self, cfg: SystolicConfig):
+        self.cfg = cfg
+        super().__init__(array_signature(cfg))
+
+    def elaborate(self, platform):
+        cfg = self.cfg
+        m = Module()
+        R, C = cfg.rows, cfg.cols
+        lane, acc = lane_shape(cfg), acc_shape(cfg)
+
+        left_in_d = [Mux(self.left_ok[r], self.left_data[r], 0) for r in range(R)]
+        left_in = []
+        for r in range(R):
+            s = Signal(lane, name=f"left_in_{r}")
+            m.d.sync += s.eq(left_in_d[r])
+            left_in.append(s)
+        top_in_d = [Mux(self.top_ok[c], self.top_data[c], 0) for c in range(C)]
+        top_in = []
+        for c in range(C):
+            s = Signal(lane, name=f"top_in_{c}")
+            m.d.sync += s.eq(top_in_d[c])
+            top_in.append(s)
+
+        pe = [[ProcessingElement(cfg) for _ in range(C)] for _ in range(R)]
+        for r in range(R):
+            for c in range(C):
+                p = pe[r][c]
+                m.submodules[f"pe_{r}_{c}"] = p
+                m.d.comb += [p.shift.eq(self.shift), p.swap.eq(self.swap), p.os.eq(self.os)]
+                if c == 0:
+                    m.d.comb += [p.a.eq(left_in[r]), p.a_next.eq(left_in_d[r])]
+                    if cfg.has_os:
+                        m.d.comb += p.flags.eq(Cat(self.first[r], self.last[r]))
+                else:
+                    left = pe[r][c - 1]
+                    m.d.comb += [p.a.eq(left.a_out), p.a_next.eq(left.a)]
+                    if cfg.has_os:
+                        m.d.comb += p.flags.eq(left.flags_out)
+                if r == 0:
+                    m.d.comb += [p.sh_in.eq(top_in[c]), p.sh_in_next.eq(top_in_d[c]), p.psum_in.eq(0)]
+                else:
+                    up = pe[r - 1][c]
+                    m.d.comb += [p.sh_in.eq(up.sh_out), p.sh_in_next.eq(up.sh_next), p.psum_in.eq(up.psum)]
+
+        for c in range(C):
+            bottom = pe[R - 1][c].total
+            if cfg.has_os:
+                bus = Signal(acc, name=f"os_bus_{c}")
+                terms = pe[0][c].bus
+                for r in range(1, R):
+                    terms = terms | pe[r][c].bus
+                m.d.comb += bus.eq(terms)
+                m.d.comb += self.col_out[c].eq(Mux(self.os, bus, bottom) if cfg.has_wsis else bus)
+            else:
+                m.d.comb += self.col_out[c].eq(bottom)
+        return m
