@@ -1,0 +1,245 @@
+"""The LUT template's entry in the RTL registry: ports, job encoding, comparison with the
+LUT models (fast: :mod:`archsim.templates.lut.values` / :mod:`~archsim.templates.lut.tile`;
+detailed: :class:`archsim.templates.lut.detailed.LutArrayDetailed`)."""
+from __future__ import annotations
+
+import inspect
+from math import ceil
+from typing import Any
+
+import numpy as np
+
+from archsim.errors import SpecError
+from rtl.design import CosimReport, Port, RtlDesign, TileCheck
+from rtl.lut.design import ACC_BITS, AFMT, BUFS, WFMT, LutConfig, LutCore, lut_signature
+
+PORT_DOCS = {
+    "clk": "clock (rising edge)",
+    "rst": "synchronous reset, active high",
+    "cmd_valid": "command handshake: a tile command is taken when cmd_valid and cmd_ready are high at a rising edge",
+    "cmd_ready": "high while no tile runs",
+    "cmd_row_blocks": "ceil(M / tile_m): row blocks of the tile",
+    "cmd_groups": "K / group_k: activation groups of the tile",
+    "cmd_col_blocks": "ceil(N / tile_n): column blocks of the tile",
+    "cmd_wfmt": "weight format: 0 int1, 1 ternary, 2 int2, 3 int3, 4 int4 (bit planes: 1, 2, 2, 3, 4)",
+    "cmd_afmt": "activation format: 0 int8, 1 fp16, 2 bf16",
+    "cmd_accumulate": "1: out += A.W onto the output buffer's contents; 0: out = A.W",
+    "cmd_precomputed": "1: the tables come from the table buffer (fused precompute, no table-build cycles)",
+    "wr_en": "write one entry of the buffer selected by wr_buf (ignored while busy)",
+    "wr_buf": "0 activations, 1 weight planes, 2 output, 3 precomputed tables",
+    "wr_addr": "buffer address",
+    "wr_data": "the entry (layouts in docs/lut_rtl.md), low bits first",
+    "rd_en": "read one output buffer entry",
+    "rd_addr": "output buffer address (row block mb, column block nb at mb * col_blocks + nb)",
+    "rd_data": "tile_m x tile_n accumulators, (r, c) at bits [(r*tile_n + c)*32, +32): int32 or fp32 bits; "
+               "the entry asked for in the previous cycle",
+    "busy": "a tile runs",
+    "tile_start": "high in tile-local cycle 0",
+    "tile_done": "high in the tile's last cycle (pipeline_cycles after its last lookup)",
+    "tile_cycles": "cycles of the last finished tile (hardware counter)",
+    "tiles_done": "tiles finished since reset",
+    "error": "sticky: a command named a format the build lacks or a zero dimension",
+}
+
+
+def _pack(values, bits: int) -> int:
+    word = 0
+    for lane, v in enumerate(values):
+        word |= (int(v) & ((1 << bits) - 1)) << (lane * bits)
+    return word
+
+
+def activation_codes(a: np.ndarray, fmt: str) -> np.ndarray:
+    """Bit patterns of activations: int8 two's complement, fp16 / bf16 16-bit patterns."""
+    if fmt == "int8":
+        return np.asarray(a, np.int64) & 0xFF
+    if fmt == "fp16":
+        return np.asarray(a, np.float32).astype(np.float16).view(np.uint16).astype(np.int64)
+    return (np.asarray(a, np.float32).view(np.uint32) >> 16).astype(np.int64)
+
+
+def value_bits(values: np.ndarray, integer: bool) -> np.ndarray:
+    """Comparable bit patterns (fp32 bit for bit: -0 != +0)."""
+    if integer:
+        return np.asarray(values, np.int64)
+    return np.asarray(values, np.float32).view(np.uint32).astype(np.int64)
+
+
+class LutDesign(RtlDesign):
+    """RTL of :class:`~archsim.templates.lut.params.LutParams`: :class:`rtl.lut.design.LutCore`."""
+
+    template = "lut"
+    toplevel = "archsim_lut"
+    driver = "rtl.lut.driver:run_job"
+    depth_options = ("act_depth", "weight_depth", "out_depth", "table_depth")
+
+    def __init__(self, params: Any, options: dict | None = None):
+        super().__init__(params, dict(options or {}))
+        try:
+            self.cfg = LutConfig.from_params(params, self.options)
+        except ValueError as err:
+            raise SpecError(f"lut RTL: {err}") from None
+
+    def component(self) -> LutCore:
+        return LutCore(self.cfg)
+
+    def source_files(self) -> list[str]:
+        import rtl.lut.arith as a
+        import rtl.lut.design as d
+        import rtl.pim.fp as f
+
+        return [inspect.getfile(d), inspect.getfile(a), inspect.getfile(f), __file__]
+
+    def config_dict(self) -> dict[str, Any]:
+        return self.cfg.as_dict()
+
+    def ports(self) -> list[Port]:
+        from amaranth.hdl import Shape
+        from amaranth.lib.wiring import In
+
+        ports = [Port("clk", "in", 1, PORT_DOCS["clk"]), Port("rst", "in", 1, PORT_DOCS["rst"])]
+        for name, member in lut_signature(self.cfg).items():
+            ports.append(Port(name, "in" if member.flow == In else "out", Shape.cast(member.shape).width,
+                              PORT_DOCS[name]))
+        return ports
+
+    def description(self) -> str:
+        c = self.cfg
+        return (f"archsim lut tensor core (M{c.tile_m} N{c.tile_n} K{c.group_k}, "
+                f"{'/'.join(c.weight_formats)} x {'/'.join(c.activation_formats)})")
+
+    # ---------------------------------------------------------------- co-simulation
+    def cosim_items(self, source: str = "random", tiles: int = 8, seed: int = 0, **_kwargs) -> list:
+        if source != "random":
+            raise SpecError(f"lut RTL co-simulation sources: random, got {source!r}")
+        from archsim.templates.lut import conformance
+
+        items = conformance.sample_tiles(np.random.default_rng(seed), self.params, tiles)
+        return [(t, o) for t, o in items if self.fits(t)]
+
+    def blocks(self, tile) -> tuple[int, int, int, int]:
+        """(row blocks, groups, column blocks, planes) of a tile."""
+        c = self.cfg
+        return ceil(tile.m / c.tile_m), tile.k // c.group_k, ceil(tile.n / c.tile_n), tile.planes
+
+    def fits(self, tile) -> bool:
+        mb, g, nb, b = self.blocks(tile)
+        c = self.cfg
+        return (mb * g <= min(c.act_depth, c.table_depth) and g * nb * b <= c.weight_depth
+                and mb * nb <= c.out_depth)
+
+    def encode(self, tile, ops) -> dict[str, Any]:
+        """Buffer writes, command fields and output entries of one tile (layouts: docs/lut_rtl.md)."""
+        from archsim.templates.lut.tile import weight_planes
+        from archsim.templates.lut.values import activations, build_tables, is_int
+
+        c = self.cfg
+        tile.check(self.params)
+        if not self.fits(tile):
+            raise SpecError(f"lut RTL: tile m={tile.m} k={tile.k} n={tile.n} does not fit the RTL buffers "
+                            f"(act/table {c.act_depth}, weight {c.weight_depth}, out {c.out_depth} entries)")
+        tm, tn, K, E = c.tile_m, c.tile_n, c.group_k, c.entries
+        MB, G, NB, b = self.blocks(tile)
+        integer = is_int(tile.activation_format)
+        a = np.zeros((MB * tm, tile.k), np.int64 if integer else np.float32)
+        a[:tile.m] = activations(ops["input"], tile.activation_format)
+        codes = activation_codes(a, tile.activation_format)
+        planes = np.zeros((b, tile.k, NB * tn), np.int64)
+        planes[:, :, :tile.n] = weight_planes(ops["weight"], tile.weight_format)
+        writes = []
+        for mb in range(MB):
+            for g in range(G):
+                lanes = codes[mb * tm:(mb + 1) * tm, g * K:(g + 1) * K].reshape(-1)
+                writes.append([BUFS["act"], mb * G + g, _pack(lanes, c.act_bits)])
+        for g in range(G):
+            for nb in range(NB):
+                for q in range(b):
+                    bits = planes[b - 1 - q, g * K:(g + 1) * K, nb * tn:(nb + 1) * tn]  # (K, tn)
+                    cols = (bits << np.arange(K)[:, None]).sum(axis=0)
+                    writes.append([BUFS["weight"], (g * NB + nb) * b + q, _pack(cols, K)])
+        if tile.precomputed:  # the producer's tables (stored entries, row-major)
+            stored = np.arange(E, 2 * E) if c.symmetric else np.arange(E)
+            for mb in range(MB):
+                for g in range(G):
+                    t = build_tables(a[mb * tm:(mb + 1) * tm, g * K:(g + 1) * K], K, integer, stored)
+                    writes.append([BUFS["table"], mb * G + g,
+                                   _pack(value_bits(t, integer).reshape(-1), c.entry_bits)])
+        if tile.accumulate:
+            psum = np.zeros((MB * tm, NB * tn), np.int64 if integer else np.float32)
+            psum[:tile.m, :tile.n] = np.asarray(ops["psum"])
+            bits = value_bits(psum, integer)
+            for mb in range(MB):
+                for nb in range(NB):
+                    lanes = bits[mb * tm:(mb + 1) * tm, nb * tn:(nb + 1) * tn].reshape(-1)
+                    writes.append([BUFS["out"], mb * NB + nb, _pack(lanes, ACC_BITS)])
+        cmd = {"cmd_row_blocks": MB, "cmd_groups": G, "cmd_col_blocks": NB, "cmd_wfmt": WFMT[tile.weight_format],
+               "cmd_afmt": AFMT[tile.activation_format], "cmd_accumulate": int(tile.accumulate),
+               "cmd_precomputed": int(tile.precomputed)}
+        return {"writes": writes, "cmd": cmd, "out_entries": MB * NB}
+
+    def make_job(self, items) -> dict[str, Any]:
+        return {"driver": self.driver, "tiles": [self.encode(t, o) for t, o in items]}
+
+    def rtl_values(self, tile, words: list[int]) -> np.ndarray:
+        """The tile's outputs from the output buffer entries read back."""
+        from archsim.templates.lut.values import is_int
+
+        c = self.cfg
+        tm, tn = c.tile_m, c.tile_n
+        MB, _G, NB, _b = self.blocks(tile)
+        raw = np.zeros((MB * tm, NB * tn), np.int64)
+        for e, word in enumerate(words):
+            mb, nb = divmod(e, NB)
+            for r in range(tm):
+                for col in range(tn):
+                    raw[mb * tm + r, nb * tn + col] = (word >> ((r * tn + col) * ACC_BITS)) & 0xFFFFFFFF
+        raw = raw[:tile.m, :tile.n]
+        if is_int(tile.activation_format):
+            return np.where(raw >> 31, raw - (1 << 32), raw)
+        return raw.astype(np.uint32).view(np.float32)
+
+    @staticmethod
+    def label(tile) -> str:
+        return (f"{tile.weight_format}x{tile.activation_format} m={tile.m} k={tile.k} n={tile.n}"
+                + (" acc" if tile.accumulate else "") + (" pre" if tile.precomputed else ""))
+
+    def check(self, items, result, sim="icarus") -> CosimReport:
+        from archsim.templates.lut.detailed import LutArrayDetailed
+        from archsim.templates.lut.tile import tile_cycles
+        from archsim.templates.lut.values import is_int, tile_values
+
+        got = result.get("tiles", [])
+        report = CosimReport(design=self.template, sim=sim, tiles=[], error=result.get("error", ""))
+        if result.get("error_flag"):
+            report.error = "the design raised its error flag (unsupported command)"
+        detailed = LutArrayDetailed(self.params)
+        for idx, (tile, ops) in enumerate(items):
+            label = self.label(tile)
+            integer = is_int(tile.activation_format)
+            fast_vals = tile_values(tile, ops, self.params)
+            fast_cycles = tile_cycles(tile, self.params)
+            det_vals, det_cycles = detailed.run_tile(tile, ops)
+            if idx >= len(got):
+                report.tiles.append(TileCheck(idx, label, None, fast_cycles, det_cycles, False,
+                                              "no result from the RTL"))
+                continue
+            g = got[idx]
+            want = value_bits(fast_vals, integer)
+            mismatch = ""
+            if not np.array_equal(value_bits(det_vals, integer), want):
+                mismatch = "fast and detailed models disagree on values (model bug)"
+            else:
+                vals = self.rtl_values(tile, g["out"])
+                diff = np.argwhere(value_bits(vals, integer) != want)
+                if len(diff):
+                    i, j = (int(v) for v in diff[0])
+                    mismatch = (f"out[{i},{j}] = {vals[i, j]!r}, expected {fast_vals[i, j]!r} (archsim models); "
+                                f"{len(diff)} of {want.size} values differ")
+            check = TileCheck(idx, label, g.get("cycles"), fast_cycles, det_cycles, not mismatch, mismatch,
+                              {"hw_cycles": g.get("hw_cycles")})
+            if g.get("hw_cycles") != g.get("cycles"):
+                check.values_ok = False
+                check.mismatch = (check.mismatch + "; " if check.mismatch else "") + (
+                    f"tile_cycles counter says {g.get('hw_cycles')}, ports say {g.get('cycles')}")
+            report.tiles.append(check)
+        return report
