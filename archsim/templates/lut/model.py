@@ -49,7 +49,7 @@ def arith(activation_format: str) -> str:
 class LutModel:
     """Fast + detailed model of one LUT core: ``LutModel(arch)`` (a bare ``LutParams`` works too)."""
 
-    units = {"lut": "compute", "vector": "vector", "dma": "dma"}
+    units = {"array": "compute", "vector": "vector", "dma": "dma"}
 
     def __init__(self, arch: Any):
         self.arch = arch

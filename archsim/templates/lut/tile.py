@@ -1,7 +1,7 @@
 """The LUT tensor core's tile and its timing and value contract (shared with rtl/lut/).
 
 A :class:`LutTile` is the ``tile`` of a :class:`archsim.program.Compute` on unit
-``"lut"``. It computes ``out[M, N] (+)= A[M, K] @ W[K, N]`` with low-bit integer
+``"array"`` (the LUT array). It computes ``out[M, N] (+)= A[M, K] @ W[K, N]`` with low-bit integer
 weights W and int8 / fp16 / bf16 activations A, K a multiple of ``group_k``.
 
 Operands (numpy arrays)
@@ -116,7 +116,7 @@ class LutTile:
 
     @property
     def unit(self) -> str:
-        return "lut"
+        return "array"
 
     @property
     def planes(self) -> int:

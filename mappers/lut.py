@@ -1,0 +1,224 @@
+"""Mapper of the LUT template: low-bit GEMMs on the LUT array, everything else on the vector unit.
+
+Each GEMM of a lowered op (:mod:`mappers.lower`) whose B is a learned weight in a
+format the core is built for (``params.weight_formats``), with activations in a
+built format (``params.activation_formats``), runs on the LUT array:
+
+- K is padded with zero activations to a multiple of ``group_k`` (of
+  ``scale_group`` with per-group scales): a zero activation adds nothing
+  whatever its weight, so the result is unchanged and the padding costs cycles;
+- buffer tiles ``tm x tk x tn`` and a loop order (``mnk``, ``nmk``, ``nkm``;
+  :mod:`mappers.tiling`) are chosen by estimated cycles ``max(compute,
+  DRAM bytes / bandwidth) + latency`` (ties: fewer tiles), the compute cycles
+  being the closed form of :mod:`archsim.templates.lut.tile` summed over the tiles;
+- one :class:`~archsim.templates.lut.tile.LutTile` per buffer tile (``accumulate``
+  on every k tile but the first);
+- weight bytes are the bit-plane layout: ``b`` bits per weight (int1 1,
+  ternary 2, int3 3, ...), plus the fp32 scales (per group / per channel);
+- table precompute: by default the LUT core's precompute unit builds the
+  tables inside every tile (its cycles overlap the lookups, double-buffered).
+  With the template option ``precompute_fusion: true`` the activations'
+  producer builds them: the tiles run ``precomputed`` (no table-build cycles),
+  the A loads carry the tables (``E`` entries of ``entry_bits`` per
+  ``group_k`` activations) instead of the activations, and a ``lut_table``
+  VectorOp (``K - 1`` adds per entry) stands for the producer's extra work; no
+  LUT tile waits for it (the producer ran before the layer).
+
+Each layer's ``mapping`` reports ``precompute_cycles`` (table-build cycles of
+its tiles) and ``precompute_exposed_cycles`` (cycles they add to the tiles,
+i.e. what fusion saves on the array). GEMMs of other formats (an LM head in
+bf16, activation x activation matmuls of attention) and all other work run on
+the vector unit (``mac``: one lane-cycle per MAC).
+"""
+from __future__ import annotations
+
+import dataclasses
+from math import ceil
+
+import numpy as np
+
+from archsim.program import Compute, LayerProgram, Load, Store, VectorOp
+from archsim.templates.lut.options import LutOptions
+from archsim.templates.lut.tile import PLANES, LutTile, table_entry_bits, tile_cycles
+from mappers.emit import BufferLayout, Emitter, emit_gather, emit_vector
+from mappers.lower import Gather, Gemm, VectorWork, lower_op
+from mappers.tiling import ORDERS, TilePlan, class_sum, dim_candidates, emit_gemm, nbytes, traffic
+from workloads.precision import precision_bits, tensor_bytes
+
+
+class LutMapper:
+    """``make_mapper(arch, options)`` result: call it with an op."""
+
+    def __init__(self, arch, options):
+        self.arch = arch
+        self.p = arch.params
+        own = options.template or LutOptions()
+        self.fusion = bool(own.precompute_fusion)
+        self.layout = BufferLayout.from_arch(arch)
+        self.conv_lowering = options.conv_lowering or "im2col_padded"
+        self.objective = options.objective
+        bw = float(arch.dram.bytes_per_cycle)
+        self.inv_bw = 0.0 if bw == float("inf") else 1.0 / bw
+        self.latency = int(arch.dram.latency_cycles) if self.inv_bw else 0
+
+    # -- one op -------------------------------------------------------------------
+    def formats(self, g: Gemm) -> tuple[str, str] | None:
+        """(weights, activations) the LUT array runs ``g`` in, or None (vector unit)."""
+        p = self.p
+        if g.b_is_param and g.b_precision in p.weight_formats and g.a_precision in p.activation_formats:
+            return g.b_precision, g.a_precision
+        return None
+
+    def __call__(self, op) -> LayerProgram:
+        low = lower_op(op, self.conv_lowering)
+        em = Emitter(self.layout)
+        mappings, formats = [], None
+        for part in low.parts:
+            start = len(em.commands)
+            if isinstance(part, Gemm):
+                fmt = self.formats(part)
+                if fmt is not None:
+                    formats = formats or fmt
+                    mp = self._emit_lut(em, part, *fmt)
+                else:
+                    emit_vector(em, _as_vector(part), self.layout)
+                    mp = {"role": part.role, "unit": "vector", "m": part.m, "k": part.k, "n": part.n,
+                          "reason": f"{part.b_precision} x {part.a_precision} not built into the LUT core"
+                          if part.b_is_param else "activation x activation matmul"}
+                mappings.append(mp)
+            elif isinstance(part, VectorWork):
+                emit_vector(em, part, self.layout)
+            elif isinstance(part, Gather):
+                emit_gather(em, part, self.layout)
+            stores = [c.id for c in em.commands[start:] if isinstance(c, Store)]
+            em.after_input = (stores[-1],) if stores else ()
+        mapping: dict = {}
+        if mappings:
+            mapping.update(mappings[0])
+            if len(mappings) > 1:
+                mapping["gemms"] = mappings
+        signature = ("lut", self.fusion, low)
+        wf, af = formats or ("", "")
+        return LayerProgram(op.name, op.kind, op.macs(), em.commands, signature, mapping, repeat=low.repeat,
+                            weight_format=wf, activation_format=af)
+
+    # -- a GEMM on the LUT array ------------------------------------------------------
+    def lut_gemm(self, g: Gemm, wf: str, af: str) -> Gemm:
+        """``g`` with K padded and the LUT's operand formats (weights: bit planes)."""
+        p = self.p
+        step = p.scale_group if p.scale == "per_group" else p.group_k
+        acc = "int32" if (af == "int8" and p.scale == "none") else "fp32"
+        return dataclasses.replace(g, k=ceil(g.k / step) * step, a_precision=af, b_precision=wf,
+                                   acc_precision=acc, out_precision=af)
+
+    def a_ratio(self, af: str) -> float:
+        """DRAM / buffer bytes of the A operand per activation byte (tables when fused)."""
+        if not self.fusion:
+            return 1.0
+        p = self.p
+        return p.table_entries * table_entry_bits(p, af) / (p.group_k * precision_bits(af))
+
+    def w_ratio(self, wf: str, tk):
+        """Weight bytes per bit-plane byte: the fp32 scales ride with the weights."""
+        p, b = self.p, PLANES[wf]
+        if p.scale == "per_group":
+            return (b + 32 / p.scale_group) / b
+        if p.scale == "per_channel":
+            return (b * tk + 32) / (b * tk)
+        return 1.0 + 0 * tk
+
+    def tile_cycles_closed(self, sm, sk, sn, wf: str):
+        """Closed-form cycles of a buffer tile (numpy-vectorised :func:`~archsim.templates.lut.tile.tile_cycles`)."""
+        p = self.p
+        s = -(-sm // p.tile_m) * (sk // p.group_k)
+        pre = 0 if self.fusion else ceil(p.tile_m * p.table_entries / p.precompute_entries_per_cycle)
+        look = -(-sn // p.tile_n) * PLANES[wf]
+        return pre + (s - 1) * np.maximum(pre, look) + look + p.pipeline_cycles
+
+    def choose(self, g: Gemm, wf: str, af: str) -> tuple[TilePlan, dict]:
+        p = self.p
+        step = p.scale_group if p.scale == "per_group" else p.group_k
+        tms, tks, tns = dim_candidates(g.m, p.tile_m), dim_candidates(g.k, step), dim_candidates(g.n, p.tile_n)
+        grid = np.array([(tm, tk, tn, o) for tm in tms for tk in tks for tn in tns for o in range(len(ORDERS))],
+                        dtype=np.int64)
+        tm, tk, tn, order = grid.T
+        abits, bbits, pbits = precision_bits(af), PLANES[wf], precision_bits(g.acc_precision)
+        ar, wr = self.a_ratio(af), self.w_ratio(wf, tk)
+        nm = -(-g.m // tm)
+        out_slots = np.where(order == 2, np.maximum(2, nm), 2)
+        need = {"input": 2 * np.ceil(nbytes(tm * tk, abits) * ar), "weight": 2 * np.ceil(nbytes(tk * tn, bbits) * wr),
+                "output": out_slots * nbytes(tm * tn, pbits)}
+        cap = self.layout.capacity
+        if self.layout.unified:
+            fits = need["input"] + need["weight"] + need["output"] <= cap["unified"]
+        else:
+            fits = (need["input"] <= cap["input"]) & (need["weight"] <= cap["weight"]) & (need["output"] <= cap["output"])
+        if not fits.any():
+            from archsim.errors import MappingError
+
+            raise MappingError(f"a {g.m}x{g.k}x{g.n} GEMM does not fit the buffers of {self.arch.name} "
+                               f"(no LUT tile of {p.tile_m} rows x {step} x {p.tile_n} columns fits)")
+        tm, tk, tn, order, wr = tm[fits], tk[fits], tn[fits], order[fits], np.broadcast_to(wr, fits.shape)[fits]
+        compute = class_sum(g, tm, tk, tn, lambda sm, sk, sn: self.tile_cycles_closed(sm, sk, sn, wf))
+        tr = traffic(g, tm, tk, tn, order, np.zeros(len(tm), bool))
+        dram = tr.a * ar + tr.b * wr + tr.out + tr.psum + tr.residual
+        est = np.maximum(compute, dram * self.inv_bw) + 2 * self.latency
+        steps = nm[fits] * -(-g.k // tk) * -(-g.n // tn)
+        primary = est if self.objective == "cycles" else dram
+        i = int(np.lexsort((steps, dram, primary))[0])
+        plan = TilePlan("lut", int(tm[i]), int(tk[i]), int(tn[i]), ORDERS[int(order[i])], False)
+        return plan, {"est_cycles": int(est[i]), "est_compute_cycles": int(compute[i]), "est_dram_bytes": int(dram[i])}
+
+    def _emit_lut(self, em: Emitter, g0: Gemm, wf: str, af: str) -> dict:
+        g = self.lut_gemm(g0, wf, af)
+        plan, est = self.choose(g, wf, af)
+        first = len(em.commands)
+        cache: dict = {}
+
+        def split(sm, sk, sn, acc):
+            key = (sm, sk, sn, acc)
+            if key not in cache:
+                cache[key] = [LutTile(sm, sk, sn, wf, af, accumulate=acc, precomputed=self.fusion)]
+            return cache[key]
+
+        emit_gemm(em, g, plan, split)
+        ar, wr = self.a_ratio(af), float(self.w_ratio(wf, plan.tk))
+        pre_cycles = exposed = 0
+        tables = 0
+        for i in range(first, len(em.commands)):
+            c = em.commands[i]
+            if isinstance(c, Load) and c.operand == "input" and ar != 1.0:
+                em.commands[i] = dataclasses.replace(c, nbytes=ceil(c.nbytes * ar))
+            elif isinstance(c, Load) and c.operand == "weight" and wr != 1.0:
+                em.commands[i] = dataclasses.replace(c, nbytes=ceil(c.nbytes * wr))
+            elif isinstance(c, Compute):
+                t = c.tile
+                built = dataclasses.replace(t, precomputed=False)
+                steps = ceil(t.m / self.p.tile_m) * (t.k // self.p.group_k)
+                pre_cycles += steps * ceil(self.p.tile_m * self.p.table_entries / self.p.precompute_entries_per_cycle)
+                exposed += tile_cycles(built, self.p) - tile_cycles(dataclasses.replace(t, precomputed=True), self.p)
+                tables += t.m * (t.k // self.p.group_k)
+        if self.fusion:  # the producer's extra work: K - 1 adds per table entry (not waited for)
+            em.commands.append(VectorOp(len(em.commands), (), "lut_table", tables * self.p.table_entries,
+                                        max(1, self.p.group_k - 1)))
+        mp = plan.as_mapping(g)
+        mp.update(role=g.role, unit="array", m=g0.m, k=g0.k, k_padded=g.k, n=g.n, weight_format=wf,
+                  activation_format=af, precompute_fusion=self.fusion, precompute_cycles=pre_cycles,
+                  precompute_exposed_cycles=0 if self.fusion else exposed,
+                  precompute_saved_cycles=exposed if self.fusion else 0, **est)
+        return mp
+
+
+def _as_vector(g: Gemm) -> VectorWork:
+    """A GEMM the LUT array does not run, as MACs on the vector unit (one lane-cycle each)."""
+    a = tensor_bytes(g.m * g.k, g.a_precision)
+    b = tensor_bytes(g.k * g.n, g.b_precision)
+    out = tensor_bytes(g.m * g.n, g.out_precision)
+    if g.b_is_param:
+        return VectorWork("mac", g.m * g.n, a, out, reads_per_element=g.k, row=g.n, param_bytes=b,
+                          param_elements=g.k * g.n)
+    return VectorWork("mac", g.m * g.n, a + b, out, reads_per_element=g.k, row=g.n)
+
+
+def make_mapper(arch, options) -> LutMapper:
+    return LutMapper(arch, options)
