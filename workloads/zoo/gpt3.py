@@ -26,10 +26,9 @@ from __future__ import annotations
 
 from archsim.errors import WorkloadError
 from workloads.graph import Graph
-from workloads.zoo._net import Net, check_phase, check_positive
-from workloads.zoo._transformer import Block, pre_norm_layer
+from workloads.zoo.gpt2 import gpt_decoder
 
-VOCAB, MAX_POSITIONS = 50257, 2048
+MAX_POSITIONS = 2048
 SIZES = {  # size: (hidden, layers, heads)
     "small": (768, 12, 12),
     "medium": (1024, 24, 16),
@@ -45,24 +44,6 @@ def gpt3(*, size: str = "small", batch: int = 1, seq_len: int = 128, phase: str 
     """GPT-3 of ``size`` small/medium/large/xl/2.7b; decode runs one token against ``kv_len`` cached ones."""
     if size not in SIZES:
         raise WorkloadError(f"gpt3: size: expected one of {', '.join(SIZES)}, got {size!r}")
-    name = f"gpt3-{size}"
-    check_positive(name, batch=batch, seq_len=seq_len)
-    check_phase(name, phase, kv_len)
-    positions, key = (seq_len, "seq_len") if phase == "prefill" else (kv_len, "kv_len")
-    if positions > MAX_POSITIONS:
-        raise WorkloadError(f"{name}: {key}: expected at most {MAX_POSITIONS} positions, got {positions}")
-    hidden, layers, heads = SIZES[size]
-    cfg = Block(hidden=hidden, heads=heads, kv_heads=heads, ffn=4 * hidden, bias=True, act="gelu", gated=False,
-                rope=False, causal=True)
-    net = Net(name, weight_precision=weight_precision, act_precision=act_precision, acc_precision=acc_precision)
-    seq_q = seq_len if phase == "prefill" else 1
-    shape = (batch, seq_q, hidden)
-    tok = net.embedding("wte", net.input("input_ids", (batch, seq_q)), VOCAB, hidden, shape, weight_name="wte")
-    pos = net.embedding("wpe", net.input("position_ids", (batch, seq_q)), MAX_POSITIONS, hidden, shape)
-    x = net.eltwise("embed_sum", "add", tok, pos)
-    for i in range(layers):
-        x = pre_norm_layer(net, f"h{i}", x, cfg, "layernorm", batch=batch, seq_q=seq_q,
-                           kv_len=kv_len if phase == "decode" else None)
-    x = net.layernorm("ln_f", x)
-    net.linear("lm_head", x, VOCAB, bias=False, weight_name="wte")
-    return net.graph
+    return gpt_decoder(f"gpt3-{size}", *SIZES[size], max_positions=MAX_POSITIONS, batch=batch, seq_len=seq_len,
+                       phase=phase, kv_len=kv_len, weight_precision=weight_precision,
+                       act_precision=act_precision, acc_precision=acc_precision)
