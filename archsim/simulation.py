@@ -20,6 +20,7 @@ def simulate(
     trace_layers: int = 0,
     weights: str | None = None,
     activations: str | None = None,
+    work_limit: float | None = None,
     **options: Any,
 ):
     """Simulate ``workload`` on ``arch`` and return a :class:`~archsim.report.SimResult`.
@@ -45,6 +46,9 @@ def simulate(
         workload's weights and activations, and the template's datapath through
         its ``Params.with_precision`` (a template that cannot run the pair says
         which pairs it runs). Both or neither.
+    work_limit : float
+        Refuse a run estimated above this many ideal compute cycles
+        (:mod:`archsim.engine.guard`; default ``ARCHSIM_WORK_LIMIT`` or 1e11).
     **options
         Mapper options (``objective``, ``conv_lowering`` and the template's own,
         e.g. systolic ``dataflow``; :func:`mappers.options.option_names`) go to
@@ -76,7 +80,9 @@ def simulate(
     if not hasattr(graph, "ops"):
         raise ArchsimError(f"expected a workload Graph, a zoo name or a file path, got {type(workload).__name__}")
     import mappers
+    from archsim.engine.guard import check_work
 
+    check_work(graph, arch_spec, work_limit)  # refuse a run beyond the work limit before it grows
     program = mappers.compile(graph, arch_spec, **mapper_opts)
     result = run_program(program, arch_spec, detailed=detailed, progress=progress, trace_layers=trace_layers)
     if not result.workload_name:

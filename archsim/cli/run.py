@@ -48,6 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--trace-layers", type=int, default=DEFAULT_TRACE_LAYERS, metavar="N",
                    help=f"per-command trace events for the first N layers (default {DEFAULT_TRACE_LAYERS})")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--work-limit", type=float, dest="work_limit", metavar="CYCLES",
+                   help="refuse a run estimated above this many ideal compute cycles (default 1e11, or "
+                   "ARCHSIM_WORK_LIMIT)")
     p.set_defaults(func=run)
 
 
@@ -101,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = simulate(args.workload, arch, detailed=args.detailed, progress=progress,
                           trace_layers=max(0, args.trace_layers), weights=args.weights,
-                          activations=args.activations, **options)
+                          activations=args.activations, work_limit=args.work_limit, **options)
     finally:
         progress.close()
     result.options["overrides"] = list(args.overrides)

@@ -27,14 +27,14 @@ from typing import Any
 import yaml
 
 from archsim.errors import SpecError
-from archsim.spec.model import ArchSpec, BufferSpec, DramSpec, TechSpec, VectorUnitSpec
+from archsim.spec.model import OUTPUT_OPS, ArchSpec, BufferSpec, DramSpec, TechSpec, VectorUnitSpec
 
 ARCH_PRESET_PACKAGE = "archsim.presets.arch"
 TECH_PRESET_PACKAGE = "archsim.presets.tech"
 DEFAULT_TECH = "generic-45nm"
 
 SPEC_KEYS = ("name", "description", "template", "params", "options", "clock_mhz", "buffers", "dram", "vector_unit",
-             "tech")
+             "tech", "output_ops")
 OPERAND_BUFFERS = ("input", "weight", "output")
 _BUFFER_KEYS = ("bytes", "banks", "bytes_per_cycle")
 _DRAM_KEYS = ("bytes_per_cycle", "gb_per_s", "latency_cycles", "capacity_bytes")
@@ -341,12 +341,46 @@ def _vector_unit(raw: Any) -> VectorUnitSpec:
     for op, c in cpo.items():
         if not isinstance(op, str):
             raise _Bad("vector_unit.cycles_per_op", f"expected op names as keys, got {_describe(op)}")
+        _check_vector_op_name(op)
         cycles[op] = _int(c, f"vector_unit.cycles_per_op.{op}", minimum=1)
     return VectorUnitSpec(
         lanes=_int(raw.get("lanes", 16), "vector_unit.lanes", minimum=1),
         cycles_per_op=cycles,
         default_cycles=_int(raw.get("default_cycles", 1), "vector_unit.default_cycles", minimum=1),
     )
+
+
+#: vector op names the mappers emit or the shipped specs price; a key close to one of
+#: these but not equal is taken for a typo (other names stay allowed: ONNX ops with
+#: ``unknown_ops="vector"`` run under their own names)
+KNOWN_VECTOR_OPS = (
+    "add", "sub", "mul", "div", "relu", "relu6", "gelu", "silu", "sigmoid", "tanh", "erf", "exp", "sqrt", "rsqrt",
+    "softmax", "layernorm", "rmsnorm", "maxpool", "avgpool", "pool", "max", "min", "reduce", "mean", "sum",
+    "pow", "neg", "abs", "copy", "embedding", "transpose", "concat", "split", "reshape",
+)
+
+
+def _check_vector_op_name(op: str) -> None:
+    import difflib
+
+    if op in KNOWN_VECTOR_OPS:
+        return
+    close = difflib.get_close_matches(op.lower(), KNOWN_VECTOR_OPS, n=1, cutoff=0.75)
+    if close or op != op.strip() or not op:
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise _Bad(f"vector_unit.cycles_per_op.{op}", f"unknown vector op{hint} (known: {', '.join(KNOWN_VECTOR_OPS)})")
+
+
+def _output_ops(raw: Any) -> tuple[str, ...]:
+    """``output_ops``: a list of :data:`OUTPUT_OPS` names (or none)."""
+    if raw is None:
+        return ()
+    if isinstance(raw, str) or not isinstance(raw, (list, tuple)):
+        raise _Bad("output_ops", f"expected a list of {', '.join(OUTPUT_OPS)}, got {_describe(raw)}")
+    for item in raw:
+        if item not in OUTPUT_OPS:
+            raise _Bad("output_ops", f"expected names from {', '.join(OUTPUT_OPS)}, got {_describe(item)}")
+    return tuple(dict.fromkeys(raw))
 
 
 # ----------------------------------------------------------------------------- tech tables
@@ -361,8 +395,16 @@ def _figure(value: Any, key: str, unit_key: str) -> tuple[float, str]:
         src = entry.get("source", "")
         if not isinstance(src, str):
             raise _Bad(f"{key}.source", f"expected a string, got {_describe(src)}")
-        return _number(entry["value"], f"{key}.value", positive=False), src
-    return _number(value, key, positive=False), ""
+        return _non_negative(entry["value"], f"{key}.value", unit_key), src
+    return _non_negative(value, key, unit_key), ""
+
+
+def _non_negative(value: Any, key: str, unit_key: str) -> float:
+    """An energy or area figure: a finite number >= 0 (a negative one would make totals meaningless)."""
+    number = _number(value, key, positive=False)
+    if number < 0:
+        raise _Bad(key, f"expected a number >= 0 ({unit_key}), got {_describe(value)}")
+    return number
 
 
 def _points(raw: Any, key: str, value_key: str) -> tuple[tuple[tuple[int, float], ...], dict[str, str]]:
@@ -443,6 +485,17 @@ def load_tech(tech: Any = DEFAULT_TECH) -> TechSpec:
     return _load_tech_cached(os.fspath(tech) if isinstance(tech, os.PathLike) else tech)
 
 
+def _check_new_name(name: str, existing: Mapping, key: str) -> None:
+    """A figure an extending table adds must not be a near-miss of one it would replace (a typo)."""
+    import difflib
+
+    if name in existing:
+        return
+    close = difflib.get_close_matches(name, list(existing), n=1, cutoff=0.85)
+    if close:
+        raise _Bad(f"{key}.{name}", f"not in the extended table; did you mean {close[0]!r}?")
+
+
 def _extend_tech(raw: Mapping, where: str) -> TechSpec:
     """``{extends: NAME, name:, description:, energy_pj: {...}, area_um2: {...}}``: a shipped
     table with some figures replaced or added (each with its source)."""
@@ -450,11 +503,13 @@ def _extend_tech(raw: Mapping, where: str) -> TechSpec:
     extra = _mapping(raw, "", ("extends", "name", "description", "energy_pj", "area_um2"))
     energy, area, sources = dict(base.energy_pj), dict(base.area_um2), dict(base.sources)
     for action, v in _mapping(extra.get("energy_pj"), "energy_pj").items():
+        _check_new_name(str(action), base.energy_pj, "energy_pj")
         energy[str(action)], src = _figure(v, f"energy_pj.{action}", "pJ")
         sources.pop(str(action), None)
         if src:
             sources[str(action)] = src
     for comp, v in _mapping(extra.get("area_um2"), "area_um2").items():
+        _check_new_name(str(comp), base.area_um2, "area_um2")
         area[str(comp)], src = _figure(v, f"area_um2.{comp}", "um2")
         sources.pop(f"area.{comp}", None)
         if src:
@@ -636,6 +691,7 @@ def _build_arch(raw: Any, where: str, source: str, default_name: str) -> ArchSpe
         raise _Bad("dram", "missing; expected a mapping with bytes_per_cycle or gb_per_s")
     dram = _dram(raw["dram"], clock)
     vector = _vector_unit(raw.get("vector_unit"))
+    output_ops = _output_ops(raw.get("output_ops"))
     tech = _tech(raw.get("tech"), where)
 
     need, why = _min_buffer_bytes(params)
@@ -662,6 +718,7 @@ def _build_arch(raw: Any, where: str, source: str, default_name: str) -> ArchSpe
         dram=dram,
         vector_unit=vector,
         tech=tech,
+        output_ops=output_ops,
         description=" ".join(description.split()),
         source=source,
     )

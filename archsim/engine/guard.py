@@ -1,0 +1,92 @@
+"""Resource guard: refuse a run whose estimated work or memory is beyond a limit, before it starts.
+
+A run's cost grows with the work it simulates. Before compiling a workload,
+:func:`check_work` estimates it from the graph alone (no tiling):
+
+- ``ideal_cycles`` = total MACs / the array's peak MACs per cycle, a lower
+  bound on the simulated cycles (tiles, commands and the simulator's memory
+  grow with it);
+- ``tensor_bytes`` = the bytes of every op's operands, summed (what the
+  mapper tiles and the engine moves).
+
+Either beyond its limit is a one-line :class:`~archsim.errors.ArchsimError`
+with the estimate and how to raise the limit (``--work-limit`` on the CLI,
+``work_limit=`` in :func:`archsim.simulate`, or ``ARCHSIM_WORK_LIMIT``). The
+defaults are about 100x the largest shipped zoo model on a 32x32 array, so
+ordinary runs never meet them, while a batch of 10^9 or an image size of
+10^6 is refused in milliseconds instead of growing without bound.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from archsim.errors import ArchsimError
+
+DEFAULT_WORK_LIMIT_CYCLES = 1e11
+#: tensor bytes allowed per ideal cycle of the limit (1e11 cycles -> 1e12 bytes)
+BYTES_PER_LIMIT_CYCLE = 10.0
+
+
+class ResourceLimitError(ArchsimError):
+    """A run's estimated work or memory is beyond the limit."""
+
+
+@dataclass(frozen=True)
+class WorkEstimate:
+    macs: int
+    ideal_cycles: float
+    tensor_bytes: int
+
+
+def estimate_work(graph: Any, arch: Any) -> WorkEstimate:
+    """MACs, ideal compute cycles and operand bytes of ``graph`` on ``arch`` (closed form, no tiling)."""
+    macs = int(graph.total_macs())
+    tensor_bytes = 0
+    for op in graph.ops():
+        tensor_bytes += int(sum(op.operand_bytes().values()))
+    try:
+        peak = float(arch.model().peak_macs_per_cycle())
+    except Exception:  # noqa: BLE001 - a template without a peak: count a MAC a cycle
+        peak = 1.0
+    peak = peak if math.isfinite(peak) and peak > 0 else 1.0
+    return WorkEstimate(macs=macs, ideal_cycles=macs / peak, tensor_bytes=tensor_bytes)
+
+
+def work_limit(limit: float | None = None) -> float:
+    """``limit`` if given, else ``ARCHSIM_WORK_LIMIT`` if set, else the default (ideal cycles)."""
+    if limit is None:
+        text = os.environ.get("ARCHSIM_WORK_LIMIT", "").strip()
+        if not text:
+            return DEFAULT_WORK_LIMIT_CYCLES
+        try:
+            limit = float(text)
+        except ValueError:
+            raise ResourceLimitError(f"ARCHSIM_WORK_LIMIT: expected a number of cycles, got {text[:20]!r}") from None
+    if not (isinstance(limit, (int, float)) and math.isfinite(limit) and limit > 0):
+        raise ResourceLimitError(f"work limit: expected a positive number of cycles, got {limit!r}")
+    return float(limit)
+
+
+def check_work(graph: Any, arch: Any, limit: float | None = None) -> WorkEstimate:
+    """Raise :class:`ResourceLimitError` if the run of ``graph`` on ``arch`` is estimated beyond the limit."""
+    cycles_limit = work_limit(limit)
+    est = estimate_work(graph, arch)
+    bytes_limit = cycles_limit * BYTES_PER_LIMIT_CYCLE
+    how = f"raise the limit with --work-limit N (or ARCHSIM_WORK_LIMIT) if this machine can take it"
+    if est.ideal_cycles > cycles_limit:
+        raise ResourceLimitError(
+            f"run too large: about {est.ideal_cycles:.3g} compute cycles ({est.macs:.3g} MACs) estimated, "
+            f"above the work limit of {cycles_limit:.3g} cycles; reduce the batch or input size, or {how}")
+    if est.tensor_bytes > bytes_limit:
+        raise ResourceLimitError(
+            f"run too large: about {est.tensor_bytes:.3g} bytes of tensors estimated, above the limit of "
+            f"{bytes_limit:.3g} bytes ({BYTES_PER_LIMIT_CYCLE:g} per cycle of the work limit); reduce the batch or "
+            f"input size, or {how}")
+    return est
+
+
+__all__ = ["DEFAULT_WORK_LIMIT_CYCLES", "ResourceLimitError", "WorkEstimate", "check_work", "estimate_work",
+           "work_limit"]
