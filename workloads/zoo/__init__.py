@@ -19,6 +19,7 @@ from workloads.zoo.bert import bert_base
 from workloads.zoo.gpt2 import gpt2
 from workloads.zoo.gpt3 import gpt3
 from workloads.zoo.llama import decoder, llama2_7b, llama3_8b
+from workloads.zoo.lowbit import bitnet_b158_2b, bitnet_b158_3b, llama2_7b_w2a16, llama2_7b_w4a16, llama3_8b_w4a16
 from workloads.zoo.mobilenet import mobilenet_v1
 from workloads.zoo.resnet import resnet18, resnet50
 from workloads.zoo.t5 import t5_encoder
@@ -42,6 +43,11 @@ _ZOO: dict[str, Callable[..., Graph]] = {
     "llama2_7b": llama2_7b,
     "llama3_8b": llama3_8b,
     "decoder": decoder,
+    "bitnet-b1.58-2b": bitnet_b158_2b,
+    "bitnet-b1.58-3b": bitnet_b158_3b,
+    "llama2_7b_w4a16": llama2_7b_w4a16,
+    "llama2_7b_w2a16": llama2_7b_w2a16,
+    "llama3_8b_w4a16": llama3_8b_w4a16,
     "t5_small": partial(t5_encoder, size="small"),
     "t5_base": partial(t5_encoder, size="base"),
     "attn_bert": partial(attention_block, "attn_bert"),
