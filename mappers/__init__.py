@@ -22,6 +22,12 @@ Conventions of the emitted Program beyond :mod:`archsim.program`:
 - Shape ops become a LayerProgram with no commands.
 - Identical layers (same op fields, arch and options) get the same
   ``signature`` and share one (immutable) command list.
+- Operator fusion (:mod:`mappers.fusion`): a mapper whose callable has
+  ``output_ops`` (the element-wise classes its array's output path runs;
+  empty when the arch has none) is called ``mapper(op, epilogue)`` for a
+  GEMM op with fused element-wise ops after it; those ops become layers
+  without commands whose ``mapping["fused_into"]`` names the GEMM.
+  ``fusion=False`` turns it off.
 - Layer mappings are cached by (template, op fields, options, the arch
   fields the op's mapping reads): a mapper that declares
   ``arch_key(op)`` (see :mod:`mappers.registry`) shares e.g. the mapping of
@@ -31,9 +37,11 @@ Conventions of the emitted Program beyond :mod:`archsim.program`:
 """
 from __future__ import annotations
 
+from archsim.errors import MappingError
 from archsim.program import LayerProgram, Program
 from archsim.templates.base import compute_formats
 from mappers.lower import Lowered, Gemm, VectorWork, Gather, lower_op, op_key
+from mappers.fusion import plan_fusion
 from mappers.options import MapOptions, make_options
 from mappers.registry import get_mapper_module, mapper_names
 
@@ -65,6 +73,7 @@ def compile(graph, arch, **options) -> Program:  # noqa: A001 - public name fixe
     if check_graph is not None:  # whole-graph limits, e.g. PIM DRAM capacity
         check_graph(graph, arch)
     mapper = module.make_mapper(arch, opts)
+    fusion = plan_fusion(graph, getattr(mapper, "output_ops", ()) if opts.fusion else ())
     key_of = getattr(mapper, "arch_key", None)
     whole = None  # the whole arch as a key, for ops the mapper does not project
     name = module.__name__
@@ -74,6 +83,12 @@ def compile(graph, arch, **options) -> Program:  # noqa: A001 - public name fixe
         if op.kind == "shape":
             layers.append(LayerProgram(op.name, op.kind, 0, [], ("shape",), {}, ""))
             continue
+        into = fusion.fused_into.get(op.name)
+        if into is not None:  # runs in the output path of an earlier GEMM layer
+            layers.append(LayerProgram(op.name, op.kind, 0, [], ("fused",), {"fused_into": into}, "",
+                                       activation_format=str(getattr(op, "act_precision", "") or "")))
+            continue
+        epilogue = fusion.epilogues.get(op.name)
         ak = key_of(op) if key_of is not None else None
         if ak is None:
             if whole is None:
@@ -81,10 +96,21 @@ def compile(graph, arch, **options) -> Program:  # noqa: A001 - public name fixe
             key = (name, whole, opts, op_key(op))
         else:
             key = (name, ak, opts, op_key(op))
+        if epilogue is not None:
+            key += (epilogue.classes, epilogue.residual, epilogue.out_precision)
         cached = _LAYER_CACHE.get(key)
         if cached is None:
             stats["misses"] += 1
-            cached = mapper(op)
+            if epilogue is not None:
+                try:
+                    cached = mapper(op, epilogue)
+                except MappingError:  # e.g. no room for the residual tiles: run the ops unfused
+                    for fused in epilogue.ops:
+                        del fusion.fused_into[fused]
+                    key = key[:-3]
+                    cached = _LAYER_CACHE.get(key)
+            if cached is None:
+                cached = mapper(op)
             cached.arch_key = ak
             if len(_LAYER_CACHE) >= _CACHE_LIMIT:
                 _LAYER_CACHE.clear()

@@ -128,13 +128,22 @@ class Emitter:
         self._write(key, cid)
         return cid
 
-    def store(self, operand: str, index: int, nbytes: int, dram_addr: int = 0, *, src: str | None = None) -> int:
+    def store(self, operand: str, index: int, nbytes: int, dram_addr: int = 0, *, src: str | None = None,
+              reads: tuple = ()) -> int:
+        """Slot ``index`` of ``src`` (default: operand's own) -> DRAM; ``reads``:
+        further ((buffer operand, index), ...) the store's data path reads (a
+        fused residual added on the way out)."""
         key = self.slot(src or operand, index)
         deps: set = set()
         self._raw(key, deps)
+        extra = [self.slot(o, i) for o, i in reads]
+        for k in extra:
+            self._raw(k, deps)
         cid = len(self.commands)
         self.commands.append(Store(cid, tuple(sorted(deps)), operand, key[0], key[1], int(nbytes), int(dram_addr)))
         self._read(key, cid, "dma")
+        for k in extra:
+            self._read(k, cid, "dma")
         return cid
 
     def compute(self, tile, reads: tuple, out_index: int, accumulate: bool, unit: str = "array") -> int:

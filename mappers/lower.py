@@ -67,6 +67,10 @@ class Gemm:
     ``b_is_param``: B is a learned weight (else an activation from DRAM).
     ``a_dram_ratio``: DRAM bytes of an A tile per byte of the tile as held in
     the buffer (< 1 for convolutions, whose im2col rows overlap).
+    ``epilogue``: element-wise ops fused into the array's output path
+    (:mod:`mappers.fusion`: ``bias``, ``relu``, ``gelu``, ``residual``,
+    ``requant``), applied as C drains; ``residual``: one ``out_precision``
+    tensor of C's shape is read from DRAM per output tile and added on the way out.
     """
 
     role: str
@@ -79,6 +83,8 @@ class Gemm:
     out_precision: str = "int8"
     b_is_param: bool = True
     a_dram_ratio: float = 1.0
+    epilogue: tuple[str, ...] = ()
+    residual: bool = False
 
     def macs(self) -> int:
         return self.m * self.k * self.n

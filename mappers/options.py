@@ -1,6 +1,7 @@
 """Options of :func:`mappers.compile`: common ones here, the rest the template's own.
 
-Common options (every template): ``objective`` and ``conv_lowering``. A
+Common options (every template): ``objective``, ``conv_lowering`` and
+``fusion``. A
 template may declare its own frozen options dataclass on its entry
 (``Template(options="module:Class")``, e.g. the systolic template's
 ``dataflow`` and ``scalesim_compat``). Values come from the arch spec's
@@ -18,7 +19,7 @@ from mappers.lower import CONV_LOWERINGS
 
 OBJECTIVES = ("cycles", "energy")
 #: options every template takes
-COMMON_OPTIONS = ("objective", "conv_lowering")
+COMMON_OPTIONS = ("objective", "conv_lowering", "fusion")
 
 
 @dataclass(frozen=True)
@@ -34,11 +35,16 @@ class MapOptions:
         the template choose (the systolic template picks "scalesim" when its
         ``scalesim_compat`` option is set, else "im2col_padded").
     template : the template's options dataclass instance, or None
+    fusion : bool
+        Run element-wise ops in the array's output path where the arch's
+        ``output_ops`` has them (:mod:`mappers.fusion`); False (``--no-fusion``)
+        runs every one as its own vector pass.
     """
 
     objective: str = "cycles"
     conv_lowering: str | None = None
     template: Any = None
+    fusion: bool = True
 
 
 def option_names(template_name: str) -> tuple[str, ...]:
@@ -69,6 +75,9 @@ def make_options(arch, options: dict) -> MapOptions:
     objective = merged.get("objective") or "cycles"
     if objective not in OBJECTIVES:
         raise MappingError(f"objective: expected one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    fusion = merged.get("fusion", True)
+    if not isinstance(fusion, bool):
+        raise MappingError(f"fusion: expected true or false, got {fusion!r}")
     template = None
     if cls is not None:
         try:
@@ -78,4 +87,4 @@ def make_options(arch, options: dict) -> MapOptions:
                 check()
         except (TypeError, ValueError) as err:
             raise MappingError(str(err)) from None
-    return MapOptions(objective, conv, template)
+    return MapOptions(objective, conv, template, fusion)

@@ -83,6 +83,8 @@ class SystolicMapper:
         except (KeyError, AttributeError):
             self.e_sram = 2.5
         self._gemm_key = self._vector_key = None
+        #: element-wise classes the output path runs (mappers.fusion); SCALE-Sim has no such unit
+        self.output_ops = () if self.compat else tuple(getattr(arch, "output_ops", ()) or ())
 
     # -- what a layer's mapping reads of the arch (mappers.registry) ----------
     def arch_key(self, op) -> str:
@@ -108,8 +110,12 @@ class SystolicMapper:
         return self._vector_key
 
     # -- one op -------------------------------------------------------------
-    def __call__(self, op) -> LayerProgram:
+    def __call__(self, op, epilogue=None) -> LayerProgram:
+        """Map ``op``; ``epilogue`` (:class:`mappers.fusion.Epilogue`): element-wise
+        ops run in the output path as the op's GEMM drains."""
         low = lower_op(op, self.conv_lowering)
+        if epilogue is not None:
+            low = _with_epilogue(low, epilogue)
         em = Emitter(self.layout)
         state = {"first": True}
         plans, mappings = [], []
@@ -120,6 +126,8 @@ class SystolicMapper:
                 plans.append(plan)
                 mp = plan.as_mapping(part)
                 mp.update(role=part.role, m=part.m, k=part.k, n=part.n, **est)
+                if part.epilogue:  # the fused layers name this one (mapping["fused_into"])
+                    mp["epilogue"] = list(part.epilogue)
                 mappings.append(mp)
                 self._emit_gemm(em, part, plan, state)
             elif isinstance(part, VectorWork):
@@ -174,7 +182,8 @@ class SystolicMapper:
         d_rows, d_cols, d_str = GEOMETRY[dataflow]
         dims = {"m": g.m, "k": g.k, "n": g.n}
         bits = {"input": precision_bits(g.a_precision), "weight": precision_bits(g.b_precision),
-                "output": precision_bits(g.acc_precision)}
+                # a fused residual tile sits beside each accumulator tile (mappers.tiling.occupancy)
+                "output": precision_bits(g.acc_precision) + (precision_bits(g.out_precision) if g.residual else 0)}
         operand_dims = {"input": ("m", "k"), "weight": ("k", "n"), "output": ("m", "n")}
         stationary_operand = {"ws": "weight", "is": "input", "os": "output"}[dataflow]
         c1 = dim_candidates(dims[d_rows], R)
@@ -342,6 +351,16 @@ class SystolicMapper:
         est = {"est_cycles": int(c["est_cycles"][i]), "est_energy_pj": float(c["energy_pj"][i]),
                "est_compute_cycles": int(c["compute_cycles"][i]), "est_dram_bytes": int(c["dram_bytes"][i])}
         return plan, est
+
+
+def _with_epilogue(low, epilogue):
+    """``low`` with its (single) GEMM carrying ``epilogue``."""
+    import dataclasses
+
+    parts = tuple(dataclasses.replace(p, epilogue=epilogue.classes, residual=epilogue.residual,
+                                      out_precision=epilogue.out_precision) if isinstance(p, Gemm) else p
+                  for p in low.parts)
+    return dataclasses.replace(low, parts=parts)
 
 
 def make_mapper(arch, options) -> SystolicMapper:

@@ -111,16 +111,18 @@ def class_sum(g: Gemm, tm, tk, tn, fn, dims: str = "mkn"):
 
 @dataclass
 class Traffic:
-    """DRAM bytes by operand; ``psum`` counts spill stores plus reloads."""
+    """DRAM bytes by operand; ``psum`` counts spill stores plus reloads;
+    ``residual`` the fused residual input (:attr:`Gemm.residual`)."""
 
     a: object
     b: object
     out: object
     psum: object
+    residual: object = 0
 
     @property
     def total(self):
-        return self.a + self.b + self.out + self.psum
+        return self.a + self.b + self.out + self.psum + self.residual
 
 
 def traffic(g: Gemm, tm, tk, tn, order_code, spill):
@@ -150,7 +152,7 @@ def traffic(g: Gemm, tm, tk, tn, order_code, spill):
     a = np.choose(code, [a_mnk, a_nmk, a_nkm])
     b = np.choose(code, [b_mnk, b_nmk, b_nkm])
     p = np.where(code == 2, p_nkm, 0)
-    return Traffic(a, b, pass_o + 0 * a, p)
+    return Traffic(a, b, pass_o + 0 * a, p, pass_o + 0 * a if g.residual else 0)
 
 
 def occupancy(g: Gemm, tm, tk, tn, out_slots):
@@ -158,7 +160,8 @@ def occupancy(g: Gemm, tm, tk, tn, out_slots):
     return {
         "input": 2 * nbytes(tm * tk, precision_bits(g.a_precision)),
         "weight": 2 * nbytes(tk * tn, precision_bits(g.b_precision)),
-        "output": out_slots * nbytes(tm * tn, precision_bits(g.acc_precision)),
+        "output": out_slots * nbytes(tm * tn, precision_bits(g.acc_precision))
+        + (2 * nbytes(tm * tn, precision_bits(g.out_precision)) if g.residual else 0),
     }
 
 
@@ -213,10 +216,17 @@ def emit_gemm(em, g: Gemm, plan: TilePlan, split, dram_base: int = 0) -> None:
     def sizes(mi, ki, ni):
         return (min(tm, M - mi * tm), min(tk, K - ki * tk), min(tn, N - ni * tn))
 
+    r_base = dram_base + (4 << 40)
+    residual_at: dict = {}  # (mi, ni) -> residual slot index (after the output slots)
+
     def loads_of(step):
         mi, ki, ni = step
         sm, sk, sn = sizes(mi, ki, ni)
         cmds = []
+        if g.residual and ki == nk - 1:  # the tile's residual input, read by its final store
+            rs = out_slots + len(residual_at) % 2
+            residual_at[(mi, ni)] = rs
+            cmds.append(("residual", rs, nbytes(sm * sn, obits), r_base + ((mi * tm) * N + ni * tn) * obits // 8))
         if cur["input"] != (mi, ki):
             cur["input"] = (mi, ki)
             slot["input"] ^= 1
@@ -235,7 +245,7 @@ def emit_gemm(em, g: Gemm, plan: TilePlan, split, dram_base: int = 0) -> None:
     def issue_loads(i):
         cmds, sa, sb = loads_of(steps[i])
         for operand, s, nb, addr in cmds:
-            em.load(operand, s, nb, addr)
+            em.load(operand, s, nb, addr, into="output" if operand == "residual" else None)
         prepared[i] = (sa, sb)
 
     issue_loads(0)
@@ -255,7 +265,7 @@ def emit_gemm(em, g: Gemm, plan: TilePlan, split, dram_base: int = 0) -> None:
                 os_ = out_slot_of[(mi, ni)]
         else:  # spilled nkm: reload the partial sum into a fresh slot
             for st in pending:
-                spilled[st[4]] = em.store(*st[:4])
+                spilled[st[4]] = em.store(*st[:4], reads=st[5])
             pending = []
             os_ = out_rr[0] % out_slots
             out_rr[0] += 1
@@ -264,11 +274,14 @@ def emit_gemm(em, g: Gemm, plan: TilePlan, split, dram_base: int = 0) -> None:
                     after=(spilled.pop((mi, ni)),))
         em.compute_block(split(sm, sk, sn, ki > 0), (("input", sa), ("weight", sb)), os_)
         for st in pending:
-            spilled[st[4]] = em.store(*st[:4])
+            spilled[st[4]] = em.store(*st[:4], reads=st[5])
         pending = []
         if ki == nk - 1:
-            pending.append(("output", os_, nbytes(sm * sn, obits), o_base + ((mi * tm) * N + ni * tn) * obits // 8, None))
+            rs = residual_at.pop((mi, ni), None)
+            pending.append(("output", os_, nbytes(sm * sn, obits), o_base + ((mi * tm) * N + ni * tn) * obits // 8, None,
+                            () if rs is None else (("output", rs),)))
         elif plan.order == "nkm" and plan.spill:
-            pending.append(("output", os_, nbytes(sm * sn, pbits), p_base + ((mi * tm) * N + ni * tn) * pbits // 8, (mi, ni)))
+            pending.append(("output", os_, nbytes(sm * sn, pbits), p_base + ((mi * tm) * N + ni * tn) * pbits // 8, (mi, ni),
+                            ()))
     for st in pending:
-        em.store(*st[:4])
+        em.store(*st[:4], reads=st[5])

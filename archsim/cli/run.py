@@ -42,6 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--detailed", action="store_true", help="time tiles with the detailed cycle-by-cycle model")
     p.add_argument("--objective", choices=["cycles", "energy"], help="what the mapping search minimises")
     p.add_argument("--dataflow", help="systolic: override the arch's dataflow (ws, os, is, auto)")
+    p.add_argument("--no-fusion", action="store_false", dest="fusion", default=None,
+                   help="run bias/ReLU/GELU/residual/requant ops as separate vector passes, not in the array's "
+                   "output path (the arch's output_ops)")
     p.add_argument("--weights", metavar="FMT", help="weight precision for the run, e.g. int8, int4, bf16, fp8_e4m3 "
                    "(with --activations; sets the workload and the template's datapath)")
     p.add_argument("--activations", metavar="FMT", help="activation precision for the run (with --weights)")
@@ -94,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     options = {
         "batch": args.batch, "seq": args.seq, "phase": args.phase, "kv_len": args.kv_len,
         "image_size": args.image_size, "objective": args.objective, "dataflow": args.dataflow,
+        "fusion": args.fusion,
     }
     options = {k: v for k, v in options.items() if v is not None}
     out_dir = args.out or os.path.join(DEFAULT_OUT_ROOT, run_name(arch.name, args.workload))

@@ -103,6 +103,11 @@ class TechSpec:
         return interp_log(self.sram_area_points, size_bytes)
 
 
+#: element-wise op classes an array's output path can apply as results drain
+#: (spec key ``output_ops``; see :mod:`mappers.fusion`)
+OUTPUT_OPS = ("bias", "relu", "gelu", "residual", "requant")
+
+
 @dataclass(frozen=True)
 class ArchSpec:
     name: str
@@ -116,6 +121,7 @@ class ArchSpec:
     description: str = ""
     source: str = ""  # file path, or "preset:<name>"
     options: dict[str, Any] = field(default_factory=dict)  # mapper options (common + the template's own)
+    output_ops: tuple[str, ...] = ()  # OUTPUT_OPS the array's output path has (operator fusion)
 
     # -- added helpers (not fields) -------------------------------------------------
 
@@ -160,6 +166,7 @@ class ArchSpec:
             "vector_unit": plain(self.vector_unit),
             "tech": plain(self.tech),
             **({"options": plain(self.options)} if self.options else {}),
+            **({"output_ops": list(self.output_ops)} if self.output_ops else {}),
         }
 
     def buffer_for(self, operand: str) -> BufferSpec:
