@@ -8,8 +8,13 @@ outcome is a function of the task alone.
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import multiprocessing
 import os
+import signal
+import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Iterator
@@ -27,6 +32,49 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+PARENT_POLL_S = 0.5
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Make this worker die when ``parent_pid`` dies, SIGKILL included.
+
+    On Linux the kernel sends SIGKILL on the parent's death (``prctl(PR_SET_PDEATHSIG)``);
+    elsewhere, and as a second line, a daemon thread exits the worker once its
+    parent is gone. SIGINT is ignored: Ctrl-C is the parent's to handle (it then
+    ends the workers itself)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(PARENT_POLL_S)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="archsim-parent-watch", daemon=True).start()
+
+
+def _kill_workers(pool: ProcessPoolExecutor) -> None:
+    """SIGKILL the pool's worker processes (a point may run for minutes; Ctrl-C must not wait)."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        try:
+            process.kill()
+        except (OSError, ValueError, AttributeError):
+            pass
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        try:
+            process.join(timeout=2)
+        except (OSError, ValueError, AttributeError, AssertionError):
+            pass
+
+
 class LocalBackend:
     """A ``ProcessPoolExecutor`` of ``workers`` processes (default: the cores this process may use)."""
 
@@ -40,8 +88,10 @@ class LocalBackend:
             return
         methods = multiprocessing.get_all_start_methods()
         context = multiprocessing.get_context("fork" if "fork" in methods else None)
-        pool = ProcessPoolExecutor(max_workers=min(self.workers, len(chunks)), mp_context=context)
+        pool = ProcessPoolExecutor(max_workers=min(self.workers, len(chunks)), mp_context=context,
+                                   initializer=_die_with_parent, initargs=(os.getpid(),))
         pending = set()
+        finished = False
         index_of = {}
         try:
             # keep a bounded window in flight so a huge sweep is not pickled all at once
@@ -71,7 +121,10 @@ class LocalBackend:
                         yield [{"key": t.key, "status": "error", "metrics": {"area_mm2": t.area_mm2},
                                 "error": f"{type(err).__name__}: {err}", "elapsed_s": 0.0} for t in chunk]
                 submit_more()
+            finished = True
         finally:
+            if not finished:  # interrupted (Ctrl-C, SIGTERM, an error): stop the running points now
+                _kill_workers(pool)
             pool.shutdown(wait=True, cancel_futures=True)
 
 

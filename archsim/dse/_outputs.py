@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 import re
@@ -10,6 +11,7 @@ from typing import Any
 
 from archsim.dse._pareto import pareto_front
 from archsim.dse._spec import SweepSpec
+from archsim.outputs import OutputDir
 
 _BASE_COLUMNS = ("index", "workload")
 _TAIL_COLUMNS = ("feasible", "on_front", "error", "elapsed_s", "key")
@@ -61,14 +63,14 @@ def columns(spec: SweepSpec, axis_keys: tuple[str, ...]) -> list[str]:
     return list(_BASE_COLUMNS) + list(axis_keys) + ["status"] + list(spec.metrics) + list(_TAIL_COLUMNS)
 
 
-def write_csv(path: Path, rows: list[dict], cols: list[str]) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=cols, extrasaction="ignore")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: _cell(row.get(k)) for k in cols})
-    os.replace(tmp, path)
+def write_csv(out: "OutputDir", name: str, rows: list[dict], cols: list[str]) -> Path:
+    """Write ``name`` in the sweep's folder atomically (write, then rename)."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore", lineterminator="\r\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: _cell(row.get(k)) for k in cols})
+    return out.write(name, buf.getvalue())
 
 
 def _cell(value: Any) -> Any:
@@ -85,15 +87,13 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "workload"
 
 
-def write_plots(out_dir: Path, rows: list[dict], fronts: dict[str, list[dict]]) -> list[Path]:
+def write_plots(out: "OutputDir", rows: list[dict], fronts: dict[str, list[dict]]) -> list[Path]:
     """Scatter plots of every ok point with the front highlighted, one PNG per workload and projection."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plot_dir = out_dir / "plots"
-    plot_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for label, front in fronts.items():
         ok = [r for r in rows if r["workload"] == label and r["status"] == "ok"]
@@ -126,10 +126,11 @@ def write_plots(out_dir: Path, rows: list[dict], fronts: dict[str, list[dict]]) 
             ax.grid(True, alpha=0.3)
             ax.legend(fontsize=8)
             fig.tight_layout()
-            path = plot_dir / f"{_slug(label)}_{suffix}.png"
-            fig.savefig(path)
+            name = f"plots/{_slug(label)}_{suffix}.png"
+            with out.atomic(name) as tmp:
+                fig.savefig(tmp, format="png")
             plt.close(fig)
-            written.append(path)
+            written.append(out.path / name)
     return written
 
 

@@ -12,9 +12,12 @@ from archsim.dse._backends import make_backend
 from archsim.dse._evaluate import Evaluate, simulate_task
 from archsim.dse._hash import model_version, stable_hash
 from archsim.dse._outputs import columns, front_by_workload, summary_table, write_csv, write_plots
+from archsim.dse._lock import SweepLock
 from archsim.dse._plan import Plan, Task, build_plan, feasible
+from archsim.dse._preflight import preflight
 from archsim.dse._spec import SweepSpec
 from archsim.dse._store import ResultStore
+from archsim.outputs import OutputDir
 
 
 @dataclass
@@ -81,16 +84,20 @@ def run_sweep(
     start = time.perf_counter()
     plan = plan or build_plan(spec)
     runner = make_backend(backend, workers, address)
+    if evaluate is None:
+        preflight(spec, plan)  # a sweep-wide setting that fails every point: one error now
     out = Path(out_dir) if out_dir is not None else default_out_dir(spec)
-    out.mkdir(parents=True, exist_ok=True)
+    owned = OutputDir(out, "sweep")  # never a folder holding the user's own files
     evaluate = evaluate or simulate_task
     by_key = {task.key: task for task in plan.tasks}
     version = model_version()
 
     ran = 0
-    with ResultStore(out / "results.jsonl") as store:
-        if store.dropped_bytes:
-            log(f"{store.path}: dropped a torn last line ({store.dropped_bytes} bytes); its point is run again")
+    with SweepLock(owned), ResultStore(owned.own("results.jsonl")) as store:
+        if store.skipped:
+            lines = ", ".join(str(n) for n, _ in store.skipped[:5]) + (", ..." if len(store.skipped) > 5 else "")
+            log(f"{store.path}: skipped {len(store.skipped)} unreadable line(s) ({lines}; first {store.skipped[0][1]}); "
+                "they stay in the file, and their points run again")
         todo = [t for t in plan.tasks if t.key not in store or (retry_errors and store.records[t.key]["status"] != "ok")]
         reused = len(plan.tasks) - len(todo)
         if reused:
@@ -108,8 +115,10 @@ def run_sweep(
             bar = tqdm(total=len(todo), desc=spec.name, unit="pt", file=sys.stderr, disable=not progress,
                        dynamic_ncols=True, smoothing=0.1)
         errors = 0
+        interrupted = False
+        stream = runner.run(evaluate, chunk_tasks(todo))
         try:
-            for outcomes in runner.run(evaluate, chunk_tasks(todo)):
+            for outcomes in stream:
                 for outcome in outcomes:
                     task = by_key[outcome["key"]]
                     record = {
@@ -130,33 +139,37 @@ def run_sweep(
                     bar.update(len(outcomes))
                     if errors:
                         bar.set_postfix(errors=errors, refresh=False)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, SystemExit):
+            interrupted = True
             if bar is not None:
                 bar.close()
                 bar = None
-            log(f"{spec.name}: stopped after {ran} of {len(todo)} points; run the same command again to resume")
+            stream.close()  # ends the workers now
+            log(f"{spec.name}: stopped after {ran} of {len(todo)} points; the finished ones are kept in "
+                f"{store.path}; run the same command again to resume")
             raise
         finally:
+            stream.close()
             if bar is not None:
                 bar.close()
-            result = _finish(spec, plan, store, out, plots)
+            result = _finish(spec, plan, store, owned, plots and not interrupted)
             result.ran, result.reused = ran, reused
             result.elapsed_s = time.perf_counter() - start
     return result
 
 
-def _finish(spec: SweepSpec, plan: Plan, store: ResultStore, out: Path, plots: bool) -> SweepResult:
+def _finish(spec: SweepSpec, plan: Plan, store: ResultStore, out: OutputDir, plots: bool) -> SweepResult:
     rows = collect_rows(spec, plan, store)
     fronts = front_by_workload(rows, spec)
     front_keys = {r["key"] for front in fronts.values() for r in front}
     for row in rows:
         row["on_front"] = row["key"] in front_keys
     cols = columns(spec, plan.axis_keys)
-    write_csv(out / "results.csv", rows, cols)
-    write_csv(out / "pareto.csv", [r for front in fronts.values() for r in front], cols)
+    write_csv(out, "results.csv", rows, cols)
+    write_csv(out, "pareto.csv", [r for front in fronts.values() for r in front], cols)
     written = write_plots(out, rows, fronts) if plots else []
     summary = summary_table(spec, rows, fronts, plan.axis_keys)
-    return SweepResult(out_dir=out, rows=rows, fronts=fronts, summary=summary, plots=written)
+    return SweepResult(out_dir=out.path, rows=rows, fronts=fronts, summary=summary, plots=written)
 
 
 def collect_rows(spec: SweepSpec, plan: Plan, store: ResultStore) -> list[dict]:

@@ -4,16 +4,33 @@ One JSON object per line, one line per finished design point, keyed by the
 point's configuration hash. Each line is written with one ``write`` on an
 ``O_APPEND`` descriptor, then flushed to disk with ``fsync`` before the point
 counts as done, so a sweep killed at any moment (SIGKILL included) loses at
-most the points still running. A torn last line (a kill in the middle of a
-write) is cut off when the file is opened again and the point recomputed.
+most the points still running.
+
+The file is never rewritten: a line that is not a valid record (a torn last
+line from a kill in the middle of a write, or junk a person or another tool
+put there) is skipped and reported (:attr:`ResultStore.skipped`), and stays in
+the file; before the next append a torn last line is ended with a newline so
+the new record starts on a line of its own. A skipped point is run again.
 """
 from __future__ import annotations
 
 import json
 import os
-import warnings
 from pathlib import Path
 from typing import Any, Iterator
+
+#: fields a record must have, with the types they must be
+_REQUIRED = {"key": str, "status": str}
+
+
+def _valid_record(record: Any) -> bool:
+    if not isinstance(record, dict):
+        return False
+    for field, kind in _REQUIRED.items():
+        if not isinstance(record.get(field), kind) or not record.get(field):
+            return False
+    metrics = record.get("metrics")
+    return metrics is None or isinstance(metrics, dict)
 
 
 class ResultStore:
@@ -22,31 +39,34 @@ class ResultStore:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self.records: dict[str, dict] = {}
-        self.dropped_bytes = 0
+        #: (line number, short excerpt) of every line that is not a valid record
+        self.skipped: list[tuple[int, str]] = []
+        self.dropped_bytes = 0  # bytes of a torn last line (kept in the file, skipped)
+        self._needs_newline = False
         self._fd: int | None = None
         self._load()
 
     def _load(self) -> None:
-        if not self.path.exists():
+        from archsim.errors import SpecError
+        from archsim.inputs import excerpt, read_input_bytes
+
+        if not os.path.lexists(self.path):
             return
-        data = self.path.read_bytes()
-        end = data.rfind(b"\n") + 1  # everything after the last newline is a torn write
-        if end < len(data):
-            self.dropped_bytes = len(data) - end
-            with open(self.path, "r+b") as handle:
-                handle.truncate(end)
-                handle.flush()
-                os.fsync(handle.fileno())
-        for number, line in enumerate(data[:end].splitlines(), start=1):
+        data = read_input_bytes(self.path, what="results", limit=1 << 40, error=SpecError)
+        if data and not data.endswith(b"\n"):
+            self._needs_newline = True
+            self.dropped_bytes = len(data) - (data.rfind(b"\n") + 1)
+        for number, line in enumerate(data.split(b"\n"), start=1):
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
-                key = record["key"]
-            except (ValueError, KeyError, TypeError):
-                warnings.warn(f"{self.path}: line {number}: unreadable record ignored", stacklevel=2)
+            except (ValueError, RecursionError):
+                record = None
+            if not _valid_record(record):
+                self.skipped.append((number, excerpt(line[:64])))
                 continue
-            self.records[key] = record  # a later record of the same key supersedes
+            self.records[record["key"]] = record  # a later record of the same key supersedes
 
     def __contains__(self, key: str) -> bool:
         return key in self.records
@@ -63,6 +83,9 @@ class ResultStore:
         if self._fd is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        if self._needs_newline:  # end a torn last line so this record starts a line of its own
+            line = b"\n" + line
+            self._needs_newline = False
         view = memoryview(line)
         while view:
             written = os.write(self._fd, view)
