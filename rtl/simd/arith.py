@@ -144,22 +144,26 @@ def decode_fp32(m: Module, x, name: str) -> Decoded:
     return Decoded((ef == 255) & (mf != 0), (ef == 255) & (mf == 0), x[31], exp, Cat(mf, ef != 0))
 
 
-def round_pack(m: Module, sign, exp, sig, width: int, name: str):
-    """fp32 bits of ``(-1)**sign * sig * 2**exp`` (``sig`` unsigned, ``width`` bits), one RNE rounding."""
+def round_pack(m: Module, sign, exp, sig, width: int, name: str, ebits: int = 8, mbits: int = 23):
+    """Bits of ``(-1)**sign * sig * 2**exp`` (``sig`` unsigned, ``width`` bits) in the IEEE-style format
+    with ``ebits`` / ``mbits`` (default fp32), one RNE rounding, subnormals, overflow to inf."""
+    bias = (1 << (ebits - 1)) - 1
+    emax = (1 << ebits) - 1
+    lsb_min = 1 - bias - mbits
     lz = _lzc(m, sig, width, f"{name}_lz")
     ue = Signal(signed(EXP_W + 2), name=f"{name}_ue")  # exponent of the leading one
     m.d.comb += ue.eq(exp + (width - 1) - lz)
     lsb = Signal(signed(EXP_W + 2), name=f"{name}_lsb")  # exponent of the result's last mantissa bit
-    m.d.comb += lsb.eq(Mux(ue - 23 < -149, -149, ue - 23))
+    m.d.comb += lsb.eq(Mux(ue - mbits < lsb_min, lsb_min, ue - mbits))
     r = Signal(signed(EXP_W + 3), name=f"{name}_r")
     m.d.comb += r.eq(lsb - exp)
-    mant = Signal(24, name=f"{name}_mt")
+    mant = Signal(mbits + 1, name=f"{name}_mt")
     guard = Signal(name=f"{name}_g")
     sticky = Signal(name=f"{name}_st")
-    with m.If(r <= 0):  # exact: shift left (at most 23)
-        ls = Signal(range(24), name=f"{name}_ls")
-        m.d.comb += ls.eq(Mux(-r > 23, 23, (-r)[:5]))
-        m.d.comb += mant.eq((sig << ls)[:24])
+    with m.If(r <= 0):  # exact: shift left (at most mbits)
+        ls = Signal(range(mbits + 1), name=f"{name}_ls")
+        m.d.comb += ls.eq(Mux(-r > mbits, mbits, (-r)[:ls.shape().width]))
+        m.d.comb += mant.eq((sig << ls)[:mbits + 1])
     with m.Else():
         ext_w = width + 2
         ext = Cat(Const(0, 2), sig)
@@ -170,21 +174,32 @@ def round_pack(m: Module, sign, exp, sig, width: int, name: str):
         lost = (sh << rc)[:ext_w] != ext
         m.d.comb += [mant.eq(sh[2:]), guard.eq(sh[1]), sticky.eq(sh[0] | lost)]
     up = guard & (sticky | mant[0])
-    mr = Signal(25, name=f"{name}_mr")
+    mr = Signal(mbits + 2, name=f"{name}_mr")
     m.d.comb += mr.eq(mant + up)
     be = Signal(signed(EXP_W + 3), name=f"{name}_be")
-    frac = Signal(23, name=f"{name}_fr")
-    with m.If(mr[24]):
-        m.d.comb += [be.eq(lsb + 151), frac.eq(mr[1:24])]
-    with m.Elif(mr[23]):
-        m.d.comb += [be.eq(lsb + 150), frac.eq(mr[:23])]
+    frac = Signal(mbits, name=f"{name}_fr")
+    with m.If(mr[mbits + 1]):
+        m.d.comb += [be.eq(lsb + bias + mbits + 1), frac.eq(mr[1:mbits + 1])]
+    with m.Elif(mr[mbits]):
+        m.d.comb += [be.eq(lsb + bias + mbits), frac.eq(mr[:mbits])]
     with m.Else():
-        m.d.comb += [be.eq(0), frac.eq(mr[:23])]
-    out = Signal(32, name=name)
-    with m.If(be >= 255):
-        m.d.comb += out.eq(Cat(Const(0, 23), Const(255, 8), sign))
+        m.d.comb += [be.eq(0), frac.eq(mr[:mbits])]
+    out = Signal(1 + ebits + mbits, name=name)
+    with m.If(be >= emax):
+        m.d.comb += out.eq(Cat(Const(0, mbits), Const(emax, ebits), sign))
     with m.Else():
-        m.d.comb += out.eq(Cat(frac, be[:8], sign))
+        m.d.comb += out.eq(Cat(frac, be[:ebits], sign))
+    return out
+
+
+def fp32_to_small(m: Module, x, f: FormatHw, name: str):
+    """Code of fp32 ``x`` rounded (RNE) to the IEEE-style format ``f`` (fp16, bf16): inf -> inf, NaN -> NaN."""
+    d = decode_fp32(m, x, f"{name}_in")
+    finite = round_pack(m, d.sign, d.exp, d.sig, 24, f"{name}_rp", f.ebits, f.mbits)
+    emax = (1 << f.ebits) - 1
+    out = Signal(f.bits, name=name)
+    m.d.comb += out.eq(Mux(d.nan, Cat(Const(1 << (f.mbits - 1), f.mbits), Const(emax, f.ebits), Const(0, 1)),
+                           Mux(d.inf, Cat(Const(0, f.mbits), Const(emax, f.ebits), d.sign), finite)))
     return out
 
 
@@ -195,10 +210,13 @@ def special(m: Module, nan, inf, sign, finite, name: str):
     return out
 
 
-def product(m: Module, a: Decoded, b: Decoded, wa: int, wb: int, name: str):
-    """fp32 bits of ``a * b`` rounded once (RNE); also the exact unsigned product and its sign."""
+def product(m: Module, a: Decoded, b: Decoded, wa: int, wb: int, name: str, sig_product=None):
+    """fp32 bits of ``a * b`` rounded once (RNE); also the exact unsigned product and its sign.
+
+    ``sig_product``: ``a.sig * b.sig`` computed elsewhere (shift-and-add, bit-serial); default a multiplier.
+    """
     p = Signal(wa + wb, name=f"{name}_p")
-    m.d.comb += p.eq(a.sig * b.sig)
+    m.d.comb += p.eq(a.sig * b.sig if sig_product is None else sig_product)
     e = Signal(signed(EXP_W + 1), name=f"{name}_e")
     m.d.comb += e.eq(a.exp + b.exp)
     s = Signal(name=f"{name}_s")

@@ -1,0 +1,511 @@
+"""Amaranth design of the SIMD PE array: ``P`` PEs, each a ``lane_bits``-wide SIMD
+dot-product unit whose lane count follows the command's precision mode.
+
+The design runs :class:`~archsim.templates.simd.tile.SimdTile` commands with
+the cycles and values of the contract in ``archsim/templates/simd/tile.py``.
+A *mode* is one (weight format, activation format) pair of
+:meth:`SimdParams.pairs` (``cmd_mode`` = its index in :func:`modes`); the
+lanes ``L`` follow the pair. Lane ``j`` of a buffer word holds an element at
+bits ``[j*b, (j+1)*b)`` (``b`` = the format's width), so one word is one lane
+step, whatever the mode.
+
+Datapath of one PE (a five-stage pipeline, shared control)::
+
+  0 issue    counters (round, group, step in group, weight bit) -> operand buffer address
+  1 lanes    decode both operands of every lane (per format, muxed by mode), multiply
+             (array: a multiplier; shift_add: one shifted add per weight bit; bit_serial:
+             one weight bit per cycle into a per-lane register), round each product to fp32,
+             pairwise fp32 tree (a node passes its left child through when the mode has no
+             right one), exact integer sum beside it
+  2 group    acc_g = rne(acc_g + cycle_sum) (fp32), exact int64 group sum
+  3 output   at group end: group result (x scale, int64 -> fp32 for int x int with G > 0),
+             out = rne(out + group_result), or out += group sum (int x int, G = 0)
+  4 write    at round end: the P outputs go to the output buffer
+
+so a tile's last output is written ``4`` cycles after its last step is issued;
+``tile_done`` is raised ``pipeline_cycles - 1`` cycles after that issue (the
+contract's ``ceil(M*N/P) * steps + pipeline_cycles``); the design needs
+``pipeline_cycles >= 4``.
+
+Buffers (written by the host through ``wr_*`` while the array is idle):
+
+- operands: entry ``round * steps + step``; PE ``p``'s activation word at bits
+  ``[p*EW, p*EW + AW)``, its weight word at ``[p*EW + AW, p*EW + AW + WW)`` and, in a
+  ``dequant`` build, one fp32 scale per lane after them (``EW`` = entry bits per PE);
+- scales (G > 0): entry ``round * groups + group``, PE ``p``'s fp32 scale at ``[32p, 32p+32)``;
+- outputs: entry ``round``, PE ``p``'s result at ``[p*OW, p*OW + OW)`` (int64, or fp32 in the
+  low 32 bits); read back through ``rd_*``; with ``cmd_accumulate`` the tile adds into it.
+
+``dequant`` builds dequantize each weight in stage 1: ``w' = round_to(dequant_format,
+rne(decode(w) * scale))`` (the host puts 1.0 as the scale of a tile without groups),
+then the lane multiplies ``w'`` by the activation; the whole K is one group.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from amaranth import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from rtl.simd import arith
+from rtl.simd.arith import FormatHw
+
+#: latency of the datapath from a step's issue to its output's write (stages 1..4)
+DATAPATH_STAGES = 4
+DIM_BITS = 16  # width of cmd_m / cmd_n / cmd_k / cmd_g
+BUF_CODES = {"operands": 0, "scales": 1, "outputs": 2}
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One precision mode: a (weight, activation) pair and its lanes."""
+
+    index: int
+    weight: FormatHw
+    activation: FormatHw
+    lanes: int
+
+    @property
+    def integer(self) -> bool:
+        return self.weight.is_int and self.activation.is_int
+
+
+def modes(params) -> list[Mode]:
+    """Every (weights, activations) pair of ``params``, in :meth:`SimdParams.pairs` order (= ``cmd_mode``)."""
+    return [Mode(i, FormatHw.of(w), FormatHw.of(a), params.lanes(w, a)) for i, (w, a) in enumerate(params.pairs())]
+
+
+@dataclass
+class SimdRtlOptions:
+    """RTL-only options: buffer depths (entries)."""
+
+    op_depth: int = 256
+    scale_depth: int = 64
+    out_depth: int = 32
+
+    def __post_init__(self):
+        for key in ("op_depth", "scale_depth", "out_depth"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 2:
+                raise ValueError(f"{key}: expected an integer >= 2, got {v!r}")
+
+
+@dataclass
+class SimdConfig:
+    """Everything the hardware is generated from (derived from ``SimdParams`` + options)."""
+
+    pes: int
+    lane_bits: int
+    multiplier: str
+    pipeline_cycles: int
+    dequant: bool
+    dequant_format: str
+    modes: list[Mode]
+    options: SimdRtlOptions = field(default_factory=SimdRtlOptions)
+
+    @staticmethod
+    def from_params(params, options: SimdRtlOptions | None = None) -> "SimdConfig":
+        params.validate()
+        if params.pipeline_cycles < DATAPATH_STAGES:
+            raise ValueError(f"pipeline_cycles: the RTL's datapath takes {DATAPATH_STAGES} cycles, "
+                             f"got {params.pipeline_cycles}")
+        ms = modes(params)
+        if not ms:
+            raise ValueError("formats: no (weights, activations) pair runs on this datapath")
+        return SimdConfig(params.pes, params.lane_bits, params.multiplier, params.pipeline_cycles,
+                          params.dequant, params.dequant_format, ms, options or SimdRtlOptions())
+
+    # ---- derived widths ----
+    @property
+    def max_lanes(self) -> int:
+        return max(md.lanes for md in self.modes)
+
+    @property
+    def act_word_bits(self) -> int:
+        return max(md.lanes * md.activation.bits for md in self.modes)
+
+    @property
+    def weight_word_bits(self) -> int:
+        return max(md.lanes * md.weight.bits for md in self.modes)
+
+    @property
+    def entry_bits(self) -> int:
+        """Operand buffer bits per PE: activation word, weight word (and per-lane fp32 scales if dequant)."""
+        return self.act_word_bits + self.weight_word_bits + (32 * self.max_lanes if self.dequant else 0)
+
+    @property
+    def has_int(self) -> bool:
+        return not self.dequant and any(md.integer for md in self.modes)
+
+    @property
+    def float_lanes(self) -> bool:
+        """Some mode multiplies a float operand (fp32 products and adder trees are built)."""
+        return self.dequant or any(not md.integer for md in self.modes)
+
+    @property
+    def out_bits(self) -> int:
+        return 64 if self.has_int else 32
+
+    @property
+    def data_bits(self) -> int:
+        return self.pes * max(self.entry_bits, 32, self.out_bits)
+
+    @property
+    def max_bit_cycles(self) -> int:
+        return max(self.bit_cycles(md) for md in self.modes)
+
+    def bit_cycles(self, md: Mode) -> int:
+        return md.weight.bits if self.multiplier == "bit_serial" else 1
+
+    def as_dict(self) -> dict:
+        return {
+            "pes": self.pes, "lane_bits": self.lane_bits, "multiplier": self.multiplier,
+            "pipeline_cycles": self.pipeline_cycles, "dequant": self.dequant,
+            "dequant_format": self.dequant_format if self.dequant else None,
+            "modes": [[md.weight.name, md.activation.name, md.lanes] for md in self.modes],
+            "act_word_bits": self.act_word_bits, "weight_word_bits": self.weight_word_bits,
+            "entry_bits": self.entry_bits, "out_bits": self.out_bits, "data_bits": self.data_bits,
+            "op_depth": self.options.op_depth, "scale_depth": self.options.scale_depth,
+            "out_depth": self.options.out_depth,
+        }
+
+
+def _level_nodes(lanes: int, level: int) -> int:
+    """Nodes at ``level`` of the pairwise tree over ``lanes`` products (odd ones pass through)."""
+    for _ in range(level):
+        lanes = -(-lanes // 2)
+    return lanes
+
+
+def _bits(n: int) -> int:
+    return max(1, (n - 1).bit_length())
+
+
+def simd_signature(cfg: SimdConfig) -> dict:
+    return {
+        "cmd_valid": In(1), "cmd_ready": Out(1), "cmd_mode": In(_bits(len(cfg.modes))),
+        "cmd_m": In(DIM_BITS), "cmd_n": In(DIM_BITS), "cmd_k": In(DIM_BITS), "cmd_g": In(DIM_BITS),
+        "cmd_accumulate": In(1),
+        "wr_en": In(1), "wr_buf": In(2),
+        "wr_addr": In(_bits(max(cfg.options.op_depth, cfg.options.scale_depth, cfg.options.out_depth))),
+        "wr_data": In(cfg.data_bits),
+        "rd_en": In(1), "rd_addr": In(_bits(cfg.options.out_depth)), "rd_data": Out(cfg.pes * cfg.out_bits),
+        "rd_valid": Out(1),
+        "busy": Out(1), "tile_start": Out(1), "tile_done": Out(1), "tile_cycles": Out(32), "tiles_done": Out(32),
+    }
+
+
+class SimdArray(wiring.Component):
+    """The SIMD PE array with its operand, scale and output buffers and the tile controller."""
+
+    def __init__(self, cfg: SimdConfig):
+        self.cfg = cfg
+        super().__init__(simd_signature(cfg))
+
+    # ------------------------------------------------------------------ one PE's lanes (stage 1)
+    def _lane_decode(self, m, word, side: str, j: int, lane_modes: list[Mode], mode_reg, name: str):
+        """Decoded operand of lane ``j`` (formats muxed by mode); ``side`` "a" or "w"."""
+        fmts: dict[str, FormatHw] = {}
+        for md in lane_modes:
+            f = md.activation if side == "a" else md.weight
+            fmts.setdefault(f.name, f)
+        decs = {}
+        for fname, f in fmts.items():
+            code = word[j * f.bits:(j + 1) * f.bits]
+            decs[fname] = (f, arith.decode(m, f, code, f"{name}_{fname}"))
+        sw = max(f.sig_bits for f, _ in decs.values())
+        out = arith.Decoded(Signal(name=f"{name}_nan"), Signal(name=f"{name}_inf"), Signal(name=f"{name}_s"),
+                            Signal(signed(arith.EXP_W), name=f"{name}_e"), Signal(sw, name=f"{name}_m"))
+        if len(decs) == 1:
+            (_f, d), = decs.values()
+            m.d.comb += [out.nan.eq(d.nan), out.inf.eq(d.inf), out.sign.eq(d.sign), out.exp.eq(d.exp),
+                         out.sig.eq(d.sig)]
+        else:  # a chain of muxes on per-format select registers (set when a command is taken)
+            fields = None
+            for fname, (_f, d) in decs.items():
+                mine = [md.index for md in lane_modes if (md.activation if side == "a" else md.weight).name == fname]
+                sel = self._mode_reg(f"{name}_is_{fname}", 1, lambda md, mine=mine: md.index in mine)
+                vals = (d.nan, d.inf, d.sign, d.exp, d.sig)
+                fields = vals if fields is None else tuple(Mux(sel, v, o) for v, o in zip(vals, fields))
+            m.d.comb += [out.nan.eq(fields[0]), out.inf.eq(fields[1]), out.sign.eq(fields[2]),
+                         out.exp.eq(fields[3]), out.sig.eq(fields[4])]
+        return out, sw
+
+    def _mode_reg(self, name: str, width, value_of):
+        """A register loaded with ``value_of(mode)`` when a command is taken (mode-dependent constants
+        live in registers, not in combinational case statements, so simulators see them from the start)."""
+        sig = Signal(width, name=name)
+        self._mode_regs.append((sig, value_of))
+        return sig
+
+    def _dequant_weight(self, m, word, scale, j, lane_modes, mode_reg, name):
+        """Lane ``j``'s dequantized weight ``round_to(dequant_format, rne(decode(w) * scale))``, decoded."""
+        cfg = self.cfg
+        w, ww = self._lane_decode(m, word, "w", j, lane_modes, mode_reg, f"{name}_raw")
+        s = arith.decode_fp32(m, scale, f"{name}_sc")
+        prod32, _p, _s = arith.product(m, w, s, ww, 24, f"{name}_ws")
+        df = FormatHw.of(cfg.dequant_format)
+        code = arith.fp32_to_small(m, prod32, df, f"{name}_dq")
+        return arith.decode(m, df, code, f"{name}_dw"), df.sig_bits
+
+    def elaborate(self, platform):
+        cfg = self.cfg
+        P, Lmax = cfg.pes, cfg.max_lanes
+        AW, WW, EW, OW = cfg.act_word_bits, cfg.weight_word_bits, cfg.entry_bits, cfg.out_bits
+        opt = cfg.options
+        m = Module()
+
+        # ---------------------------------------------------------------- buffers
+        m.submodules.opbuf = opbuf = Memory(shape=P * EW, depth=opt.op_depth, init=[])
+        m.submodules.scbuf = scbuf = Memory(shape=P * 32, depth=opt.scale_depth, init=[])
+        m.submodules.outbuf = outbuf = Memory(shape=P * OW, depth=opt.out_depth, init=[])
+        op_w, sc_w, out_w = opbuf.write_port(), scbuf.write_port(), outbuf.write_port()
+        op_r, sc_r, out_r = opbuf.read_port(), scbuf.read_port(), outbuf.read_port()
+        host_r = outbuf.read_port()
+        m.d.comb += [
+            op_w.en.eq(self.wr_en & (self.wr_buf == BUF_CODES["operands"])),
+            op_w.addr.eq(self.wr_addr), op_w.data.eq(self.wr_data),
+            sc_w.en.eq(self.wr_en & (self.wr_buf == BUF_CODES["scales"])),
+            sc_w.addr.eq(self.wr_addr), sc_w.data.eq(self.wr_data),
+            host_r.addr.eq(self.rd_addr), host_r.en.eq(self.rd_en),
+            self.rd_data.eq(host_r.data),
+        ]
+        m.d.sync += self.rd_valid.eq(self.rd_en)
+
+        # ---------------------------------------------------------------- command registers
+        running = Signal()
+        mode = Signal.like(self.cmd_mode)
+        k_len = Signal(DIM_BITS, name="k_len")
+        g_len = Signal(DIM_BITS, name="g_len")
+        mn = Signal(2 * DIM_BITS)
+        accumulate = Signal()
+        first_cycle = Signal()
+        take = self.cmd_valid & self.cmd_ready
+        done_line = Signal(cfg.pipeline_cycles)  # tile_done delay line from the last issue (covers stages 1..4)
+        m.d.comb += self.cmd_ready.eq(~running & ~done_line.any())
+        m.d.comb += self.busy.eq(running | done_line.any())
+
+        # per-mode constants as signals
+        self._mode_regs = []
+        lanes_now = self._mode_reg("lanes_now", range(Lmax + 1), lambda md: md.lanes)
+        bit = Signal(range(cfg.max_bit_cycles + 1), name="wbit")  # weight bit of a bit-serial step (else 0)
+        last_bit = self._mode_reg("last_wbit", range(cfg.max_bit_cycles + 1), lambda md: cfg.bit_cycles(md) - 1)
+        bit_last = Signal()
+        m.d.comb += bit_last.eq(bit == last_bit)
+        int_mode = self._mode_reg("int_mode", 1, lambda md: md.integer and not cfg.dequant)
+
+        # ---------------------------------------------------------------- stage 0: issue
+        o_base = Signal(2 * DIM_BITS)
+        kg = Signal(DIM_BITS)  # offset of this step in its group
+        gk0 = Signal(DIM_BITS)  # first k of the group
+        op_addr = Signal(range(opt.op_depth))
+        sc_addr = Signal(range(opt.scale_depth))
+        rnd = Signal(range(opt.out_depth))
+        remaining = Signal(DIM_BITS)
+        m.d.comb += remaining.eq(k_len - gk0)
+        grp = Signal(DIM_BITS)  # this group's length
+        if cfg.dequant:  # one group of K
+            m.d.comb += grp.eq(remaining)
+        else:
+            m.d.comb += grp.eq(Mux((g_len != 0) & (remaining > g_len), g_len, remaining))
+        step_last = kg + lanes_now >= grp
+        g_end = step_last & bit_last
+        r_end = g_end & (gk0 + grp == k_len)
+        t_end = r_end & (o_base + P >= mn)
+        mask = Signal(Lmax)
+        for j in range(Lmax):
+            m.d.comb += mask[j].eq((j < lanes_now) & (kg + j < grp))
+
+        m.d.comb += [op_r.addr.eq(op_addr), op_r.en.eq(1)]
+        with m.If(take):
+            m.d.sync += [running.eq(1), mode.eq(self.cmd_mode), k_len.eq(self.cmd_k), g_len.eq(self.cmd_g),
+                         mn.eq(self.cmd_m * self.cmd_n), accumulate.eq(self.cmd_accumulate),
+                         o_base.eq(0), kg.eq(0), gk0.eq(0), bit.eq(0), op_addr.eq(0), sc_addr.eq(0),
+                         rnd.eq(0), first_cycle.eq(1)]
+        with m.If(running):
+            m.d.sync += [first_cycle.eq(0), bit.eq(bit + 1)]
+            with m.If(bit_last):
+                m.d.sync += [bit.eq(0), op_addr.eq(op_addr + 1), kg.eq(kg + lanes_now)]
+                with m.If(step_last):
+                    m.d.sync += [kg.eq(0), gk0.eq(gk0 + grp), sc_addr.eq(sc_addr + 1)]
+                    with m.If(r_end):
+                        m.d.sync += [gk0.eq(0), rnd.eq(rnd + 1), o_base.eq(o_base + P)]
+                        with m.If(t_end):
+                            m.d.sync += running.eq(0)
+        m.d.comb += self.tile_start.eq(running & first_cycle)
+
+        # stage 1 control (registered issue signals; the operand read data arrives with them)
+        s1 = {k: Signal(name=f"s1_{k}") for k in ("v", "first_bit", "last_bit", "gstart", "gend", "rend", "first_g",
+                                                   "tend")}
+        s1_mask = Signal(Lmax)
+        s1_bit = Signal.like(bit, name="s1_wbit")
+        s1_sc, s1_rnd = Signal.like(sc_addr), Signal.like(rnd)
+        m.d.sync += [s1["v"].eq(running), s1["first_bit"].eq(bit == 0), s1["last_bit"].eq(bit_last),
+                     s1["gstart"].eq(kg == 0), s1["gend"].eq(g_end), s1["rend"].eq(r_end),
+                     s1["first_g"].eq(gk0 == 0), s1["tend"].eq(t_end),
+                     s1_mask.eq(mask), s1_bit.eq(bit), s1_sc.eq(sc_addr), s1_rnd.eq(rnd)]
+
+        # ---------------------------------------------------------------- stage 1: lanes, per PE
+        s2v = Signal()
+        s2 = {k: Signal(name=f"s2_{k}") for k in ("gstart", "gend", "rend", "first_g", "tend")}
+        s2_sc, s2_rnd = Signal.like(sc_addr), Signal.like(rnd)
+        m.d.sync += s2v.eq(s1["v"] & s1["last_bit"])
+        for k in s2:
+            m.d.sync += s2[k].eq(s1[k])
+        m.d.sync += [s2_sc.eq(s1_sc), s2_rnd.eq(s1_rnd)]
+
+        # per mode: does the tree node (level, i) have a right child?
+        levels = max(1, _bits(Lmax)) if Lmax > 1 else 0
+        sums_f, sums_i = [], []
+        for p in range(P):
+            entry = op_r.data[p * EW:(p + 1) * EW]
+            a_word, w_word = entry[:AW], entry[AW:AW + WW]
+            prods_f, prods_i = [], []
+            for j in range(Lmax):
+                lane_modes = [md for md in cfg.modes if md.lanes > j]
+                name = f"pe{p}_l{j}"
+                a, aw = self._lane_decode(m, a_word, "a", j, lane_modes, mode, f"{name}_a")
+                if cfg.dequant:
+                    scale = entry[AW + WW + 32 * j:AW + WW + 32 * (j + 1)]
+                    w, ww = self._dequant_weight(m, w_word, scale, j, lane_modes, mode, f"{name}_w")
+                else:
+                    w, ww = self._lane_decode(m, w_word, "w", j, lane_modes, mode, f"{name}_w")
+                sig_p = self._sig_product(m, a, aw, w, ww, s1_bit, s1["first_bit"], s1["v"], name)
+                if cfg.dequant or any(not md.integer for md in lane_modes):
+                    pf, praw, psign = arith.product(m, a, w, aw, ww, f"{name}_prod", sig_product=sig_p)
+                    pfm = Signal(32, name=f"{name}_pf")
+                    m.d.comb += pfm.eq(Mux(s1_mask[j], pf, 0))
+                    prods_f.append(pfm)
+                else:  # integer-only lane: the exact product alone
+                    praw = Signal(aw + ww, name=f"{name}_p")
+                    m.d.comb += praw.eq(a.sig * w.sig if sig_p is None else sig_p)
+                    psign = a.sign ^ w.sign
+                    prods_f.append(Const(0, 32))
+                if cfg.has_int and any(md.integer for md in lane_modes):
+                    pim = Signal(signed(aw + ww + 1), name=f"{name}_pi")
+                    m.d.comb += pim.eq(Mux(s1_mask[j] & int_mode, Mux(psign, -praw, praw), 0))
+                    prods_i.append(pim)
+            # fp32 tree with per-mode pass-through
+            node = prods_f
+            for lev in range(levels):
+                nxt = []
+                for i in range(0, len(node), 2):
+                    if i + 1 >= len(node):
+                        nxt.append(node[i])
+                        continue
+                    has_right = self._mode_reg(f"pe{p}_t{lev}_{i // 2}_r", 1,
+                                               lambda md, lev=lev, i=i: i + 1 < _level_nodes(md.lanes, lev))
+                    total = arith.fp32_add(m, node[i], node[i + 1], f"pe{p}_t{lev}_{i // 2}") \
+                        if cfg.float_lanes else Const(0, 32)
+                    sel = Signal(32, name=f"pe{p}_t{lev}_{i // 2}_o")
+                    m.d.comb += sel.eq(Mux(has_right, total, node[i]))
+                    nxt.append(sel)
+                node = nxt
+            cs_f = Signal(32, name=f"pe{p}_cyc_f")
+            m.d.sync += cs_f.eq(node[0])
+            cs_i = Signal(signed(40), name=f"pe{p}_cyc_i")
+            if prods_i:
+                total_i = prods_i[0]
+                for x in prods_i[1:]:
+                    total_i = total_i + x
+                m.d.sync += cs_i.eq(total_i)
+            sums_f.append(cs_f)
+            sums_i.append(cs_i)
+
+        # ---------------------------------------------------------------- stage 2: group accumulators
+        s3v = Signal()
+        s3 = {k: Signal(name=f"s3_{k}") for k in ("gend", "rend", "first_g", "tend")}
+        s3_rnd = Signal.like(rnd)
+        m.d.sync += s3v.eq(s2v)
+        for k in s3:
+            m.d.sync += s3[k].eq(s2[k])
+        m.d.sync += s3_rnd.eq(s2_rnd)
+        m.d.comb += [sc_r.addr.eq(s2_sc), sc_r.en.eq(1), out_r.addr.eq(s2_rnd), out_r.en.eq(1)]
+        gacc_f = [Signal(32, name=f"pe{p}_gacc_f") for p in range(P)]
+        gacc_i = [Signal(signed(64), name=f"pe{p}_gacc_i") for p in range(P)]
+        for p in range(P):
+            with m.If(s2v):
+                if cfg.float_lanes:
+                    m.d.sync += gacc_f[p].eq(arith.fp32_add(m, Mux(s2["gstart"], 0, gacc_f[p]), sums_f[p],
+                                                            f"pe{p}_gadd"))
+                if cfg.has_int:
+                    m.d.sync += gacc_i[p].eq(Mux(s2["gstart"], 0, gacc_i[p]) + sums_i[p])
+
+        # ---------------------------------------------------------------- stage 3: group result, output acc
+        s4 = {k: Signal(name=f"s4_{k}") for k in ("rend", "tend")}
+        s4_rnd = Signal.like(rnd)
+        m.d.sync += [s4["rend"].eq(s3v & s3["rend"]), s4["tend"].eq(s3v & s3["tend"]), s4_rnd.eq(s3_rnd)]
+        outs = [Signal(OW, name=f"pe{p}_out") for p in range(P)]
+        g_zero = g_len == 0
+        for p in range(P):
+            init = Signal(OW, name=f"pe{p}_init")
+            m.d.comb += init.eq(Mux(accumulate, out_r.data[p * OW:(p + 1) * OW], 0))
+            scale = sc_r.data[32 * p:32 * (p + 1)]
+            acc_base = Signal(OW, name=f"pe{p}_obase")
+            m.d.comb += acc_base.eq(Mux(s3["first_g"], init, outs[p]))
+            # float outputs: every float mode, and int x int with G > 0
+            grp_src = Signal(32, name=f"pe{p}_gsrc")
+            if cfg.has_int:
+                conv = arith.int_to_fp32(m, gacc_i[p], 64, f"pe{p}_i2f")
+                m.d.comb += grp_src.eq(Mux(int_mode, conv, gacc_f[p]) if cfg.float_lanes else conv)
+            else:
+                m.d.comb += grp_src.eq(gacc_f[p])
+            if cfg.dequant:
+                grp_res = grp_src
+            else:
+                scaled = arith.fp32_mul(m, grp_src, scale, f"pe{p}_scale")
+                grp_res = Mux(g_zero, grp_src, scaled)
+            new_f = arith.fp32_add(m, acc_base[:32], grp_res, f"pe{p}_oadd")
+            with m.If(s3v & s3["gend"]):
+                if cfg.has_int:
+                    with m.If(int_mode & g_zero):
+                        m.d.sync += outs[p].eq(acc_base + gacc_i[p])
+                    with m.Else():
+                        m.d.sync += outs[p].eq(new_f)
+                else:
+                    m.d.sync += outs[p].eq(new_f)
+
+        # ---------------------------------------------------------------- stage 4: write back, done
+        m.d.comb += [out_w.en.eq(s4["rend"] | (self.wr_en & (self.wr_buf == BUF_CODES["outputs"]))),
+                     out_w.addr.eq(Mux(s4["rend"], s4_rnd, self.wr_addr)),
+                     out_w.data.eq(Mux(s4["rend"], Cat(*outs), self.wr_data))]
+        # tile_done: pipeline_cycles - 1 cycles after the last issue (the issue cycle has t_end)
+        issue_end = running & t_end & bit_last
+        m.d.sync += done_line.eq(Cat(issue_end, done_line[:-1]))
+        m.d.comb += self.tile_done.eq(done_line[cfg.pipeline_cycles - 1])
+        count = Signal(32)
+        with m.If(take):
+            m.d.sync += count.eq(0)
+        with m.Elif(self.busy):
+            m.d.sync += count.eq(count + 1)
+        with m.If(self.tile_done):
+            m.d.sync += [self.tile_cycles.eq(count + 1), self.tiles_done.eq(self.tiles_done + 1)]
+        with m.If(take):
+            with m.Switch(self.cmd_mode):
+                for md in cfg.modes:
+                    with m.Case(md.index):
+                        m.d.sync += [sig.eq(int(value_of(md))) for sig, value_of in self._mode_regs]
+        return m
+
+    # ------------------------------------------------------------------ multiplier styles
+    def _sig_product(self, m, a, aw, w, ww, bit, first_bit, valid, name):
+        """``a.sig * w.sig`` by the configured multiplier (the bit-serial one completes on the last bit)."""
+        style = self.cfg.multiplier
+        if style == "array":
+            return None
+        if style == "shift_add":
+            total = Const(0, aw + ww)
+            for i in range(ww):
+                total = total + Mux(w.sig[i], a.sig << i, 0)
+            out = Signal(aw + ww, name=f"{name}_sa")
+            m.d.comb += out.eq(total)
+            return out
+        # bit_serial: one weight (magnitude) bit per cycle into a shift-add register
+        acc = Signal(aw + ww, name=f"{name}_bs")
+        partial = Signal(aw + ww, name=f"{name}_bsp")
+        m.d.comb += partial.eq(Mux(w.sig.bit_select(bit, 1), a.sig << bit, 0) + Mux(first_bit, 0, acc))
+        with m.If(valid):
+            m.d.sync += acc.eq(partial)
+        return partial

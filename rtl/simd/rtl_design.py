@@ -1,0 +1,254 @@
+"""The simd template's entry in the RTL registry: ports, buffer layout of a tile, checks."""
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+
+from archsim.errors import SpecError
+from rtl.design import CosimReport, Port, RtlDesign, TileCheck
+from rtl.simd.design import DIM_BITS, SimdArray, SimdConfig, SimdRtlOptions, simd_signature
+
+PORT_DOCS = {
+    "clk": "clock (rising edge)",
+    "rst": "synchronous reset, active high",
+    "cmd_valid": "command handshake: a tile command is taken when cmd_valid and cmd_ready are high at a rising edge",
+    "cmd_ready": "high when the array is idle (no tile running, the last one's outputs written)",
+    "cmd_mode": "precision mode: index of the (weights, activations) pair in the manifest's params.modes",
+    "cmd_m": "tile M (rows of A and out)",
+    "cmd_n": "tile N (columns of W and out)",
+    "cmd_k": "tile K (reduction)",
+    "cmd_g": "group size G along K (0: no group scale); dequant builds: ignored by the datapath (one group)",
+    "cmd_accumulate": "1: out = existing output buffer entry (+) A.W; 0: from +0",
+    "wr_en": "write one entry of the buffer selected by wr_buf (while idle)",
+    "wr_buf": "0 = operands (entry round*steps + step), 1 = scales (entry round*groups + group), "
+              "2 = outputs (entry round)",
+    "wr_addr": "buffer entry",
+    "wr_data": "PE p's part at bits [p*E, (p+1)*E): E = entry_bits (operands: activation word, weight word, "
+               "dequant: per-lane fp32 scales), 32 (scales), out_bits (outputs)",
+    "rd_en": "read one output buffer entry",
+    "rd_addr": "output buffer entry (round)",
+    "rd_data": "PE p's output at bits [p*out_bits, (p+1)*out_bits): int64, or fp32 bits in the low 32",
+    "rd_valid": "rd_data holds the entry asked for in the previous cycle",
+    "busy": "a tile is running or its outputs are still in the pipeline",
+    "tile_start": "high in tile cycle 0 (the cycle after the command is taken: the first step's issue)",
+    "tile_done": "high in the tile's last cycle (ceil(M*N/P) * steps + pipeline_cycles - 1)",
+    "tile_cycles": "cycles of the last finished tile (tile_start .. tile_done inclusive), hardware counter",
+    "tiles_done": "number of finished tiles since reset",
+}
+
+
+def _pack(values, bits: int) -> int:
+    word = 0
+    mask = (1 << bits) - 1
+    for i, v in enumerate(values):
+        word |= (int(v) & mask) << (i * bits)
+    return word
+
+
+def _f32_bits(x) -> np.ndarray:
+    return np.asarray(x, np.float32).reshape(-1).view(np.uint32).astype(np.int64)
+
+
+class SimdDesign(RtlDesign):
+    """RTL of :class:`~archsim.templates.simd.params.SimdParams`: the whole PE array with its buffers."""
+
+    template = "simd"
+    toplevel = "archsim_simd"
+    driver = "rtl.simd.driver:run_job"
+    depth_options = ("op_depth", "scale_depth", "out_depth")
+
+    def __init__(self, params: Any, options: SimdRtlOptions | dict | None = None):
+        if isinstance(options, dict):
+            options = SimdRtlOptions(**options)
+        super().__init__(params, options or SimdRtlOptions())
+        try:
+            self.cfg = SimdConfig.from_params(params, self.options)
+        except ValueError as err:
+            raise SpecError(f"simd RTL: {err}") from None
+        self._mode_index = {(md.weight.name, md.activation.name): md.index for md in self.cfg.modes}
+
+    def component(self) -> SimdArray:
+        return SimdArray(self.cfg)
+
+    def source_files(self) -> list[str]:
+        import rtl.pim.fp as pf
+        import rtl.simd.arith as a
+        import rtl.simd.design as d
+
+        return [inspect.getfile(d), inspect.getfile(a), inspect.getfile(pf), __file__]
+
+    def config_dict(self) -> dict[str, Any]:
+        out = self.cfg.as_dict()
+        out["formats"] = list(self.params.formats)
+        out["weight_format"] = self.params.weight_format
+        out["activation_format"] = self.params.activation_format
+        return out
+
+    def ports(self) -> list[Port]:
+        from amaranth.hdl import Shape
+        from amaranth.lib.wiring import In
+
+        ports = [Port("clk", "in", 1, PORT_DOCS["clk"]), Port("rst", "in", 1, PORT_DOCS["rst"])]
+        for name, member in simd_signature(self.cfg).items():
+            ports.append(Port(name, "in" if member.flow == In else "out", Shape.cast(member.shape).width,
+                              PORT_DOCS[name]))
+        return ports
+
+    def description(self) -> str:
+        c = self.cfg
+        return (f"archsim simd PE array ({c.pes} PEs x {c.lane_bits}-bit lanes, {c.multiplier}, "
+                f"{len(c.modes)} precision modes)")
+
+    # ---------------------------------------------------------------- co-simulation
+    def cosim_items(self, source: str = "random", **kwargs) -> list:
+        from rtl.simd.sources import cosim_items
+
+        return cosim_items(self.params, source, **kwargs)
+
+    @staticmethod
+    def label(tile) -> str:
+        g = f" g={tile.group_size}" if tile.group_size else ""
+        return (f"{tile.weight_format}x{tile.activation_format} m={tile.m} k={tile.k} n={tile.n}{g}"
+                + (" acc" if tile.accumulate else ""))
+
+    def layout(self, tile, ops) -> dict[str, Any]:
+        """The job entry of one tile: buffer entries (address, word), the command, read-back size."""
+        from archsim.numerics import get_format
+        from archsim.templates.simd.tile import exact_integer_output, tile_cycles
+
+        cfg, p = self.cfg, self.params
+        key = (tile.weight_format, tile.activation_format)
+        if key not in self._mode_index:
+            raise ValueError(f"{key[0]} x {key[1]} is not a mode of this build")
+        for dim in ("m", "n", "k", "group_size"):
+            if getattr(tile, dim) >= 1 << DIM_BITS:
+                raise ValueError(f"tile {dim}={getattr(tile, dim)} does not fit the {DIM_BITS}-bit command field")
+        P, L = cfg.pes, p.lanes(*key)
+        wb, ab = get_format(tile.weight_format).bits, get_format(tile.activation_format).bits
+        AW, WW, EW, OW = cfg.act_word_bits, cfg.weight_word_bits, cfg.entry_bits, cfg.out_bits
+        groups = tile.groups(p.dequant)
+        steps = [(g0, s * L, min(L, glen - s * L)) for g0, glen in groups for s in range(-(-glen // L))]
+        M, N, K = tile.m, tile.n, tile.k
+        R = -(-(M * N) // P)
+        opt = cfg.options
+        if R * len(steps) > opt.op_depth or R > opt.out_depth or (
+                tile.group_size and not p.dequant and R * len(groups) > opt.scale_depth):
+            raise ValueError(f"tile {self.label(tile)} does not fit the RTL buffers (op_depth={opt.op_depth}, "
+                             f"scale_depth={opt.scale_depth}, out_depth={opt.out_depth}; set --depth)")
+        A = np.asarray(ops["input"], np.int64)
+        W = np.asarray(ops["weight"], np.int64)
+        G = tile.group_size
+        scale = np.asarray(ops["scale"], np.float32) if G else None
+        one = int(np.float32(1.0).view(np.uint32))
+        op_entries, sc_entries, out_entries = [], [], []
+        for r in range(R):
+            outs = [(o // N, o % N) if o < M * N else None for o in range(r * P, r * P + P)]
+            for s, (g0, off, cnt) in enumerate(steps):
+                word = 0
+                for pe, mn in enumerate(outs):
+                    if mn is None:
+                        continue
+                    mi, ni = mn
+                    ks = range(g0 + off, g0 + off + cnt)
+                    part = _pack(A[mi, ks.start:ks.stop], ab) | (_pack(W[ks.start:ks.stop, ni], wb) << AW)
+                    if p.dequant:
+                        sc = [int(_f32_bits(scale[k // G, ni])[0]) if G else one for k in ks]
+                        part |= _pack(sc, 32) << (AW + WW)
+                    word |= part << (pe * EW)
+                op_entries.append([r * len(steps) + s, word])
+            if G and not p.dequant:
+                for gi in range(len(groups)):
+                    word = 0
+                    for pe, mn in enumerate(outs):
+                        if mn is not None:
+                            word |= int(_f32_bits(scale[gi, mn[1]])[0]) << (32 * pe)
+                    sc_entries.append([r * len(groups) + gi, word])
+            if tile.accumulate:
+                ps = np.asarray(ops["psum"])
+                vals = []
+                for mn in outs:
+                    if mn is None:
+                        vals.append(0)
+                    elif exact_integer_output(tile, p):
+                        vals.append(int(np.int64(ps[mn])))
+                    else:
+                        vals.append(int(_f32_bits(ps[mn])[0]))
+                out_entries.append([r, _pack(vals, OW)])
+        return {"mode": self._mode_index[key], "m": M, "n": N, "k": K, "g": G, "accumulate": bool(tile.accumulate),
+                "ops": op_entries, "scales": sc_entries, "psum": out_entries, "rounds": R,
+                "budget": 2 * tile_cycles(tile, p) + 16}
+
+    def make_job(self, items) -> dict[str, Any]:
+        try:
+            tiles = [self.layout(tile, ops) for tile, ops in items]
+        except ValueError as err:
+            raise SpecError(f"simd RTL co-simulation: {err}") from None
+        return {"driver": self.driver, "tiles": tiles}
+
+    def rtl_values(self, tile, words: list[int]) -> np.ndarray:
+        """The tile's outputs from the output buffer entries read back (int64, or fp32)."""
+        from archsim.templates.simd.tile import exact_integer_output
+
+        P, OW = self.cfg.pes, self.cfg.out_bits
+        MN = tile.m * tile.n
+        raw = [(w >> (OW * pe)) & ((1 << OW) - 1) for w in words for pe in range(P)][:MN]
+        if exact_integer_output(tile, self.params):
+            return np.array([v - (1 << 64) if v >> 63 else v for v in raw], np.int64).reshape(tile.m, tile.n)
+        return np.array([v & 0xFFFFFFFF for v in raw], np.uint32).view(np.float32).reshape(tile.m, tile.n)
+
+    def models(self, tile, ops):
+        """(fast values, fast cycles, detailed values, detailed cycles) of archsim's models."""
+        from archsim.templates.simd.model import SimdModel
+
+        model = getattr(self, "_model", None)
+        if model is None:
+            from types import SimpleNamespace
+
+            model = self._model = SimdModel(SimpleNamespace(params=self.params, template="simd"))
+        fast_vals = np.asarray(model.tile_values(tile, ops))
+        det_vals, det_cycles = model.detailed_tile(tile, ops)
+        return fast_vals, model.tile_cycles(tile), np.asarray(det_vals), det_cycles
+
+    def check(self, items, result, sim="icarus") -> CosimReport:
+        got = result.get("tiles", [])
+        report = CosimReport(design=self.template, sim=sim, tiles=[], error=result.get("error", ""))
+        for idx, (tile, ops) in enumerate(items):
+            label = self.label(tile)
+            fast_vals, fast_cycles, det_vals, det_cycles = self.models(tile, ops)
+            if idx >= len(got):
+                report.tiles.append(TileCheck(idx, label, None, fast_cycles, det_cycles, False,
+                                              "no result from the RTL"))
+                continue
+            g = got[idx]
+            vals = self.rtl_values(tile, g["words"])
+            want = _comparable(fast_vals)
+            mismatch = ""
+            if not np.array_equal(_comparable(det_vals), want):
+                mismatch = "fast and detailed models disagree on values (model bug)"
+            else:
+                diff = np.argwhere(_comparable(vals) != want)
+                if len(diff):
+                    i, j = (int(v) for v in diff[0])
+                    o = i * tile.n + j
+                    mismatch = (f"out[{i},{j}] = {vals[i, j]!r}, expected {fast_vals[i, j]!r} (archsim models); "
+                                f"PE {o % self.cfg.pes} round {o // self.cfg.pes}; "
+                                f"{len(diff)} of {want.size} values differ")
+            extra = {"hw_cycles": g.get("hw_cycles"), "take_to_start": g.get("take_to_start")}
+            check = TileCheck(idx, label, g.get("cycles"), fast_cycles, det_cycles, not mismatch, mismatch, extra)
+            if g.get("hw_cycles") != g.get("cycles"):
+                check.values_ok = False
+                check.mismatch = (check.mismatch + "; " if check.mismatch else "") + (
+                    f"tile_cycles counter says {g.get('hw_cycles')}, ports say {g.get('cycles')}")
+            report.tiles.append(check)
+        return report
+
+
+def _comparable(values: np.ndarray) -> np.ndarray:
+    """Bit patterns (fp32: -0 != +0, every NaN the canonical one) or the integers themselves."""
+    v = np.asarray(values)
+    if v.dtype == np.float32:
+        bits = v.view(np.uint32).astype(np.int64)
+        return np.where(np.isnan(v), 0x7FC00000, bits)
+    return v.astype(np.int64)
