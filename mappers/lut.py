@@ -215,8 +215,8 @@ def _as_vector(g: Gemm) -> VectorWork:
     b = tensor_bytes(g.k * g.n, g.b_precision)
     out = tensor_bytes(g.m * g.n, g.out_precision)
     if g.b_is_param:
-        return VectorWork("mac", g.m * g.n, a, out, reads_per_element=g.k, row=g.n, param_bytes=b,
-                          param_elements=g.k * g.n)
+        # every output streams its share of the weights (the whole table once over the outputs)
+        return VectorWork("mac", g.m * g.n, a, out, reads_per_element=g.k, row=g.n, param_bytes=b)
     return VectorWork("mac", g.m * g.n, a + b, out, reads_per_element=g.k, row=g.n)
 
 
