@@ -22,6 +22,7 @@ TEMPLATE = Template(
     conformance="archsim.templates.attention.conformance",
     reference="archsim.templates.attention.reference:check",
     coverage="archsim.templates.attention.reference:missing_cases",
+    rtl="rtl.attention.rtl_design:AttentionDesign",
 )
 
 from archsim.templates.attention.detailed import AttentionDetailed  # noqa: E402

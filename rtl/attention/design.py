@@ -1,0 +1,597 @@
+"""Amaranth design of the attention template: a ``rows x cols`` 2D array of fp32 PEs,
+a ``pe1d``-lane 1D array and the online-softmax rescale state, running FuseMax
+(one pass, online softmax, exp on the 2D array) and FLAT (two passes) tiles.
+
+Timing is the template's contract (:mod:`archsim.templates.attention.tile`);
+values are the template's fp32 arithmetic (:mod:`archsim.templates.attention.values`,
+:mod:`rtl.attention.fp`), so the RTL is compared bit for bit with the models.
+
+Structure (``R x C`` array, ``P`` 1D lanes, ``E`` MACs per exp, ``D`` the
+largest head dim built):
+
+- **operand buffers**: Q (``R`` banks, one per array row; address = pass), K and
+  V (``C`` banks, one per array column; address = key block); an entry is a
+  head-dim vector of bf16 values; combinational reads.
+- **2D PE (i, j)**: one fp32 multiplier, one fp32 adder, a second adder and
+  ``rint`` for the exp's range reduction, a ring of 4 score registers (the slot
+  pipeline keeps blocks ``s``, ``s-1`` and ``s-2`` alive), the Horner registers
+  ``p`` / ``f`` / ``n``. QK: ``s += q_i[t] * k_j[t]`` (Q broadcast along the
+  row, K down the column); the row max, the row sum and the ``P.V`` column
+  are chains through the row's PEs in one cycle, skipping the keys beyond
+  ``kv_len``. The wavefront skew of a systolic array is not built (operands
+  are broadcast); the contract's drain (``R + C - 2`` cycles) is counted.
+- **1D array**: ``P`` lanes, each with an fp32 multiplier, adder, max,
+  ``exp2`` (range reduction + Horner, one cycle) and reciprocal; an op over
+  ``n`` elements takes ``ceil(n / P)`` cycles, lane ``l`` taking element
+  ``t*P + l`` in row-major order (an incrementer chain gives each lane its
+  row and column). Row sums and row maxima of FLAT are segmented chains
+  through the lanes.
+- **online-softmax state** (per query row): running max ``m``, ``m*c``, sum
+  ``l`` and output ``O`` (``R x D``), per-block rings for the block max, ``m*c``,
+  ``alpha``, the row sum and ``P.V``; a finished pass's ``l`` and ``O`` are
+  captured into the result buffer, normalised (``1/l``, ``O * 1/l``, one
+  element per cycle) after the tile: the contract times that final divide on
+  the 1D array's companion tile, where it overlaps the next tile.
+- **controller**: fusemax: slots (``s = 0 .. passes*nb + 2``), the 2D unit
+  running ``qk_max(s)`` then ``exp_sum_av(s-2)``, the 1D unit ``stat(s-1)``
+  then ``update(s-3)``; a slot ends in the cycle both units have finished; then
+  the drain. flat: QK blocks (+ drain), the 1D softmax, the AV blocks (+ drain).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from amaranth import Array, Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import memory, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.attention import fp
+from rtl.attention.fp import exp2_coefficient_bits
+
+# controller states
+IDLE, SLOTS, DRAIN, FIN, F_QK, F_QKD, F_SM, F_AV, F_AVD, CAP = range(10)
+# 2D unit phases
+P2_QK, P2_ESA, P2_DONE = range(3)
+# 1D ops: fusemax stat (MAX, MULC, EXPA), update (MULL, ADDL, MULO, ADDO); flat softmax (F*)
+(OP_MAX, OP_MULC, OP_EXPA, OP_MULL, OP_ADDL, OP_MULO, OP_ADDO,
+ OP_FMAX, OP_FMULC, OP_FMULX, OP_FEXP, OP_FADD, OP_FRECIP, OP_FMULN, OP_DONE) = range(15)
+FLAT_OPS = (OP_FMAX, OP_FMULC, OP_FMULX, OP_FEXP, OP_FADD, OP_FRECIP, OP_FMULN)
+
+
+def _bits(n: int) -> int:
+    return max(1, (n - 1).bit_length())
+
+
+@dataclass(frozen=True)
+class AttentionRtlConfig:
+    """What is generated: the template's params plus the RTL's buffer sizes."""
+
+    rows: int
+    cols: int
+    pe1d: int
+    exp_macs: int
+    head_dim_max: int = 8
+    passes_max: int = 4
+    key_blocks_max: int = 16
+    flat_keys_max: int = 16
+
+    @property
+    def skew(self) -> int:
+        return self.rows + self.cols - 2
+
+
+def attention_signature(c: AttentionRtlConfig) -> dict:
+    R, C, D = c.rows, c.cols, c.head_dim_max
+    return {
+        "cmd_valid": In(1), "cmd_ready": Out(1), "cmd_flat": In(1), "cmd_q_rows": In(_bits(R + 1)),
+        "cmd_kv_len": In(_bits(c.key_blocks_max * C + 1)), "cmd_head_dim": In(_bits(D + 1)),
+        "cmd_passes": In(_bits(c.passes_max + 1)), "cmd_drain": In(1),
+        "wr_en": In(1), "wr_buf": In(2), "wr_bank": In(_bits(max(R, C))),
+        "wr_addr": In(_bits(max(c.passes_max, c.key_blocks_max))), "wr_data": In(16 * D),
+        "rd_en": In(1), "rd_addr": In(_bits(c.passes_max * R)), "rd_data": Out(32 * D), "rd_valid": Out(1),
+        "busy": Out(1), "tile_start": Out(1), "tile_done": Out(1), "tile_cycles": Out(32), "tiles_done": Out(16),
+        "error": Out(1),
+    }
+
+
+def _scale_bits(d: int) -> int:
+    from archsim.templates.attention.values import scale_of
+
+    return int(np.array([scale_of(d)], np.float32).view(np.uint32)[0])
+
+
+def _wide(bf16):
+    return Cat(Const(0, 16), bf16)
+
+
+class AttentionArray(wiring.Component):
+    def __init__(self, config: AttentionRtlConfig):
+        self.c = config
+        super().__init__(attention_signature(config))
+
+    def elaborate(self, platform):  # noqa: C901 - one controller, written out
+        c = self.c
+        R, C, P, E, D = c.rows, c.cols, c.pe1d, c.exp_macs, c.head_dim_max
+        QP, KB, FL = c.passes_max, c.key_blocks_max, c.flat_keys_max
+        K = E - 1  # Horner steps
+        coef = exp2_coefficient_bits(E)
+        m = Module()
+
+        # ------------------------------------------------------------------ operand buffers
+        qmem = [memory.Memory(shape=16 * D, depth=max(2, QP), init=[]) for _ in range(R)]
+        kmem = [memory.Memory(shape=16 * D, depth=max(2, KB), init=[]) for _ in range(C)]
+        vmem = [memory.Memory(shape=16 * D, depth=max(2, KB), init=[]) for _ in range(C)]
+        qrd, krd, vrd = [], [], []
+        for name, mems, rds, buf in (("q", qmem, qrd, 0), ("k", kmem, krd, 1), ("v", vmem, vrd, 2)):
+            for b, mem in enumerate(mems):
+                m.submodules[f"{name}mem{b}"] = mem
+                wp = mem.write_port()
+                m.d.comb += [wp.addr.eq(self.wr_addr), wp.data.eq(self.wr_data),
+                             wp.en.eq(self.wr_en & (self.wr_buf == buf) & (self.wr_bank == b))]
+                rds.append(mem.read_port(domain="comb"))
+
+        # ------------------------------------------------------------------ command registers
+        q_rows = Signal(range(R + 1))
+        L = Signal(range(KB * C + 1))
+        d = Signal(range(D + 1))
+        passes = Signal(range(QP + 1))
+        flat = Signal()
+        drain = Signal()
+        nb = Signal(range(KB + 1))
+        nb_all = Signal(range(KB * QP + 1))
+        qd = Signal(range(R * D + 1))
+        qL = Signal(range(R * FL + 1))
+        scale = Signal(32)
+        m.d.comb += scale.eq(Array(Const(_scale_bits(max(1, x)), 32) for x in range(D + 1))[d])
+
+        state = Signal(4)
+        tile_cnt = Signal(32)
+        busy = Signal()
+        m.d.comb += [self.busy.eq(state != IDLE), self.cmd_ready.eq(state == IDLE), busy.eq(state != IDLE)]
+        done_now = Signal()
+        m.d.sync += self.tile_start.eq(0)
+        m.d.comb += self.tile_done.eq(done_now)
+
+        # ------------------------------------------------------------------ slot bookkeeping (fusemax)
+        # history h[o] = the block of phase offset o in the current slot: valid, pass, block in pass, ring
+        hv = [Signal(name=f"h{o}_valid") for o in range(4)]
+        hp = [Signal(range(QP + 1), name=f"h{o}_pass") for o in range(4)]
+        hb = [Signal(range(KB + 1), name=f"h{o}_blk") for o in range(4)]
+        hr = [Signal(2, name=f"h{o}_ring") for o in range(4)]
+        slot = Signal(range(KB * QP + 4))
+        first = [Signal(name=f"h{o}_first") for o in range(4)]
+        lastb = [Signal(name=f"h{o}_last") for o in range(4)]
+        for o in range(4):
+            m.d.comb += [first[o].eq(hb[o] == 0), lastb[o].eq(hb[o] == nb - 1)]
+
+        # 2D unit
+        ph2 = Signal(2, init=P2_DONE)
+        cnt2 = Signal(range(E + D + 2))
+        # 1D unit
+        op1 = Signal(4, init=OP_DONE)
+        pos = Signal(range(R * max(FL, D) + P + 1))
+        i0 = Signal(range(R + P + 2))
+        c0 = Signal(range(max(D, FL) + 2))
+        # flat counters
+        fblk = Signal(range(KB + 1))
+        ft = Signal(range(D + 1))
+        drain_cnt = Signal(range(c.skew + 2))
+
+        # ------------------------------------------------------------------ state registers
+        def regs(n, name):
+            return Array(Signal(32, name=f"{name}{k}") for k in range(n))
+
+        m_state, mc_state, l_state = regs(R, "m_"), regs(R, "mc_"), regs(R, "l_")
+        o_state = regs(R * D, "o_")
+        bm = [regs(R, f"bm{r}_") for r in range(2)]
+        mcb = [regs(R, f"mcb{r}_") for r in range(2)]
+        alpha = [regs(R, f"alpha{r}_") for r in range(4)]
+        rowsum = [regs(R, f"rowsum{r}_") for r in range(2)]
+        pv = [regs(R * D, f"pv{r}_") for r in range(2)]
+        sbuf = regs(R * FL, "sbuf_")
+        res_o = regs(QP * R * D, "res_o_")
+        res_l = regs(QP * R, "res_l_")
+
+        class _Ring:
+            """Per-block copies of a per-row (or per-row-and-column) register set, one flat Array."""
+
+            def __init__(self, sets):
+                self.n = len(sets[0])
+                self.flat = Array(x for st in sets for x in st)
+
+            def __getitem__(self, r):
+                ring = self
+
+                class _At:
+                    def __getitem__(self, idx):
+                        return ring.flat[r * ring.n + idx]
+                return _At()
+
+        bmA, mcbA, alphaA, rowsumA, pvA = (_Ring(x) for x in (bm, mcb, alpha, rowsum, pv))
+
+        # ------------------------------------------------------------------ 2D array control decode
+        in_slots = state == SLOTS
+        qk_mac = Signal()
+        qk_max = Signal()
+        exp0 = Signal()
+        horner = Signal()
+        expfin = Signal()
+        av = Signal()
+        av_e = Signal(range(D + 1))
+        step = Signal(range(E + 1))
+        m.d.comb += [
+            qk_mac.eq((in_slots & (ph2 == P2_QK) & (cnt2 < d)) | (state == F_QK)),
+            qk_max.eq(in_slots & (ph2 == P2_QK) & (cnt2 == d)),
+            exp0.eq(in_slots & (ph2 == P2_ESA) & (cnt2 == 0)),
+            horner.eq(in_slots & (ph2 == P2_ESA) & (cnt2 >= 1) & (cnt2 <= K)),
+            expfin.eq(in_slots & (ph2 == P2_ESA) & (cnt2 == E)),
+            av.eq((in_slots & (ph2 == P2_ESA) & (cnt2 > E)) | (state == F_AV)),
+            av_e.eq(Mux(state == F_AV, ft, cnt2 - E - 1)),
+            step.eq(cnt2),
+        ]
+        qk_t = Signal(range(D + 1))
+        m.d.comb += qk_t.eq(Mux(state == F_QK, ft, cnt2))
+        qk_ring = Mux(flat, 0, hr[0])
+        esa_ring = hr[2]
+        # operand reads: Q at the pass, K at the key block (QK), V at the key block (AV)
+        kblk = Mux(flat, fblk, hb[0])
+        vblk = Mux(flat, fblk, hb[2])
+        for i in range(R):
+            m.d.comb += qrd[i].addr.eq(Mux(flat, 0, hp[0]))
+        for j in range(C):
+            m.d.comb += [krd[j].addr.eq(kblk), vrd[j].addr.eq(vblk)]
+
+        def lane16(word, idx):
+            return Array(word[16 * x:16 * (x + 1)] for x in range(D))[idx]
+
+        qcol = [lane16(qrd[i].data, qk_t) for i in range(R)]
+        kcol = [lane16(krd[j].data, qk_t) for j in range(C)]
+        vcol = [lane16(vrd[j].data, av_e) for j in range(C)]
+        blk_now = Mux(av | expfin, vblk, kblk)
+        colvalid = [Signal(name=f"colvalid{j}") for j in range(C)]
+        for j in range(C):
+            m.d.comb += colvalid[j].eq(blk_now * C + j < L)
+        coefA = Array(Const(x, 32) for x in coef)
+        horner_coef = coefA[K - step]
+
+        S = [[[Signal(32, name=f"pe_{i}_{j}_s{r}") for r in range(4)] for j in range(C)] for i in range(R)]
+        Pr = [[Signal(32, name=f"pe_{i}_{j}_p") for j in range(C)] for i in range(R)]
+        Fr = [[Signal(32, name=f"pe_{i}_{j}_f") for j in range(C)] for i in range(R)]
+        Nr = [[Signal(signed(11), name=f"pe_{i}_{j}_n") for j in range(C)] for i in range(R)]
+
+        for i in range(R):
+            chain = Mux(av & flat, o_state[i * D + av_e], Const(0, 32))
+            rmax = None
+            for j in range(C):
+                nm = f"pe_{i}_{j}"
+                s_qk = Array(S[i][j])[qk_ring]
+                s_esa = Array(S[i][j])[esa_ring]
+                p_av = Mux(flat, sbuf[i * FL + fblk * C + j], Pr[i][j])
+                ma = Signal(32, name=f"{nm}_ma")
+                mb = Signal(32, name=f"{nm}_mb")
+                with m.If(qk_mac):
+                    m.d.comb += [ma.eq(_wide(qcol[i])), mb.eq(_wide(kcol[j]))]
+                with m.Elif(exp0):
+                    m.d.comb += [ma.eq(s_esa), mb.eq(scale)]
+                with m.Elif(horner):
+                    m.d.comb += [ma.eq(Pr[i][j]), mb.eq(Fr[i][j])]
+                with m.Else():
+                    m.d.comb += [ma.eq(p_av), mb.eq(_wide(vcol[j]))]
+                prod = fp.fp32_mul(m, ma, mb, f"{nm}_mul")
+                ld = fp.ldexp(m, Pr[i][j], Nr[i][j], f"{nm}_ld")
+                aa = Signal(32, name=f"{nm}_aa")
+                ab = Signal(32, name=f"{nm}_ab")
+                with m.If(qk_mac):
+                    m.d.comb += [aa.eq(Mux(qk_t == 0, 0, s_qk)), ab.eq(prod)]
+                with m.Elif(exp0):
+                    m.d.comb += [aa.eq(prod), ab.eq(fp.fp32_neg(mcbA[esa_ring[0]][i]))]
+                with m.Elif(horner):
+                    m.d.comb += [aa.eq(prod), ab.eq(horner_coef)]
+                with m.Elif(expfin):
+                    m.d.comb += [aa.eq(chain), ab.eq(ld)]
+                with m.Else():
+                    m.d.comb += [aa.eq(chain), ab.eq(prod)]
+                add = fp.fp32_add(m, aa, ab, f"{nm}_add")
+                n_fp, n_int = fp.rint(m, add, f"{nm}_rint")
+                f = fp.fp32_add(m, add, fp.fp32_neg(n_fp), f"{nm}_frac")
+                nxt = Signal(32, name=f"{nm}_chain")
+                m.d.comb += nxt.eq(Mux(colvalid[j], add, chain))
+                chain = nxt
+                # row max of the block's scores (QK's last cycle)
+                if j == 0:
+                    rmax = s_qk
+                else:
+                    mx = fp.fp32_max(m, rmax, s_qk, f"{nm}_max")
+                    rmax = Mux(colvalid[j], mx, rmax)
+                with m.If(qk_mac):
+                    m.d.sync += Array(S[i][j])[qk_ring].eq(add)
+                    with m.If(flat & (qk_t == d - 1)):
+                        m.d.sync += sbuf[i * FL + fblk * C + j].eq(add)
+                with m.If(exp0):
+                    m.d.sync += [Pr[i][j].eq(coef[K]), Fr[i][j].eq(f), Nr[i][j].eq(n_int)]
+                with m.If(horner):
+                    m.d.sync += Pr[i][j].eq(add)
+                with m.If(expfin):
+                    m.d.sync += Pr[i][j].eq(ld)
+            with m.If(qk_max):
+                m.d.sync += bmA[hr[0][0]][i].eq(rmax)
+            with m.If(expfin):
+                m.d.sync += rowsumA[esa_ring[0]][i].eq(chain)
+            with m.If(av):
+                with m.If(flat):
+                    m.d.sync += o_state[i * D + av_e].eq(chain)
+                with m.Else():
+                    m.d.sync += pvA[esa_ring[0]][i * D + av_e].eq(chain)
+
+        # ------------------------------------------------------------------ 1D array
+        row_op = Signal()  # one element per query row
+        o_op = Signal()  # one element per (row, head-dim column)
+        m.d.comb += [row_op.eq((op1 == OP_MAX) | (op1 == OP_MULC) | (op1 == OP_EXPA) | (op1 == OP_MULL)
+                               | (op1 == OP_ADDL) | (op1 == OP_FMULC) | (op1 == OP_FRECIP)),
+                     o_op.eq((op1 == OP_MULO) | (op1 == OP_ADDO))]
+        width = Signal(range(max(D, FL) + 2))
+        n_elems = Signal(range(R * max(FL, D) + 1))
+        m.d.comb += [width.eq(Mux(row_op, 1, Mux(o_op, d, L))),
+                     n_elems.eq(Mux(row_op, q_rows, Mux(o_op, qd, qL)))]
+        r1, r3 = hr[1], hr[3]
+        li, lc = i0, c0
+        lane_i, lane_c, lane_v = [], [], []
+        carry = Signal(32)
+        chain = carry
+        first1 = first[1] & ~flat
+        first3 = first[3] & ~flat
+        for ln in range(P):
+            ii = Signal(range(R + P + 2), name=f"lane{ln}_i")
+            cc = Signal(range(max(D, FL) + 2), name=f"lane{ln}_c")
+            vv = Signal(name=f"lane{ln}_valid")
+            m.d.comb += [ii.eq(li), cc.eq(lc), vv.eq((pos + ln < n_elems) & (op1 != OP_DONE))]
+            lane_i.append(ii)
+            lane_c.append(cc)
+            lane_v.append(vv)
+            wrap = cc + 1 == width
+            li, lc = Mux(wrap, ii + 1, ii), Mux(wrap, 0, cc + 1)
+            nm = f"lane{ln}"
+            oi = ii * D + cc
+            si = ii * FL + cc
+            ma = Signal(32, name=f"{nm}_ma")
+            mb = Signal(32, name=f"{nm}_mb")
+            aa = Signal(32, name=f"{nm}_aa")
+            ab = Signal(32, name=f"{nm}_ab")
+            with m.Switch(op1):
+                with m.Case(OP_MULC):
+                    m.d.comb += [ma.eq(m_state[ii]), mb.eq(scale)]
+                with m.Case(OP_EXPA):
+                    m.d.comb += [aa.eq(mc_state[ii]), ab.eq(fp.fp32_neg(mcbA[r1[0]][ii]))]
+                with m.Case(OP_MULL):
+                    m.d.comb += [ma.eq(Mux(first3, 0, l_state[ii])), mb.eq(alphaA[r3][ii])]
+                with m.Case(OP_ADDL):
+                    m.d.comb += [aa.eq(l_state[ii]), ab.eq(rowsumA[r3[0]][ii])]
+                with m.Case(OP_MULO):
+                    m.d.comb += [ma.eq(Mux(first3, 0, o_state[oi])), mb.eq(alphaA[r3][ii])]
+                with m.Case(OP_ADDO):
+                    m.d.comb += [aa.eq(o_state[oi]), ab.eq(pvA[r3[0]][oi])]
+                with m.Case(OP_FMULC):
+                    m.d.comb += [ma.eq(m_state[ii]), mb.eq(scale)]
+                with m.Case(OP_FMULX):
+                    m.d.comb += [ma.eq(sbuf[si]), mb.eq(scale)]
+                with m.Case(OP_FEXP):
+                    m.d.comb += [aa.eq(sbuf[si]), ab.eq(fp.fp32_neg(Const(0, 32)))]
+                with m.Case(OP_FADD):
+                    m.d.comb += [aa.eq(Mux(cc == 0, 0, chain)), ab.eq(sbuf[si])]
+                with m.Case(OP_FMULN):
+                    m.d.comb += [ma.eq(sbuf[si]), mb.eq(l_state[ii])]
+            prod = fp.fp32_mul(m, ma, mb, f"{nm}_mul")
+            with m.If(op1 == OP_FMULX):
+                m.d.comb += [aa.eq(prod), ab.eq(fp.fp32_neg(mc_state[ii]))]
+            add = fp.fp32_add(m, aa, ab, f"{nm}_add")
+            ex = fp.exp2_poly(m, add, E, f"{nm}_exp")
+            rc = fp.recip(m, l_state[ii], f"{nm}_recip")
+            bmv = bmA[r1[0]][ii]
+            mx = fp.fp32_max(m, m_state[ii], bmv, f"{nm}_max")
+            fmx_in = sbuf[si]
+            fmx = fp.fp32_max(m, chain, fmx_in, f"{nm}_fmax")
+            seg = Signal(32, name=f"{nm}_seg")  # the segmented chains of FLAT's row max / row sum
+            m.d.comb += seg.eq(Mux(op1 == OP_FMAX, Mux(cc == 0, fmx_in, fmx), add))
+            end_row = cc == L - 1
+            with m.If(vv):
+                with m.Switch(op1):
+                    with m.Case(OP_MAX):
+                        m.d.sync += m_state[ii].eq(Mux(first1, bmv, mx))
+                    with m.Case(OP_MULC):
+                        m.d.sync += mcbA[r1[0]][ii].eq(prod)
+                    with m.Case(OP_EXPA):
+                        m.d.sync += [alphaA[r1][ii].eq(Mux(first1, 0, ex)), mc_state[ii].eq(mcbA[r1[0]][ii])]
+                    with m.Case(OP_MULL):
+                        m.d.sync += l_state[ii].eq(prod)
+                    with m.Case(OP_ADDL):
+                        m.d.sync += l_state[ii].eq(add)
+                    with m.Case(OP_MULO):
+                        m.d.sync += o_state[oi].eq(prod)
+                    with m.Case(OP_ADDO):
+                        m.d.sync += o_state[oi].eq(add)
+                    with m.Case(OP_FMAX):
+                        with m.If(end_row):
+                            m.d.sync += m_state[ii].eq(seg)
+                    with m.Case(OP_FMULC):
+                        m.d.sync += mc_state[ii].eq(prod)
+                    with m.Case(OP_FMULX):
+                        m.d.sync += sbuf[si].eq(add)
+                    with m.Case(OP_FEXP):
+                        m.d.sync += sbuf[si].eq(ex)
+                    with m.Case(OP_FADD):
+                        with m.If(end_row):
+                            m.d.sync += l_state[ii].eq(seg)
+                    with m.Case(OP_FRECIP):
+                        m.d.sync += l_state[ii].eq(rc)
+                    with m.Case(OP_FMULN):
+                        m.d.sync += sbuf[si].eq(prod)
+            chain = seg
+        m.d.sync += carry.eq(chain)
+
+        # ------------------------------------------------------------------ 1D sequencing
+        op_last_cycle = Signal()
+        m.d.comb += op_last_cycle.eq(pos + P >= n_elems)
+        next_op = Signal(4)
+        with m.Switch(op1):
+            with m.Case(OP_EXPA):
+                m.d.comb += next_op.eq(Mux(hv[3], OP_MULL, OP_DONE))
+            with m.Case(OP_ADDO, OP_FMULN, OP_DONE):
+                m.d.comb += next_op.eq(OP_DONE)
+            with m.Default():
+                m.d.comb += next_op.eq(op1 + 1)
+        fin1 = Signal()
+        m.d.comb += fin1.eq((op1 == OP_DONE) | (op_last_cycle & (next_op == OP_DONE)))
+
+        def start_op(op):
+            return [op1.eq(op), pos.eq(0), i0.eq(0), c0.eq(0)]
+
+        with m.If(op1 != OP_DONE):  # the controller below overrides this at a slot's end
+            with m.If(op_last_cycle):
+                m.d.sync += start_op(next_op)
+            with m.Else():
+                m.d.sync += [pos.eq(pos + P), i0.eq(li), c0.eq(lc)]
+
+        # 2D sequencing inside a slot
+        fin2 = Signal()
+        m.d.comb += fin2.eq((ph2 == P2_DONE) | ((ph2 == P2_QK) & (cnt2 == d) & ~hv[2])
+                            | ((ph2 == P2_ESA) & (cnt2 == E + d)))
+        with m.If(in_slots):
+            with m.If((ph2 == P2_QK) & (cnt2 == d)):
+                m.d.sync += [ph2.eq(Mux(hv[2], P2_ESA, P2_DONE)), cnt2.eq(0)]
+            with m.Elif((ph2 == P2_ESA) & (cnt2 == E + d)):
+                m.d.sync += ph2.eq(P2_DONE)
+            with m.Elif(ph2 != P2_DONE):
+                m.d.sync += cnt2.eq(cnt2 + 1)
+
+        # capture of a finished pass (the cycle after its last ADDO)
+        cap = Signal()
+        cap_pass = Signal(range(QP + 1))
+        m.d.sync += cap.eq(in_slots & (op1 == OP_ADDO) & op_last_cycle & lastb[3])
+        with m.If(in_slots & (op1 == OP_ADDO) & op_last_cycle):
+            m.d.sync += cap_pass.eq(hp[3])
+        flat_cap = Signal()
+        m.d.comb += flat_cap.eq(state == CAP)
+        for pp in range(QP):
+            with m.If((cap & (cap_pass == pp)) | (flat_cap & (pp == 0))):
+                for i in range(R):
+                    m.d.sync += res_l[pp * R + i].eq(l_state[i])
+                    for e in range(D):
+                        m.d.sync += res_o[(pp * R + i) * D + e].eq(o_state[i * D + e])
+
+        # ------------------------------------------------------------------ the final divide (after the tile)
+        fp_ = Signal(range(QP + 1))
+        fi = Signal(range(R + 1))
+        fe = Signal(range(D + 1))
+        fr = fp.recip(m, res_l[fp_ * R + fi], "fin_recip")
+        fo = fp.fp32_mul(m, res_o[(fp_ * R + fi) * D + fe], fr, "fin_mul")
+
+        # ------------------------------------------------------------------ main controller
+        slot_last = slot == nb_all + 2
+        m.d.sync += tile_cnt.eq(Mux(self.tile_start, 1, tile_cnt + 1))
+
+        def new_slot(s_next_valid, adv):
+            """Shift the block history and start the units for the next slot."""
+            stmts = []
+            for o in (3, 2, 1):
+                stmts += [hv[o].eq(hv[o - 1]), hp[o].eq(hp[o - 1]), hb[o].eq(hb[o - 1]), hr[o].eq(hr[o - 1])]
+            nxt_blk = Mux(hb[0] + 1 == nb, 0, hb[0] + 1)
+            nxt_pass = Mux(hb[0] + 1 == nb, hp[0] + 1, hp[0])
+            stmts += [hv[0].eq(s_next_valid), hb[0].eq(nxt_blk), hp[0].eq(nxt_pass), hr[0].eq(hr[0] + 1)]
+            # units: 2D runs qk(s) if valid, then esa(s-2) = the shifted h[1]; 1D stat(s-1) = h[0], update(s-3) = h[2]
+            stmts += [ph2.eq(Mux(s_next_valid, P2_QK, Mux(hv[1], P2_ESA, P2_DONE))), cnt2.eq(0)]
+            stmts += start_op(Mux(hv[0], OP_MAX, Mux(hv[2], OP_MULL, OP_DONE)))
+            return stmts
+
+        with m.Switch(state):
+            with m.Case(IDLE):
+                bad = ((self.cmd_q_rows == 0) | (self.cmd_q_rows > R) | (self.cmd_kv_len == 0)
+                       | (self.cmd_head_dim == 0) | (self.cmd_head_dim > D) | (self.cmd_passes == 0)
+                       | (self.cmd_passes > QP) | (self.cmd_kv_len > KB * C)
+                       | (self.cmd_flat & ((self.cmd_kv_len > FL) | (self.cmd_passes != 1))))
+                with m.If(self.cmd_valid & bad):
+                    m.d.sync += self.error.eq(1)
+                with m.Elif(self.cmd_valid):
+                    nbv = (self.cmd_kv_len + (C - 1)) // C
+                    m.d.sync += [q_rows.eq(self.cmd_q_rows), L.eq(self.cmd_kv_len), d.eq(self.cmd_head_dim),
+                                 passes.eq(self.cmd_passes), flat.eq(self.cmd_flat), drain.eq(self.cmd_drain),
+                                 nb.eq(nbv), nb_all.eq(nbv * self.cmd_passes),
+                                 qd.eq(self.cmd_q_rows * self.cmd_head_dim),
+                                 qL.eq(self.cmd_q_rows * self.cmd_kv_len), self.tile_start.eq(1)]
+                    m.d.sync += [o.eq(0) for o in o_state]
+                    with m.If(self.cmd_flat):
+                        m.d.sync += [state.eq(F_QK), fblk.eq(0), ft.eq(0), flat.eq(1)]
+                    with m.Else():
+                        m.d.sync += [state.eq(SLOTS), slot.eq(0)]
+                        for o in range(4):
+                            m.d.sync += [hv[o].eq(o == 0), hp[o].eq(0), hb[o].eq(0), hr[o].eq(0)]
+                        m.d.sync += [ph2.eq(P2_QK), cnt2.eq(0)] + start_op(OP_DONE)
+            with m.Case(SLOTS):
+                with m.If(fin1 & fin2):
+                    with m.If(slot_last):
+                        with m.If(drain & (c.skew > 0)):
+                            m.d.sync += [state.eq(DRAIN), drain_cnt.eq(1)]
+                        with m.Else():
+                            m.d.sync += state.eq(FIN)
+                            m.d.comb += done_now.eq(1)
+                        m.d.sync += start_op(OP_DONE)
+                    with m.Else():
+                        m.d.sync += [slot.eq(slot + 1)] + new_slot(slot + 1 < nb_all, True)
+            with m.Case(DRAIN, F_QKD, F_AVD):
+                with m.If(drain_cnt == c.skew):
+                    with m.If(state == F_QKD):
+                        m.d.sync += [state.eq(F_SM)] + start_op(OP_FMAX)
+                    with m.Elif(state == F_AVD):
+                        m.d.sync += state.eq(CAP)
+                        m.d.comb += done_now.eq(1)
+                    with m.Else():
+                        m.d.sync += state.eq(FIN)
+                        m.d.comb += done_now.eq(1)
+                with m.Else():
+                    m.d.sync += drain_cnt.eq(drain_cnt + 1)
+            with m.Case(F_QK, F_AV):
+                with m.If(ft + 1 == d):
+                    m.d.sync += [ft.eq(0), fblk.eq(fblk + 1)]
+                    with m.If(fblk + 1 == nb):
+                        m.d.sync += fblk.eq(0)
+                        with m.If(drain & (c.skew > 0)):
+                            m.d.sync += [state.eq(Mux(state == F_QK, F_QKD, F_AVD)), drain_cnt.eq(1)]
+                        with m.Elif(state == F_QK):
+                            m.d.sync += [state.eq(F_SM)] + start_op(OP_FMAX)
+                        with m.Else():
+                            m.d.sync += state.eq(CAP)
+                            m.d.comb += done_now.eq(1)
+                with m.Else():
+                    m.d.sync += ft.eq(ft + 1)
+            with m.Case(F_SM):
+                with m.If(fin1):
+                    m.d.sync += [state.eq(F_AV), fblk.eq(0), ft.eq(0)] + start_op(OP_DONE)
+            with m.Case(CAP):
+                m.d.sync += [state.eq(IDLE), self.tiles_done.eq(self.tiles_done + 1)]
+            with m.Case(FIN):
+                with m.If(cap):
+                    pass  # the last pass is captured this cycle; normalise from the next
+                with m.Else():
+                    m.d.sync += res_o[(fp_ * R + fi) * D + fe].eq(fo)
+                    with m.If(fe + 1 >= d):
+                        m.d.sync += fe.eq(0)
+                        with m.If(fi + 1 >= q_rows):
+                            m.d.sync += fi.eq(0)
+                            with m.If(fp_ + 1 >= passes):
+                                m.d.sync += [fp_.eq(0), state.eq(IDLE), self.tiles_done.eq(self.tiles_done + 1)]
+                            with m.Else():
+                                m.d.sync += fp_.eq(fp_ + 1)
+                        with m.Else():
+                            m.d.sync += fi.eq(fi + 1)
+                    with m.Else():
+                        m.d.sync += fe.eq(fe + 1)
+
+        # measured tile cycles: tile_start is registered at command accept (high in tile cycle 0)
+        with m.If(done_now):
+            m.d.sync += self.tile_cycles.eq(tile_cnt + 1)
+
+        # ------------------------------------------------------------------ result read port
+        m.d.sync += self.rd_valid.eq(self.rd_en)
+        with m.If(self.rd_en):
+            m.d.sync += self.rd_data.eq(Cat(*(res_o[self.rd_addr * D + e] for e in range(D))))
+        return m

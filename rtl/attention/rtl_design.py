@@ -1,0 +1,247 @@
+"""The attention template's entry in the RTL registry: ports, job encoding of attention
+tiles (operands + one command each), comparison with the fast and detailed models.
+
+Values are compared bit for bit with the models (the RTL computes the
+template's fp32 arithmetic, :mod:`rtl.attention.fp`); each tile's report also
+carries its error against the independent float64 reference and the derived
+bound (:func:`archsim.templates.attention.reference.error_bound`). Cycles are
+the tile's ``tile_start .. tile_done`` on the RTL against
+:func:`~archsim.templates.attention.tile.tile_cycles` (fast) and
+:class:`~archsim.templates.attention.detailed.AttentionDetailed`.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import asdict, fields
+from typing import Any
+
+import numpy as np
+
+from archsim.errors import SpecError
+from rtl.design import CosimReport, Port, RtlDesign, TileCheck
+from rtl.attention.design import AttentionArray, AttentionRtlConfig, attention_signature
+
+PORT_DOCS = {
+    "clk": "clock (rising edge)",
+    "rst": "synchronous reset, active high",
+    "cmd_valid": "a tile command is taken when cmd_valid and cmd_ready are high at a rising edge",
+    "cmd_ready": "the array is idle (results of the last tile are readable)",
+    "cmd_flat": "0 = fusemax tile (one pass, online softmax), 1 = flat tile (two passes)",
+    "cmd_q_rows": "query rows of the tile (1..rows)",
+    "cmd_kv_len": "keys (1..key_blocks_max*cols; flat: 1..flat_keys_max)",
+    "cmd_head_dim": "head dim d (1..head_dim_max)",
+    "cmd_passes": "query tiles of q_rows rows run against the same keys (fusemax; flat: 1)",
+    "cmd_drain": "count the wavefront drain (rows + cols - 2 cycles) at the end of the tile",
+    "wr_en": "write one operand entry (while cmd_ready is high)",
+    "wr_buf": "0 = Q, 1 = K, 2 = V",
+    "wr_bank": "Q: array row i (query row of a pass); K, V: array column = key index mod cols",
+    "wr_addr": "Q: pass; K, V: key block = key index div cols",
+    "wr_data": "a head-dim vector of bf16 values, element e at bits [16e, 16e+16)",
+    "rd_en": "read one result row (while cmd_ready is high)",
+    "rd_addr": "pass * rows + query row",
+    "rd_data": "the row's outputs (fp32), element e at bits [32e, 32e+32); valid with rd_valid",
+    "rd_valid": "rd_data holds the row asked for in the previous cycle",
+    "busy": "a tile is running or its outputs are being normalised",
+    "tile_start": "high in tile cycle 0",
+    "tile_done": "high in the tile's last cycle (the contract's tile_cycles)",
+    "tile_cycles": "cycles of the last tile (tile_start .. tile_done inclusive), hardware counter",
+    "tiles_done": "tiles finished since reset",
+    "error": "sticky: a command outside the built sizes (zero or too large a dimension, too many passes or keys)",
+}
+
+RTL_OPTIONS = ("head_dim_max", "passes_max", "key_blocks_max", "flat_keys_max")
+
+
+def check_params(p) -> None:
+    """``ValueError`` (one line) if the RTL cannot be generated for ``p``."""
+    p.validate()
+    if p.exp_on != "array2d":
+        raise ValueError(f"exp_on: the RTL evaluates the exps on the 2D array (array2d), got {p.exp_on}")
+    rates = {k: v for k, v in p.ops1d_per_cycle.items() if v != 1}
+    if rates:
+        raise ValueError(f"ops1d_per_cycle: the RTL's 1D lanes run one op of each function per cycle, got {rates}")
+    if p.precision != "bf16":
+        raise ValueError(f"precision: the RTL's operand buffers hold bf16, got {p.precision}")
+
+
+def _bits16(x: np.ndarray) -> np.ndarray:
+    return (np.asarray(x, np.float32).view(np.uint32) >> 16).astype(np.int64)
+
+
+def _pack(row, bits: int) -> int:
+    word = 0
+    for e, v in enumerate(row):
+        word |= int(v) << (e * bits)
+    return word
+
+
+class AttentionDesign(RtlDesign):
+    """RTL of :class:`~archsim.templates.attention.params.AttentionParams` (see :mod:`rtl.attention.design`)."""
+
+    template = "attention"
+    toplevel = "archsim_attention"
+    driver = "rtl.attention.driver:run_job"
+
+    def __init__(self, params: Any, options: dict | None = None):
+        options = dict(options or {})
+        unknown = sorted(set(options) - set(RTL_OPTIONS))
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)}: not an option of the attention RTL "
+                             f"(it has {', '.join(RTL_OPTIONS)})")
+        for k, v in options.items():
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{k}: expected a positive integer, got {v!r}")
+        super().__init__(params, options)
+        try:
+            check_params(params)
+        except ValueError as err:
+            raise SpecError(f"attention RTL: {err}") from None
+        cfg = {"head_dim_max": 8, "passes_max": 4, "key_blocks_max": 16, "flat_keys_max": 4 * params.cols}
+        cfg.update(options)
+        fk = cfg["flat_keys_max"]
+        cfg["flat_keys_max"] = -(-fk // params.cols) * params.cols  # whole key blocks
+        self.cfg = AttentionRtlConfig(rows=params.rows, cols=params.cols, pe1d=params.pe1d,
+                                      exp_macs=params.exp_macs, **cfg)
+
+    def component(self):
+        return AttentionArray(self.cfg)
+
+    def source_files(self) -> list[str]:
+        import rtl.attention.design as d
+        import rtl.attention.fp as f
+        import rtl.pim.fp as pf
+
+        return [inspect.getfile(d), inspect.getfile(f), inspect.getfile(pf), __file__]
+
+    def config_dict(self) -> dict[str, Any]:
+        out = asdict(self.params)
+        out.update({f.name: getattr(self.cfg, f.name) for f in fields(self.cfg)})
+        return out
+
+    def ports(self) -> list[Port]:
+        from amaranth.hdl import Shape
+        from amaranth.lib.wiring import In
+
+        ports = [Port("clk", "in", 1, PORT_DOCS["clk"]), Port("rst", "in", 1, PORT_DOCS["rst"])]
+        for name, member in attention_signature(self.cfg).items():
+            ports.append(Port(name, "in" if member.flow == In else "out", Shape.cast(member.shape).width,
+                              PORT_DOCS[name]))
+        return ports
+
+    def description(self) -> str:
+        p = self.params
+        return f"archsim attention array {p.rows}x{p.cols} fp32 2D + {p.pe1d}-lane 1D (FuseMax / FLAT tiles)"
+
+    # ---------------------------------------------------------------- co-simulation
+    def runs(self, tile, ops) -> str:
+        """Why the RTL cannot run ``(tile, ops)`` ('' if it can)."""
+        c = self.cfg
+        if ops is None:
+            return "no operands (the RTL runs whole tiles with values)"
+        if tile.phase != "all" or not (tile.first and tile.last):
+            return f"phase {tile.phase} first={tile.first} last={tile.last} (the RTL runs whole tiles)"
+        if tile.head_dim > c.head_dim_max:
+            return f"head_dim {tile.head_dim} > head_dim_max {c.head_dim_max}"
+        if tile.passes > c.passes_max:
+            return f"passes {tile.passes} > passes_max {c.passes_max}"
+        nb = -(-tile.kv_len // c.cols)
+        if nb > c.key_blocks_max:
+            return f"kv_len {tile.kv_len} > key_blocks_max*cols {c.key_blocks_max * c.cols}"
+        if tile.mapping == "flat" and tile.kv_len > c.flat_keys_max:
+            return f"flat kv_len {tile.kv_len} > flat_keys_max {c.flat_keys_max}"
+        return ""
+
+    def cosim_items(self, source: str = "random", tiles: int = 8, seed: int = 0, **_kwargs) -> list:
+        """``random``: the conformance hook's tiles (edge cases first) that the RTL runs, then random ones."""
+        if source != "random":
+            raise SpecError(f"attention RTL: unknown co-simulation source {source!r}; expected random")
+        from archsim.templates.attention import conformance
+
+        rng = np.random.default_rng(seed)
+        items = [(t, o) for t, o in conformance.sample_tiles(rng, self.params, max(tiles, 16))
+                 if not self.runs(t, o)]
+        while len(items) < tiles:
+            items += [(t, o) for t, o in conformance.sample_tiles(rng, self.params, 16)[10:] if not self.runs(t, o)]
+        return items[:tiles]
+
+    def encode(self, tile, ops) -> dict[str, Any]:
+        why = self.runs(tile, ops)
+        if why:
+            raise SpecError(f"attention RTL cannot run {tile}: {why}")
+        R, C = self.cfg.rows, self.cfg.cols
+        q, k, v = (_bits16(ops[n]) for n in ("q", "k", "v"))
+        writes = []
+        for p in range(tile.passes):
+            for i in range(tile.q_rows):
+                writes.append([0, i, p, _pack(q[p * tile.q_rows + i], 16)])
+        for j in range(tile.kv_len):
+            writes.append([1, j % C, j // C, _pack(k[j], 16)])
+            writes.append([2, j % C, j // C, _pack(v[j], 16)])
+        reads = [p * R + i for p in range(tile.passes) for i in range(tile.q_rows)]
+        return {"cmd": {"flat": int(tile.mapping == "flat"), "q_rows": tile.q_rows, "kv_len": tile.kv_len,
+                        "head_dim": tile.head_dim, "passes": tile.passes, "drain": int(tile.drain)},
+                "writes": writes, "reads": reads}
+
+    def make_job(self, items) -> dict[str, Any]:
+        import re
+
+        # yosys' write_verilog makes every `always @*` block depend on one initialised reg so that
+        # simulators run it at time 0; Icarus in SystemVerilog mode (cocotb's default) raises no
+        # event for a declaration initialiser, so the driver writes that reg once after reset
+        kick = sorted(set(re.findall(r"reg \\(\$auto\$verilog_backend\S*)\s", self.verilog())))
+        return {"driver": self.driver, "head_dim_max": self.cfg.head_dim_max, "kick": kick,
+                "tiles": [self.encode(t, o) for t, o in items]}
+
+    @staticmethod
+    def label(tile) -> str:
+        extra = "" if tile.drain else " nodrain"
+        extra += f" x{tile.passes}" if tile.passes > 1 else ""
+        return f"{tile.mapping} q={tile.q_rows} L={tile.kv_len} d={tile.head_dim}{extra}"
+
+    def check(self, items, result, sim="icarus") -> CosimReport:
+        from archsim.templates.attention.model import AttentionModel
+        from archsim.templates.attention.reference import error_bound, reference_attention
+
+        model = AttentionModel(self.params)
+        got = result.get("tiles", [])
+        report = CosimReport(design=self.template, sim=sim, tiles=[], error=result.get("error", ""))
+        for idx, (tile, ops) in enumerate(items):
+            fast_vals = np.asarray(model.tile_values(tile, ops), np.float32)
+            det_vals, det_cycles = model.detailed_tile(tile, ops)
+            fast_cycles = model.tile_cycles(tile)
+            label = self.label(tile)
+            if idx >= len(got):
+                report.tiles.append(TileCheck(idx, label, None, fast_cycles, det_cycles, False,
+                                              "no result from the RTL"))
+                continue
+            g = got[idx]
+            rows = np.array(g["rows"], np.uint64) if g["rows"] else np.zeros((0, 0), np.uint64)
+            vals = (rows[:, :tile.head_dim].astype(np.uint32).view(np.float32) if rows.size
+                    else np.zeros((0, tile.head_dim), np.float32))
+            want = fast_vals.view(np.uint32)
+            mismatch = ""
+            if not np.array_equal(np.asarray(det_vals, np.float32).view(np.uint32), want):
+                mismatch = "fast and detailed models disagree on values (model bug)"
+            elif vals.shape != fast_vals.shape:
+                mismatch = f"{vals.shape} outputs read, expected {fast_vals.shape}"
+            else:
+                diff = np.argwhere(vals.view(np.uint32) != want)
+                if len(diff):
+                    r, e = (int(x) for x in diff[0])
+                    mismatch = (f"out[{r},{e}] = {vals[r, e]!r}, expected {fast_vals[r, e]!r} (archsim models); "
+                                f"{len(diff)} of {want.size} values differ")
+            if g.get("error"):
+                mismatch = (mismatch + "; " if mismatch else "") + "the array flagged the command (error)"
+            extra: dict[str, Any] = {"hw_tile_cycles": g.get("hw_cycles")}
+            if vals.shape == fast_vals.shape:
+                ref = reference_attention(ops["q"], ops["k"], ops["v"])
+                bound = error_bound(ops["q"], ops["k"], ops["v"], self.params.cols, self.params.exp_macs)
+                err = np.abs(vals.astype(np.float64) - ref).max(axis=1)
+                extra.update(max_abs_error=float(err.max()), error_over_bound=float((err / bound).max()))
+            rtl_cycles = g.get("cycles")
+            if rtl_cycles is not None and g.get("hw_cycles") != rtl_cycles:
+                mismatch = (mismatch + "; " if mismatch else "") + \
+                    f"hardware counter {g.get('hw_cycles')} != measured {rtl_cycles}"
+            report.tiles.append(TileCheck(idx, label, rtl_cycles, fast_cycles, int(det_cycles), not mismatch,
+                                          mismatch, extra))
+        return report
