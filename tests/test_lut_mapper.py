@@ -1,0 +1,119 @@
+"""LUT mapper: bit-plane weight bytes, K padding, tiles timed as the contract says, fused precompute,
+other formats on the vector unit, the CLI interface, presets and area."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+import mappers
+from archsim.area import area_breakdown
+from archsim.cli import main
+from archsim.program import Compute, Load, VectorOp
+from archsim.simulation import simulate
+from archsim.spec.load import load_arch, preset_names
+from workloads.zoo._net import Net
+
+
+def _linear(m: int, k: int, n: int, w: str = "ternary", a: str = "int8"):
+    net = Net("one_linear", weight_precision=w, act_precision=a, acc_precision="int32")
+    net.linear("fc", net.input("x", (m, k)), n, bias=False)
+    return net.graph
+
+
+def _layer(graph, arch="lut-m2n64k4", **options):
+    prog = mappers.compile(graph, load_arch(arch), **options)
+    return prog.layers[0]
+
+
+def test_gemv_weight_bytes_are_bit_planes_and_cycles_are_the_closed_form():
+    layer = _layer(_linear(1, 256, 128))
+    tiles = [c.tile for c in layer.commands if isinstance(c, Compute)]
+    assert len(tiles) == 1 and (tiles[0].m, tiles[0].k, tiles[0].n) == (1, 256, 128)
+    loads = {c.operand: c.nbytes for c in layer.commands if isinstance(c, Load)}
+    assert loads == {"input": 256, "weight": 256 * 128 * 2 // 8}  # int8 activations, 2 bit planes
+    # by hand: 64 steps, pre = ceil(2*8/16) = 1, look = ceil(128/64) * 2 = 4: 1 + 63*4 + 4 + 3
+    model = load_arch("lut-m2n64k4").model()
+    assert model.tile_cycles(tiles[0]) == 1 + 63 * 4 + 4 + 3
+    assert layer.weight_format == "ternary" and layer.activation_format == "int8"
+    assert layer.mapping["precompute_cycles"] == 64 and layer.mapping["precompute_exposed_cycles"] == 1
+
+
+def test_k_is_padded_to_the_group():
+    layer = _layer(_linear(3, 10, 8, "int4", "fp16"))
+    (tile,) = [c.tile for c in layer.commands if isinstance(c, Compute)]
+    assert tile.k == 12 and layer.mapping["k_padded"] == 12 and layer.mapping["k"] == 10
+    assert layer.macs == 3 * 10 * 8  # the workload's MACs, not the padded ones
+
+
+def test_fused_precompute_loads_tables_and_saves_the_table_build():
+    plain = _layer(_linear(1, 256, 128))
+    fused = _layer(_linear(1, 256, 128), precompute_fusion=True)
+    (tile,) = [c.tile for c in fused.commands if isinstance(c, Compute)]
+    assert tile.precomputed
+    # tables instead of activations: 64 groups x 8 entries x 11-bit entries (|sum| <= 4 * 128)
+    loads = {c.operand: c.nbytes for c in fused.commands if isinstance(c, Load)}
+    assert loads["input"] == 64 * 8 * 11 // 8
+    (vec,) = [c for c in fused.commands if isinstance(c, VectorOp)]
+    assert (vec.op, vec.elements, vec.reads_per_element, vec.deps) == ("lut_table", 64 * 8, 3, ())
+    assert fused.mapping["precompute_saved_cycles"] == 1 == plain.mapping["precompute_exposed_cycles"]
+    # precompute bound: 1 entry per cycle -> pre = 16 > look = 4: fusion saves 64*16 + 4 + 3 - (64*4 + 3)
+    slow = _layer(_linear(1, 256, 128), precompute_fusion=True, arch=load_arch("lut-m2n64k4", {
+        "precompute_entries_per_cycle": 1}))
+    assert slow.mapping["precompute_saved_cycles"] == (16 + 63 * 16 + 4 + 3) - (64 * 4 + 3)
+
+
+def test_formats_the_core_lacks_run_on_the_vector_unit():
+    layer = _layer(_linear(1, 64, 32, "bf16", "bf16"))
+    assert not any(isinstance(c, Compute) for c in layer.commands)
+    assert {c.op for c in layer.commands if isinstance(c, VectorOp)} == {"mac"}
+    assert layer.mapping["unit"] == "vector" and "bf16 x bf16 not built" in layer.mapping["reason"]
+    # the weights stream once: 64 x 32 bf16
+    assert sum(c.nbytes for c in layer.commands if isinstance(c, Load) and c.operand == "weight") == 64 * 32 * 2
+
+
+def _run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("weights, acts", [("ternary", "int8"), ("int4", "bf16"), ("int2", "fp16")])
+def test_cli_runs_bitnet_decode(capsys, tmp_path, weights, acts):
+    code, out, err = _run(capsys, "run", "--arch", "lut-m2n64k4", "--workload", "bitnet-b1.58-2b", "--phase",
+                          "decode", "--weights", weights, "--activations", acts, "--out", str(tmp_path), "--no-plots")
+    assert code == 0, err
+    assert re.search(rf"^precision \(weights/activations\) +{weights}/{acts}, ", out, re.M)
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["macs"] > 2e9
+
+
+def test_cli_rejects_a_pair_the_core_lacks(capsys):
+    code, _, err = _run(capsys, "run", "--arch", "lut-m2n64k4", "--workload", "bitnet-b1.58-2b", "--phase", "decode",
+                        "--weights", "int8", "--activations", "int8")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "lut-m2n64k4: precision: the lut core runs weights int1/ternary/int2/int3/int4" in err
+
+
+def test_presets_and_area():
+    names = [n for n in preset_names() if n.startswith("lut-")]
+    assert {"lut-m2n8k4-ecp5", "lut-m2n64k4", "lut-baseline-mac-16x16-a8", "lut-baseline-mac-16x16-a16",
+            "lut-baseline-mac-4x8-a8"} <= set(names)
+    lut, base = load_arch("lut-m2n64k4"), load_arch("lut-baseline-mac-16x16-a8")
+    # equal peak MACs/cycle at 2-bit weights (the baselines' definition)
+    assert lut.model().peak_macs_per_cycle("ternary") == base.model().peak_macs_per_cycle() == 256
+    items = {i.component: i for i in area_breakdown(lut)}
+    # 128 LUT units, int datapath: 7 x 11-bit MUX2 (1.862 um2) + 11-bit negate + 2 32-bit adders (137 um2)
+    assert items["lut_units.int"].um2 == pytest.approx(128 * (7 * 11 * 1.862 + 11 * 137 / 32 + 2 * 137))
+    assert "lut_units.fp32" in items and "pe_registers" in items
+    a16 = {i.component: i for i in area_breakdown(load_arch("lut-baseline-mac-16x16-a16"))}
+    assert a16["mac"].unit_um2 == 5824  # priced as an fp16 MAC
+
+
+def test_energy_uses_the_lut_actions():
+    r = simulate(_linear(2, 64, 64), "lut-m2n64k4")
+    assert r.layers[0].energy_pj_by_component["compute"] > 0
+    r16 = simulate(_linear(2, 64, 64, "int4", "fp16"), "lut-m2n64k4")
+    # fp32 adds (0.9 pJ) instead of int adds (0.1 pJ) and 4 planes instead of 2
+    assert r16.layers[0].energy_pj_by_component["compute"] > 5 * r.layers[0].energy_pj_by_component["compute"]
