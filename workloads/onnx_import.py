@@ -2,7 +2,10 @@
 
 Every tensor gets a concrete shape from ONNX shape inference (with data
 propagation, so ``Shape -> Gather -> Concat -> Reshape`` chains resolve);
-symbolic dims can be fixed with ``dims={"batch": 1, ...}``.
+symbolic input dims are bound with ``dims={"N": 1, ...}`` (``archsim run
+--dim N=1``), and ``batch=`` / ``seq_len=`` (``--batch`` / ``--seq``) bind
+the usual names (:data:`BATCH_DIM_NAMES`, :data:`SEQ_DIM_NAMES`, any case).
+A symbolic input dim left unbound is one error naming every such dim.
 
 Lowering:
 
@@ -57,6 +60,11 @@ ALWAYS_STATIC = {"Constant", "Shape", "Size", "ConstantOfShape"}
 POOLS = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"}
 LOWERED = ELEMENTWISE | REDUCTIONS | SHAPE_OPS | PASS_THROUGH | POOLS | {"Conv", "Gemm", "MatMul", "Softmax",
                                                                        "LayerNormalization"}
+#: symbolic dim names ``batch=`` binds (compared in lower case)
+BATCH_DIM_NAMES = ("batch", "batch_size", "batchsize", "n", "b", "bs", "batch_dim")
+#: symbolic dim names ``seq_len=`` binds (compared in lower case)
+SEQ_DIM_NAMES = ("seq", "seq_len", "seqlen", "sequence", "sequence_length", "seq_length", "s", "t", "tokens",
+                 "num_tokens", "length")
 _FLOAT_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16,
                 onnx.TensorProto.DOUBLE}
 
@@ -163,8 +171,14 @@ def _attrs(node) -> dict:
 
 
 def load_onnx(path: str, *, unknown_ops: str = "error", dims: dict[str, int] | None = None,
+              batch: int | None = None, seq_len: int | None = None, seq: int | None = None,
               weight_precision: str = "int8", act_precision: str = "int8", acc_precision: str = "int32") -> Graph:
-    """A Graph from an ONNX file; see the module docstring for what is lowered how."""
+    """A Graph from an ONNX file; see the module docstring for what is lowered how.
+
+    ``dims`` binds symbolic input dims by name; ``batch`` and ``seq_len``
+    (``seq`` is the same) bind those named like a batch or a sequence length.
+    ``unknown_ops="vector"`` runs ops that cannot be lowered as generic vector work.
+    """
     if unknown_ops not in ("error", "vector"):
         raise WorkloadError(f"{path}: unknown_ops: expected 'error' or 'vector', got {unknown_ops!r}")
     from archsim.inputs import MAX_ONNX_BYTES, max_input_bytes, read_input_bytes
@@ -176,8 +190,11 @@ def load_onnx(path: str, *, unknown_ops: str = "error", dims: dict[str, int] | N
         raise WorkloadError(f"{path}: not a readable ONNX model ({type(err).__name__})") from None
     if not model.graph.node:
         raise WorkloadError(f"{path}: the ONNX graph has no nodes; expected a model")
-    if dims:
-        _fix_dims(path, model, dims)
+    if seq is not None and seq_len is not None and seq != seq_len:
+        raise WorkloadError(f"{path}: seq: conflicts with seq_len={seq_len!r}")
+    bound = bind_dims(path, symbolic_dims(model), dims or {}, batch, seq_len if seq_len is not None else seq)
+    if bound:
+        _fix_dims(path, model, bound)
     model = _infer(path, model)
     m = _Model(path, model)
     if any(m.shapes.get(out) is None or 0 in m.shapes[out]
@@ -191,7 +208,7 @@ def load_onnx(path: str, *, unknown_ops: str = "error", dims: dict[str, int] | N
         listing = "; ".join(f"{t} ({', '.join(m.names[id(n)] for n in unknown if n.op_type == t)})"
                             for t in dict.fromkeys(n.op_type for n in unknown))
         raise WorkloadError(f"{path}: cannot lower ONNX op(s): {listing}; expected supported ops "
-                            f"(or pass unknown_ops='vector' to run them on the vector unit)")
+                            f"(or pass unknown_ops='vector', --unknown-ops vector, to run them on the vector unit)")
     precision = dict(weight_precision=weight_precision, act_precision=act_precision, acc_precision=acc_precision)
     graph = Graph(Path(path).stem or model.graph.name or "onnx")
     lower = _Lowerer(m, graph, precision)
@@ -259,6 +276,79 @@ def _fold_static_shapes(path: str, model, m: _Model) -> None:
         shape = _vi_shape(vi)
         if shape is not None and (m.shapes.get(vi.name) is None or 0 in m.shapes[vi.name]):
             m.shapes[vi.name] = shape
+
+
+def parse_dim_args(texts, workload: str) -> dict:
+    """Loader options from the CLI's ``--dim NAME=VALUE`` (repeatable) for
+    ``workload``: ``{"dims": {NAME: VALUE, ...}}``, or ``{}`` when none.
+    One WorkloadError for a malformed item or a workload that is not ONNX."""
+    if not texts:
+        return {}
+    if not str(workload).lower().endswith(".onnx"):
+        raise WorkloadError(f"--dim: binds symbolic dims of an ONNX model; {workload} is not a .onnx file "
+                            f"(zoo models take --batch, --seq, --image-size)")
+    dims: dict[str, int] = {}
+    for text in texts:
+        name, sep, value = str(text).partition("=")
+        name = name.strip()
+        try:
+            number = int(value.strip())
+        except ValueError:
+            number = None
+        if not sep or not name or number is None or number < 1:
+            raise WorkloadError(f"--dim {text}: expected NAME=VALUE with a positive integer VALUE (e.g. --dim N=8)")
+        if name in dims and dims[name] != number:
+            raise WorkloadError(f"--dim {text}: {name} is already {dims[name]}")
+        dims[name] = number
+    return {"dims": dims}
+
+
+def symbolic_dims(model) -> list[str]:
+    """Names of the symbolic dims of the graph's inputs (initializers excluded), in order."""
+    inits = {t.name for t in model.graph.initializer}
+    names: dict[str, None] = {}
+    for vi in model.graph.input:
+        if vi.name in inits:
+            continue
+        for d in vi.type.tensor_type.shape.dim:
+            if d.HasField("dim_param") and d.dim_param:
+                names[d.dim_param] = None
+    return list(names)
+
+
+def bind_dims(path: str, symbolic: list[str], dims: dict, batch: int | None, seq_len: int | None) -> dict[str, int]:
+    """Values of the symbolic dims: ``dims`` by name, then ``batch`` / ``seq_len``
+    for the usual names. One WorkloadError for a name the model lacks, a bad
+    value, a ``batch``/``seq_len`` nothing takes, or a dim left unbound."""
+    have = ", ".join(symbolic) or "none"
+    bound: dict[str, int] = {}
+    for name, value in dims.items():
+        if name not in symbolic:
+            raise WorkloadError(f"{path}: dims.{name}: the model has no symbolic input dim {name!r} "
+                                f"(symbolic dims: {have})")
+        bound[name] = _positive_dim(path, f"dims.{name}", value)
+    for key, value, names in (("batch", batch, BATCH_DIM_NAMES), ("seq_len", seq_len, SEQ_DIM_NAMES)):
+        if value is None:
+            continue
+        value = _positive_dim(path, key, value)
+        targets = [n for n in symbolic if n.lower() in names]
+        if not targets:
+            raise WorkloadError(f"{path}: {key}: the model has no symbolic {key} dim (symbolic dims: {have}); "
+                                f"bind dims by name with --dim NAME=VALUE")
+        for n in targets:
+            bound.setdefault(n, value)
+    missing = [n for n in symbolic if n not in bound]
+    if missing:
+        raise WorkloadError(f"{path}: symbolic input dim(s) {', '.join(missing)} have no value; expected "
+                            f"--dim NAME=VALUE (dims={{'NAME': VALUE}}), or --batch / --seq for batch and "
+                            f"sequence dims")
+    return bound
+
+
+def _positive_dim(path: str, key: str, value) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise WorkloadError(f"{path}: {key}: expected a positive integer, got {value!r}")
+    return value
 
 
 def _fix_dims(path: str, model, dims: dict[str, int]) -> None:

@@ -36,6 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--phase", choices=["prefill", "decode"], help="LLM phase")
     p.add_argument("--kv-len", type=int, dest="kv_len", help="KV-cache length (decode)")
     p.add_argument("--image-size", type=int, dest="image_size", help="input image size (CNNs, ViT)")
+    add_onnx_args(p)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
                    help="override an arch spec value, e.g. rows=16 or dram.bytes_per_cycle=16 (repeatable)")
     p.add_argument("--out", metavar="DIR", help="output folder (default: sim_out/<arch>-<workload>)")
@@ -55,6 +56,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="refuse a run estimated above this many ideal compute cycles (default 1e11, or "
                    "ARCHSIM_WORK_LIMIT)")
     p.set_defaults(func=run)
+
+
+def add_onnx_args(p: argparse.ArgumentParser) -> None:
+    """``--dim NAME=VALUE`` (repeatable) and ``--unknown-ops`` for ONNX workloads."""
+    p.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE", dest="dims",
+                   help="ONNX: bind a symbolic input dim, e.g. --dim N=8 (repeatable; --batch / --seq bind "
+                   "the usual batch and sequence names)")
+    p.add_argument("--unknown-ops", choices=["error", "vector"], dest="unknown_ops",
+                   help="ONNX: ops archsim cannot lower are an error (default) or run as generic vector work")
+
+
+def onnx_options(args: argparse.Namespace) -> dict:
+    """Loader options of :func:`add_onnx_args`' flags."""
+    from workloads.onnx_import import parse_dim_args
+
+    workload = getattr(args, "workload", None) or getattr(args, "source", "")
+    out = parse_dim_args(args.dims, workload)
+    if args.unknown_ops is not None:
+        out["unknown_ops"] = args.unknown_ops
+    return out
 
 
 def _slug(text: str) -> str:
@@ -97,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     options = {
         "batch": args.batch, "seq": args.seq, "phase": args.phase, "kv_len": args.kv_len,
         "image_size": args.image_size, "objective": args.objective, "dataflow": args.dataflow,
-        "fusion": args.fusion,
+        "fusion": args.fusion, **onnx_options(args),
     }
     options = {k: v for k, v in options.items() if v is not None}
     out_dir = args.out or os.path.join(DEFAULT_OUT_ROOT, run_name(arch.name, args.workload))

@@ -26,6 +26,9 @@ def register(subparsers) -> None:
     show.add_argument("--phase", choices=["prefill", "decode"])
     show.add_argument("--kv-len", type=int, dest="kv_len", help="KV-cache length (decode)")
     show.add_argument("--image-size", type=int, dest="image_size")
+    from archsim.cli.run import add_onnx_args
+
+    add_onnx_args(show)
     show.set_defaults(func=_show)
 
     lst = sub.add_parser("list", help="names of the zoo models")
@@ -57,8 +60,11 @@ def _kind(op: Op) -> str:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from archsim.cli.run import onnx_options
+
     params = {k: getattr(args, k) for k in ("batch", "seq_len", "phase", "kv_len", "image_size")
               if getattr(args, k) is not None}
+    params.update(onnx_options(args))
     graph = workloads.load(args.source, **params)
     header = ["name", "op", "input shapes", "output shape", "MACs", "params", "bytes"]
     rows = layer_rows(graph)

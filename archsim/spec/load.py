@@ -612,19 +612,46 @@ def _apply_overrides(raw: dict, overrides: Any, where: str) -> dict:
                 if option_names:
                     expected += f" or option ({', '.join(option_names)})"
                 raise SpecError(f"{where}: --set {text}: unknown key {parts[0]!r}; expected {expected}")
-        node = raw
-        for i, part in enumerate(parts[:-1]):
-            child = node.get(part)
-            if child is None:
-                child = node[part] = {}
-            if not isinstance(child, dict):
-                raise SpecError(f"{where}: --set {text}: {'.'.join(parts[: i + 1])} is not a mapping")
-            node = child
-        last = parts[-1]
-        if parts[:-1] == ["dram"] and last in ("bytes_per_cycle", "gb_per_s"):
-            node.pop("gb_per_s" if last == "bytes_per_cycle" else "bytes_per_cycle", None)
-        node[last] = value
+        for path in _expand_stars(parts, raw, where, text):
+            _set_path(raw, path, value, where, text)
     return raw
+
+
+def _expand_stars(parts: list[str], raw: dict, where: str, text: str) -> list[list[str]]:
+    """Concrete key paths of ``parts``: ``*`` stands for every key of the mapping
+    there (``buffers.*.bytes`` sets every buffer). A ``buffers.<name>`` the spec
+    does not have is an error naming the ones it has."""
+    paths: list[tuple[list[str], Any]] = [([], raw)]
+    for part in parts:
+        nxt = []
+        for prefix, node in paths:
+            if part == "*":
+                if not isinstance(node, dict) or not node:
+                    raise SpecError(f"{where}: --set {text}: {'.'.join(prefix) or '*'} has no entries for '*'")
+                nxt.extend((prefix + [k], v) for k, v in node.items())
+            else:
+                if prefix == ["buffers"] and isinstance(node, dict) and node and part not in node:
+                    raise SpecError(f"{where}: --set {text}: no buffer {part!r}; this arch has "
+                                    f"{', '.join(sorted(node))}")
+                nxt.append((prefix + [part], node.get(part) if isinstance(node, dict) else None))
+        paths = nxt
+    return [prefix for prefix, _ in paths]
+
+
+def _set_path(raw: dict, parts: list[str], value: Any, where: str, text: str) -> None:
+    """``raw[parts[0]][parts[1]]... = value``, creating missing mappings."""
+    node = raw
+    for i, part in enumerate(parts[:-1]):
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise SpecError(f"{where}: --set {text}: {'.'.join(parts[: i + 1])} is not a mapping")
+        node = child
+    last = parts[-1]
+    if parts[:-1] == ["dram"] and last in ("bytes_per_cycle", "gb_per_s"):
+        node.pop("gb_per_s" if last == "bytes_per_cycle" else "bytes_per_cycle", None)
+    node[last] = value
 
 
 # ----------------------------------------------------------------------------- arch
