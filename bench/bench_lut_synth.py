@@ -1,0 +1,108 @@
+"""Compute density of the LUT tensor core RTL vs a dequantize-then-MAC core, from synthesis.
+
+For each W x A (W1, W1.58, W2, W4 x A8, A16) it synthesizes with yosys
+(rtl/synth.py, cached) two designs of equal peak throughput (the definition
+is in :mod:`rtl.lut.mac_baseline`):
+
+- the LUT core :class:`rtl.lut.design.LutCore` built for that one pair
+  (``weight_formats=[W]``, ``activation_formats=[A]``; small local buffers,
+  depth ``--depth``), peak ``tile_m * tile_n * group_k / b`` MACs/cycle;
+- the baseline :class:`rtl.lut.mac_baseline.MacBaseline` (int8 x int8 or
+  fp16 x fp16 multipliers), peak ``tile_m * tile_n * group_k`` MACs/cycle;
+
+and prints one table: generic cells (``synth -flatten -lut 4``: multipliers in
+logic, no DSP), ECP5 LUT / FF / DSP (``synth_ecp5``), nextpnr Fmax (``--pnr``),
+and the compute density = peak MACs/cycle per 1000 generic 4-input LUTs, with
+the LUT/MAC density ratio.
+
+    python bench/bench_lut_synth.py [--tile M N K] [--pnr] [--json out.json]
+
+A16 on the LUT core is fp16 activations (bf16 builds the same fp32 datapath with
+another decoder).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from archsim.templates.lut.params import LutParams  # noqa: E402
+from rtl.lut.mac_baseline import PLANES, MacBaseline  # noqa: E402
+from rtl.synth import synthesize, synthesize_verilog  # noqa: E402
+
+WEIGHTS = (("W1", "int1"), ("W1.58", "ternary"), ("W2", "int2"), ("W4", "int4"))
+ACTS = (("A8", "int8"), ("A16", "fp16"))
+
+
+def lut_figures(tm, tn, K, wf, af, depth, pnr) -> dict:
+    p = LutParams(group_k=K, tile_k=K, tile_m=tm, tile_n=tn, precompute_entries_per_cycle=tm * 2 ** (K - 1),
+                  weight_formats=[wf], activation_formats=[af], weight_format=wf, activation_format=af)
+    opts = {k: depth for k in ("act_depth", "weight_depth", "out_depth", "table_depth")}
+    gen = synthesize(p, target="generic", options=opts)
+    ecp = synthesize(p, target="ecp5", pnr=pnr, options=opts)
+    return {"generic": gen, "ecp5": ecp, "peak": tm * tn * K / PLANES[wf]}
+
+
+def mac_figures(tm, tn, K, wf, af, pnr) -> dict:
+    from amaranth.back import verilog
+
+    core = MacBaseline(tm, tn, K, wf, af)
+    text = verilog.convert(core, name="archsim_mac_baseline", emit_src=False)
+    gen = synthesize_verilog(text, "archsim_mac_baseline", target="generic")
+    ecp = synthesize_verilog(text, "archsim_mac_baseline", target="ecp5", pnr=pnr)
+    return {"generic": gen, "ecp5": ecp, "peak": core.peak_macs_per_cycle}
+
+
+def density(fig: dict) -> float:
+    return 1000.0 * fig["peak"] / max(1, fig["generic"]["luts"])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tile", nargs=3, type=int, default=[2, 8, 4], metavar=("M", "N", "K"))
+    ap.add_argument("--depth", type=int, default=2, help="entries of the LUT core's local buffers (default 2)")
+    ap.add_argument("--pnr", action="store_true", help="also place and route (ECP5-85k): Fmax")
+    ap.add_argument("--json", metavar="FILE")
+    args = ap.parse_args(argv)
+    tm, tn, K = args.tile
+    rows = []
+    t0 = time.perf_counter()
+    for aname, af in ACTS:
+        for wname, wf in WEIGHTS:
+            lut = lut_figures(tm, tn, K, wf, af, args.depth, args.pnr)
+            mac = mac_figures(tm, tn, K, wf, "int8" if af == "int8" else "fp16", args.pnr)
+            rows.append({"w": wname, "a": aname, "lut": lut, "mac": mac,
+                         "ratio": density(lut) / density(mac)})
+            print(f"  synthesized {wname} x {aname} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+
+    def fmax(f):
+        v = f["ecp5"].get("fmax_mhz")
+        return f"{v:.0f}" if v else "-"
+
+    print(f"LUT core M{tm} N{tn} K{K} vs dequantize-then-MAC core of equal peak MACs/cycle "
+          f"({tm * tn * K} multipliers); density = peak MACs/cycle per 1000 generic 4-LUTs "
+          f"(yosys synth -lut 4, no DSP)")
+    hdr = (f"{'W x A':<11} | {'core':<4} {'peak':>5} {'gen LUT':>8} {'gen FF':>7} {'cells':>7} | "
+           f"{'ECP5 LUT':>8} {'FF':>6} {'DSP':>4} {'Fmax':>5} | {'density':>8} | {'LUT/MAC':>7}")
+    print(hdr)
+    print("-" * len(hdr))
+    for row in rows:
+        for core in ("lut", "mac"):
+            f = row[core]
+            g, e = f["generic"], f["ecp5"]
+            ratio = f"{row['ratio']:.2f}x" if core == "lut" else ""
+            print(f"{row['w'] + ' x ' + row['a'] if core == 'lut' else '':<11} | {core:<4} {f['peak']:>5g} "
+                  f"{g['luts']:>8} {g['ffs']:>7} {g['cells']:>7} | {e['luts']:>8} {e['ffs']:>6} {e['dsps']:>4} "
+                  f"{fmax(f):>5} | {density(f):>8.2f} | {ratio:>7}")
+    print(f"({time.perf_counter() - t0:.0f} s; results cached under the archsim synth cache)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1, default=str) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
