@@ -9,8 +9,11 @@ built format (``params.activation_formats``), runs on the LUT array:
   whatever its weight, so the result is unchanged and the padding costs cycles;
 - buffer tiles ``tm x tk x tn`` and a loop order (``mnk``, ``nmk``, ``nkm``;
   :mod:`mappers.tiling`) are chosen by estimated cycles ``max(compute,
-  DRAM bytes / bandwidth) + latency`` (ties: fewer tiles), the compute cycles
-  being the closed form of :mod:`archsim.templates.lut.tile` summed over the tiles;
+  DRAM bytes / bandwidth) + latency`` (the ``objective``; within 1 % of the best,
+  the least DRAM + SRAM energy, then fewer tiles), the compute cycles being the
+  closed form of :mod:`archsim.templates.lut.tile` summed over the tiles (a tile
+  no wider than the array keeps its sums in the array's accumulators, a wider one
+  moves them through the output buffer every K-group);
 - one :class:`~archsim.templates.lut.tile.LutTile` per buffer tile (``accumulate``
   on every k tile but the first);
 - weight bytes are the bit-plane layout: ``b`` bits per weight (int1 1,
@@ -60,6 +63,12 @@ class LutMapper:
         bw = float(arch.dram.bytes_per_cycle)
         self.inv_bw = 0.0 if bw == float("inf") else 1.0 / bw
         self.latency = int(arch.dram.latency_cycles) if self.inv_bw else 0
+        tech = arch.tech
+        try:
+            self.e_dram = 8.0 * tech.energy("dram_bit")
+            self.e_sram = float(tech.sram_pj_per_byte(max(b.bytes for b in arch.buffers.values())))
+        except (KeyError, AttributeError, ValueError):
+            self.e_dram, self.e_sram = 8.0 * 20.0, 2.5
 
     # -- one op -------------------------------------------------------------------
     def formats(self, g: Gemm) -> tuple[str, str] | None:
@@ -135,6 +144,17 @@ class LutMapper:
         look = -(-sn // p.tile_n) * PLANES[wf]
         return pre + (s - 1) * np.maximum(pre, look) + look + p.pipeline_cycles
 
+    def tile_sram_bytes(self, sm, sk, sn, g: Gemm):
+        """Buffer bytes a buffer tile moves inside the chip (vectorised; as the model's tile_actions):
+        activations once, weights once per row block, outputs once or every K-group when wider than
+        the array's accumulators."""
+        p = self.p
+        groups = sk // p.group_k
+        out_b = precision_bits(g.acc_precision) // 8
+        w = nbytes(sk * sn, PLANES[g.b_precision]) * -(-sm // p.tile_m)
+        out = np.where(sn <= p.tile_n, 1, 2 * groups - 1) * sm * sn * out_b
+        return nbytes(sm * sk, precision_bits(g.a_precision)) + w + out
+
     def choose(self, g: Gemm, wf: str, af: str) -> tuple[TilePlan, dict]:
         p = self.p
         step = p.scale_group if p.scale == "per_group" else p.group_k
@@ -164,8 +184,12 @@ class LutMapper:
         dram = tr.a * ar + tr.b * wr + tr.out + tr.psum + tr.residual
         est = np.maximum(compute, dram * self.inv_bw) + 2 * self.latency
         steps = nm[fits] * -(-g.k // tk) * -(-g.n // tn)
-        primary = est if self.objective == "cycles" else dram
-        i = int(np.lexsort((steps, dram, primary))[0])
+        sram = class_sum(g, tm, tk, tn, lambda sm, sk, sn: self.tile_sram_bytes(sm, sk, sn, g))
+        energy = dram * self.e_dram + sram * self.e_sram
+        primary, secondary = (est, energy) if self.objective == "cycles" else (energy, est)
+        # within 1 % of the best primary, the least secondary, then the fewest tiles
+        near = primary <= primary.min() * 1.01
+        i = int(np.lexsort((steps, secondary, ~near))[0])
         plan = TilePlan("lut", int(tm[i]), int(tk[i]), int(tn[i]), ORDERS[int(order[i])], False)
         return plan, {"est_cycles": int(est[i]), "est_compute_cycles": int(compute[i]), "est_dram_bytes": int(dram[i])}
 
@@ -184,7 +208,6 @@ class LutMapper:
         emit_gemm(em, g, plan, split)
         ar, wr = self.a_ratio(af), float(self.w_ratio(wf, plan.tk))
         pre_cycles = exposed = 0
-        tables = 0
         for i in range(first, len(em.commands)):
             c = em.commands[i]
             if isinstance(c, Load) and c.operand == "input" and ar != 1.0:
@@ -197,8 +220,8 @@ class LutMapper:
                 steps = ceil(t.m / self.p.tile_m) * (t.k // self.p.group_k)
                 pre_cycles += steps * ceil(self.p.tile_m * self.p.table_entries / self.p.precompute_entries_per_cycle)
                 exposed += tile_cycles(built, self.p) - tile_cycles(dataclasses.replace(t, precomputed=True), self.p)
-                tables += t.m * (t.k // self.p.group_k)
-        if self.fusion:  # the producer's extra work: K - 1 adds per table entry (not waited for)
+        if self.fusion:  # the producer's extra work, once per row and group: K - 1 adds per entry (not waited for)
+            tables = g.m * (g.k // self.p.group_k)
             em.commands.append(VectorOp(len(em.commands), (), "lut_table", tables * self.p.table_entries,
                                         max(1, self.p.group_k - 1)))
         mp = plan.as_mapping(g)

@@ -30,14 +30,25 @@ def _layer(graph, arch="lut-m2n64k4", **options):
 def test_gemv_weight_bytes_are_bit_planes_and_cycles_are_the_closed_form():
     layer = _layer(_linear(1, 256, 128))
     tiles = [c.tile for c in layer.commands if isinstance(c, Compute)]
-    assert len(tiles) == 1 and (tiles[0].m, tiles[0].k, tiles[0].n) == (1, 256, 128)
-    loads = {c.operand: c.nbytes for c in layer.commands if isinstance(c, Load)}
-    assert loads == {"input": 256, "weight": 256 * 128 * 2 // 8}  # int8 activations, 2 bit planes
-    # by hand: 64 steps, pre = ceil(2*8/16) = 1, look = ceil(128/64) * 2 = 4: 1 + 63*4 + 4 + 3
+    # column tiles as wide as the array (64): the sums stay in the array's accumulators
+    assert [(t.m, t.k, t.n) for t in tiles] == [(1, 256, 64)] * 2
+    loads = [c for c in layer.commands if isinstance(c, Load)]
+    assert sum(c.nbytes for c in loads if c.operand == "weight") == 256 * 128 * 2 // 8  # 2 bit planes
+    assert {c.nbytes for c in loads if c.operand == "input"} == {256}  # int8 activations
+    # by hand: 64 steps, pre = ceil(2*8/16) = 1, look = ceil(64/64) * 2 = 2: 1 + 63*2 + 2 + 3
     model = load_arch("lut-m2n64k4").model()
-    assert model.tile_cycles(tiles[0]) == 1 + 63 * 4 + 4 + 3
+    assert model.tile_cycles(tiles[0]) == 1 + 63 * 2 + 2 + 3
     assert layer.weight_format == "ternary" and layer.activation_format == "int8"
-    assert layer.mapping["precompute_cycles"] == 64 and layer.mapping["precompute_exposed_cycles"] == 1
+    assert layer.mapping["precompute_cycles"] == 2 * 64 and layer.mapping["precompute_exposed_cycles"] == 2
+    # SRAM: weights read once per row block (1 here), outputs written once (int64 results)
+    acts = model.tile_actions(tiles[0])
+    assert acts["sram_read_bytes.weight"] == 256 * 64 * 2 // 8 and acts["sram_write_bytes.output"] == 64 * 8
+    # a tile wider than the array moves its partial sums through the output buffer every group
+    from archsim.templates.lut import LutTile
+
+    wide = model.tile_actions(LutTile(3, 8, 65, "int2"))
+    assert wide["sram_read_bytes.weight"] == 2 * (8 * 65 * 2 // 8)  # 2 row blocks, 130 bytes each
+    assert (wide["sram_write_bytes.output"], wide["sram_read_bytes.output"]) == (2 * 3 * 65 * 8, 1 * 3 * 65 * 8)
 
 
 def test_k_is_padded_to_the_group():
@@ -50,18 +61,20 @@ def test_k_is_padded_to_the_group():
 def test_fused_precompute_loads_tables_and_saves_the_table_build():
     plain = _layer(_linear(1, 256, 128))
     fused = _layer(_linear(1, 256, 128), precompute_fusion=True)
-    (tile,) = [c.tile for c in fused.commands if isinstance(c, Compute)]
-    assert tile.precomputed
+    tiles = [c.tile for c in fused.commands if isinstance(c, Compute)]
+    assert tiles and all(t.precomputed for t in tiles)
     # tables instead of activations: 64 groups x 8 entries x 11-bit entries (|sum| <= 4 * 128)
-    loads = {c.operand: c.nbytes for c in fused.commands if isinstance(c, Load)}
-    assert loads["input"] == 64 * 8 * 11 // 8
+    assert {c.nbytes for c in fused.commands if isinstance(c, Load) and c.operand == "input"} == {64 * 8 * 11 // 8}
     (vec,) = [c for c in fused.commands if isinstance(c, VectorOp)]
+    # built once by the producer: 64 tables of 8 entries, 3 adds each; nothing waits for it
     assert (vec.op, vec.elements, vec.reads_per_element, vec.deps) == ("lut_table", 64 * 8, 3, ())
-    assert fused.mapping["precompute_saved_cycles"] == 1 == plain.mapping["precompute_exposed_cycles"]
-    # precompute bound: 1 entry per cycle -> pre = 16 > look = 4: fusion saves 64*16 + 4 + 3 - (64*4 + 3)
+    assert fused.mapping["precompute_saved_cycles"] == 2 == plain.mapping["precompute_exposed_cycles"]
+    # precompute bound: 1 entry per cycle -> pre = 16 > look = 2 per 64-column tile
     slow = _layer(_linear(1, 256, 128), precompute_fusion=True, arch=load_arch("lut-m2n64k4", {
         "precompute_entries_per_cycle": 1}))
-    assert slow.mapping["precompute_saved_cycles"] == (16 + 63 * 16 + 4 + 3) - (64 * 4 + 3)
+    tiles = [c.tile for c in slow.commands if isinstance(c, Compute)]
+    per_tile = [(16 + 63 * 16 + 2 * -(-t.n // 64) + 3) - (64 * 2 * -(-t.n // 64) + 3) for t in tiles]
+    assert slow.mapping["precompute_saved_cycles"] == sum(per_tile) > 800
 
 
 def test_formats_the_core_lacks_run_on_the_vector_unit():

@@ -7,7 +7,11 @@ per stored table entry), ``lut_table_write_bit`` / ``lut_read_bit`` (table
 register bits written / read by a lookup), ``lut_shift_add.<int|fp32>`` (plane
 shift-adds and the ``- S`` correction), ``lut_acc_add.<int|fp32>`` (one
 accumulate per group and output), ``mult.fp32`` (scales), and the SRAM bytes of
-activations (or, when ``precomputed``, of the tables), bit-plane weights and outputs.
+activations (or, when ``precomputed``, of the tables), bit-plane weights (read once per
+row block: every step streams its group's planes of all ``n`` columns) and outputs.
+The array holds ``tile_m x tile_n`` accumulators: a tile with ``n <= tile_n`` keeps
+its sums in them and writes the output once; a wider tile keeps its partial sums in
+the output buffer between K-groups (written every group, read back from the second).
 """
 from __future__ import annotations
 
@@ -120,9 +124,8 @@ class LutModel:
             "mult.fp32": m * groups * n if p.scale == "per_group" else (m * n if p.scale == "per_channel" else 0),
             "sram_read_bytes.input": (ceil(tables * e * eb / 8) if tile.precomputed
                                       else m * k * ACT_BYTES[tile.activation_format]),
-            "sram_read_bytes.weight": weight_bytes(k, n, tile.weight_format),
-            "sram_write_bytes.output": m * n * out_bytes,
-            "sram_read_bytes.output": m * n * out_bytes if tile.accumulate else 0,
+            "sram_read_bytes.weight": ceil(m / p.tile_m) * weight_bytes(k, n, tile.weight_format),
+            **output_sram_bytes(tile, p, out_bytes),
         }
         return {key: v for key, v in act.items() if v}
 
@@ -143,6 +146,16 @@ class LutModel:
     def step_cycles(self, tile: LutTile) -> tuple[int, int, int]:
         """``(steps, pre, look)`` of a tile (for reports and the mapper)."""
         return steps(tile, self.params), precompute_cycles(tile, self.params), lookup_cycles(tile, self.params)
+
+
+def output_sram_bytes(tile: LutTile, p: LutParams, out_bytes: int) -> dict[str, int]:
+    """Output-buffer bytes of a tile: once if its sums fit the array's accumulators, else every K-group."""
+    m, n, groups = tile.m, tile.n, tile.k // p.group_k
+    if n <= p.tile_n:
+        return {"sram_write_bytes.output": m * n * out_bytes,
+                "sram_read_bytes.output": m * n * out_bytes if tile.accumulate else 0}
+    return {"sram_write_bytes.output": groups * m * n * out_bytes,
+            "sram_read_bytes.output": (groups - 1 + tile.accumulate) * m * n * out_bytes}
 
 
 def _datapaths(p: LutParams) -> list[str]:

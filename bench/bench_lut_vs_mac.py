@@ -1,0 +1,179 @@
+"""LUT tensor core vs a dequantize-then-MAC core of equal peak MACs/cycle, per W x A, and BitNet decode.
+
+1. Per W x A (W1, W1.58, W2, W4 x A8, A16) one GEMM (default 256 x 2048 x 2048, weights
+   in the W format) on ``lut-m2n64k4`` built for that pair only, and on the baseline
+   ``lut-baseline-mac-16x16-a8`` / ``-a16`` (16x16 systolic: 256 MACs/cycle = the LUT's
+   peak at 2-bit weights; its weights travel packed and are widened to int8 / 16 bits):
+   cycles, energy, core area, MACs/cycle per mm^2 of core (compute density) and MACs per uJ.
+   Core = the compute datapath (LUT units + precompute unit + table / accumulator
+   registers, vs MACs + PE registers); the buffers, DRAM and vector unit are the same
+   on both and left out of the density. Areas come from archsim's AREA MODEL (45 nm
+   gate figures, ``archsim.area``) unless synthesis results are given:
+   ``--synth`` runs (or reads from archsim's synth cache) ``bench/bench_lut_synth.py``'s
+   syntheses of the RTL, ``--synth-json F`` reads that script's ``--json`` output; the
+   synthesized figures (generic 4-LUTs and the density ratio) are printed in their own
+   columns, labelled "synth".
+2. BitNet b1.58 2B4T decode (kv 128): tokens/s and energy/token on ``lut-m2n64k4``
+   (table precompute in-tile, and fused into the producer) vs the A8 baseline, with
+   the cycles the fusion saves, per layer type and in total.
+
+    python bench/bench_lut_vs_mac.py [--gemm M K N] [--synth | --synth-json F]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from archsim.area import area_breakdown  # noqa: E402
+from archsim.simulation import simulate  # noqa: E402
+from archsim.spec.load import load_arch  # noqa: E402
+from workloads.zoo._net import Net  # noqa: E402
+
+WEIGHTS = (("W1", "int1"), ("W1.58", "ternary"), ("W2", "int2"), ("W4", "int4"))
+ACTS = (("A8", "int8"), ("A16", "fp16"))
+LUT = "lut-m2n64k4"
+BASE = {"A8": "lut-baseline-mac-16x16-a8", "A16": "lut-baseline-mac-16x16-a16"}
+CORE = ("lut_units", "lut_precompute", "pe_registers", "mac")
+
+
+def gemm(m: int, k: int, n: int, w: str, a: str):
+    net = Net(f"gemm_{m}x{k}x{n}_{w}_{a}", weight_precision=w, act_precision=a,
+              acc_precision="int32" if a == "int8" else "fp32")
+    net.linear("gemm", net.input("x", (m, k)), n, bias=False)
+    return net.graph
+
+
+def core_mm2(arch) -> float:
+    return sum(i.um2 for i in area_breakdown(arch) if i.component.split(".")[0] in CORE) / 1e6
+
+
+def run_pair(args, wname, w, aname, a) -> dict:
+    lut = load_arch(LUT, {"weight_formats": [w], "activation_formats": [a], "weight_format": w,
+                          "activation_format": a})
+    base = load_arch(BASE[aname])
+    g = gemm(*args.gemm, w, a)
+    out = {"w": wname, "a": aname}
+    for name, arch in (("lut", lut), ("mac", base)):
+        r = simulate(g, arch)
+        mm2 = core_mm2(arch)
+        out[name] = {"arch": arch.name, "cycles": r.total_cycles, "energy_uj": r.energy_pj / 1e6,
+                     "core_energy_uj": r.energy_pj_by_component.get("compute", 0.0) / 1e6,
+                     "core_mm2": mm2, "macs": r.macs,
+                     "macs_per_cycle": r.macs / r.total_cycles,
+                     "density": r.macs / r.total_cycles / mm2,
+                     "macs_per_uj": r.macs / (r.energy_pj / 1e6)}
+    return out
+
+
+def synth_rows(args) -> dict:
+    """(W, A) -> {"lut": luts, "mac": luts, "ratio": density ratio} from the RTL's syntheses."""
+    if args.synth_json:
+        rows = json.loads(Path(args.synth_json).read_text())
+    else:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import bench_lut_synth  # the RTL engineer's script: cached syntheses
+
+        rows = []
+        tm, tn, K = args.synth_tile
+        for aname, af in ACTS:
+            for wname, wf in WEIGHTS:
+                lut = bench_lut_synth.lut_figures(tm, tn, K, wf, af, 2, False)
+                mac = bench_lut_synth.mac_figures(tm, tn, K, wf, af, False)
+                rows.append({"w": wname, "a": aname, "lut": lut, "mac": mac,
+                             "ratio": bench_lut_synth.density(lut) / bench_lut_synth.density(mac)})
+    return {(r["w"], r["a"]): r for r in rows}
+
+
+def decode(args) -> None:
+    print(f"\nBitNet b1.58 2B4T decode (kv {args.kv}), 1 GHz, 32 B/cycle DRAM:")
+    runs = [("LUT, precompute in-tile", LUT, {}), ("LUT, precompute fused", LUT, {"precompute_fusion": True}),
+            ("MAC baseline (A8)", BASE["A8"], {})]
+    hdr = f"{'run':<26} {'tokens/s':>9} {'mJ/token':>9} {'cycles':>12} {'LUT-core layers':>16} {'fusion saves':>13}"
+    print(hdr)
+    print("-" * len(hdr))
+    results = {}
+    for label, arch, opts in runs:
+        r = simulate("bitnet-b1.58-2b", arch, phase="decode", kv_len=args.kv, **opts)
+        rates = r.token_rates()
+        lut_layers = [l for l in r.layers if l.mapping.get("unit") == "array" and "weight_format" in l.mapping]
+        saved = sum(l.mapping.get("precompute_saved_cycles", 0) * l.repeat for l in lut_layers)
+        exposed = sum(l.mapping.get("precompute_exposed_cycles", 0) * l.repeat for l in lut_layers)
+        core_cycles = sum(l.cycles for l in lut_layers)
+        results[label] = (r, saved, exposed)
+        print(f"{label:<26} {rates['tokens_per_s']:>9.2f} {rates['energy_per_token_pj'] / 1e9:>9.2f} "
+              f"{r.total_cycles:>12,} {core_cycles:>16,} {saved:>13,}")
+    r0, _, exposed = results["LUT, precompute in-tile"]
+    r1, saved, _ = results["LUT, precompute fused"]
+    print(f"precompute fusion: {exposed:,} table-build cycles exposed in the LUT tiles without it, "
+          f"{saved:,} saved on the array with it; whole decode step {r0.total_cycles:,} -> {r1.total_cycles:,} "
+          f"cycles ({(r0.total_cycles - r1.total_cycles) / r0.total_cycles:+.2%} saved), energy "
+          f"{r0.energy_pj / 1e9:.3f} -> {r1.energy_pj / 1e9:.3f} mJ (the producer's table build runs on the "
+          f"vector unit at vector.op cost)")
+    by_type: dict = {}
+    for l in r0.layers:
+        if "weight_format" in l.mapping and l.mapping.get("unit") == "array":
+            key = l.name.split(".")[-1]
+            by_type.setdefault(key, [0, 0])
+            by_type[key][0] += l.mapping.get("precompute_exposed_cycles", 0) * l.repeat
+            by_type[key][1] += l.cycles
+    print("per layer type (in-tile precompute): exposed table-build cycles / layer cycles: " + ", ".join(
+        f"{k} {v[0]:,}/{v[1]:,}" for k, v in sorted(by_type.items())))
+    rb = results["MAC baseline (A8)"][0]
+    print(f"LUT vs MAC baseline: {rb.total_cycles / r0.total_cycles:.2f}x tokens/s, "
+          f"{rb.energy_pj / r0.energy_pj:.2f}x less energy per token. Both stream the same packed weights "
+          f"(DRAM bytes LUT {r0.dram_bytes / 1e6:.0f} MB, MAC {rb.dram_bytes / 1e6:.0f} MB); the systolic "
+          f"baseline's GEMVs (m = 1) use few of its PEs, and the bf16 LM head runs on the LUT preset's "
+          f"vector unit but on the baseline's array.")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gemm", nargs=3, type=int, default=[256, 2048, 2048], metavar=("M", "K", "N"))
+    ap.add_argument("--kv", type=int, default=128, help="KV-cache length of the decode step (default 128)")
+    src = ap.add_mutually_exclusive_group()
+    src.add_argument("--synth", action="store_true", help="read/run the RTL syntheses (bench_lut_synth.py, cached)")
+    src.add_argument("--synth-json", metavar="FILE", help="bench_lut_synth.py --json output to read")
+    ap.add_argument("--synth-tile", nargs=3, type=int, default=[2, 8, 4], metavar=("M", "N", "K"))
+    ap.add_argument("--no-decode", action="store_true")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    synth = synth_rows(args) if (args.synth or args.synth_json) else {}
+    m, k, n = args.gemm
+    print(f"GEMM {m} x {k} x {n} on {LUT} (built for each pair) vs {BASE['A8']} / {BASE['A16']} "
+          f"(256 MACs/cycle; = LUT peak at W2). core mm^2 from the AREA MODEL (45 nm); density = "
+          f"MACs/cycle per core mm^2" + ("; 'synth' columns from yosys (generic 4-LUTs, bench_lut_synth.py)"
+                                         if synth else "; no synthesis results given (--synth / --synth-json)"))
+    hdr = (f"{'W x A':<10}| {'core':<4} {'cycles':>10} {'MAC/cyc':>8} {'energy uJ':>10} {'core mm2':>9} "
+           f"{'density':>8} {'MAC/uJ':>8} | {'density LUT/MAC':>15} {'MAC/uJ LUT/MAC':>14}"
+           + (f" | {'synth 4-LUTs':>12} {'synth density LUT/MAC':>21}" if synth else ""))
+    print(hdr)
+    print("-" * len(hdr))
+    for aname, a in ACTS:
+        for wname, w in WEIGHTS:
+            row = run_pair(args, wname, w, aname, a)
+            for core in ("lut", "mac"):
+                f = row[core]
+                ratios = (f"{row['lut']['density'] / row['mac']['density']:>14.2f}x "
+                          f"{row['lut']['macs_per_uj'] / row['mac']['macs_per_uj']:>13.2f}x") if core == "lut" else \
+                    f"{'':>15} {'':>14}"
+                line = (f"{(wname + ' x ' + aname) if core == 'lut' else '':<10}| {core:<4} {f['cycles']:>10,} "
+                        f"{f['macs_per_cycle']:>8.1f} {f['energy_uj']:>10.1f} {f['core_mm2']:>9.4f} "
+                        f"{f['density']:>8.0f} {f['macs_per_uj']:>8.0f} | {ratios}")
+                s = synth.get((wname, aname))
+                if synth:
+                    line += (f" | {s[core]['generic']['luts']:>12,} "
+                             f"{(format(s['ratio'], '.2f') + 'x') if core == 'lut' else '':>21}") if s else " | -"
+                print(line)
+    if not args.no_decode:
+        decode(args)
+    print(f"({time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
