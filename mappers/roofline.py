@@ -37,6 +37,8 @@ def make_mapper(arch, options) -> Callable:
         tile = RooflineTile(int(flops), int(nbytes), precision)
         mapping["bound"] = model.tile_bound(tile)
         cmds = [Compute(0, (), tile, (), "gpu")] if (flops or nbytes) else []
-        return LayerProgram(op.name, op.kind, macs, cmds, ("roofline",) + op_key(op), mapping)
+        # the kernel's DRAM bytes (no DMA commands: reports show them as internal_bytes)
+        return LayerProgram(op.name, op.kind, macs, cmds, ("roofline",) + op_key(op), mapping,
+                            internal_bytes={"dram": int(nbytes)} if cmds and nbytes else {})
 
     return map_op

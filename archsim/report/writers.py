@@ -22,6 +22,7 @@ import math
 import os
 from typing import Any
 
+from archsim import fmt
 from archsim.report.result import SimResult
 
 MAX_TRACE_EVENTS = 200_000
@@ -100,10 +101,34 @@ def compute_report_text(result: SimResult) -> str:
 
 
 def _si(x: float, unit: str) -> str:
-    for div, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= div:
-            return f"{x / div:.3g} {prefix}{unit}"
-    return f"{x:.3g} {unit}"
+    """Kept for callers outside this module; figures here go through :mod:`archsim.fmt`."""
+    return fmt.energy_pj(x * 1e12) if unit == "J" else (fmt.nbytes(x) if unit == "B" else f"{fmt.number(x)} {unit}")
+
+
+def _extra(key: str, value) -> str:
+    """A template extra by the unit its name carries (``_pj``, ``_bytes``, ``_s``, ``_fraction``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if key.endswith("_pj"):
+        return fmt.energy_pj(value)
+    if key.endswith("_bytes"):
+        return fmt.nbytes(value)
+    if key.endswith("_s"):
+        return fmt.seconds(value)
+    if key.endswith("_fraction"):
+        return fmt.percent(value)
+    return fmt.number(value)
+
+
+def memory_traffic_text(result: SimResult) -> str:
+    """DRAM bytes of the run: the DMA's, plus those a template moves inside
+    memory or inside its own kernels (PIM in-bank reads, a roofline GPU's
+    kernels: ``internal_bytes``), so a run that moves bytes never says 0 B."""
+    internal = sum(sum(l.internal_bytes_by_operand.values()) for l in result.layers)
+    if not internal:
+        return fmt.nbytes(result.dram_bytes)
+    return (f"{fmt.nbytes(result.dram_bytes + internal)} ({fmt.nbytes(result.dram_bytes)} by DMA, "
+            f"{fmt.nbytes(internal)} inside memory / kernels)")
 
 
 def summary_rows(result: SimResult) -> list[tuple[str, str]]:
@@ -111,20 +136,23 @@ def summary_rows(result: SimResult) -> list[tuple[str, str]]:
     rows = [
         ("arch", result.arch_name),
         ("workload", result.workload_name),
-        ("layers", str(len(result.layers))),
-        ("total cycles", f"{result.total_cycles:,}"),
-        ("compute cycles", f"{result.compute_cycles:,}"),
-        ("stall cycles", f"{result.stall_cycles:,}"),
-        ("latency", f"{result.latency_s * 1e3:.4g} ms at {result.clock_mhz:g} MHz"),
-        ("MACs", f"{result.macs:,}"),
+        ("layers", fmt.count(len(result.layers))),
+        ("total cycles", fmt.count(result.total_cycles)),
+        ("compute cycles", fmt.count(result.compute_cycles)),
+        ("stall cycles", fmt.count(result.stall_cycles)),
+        ("latency", f"{fmt.seconds(result.latency_s)} at {result.clock_mhz:g} MHz"),
+        ("MACs", fmt.count(result.macs)),
         ("precision (weights/activations)", ", ".join(result.precisions) or "-"),
-        ("utilization", f"{100 * result.utilization:.2f} %"),
-        ("energy", _si(result.energy_pj * 1e-12, "J")),
-        ("DRAM traffic", _si(result.dram_bytes, "B")),
-        ("SRAM traffic", _si(result.sram_bytes, "B")),
+        ("utilization", fmt.percent(result.utilization)),
+        ("energy", fmt.energy_pj(result.energy_pj)),
+        ("DRAM traffic", memory_traffic_text(result)),
+        ("SRAM traffic", fmt.nbytes(result.sram_bytes)),
     ]
+    fused = sum(1 for l in result.layers if l.mapping.get("fused_into"))
+    if fused:
+        rows.append(("fused element-wise ops", f"{fused} (in the array's output path; --no-fusion to separate)"))
     for k, v in sorted(result.extras.items()):
-        rows.append((k, f"{v:.6g}" if isinstance(v, float) else str(v)))
+        rows.append((k, _extra(k, v)))
     return rows
 
 
@@ -134,15 +162,15 @@ def summary_md_text(result: SimResult, top: int = 10) -> str:
     comp = result.energy_pj_by_component
     if comp and result.energy_pj:
         out += ["", "## Energy by component", "", "| component | energy | share |", "|---|---|---|"]
-        out += [f"| {k} | {_si(v * 1e-12, 'J')} | {100 * v / result.energy_pj:.1f} % |" for k, v in comp.items()]
+        out += [f"| {k} | {fmt.energy_pj(v)} | {fmt.percent(v / result.energy_pj)} |" for k, v in comp.items()]
     ranked = sorted(enumerate(result.layers), key=lambda il: (-il[1].cycles, il[0]))[:top]
     if ranked:
         out += ["", f"## Top {len(ranked)} layers by cycles", "",
                 "| # | layer | op | cycles | share | stall | utilization | DRAM bytes |", "|---|---|---|---|---|---|---|---|"]
         for i, l in ranked:
-            share = 100 * l.cycles / result.total_cycles if result.total_cycles else 0.0
-            out.append(f"| {i} | {l.name} | {l.op} | {l.cycles:,} | {share:.1f} % | {l.stall_cycles:,} | "
-                       f"{100 * l.utilization:.1f} % | {l.dram_bytes:,} |")
+            share = l.cycles / result.total_cycles if result.total_cycles else 0.0
+            out.append(f"| {i} | {l.name} | {l.op} | {fmt.count(l.cycles)} | {fmt.percent(share)} | "
+                       f"{fmt.count(l.stall_cycles)} | {fmt.percent(l.utilization)} | {fmt.nbytes(l.dram_bytes)} |")
     out += ["", "Files: report.json (all figures), layers.csv, COMPUTE_REPORT.csv (SCALE-Sim columns), "
             "trace.json (open in ui.perfetto.dev), plots/.", ""]
     return "\n".join(out)
@@ -202,6 +230,7 @@ def write_plots(result: SimResult, plots_dir: str) -> list[str]:
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     os.makedirs(plots_dir, exist_ok=True)
     written = []
@@ -213,6 +242,7 @@ def write_plots(result: SimResult, plots_dir: str) -> list[str]:
            label="stall", width=0.9)
     ax.set_xlabel("layer (graph order)")
     ax.set_ylabel("cycles")
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _pos: fmt.count(v)))
     ax.set_title(f"{result.arch_name} × {result.workload_name}: cycles per layer")
     written.append(_save_plot(fig, ax, os.path.join(plots_dir, "layers.png")))
 
@@ -232,7 +262,8 @@ def write_plots(result: SimResult, plots_dir: str) -> list[str]:
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (MACs per DRAM byte)")
     ax.set_ylabel("MACs per cycle")
-    ax.set_title(f"Roofline: peak {peak} MACs/cycle, DRAM {bw:g} B/cycle")
+    ax.set_title(f"Roofline: peak {fmt.number(peak)} MACs/cycle, DRAM "
+                 f"{'unlimited' if bw == math.inf else fmt.nbytes(bw)}/cycle")
     written.append(_save_plot(fig, ax, os.path.join(plots_dir, "roofline.png")))
     return written
 
