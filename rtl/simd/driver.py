@@ -10,7 +10,7 @@ entries back. The layout of the entries is made outside the simulator
 """
 from __future__ import annotations
 
-from cocotb.triggers import FallingEdge, RisingEdge
+from cocotb.triggers import FallingEdge, RisingEdge, SimTimeoutError, with_timeout
 from cocotb.utils import get_sim_time
 
 CLOCK_NS = 10  # rtl.cosim.tb's clock
@@ -59,11 +59,18 @@ async def run_job(dut, job: dict) -> dict:
         dut.cmd_valid.value = 0
         t0 = get_sim_time("ns") - CLOCK_NS / 2  # the edge that took the command
         start = await _wait_high(dut, dut.tile_start, 4)
-        done = None if start is None else await _wait_high(dut, dut.tile_done, tile["budget"])
+        done = None
+        if start is not None:  # tile_done is a register: its rising edge is a clock edge
+            try:
+                await with_timeout(RisingEdge(dut.tile_done), tile["budget"] * CLOCK_NS, "ns")
+                done = get_sim_time("ns")
+            except SimTimeoutError:
+                done = None
         if start is None or done is None:
             return {"tiles": results, "error": f"tile {len(results)}: no tile_{'start' if start is None else 'done'} "
                                               f"(busy={_u(dut.busy)}, tiles_done={_u(dut.tiles_done)})"}
-        await FallingEdge(dut.clk)
+        await FallingEdge(dut.clk)  # in the done cycle
+        await FallingEdge(dut.clk)  # the counter and the last output entry are written at its end
         hw_cycles = _u(dut.tile_cycles)
         # ---- read the outputs back (one entry per round; data the cycle after rd_en) ----
         words = []
