@@ -95,7 +95,8 @@ def test_tiles_from_the_mapper_program():
 
 
 @needs_icarus
-@pytest.mark.parametrize("dataflow,preload,pipe", [("ws", "double_buffered", 1), ("is", "serial", 0)])
+@pytest.mark.parametrize("dataflow,preload,pipe", [("ws", "double_buffered", 1), ("is", "serial", 0),
+                                                   ("os", "double_buffered", 1)])
 def test_ecp5_dsp_multiplier_variant(dataflow, preload, pipe):
     """The Verilog that is synthesized for ECP5 (MULT18X18D primitives with their registers) runs
     the same tiles, with the primitive's behavioural model."""

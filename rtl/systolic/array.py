@@ -1,9 +1,10 @@
 """The R x C grid of processing elements with its edge registers and column outputs.
 
 The edge registers ``left_in`` / ``top_in`` hold the buffer read data masked with the lane
-valid bits, so no PE path starts at a RAM. Column c's output is the bottom PE's sum (WS/IS)
-or, in OS, the OR of the PEs' result-bus terms (exactly one PE of a column drives it in a
-cycle).
+valid bits, so no PE path starts at a RAM. ``col_q[c]`` is the value column c presented in
+the *previous* cycle, read from registers: the bottom PE's psum (WS/IS) or, in OS, the OR of
+the PEs' result-bus terms (exactly one PE of a column drives it in a cycle), so no output
+path starts at an adder.
 """
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ def array_signature(cfg: SystolicConfig) -> wiring.Signature:
     members = {
         "left_data": In(data.ArrayLayout(lane, R)), "left_ok": In(R),
         "top_data": In(data.ArrayLayout(lane, C)), "top_ok": In(C),
-        "shift": In(1), "swap": In(1), "os": In(1),
-        "col_out": Out(data.ArrayLayout(acc, C)),
+        "shift": In(1), "swap": In(1), "os": In(1), "os_acc": In(1),
+        "col_q": Out(data.ArrayLayout(acc, C)),
     }
     if cfg.has_os:
         members.update({"first": In(R), "last": In(R)})
@@ -60,7 +61,8 @@ class SystolicArray(wiring.Component):
             for c in range(C):
                 p = pe[r][c]
                 m.submodules[f"pe_{r}_{c}"] = p
-                m.d.comb += [p.shift.eq(self.shift), p.swap.eq(self.swap), p.os.eq(self.os)]
+                m.d.comb += [p.shift.eq(self.shift), p.swap.eq(self.swap), p.os.eq(self.os),
+                             p.os_acc.eq(self.os_acc)]
                 if c == 0:
                     m.d.comb += [p.a.eq(left_in[r]), p.a_next.eq(left_in_d[r])]
                     if cfg.has_os:
@@ -76,15 +78,17 @@ class SystolicArray(wiring.Component):
                     up = pe[r - 1][c]
                     m.d.comb += [p.sh_in.eq(up.sh_out), p.sh_in_next.eq(up.sh_next), p.psum_in.eq(up.psum)]
 
+        os_q = Signal()  # os_acc of the cycle the value in col_q was presented
+        m.d.sync += os_q.eq(self.os_acc)
         for c in range(C):
-            bottom = pe[R - 1][c].total
+            bottom = pe[R - 1][c].psum
             if cfg.has_os:
                 bus = Signal(acc, name=f"os_bus_{c}")
                 terms = pe[0][c].bus
                 for r in range(1, R):
                     terms = terms | pe[r][c].bus
                 m.d.comb += bus.eq(terms)
-                m.d.comb += self.col_out[c].eq(Mux(self.os, bus, bottom) if cfg.has_wsis else bus)
+                m.d.comb += self.col_q[c].eq(Mux(os_q, bus, bottom) if cfg.has_wsis else bus)
             else:
-                m.d.comb += self.col_out[c].eq(bottom)
+                m.d.comb += self.col_q[c].eq(bottom)
         return m

@@ -54,11 +54,12 @@ class LaneBuffer(wiring.Component):
 class OutputBuffer(wiring.Component):
     """C lanes of results; a presented value is written (or added, read-modify-write) there.
 
-    Stages of a column: t: value presented, buffer read issued (transparent to this cycle's
-    write); t+1: RAM data; t+2: data registered, new value computed; t+3: new value
-    registered and written. The two entries whose writes a read in t cannot see (written at
-    the ends of t+1 and t+2) are forwarded, so back-to-back accumulation onto the same rows is
-    exact. The host reads through ``rd`` while no token is presented.
+    Stages of a column: t: value presented (``token``), buffer read issued (transparent to this
+    cycle's write); t+1: RAM data, the value (``value``, registered by the array); t+2: data
+    registered, new value computed; t+3: new value registered and written. The two entries
+    whose writes a read in t cannot see (written at the ends of t+1 and t+2) are forwarded, so
+    back-to-back accumulation onto the same rows is exact. The host reads through ``rd`` while
+    no token is presented.
     """
 
     def __init__(self, cfg: SystolicConfig):
@@ -93,19 +94,19 @@ class OutputBuffer(wiring.Component):
             rp = mem.read_port(transparent_for=(wp,))
             tok = self.token[c]
             we, addr = tok.we, tok.addr
-            b_we, b_addr = reg(f"b_we_{c}", we, 1), reg(f"b_addr_{c}", addr, aw)
-            b_val, b_acc = reg(f"b_val_{c}", self.value[c], acc), reg(f"b_acc_{c}", tok.acc, 1)
+            b_we, b_addr, b_acc = reg(f"b_we_{c}", we, 1), reg(f"b_addr_{c}", addr, aw), reg(f"b_acc_{c}", tok.acc, 1)
+            b_val = self.value[c]  # the array's registered column value (presented in t)
             c_we, c_addr = reg(f"c_we_{c}", b_we, 1), reg(f"c_addr_{c}", b_addr, aw)
-            c_val, c_acc = reg(f"c_val_{c}", b_val, acc), reg(f"c_acc_{c}", b_acc, 1)
-            c_old = reg(f"c_old_{c}", rp.data, acc)
+            c_val = reg(f"c_val_{c}", b_val, acc)
             new = Signal(acc, name=f"new_{c}")
             d_we, d_addr, d_new = reg(f"d_we_{c}", c_we, 1), reg(f"d_addr_{c}", c_addr, aw), reg(f"d_new_{c}", new, acc)
-            e_new = reg(f"e_new_{c}", d_new, acc)  # only the value: fwd_e is decided from D
-            # forwarding selects, decided one cycle ahead (entry in B vs the entries in C and D)
-            fwd_d = reg(f"fwd_d_{c}", b_we & c_we & (b_addr == c_addr), 1)
-            fwd_e = reg(f"fwd_e_{c}", b_we & d_we & (b_addr == d_addr), 1)
-            old = Mux(fwd_d, d_new, Mux(fwd_e, e_new, c_old))
-            m.d.comb += new.eq(c_val + Mux(c_acc, old, 0))
+            # the addend, selected one cycle ahead: D's new value (forwarded, decided from B vs C),
+            # else the older of the RAM data and the entry being written from D (forwarded, B vs D),
+            # masked to 0 when not accumulating; only one 2:1 mux is left before the adder
+            fwd_d = reg(f"fwd_d_{c}", b_acc & b_we & c_we & (b_addr == c_addr), 1)
+            fwd_e = b_we & d_we & (b_addr == d_addr)
+            c_old = reg(f"c_old_{c}", Mux(b_acc, Mux(fwd_e, d_new, rp.data), 0), acc)
+            m.d.comb += new.eq(c_val + Mux(fwd_d, d_new, c_old))
             active += [we, b_we, c_we, d_we]
             m.d.comb += [
                 rp.addr.eq(Mux(tok.present, addr, self.rd.addr)),

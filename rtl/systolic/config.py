@@ -27,9 +27,10 @@ class SystolicRtlOptions:
     multiplier : str
         ``"inferred"`` (default): ``a * b`` and a fabric product register, for any
         target. ``"ecp5_dsp"``: one ``MULT18X18D`` primitive per PE with its input
-        registers (duplicating the PE's operand registers) and, with
-        ``mult_pipeline_stages=1``, its output register as the product register;
-        WS/IS builds, operands up to 18 bits. Simulation uses the behavioural model
+        registers (A: a duplicate of the left operand register; B: the stationary
+        operand itself, or the moving one in OS) and, with ``mult_pipeline_stages=1``,
+        its output register as the product register; WS, IS or OS builds (not
+        ``auto``), operands up to 18 bits. Simulation uses the behavioural model
         :func:`rtl.systolic.ecp5.mult18x18d_sim_model`.
     out_ram : str
         ``"auto"`` (the synthesizer chooses), ``"block"`` or ``"distributed"``: a
@@ -109,8 +110,8 @@ class SystolicConfig:
     # ---- derived sizes -------------------------------------------------
     def __post_init__(self):
         if self.multiplier == "ecp5_dsp":
-            if self.dataflow in ("os", "auto"):
-                raise ValueError(f"multiplier: ecp5_dsp needs a ws or is build, got dataflow {self.dataflow!r}")
+            if self.dataflow == "auto":
+                raise ValueError("multiplier: ecp5_dsp needs a ws, is or os build, got dataflow 'auto'")
             if max(self.input_bits, self.weight_bits) > 18:
                 raise ValueError("multiplier: ecp5_dsp needs operands of at most 18 bits")
 

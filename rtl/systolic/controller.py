@@ -32,7 +32,7 @@ def controller_signature(cfg: SystolicConfig) -> wiring.Signature:
         "left_addr": Out(data.ArrayLayout(aw, R)), "top_addr": Out(data.ArrayLayout(aw, C)),
         # array level: lane valid bits (with the read data), array controls, output tokens
         "left_ok": Out(R), "top_ok": Out(C),
-        "shift": Out(1), "swap": Out(1), "os": Out(1),
+        "shift": Out(1), "swap": Out(1), "os": Out(1), "os_acc": Out(1),
         "out_token": Out(data.ArrayLayout(out_token_layout(cfg), C)),
         "out_busy": In(1),
         # status
@@ -102,9 +102,6 @@ class TileController(wiring.Component):
                 out_start_m1=out_start - 1, out_end_m1=out_start + out_len - 1, str0=L == 0, ow0=out_start == 0,
             )
 
-        def assign(dst, src, valid):
-            return [dst[k].eq(src[k]) for k in dst if k != "valid"] + [dst["valid"].eq(valid)]
-
         nxt = cmd_fields("nxt")
         q1 = cmd_fields("q1")
         nxt_loaded = Signal()
@@ -119,19 +116,18 @@ class TileController(wiring.Component):
         )
         incoming.update(decode(incoming))
         accept = self.cmd.valid & self.cmd.ready
-        with m.If(launch):
+        # q1's fields load on every accept (cmd.ready = q1 empty), so only the valid bits and the
+        # head's enable depend on launch
+        fields = [k for k in nxt if k != "valid"]
+        with m.If(accept):
+            m.d.sync += [q1[k].eq(incoming[k]) for k in fields]
+        nxt_load = launch | (accept & ~nxt["valid"])
+        with m.If(nxt_load):
+            m.d.sync += [nxt[k].eq(Mux(q1["valid"], q1[k], incoming[k])) for k in fields]
             m.d.sync += nxt_loaded.eq(0)
-            with m.If(q1["valid"]):
-                m.d.sync += assign(nxt, q1, 1)
-                m.d.sync += assign(q1, incoming, accept)
-            with m.Else():
-                m.d.sync += assign(nxt, incoming, accept)
-        with m.Elif(accept):
-            with m.If(nxt["valid"]):
-                m.d.sync += assign(q1, incoming, 1)
-            with m.Else():
-                m.d.sync += assign(nxt, incoming, 1)
-                m.d.sync += nxt_loaded.eq(0)
+        nxt_valid_n = Mux(launch, q1["valid"] | accept, nxt["valid"] | accept)
+        q1_valid_n = Mux(launch, 0, q1["valid"] | (accept & nxt["valid"]))
+        m.d.sync += [nxt["valid"].eq(nxt_valid_n), q1["valid"].eq(q1_valid_n)]
 
         supported = Signal()
         m.d.comb += supported.eq(
@@ -182,9 +178,17 @@ class TileController(wiring.Component):
         ld_idx = Mux(ld_run, ld_cnt, 0)
         ld_addr = Mux(ld_run, ld_ptr, nxt["top_last"])
 
-        # ld_last: the loader's last shift is in this cycle (for R > 1 it is always a running loader)
-        ld_last = (ld_run & (ld_cnt == R - 1)) if R > 1 else ld_go
-        nxt_ready = nxt["valid"] & (~nxt["hidden"] | nxt_loaded | ld_last)
+        # ld_last: the loader's last shift is in this cycle (for R > 1 it is always a running loader;
+        # ld_cnt == R - 1 is kept in a register, computed from the counter's next value)
+        ld_cnt_next = Signal.like(ld_cnt)
+        m.d.comb += ld_cnt_next.eq(ld_cnt)
+        ld_cnt_last = Signal()
+        m.d.sync += [ld_cnt.eq(ld_cnt_next), ld_cnt_last.eq(ld_cnt_next == R - 1)]
+        ld_last = (ld_run & ld_cnt_last) if R > 1 else ld_go
+        # nxt_ready = nxt valid & (not hidden | already loaded | loader's last shift now); the first
+        # part is a register computed from the queue's next state
+        nxt_rdy_r = Signal()
+        nxt_ready = nxt_rdy_r | ld_last if cfg.double_buffered else nxt_rdy_r
         # registered flags keep the launch decision (which fans out to the whole queue) shallow
         at_end = Signal()  # run and cnt == cur_last
         pre_r = Signal()  # run and in the serial preload (cnt < R)
@@ -193,7 +197,9 @@ class TileController(wiring.Component):
         cur_stream_end_m1 = Signal(cw)
         cur_out_start_m1 = Signal(cw)
         cur_out_end_m1 = Signal(cw)
-        m.d.comb += launch.eq(nxt_ready & (~run | at_end))
+        free_r = Signal(init=1)  # ~run | at_end: the array is free for a launch in this cycle
+        m.d.sync += free_r.eq(Mux(launch, nxt["end0"], ~run | at_end | (cnt == cur_last_m1)))
+        m.d.comb += launch.eq(nxt_ready & free_r)
 
         with m.If(launch):
             m.d.sync += [
@@ -265,11 +271,16 @@ class TileController(wiring.Component):
             m.d.comb += ld_go.eq(ld_run | (nxt["valid"] & nxt["hidden"] & ~nxt_loaded & chain_free))
             with m.If(ld_go):
                 with m.If(ld_last):
-                    m.d.sync += [ld_run.eq(0), ld_cnt.eq(0)]
+                    m.d.sync += ld_run.eq(0)
+                    m.d.comb += ld_cnt_next.eq(0)
                     with m.If(~launch):
                         m.d.sync += nxt_loaded.eq(1)
                 with m.Else():
-                    m.d.sync += [ld_run.eq(1), ld_cnt.eq(ld_idx + 1), ld_ptr.eq(ld_addr - 1)]
+                    m.d.sync += [ld_run.eq(1), ld_ptr.eq(ld_addr - 1)]
+                    m.d.comb += ld_cnt_next.eq(ld_idx + 1)
+        loaded_n = Mux(ld_go & ld_last & ~launch, 1, Mux(nxt_load, 0, nxt_loaded))
+        hidden_n = Mux(nxt_load, Mux(q1["valid"], q1["hidden"], incoming["hidden"]), nxt["hidden"])
+        m.d.sync += nxt_rdy_r.eq(nxt_valid_n & (~hidden_n | loaded_n))
 
         # ---- fetch-level tokens ----
         # top lane 0 token: preload / shadow loader / OS stream
@@ -361,21 +372,29 @@ class TileController(wiring.Component):
                 sig = reg(f"{name}_d{i + 1}" if i < stages - 1 else name, sig, shape)
             return sig
 
+        # The operand side (edge registers, shift / swap, the operand os select) is FETCH_LATENCY
+        # cycles after fetch. Every PE registers its product, and the partial sums run one cycle
+        # after the operands (+1: flags, adds). Contract cycle x is at fetch + CONTRACT_LAG: with
+        # P = 0 the operands run one cycle ahead of the contract and the product register is
+        # hidden; with P = 1 it is the contract's +1.
+        contract_lag = FETCH_LATENCY + 1 - P
         f_start = run & (cnt == 0)
         run_d = [run]
-        for i in range(FETCH_LATENCY):
+        for i in range(FETCH_LATENCY + 1):
             run_d.append(reg(f"run_d{i + 1}", run_d[-1]))
-        a_tile_start = late("a_tile_start", f_start, 1)
+        a_tile_start = late("a_tile_start", f_start, 1, contract_lag)
         a_os = late("a_os", cur_os)
-        a_lim_out = late("a_lim_out", cur_lim_out)
-        a_acc = late("a_acc", cur_acc)
+        a_os_acc = late("a_os_acc", cur_os, 1, contract_lag)
+        a_lim_out = late("a_lim_out", cur_lim_out, None, contract_lag)
+        a_acc = late("a_acc", cur_acc, None, contract_lag)
         a_shift = late("a_shift", shift_f, 1)
         a_swap = late("a_swap", swap_f, 1)
         if cfg.has_os:
-            a_first = [late(f"a_first_{r}", lf[r], 1) for r in range(R)]
-            a_lastf = [late(f"a_last_{r}", ll[r], 1) for r in range(R)]
-        a_o = [(late("a_o_present_0", o_present, 1), late("a_o_we_0", o_we, 1),
-                late("a_o_addr_0", (cur_out_base + orow)[:aw], aw), late("a_o_last_0", o_last, 1))]
+            a_first = [late(f"a_first_{r}", lf[r], 1, FETCH_LATENCY + 1) for r in range(R)]
+            a_lastf = [late(f"a_last_{r}", ll[r], 1, FETCH_LATENCY + 1) for r in range(R)]
+        a_o = [(late("a_o_present_0", o_present, 1, contract_lag), late("a_o_we_0", o_we, 1, contract_lag),
+                late("a_o_addr_0", (cur_out_base + orow)[:aw], aw, contract_lag),
+                late("a_o_last_0", o_last, 1, contract_lag))]
         for c in range(1, C):
             a_o.append(tuple(reg(f"a_o_{nm}_{c}", s) for nm, s in zip(("present", "we", "addr", "last"), a_o[-1])))
 
@@ -384,7 +403,7 @@ class TileController(wiring.Component):
             m.d.comb += self.left_ok[r].eq(late(f"left_ok_{r}", left_ok_t[r], 1, FETCH_LATENCY - 2))
         for c in range(C):
             m.d.comb += self.top_ok[c].eq(late(f"top_ok_{c}", top_ok_t[c], 1, FETCH_LATENCY - 2))
-        m.d.comb += [self.shift.eq(a_shift), self.swap.eq(a_swap), self.os.eq(a_os)]
+        m.d.comb += [self.shift.eq(a_shift), self.swap.eq(a_swap), self.os.eq(a_os), self.os_acc.eq(a_os_acc)]
         if cfg.has_os:
             m.d.comb += [self.first.eq(Cat(*a_first)), self.last.eq(Cat(*a_lastf))]
         for c in range(C):

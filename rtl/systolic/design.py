@@ -104,8 +104,8 @@ class SystolicAccelerator(wiring.Component):
             left.addr.eq(ctrl.left_addr), top.addr.eq(ctrl.top_addr),
             array.left_data.eq(left.data), array.top_data.eq(top.data),
             array.left_ok.eq(ctrl.left_ok), array.top_ok.eq(ctrl.top_ok),
-            array.shift.eq(ctrl.shift), array.swap.eq(ctrl.swap), array.os.eq(ctrl.os),
-            out.token.eq(ctrl.out_token), out.value.eq(array.col_out), ctrl.out_busy.eq(out.busy),
+            array.shift.eq(ctrl.shift), array.swap.eq(ctrl.swap), array.os.eq(ctrl.os), array.os_acc.eq(ctrl.os_acc),
+            out.token.eq(ctrl.out_token), out.value.eq(array.col_q), ctrl.out_busy.eq(out.busy),
             self.busy.eq(ctrl.busy), self.tile_start.eq(ctrl.tile_start), self.tile_done.eq(ctrl.tile_done),
             self.tile_cycles.eq(ctrl.tile_cycles), self.tiles_done.eq(ctrl.tiles_done), self.error.eq(ctrl.error),
         ]

@@ -2,7 +2,8 @@
 
 :func:`mult18x18d` instantiates the primitive with its A and B input registers
 (and, if asked, its output register), signed operands, clock ``sync``, clock
-enable 1 and synchronous reset from the domain's reset. Only this subset is
+enable 1 (the B register optionally on its own enable, CE1) and synchronous reset from the
+domain's reset. Only this subset is
 modelled by :func:`mult18x18d_sim_model` (Verilog, for Icarus / Verilator):
 ``P`` is ``A_reg * B_reg`` (signed, 36 bits), registered once more when the
 output register is on. Unused ports (C, cascades) are left unconnected.
@@ -12,7 +13,9 @@ from __future__ import annotations
 from amaranth.hdl import ClockSignal, Const, Instance, ResetSignal, Value
 
 
-def mult18x18d(a: Value, b: Value, p: Value, *, output_reg: bool) -> Instance:
+def mult18x18d(a: Value, b: Value, p: Value, *, output_reg: bool, b_enable: Value | None = None) -> Instance:
+    """``p = a_reg * b_reg`` (signed); ``b_enable`` (default: always) is the B input register's
+    clock enable (CE1), so that register can hold a stationary operand."""
     a18 = Value.cast(a).as_signed()
     b18 = Value.cast(b).as_signed()
     ports = {}
@@ -24,12 +27,13 @@ def mult18x18d(a: Value, b: Value, p: Value, *, output_reg: bool) -> Instance:
     return Instance(
         "MULT18X18D",
         p_REG_INPUTA_CLK="CLK0", p_REG_INPUTA_CE="CE0", p_REG_INPUTA_RST="RST0",
-        p_REG_INPUTB_CLK="CLK0", p_REG_INPUTB_CE="CE0", p_REG_INPUTB_RST="RST0",
+        p_REG_INPUTB_CLK="CLK0", p_REG_INPUTB_CE="CE0" if b_enable is None else "CE1", p_REG_INPUTB_RST="RST0",
         p_REG_PIPELINE_CLK="NONE",
         p_REG_OUTPUT_CLK="CLK0" if output_reg else "NONE", p_REG_OUTPUT_CE="CE0", p_REG_OUTPUT_RST="RST0",
         p_GSR="DISABLED", p_RESETMODE="SYNC", p_CLK0_DIV="ENABLED",
         i_SIGNEDA=Const(1), i_SIGNEDB=Const(1), i_SOURCEA=Const(0), i_SOURCEB=Const(0),
-        i_CLK0=ClockSignal("sync"), i_CE0=Const(1), i_RST0=ResetSignal("sync"),
+        i_CLK0=ClockSignal("sync"), i_CE0=Const(1), i_CE1=Const(1) if b_enable is None else b_enable,
+        i_RST0=ResetSignal("sync"),
         **ports,
     )
 
@@ -40,11 +44,12 @@ def mult18x18d_sim_model() -> str:
     b = ", ".join(f"B{i}" for i in range(17, -1, -1))
     pp = ", ".join(f"P{i}" for i in range(35, -1, -1))
     return f"""// Behavioural model of the Lattice ECP5 MULT18X18D subset used by archsim's systolic PEs
-// (signed A x B with input registers, optional output register; no cascade, no C input).
-module MULT18X18D({a}, {b}, SIGNEDA, SIGNEDB, SOURCEA, SOURCEB, CLK0, CE0, RST0, {pp});
+// (signed A x B with input registers, optional output register; CE0 enables the A and output
+// registers, and the B register unless REG_INPUTB_CE = "CE1"; no cascade, no C input).
+module MULT18X18D({a}, {b}, SIGNEDA, SIGNEDB, SOURCEA, SOURCEB, CLK0, CE0, CE1, RST0, {pp});
   input {a};
   input {b};
-  input SIGNEDA, SIGNEDB, SOURCEA, SOURCEB, CLK0, CE0, RST0;
+  input SIGNEDA, SIGNEDB, SOURCEA, SOURCEB, CLK0, CE0, CE1, RST0;
   output {pp};
   parameter REG_INPUTA_CLK = "NONE";
   parameter REG_INPUTA_CE = "CE0";
@@ -72,7 +77,8 @@ module MULT18X18D({a}, {b}, SIGNEDA, SIGNEDB, SOURCEA, SOURCEB, CLK0, CE0, RST0,
     if (RST0) begin
       a_q <= 18'd0; b_q <= 18'd0; p_q <= 36'd0;
     end else if (CE0) begin
-      a_q <= a_in; b_q <= b_in; p_q <= prod;
+      a_q <= a_in; p_q <= prod;
+      if (REG_INPUTB_CE == "CE0" || CE1) b_q <= b_in;
     end
   end
   assign {{{pp}}} = (REG_OUTPUT_CLK == "NONE") ? prod : p_q;

@@ -2,8 +2,8 @@
 
 PE(r, c) holds ``x`` (left operand, moving right), ``sh`` (shadow / moving operand, moving
 down), ``w`` (active stationary operand, double-buffered builds only), ``psum`` (partial sum
-moving down in WS/IS; the accumulator in OS) and, with ``P = 1``, ``prod`` (registered
-product). All arithmetic is two's complement and wraps at the accumulator width, like
+moving down in WS/IS; the accumulator in OS) and ``prod`` (the registered product, in the
+DSP's output register with ``ecp5_dsp``). All arithmetic is two's complement and wraps at the accumulator width, like
 archsim's models. Outputs a neighbour does not use are removed by synthesis.
 """
 from __future__ import annotations
@@ -23,11 +23,13 @@ def pe_signature(cfg: SystolicConfig) -> wiring.Signature:
         "a": In(lane), "a_next": In(lane), "a_out": Out(lane),
         # moving / shadow operand from the PE above (sh_in_next: its next value)
         "sh_in": In(lane), "sh_in_next": In(lane), "sh_out": Out(lane), "sh_next": Out(lane),
-        "psum_in": In(acc), "psum": Out(acc), "total": Out(acc),
-        "shift": In(1), "swap": In(1), "os": In(1),
+        "psum_in": In(acc), "psum": Out(acc),
+        # controls: shift / swap / os on the operand side, os_acc with the partial sums
+        "shift": In(1), "swap": In(1), "os": In(1), "os_acc": In(1),
     }
     if cfg.has_os:
-        # OS flags travelling with the left operand: bit 0 first MAC (clear), bit 1 last MAC (drive the bus)
+        # OS flags travelling with the left operand: bit 0 first MAC (clear), bit 1 last MAC; the PE
+        # drives its column's result bus with the accumulator in the cycle after its last MAC
         members.update({"flags": In(2), "flags_out": Out(2), "bus": Out(acc)})
     return wiring.Signature(members)
 
@@ -42,7 +44,7 @@ class ProcessingElement(wiring.Component):
     def elaborate(self, platform):
         cfg = self.cfg
         m = Module()
-        lw, P = cfg.lane_bits, cfg.mult_pipeline_stages
+        lw = cfg.lane_bits
         lane, acc = lane_shape(cfg), acc_shape(cfg)
 
         x = Signal(lane)
@@ -58,13 +60,13 @@ class ProcessingElement(wiring.Component):
             m.d.sync += sh.eq(self.sh_in)
         sh_next = Mux(self.shift, self.sh_in, sh)
         m.d.comb += [self.sh_out.eq(sh), self.sh_next.eq(sh_next)]
-        if cfg.double_buffered:
+        use_dsp = cfg.multiplier == "ecp5_dsp"
+        if cfg.double_buffered and not use_dsp:
             w_act = Signal(lane, name="w")
             with m.If(self.swap):
                 m.d.sync += w_act.eq(sh_next)
-            w_next = Mux(self.swap, sh_next, w_act)
         else:
-            w_act, w_next = sh, sh_next
+            w_act = sh
         if cfg.has_os and cfg.has_wsis:
             w = Mux(self.os, self.sh_in, w_act)
         elif cfg.has_os:
@@ -72,36 +74,40 @@ class ProcessingElement(wiring.Component):
         else:
             w = w_act
 
-        f_u = None
+        # the product register: always there. With P = 0 the operand side (a, sh, w) runs one
+        # cycle ahead of the contract, so the registered product meets the partial sum in the
+        # contract's cycle; with P = 1 the operands are on time and the product is the +1.
         prod_u = Signal(signed(2 * lw), name="prod")
-        if cfg.multiplier == "ecp5_dsp":
-            # MULT18X18D: its input registers load a_next / w_next, so they hold a / w (duplicates
-            # of the operand registers); with P = 1 its output register is the product register
+        if use_dsp:
+            # MULT18X18D: its A register loads a_next, so it holds a (a duplicate of the operand
+            # register); its B register is the stationary operand itself: the active bank (loaded
+            # from the shadow chain at a swap) when double-buffered, a copy of sh when serial, or
+            # the moving operand (OS). Its output register is the product register.
+            if cfg.has_os:
+                b_data, b_en = self.sh_in_next, None
+            elif cfg.double_buffered:
+                b_data, b_en = sh_next, self.swap
+            else:
+                b_data, b_en = self.sh_in, self.shift
             p_out = Signal(36, name="dsp_p")
-            m.submodules.dsp = mult18x18d(self.a_next, w_next, p_out, output_reg=bool(P))
+            m.submodules.dsp = mult18x18d(self.a_next, b_data, p_out, output_reg=True, b_enable=b_en)
             m.d.comb += prod_u.eq(p_out[:2 * lw])
         else:
-            mul = Signal(signed(2 * lw), name="mul")
-            m.d.comb += mul.eq(self.a * w)
-            if P:
-                m.d.sync += prod_u.eq(mul)
-                if cfg.has_os:
-                    f_u = Signal(2, name="flags_p")
-                    m.d.sync += f_u.eq(self.flags)
-            else:
-                m.d.comb += prod_u.eq(mul)
-                f_u = self.flags if cfg.has_os else None
+            m.d.sync += prod_u.eq(self.a * w)
+        f_u = self.flags if cfg.has_os else None  # the flags arrive with the product
 
         add_ws = self.psum_in
         if cfg.has_os:
             add_os = Mux(f_u[0], 0, self.psum)
-            addend = Mux(self.os, add_os, add_ws) if cfg.has_wsis else add_os
+            addend = Mux(self.os_acc, add_os, add_ws) if cfg.has_wsis else add_os
         else:
             addend = add_ws
         total = Signal(acc, name="sum")
         m.d.comb += total.eq(addend + prod_u)
         m.d.sync += self.psum.eq(total)
-        m.d.comb += self.total.eq(total)
         if cfg.has_os:
-            m.d.comb += self.bus.eq(Mux(f_u[1], total, 0))
+            # the result bus term, one cycle after the last MAC: from the accumulator register
+            last_q = Signal(name="last_q")
+            m.d.sync += last_q.eq(f_u[1])
+            m.d.comb += self.bus.eq(Mux(last_q, self.psum, 0))
         return m

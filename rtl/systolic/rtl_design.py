@@ -54,11 +54,11 @@ class SystolicDesign(RtlDesign):
 
     @staticmethod
     def target_options(params: Any, target: str) -> dict[str, Any]:
-        """ECP5: DSP-primitive PEs where the operands fit a MULT18X18D (WS, IS), distributed output RAM."""
+        """ECP5: DSP-primitive PEs where the operands fit a MULT18X18D (WS, IS, OS), distributed output RAM."""
         if target != "ecp5":
             return {}
         bits = {"int8": 8, "int16": 16}
-        if params.dataflow in ("ws", "is") and max(bits.get(params.input_precision, 99),
+        if params.dataflow in ("ws", "is", "os") and max(bits.get(params.input_precision, 99),
                                                     bits.get(params.weight_precision, 99)) <= 18:
             return {"multiplier": "ecp5_dsp", "out_ram": "distributed"}
         return {"out_ram": "distributed"}
