@@ -183,6 +183,9 @@ def _bits(n: int) -> int:
     return max(1, (n - 1).bit_length())
 
 
+PE_TOP = "archsim_simd_pe"
+
+
 def simd_signature(cfg: SimdConfig) -> dict:
     return {
         "cmd_valid": In(1), "cmd_ready": Out(1), "cmd_mode": In(_bits(len(cfg.modes))),
@@ -197,15 +200,49 @@ def simd_signature(cfg: SimdConfig) -> dict:
     }
 
 
-class SimdArray(wiring.Component):
-    """The SIMD PE array with its operand, scale and output buffers and the tile controller."""
+def pe_signature(cfg: SimdConfig) -> dict:
+    """Ports of one PE (module ``archsim_simd_pe``): the command's mode, the shared pipeline control,
+    its slices of the operand / scale / output buffer read data, and its output register."""
+    return {
+        "take": In(1), "mode": In(_bits(len(cfg.modes))), "accumulate": In(1), "g_zero": In(1),
+        "s1_v": In(1), "s1_first_bit": In(1), "s1_bit": In(range(cfg.max_bit_cycles + 1)), "s1_mask": In(cfg.max_lanes),
+        "s2_v": In(1), "s2_gstart": In(1),
+        "s3_v": In(1), "s3_gend": In(1), "s3_first_g": In(1),
+        "entry": In(cfg.entry_bits), "scale": In(32), "old": In(cfg.out_bits),
+        "out": Out(cfg.out_bits),
+    }
+
+
+class _ModeRegs:
+    """Registers loaded with a function of the command's mode when it is taken: mode-dependent
+    constants live in registers, not in combinational case statements (which a Verilog simulator
+    may leave at X until an input changes)."""
+
+    def __init__(self):
+        self.regs = []
+
+    def reg(self, name: str, shape, value_of):
+        sig = Signal(shape, name=name)
+        self.regs.append((sig, value_of))
+        return sig
+
+    def emit(self, m: Module, take, mode, modes: list[Mode]):
+        with m.If(take):
+            with m.Switch(mode):
+                for md in modes:
+                    with m.Case(md.index):
+                        m.d.sync += [sig.eq(int(value_of(md))) for sig, value_of in self.regs]
+
+
+class SimdPE(wiring.Component):
+    """One PE: lanes (decode, multiply, round to fp32), the pairwise tree, the group and output
+    accumulators (stages 1-3 of the module docstring). Generated once and instantiated ``P`` times."""
 
     def __init__(self, cfg: SimdConfig):
         self.cfg = cfg
-        super().__init__(simd_signature(cfg))
+        super().__init__(pe_signature(cfg))
 
-    # ------------------------------------------------------------------ one PE's lanes (stage 1)
-    def _lane_decode(self, m, word, side: str, j: int, lane_modes: list[Mode], mode_reg, name: str):
+    def _lane_decode(self, m, word, side: str, j: int, lane_modes: list[Mode], regs: _ModeRegs, name: str):
         """Decoded operand of lane ``j`` (formats muxed by mode); ``side`` "a" or "w"."""
         fmts: dict[str, FormatHw] = {}
         for md in lane_modes:
@@ -218,42 +255,169 @@ class SimdArray(wiring.Component):
         sw = max(f.sig_bits for f, _ in decs.values())
         out = arith.Decoded(Signal(name=f"{name}_nan"), Signal(name=f"{name}_inf"), Signal(name=f"{name}_s"),
                             Signal(signed(arith.EXP_W), name=f"{name}_e"), Signal(sw, name=f"{name}_m"))
-        if len(decs) == 1:
-            (_f, d), = decs.values()
-            m.d.comb += [out.nan.eq(d.nan), out.inf.eq(d.inf), out.sign.eq(d.sign), out.exp.eq(d.exp),
-                         out.sig.eq(d.sig)]
-        else:  # a chain of muxes on per-format select registers (set when a command is taken)
-            fields = None
-            for fname, (_f, d) in decs.items():
-                mine = [md.index for md in lane_modes if (md.activation if side == "a" else md.weight).name == fname]
-                sel = self._mode_reg(f"{name}_is_{fname}", 1, lambda md, mine=mine: md.index in mine)
-                vals = (d.nan, d.inf, d.sign, d.exp, d.sig)
-                fields = vals if fields is None else tuple(Mux(sel, v, o) for v, o in zip(vals, fields))
-            m.d.comb += [out.nan.eq(fields[0]), out.inf.eq(fields[1]), out.sign.eq(fields[2]),
-                         out.exp.eq(fields[3]), out.sig.eq(fields[4])]
+        fields = None
+        for fname, (_f, d) in decs.items():  # a chain of muxes on per-format select registers
+            vals = (d.nan, d.inf, d.sign, d.exp, d.sig)
+            if fields is None:
+                fields = vals
+                continue
+            mine = {md.index for md in lane_modes if (md.activation if side == "a" else md.weight).name == fname}
+            sel = regs.reg(f"{name}_is_{fname}", 1, lambda md, mine=mine: md.index in mine)
+            fields = tuple(Mux(sel, v, o) for v, o in zip(vals, fields))
+        m.d.comb += [out.nan.eq(fields[0]), out.inf.eq(fields[1]), out.sign.eq(fields[2]),
+                     out.exp.eq(fields[3]), out.sig.eq(fields[4])]
         return out, sw
 
-    def _mode_reg(self, name: str, width, value_of):
-        """A register loaded with ``value_of(mode)`` when a command is taken (mode-dependent constants
-        live in registers, not in combinational case statements, so simulators see them from the start)."""
-        sig = Signal(width, name=name)
-        self._mode_regs.append((sig, value_of))
-        return sig
-
-    def _dequant_weight(self, m, word, scale, j, lane_modes, mode_reg, name):
+    def _dequant_weight(self, m, word, scale, j, lane_modes, regs, name):
         """Lane ``j``'s dequantized weight ``round_to(dequant_format, rne(decode(w) * scale))``, decoded."""
-        cfg = self.cfg
-        w, ww = self._lane_decode(m, word, "w", j, lane_modes, mode_reg, f"{name}_raw")
+        w, ww = self._lane_decode(m, word, "w", j, lane_modes, regs, f"{name}_raw")
         s = arith.decode_fp32(m, scale, f"{name}_sc")
         prod32, _p, _s = arith.product(m, w, s, ww, 24, f"{name}_ws")
-        df = FormatHw.of(cfg.dequant_format)
+        df = FormatHw.of(self.cfg.dequant_format)
         code = arith.fp32_to_small(m, prod32, df, f"{name}_dq")
         return arith.decode(m, df, code, f"{name}_dw"), df.sig_bits
 
+    def _sig_product(self, m, a, aw, w, ww, name):
+        """``a.sig * w.sig`` by the configured multiplier (the bit-serial one completes on the last bit)."""
+        style = self.cfg.multiplier
+        if style == "array":
+            return None
+        if style == "shift_add":
+            total = Const(0, aw + ww)
+            for i in range(ww):
+                total = total + Mux(w.sig[i], a.sig << i, 0)
+            out = Signal(aw + ww, name=f"{name}_sa")
+            m.d.comb += out.eq(total)
+            return out
+        # bit_serial: one weight (magnitude) bit per cycle into a shift-add register
+        acc = Signal(aw + ww, name=f"{name}_bs")
+        partial = Signal(aw + ww, name=f"{name}_bsp")
+        m.d.comb += partial.eq(Mux(w.sig.bit_select(self.s1_bit, 1), a.sig << self.s1_bit, 0)
+                               + Mux(self.s1_first_bit, 0, acc))
+        with m.If(self.s1_v):
+            m.d.sync += acc.eq(partial)
+        return partial
+
     def elaborate(self, platform):
         cfg = self.cfg
+        Lmax = cfg.max_lanes
+        AW, WW, OW = cfg.act_word_bits, cfg.weight_word_bits, cfg.out_bits
+        m = Module()
+        regs = _ModeRegs()
+        int_mode = regs.reg("int_mode", 1, lambda md: md.integer and not cfg.dequant)
+        entry = self.entry
+        a_word, w_word = entry[:AW], entry[AW:AW + WW]
+
+        # ---------------------------------------------------------------- stage 1: lanes and tree
+        prods_f, prods_i = [], []
+        for j in range(Lmax):
+            lane_modes = [md for md in cfg.modes if md.lanes > j]
+            name = f"l{j}"
+            a, aw = self._lane_decode(m, a_word, "a", j, lane_modes, regs, f"{name}_a")
+            if cfg.dequant:
+                scale = entry[AW + WW + 32 * j:AW + WW + 32 * (j + 1)]
+                w, ww = self._dequant_weight(m, w_word, scale, j, lane_modes, regs, f"{name}_w")
+            else:
+                w, ww = self._lane_decode(m, w_word, "w", j, lane_modes, regs, f"{name}_w")
+            sig_p = self._sig_product(m, a, aw, w, ww, name)
+            if cfg.dequant or any(not md.integer for md in lane_modes):
+                pf, praw, psign = arith.product(m, a, w, aw, ww, f"{name}_prod", sig_product=sig_p)
+                pfm = Signal(32, name=f"{name}_pf")
+                m.d.comb += pfm.eq(Mux(self.s1_mask[j], pf, 0))
+                prods_f.append(pfm)
+            else:  # integer-only lane: the exact product alone
+                praw = Signal(aw + ww, name=f"{name}_p")
+                m.d.comb += praw.eq(a.sig * w.sig if sig_p is None else sig_p)
+                psign = a.sign ^ w.sign
+                prods_f.append(Const(0, 32))
+            if cfg.has_int and any(md.integer for md in lane_modes):
+                pim = Signal(signed(aw + ww + 1), name=f"{name}_pi")
+                m.d.comb += pim.eq(Mux(self.s1_mask[j] & int_mode, Mux(psign, -praw, praw), 0))
+                prods_i.append(pim)
+        # fp32 tree: a node passes its left child through when the mode has no right one
+        node = prods_f
+        lev = 0
+        while len(node) > 1:
+            nxt = []
+            for i in range(0, len(node), 2):
+                if i + 1 >= len(node):
+                    nxt.append(node[i])
+                    continue
+                has_right = regs.reg(f"t{lev}_{i // 2}_r", 1,
+                                     lambda md, lev=lev, i=i: i + 1 < _level_nodes(md.lanes, lev))
+                total = arith.fp32_add(m, node[i], node[i + 1], f"t{lev}_{i // 2}") \
+                    if cfg.float_lanes else Const(0, 32)
+                sel = Signal(32, name=f"t{lev}_{i // 2}_o")
+                m.d.comb += sel.eq(Mux(has_right, total, node[i]))
+                nxt.append(sel)
+            node, lev = nxt, lev + 1
+        cs_f = Signal(32, name="cycle_sum_f")
+        m.d.sync += cs_f.eq(node[0])
+        cs_i = Signal(signed(40), name="cycle_sum_i")
+        if prods_i:
+            total_i = prods_i[0]
+            for x in prods_i[1:]:
+                total_i = total_i + x
+            m.d.sync += cs_i.eq(total_i)
+
+        # ---------------------------------------------------------------- stage 2: group accumulators
+        gacc_f = Signal(32, name="gacc_f")
+        gacc_i = Signal(signed(64), name="gacc_i")
+        with m.If(self.s2_v):
+            if cfg.float_lanes:
+                m.d.sync += gacc_f.eq(arith.fp32_add(m, Mux(self.s2_gstart, 0, gacc_f), cs_f, "gadd"))
+            if cfg.has_int:
+                m.d.sync += gacc_i.eq(Mux(self.s2_gstart, 0, gacc_i) + cs_i)
+
+        # ---------------------------------------------------------------- stage 3: group result, output acc
+        outs = Signal(OW, name="out_acc")
+        m.d.comb += self.out.eq(outs)
+        init = Signal(OW, name="init")
+        m.d.comb += init.eq(Mux(self.accumulate, self.old, 0))
+        acc_base = Signal(OW, name="out_base")
+        m.d.comb += acc_base.eq(Mux(self.s3_first_g, init, outs))
+        grp_src = Signal(32, name="group_sum_f")  # float outputs: every float mode, and int x int with G > 0
+        if cfg.has_int:
+            conv = arith.int_to_fp32(m, gacc_i, 64, "i2f")
+            m.d.comb += grp_src.eq(Mux(int_mode, conv, gacc_f) if cfg.float_lanes else conv)
+        else:
+            m.d.comb += grp_src.eq(gacc_f)
+        if cfg.dequant:
+            grp_res = grp_src
+        else:
+            scaled = arith.fp32_mul(m, grp_src, self.scale, "scale")
+            grp_res = Mux(self.g_zero, grp_src, scaled)
+        new_f = arith.fp32_add(m, acc_base[:32], grp_res, "oadd")
+        with m.If(self.s3_v & self.s3_gend):
+            if cfg.has_int:
+                with m.If(int_mode & self.g_zero):
+                    m.d.sync += outs.eq(acc_base + gacc_i)
+                with m.Else():
+                    m.d.sync += outs.eq(new_f)
+            else:
+                m.d.sync += outs.eq(new_f)
+        regs.emit(m, self.take, self.mode, cfg.modes)
+        return m
+
+
+class SimdArray(wiring.Component):
+    """The SIMD PE array with its operand, scale and output buffers and the tile controller.
+
+    ``pe_instances=True`` (the Verilog build): the PEs are instances of the separately converted
+    module ``archsim_simd_pe`` (:func:`pe_verilog`), so a large array converts in the time of one PE.
+    """
+
+    def __init__(self, cfg: SimdConfig, pe_instances: bool = True):
+        self.cfg = cfg
+        self.pe_instances = pe_instances
+        super().__init__(simd_signature(cfg))
+
+    def elaborate(self, platform):
+        from amaranth.hdl import ClockSignal, Instance, ResetSignal
+
+        cfg = self.cfg
         P, Lmax = cfg.pes, cfg.max_lanes
-        AW, WW, EW, OW = cfg.act_word_bits, cfg.weight_word_bits, cfg.entry_bits, cfg.out_bits
+        EW, OW = cfg.entry_bits, cfg.out_bits
         opt = cfg.options
         m = Module()
 
@@ -276,36 +440,34 @@ class SimdArray(wiring.Component):
 
         # ---------------------------------------------------------------- command registers
         running = Signal()
-        mode = Signal.like(self.cmd_mode)
         k_len = Signal(DIM_BITS, name="k_len")
         g_len = Signal(DIM_BITS, name="g_len")
-        mn = Signal(2 * DIM_BITS)
-        accumulate = Signal()
+        mn = Signal(2 * DIM_BITS, name="mn")
+        accumulate = Signal(name="accumulate")
         first_cycle = Signal()
-        take = self.cmd_valid & self.cmd_ready
+        take = Signal(name="take")
+        m.d.comb += take.eq(self.cmd_valid & self.cmd_ready)
         done_line = Signal(cfg.pipeline_cycles)  # tile_done delay line from the last issue (covers stages 1..4)
         m.d.comb += self.cmd_ready.eq(~running & ~done_line.any())
         m.d.comb += self.busy.eq(running | done_line.any())
-
-        # per-mode constants as signals
-        self._mode_regs = []
-        lanes_now = self._mode_reg("lanes_now", range(Lmax + 1), lambda md: md.lanes)
+        regs = _ModeRegs()
+        lanes_now = regs.reg("lanes_now", range(Lmax + 1), lambda md: md.lanes)
         bit = Signal(range(cfg.max_bit_cycles + 1), name="wbit")  # weight bit of a bit-serial step (else 0)
-        last_bit = self._mode_reg("last_wbit", range(cfg.max_bit_cycles + 1), lambda md: cfg.bit_cycles(md) - 1)
+        last_bit = regs.reg("last_wbit", range(cfg.max_bit_cycles + 1), lambda md: cfg.bit_cycles(md) - 1)
+        regs.emit(m, take, self.cmd_mode, cfg.modes)
         bit_last = Signal()
         m.d.comb += bit_last.eq(bit == last_bit)
-        int_mode = self._mode_reg("int_mode", 1, lambda md: md.integer and not cfg.dequant)
 
         # ---------------------------------------------------------------- stage 0: issue
-        o_base = Signal(2 * DIM_BITS)
-        kg = Signal(DIM_BITS)  # offset of this step in its group
-        gk0 = Signal(DIM_BITS)  # first k of the group
-        op_addr = Signal(range(opt.op_depth))
-        sc_addr = Signal(range(opt.scale_depth))
-        rnd = Signal(range(opt.out_depth))
-        remaining = Signal(DIM_BITS)
+        o_base = Signal(2 * DIM_BITS, name="o_base")
+        kg = Signal(DIM_BITS, name="kg")  # offset of this step in its group
+        gk0 = Signal(DIM_BITS, name="gk0")  # first k of the group
+        op_addr = Signal(range(opt.op_depth), name="op_addr")
+        sc_addr = Signal(range(opt.scale_depth), name="sc_addr")
+        rnd = Signal(range(opt.out_depth), name="round")
+        remaining = Signal(DIM_BITS, name="remaining")
         m.d.comb += remaining.eq(k_len - gk0)
-        grp = Signal(DIM_BITS)  # this group's length
+        grp = Signal(DIM_BITS, name="group_len")
         if cfg.dequant:  # one group of K
             m.d.comb += grp.eq(remaining)
         else:
@@ -314,13 +476,13 @@ class SimdArray(wiring.Component):
         g_end = step_last & bit_last
         r_end = g_end & (gk0 + grp == k_len)
         t_end = r_end & (o_base + P >= mn)
-        mask = Signal(Lmax)
+        mask = Signal(Lmax, name="lane_mask")
         for j in range(Lmax):
             m.d.comb += mask[j].eq((j < lanes_now) & (kg + j < grp))
 
         m.d.comb += [op_r.addr.eq(op_addr), op_r.en.eq(1)]
         with m.If(take):
-            m.d.sync += [running.eq(1), mode.eq(self.cmd_mode), k_len.eq(self.cmd_k), g_len.eq(self.cmd_g),
+            m.d.sync += [running.eq(1), k_len.eq(self.cmd_k), g_len.eq(self.cmd_g),
                          mn.eq(self.cmd_m * self.cmd_n), accumulate.eq(self.cmd_accumulate),
                          o_base.eq(0), kg.eq(0), gk0.eq(0), bit.eq(0), op_addr.eq(0), sc_addr.eq(0),
                          rnd.eq(0), first_cycle.eq(1)]
@@ -336,176 +498,74 @@ class SimdArray(wiring.Component):
                             m.d.sync += running.eq(0)
         m.d.comb += self.tile_start.eq(running & first_cycle)
 
-        # stage 1 control (registered issue signals; the operand read data arrives with them)
-        s1 = {k: Signal(name=f"s1_{k}") for k in ("v", "first_bit", "last_bit", "gstart", "gend", "rend", "first_g",
-                                                   "tend")}
-        s1_mask = Signal(Lmax)
+        # ---------------------------------------------------------------- pipeline control (stages 1..4)
+        s1 = {k: Signal(name=f"s1_{k}") for k in ("v", "first_bit", "last_bit", "gstart", "gend", "rend",
+                                                   "first_g")}
+        s1_mask = Signal(Lmax, name="s1_mask")
         s1_bit = Signal.like(bit, name="s1_wbit")
-        s1_sc, s1_rnd = Signal.like(sc_addr), Signal.like(rnd)
+        s1_sc, s1_rnd = Signal.like(sc_addr, name="s1_sc"), Signal.like(rnd, name="s1_round")
         m.d.sync += [s1["v"].eq(running), s1["first_bit"].eq(bit == 0), s1["last_bit"].eq(bit_last),
                      s1["gstart"].eq(kg == 0), s1["gend"].eq(g_end), s1["rend"].eq(r_end),
-                     s1["first_g"].eq(gk0 == 0), s1["tend"].eq(t_end),
+                     s1["first_g"].eq(gk0 == 0),
                      s1_mask.eq(mask), s1_bit.eq(bit), s1_sc.eq(sc_addr), s1_rnd.eq(rnd)]
-
-        # ---------------------------------------------------------------- stage 1: lanes, per PE
-        s2v = Signal()
-        s2 = {k: Signal(name=f"s2_{k}") for k in ("gstart", "gend", "rend", "first_g", "tend")}
-        s2_sc, s2_rnd = Signal.like(sc_addr), Signal.like(rnd)
-        m.d.sync += s2v.eq(s1["v"] & s1["last_bit"])
-        for k in s2:
-            m.d.sync += s2[k].eq(s1[k])
-        m.d.sync += [s2_sc.eq(s1_sc), s2_rnd.eq(s1_rnd)]
-
-        # per mode: does the tree node (level, i) have a right child?
-        levels = max(1, _bits(Lmax)) if Lmax > 1 else 0
-        sums_f, sums_i = [], []
-        for p in range(P):
-            entry = op_r.data[p * EW:(p + 1) * EW]
-            a_word, w_word = entry[:AW], entry[AW:AW + WW]
-            prods_f, prods_i = [], []
-            for j in range(Lmax):
-                lane_modes = [md for md in cfg.modes if md.lanes > j]
-                name = f"pe{p}_l{j}"
-                a, aw = self._lane_decode(m, a_word, "a", j, lane_modes, mode, f"{name}_a")
-                if cfg.dequant:
-                    scale = entry[AW + WW + 32 * j:AW + WW + 32 * (j + 1)]
-                    w, ww = self._dequant_weight(m, w_word, scale, j, lane_modes, mode, f"{name}_w")
-                else:
-                    w, ww = self._lane_decode(m, w_word, "w", j, lane_modes, mode, f"{name}_w")
-                sig_p = self._sig_product(m, a, aw, w, ww, s1_bit, s1["first_bit"], s1["v"], name)
-                if cfg.dequant or any(not md.integer for md in lane_modes):
-                    pf, praw, psign = arith.product(m, a, w, aw, ww, f"{name}_prod", sig_product=sig_p)
-                    pfm = Signal(32, name=f"{name}_pf")
-                    m.d.comb += pfm.eq(Mux(s1_mask[j], pf, 0))
-                    prods_f.append(pfm)
-                else:  # integer-only lane: the exact product alone
-                    praw = Signal(aw + ww, name=f"{name}_p")
-                    m.d.comb += praw.eq(a.sig * w.sig if sig_p is None else sig_p)
-                    psign = a.sign ^ w.sign
-                    prods_f.append(Const(0, 32))
-                if cfg.has_int and any(md.integer for md in lane_modes):
-                    pim = Signal(signed(aw + ww + 1), name=f"{name}_pi")
-                    m.d.comb += pim.eq(Mux(s1_mask[j] & int_mode, Mux(psign, -praw, praw), 0))
-                    prods_i.append(pim)
-            # fp32 tree with per-mode pass-through
-            node = prods_f
-            for lev in range(levels):
-                nxt = []
-                for i in range(0, len(node), 2):
-                    if i + 1 >= len(node):
-                        nxt.append(node[i])
-                        continue
-                    has_right = self._mode_reg(f"pe{p}_t{lev}_{i // 2}_r", 1,
-                                               lambda md, lev=lev, i=i: i + 1 < _level_nodes(md.lanes, lev))
-                    total = arith.fp32_add(m, node[i], node[i + 1], f"pe{p}_t{lev}_{i // 2}") \
-                        if cfg.float_lanes else Const(0, 32)
-                    sel = Signal(32, name=f"pe{p}_t{lev}_{i // 2}_o")
-                    m.d.comb += sel.eq(Mux(has_right, total, node[i]))
-                    nxt.append(sel)
-                node = nxt
-            cs_f = Signal(32, name=f"pe{p}_cyc_f")
-            m.d.sync += cs_f.eq(node[0])
-            cs_i = Signal(signed(40), name=f"pe{p}_cyc_i")
-            if prods_i:
-                total_i = prods_i[0]
-                for x in prods_i[1:]:
-                    total_i = total_i + x
-                m.d.sync += cs_i.eq(total_i)
-            sums_f.append(cs_f)
-            sums_i.append(cs_i)
-
-        # ---------------------------------------------------------------- stage 2: group accumulators
-        s3v = Signal()
-        s3 = {k: Signal(name=f"s3_{k}") for k in ("gend", "rend", "first_g", "tend")}
-        s3_rnd = Signal.like(rnd)
-        m.d.sync += s3v.eq(s2v)
-        for k in s3:
-            m.d.sync += s3[k].eq(s2[k])
-        m.d.sync += s3_rnd.eq(s2_rnd)
+        s2 = {k: Signal(name=f"s2_{k}") for k in ("v", "gstart", "gend", "rend", "first_g")}
+        s2_sc, s2_rnd = Signal.like(sc_addr, name="s2_sc"), Signal.like(rnd, name="s2_round")
+        m.d.sync += [s2["v"].eq(s1["v"] & s1["last_bit"]), s2_sc.eq(s1_sc), s2_rnd.eq(s1_rnd)]
+        m.d.sync += [s2[k].eq(s1[k]) for k in ("gstart", "gend", "rend", "first_g")]
+        s3 = {k: Signal(name=f"s3_{k}") for k in ("v", "gend", "rend", "first_g")}
+        s3_rnd = Signal.like(rnd, name="s3_round")
+        m.d.sync += [s3[k].eq(s2[k]) for k in s3] + [s3_rnd.eq(s2_rnd)]
         m.d.comb += [sc_r.addr.eq(s2_sc), sc_r.en.eq(1), out_r.addr.eq(s2_rnd), out_r.en.eq(1)]
-        gacc_f = [Signal(32, name=f"pe{p}_gacc_f") for p in range(P)]
-        gacc_i = [Signal(signed(64), name=f"pe{p}_gacc_i") for p in range(P)]
-        for p in range(P):
-            with m.If(s2v):
-                if cfg.float_lanes:
-                    m.d.sync += gacc_f[p].eq(arith.fp32_add(m, Mux(s2["gstart"], 0, gacc_f[p]), sums_f[p],
-                                                            f"pe{p}_gadd"))
-                if cfg.has_int:
-                    m.d.sync += gacc_i[p].eq(Mux(s2["gstart"], 0, gacc_i[p]) + sums_i[p])
+        s4_rend = Signal(name="s4_rend")
+        s4_rnd = Signal.like(rnd, name="s4_round")
+        m.d.sync += [s4_rend.eq(s3["v"] & s3["rend"]), s4_rnd.eq(s3_rnd)]
 
-        # ---------------------------------------------------------------- stage 3: group result, output acc
-        s4 = {k: Signal(name=f"s4_{k}") for k in ("rend", "tend")}
-        s4_rnd = Signal.like(rnd)
-        m.d.sync += [s4["rend"].eq(s3v & s3["rend"]), s4["tend"].eq(s3v & s3["tend"]), s4_rnd.eq(s3_rnd)]
-        outs = [Signal(OW, name=f"pe{p}_out") for p in range(P)]
-        g_zero = g_len == 0
+        # ---------------------------------------------------------------- the PEs
+        outs = []
         for p in range(P):
-            init = Signal(OW, name=f"pe{p}_init")
-            m.d.comb += init.eq(Mux(accumulate, out_r.data[p * OW:(p + 1) * OW], 0))
-            scale = sc_r.data[32 * p:32 * (p + 1)]
-            acc_base = Signal(OW, name=f"pe{p}_obase")
-            m.d.comb += acc_base.eq(Mux(s3["first_g"], init, outs[p]))
-            # float outputs: every float mode, and int x int with G > 0
-            grp_src = Signal(32, name=f"pe{p}_gsrc")
-            if cfg.has_int:
-                conv = arith.int_to_fp32(m, gacc_i[p], 64, f"pe{p}_i2f")
-                m.d.comb += grp_src.eq(Mux(int_mode, conv, gacc_f[p]) if cfg.float_lanes else conv)
+            out = Signal(OW, name=f"pe{p}_out")
+            ports = dict(
+                take=take, mode=self.cmd_mode, accumulate=accumulate, g_zero=g_len == 0,
+                s1_v=s1["v"], s1_first_bit=s1["first_bit"], s1_bit=s1_bit, s1_mask=s1_mask,
+                s2_v=s2["v"], s2_gstart=s2["gstart"], s3_v=s3["v"], s3_gend=s3["gend"], s3_first_g=s3["first_g"],
+                entry=op_r.data[p * EW:(p + 1) * EW], scale=sc_r.data[32 * p:32 * (p + 1)],
+                old=out_r.data[p * OW:(p + 1) * OW])
+            if self.pe_instances:
+                m.submodules[f"pe{p}"] = Instance(
+                    PE_TOP, i_clk=ClockSignal(), i_rst=ResetSignal(), o_out=out,
+                    **{f"i_{k}": v for k, v in ports.items()})
             else:
-                m.d.comb += grp_src.eq(gacc_f[p])
-            if cfg.dequant:
-                grp_res = grp_src
-            else:
-                scaled = arith.fp32_mul(m, grp_src, scale, f"pe{p}_scale")
-                grp_res = Mux(g_zero, grp_src, scaled)
-            new_f = arith.fp32_add(m, acc_base[:32], grp_res, f"pe{p}_oadd")
-            with m.If(s3v & s3["gend"]):
-                if cfg.has_int:
-                    with m.If(int_mode & g_zero):
-                        m.d.sync += outs[p].eq(acc_base + gacc_i[p])
-                    with m.Else():
-                        m.d.sync += outs[p].eq(new_f)
-                else:
-                    m.d.sync += outs[p].eq(new_f)
+                pe = m.submodules[f"pe{p}"] = SimdPE(cfg)
+                m.d.comb += [getattr(pe, k).eq(v) for k, v in ports.items()] + [out.eq(pe.out)]
+            outs.append(out)
 
         # ---------------------------------------------------------------- stage 4: write back, done
-        m.d.comb += [out_w.en.eq(s4["rend"] | (self.wr_en & (self.wr_buf == BUF_CODES["outputs"]))),
-                     out_w.addr.eq(Mux(s4["rend"], s4_rnd, self.wr_addr)),
-                     out_w.data.eq(Mux(s4["rend"], Cat(*outs), self.wr_data))]
-        # tile_done: pipeline_cycles - 1 cycles after the last issue (the issue cycle has t_end)
+        m.d.comb += [out_w.en.eq(s4_rend | (self.wr_en & (self.wr_buf == BUF_CODES["outputs"]))),
+                     out_w.addr.eq(Mux(s4_rend, s4_rnd, self.wr_addr)),
+                     out_w.data.eq(Mux(s4_rend, Cat(*outs), self.wr_data))]
+        # tile_done: pipeline_cycles cycles after the last issue
         issue_end = running & t_end & bit_last
         m.d.sync += done_line.eq(Cat(issue_end, done_line[:-1]))
         m.d.comb += self.tile_done.eq(done_line[cfg.pipeline_cycles - 1])
-        count = Signal(32)
+        count = Signal(32, name="cycle_count")
         with m.If(take):
             m.d.sync += count.eq(0)
         with m.Elif(self.busy):
             m.d.sync += count.eq(count + 1)
         with m.If(self.tile_done):
             m.d.sync += [self.tile_cycles.eq(count + 1), self.tiles_done.eq(self.tiles_done + 1)]
-        with m.If(take):
-            with m.Switch(self.cmd_mode):
-                for md in cfg.modes:
-                    with m.Case(md.index):
-                        m.d.sync += [sig.eq(int(value_of(md))) for sig, value_of in self._mode_regs]
         return m
 
-    # ------------------------------------------------------------------ multiplier styles
-    def _sig_product(self, m, a, aw, w, ww, bit, first_bit, valid, name):
-        """``a.sig * w.sig`` by the configured multiplier (the bit-serial one completes on the last bit)."""
-        style = self.cfg.multiplier
-        if style == "array":
-            return None
-        if style == "shift_add":
-            total = Const(0, aw + ww)
-            for i in range(ww):
-                total = total + Mux(w.sig[i], a.sig << i, 0)
-            out = Signal(aw + ww, name=f"{name}_sa")
-            m.d.comb += out.eq(total)
-            return out
-        # bit_serial: one weight (magnitude) bit per cycle into a shift-add register
-        acc = Signal(aw + ww, name=f"{name}_bs")
-        partial = Signal(aw + ww, name=f"{name}_bsp")
-        m.d.comb += partial.eq(Mux(w.sig.bit_select(bit, 1), a.sig << bit, 0) + Mux(first_bit, 0, acc))
-        with m.If(valid):
-            m.d.sync += acc.eq(partial)
-        return partial
+
+def pe_verilog(cfg: SimdConfig) -> str:
+    """Verilog of the PE module ``archsim_simd_pe``."""
+    from amaranth.back import verilog
+
+    return verilog.convert(SimdPE(cfg), name=PE_TOP, emit_src=False)
+
+
+def array_verilog(cfg: SimdConfig, top: str) -> str:
+    """Verilog of the whole design: the top module (PEs as instances) followed by the PE module."""
+    from amaranth.back import verilog
+
+    return verilog.convert(SimdArray(cfg), name=top, emit_src=False) + "\n" + pe_verilog(cfg)
