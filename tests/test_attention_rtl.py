@@ -1,0 +1,225 @@
+"""Attention RTL (Amaranth -> Verilog -> Icarus under cocotb) against the attention models.
+
+Unmarked: the design's parameter checks and errors, the job encoding (operand
+layout checked by hand), and the checker's sensitivity (a flipped bit or a
+wrong cycle count fails). ``verilog``: the fp32 units against numpy float32.
+``rtl``: fusemax and flat tiles on a 3x2 array with 2 lanes -- values bit-exact
+with the models and within the derived bound of the float64 reference, cycles
+equal to the contract worked out by hand below, and the CLI.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from archsim.errors import SpecError
+from archsim.spec import load_arch
+from archsim.templates.attention import AttentionTile
+from archsim.templates.attention.reference import error_bound, reference_attention
+from rtl import design_for
+
+SMALL = {"rows": 3, "cols": 2, "pe1d": 2, "exp_macs": 4}
+
+
+def _arch(**over):
+    return load_arch("fusemax-edge", {**SMALL, **over})
+
+
+def _bf16(x):
+    return (np.asarray(x, np.float32).view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+
+
+def _ops(rng, rows, kv, d):
+    return {"q": _bf16(rng.uniform(-2, 2, (rows, d))), "k": _bf16(rng.uniform(-2, 2, (kv, d))),
+            "v": _bf16(rng.uniform(-2, 2, (kv, d)))}
+
+
+# ----------------------------------------------------------------------------- parameters and encoding
+
+
+@pytest.mark.parametrize("over, message", [
+    ({"exp_on": "array1d"}, r"^attention RTL: exp_on: the RTL evaluates the exps on the 2D array \(array2d\), "
+                            r"got array1d$"),
+    ({"ops1d_per_cycle": {"exp": 0.5}}, r"^attention RTL: ops1d_per_cycle: the RTL's 1D lanes run one op of each "
+                                        r"function per cycle, got \{'exp': 0.5\}$"),
+    ({"precision": "fp16"}, r"^attention RTL: precision: the RTL's operand buffers hold bf16, got fp16$"),
+])
+def test_unsupported_params_are_one_line_errors(over, message):
+    with pytest.raises(SpecError, match=message):
+        design_for(_arch(**over))
+
+
+def test_unknown_rtl_option_is_an_error():
+    with pytest.raises(SpecError, match=r"^rtl options: depth: not an option of the attention RTL \(it has "
+                                        r"head_dim_max, passes_max, key_blocks_max, flat_keys_max\)$"):
+        design_for(_arch(), {"depth": 4})
+    with pytest.raises(SpecError, match=r"^rtl options: passes_max: expected a positive integer, got 0$"):
+        design_for(_arch(), {"passes_max": 0})
+
+
+def test_tiles_the_rtl_does_not_run_are_named():
+    design = design_for(_arch())
+    ops = _ops(np.random.default_rng(0), 3, 4, 2)
+    assert design.runs(AttentionTile("fusemax", 3, 4, 2), ops) == ""
+    assert design.runs(AttentionTile("fusemax", 3, 4, 2, "rescale"), None).startswith("no operands")
+    assert design.runs(AttentionTile("fusemax", 3, 4, 9), ops) == "head_dim 9 > head_dim_max 8"
+    assert design.runs(AttentionTile("flat", 3, 9, 2), ops) == "flat kv_len 9 > flat_keys_max 8"
+    assert design.runs(AttentionTile("fusemax", 3, 40, 2), ops) == "kv_len 40 > key_blocks_max*cols 32"
+    with pytest.raises(SpecError, match=r"^attention RTL cannot run .*: head_dim 9 > head_dim_max 8$"):
+        design.encode(AttentionTile("fusemax", 3, 4, 9), ops)
+
+
+def test_operand_layout():
+    """Q row (pass p, row i) -> bank i, address p; key j -> bank j mod cols, address j div cols;
+    a head-dim vector of bf16 codes, element e at bits [16e, 16e+16)."""
+    design = design_for(_arch())
+    q = np.array([[1.0, -2.0], [0.5, 0.0], [3.0, 1.0], [-1.0, 0.25]], np.float32)  # 2 passes x 2 rows
+    k = np.array([[1.0, 2.0], [4.0, 8.0], [-0.5, 1.5]], np.float32)
+    ops = {"q": q, "k": k, "v": -k}
+    job = design.encode(AttentionTile("fusemax", 2, 3, 2, passes=2), ops)
+    assert job["cmd"] == {"flat": 0, "q_rows": 2, "kv_len": 3, "head_dim": 2, "passes": 2, "drain": 1}
+    qw = [w for w in job["writes"] if w[0] == 0]
+    # bf16 codes by hand: 1.0 = 0x3F80, -2.0 = 0xC000, 3.0 = 0x4040, 1.0 = 0x3F80
+    assert qw[0] == [0, 0, 0, 0x3F80 | 0xC000 << 16]
+    assert qw[2] == [0, 0, 1, 0x4040 | 0x3F80 << 16]
+    kw = [w[:3] for w in job["writes"] if w[0] == 1]
+    assert kw == [[1, 0, 0], [1, 1, 0], [1, 0, 1]]
+    vw = [w for w in job["writes"] if w[0] == 2]
+    assert vw[2][3] == 0x3F00 | 0xBFC0 << 16  # v = -k: 0.5, -1.5
+    assert job["reads"] == [0, 1, 3, 4]  # pass * rows + row
+
+
+def _fake_result(design, items):
+    """What a correct RTL would report: the models' values and cycles."""
+    model = _arch().model()
+    tiles = []
+    for tile, ops in items:
+        vals = np.asarray(model.tile_values(tile, ops), np.float32).view(np.uint32)
+        rows = [list(map(int, r)) + [0] * (8 - tile.head_dim) for r in vals]
+        tiles.append({"cycles": model.tile_cycles(tile), "hw_cycles": model.tile_cycles(tile), "rows": rows,
+                      "error": 0})
+    return {"tiles": tiles}
+
+
+def test_the_checker_catches_a_wrong_value_and_a_wrong_cycle_count():
+    design = design_for(_arch())
+    items = [(AttentionTile("fusemax", 3, 5, 2), _ops(np.random.default_rng(1), 3, 5, 2))]
+    good = _fake_result(design, items)
+    assert design.check(items, good).ok
+    bad = _fake_result(design, items)
+    bad["tiles"][0]["rows"][1][0] ^= 1  # one ulp
+    report = design.check(items, bad)
+    assert not report.ok and not report.tiles[0].values_ok
+    assert "out[1,0]" in report.tiles[0].mismatch and "1 of 6 values differ" in report.tiles[0].mismatch
+    late = _fake_result(design, items)
+    late["tiles"][0]["cycles"] += 1
+    late["tiles"][0]["hw_cycles"] += 1
+    report = design.check(items, late)
+    assert report.tiles[0].values_ok and not report.tiles[0].cycles_ok
+
+
+# ----------------------------------------------------------------------------- fp32 units
+
+
+@pytest.mark.verilog
+def test_fp32_units_are_bit_exact_with_numpy():
+    from amaranth import Module, Signal
+    from amaranth.sim import Simulator
+
+    from rtl.attention import fp
+
+    m = Module()
+    a, b = Signal(32), Signal(32)
+    mul, add, mx, rc = fp.fp32_mul(m, a, b, "mul"), fp.fp32_add(m, a, b, "add"), fp.fp32_max(m, a, b, "mx"), \
+        fp.recip(m, a, "rc")
+    n_fp, n_int = fp.rint(m, a, "rint")
+    ex = fp.exp2_poly(m, fp.fp32_neg(a), 6, "exp")  # exp2(-a)
+    rng = np.random.default_rng(3)
+    A = (rng.uniform(0.5, 3, 40) * 2.0 ** rng.integers(-8, 6, 40) * rng.choice([-1, 1], 40)).astype(np.float32)
+    B = (rng.uniform(0.5, 3, 40) * 2.0 ** rng.integers(-8, 6, 40) * rng.choice([-1, 1], 40)).astype(np.float32)
+    A[:4] = [0.5, 1.5, 2.5, -3.5]  # rint ties to even
+    B[:2] = [np.float32(3e-39), np.float32(-1e-39)]  # subnormal operands
+    A[4] = np.float32(2.0 ** -70)  # a subnormal product
+    B[4] = np.float32(2.0 ** -70)
+    bits = lambda x: int(np.float32(x).view(np.uint32))  # noqa: E731
+    fails = []
+
+    async def bench(ctx):
+        for x, y in zip(A, B):
+            ctx.set(a, bits(x))
+            ctx.set(b, bits(y))
+            await ctx.delay(1e-9)
+            want = {"mul": x * y, "add": x + y, "max": np.maximum(x, y), "rint": np.rint(x),
+                    "recip": np.float32(1) / abs(x) if x > 0 else None}
+            got = {"mul": ctx.get(mul), "add": ctx.get(add), "max": ctx.get(mx), "rint": ctx.get(n_fp),
+                   "recip": ctx.get(rc)}
+            for k, w in want.items():
+                if w is not None and bits(w) != got[k]:
+                    fails.append((k, x, y))
+            if x > 0:  # exp2(-x): within the Taylor bound of numpy's exp2 (independent of the template's code)
+                e = np.array([ctx.get(ex)], np.uint32).view(np.float32)[0]
+                if abs(e / np.exp2(-np.float64(x)) - 1) > 3.5e-6:
+                    fails.append(("exp", x, e))
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+    assert not fails, fails[:5]
+
+
+# ----------------------------------------------------------------------------- co-simulation
+
+
+@pytest.fixture(scope="module")
+def small_run():
+    from rtl import run_cosim
+    from rtl.cosim.harness import simulator_missing_reason
+
+    reason = simulator_missing_reason("icarus")
+    if reason:
+        pytest.skip(reason)
+    rng = np.random.default_rng(11)
+    items = [
+        (AttentionTile("fusemax", 3, 3, 2), _ops(rng, 3, 3, 2)),
+        (AttentionTile("flat", 3, 3, 2), _ops(rng, 3, 3, 2)),
+        (AttentionTile("fusemax", 2, 5, 3, drain=False, passes=2), _ops(rng, 4, 5, 3)),
+        (AttentionTile("flat", 1, 5, 8, drain=False), _ops(rng, 1, 5, 8)),
+    ]
+    return items, run_cosim(_arch(), items, sim="icarus")
+
+
+@pytest.mark.rtl
+def test_rtl_values_are_the_models_and_within_the_bound(small_run):
+    items, report = small_run
+    assert report.ok, "\n" + report.summary()
+    for check, (tile, ops) in zip(report.tiles, items):
+        ref = reference_attention(ops["q"], ops["k"], ops["v"])
+        bound = error_bound(ops["q"], ops["k"], ops["v"], SMALL["cols"], SMALL["exp_macs"])
+        assert check.extra["max_abs_error"] <= bound.max()
+        assert check.extra["error_over_bound"] <= 1.0
+        assert ref.shape[0] == tile.q_rows * tile.passes
+
+
+@pytest.mark.rtl
+def test_rtl_cycles_follow_the_contract_worked_by_hand(small_run):
+    """3x2 array, 2 lanes, 4 MACs per exp, q=3, L=3, d=2 (nb=2):
+
+    fusemax: phases qk_max 3, exp_sum_av 4+1+2 = 7, stat 2+2+2 = 6, update 2+2+3+3 = 10; slots
+    max(3,-)=3, max(3,6)=6, max(7,6)=7, max(7,10)=10, max(-,10)=10 -> 36, + drain 3+2-2 = 3 -> 39.
+    flat: qk 2*2 + 3 = 7, softmax ceil(9/2)*5 + ceil(3/2)*2 = 29, av 7 -> 43.
+    """
+    items, report = small_run
+    assert [t.rtl_cycles for t in report.tiles[:2]] == [39, 43]
+    assert all(t.rtl_cycles == t.fast_cycles == t.detailed_cycles for t in report.tiles)
+    assert all(t.extra["hw_tile_cycles"] == t.rtl_cycles for t in report.tiles)
+
+
+@pytest.mark.rtl
+def test_cli_cosim(capsys):
+    from archsim.cli import main
+
+    sets = [x for k, v in SMALL.items() for x in ("--set", f"{k}={v}")]
+    rc = main(["rtl", "cosim", "--arch", "fusemax-edge", *sets, "--tiles", "3", "--seed", "2"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "PASS: 3/3 tiles match archsim on icarus" in out
