@@ -6,7 +6,10 @@ is in :mod:`rtl.lut.mac_baseline`):
 
 - the LUT core :class:`rtl.lut.design.LutCore` built for that one pair
   (``weight_formats=[W]``, ``activation_formats=[A]``; small local buffers,
-  depth ``--depth``), peak ``tile_m * tile_n * group_k / b`` MACs/cycle;
+  depth ``--depth``; a precompute unit of ``2**(K-1)`` entries/cycle = one
+  row's table per cycle, hidden behind the lookups once ``ceil(N / tile_n) * b
+  >= tile_m``, i.e. for any LLM layer), peak ``tile_m * tile_n * group_k / b``
+  MACs/cycle;
 - the baseline :class:`rtl.lut.mac_baseline.MacBaseline` (int8 x int8 or
   fp16 x fp16 multipliers), peak ``tile_m * tile_n * group_k`` MACs/cycle;
 
@@ -39,7 +42,7 @@ ACTS = (("A8", "int8"), ("A16", "fp16"))
 
 
 def lut_figures(tm, tn, K, wf, af, depth, pnr) -> dict:
-    p = LutParams(group_k=K, tile_k=K, tile_m=tm, tile_n=tn, precompute_entries_per_cycle=tm * 2 ** (K - 1),
+    p = LutParams(group_k=K, tile_k=K, tile_m=tm, tile_n=tn, precompute_entries_per_cycle=2 ** (K - 1),
                   weight_formats=[wf], activation_formats=[af], weight_format=wf, activation_format=af)
     opts = {k: depth for k in ("act_depth", "weight_depth", "out_depth", "table_depth")}
     gen = synthesize(p, target="generic", options=opts)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from math import ceil
+from types import SimpleNamespace
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
@@ -70,6 +71,7 @@ class LutConfig:
     weight_depth: int = 128
     out_depth: int = 64
     table_depth: int = 64
+    external_buffers: bool = False
 
     @classmethod
     def from_params(cls, p, options: dict | None = None) -> "LutConfig":
@@ -85,10 +87,13 @@ class LutConfig:
             if isinstance(v, bool) or not isinstance(v, int) or v < 2:
                 raise ValueError(f"{key}: expected an integer >= 2, got {v!r}")
             opts[key] = v
-        unknown = set(opts) - {"act_depth", "weight_depth", "out_depth", "table_depth"}
+        ext = opts.get("external_buffers", False)
+        if not isinstance(ext, bool):
+            raise ValueError(f"external_buffers: expected true or false, got {ext!r}")
+        unknown = set(opts) - {"act_depth", "weight_depth", "out_depth", "table_depth", "external_buffers"}
         if unknown:
             raise ValueError(f"{', '.join(sorted(unknown))}: not an option of the lut RTL "
-                             f"(it has act_depth, weight_depth, out_depth, table_depth)")
+                             f"(it has act_depth, weight_depth, out_depth, table_depth, external_buffers)")
         order_w = [f for f in WFMT if f in p.weight_formats]
         order_a = [f for f in AFMT if f in p.activation_formats]
         return cls(p.tile_m, p.tile_n, p.group_k, p.symmetric, p.precompute_entries_per_cycle,
@@ -168,15 +173,29 @@ class LutConfig:
 
 
 def lut_signature(c: LutConfig) -> dict:
-    return {
+    sig = {
         "cmd_valid": In(1), "cmd_ready": Out(1),
         "cmd_row_blocks": In(DIM_BITS), "cmd_groups": In(DIM_BITS), "cmd_col_blocks": In(DIM_BITS),
         "cmd_wfmt": In(3), "cmd_afmt": In(2), "cmd_accumulate": In(1), "cmd_precomputed": In(1),
-        "wr_en": In(1), "wr_buf": In(2), "wr_addr": In(c.addr_bits), "wr_data": In(c.data_bits),
-        "rd_en": In(1), "rd_addr": In(c.addr_bits), "rd_data": Out(c.out_word),
+    }
+    if c.external_buffers:  # the buffers' read / write ports (act: asynchronous read; others: data next cycle)
+        sig.update({
+            "act_raddr": Out(_bits(c.act_depth)), "act_rdata": In(c.act_word),
+            "weight_raddr": Out(_bits(c.weight_depth)), "weight_rdata": In(c.weight_word),
+            "table_raddr": Out(_bits(c.table_depth)), "table_rdata": In(c.table_word),
+            "out_raddr": Out(_bits(c.out_depth)), "out_rdata": In(c.out_word),
+            "out_waddr": Out(_bits(c.out_depth)), "out_wdata": Out(c.out_word), "out_we": Out(1),
+        })
+    else:
+        sig.update({
+            "wr_en": In(1), "wr_buf": In(2), "wr_addr": In(c.addr_bits), "wr_data": In(c.data_bits),
+            "rd_en": In(1), "rd_addr": In(c.addr_bits), "rd_data": Out(c.out_word),
+        })
+    sig.update({
         "busy": Out(1), "tile_start": Out(1), "tile_done": Out(1),
         "tile_cycles": Out(32), "tiles_done": Out(32), "error": Out(1),
-    }
+    })
+    return sig
 
 
 class LutCore(wiring.Component):
@@ -211,14 +230,21 @@ class LutCore(wiring.Component):
         ariths = self._arithmetics()
 
         # ---------------------------------------------------------- buffers
-        m.submodules.act_buf = act = Memory(shape=c.act_word, depth=c.act_depth, init=[])
-        m.submodules.weight_buf = wgt = Memory(shape=c.weight_word, depth=c.weight_depth, init=[])
-        m.submodules.out_buf = obuf = Memory(shape=c.out_word, depth=c.out_depth, init=[])
-        m.submodules.table_buf = tbuf = Memory(shape=c.table_word, depth=c.table_depth, init=[])
-        act_w, act_r = act.write_port(), act.read_port(domain="comb")
-        wgt_w, wgt_r = wgt.write_port(), wgt.read_port()
-        tab_w, tab_r = tbuf.write_port(), tbuf.read_port()
-        out_w, out_r, host_r = obuf.write_port(), obuf.read_port(), obuf.read_port()
+        if c.external_buffers:  # SRAM macros outside: their ports are the component's
+            act_r = SimpleNamespace(addr=self.act_raddr, data=self.act_rdata)
+            wgt_r = SimpleNamespace(addr=self.weight_raddr, data=self.weight_rdata)
+            tab_r = SimpleNamespace(addr=self.table_raddr, data=self.table_rdata)
+            out_r = SimpleNamespace(addr=self.out_raddr, data=self.out_rdata, en=Signal())
+            out_w = SimpleNamespace(addr=self.out_waddr, data=self.out_wdata, en=self.out_we)
+        else:
+            m.submodules.act_buf = act = Memory(shape=c.act_word, depth=c.act_depth, init=[])
+            m.submodules.weight_buf = wgt = Memory(shape=c.weight_word, depth=c.weight_depth, init=[])
+            m.submodules.out_buf = obuf = Memory(shape=c.out_word, depth=c.out_depth, init=[])
+            m.submodules.table_buf = tbuf = Memory(shape=c.table_word, depth=c.table_depth, init=[])
+            act_w, act_r = act.write_port(), act.read_port(domain="comb")
+            wgt_w, wgt_r = wgt.write_port(), wgt.read_port()
+            tab_w, tab_r = tbuf.write_port(), tbuf.read_port()
+            out_w, out_r = obuf.write_port(), obuf.read_port()
 
         # ---------------------------------------------------------- command
         running = Signal()
@@ -405,7 +431,8 @@ class LutCore(wiring.Component):
                 vals = {kind: Mux(int1, preg[r][col], ar.half_sub(m, preg[r][col], s2_S[r], f"h_{kind}_r{r}_c{col}"))
                         for kind, ar in ariths}
                 m.d.sync += rreg[r][col].eq(self._by_kind(vals, is_fp))
-        m.d.comb += out_r.addr.eq(s2_oaddr)
+        with m.If(running):
+            m.d.comb += out_r.addr.eq(s2_oaddr)
         s3_valid, s3_fg = Signal(), Signal()
         s3_oaddr = Signal.like(s1_oaddr)
         m.d.sync += [s3_valid.eq(s2_valid), s3_oaddr.eq(s2_oaddr), s3_fg.eq(s2_fg)]
@@ -434,6 +461,9 @@ class LutCore(wiring.Component):
         m.d.sync += [fw_valid.eq(s3_valid), fw_addr.eq(s3_oaddr), fw_data.eq(Cat(*sums))]
 
         # ---------------------------------------------------------- host ports
+        if c.external_buffers:
+            m.d.comb += [out_w.addr.eq(s3_oaddr), out_w.data.eq(Cat(*sums)), out_w.en.eq(s3_valid)]
+            return m
         host_wr = self.wr_en & ~running
         m.d.comb += [
             act_w.addr.eq(self.wr_addr), act_w.data.eq(self.wr_data), act_w.en.eq(host_wr & (self.wr_buf == BUFS["act"])),
@@ -441,8 +471,10 @@ class LutCore(wiring.Component):
             wgt_w.en.eq(host_wr & (self.wr_buf == BUFS["weight"])),
             tab_w.addr.eq(self.wr_addr), tab_w.data.eq(self.wr_data),
             tab_w.en.eq(host_wr & (self.wr_buf == BUFS["table"])),
-            host_r.addr.eq(self.rd_addr), host_r.en.eq(self.rd_en), self.rd_data.eq(host_r.data),
+            self.rd_data.eq(out_r.data),
         ]
+        with m.If(~running):  # the host reads through the accumulators' read port while no tile runs
+            m.d.comb += [out_r.addr.eq(self.rd_addr), out_r.en.eq(self.rd_en)]
         with m.If(s3_valid):
             m.d.comb += [out_w.addr.eq(s3_oaddr), out_w.data.eq(Cat(*sums)), out_w.en.eq(1)]
         with m.Else():
