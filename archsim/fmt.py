@@ -106,10 +106,11 @@ def _is_numeric(text: str) -> bool:
 
 
 def table(rows: Iterable[Sequence], header: Sequence[str] | None = None, *, align: str | None = None,
-          gap: int = 2) -> str:
+          gap: int = 2, rule: bool = True) -> str:
     """An aligned text table. Cells are ``str()``-ed; a column whose cells are
     all numbers (figures with units included) is right-aligned, others left.
-    ``align``: one ``"l"`` / ``"r"`` per column to choose instead."""
+    ``align``: one ``"l"`` / ``"r"`` per column to choose instead; ``rule``: a
+    dashed line under the header."""
     body = [[str(c) for c in row] for row in rows]
     lines = ([list(map(str, header))] if header else []) + body
     if not lines:
@@ -125,7 +126,7 @@ def table(rows: Iterable[Sequence], header: Sequence[str] | None = None, *, alig
     for r in lines:
         cells = [c.rjust(w) if a == "r" else c.ljust(w) for c, w, a in zip(r, widths, align)]
         out.append((" " * gap).join(cells).rstrip())
-    if header:
+    if header and rule:
         out.insert(1, (" " * gap).join("-" * w for w in widths))
     return "\n".join(out)
 

@@ -81,12 +81,12 @@ class CosimReport:
         return out
 
     def summary(self) -> str:
-        lines = [f"{'tile':>4}  {'command':<34} {'rtl':>6} {'fast':>6} {'detail':>6}  values  result"]
-        for t in self.tiles:
-            lines.append(
-                f"{t.index:>4}  {t.label:<34} {_s(t.rtl_cycles):>6} {_s(t.fast_cycles):>6} "
-                f"{_s(t.detailed_cycles):>6}  {'ok' if t.values_ok else 'DIFF':<6}  {'PASS' if t.ok else 'FAIL'}"
-            )
+        from archsim import fmt
+
+        rows = [[str(t.index), t.label, _s(t.rtl_cycles), _s(t.fast_cycles), _s(t.detailed_cycles),
+                 "ok" if t.values_ok else "DIFF", "PASS" if t.ok else "FAIL"] for t in self.tiles]
+        lines = fmt.table(rows, header=["tile", "command", "rtl", "fast", "detail", "values", "result"],
+                          align="rlrrrll", rule=False).splitlines()
         passed = sum(t.ok for t in self.tiles)
         verdict = "PASS" if self.ok else "FAIL"
         lines.append(

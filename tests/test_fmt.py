@@ -79,3 +79,49 @@ def test_summary_uses_fmt_and_counts_kernel_bytes():
     assert rows["DRAM traffic"] == fmt.nbytes(sys_.dram_bytes)
     assert rows["total cycles"] == f"{sys_.total_cycles:,}"
     assert rows["utilization"] == fmt.percent(sys_.utilization)
+
+
+def test_progress_is_silent_off_a_terminal_and_with_quiet(tmp_path, capsys):
+    from archsim.cli import main
+
+    for extra in ([], ["--quiet"]):
+        assert main(["run", "--arch", "gpu-a100", "--workload", "resnet18", "--no-plots",
+                     "--out", str(tmp_path / f"r{len(extra)}"), *extra]) == 0
+        captured = capsys.readouterr()
+        assert captured.err == ""  # pytest's stderr is not a terminal
+        assert "total cycles" in captured.out
+
+
+def test_progress_shows_on_a_terminal(monkeypatch):
+    import io
+
+    from archsim.cli._progress import LayerProgress, Stages
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    err = Tty()
+    monkeypatch.setattr("sys.stderr", err)
+    bar = LayerProgress("arch x net")
+    bar(1, 2, "conv1")
+    bar(2, 2, "fc")
+    bar.close()
+    assert "arch x net" in err.getvalue() and "layer" in err.getvalue()
+    quiet = Tty()
+    monkeypatch.setattr("sys.stderr", quiet)
+    with Stages("rtl synth", ["Verilog", "yosys"], quiet=True) as st:
+        st.start("Verilog")
+        st.start("yosys")
+    assert quiet.getvalue() == ""
+
+
+def test_rtl_design_label_uses_effective_parameters():
+    from archsim.cli.rtl import design_label
+    from archsim.spec import load_arch
+
+    arch = load_arch("systolic-32x32-ws", overrides=["rows=4", "cols=4"])
+    label = design_label(arch, ["rows=4", "cols=4"])
+    assert label == "systolic[rows=4, cols=4] (base preset systolic-32x32-ws)"
+    assert not label.startswith("systolic-32x32")
+    assert design_label(load_arch("systolic-32x32-ws"), []) == "systolic-32x32-ws"

@@ -1,6 +1,7 @@
 """Synthesis of the systolic RTL with yosys (yowasp): resource counts are sane, DSPs = MACs, cached."""
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -64,4 +65,11 @@ def test_cli_synth_json(tmp_path, capsys):
     data = json.loads(out.read_text())
     assert data["arch"] == "systolic-32x32-ws" and data["target"] == "generic"
     assert {"luts", "ffs", "dsps", "cells"} <= set(data)
+    # a table for people (issue 16): the design named by its effective parameters
+    table = capsys.readouterr().out
+    assert re.search(r"^design\s+systolic\[rows=2, cols=2\] \(base preset systolic-32x32-ws\)$", table, re.M)
+    assert re.search(rf"^luts\s+{data['luts']:,}$", table, re.M)
+    # --json - : JSON on stdout for machines (served from the synthesis cache)
+    assert main(["rtl", "synth", "--arch", "systolic-32x32-ws", "--set", "rows=2", "--set", "cols=2",
+                 "--depth", "16", "--target", "generic", "--json", "-"]) == 0
     assert json.loads(capsys.readouterr().out) == data

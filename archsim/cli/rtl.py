@@ -15,6 +15,7 @@ import argparse
 import json
 import sys
 
+from archsim.cli._progress import Stages, add_quiet
 from archsim.errors import ArchsimError, SpecError
 
 
@@ -31,6 +32,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="systolic: ram_style hint for the output buffer (synth --target ecp5 uses distributed)")
     p.add_argument("--banks", type=int, default=0, metavar="N",
                    help="pim: a channel of N bank units in all-bank lockstep with one global buffer (default: one bank)")
+    add_quiet(p)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -70,7 +72,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--freq", type=float, default=200.0, metavar="MHZ", help="nextpnr target clock (default 200)")
     s.add_argument("--seed", type=int, default=1, help="nextpnr seed (default 1)")
     s.add_argument("--no-cache", action="store_true", help="ignore the result cache")
-    s.add_argument("--json", metavar="FILE", help="write the figures to FILE (they are printed either way)")
+    s.add_argument("--json", metavar="FILE", help="write the figures as JSON to FILE ('-': print JSON on stdout "
+                   "instead of the table)")
     s.set_defaults(func=cmd_synth)
 
     p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
@@ -101,6 +104,15 @@ def _design(args, target: str | None = None):
     return arch, design_for(arch, options or None)
 
 
+def design_label(arch, overrides) -> str:
+    """The design's name by its effective parameters: the preset's name when
+    nothing is overridden, else the template with the overrides and the base
+    preset (a 4x4 override of systolic-32x32-ws is not called 32x32)."""
+    if not overrides:
+        return arch.name
+    return f"{arch.template}[{', '.join(str(o) for o in overrides)}] (base preset {arch.name})"
+
+
 def cmd_generate(args) -> int:
     from rtl.generate import write_outputs
 
@@ -124,13 +136,19 @@ def cmd_cosim(args) -> int:
         raise SpecError(f"--max-stream: expected a positive integer, got {args.max_stream}")
     if args.json:
         check_owned_file(args.json)
-    arch, design = _design(args)
-    items = design.cosim_items(args.source, tiles=args.tiles, seed=args.seed, max_stream=args.max_stream,
-                               arch=arch, workload=args.workload, layer=args.layer)
-    if not items:
-        raise ArchsimError(f"source {args.source!r} gave no tiles")
-    report = run_cosim(arch, items, sim=args.sim, waves=args.waves, options=design.options, build_dir=args.build_dir)
-    print(f"{arch.name}: {design.toplevel} on {args.sim}, {len(items)} tiles from {args.source}")
+    with Stages("rtl cosim", ["design", "tiles", f"build + simulate ({args.sim})"], args.quiet) as stages:
+        stages.start("design")
+        arch, design = _design(args)
+        stages.start("tiles")
+        items = design.cosim_items(args.source, tiles=args.tiles, seed=args.seed, max_stream=args.max_stream,
+                                   arch=arch, workload=args.workload, layer=args.layer)
+        if not items:
+            raise ArchsimError(f"source {args.source!r} gave no tiles")
+        stages.start(f"build + simulate ({args.sim})")
+        report = run_cosim(arch, items, sim=args.sim, waves=args.waves, options=design.options,
+                           build_dir=args.build_dir)
+    print(f"{design_label(arch, args.overrides)}: {design.toplevel} on {args.sim}, {len(items)} tiles from "
+          f"{args.source}")
     print(report.summary())
     if args.json:
         write_owned_json(args.json, report.as_dict(), "rtl cosim")
@@ -145,19 +163,55 @@ def cmd_synth(args) -> int:
 
     if not (math.isfinite(args.freq) and args.freq > 0):
         raise SpecError(f"--freq: expected a positive clock in MHz, got {args.freq:g}")
-    if args.json:
+    to_stdout = args.json == "-"
+    if args.json and not to_stdout:
         check_owned_file(args.json)
-    arch, design = _design(args, target=args.target)
-    result = synthesize_verilog(design.verilog(), design.toplevel, target=args.target, pnr=args.pnr,
-                                freq_mhz=args.freq, seed=args.seed, use_cache=not args.no_cache)
-    result = {"written_by": "archsim rtl synth", "arch": arch.name, **result, "params": design.config_dict()}
-    text = json.dumps(result, indent=2, sort_keys=False)
-    print(text)
+    tools = "yosys + nextpnr" if args.pnr else "yosys"
+    with Stages("rtl synth", ["design", "Verilog", tools], args.quiet) as stages:
+        stages.start("design")
+        arch, design = _design(args, target=args.target)
+        stages.start("Verilog")
+        verilog = design.verilog()
+        stages.start(tools)
+        result = synthesize_verilog(verilog, design.toplevel, target=args.target, pnr=args.pnr,
+                                    freq_mhz=args.freq, seed=args.seed, use_cache=not args.no_cache)
+    label = design_label(arch, args.overrides)
+    result = {"written_by": "archsim rtl synth", "arch": arch.name, "design": label,
+              "overrides": list(args.overrides), **result, "params": design.config_dict()}
+    if to_stdout:
+        print(json.dumps(result, indent=2, sort_keys=False))
+        return 0
+    print(synth_table(result))
     if args.json:
         write_owned_json(args.json, result, "rtl synth")
     return 0
 
 
 __all__ = ["register"]
+def synth_table(result: dict) -> str:
+    """The figures of ``archsim rtl synth`` as an aligned table."""
+    from archsim import fmt
+
+    rows = [["design", result.get("design", result.get("arch", ""))], ["top", result.get("top", "")],
+            ["target", result.get("target", "")]]
+    skip = {"written_by", "arch", "design", "overrides", "top", "target", "params", "tools", "utilization",
+            "critical_path"}
+    for key, value in result.items():
+        if key in skip:
+            continue
+        if key == "fmax_mhz":
+            rows.append(["Fmax", f"{value:.1f} MHz"])
+        else:
+            rows.append([key.replace("_", " "), fmt.number(value)])
+    path = result.get("critical_path")
+    if path:
+        rows.append(["critical path", f"{path.get('from')} -> {path.get('to')} (logic {path.get('logic_ns')} ns, "
+                                      f"routing {path.get('routing_ns')} ns)"])
+    for name, use in (result.get("utilization") or {}).items():
+        rows.append([f"used {name}", f"{use.get('used')} of {use.get('available')}"])
+    rows.append(["tools", ", ".join(f"{k} {v}" for k, v in (result.get("tools") or {}).items())])
+    return fmt.table(rows, align="ll")
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(1)

@@ -16,6 +16,7 @@ import os
 import re
 import sys
 
+from archsim.cli._progress import LayerProgress, add_quiet
 from archsim.errors import ArchsimError
 
 DEFAULT_OUT_ROOT = "sim_out"
@@ -52,6 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--trace-layers", type=int, default=DEFAULT_TRACE_LAYERS, metavar="N",
                    help=f"per-command trace events for the first N layers (default {DEFAULT_TRACE_LAYERS})")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    add_quiet(p)
     p.add_argument("--work-limit", type=float, dest="work_limit", metavar="CYCLES",
                    help="refuse a run estimated above this many ideal compute cycles (default 1e11, or "
                    "ARCHSIM_WORK_LIMIT)")
@@ -89,26 +91,6 @@ def run_name(arch_name: str, workload: str) -> str:
     return f"{_slug(arch_name)}-{_slug(workload)}"
 
 
-class _Progress:
-    """tqdm bar per layer on stderr, created on the first callback (when the total is known)."""
-
-    def __init__(self, desc: str):
-        self.desc = desc
-        self.bar = None
-
-    def __call__(self, done: int, total: int, name: str) -> None:
-        if self.bar is None:
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total, desc=self.desc, unit="layer", file=sys.stderr, leave=False, disable=None)
-        self.bar.set_postfix_str(name[:30], refresh=False)
-        self.bar.update(done - self.bar.n)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
 def run(args: argparse.Namespace) -> int:
     from archsim.report.writers import summary_rows, write_reports
     from archsim.simulation import simulate
@@ -125,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.outputs import OutputDir
 
     OutputDir.check(out_dir)  # refuse a user's folder before simulating, not after
-    progress = _Progress(f"{arch.name} x {_slug(args.workload)}")
+    progress = LayerProgress(f"{arch.name} x {_slug(args.workload)}", quiet=args.quiet)
     try:
         result = simulate(args.workload, arch, detailed=args.detailed, progress=progress,
                           trace_layers=max(0, args.trace_layers), weights=args.weights,

@@ -34,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--retry-errors", action="store_true", help="run again the points that failed in an earlier run")
     p.add_argument("--dry-run", action="store_true", help="check the spec and list the points; run nothing")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--no-progress", "-q", "--quiet", action="store_true", dest="no_progress",
+                   help="no progress bar on stderr (it shows only on a terminal anyway)")
     p.set_defaults(func=run)
 
 
@@ -57,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     result = run_sweep(
         spec, out, backend=args.backend, workers=args.workers, address=args.address, plan=plan,
-        progress=not args.no_progress, plots=not args.no_plots, retry_errors=args.retry_errors,
+        progress=not args.no_progress and sys.stderr.isatty(), plots=not args.no_plots,
+        retry_errors=args.retry_errors,
     )
     print(result.summary)
     print()
