@@ -1,0 +1,110 @@
+"""Synthesis of the SIMD PE: one reconfigurable PE (every format, lanes 1x16 .. 8x2) versus
+fixed-precision PEs of the same peak throughput (one datapath per format), on ECP5 and
+yosys' generic 4-LUT flow, with Fmax from nextpnr-ecp5.
+
+    python bench/bench_simd_synth.py                 # every format, ECP5 + generic + nextpnr
+    python bench/bench_simd_synth.py --no-pnr        # resources only (faster)
+    python bench/bench_simd_synth.py --formats int8 fp8_e4m3 --json out.json
+
+Each design is one PE module ``archsim_simd_pe`` (rtl/simd/design.py) generated
+from ``SimdParams(pes=1, lane_bits=16, formats=...)``: the reconfigurable PE has
+every supported format on both sides (121 weight x activation modes); a fixed PE
+has one format (``L = 16 // bits`` lanes, the reconfigurable PE's peak in that
+format). Both carry the same group-scale path (int64 -> fp32, x scale, fp32 output
+accumulator). Figures: LUT4 / TRELLIS_FF / MULT18X18D from ``synth_ecp5``, cells
+and 4-LUTs from ``synth -flatten -lut 4``, Fmax post-route (LFE5U-85F, out of
+context, seed 1). Results are cached by rtl/synth.py.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from archsim.templates.simd.params import SUPPORTED_FORMATS, SimdParams  # noqa: E402
+from rtl.simd.design import PE_TOP, SimdConfig, pe_verilog  # noqa: E402
+from rtl.synth import synthesize_verilog  # noqa: E402
+
+
+def pe_params(formats: list[str], lane_bits: int = 16, multiplier: str = "array") -> SimdParams:
+    f = formats[0]
+    return SimdParams(pes=1, lane_bits=lane_bits, formats=list(formats), multiplier=multiplier,
+                      weight_format=f, activation_format=f)
+
+
+def synth_pe(params: SimdParams, pnr: bool) -> dict:
+    cfg = SimdConfig.from_params(params)
+    v = pe_verilog(cfg)
+    t0 = time.perf_counter()
+    ecp5 = synthesize_verilog(v, PE_TOP, target="ecp5", pnr=pnr)
+    generic = synthesize_verilog(v, PE_TOP, target="generic")
+    return {"modes": len(cfg.modes), "lanes": cfg.max_lanes, "ecp5": ecp5, "generic": generic,
+            "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--formats", nargs="+", default=list(SUPPORTED_FORMATS),
+                    help="formats of the fixed PEs (the reconfigurable PE has all of them)")
+    ap.add_argument("--multiplier", default="array", choices=("array", "shift_add", "bit_serial"))
+    ap.add_argument("--no-pnr", action="store_true", help="skip nextpnr (no Fmax)")
+    ap.add_argument("--no-fixed", action="store_true", help="only the reconfigurable PE")
+    ap.add_argument("--json", help="write the figures here")
+    args = ap.parse_args(argv)
+    pnr = not args.no_pnr
+
+    rows = []
+    designs = [("reconfigurable", list(args.formats))]
+    if not args.no_fixed:
+        designs += [(f"fixed {f}", [f]) for f in args.formats]
+    for label, formats in designs:
+        if args.multiplier == "bit_serial":
+            formats_ok = [f for f in formats if f.startswith("int")] or formats
+        else:
+            formats_ok = formats
+        try:
+            r = synth_pe(pe_params(formats_ok, multiplier=args.multiplier), pnr)
+        except ValueError as err:
+            print(f"{label}: {err}", file=sys.stderr)
+            continue
+        r["label"], r["formats"] = label, formats_ok
+        rows.append(r)
+        e, g = r["ecp5"], r["generic"]
+        print(f"  done {label:<22} ({r['seconds']} s)", file=sys.stderr)
+
+    head = (f"{'PE':<22} {'modes':>5} {'lanes':>5} {'LUT4':>7} {'FF':>6} {'DSP':>4} {'CCU2C':>6} "
+            f"{'Fmax MHz':>8} {'gen cells':>9} {'gen LUT4':>8}")
+    print(f"SIMD PE synthesis ({args.multiplier} multiplier, lane_bits 16, one PE): ECP5 synth_ecp5"
+          + (" + nextpnr-ecp5 (LFE5U-85F, out of context)" if pnr else "") + "; yosys generic synth -lut 4")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        e, g = r["ecp5"], r["generic"]
+        fmax = f"{e['fmax_mhz']:.1f}" if "fmax_mhz" in e else "-"
+        print(f"{r['label']:<22} {r['modes']:>5} {r['lanes']:>5} {e['luts']:>7} {e['ffs']:>6} {e['dsps']:>4} "
+              f"{e['carry']:>6} {fmax:>8} {g['cells']:>9} {g['luts']:>8}")
+    fixed = [r for r in rows if r["label"].startswith("fixed")]
+    recon = next((r for r in rows if r["label"] == "reconfigurable"), None)
+    if fixed and recon:
+        tot = {k: sum(r["ecp5"][k] for r in fixed) for k in ("luts", "ffs", "dsps", "carry")}
+        gen = {k: sum(r["generic"][k] for r in fixed) for k in ("cells", "luts")}
+        label = f"sum of {len(fixed)} fixed PEs"
+        print(f"{label:<22} {'':>5} {'':>5} {tot['luts']:>7} {tot['ffs']:>6} {tot['dsps']:>4} {tot['carry']:>6} "
+              f"{'-':>8} {gen['cells']:>9} {gen['luts']:>8}")
+        print(f"reconfigurable / sum of fixed: LUT4 {recon['ecp5']['luts'] / max(1, tot['luts']):.2f}x, "
+              f"FF {recon['ecp5']['ffs'] / max(1, tot['ffs']):.2f}x, "
+              f"generic cells {recon['generic']['cells'] / max(1, gen['cells']):.2f}x")
+        for r in fixed:
+            print(f"reconfigurable / {r['label']}: LUT4 {recon['ecp5']['luts'] / max(1, r['ecp5']['luts']):.2f}x, "
+                  f"FF {recon['ecp5']['ffs'] / max(1, r['ecp5']['ffs']):.2f}x")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1, default=str) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
