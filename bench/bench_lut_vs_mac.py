@@ -4,7 +4,8 @@
    in the W format) on ``lut-m2n64k4`` built for that pair only, and on the baseline
    ``lut-baseline-mac-16x16-a8`` / ``-a16`` (16x16 systolic: 256 MACs/cycle = the LUT's
    peak at 2-bit weights; its weights travel packed and are widened to int8 / 16 bits):
-   cycles, energy, core area, MACs/cycle per mm^2 of core (compute density) and MACs per uJ.
+   cycles, energy, core area, MACs/cycle per mm^2 of core (compute density), MACs per uJ
+   (whole run: datapath + SRAM + DRAM) and per uJ of the datapath alone ("core").
    Core = the compute datapath (LUT units + precompute unit + table / accumulator
    registers, vs MACs + PE registers); the buffers, DRAM and vector unit are the same
    on both and left out of the density. Areas come from archsim's AREA MODEL (45 nm
@@ -66,7 +67,8 @@ def run_pair(args, wname, w, aname, a) -> dict:
                      "core_mm2": mm2, "macs": r.macs,
                      "macs_per_cycle": r.macs / r.total_cycles,
                      "density": r.macs / r.total_cycles / mm2,
-                     "macs_per_uj": r.macs / (r.energy_pj / 1e6)}
+                     "macs_per_uj": r.macs / (r.energy_pj / 1e6),
+                     "core_macs_per_uj": r.macs / max(1e-12, r.energy_pj_by_component.get("compute", 0.0) / 1e6)}
     return out
 
 
@@ -149,7 +151,7 @@ def main(argv=None) -> int:
           f"MACs/cycle per core mm^2" + ("; 'synth' columns from yosys (generic 4-LUTs, bench_lut_synth.py)"
                                          if synth else "; no synthesis results given (--synth / --synth-json)"))
     hdr = (f"{'W x A':<10}| {'core':<4} {'cycles':>10} {'MAC/cyc':>8} {'energy uJ':>10} {'core mm2':>9} "
-           f"{'density':>8} {'MAC/uJ':>8} | {'density LUT/MAC':>15} {'MAC/uJ LUT/MAC':>14}"
+           f"{'density':>8} {'MAC/uJ':>8} | {'density LUT/MAC':>15} {'MAC/uJ LUT/MAC':>14} {'core MAC/uJ LUT/MAC':>19}"
            + (f" | {'synth 4-LUTs':>12} {'synth density LUT/MAC':>21}" if synth else ""))
     print(hdr)
     print("-" * len(hdr))
@@ -159,8 +161,9 @@ def main(argv=None) -> int:
             for core in ("lut", "mac"):
                 f = row[core]
                 ratios = (f"{row['lut']['density'] / row['mac']['density']:>14.2f}x "
-                          f"{row['lut']['macs_per_uj'] / row['mac']['macs_per_uj']:>13.2f}x") if core == "lut" else \
-                    f"{'':>15} {'':>14}"
+                          f"{row['lut']['macs_per_uj'] / row['mac']['macs_per_uj']:>13.2f}x "
+                          f"{row['lut']['core_macs_per_uj'] / row['mac']['core_macs_per_uj']:>18.2f}x") \
+                    if core == "lut" else f"{'':>15} {'':>14} {'':>19}"
                 line = (f"{(wname + ' x ' + aname) if core == 'lut' else '':<10}| {core:<4} {f['cycles']:>10,} "
                         f"{f['macs_per_cycle']:>8.1f} {f['energy_uj']:>10.1f} {f['core_mm2']:>9.4f} "
                         f"{f['density']:>8.0f} {f['macs_per_uj']:>8.0f} | {ratios}")

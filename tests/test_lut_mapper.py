@@ -111,8 +111,7 @@ def test_cli_rejects_a_pair_the_core_lacks(capsys):
 
 def test_presets_and_area():
     names = [n for n in preset_names() if n.startswith("lut-")]
-    assert {"lut-m2n8k4-ecp5", "lut-m2n64k4", "lut-baseline-mac-16x16-a8", "lut-baseline-mac-16x16-a16",
-            "lut-baseline-mac-4x8-a8"} <= set(names)
+    assert {"lut-m2n8k4-ecp5", "lut-m2n64k4", "lut-baseline-mac-16x16-a8", "lut-baseline-mac-16x16-a16"} <= set(names)
     lut, base = load_arch("lut-m2n64k4"), load_arch("lut-baseline-mac-16x16-a8")
     # equal peak MACs/cycle at 2-bit weights (the baselines' definition)
     assert lut.model().peak_macs_per_cycle("ternary") == base.model().peak_macs_per_cycle() == 256
