@@ -18,6 +18,7 @@ _PACKAGES = {
     "pim": "archsim.templates.pim",
     "roofline": "archsim.templates.roofline",
     "attention": "archsim.templates.attention",
+    "lut": "archsim.templates.lut",
 }
 _REGISTERED: dict[str, Template] = {}
 
