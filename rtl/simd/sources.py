@@ -77,8 +77,17 @@ def random_tile(params, rng, weight_format: str, activation_format: str, max_k: 
     return SimdTile(m, k, n, weight_format, activation_format, g, accumulate=bool(rng.integers(0, 2)))
 
 
+def mode_order(params) -> list[tuple[str, str]]:
+    """Every pair of ``params``: the template's representative precision modes first
+    (``archsim.templates.simd.conformance.MODE_PAIRS``), then the rest."""
+    from archsim.templates.simd.conformance import mode_pairs
+
+    first = mode_pairs(params)
+    return first + [p for p in params.pairs() if p not in first]
+
+
 def random_items(params, count: int, rng, modes: list[tuple[str, str]] | None = None, max_k: int = 24) -> list:
-    pairs = modes or params.pairs()
+    pairs = modes or mode_order(params)
     items = []
     for i in range(count):
         wf, af = pairs[i % len(pairs)]
