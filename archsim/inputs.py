@@ -179,11 +179,36 @@ def _depth(node: yaml.Node, limit: int) -> int:
     return deepest
 
 
+def flow_depth(text: str) -> int:
+    """Deepest ``[``/``{`` nesting outside quotes and comments (a quick upper bound check)."""
+    depth = deepest = 0
+    quote = ""
+    comment = False
+    for ch in text:
+        if comment:
+            comment = ch != "\n"
+        elif quote:
+            if ch == quote or ch == "\n" and quote == "#":
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#":
+            comment = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+    return deepest
+
+
 def load_yaml_text(text: str, where: str, error: Callable[[str], ArchsimError] = ArchsimError,
                    syntax: str = "invalid YAML: {problem}") -> Any:
     """Parse ``text`` as YAML 1.2 scalars; any problem is ``error("<where>: ...")`` on one line.
 
     ``syntax`` formats a syntax error's text after ``<where>: line N: ``."""
+    if flow_depth(text) > MAX_YAML_DEPTH:  # fail fast: pyyaml would recurse a thousand frames first
+        raise error(f"{where}: YAML nested too deeply (more than {MAX_YAML_DEPTH} levels)")
     loader = Yaml12Loader(text)
     try:
         node = loader.get_single_node()  # pyyaml composes recursively: RecursionError is caught below
@@ -203,5 +228,5 @@ def load_yaml_text(text: str, where: str, error: Callable[[str], ArchsimError] =
         loader.dispose()
 
 
-__all__ = ["DEFAULT_MAX_INPUT_BYTES", "MAX_ONNX_BYTES", "MAX_YAML_DEPTH", "Yaml12Loader", "excerpt",
+__all__ = ["DEFAULT_MAX_INPUT_BYTES", "MAX_ONNX_BYTES", "MAX_YAML_DEPTH", "Yaml12Loader", "excerpt", "flow_depth",
            "load_yaml_text", "max_input_bytes", "read_input_bytes", "read_input_text"]

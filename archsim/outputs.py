@@ -181,6 +181,8 @@ class OutputDir:
     """A folder archsim owns (see the module doc). ``kind`` names the command, for the marker."""
 
     def __init__(self, path: str | os.PathLike, kind: str = "archsim"):
+        if not os.fspath(path).strip():
+            raise OutputError("--out: expected a folder name, got an empty one")
         self.path = Path(path)
         self.kind = kind
         self.files: set[str] = set()
@@ -189,6 +191,8 @@ class OutputDir:
     @staticmethod
     def check(path: str | os.PathLike) -> None:
         """Raise :class:`OutputError` now if ``path`` could not be claimed later (creates nothing)."""
+        if not os.fspath(path).strip():
+            raise OutputError("--out: expected a folder name, got an empty one")
         path = Path(path)
         if path.is_symlink() and not path.exists():
             raise OutputError(f"{path}: is a broken symbolic link")

@@ -190,6 +190,7 @@ def load_onnx(path: str, *, unknown_ops: str = "error", dims: dict[str, int] | N
         raise WorkloadError(f"{path}: not a readable ONNX model ({type(err).__name__})") from None
     if not model.graph.node:
         raise WorkloadError(f"{path}: the ONNX graph has no nodes; expected a model")
+    _check_structure(path, model)
     if seq is not None and seq_len is not None and seq != seq_len:
         raise WorkloadError(f"{path}: seq: conflicts with seq_len={seq_len!r}")
     bound = bind_dims(path, symbolic_dims(model), dims or {}, batch, seq_len if seq_len is not None else seq)
@@ -226,6 +227,44 @@ def load_onnx(path: str, *, unknown_ops: str = "error", dims: dict[str, int] | N
                 text = f"{path}: node {m.names[id(node)]} ({node.op_type}): {text}"
             raise WorkloadError(text) from None
     return graph
+
+
+def _check_structure(path: str, model) -> None:
+    """Reject what shape inference would pass silently: an unsupported opset, a cycle, a tensor
+    produced twice, an input nothing produces (``onnx.checker`` is stricter than the models in the wild)."""
+    import networkx as nx
+
+    latest = onnx.defs.onnx_opset_version()
+    for imp in model.opset_import:
+        if imp.domain in ("", "ai.onnx") and not 1 <= imp.version <= latest:
+            raise WorkloadError(f"{path}: unsupported ONNX opset {imp.version}; expected 1 to {latest}")
+    producer: dict[str, int] = {}
+    nodes = list(model.graph.node)  # one wrapper per node: _node_names keys them by id()
+    names = _node_names(nodes)
+    for i, node in enumerate(nodes):
+        for out in node.output:
+            if out and out in producer:
+                raise WorkloadError(f"{path}: tensor {out!r} is produced by two nodes "
+                                    f"({names[id(nodes[producer[out]])]}, {names[id(node)]})")
+            if out:
+                producer[out] = i
+    known = {t.name for t in model.graph.input} | {t.name for t in model.graph.initializer} | set(producer)
+    edges = nx.DiGraph()
+    for i, node in enumerate(nodes):
+        edges.add_node(i)
+        for inp in node.input:
+            if inp and inp not in known:
+                raise WorkloadError(f"{path}: node {names[id(node)]} ({node.op_type}) reads {inp!r}, which no node, "
+                                    "graph input or initializer provides")
+            if inp in producer:
+                edges.add_edge(producer[inp], i)
+    try:
+        cycle = nx.find_cycle(edges)
+    except nx.NetworkXNoCycle:
+        cycle = None
+    if cycle:
+        ring = " -> ".join(names[id(nodes[a])] for a, _ in cycle) + f" -> {names[id(nodes[cycle[0][0]])]}"
+        raise WorkloadError(f"{path}: the ONNX graph has a cycle ({ring}); expected a DAG")
 
 
 def _infer(path: str, model):

@@ -77,7 +77,7 @@ def load_scalesim_csv(path: str, *, weight_precision: str = "int8", act_precisio
             raise WorkloadError(f"{where}: {columns[0]}: expected a layer name")
         values = []
         for column, text in zip(columns[1:], fields[1:len(columns)]):
-            if not text.isdigit() or int(text) < 1:
+            if not (text.isascii() and text.isdigit()) or int(text) < 1:  # ASCII only: int() takes '١٢
                 raise WorkloadError(f"{where}: {column}: expected a positive integer, got {text!r}")
             values.append(int(text))
         source = f"scalesim:{name}:{lineno}"

@@ -336,6 +336,14 @@ def _add_layer(graph: Graph, spec, previous: str | None, graph_input, precision:
     except WorkloadError as err:  # the label already names the layer
         text = str(err)
         raise _Fail(text[len(name) + 2:] if text.startswith(f"{name}: ") else text) from None
+    if not inputs and shapes and op.input_shapes():  # the graph input has no producer op: check its edge here
+        from workloads.graph import shapes_fit
+
+        want = tuple(op.input_shapes()[0])
+        if not shapes_fit(shapes[0], want):
+            source = "input_shape" if input_shape is not None else "input"
+            raise _Fail(f"shape mismatch {source} -> {name}: the graph input is {list(shapes[0])} but {name} "
+                        f"({kind}) expects {list(want)}")
     return name
 
 

@@ -134,7 +134,7 @@ def cmd_cosim(args) -> int:
         raise SpecError(f"--tiles: expected a positive integer, got {args.tiles}")
     if args.max_stream < 1:
         raise SpecError(f"--max-stream: expected a positive integer, got {args.max_stream}")
-    if args.json:
+    if args.json is not None:
         check_owned_file(args.json)
     with Stages("rtl cosim", ["design", "tiles", f"build + simulate ({args.sim})"], args.quiet) as stages:
         stages.start("design")
@@ -164,7 +164,7 @@ def cmd_synth(args) -> int:
     if not (math.isfinite(args.freq) and args.freq > 0):
         raise SpecError(f"--freq: expected a positive clock in MHz, got {args.freq:g}")
     to_stdout = args.json == "-"
-    if args.json and not to_stdout:
+    if args.json is not None and not to_stdout:
         check_owned_file(args.json)
     tools = "yosys + nextpnr" if args.pnr else "yosys"
     with Stages("rtl synth", ["design", "Verilog", tools], args.quiet) as stages:
@@ -187,7 +187,6 @@ def cmd_synth(args) -> int:
     return 0
 
 
-__all__ = ["register"]
 def synth_table(result: dict) -> str:
     """The figures of ``archsim rtl synth`` as an aligned table."""
     from archsim import fmt
@@ -213,5 +212,6 @@ def synth_table(result: dict) -> str:
     return fmt.table(rows, align="ll")
 
 
+__all__ = ["register"]
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(1)

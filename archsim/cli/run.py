@@ -103,8 +103,11 @@ def run(args: argparse.Namespace) -> int:
         "fusion": args.fusion, **onnx_options(args),
     }
     options = {k: v for k, v in options.items() if v is not None}
+    from archsim.outputs import OutputDir, OutputError
+
+    if args.out is not None and not args.out.strip():
+        raise OutputError("--out: expected a folder name, got an empty one")
     out_dir = args.out or os.path.join(DEFAULT_OUT_ROOT, run_name(arch.name, args.workload))
-    from archsim.outputs import OutputDir
 
     OutputDir.check(out_dir)  # refuse a user's folder before simulating, not after
     progress = LayerProgress(f"{arch.name} x {_slug(args.workload)}", quiet=args.quiet)

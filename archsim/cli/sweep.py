@@ -45,6 +45,10 @@ def run(args: argparse.Namespace) -> int:
     spec = load_sweep(args.spec)
     make_backend(args.backend, args.workers, args.address)  # option errors before any work
     plan = build_plan(spec)
+    if args.out is not None and not args.out.strip():
+        from archsim.outputs import OutputError
+
+        raise OutputError("--out: expected a folder name, got an empty one")
     out = args.out or default_out_dir(spec)
     if args.dry_run:
         print(f"sweep {spec.name}: {len(plan.tasks)} points to simulate "
