@@ -5,8 +5,9 @@ For each W x A (W1, W1.58, W2, W4 x A8, A16) it synthesizes with yosys
 is in :mod:`rtl.lut.mac_baseline`):
 
 - the LUT core :class:`rtl.lut.design.LutCore` built for that one pair
-  (``weight_formats=[W]``, ``activation_formats=[A]``; small local buffers,
-  depth ``--depth``; a precompute unit of ``2**(K-1)`` entries/cycle = one
+  (``weight_formats=[W]``, ``activation_formats=[A]``; ``external_buffers``:
+  the operand / output buffers are SRAM macros outside the logic, as the
+  baseline's operands arrive on ports; a precompute unit of ``2**(K-1)`` entries/cycle = one
   row's table per cycle, hidden behind the lookups once ``ceil(N / tile_n) * b
   >= tile_m``, i.e. for any LLM layer), peak ``tile_m * tile_n * group_k / b``
   MACs/cycle;
@@ -18,7 +19,7 @@ logic, no DSP), ECP5 LUT / FF / DSP (``synth_ecp5``), nextpnr Fmax (``--pnr``),
 and the compute density = peak MACs/cycle per 1000 generic 4-input LUTs, with
 the LUT/MAC density ratio.
 
-    python bench/bench_lut_synth.py [--tile M N K] [--pnr] [--json out.json]
+    python bench/bench_lut_synth.py [--tile M N K] [--pnr] [--no-ecp5] [--only W1,A8] [--json out.json]
 
 A16 on the LUT core is fp16 activations (bf16 builds the same fp32 datapath with
 another decoder).
@@ -41,22 +42,25 @@ WEIGHTS = (("W1", "int1"), ("W1.58", "ternary"), ("W2", "int2"), ("W4", "int4"))
 ACTS = (("A8", "int8"), ("A16", "fp16"))
 
 
-def lut_figures(tm, tn, K, wf, af, depth, pnr) -> dict:
+NO_ECP5 = {"luts": 0, "ffs": 0, "dsps": 0}
+
+
+def lut_figures(tm, tn, K, wf, af, ecp5, pnr) -> dict:
     p = LutParams(group_k=K, tile_k=K, tile_m=tm, tile_n=tn, precompute_entries_per_cycle=2 ** (K - 1),
                   weight_formats=[wf], activation_formats=[af], weight_format=wf, activation_format=af)
-    opts = {k: depth for k in ("act_depth", "weight_depth", "out_depth", "table_depth")}
+    opts = {"external_buffers": True, "act_depth": 16, "weight_depth": 16, "out_depth": 16, "table_depth": 16}
     gen = synthesize(p, target="generic", options=opts)
-    ecp = synthesize(p, target="ecp5", pnr=pnr, options=opts)
+    ecp = synthesize(p, target="ecp5", pnr=pnr, options=opts) if ecp5 else NO_ECP5
     return {"generic": gen, "ecp5": ecp, "peak": tm * tn * K / PLANES[wf]}
 
 
-def mac_figures(tm, tn, K, wf, af, pnr) -> dict:
+def mac_figures(tm, tn, K, wf, af, ecp5, pnr) -> dict:
     from amaranth.back import verilog
 
     core = MacBaseline(tm, tn, K, wf, af)
     text = verilog.convert(core, name="archsim_mac_baseline", emit_src=False)
     gen = synthesize_verilog(text, "archsim_mac_baseline", target="generic")
-    ecp = synthesize_verilog(text, "archsim_mac_baseline", target="ecp5", pnr=pnr)
+    ecp = synthesize_verilog(text, "archsim_mac_baseline", target="ecp5", pnr=pnr) if ecp5 else NO_ECP5
     return {"generic": gen, "ecp5": ecp, "peak": core.peak_macs_per_cycle}
 
 
@@ -67,17 +71,21 @@ def density(fig: dict) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tile", nargs=3, type=int, default=[2, 8, 4], metavar=("M", "N", "K"))
-    ap.add_argument("--depth", type=int, default=2, help="entries of the LUT core's local buffers (default 2)")
+    ap.add_argument("--no-ecp5", action="store_true", help="generic cells only (skip synth_ecp5)")
     ap.add_argument("--pnr", action="store_true", help="also place and route (ECP5-85k): Fmax")
+    ap.add_argument("--only", metavar="W,A", help="one pair, e.g. W1,A8 (to warm the cache in parallel)")
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args(argv)
     tm, tn, K = args.tile
     rows = []
     t0 = time.perf_counter()
+    ecp5 = not args.no_ecp5
     for aname, af in ACTS:
         for wname, wf in WEIGHTS:
-            lut = lut_figures(tm, tn, K, wf, af, args.depth, args.pnr)
-            mac = mac_figures(tm, tn, K, wf, "int8" if af == "int8" else "fp16", args.pnr)
+            if args.only and args.only != f"{wname},{aname}":
+                continue
+            lut = lut_figures(tm, tn, K, wf, af, ecp5, args.pnr)
+            mac = mac_figures(tm, tn, K, wf, af, ecp5, args.pnr)
             rows.append({"w": wname, "a": aname, "lut": lut, "mac": mac,
                          "ratio": density(lut) / density(mac)})
             print(f"  synthesized {wname} x {aname} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)

@@ -253,7 +253,9 @@ class LutCore(wiring.Component):
         acc_cmd, precomp = Signal(), Signal()
         planes = Signal(3)
         groups, col_blocks = Signal(DIM_BITS), Signal(DIM_BITS)
-        steps = Signal(2 * DIM_BITS)
+        row_blocks = Signal(DIM_BITS)
+        mb = Signal(DIM_BITS)  # row block of the lookup step
+        last_step = Signal()
         look = Signal(DIM_BITS + 3)
         slot = Signal(DIM_BITS + 3)
         is_fp = Signal()
@@ -295,7 +297,7 @@ class LutCore(wiring.Component):
                     wfmt.eq(self.cmd_wfmt), afmt.eq(self.cmd_afmt), acc_cmd.eq(self.cmd_accumulate),
                     precomp.eq(self.cmd_precomputed), planes.eq(cmd_planes),
                     groups.eq(self.cmd_groups), col_blocks.eq(self.cmd_col_blocks),
-                    steps.eq(self.cmd_row_blocks * self.cmd_groups), look.eq(cmd_look),
+                    row_blocks.eq(self.cmd_row_blocks), mb.eq(0), look.eq(cmd_look),
                     slot.eq(Mux(cmd_look > cmd_pre, cmd_look, cmd_pre)),
                     lk_wait.eq(cmd_pre), lk_done.eq(0), sc.eq(0), s.eq(0), g.eq(0), q.eq(0), nb.eq(0),
                     w_base.eq(0), o_base.eq(0), tail_active.eq(0),
@@ -308,7 +310,8 @@ class LutCore(wiring.Component):
         seq = running & (lk_wait == 0) & ~lk_done
         issue = Signal()
         m.d.comb += issue.eq(seq & (sc < look))
-        last_issue = issue & (s == steps - 1) & (sc == look - 1)
+        m.d.comb += last_step.eq((mb == row_blocks - 1) & (g == groups - 1))  # counters: no multiplier
+        last_issue = issue & last_step & (sc == look - 1)
         with m.If(running):
             m.d.sync += t.eq(t + 1)
             with m.If(lk_wait != 0):
@@ -323,7 +326,7 @@ class LutCore(wiring.Component):
         with m.Elif(seq & (sc == slot - 1)):
             m.d.sync += [sc.eq(0), q.eq(0), nb.eq(0), s.eq(s + 1)]
             with m.If(g == groups - 1):
-                m.d.sync += [g.eq(0), w_base.eq(0), o_base.eq(o_base + col_blocks)]
+                m.d.sync += [g.eq(0), mb.eq(mb + 1), w_base.eq(0), o_base.eq(o_base + col_blocks)]
             with m.Else():
                 m.d.sync += [g.eq(g + 1), w_base.eq(w_base + look)]
         with m.Elif(seq):
@@ -347,7 +350,7 @@ class LutCore(wiring.Component):
         # ---------------------------------------------------------- precompute unit
         tables = [[[Signal(eb, name=f"tab{b}_r{r}_e{e}") for e in range(E)] for r in range(tm)] for b in range(2)]
         pre_go = Signal()
-        m.d.comb += pre_go.eq(issue & (sc == 0) & (s + 1 < steps) & ~precomp)
+        m.d.comb += pre_go.eq(issue & (sc == 0) & ~last_step & ~precomp)
         pre_act = pre_active | pre_go
         pc_eff = Signal.like(pc)
         ps_eff = Signal.like(ps)
