@@ -113,7 +113,7 @@ class LutParams:
         """One row block of activations over one group, and one group of ``tile_n`` int4 weight columns."""
         need_in = self.tile_m * self.group_k * 2
         need_w = -(-self.tile_n * self.group_k * 4 // 8)
-        return ({"input": need_in, "weight": need_w, "output": self.tile_m * self.tile_n * 4},
+        return ({"input": need_in, "weight": need_w, "output": self.tile_m * self.tile_n * 8},
                 f"one {self.tile_m}x{self.group_k} activation group and {self.tile_n} weight columns")
 
     def with_precision(self, weights: str, activations: str) -> "LutParams":
