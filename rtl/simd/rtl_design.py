@@ -262,7 +262,7 @@ class SimdDesign(RtlDesign):
             if not np.array_equal(_comparable(det_vals), want):
                 mismatch = "fast and detailed models disagree on values (model bug)"
             else:
-                diff = np.argwhere(_comparable(vals) != want)
+                diff = np.argwhere(_comparable(vals, canonical=False) != want)
                 if len(diff):
                     i, j = (int(v) for v in diff[0])
                     o = i * tile.n + j
@@ -279,10 +279,11 @@ class SimdDesign(RtlDesign):
         return report
 
 
-def _comparable(values: np.ndarray) -> np.ndarray:
-    """Bit patterns (fp32: -0 != +0, every NaN the canonical one) or the integers themselves."""
+def _comparable(values: np.ndarray, canonical: bool = True) -> np.ndarray:
+    """Bit patterns (fp32: -0 != +0; ``canonical``: any NaN as the canonical one, which is what the
+    RTL must produce, so its own values are compared as they are) or the integers themselves."""
     v = np.asarray(values)
     if v.dtype == np.float32:
         bits = v.view(np.uint32).astype(np.int64)
-        return np.where(np.isnan(v), 0x7FC00000, bits)
+        return np.where(np.isnan(v), 0x7FC00000, bits) if canonical else bits
     return v.astype(np.int64)

@@ -1,0 +1,321 @@
+"""SIMD PE array RTL (rtl/simd: Amaranth -> Verilog -> Icarus under cocotb) against archsim's simd
+models and against an independent numpy reference of the contract written here from
+``archsim/templates/simd/tile.py``'s docstring (never from the template's value code):
+bit for bit (fp32 as bit patterns, every NaN the canonical 0x7fc00000) and cycle for cycle,
+in every precision mode of a full-format build; the arithmetic units alone against numpy
+float32 / ml-dtypes-tested codecs; one-line errors for what the RTL cannot build or run."""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+from archsim.errors import SpecError
+from archsim.numerics import get_format
+from archsim.spec import load_arch
+from archsim.templates.simd.conformance import MODE_PAIRS
+from archsim.templates.simd.params import SimdParams
+from archsim.templates.simd.tile import SimdTile
+
+QNAN = 0x7FC00000
+
+
+# ----------------------------------------------------------------------------- the independent reference
+
+
+def reference(tile, ops, params) -> np.ndarray:
+    """The contract, in plain numpy: int64 dot products, or fp32 products rounded once, a pairwise
+    tree per lane step (odd node passes through, +0.0 beyond the group), fp32 group and output sums."""
+    wf, af, G = tile.weight_format, tile.activation_format, tile.group_size
+    A = get_format(af).decode(np.asarray(ops["input"]))
+    W = get_format(wf).decode(np.asarray(ops["weight"]))
+    M, K, N = tile.m, tile.k, tile.n
+    both_int = get_format(wf).kind == "int" and get_format(af).kind == "int"
+    if params.dequant:
+        scale = np.asarray(ops["scale"], np.float32)[np.arange(K) // G] if G else None
+        prod = W.astype(np.float32) * scale if G else W.astype(np.float32)
+        df = get_format(params.dequant_format)
+        W = df.decode(df.encode(prod.astype(np.float64)))
+        lanes = params.lane_bits // max(16, get_format(af).bits)
+        groups, both_int = [(0, K)], False
+    else:
+        wb, ab = get_format(wf).bits, get_format(af).bits
+        lanes = params.lane_bits // (ab if params.multiplier == "bit_serial" else max(wb, ab))
+        groups = [(0, K)] if G == 0 else [(s, min(G, K - s)) for s in range(0, K, G)]
+    if both_int and G == 0:
+        out = np.asarray(ops["psum"], np.int64).copy() if tile.accumulate else np.zeros((M, N), np.int64)
+        return out + A.astype(np.int64) @ W.astype(np.int64)
+    out = np.asarray(ops["psum"], np.float32).copy() if tile.accumulate else np.zeros((M, N), np.float32)
+    with np.errstate(all="ignore"):
+        for gi, (g0, glen) in enumerate(groups):
+            if both_int:
+                gsum = A[:, g0:g0 + glen].astype(np.int64) @ W[g0:g0 + glen].astype(np.int64)
+                res = gsum.astype(np.float32) * np.asarray(ops["scale"], np.float32)[gi][None, :]
+            else:
+                acc = np.zeros((M, N), np.float32)
+                for s0 in range(0, glen, lanes):
+                    level = [(A[:, g0 + s0 + j][:, None] * W[g0 + s0 + j][None, :]).astype(np.float32)
+                             if s0 + j < glen else np.zeros((M, N), np.float32) for j in range(lanes)]
+                    while len(level) > 1:
+                        level = [level[i] + level[i + 1] for i in range(0, len(level) - 1, 2)] + \
+                                ([level[-1]] if len(level) % 2 else [])
+                    acc = acc + level[0]
+                res = acc * np.asarray(ops["scale"], np.float32)[gi][None, :] if (G and not params.dequant) else acc
+            out = out + res
+    return out
+
+
+def bits(values: np.ndarray) -> np.ndarray:
+    v = np.asarray(values)
+    if v.dtype == np.float32:
+        return np.where(np.isnan(v), QNAN, v.view(np.uint32).astype(np.int64))
+    return v.astype(np.int64)
+
+
+def contract_cycles(tile, params) -> int:
+    """ceil(M*N/P) * steps + pipeline_cycles, steps summed by hand over the K-groups."""
+    wb, ab = get_format(tile.weight_format).bits, get_format(tile.activation_format).bits
+    serial = params.multiplier == "bit_serial"
+    lanes = params.lane_bits // (max(16, ab) if params.dequant else ab if serial else max(wb, ab))
+    G = 0 if params.dequant else tile.group_size
+    lens = [tile.k] if G == 0 else [min(G, tile.k - s) for s in range(0, tile.k, G)]
+    steps = sum(-(-n // lanes) for n in lens) * (wb if serial else 1)
+    return -(-(tile.m * tile.n) // params.pes) * steps + params.pipeline_cycles
+
+
+def test_the_reference_is_not_the_models():
+    """Hand-worked values: fp4 lanes (4 per step) 1.5*2 + 0.5*(-1) + 6*6 + 0 -> tree ((3 + -0.5) + (36 + 0))
+    = 38.5; int8 x int8 with G = 2 and scales 0.5, -2: (1*2 + 3*4)*0.5 + (5*6)*(-2) = -53."""
+    p = SimdParams(pes=1)
+    fp4 = get_format("fp4_e2m1")
+    t = SimdTile(1, 4, 1, "fp4_e2m1", "fp4_e2m1")
+    ops = {"input": fp4.encode(np.array([[1.5, 0.5, 6.0, 0.0]])), "weight": fp4.encode(np.array([[2.0], [-1.0], [6.0], [3.0]]))}
+    assert reference(t, ops, p)[0, 0] == np.float32(38.5)
+    t = SimdTile(1, 3, 1, "int8", "int8", group_size=2)
+    i8 = get_format("int8")
+    ops = {"input": i8.encode(np.array([[1, 3, 5]])), "weight": i8.encode(np.array([[2], [4], [6]])),
+           "scale": np.array([[0.5], [-2.0]], np.float32)}
+    assert reference(t, ops, p)[0, 0] == np.float32(-53.0)
+    assert contract_cycles(SimdTile(3, 10, 1, "int4", "int4", group_size=3), SimdParams(pes=2)) == 2 * 4 + 4
+
+
+# ----------------------------------------------------------------------------- arithmetic units (Amaranth simulator)
+
+
+def _comb_eval(build, vectors):
+    """Evaluate a combinational circuit ``build(m) -> (inputs, output)`` on input tuples."""
+    from amaranth import Module
+    from amaranth.sim import Simulator
+
+    m = Module()
+    ins, out = build(m)
+    got = []
+
+    async def bench(ctx):
+        for vec in vectors:
+            for sig, v in zip(ins, vec):
+                ctx.set(sig, int(v))
+            got.append(ctx.get(out))
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+    return np.array(got, np.uint64).astype(np.uint32)
+
+
+@pytest.mark.parametrize("wf, af", [("posit16_1", "posit16_1"), ("bf16", "int8"), ("fp8_e5m2", "posit8_0"),
+                                    ("fp4_e2m1", "fp8_e4m3"), ("int16", "fp16")])
+def test_lane_product_is_the_exactly_rounded_fp32_product(wf, af):
+    from amaranth import Signal
+
+    from rtl.simd.arith import FormatHw, decode, product
+
+    W, A = FormatHw.of(wf), FormatHw.of(af)
+
+    def build(m):
+        w, a = Signal(W.bits), Signal(A.bits)
+        out = product(m, decode(m, W, w, "w"), decode(m, A, a, "a"), W.sig_bits, A.sig_bits, "p")[0]
+        return (w, a), out
+
+    rng = np.random.default_rng(7)
+    cw, ca = rng.integers(0, 1 << W.bits, 150), rng.integers(0, 1 << A.bits, 150)
+    with np.errstate(all="ignore"):
+        want = bits((get_format(wf).decode(cw) * get_format(af).decode(ca)).astype(np.float32))
+    assert np.array_equal(_comb_eval(build, zip(cw, ca)), want)
+
+
+def test_fp32_add_mul_and_conversions_follow_numpy():
+    from amaranth import Signal
+
+    from rtl.simd.arith import FormatHw, fp32_add, fp32_mul, fp32_to_small, int_to_fp32
+
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 1 << 32, 120, dtype=np.uint64).astype(np.uint32)
+    y = (x & 0xFF800000) ^ rng.integers(0, 1 << 23, 120).astype(np.uint32)  # close exponents: cancellation
+    y[::2] ^= 0x80000000
+    x[:8] = [0x7F800000, 0xFF800000, 0x7FC00001, 0, 0x80000000, 1, 0x7F7FFFFF, 0x00800000]
+    y[:8] = [0xFF800000, 0, 3, 0x80000000, 0x80000000, 0x80000001, 0x7F7FFFFF, 0x80000001]
+    fx, fy = x.view(np.float32), y.view(np.float32)
+    for op, ref in ((fp32_add, np.add), (fp32_mul, np.multiply)):
+        def build(m, op=op):
+            a, b = Signal(32), Signal(32)
+            return (a, b), op(m, a, b, "r")
+        with np.errstate(all="ignore"):
+            want = bits(ref(fx, fy))
+        assert np.array_equal(_comb_eval(build, zip(x, y)), want), op.__name__
+
+    ints = rng.integers(-(1 << 62), 1 << 62, 60) >> rng.integers(0, 62, 60)
+    ints[:2] = [-(1 << 63), (1 << 63) - 1]
+
+    def build_i2f(m):
+        v = Signal(64)
+        return (v,), int_to_fp32(m, v, 64, "c")
+    assert np.array_equal(_comb_eval(build_i2f, [(int(v) & (2**64 - 1),) for v in ints]), bits(ints.astype(np.float32)))
+
+    for name in ("fp16", "bf16"):
+        f = FormatHw.of(name)
+
+        def build_small(m, f=f):
+            v = Signal(32)
+            return (v,), fp32_to_small(m, v, f, "s")
+        e = rng.integers(100, 160, 80).astype(np.uint32)
+        v = (rng.integers(0, 1 << 32, 80, dtype=np.uint64).astype(np.uint32) & 0x807FFFFF) | (e << 23)
+        got = get_format(name).decode(_comb_eval(build_small, [(c,) for c in v]))
+        want = get_format(name).decode(get_format(name).encode(v.view(np.float32).astype(np.float64)))
+        assert np.array_equal(got, want, equal_nan=True), name
+
+
+# ----------------------------------------------------------------------------- co-simulation
+
+
+@pytest.fixture(scope="module")
+def icarus():
+    from rtl.cosim.harness import simulator_missing_reason
+
+    reason = simulator_missing_reason("icarus")
+    if reason:
+        pytest.skip(reason)
+
+
+def _check(report, items, params):
+    assert report.ok, "\n" + report.summary()
+    assert len(report.tiles) == len(items)
+
+
+def _cosim_against_reference(arch, items):
+    """run_cosim (RTL vs the fast and detailed models) and the RTL's values vs :func:`reference`."""
+    from rtl import design_for
+    from rtl.cosim import run_job
+
+    design = design_for(arch)
+    run = run_job(design.verilog(), design.toplevel, design.make_job(items))
+    report = design.check(items, run.result)
+    _check(report, items, arch.params)
+    for (tile, ops), got, check in zip(items, run.result["tiles"], report.tiles):
+        rtl = design.rtl_values(tile, got["words"])
+        raw = rtl.view(np.uint32).astype(np.int64) if rtl.dtype == np.float32 else rtl
+        assert np.array_equal(raw, bits(reference(tile, ops, arch.params))), design.label(tile)
+        assert check.rtl_cycles == got["hw_cycles"] == contract_cycles(tile, arch.params), design.label(tile)
+    return report
+
+
+@pytest.mark.rtl
+def test_every_precision_mode_of_the_edge_preset(icarus):
+    """simd-edge's datapath (all 11 formats: 121 weight x activation modes) with 2 PEs: two tiles of
+    each representative mode, one of every other pair, NaN / inf codes in one tile of eight."""
+    from rtl.simd.sources import mode_order, random_items
+
+    arch = load_arch("simd-edge", {"pes": 2})
+    p = arch.params
+    reps = [pair for pair in MODE_PAIRS if not p.pair_problem(*pair)]
+    rng = np.random.default_rng(11)
+    items = random_items(p, 2 * len(reps), rng, modes=reps, max_k=20)
+    items += random_items(p, len(p.pairs()) - len(reps), rng, modes=mode_order(p)[len(reps):], max_k=12)
+    modes = {(t.weight_format, t.activation_format) for t, _ in items}
+    assert modes == set(p.pairs()) and len(modes) == 121
+    assert any(np.isnan(reference(t, o, p)).any() for t, o in items if reference(t, o, p).dtype == np.float32)
+    _cosim_against_reference(arch, items)
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("overrides", [
+    {"pes": 3, "multiplier": "bit_serial", "formats": ["int2", "int4", "int8", "fp8_e4m3", "bf16"]},
+    {"pes": 2, "multiplier": "shift_add", "formats": ["int4", "int8", "fp4_e2m1", "fp8_e5m2", "posit8_0"]},
+    {"pes": 4, "dequant": True, "group_size": 8, "formats": ["int4", "int8", "fp8_e4m3", "fp16"]},
+    {"pes": 3, "lane_bits": 32, "pipeline_cycles": 6, "formats": ["int2", "int4", "fp4_e2m1", "posit16_1"]},
+], ids=["bit_serial", "shift_add", "dequant", "lane32-pipe6"])
+def test_multiplier_styles_dequant_and_wider_lanes(icarus, overrides):
+    from rtl.simd.sources import random_items
+
+    f = overrides["formats"]
+    arch = load_arch("simd-edge", {**overrides, "weight_format": f[1], "activation_format": f[1]})
+    items = random_items(arch.params, 10, np.random.default_rng(5), max_k=16)
+    _cosim_against_reference(arch, items)
+
+
+@pytest.mark.rtl
+def test_a_wrong_value_is_reported(icarus):
+    from rtl import design_for
+    from rtl.cosim import run_job
+    from rtl.simd.sources import operands_for
+
+    arch = load_arch("simd-edge", {"pes": 2, "formats": ["int8", "fp8_e4m3"]})
+    tile = SimdTile(2, 5, 3, "fp8_e4m3", "int8", group_size=2)
+    ops = operands_for(tile, arch.params, np.random.default_rng(1))
+    design = design_for(arch)
+    result = run_job(design.verilog(), design.toplevel, design.make_job([(tile, ops)])).result
+    assert design.check([(tile, ops)], result).ok
+    bad = dict(ops, scale=ops["scale"].copy())
+    bad["scale"][1, 2] *= 2  # the models now expect other out[:, 2]
+    (msg,) = design.check([(tile, bad)], result).failures()
+    assert msg.startswith("tile 0 (fp8_e4m3xint8 m=2 k=5 n=3 g=2): out[0,2] = ") and "PE 0 round 1" in msg
+
+
+def test_what_the_rtl_cannot_build_is_a_one_line_error():
+    from rtl import design_for
+
+    with pytest.raises(SpecError, match=r"^simd RTL: pipeline_cycles: the RTL's datapath takes 4 cycles, got 2$"):
+        design_for(load_arch("simd-edge", {"pipeline_cycles": 2}))
+    design = design_for(load_arch("simd-edge", {"pes": 2}), {"op_depth": 4})
+    tile = SimdTile(1, 40, 1, "int16", "int16")
+    with pytest.raises(SpecError, match=r"^simd RTL co-simulation: tile int16xint16 m=1 k=40 n=1 does not fit "
+                                        r"the RTL buffers \(op_depth=4, "):
+        design.make_job([(tile, {"input": np.zeros((1, 40)), "weight": np.zeros((40, 1))})])
+    with pytest.raises(SpecError, match=r"^rtl options: op_depth: expected an integer >= 2, got 1$"):
+        design_for(load_arch("simd-edge", {"pes": 2}), {"op_depth": 1})
+
+
+@pytest.mark.verilog
+def test_the_edge_preset_generates_with_one_pe_module(tmp_path):
+    """All 64 PEs of simd-edge are instances of one converted PE module; the manifest lists the modes."""
+    import json
+
+    from archsim.cli import main
+
+    assert main(["rtl", "generate", "--arch", "simd-edge", "--out", str(tmp_path)]) == 0
+    text = (tmp_path / "archsim_simd.v").read_text()
+    assert text.count("module archsim_simd_pe(") == 1 and text.count("archsim_simd_pe ") >= 64
+    man = json.loads((tmp_path / "archsim_simd.json").read_text())
+    assert man["params"]["pes"] == 64 and len(man["params"]["modes"]) == 121
+    assert man["params"]["modes"][0] == ["int2", "int2", 8]
+    assert {p["name"] for p in man["ports"]} >= {"cmd_mode", "cmd_k", "cmd_g", "wr_data", "rd_data", "tile_done"}
+
+
+# ----------------------------------------------------------------------------- >= 1000 tiles per mode
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+@pytest.mark.parametrize("pair", MODE_PAIRS, ids=[f"{w}x{a}" for w, a in MODE_PAIRS])
+def test_a_thousand_random_tiles_per_mode(icarus, pair):
+    """1000 random tiles of one precision mode (all in one simulator run) on a 2-PE build of that mode's
+    formats: every tile bit- and cycle-exact against the models and the reference."""
+    from rtl.simd.sources import random_items
+
+    w, a = pair
+    formats = sorted({w, a})
+    arch = load_arch("simd-edge", {"pes": 2, "formats": formats, "weight_format": w, "activation_format": a})
+    items = random_items(arch.params, 1000, np.random.default_rng(zlib.crc32(f"{w}x{a}".encode())), modes=[pair], max_k=10)
+    report = _cosim_against_reference(arch, items)
+    assert sum(t.ok for t in report.tiles) == 1000
