@@ -19,6 +19,7 @@ _PACKAGES = {
     "roofline": "archsim.templates.roofline",
     "attention": "archsim.templates.attention",
     "lut": "archsim.templates.lut",
+    "simd": "archsim.templates.simd",
 }
 _REGISTERED: dict[str, Template] = {}
 

@@ -1,0 +1,162 @@
+"""Fast model of the SIMD PE template (closed-form cycles, numpy values, actions) and the model protocol.
+
+Units: ``array`` (the PE array, compute), ``vector`` (the vector unit for
+elementwise / norm / softmax work), ``dma``. Energy actions are named after
+the technology table ``simd-45nm`` (:func:`mult_action` and :meth:`SimdModel.tile_actions`).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from archsim.numerics import bits_of, get_format
+from archsim.templates.simd.detailed import SimdArrayDetailed
+from archsim.templates.simd.params import SimdParams
+from archsim.templates.simd.tile import (SimdTile, check_tile, cycles_per_step, exact_integer_output, integer_path,
+                                         lanes, output_steps, rounds, tile_cycles)
+from archsim.templates.simd.values import tile_values
+
+
+def lane_mode(weights: str, activations: str, params: SimdParams) -> str:
+    """The datapath mode a pair runs in: ``int<b>``, ``fp<b>`` or ``posit<b>`` with ``b`` the lane width."""
+    if params.dequant:
+        return "fp16"
+    wf, af = get_format(weights), get_format(activations)
+    b = max(wf.bits, af.bits)
+    if wf.kind == "int" and af.kind == "int":
+        return f"int{b}"
+    if "posit" in (wf.kind, af.kind):
+        return f"posit{b}"
+    return f"fp{b}"
+
+
+def mult_action(tile: SimdTile, params: SimdParams) -> tuple[str, int]:
+    """(action name, count) of the tile's multiplies: an array multiplier per lane product
+    (``simd.mult.<mode>``), or, for integer weights on a shift-add / bit-serial
+    multiplier, one activation-width add per weight bit (``simd.partial_add.<ab>b``)."""
+    macs = tile.m * tile.k * tile.n
+    if params.multiplier != "array" and not params.dequant and get_format(tile.weight_format).kind == "int":
+        return f"simd.partial_add.{bits_of(tile.activation_format)}b", macs * bits_of(tile.weight_format)
+    return f"simd.mult.{lane_mode(tile.weight_format, tile.activation_format, params)}", macs
+
+
+def round_operand_counts(tile: SimdTile, pes: int) -> tuple[int, int]:
+    """(sum over rounds of the distinct A rows, of the distinct W columns) the round's PEs read."""
+    total = tile.outputs
+    first = np.arange(0, total, pes, dtype=np.int64)
+    last = np.minimum(first + pes, total) - 1
+    rows = last // tile.n - first // tile.n + 1
+    cols = np.minimum(last - first + 1, tile.n)
+    return int(rows.sum()), int(cols.sum())
+
+
+class SimdModel:
+    """``SimdModel(arch)``: fast model + protocol of one SIMD PE array instance."""
+
+    units = {"array": "compute", "vector": "vector", "dma": "dma"}
+
+    def __init__(self, arch: Any):
+        self.arch = arch
+        self.params: SimdParams = arch.params if hasattr(arch, "params") else arch
+        self.params.validate()
+        self.detailed = SimdArrayDetailed(self.params)
+
+    # -- precision --------------------------------------------------------------
+    def compute_formats(self, weights: str, activations: str) -> tuple[str, str]:
+        """The pair a layer of these formats computes in: its own if the datapath runs it, else the arch's."""
+        p = self.params
+        if weights and activations and not p.pair_problem(weights, activations):
+            return weights, activations
+        return p.weight_format, p.activation_format
+
+    def peak_macs_per_cycle(self, precision: str | None = None) -> float:
+        p = self.params
+        w, a = (precision or p.weight_format), p.activation_format
+        if p.pair_problem(w, a):
+            w = p.weight_format
+        lane_count = p.lanes(w, a)
+        serial = bits_of(w) if p.multiplier == "bit_serial" else 1
+        return p.pes * lane_count / serial
+
+    # -- tiles ------------------------------------------------------------------
+    def check_tile(self, tile) -> None:
+        if not isinstance(tile, SimdTile):
+            raise ValueError(f"tile: expected a SimdTile, got {type(tile).__name__}")
+        check_tile(tile, self.params)
+
+    def tile_cycles(self, tile: SimdTile) -> int:
+        return tile_cycles(tile, self.params)
+
+    def tile_values(self, tile: SimdTile, operands: dict) -> np.ndarray:
+        check_tile(tile, self.params)
+        return tile_values(tile, operands, self.params)
+
+    def detailed_tile(self, tile: SimdTile, operands: dict):
+        check_tile(tile, self.params)
+        return self.detailed.run_tile(tile, operands)
+
+    def detailed_tile_cycles(self, tile: SimdTile) -> int:
+        return self.detailed.tile_cycles(tile)
+
+    def tile_pe_fraction(self, tile: SimdTile) -> float:
+        """Useful lane products over lane slots: ``M*N*K / (rounds * P * steps * L)``."""
+        p = self.params
+        slots = rounds(tile, p) * p.pes * (output_steps(tile, p) // cycles_per_step(tile, p)) * lanes(tile, p)
+        return tile.m * tile.n * tile.k / slots
+
+    def tile_actions(self, tile: SimdTile) -> dict[str, int]:
+        """Multiplies (per lane mode), fp32 / int32 adds (lane tree + accumulators), group
+        scalings, dequantizations, PE register bits read, and SRAM bytes."""
+        p = self.params
+        M, K, N = tile.m, tile.k, tile.n
+        outputs = tile.outputs
+        L = lanes(tile, p)
+        groups = tile.groups(p.dequant)
+        steps = sum(-(-length // L) for _s, length in groups)
+        name, count = mult_action(tile, p)
+        out: dict[str, int] = {name: count}
+        lane_adds = outputs * steps * L  # (L - 1) tree adds + 1 accumulate per step
+        if exact_integer_output(tile, p):
+            out["simd.add.int32"] = lane_adds
+        elif integer_path(tile, p):
+            out["simd.add.int32"] = lane_adds
+            out["simd.int_to_fp32"] = outputs * len(groups)
+            out["simd.add.fp32"] = outputs * len(groups)
+        else:
+            out["simd.add.fp32"] = lane_adds + outputs * len(groups)
+        if tile.group_size and not p.dequant:
+            out["simd.scale.fp32"] = outputs * len(groups)
+        if p.dequant:
+            out["simd.dequant"] = K * N
+        wb, ab = bits_of(tile.weight_format), bits_of(tile.activation_format)
+        out_bits = 64 if exact_integer_output(tile, p) else 32
+        out["simd.reg_bit"] = M * N * K * (wb + ab) + outputs * out_bits
+        rows, cols = round_operand_counts(tile, p.pes)
+        out["sram_read_bytes.input"] = -(-rows * K * ab // 8)
+        w_bytes = -(-cols * K * wb // 8)
+        if tile.group_size:
+            w_bytes += cols * tile.scale_groups() * 4
+        out["sram_read_bytes.weight"] = w_bytes
+        out["sram_write_bytes.output"] = outputs * out_bits // 8
+        if tile.accumulate:
+            out["sram_read_bytes.output"] = outputs * out_bits // 8
+        return out
+
+    # -- area and reports -----------------------------------------------------------
+    def area_inputs(self):
+        """One ``lane_bits``-wide MAC per PE (the reconfigurable lanes share it) priced at the
+        widest float (or int) MAC of that width, plus operand, group and output registers."""
+        from archsim.area import AreaInputs
+
+        p = self.params
+        floats = any(get_format(f).kind != "int" for f in p.formats) or p.dequant
+        width = 8 if p.lane_bits <= 8 else 16 if p.lane_bits <= 16 else 32
+        mac = {8: "fp8_e4m3", 16: "fp16", 32: "fp32"}[width] if floats else f"int{width}"
+        regs = p.pes * (2 * p.lane_bits + 64 + 32)
+        return AreaInputs(macs={mac: p.pes}, register_bits=regs)
+
+    def report_extras(self, result) -> dict:
+        p = self.params
+        return {"simd_pes": p.pes, "simd_lane_bits": p.lane_bits, "simd_multiplier": p.multiplier,
+                "simd_group_size": p.group_size, "simd_dequant": p.dequant}
