@@ -136,6 +136,10 @@ def cmd_cosim(args) -> int:
         raise SpecError(f"--max-stream: expected a positive integer, got {args.max_stream}")
     if args.json is not None:
         check_owned_file(args.json)
+    if args.build_dir is not None:  # the simulator writes (and removes) files there: a folder archsim owns
+        from archsim.outputs import OutputDir
+
+        OutputDir(args.build_dir, "rtl cosim")
     with Stages("rtl cosim", ["design", "tiles", f"build + simulate ({args.sim})"], args.quiet) as stages:
         stages.start("design")
         arch, design = _design(args)

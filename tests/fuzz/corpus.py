@@ -550,6 +550,8 @@ def path_cases() -> list[Case]:
     for name, target in jsons.items():
         cases.append(Case(f"out-synth-json-{name}", "output", synth + [target]))
         cases.append(Case(f"out-cosim-json-{name}", "output", cosim + [target]))
+    for name, target in {"userdir": "{d}/userdir", "dot": ".", "a-file": "{d}/sentinel.txt"}.items():
+        cases.append(Case(f"out-cosim-build-dir-{name}", "output", cosim[:-1] + ["--build-dir", target]))
     return cases
 
 
