@@ -50,6 +50,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--weights", metavar="FMT", help="weight precision for the run, e.g. int8, int4, bf16, fp8_e4m3 "
                    "(with --activations; sets the workload and the template's datapath)")
     p.add_argument("--activations", metavar="FMT", help="activation precision for the run (with --weights)")
+    p.add_argument("--precision-policy", metavar="FILE", dest="precision_policy",
+                   help="simd: layer-adaptive precision policy YAML (weights / activations / group size "
+                   "per layer name pattern or op kind; see docs/simd.md)")
     p.add_argument("--trace-layers", type=int, default=DEFAULT_TRACE_LAYERS, metavar="N",
                    help=f"per-command trace events for the first N layers (default {DEFAULT_TRACE_LAYERS})")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
@@ -103,6 +106,13 @@ def run(args: argparse.Namespace) -> int:
         "fusion": args.fusion, **onnx_options(args),
     }
     options = {k: v for k, v in options.items() if v is not None}
+    if getattr(args, "precision_policy", None):
+        from mappers.options import option_names
+
+        if "precision_policy" not in option_names(arch.template):
+            raise ArchsimError(f"--precision-policy: template {arch.template} has no precision policies "
+                               f"(the simd template does)")
+        options["precision_policy"] = args.precision_policy
     from archsim.outputs import OutputDir, OutputError
 
     if args.out is not None and not args.out.strip():

@@ -39,6 +39,9 @@ class LayerResult:
         Mean fraction of PEs a tile maps (SCALE-Sim's "Mapping Efficiency").
     compute_utilization : float
         ``macs / (peak * compute_cycles)`` (SCALE-Sim's "Compute Util").
+    sqnr_db : float or None
+        Signal-to-quantization-noise ratio of the layer's output vs fp32, when a run
+        carried values (``archsim.templates.simd.accuracy``); absent from report.json otherwise.
     """
 
     name: str
@@ -69,8 +72,11 @@ class LayerResult:
     internal_bytes_by_operand: dict[str, int] = field(default_factory=dict)
     unit_busy_cycles: dict[str, float] = field(default_factory=dict)
     unit_utilization: dict[str, float] = field(default_factory=dict)
+    #: SQNR (dB) of the layer's output vs fp32 when values were carried (None: not computed)
+    sqnr_db: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        extra = {} if self.sqnr_db is None else {"sqnr_db": self.sqnr_db}
         return {
             "name": self.name,
             "op": self.op,
@@ -100,6 +106,7 @@ class LayerResult:
             "internal_bytes_by_operand": dict(self.internal_bytes_by_operand),
             "unit_busy_cycles": dict(self.unit_busy_cycles),
             "unit_utilization": dict(self.unit_utilization),
+            **extra,
         }
 
 
