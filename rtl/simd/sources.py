@@ -9,7 +9,9 @@ Items are ``(SimdTile, operands)`` with operands as the contract names them
   over the finite codes of each format, and one tile in eight draws from every
   code (inf / NaN / NaR included);
 - ``"program"``: the first Compute commands of ``mappers.compile`` of one layer
-  of a zoo workload (``workload=``, ``layer=``), with random operands.
+  of a zoo workload (``workload=``, ``layer=``), with random operands; a tile
+  keeps its K, formats, group size and ``accumulate`` and is cropped to the
+  first outputs that fit the RTL's default buffers (:func:`crop`).
 """
 from __future__ import annotations
 
@@ -110,9 +112,23 @@ def cosim_items(params, source: str = "random", tiles: int = 8, seed: int = 0, m
         cmds = compile_layer(arch, workload or "resnet50", layer)[:tiles]
         items = []
         for cmd in cmds:
-            tile = cmd.tile
+            tile = crop(cmd.tile, params)
             items.append((tile, operands_for(tile, params, rng)))
         if not items:
             raise WorkloadError(f"{workload}: no compute tiles")
         return items
     raise WorkloadError(f"unknown co-simulation source {source!r}; the simd RTL has: random, program")
+
+
+def crop(tile, params, op_depth: int = 256, out_depth: int = 32):
+    """``tile`` with M and N cut to its first outputs that fit the RTL buffers (K, formats, G kept)."""
+    from dataclasses import replace
+
+    from archsim.templates.simd.tile import lanes
+
+    L = lanes(tile, params)
+    steps = sum(-(-n // L) for _s, n in tile.groups(params.dequant))
+    n = min(tile.n, params.pes)
+    rounds = max(1, min(out_depth, op_depth // max(1, steps)))
+    m = max(1, min(tile.m, rounds * params.pes // n))
+    return replace(tile, m=m, n=n)
