@@ -16,7 +16,6 @@ match: a comparison across precisions is refused (one line, exit 2) unless
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -154,15 +153,14 @@ def format_table(cmp: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from archsim.outputs import check_owned_file, write_owned_json
+
+    if args.json is not None:
+        check_owned_file(args.json)  # never over a user's file; before the runs, not after
     cmp = compare(args)
     print(format_table(cmp))
-    if args.json:
-        try:
-            with open(args.json, "w") as f:
-                json.dump(cmp, f, indent=2)
-                f.write("\n")
-        except OSError as err:
-            raise ArchsimError(f"{args.json}: cannot write: {err.strerror or err}") from None
+    if args.json is not None:
+        write_owned_json(args.json, cmp, "compare")
     if cmp["mixed_precision"]:
         print("WARNING: mixed-precision comparison (--allow-mixed-precision)", file=sys.stderr)
     return 0
