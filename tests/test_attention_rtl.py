@@ -43,6 +43,9 @@ def _ops(rng, rows, kv, d):
     ({"ops1d_per_cycle": {"exp": 0.5}}, r"^attention RTL: ops1d_per_cycle: the RTL's 1D lanes run one op of each "
                                         r"function per cycle, got \{'exp': 0.5\}$"),
     ({"precision": "fp16"}, r"^attention RTL: precision: the RTL's operand buffers hold bf16, got fp16$"),
+    ({"rows": 32, "cols": 32}, r"^attention RTL: rows x cols, pe1d: the RTL is generated for up to 256 PEs and "
+                               r"32 1D lanes \(every PE has its own fp32 units\), got 32x32 and 2; "
+                               r"e.g. --set rows=4 --set cols=4 --set pe1d=4$"),
 ])
 def test_unsupported_params_are_one_line_errors(over, message):
     with pytest.raises(SpecError, match=message):

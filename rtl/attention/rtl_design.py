@@ -49,6 +49,9 @@ PORT_DOCS = {
     "error": "sticky: a command outside the built sizes (zero or too large a dimension, too many passes or keys)",
 }
 
+#: largest generated instance (a 16x16 array already takes minutes to convert and simulate)
+MAX_PES = 256
+MAX_LANES = 32
 RTL_OPTIONS = ("head_dim_max", "passes_max", "key_blocks_max", "flat_keys_max")
 
 
@@ -62,6 +65,10 @@ def check_params(p) -> None:
         raise ValueError(f"ops1d_per_cycle: the RTL's 1D lanes run one op of each function per cycle, got {rates}")
     if p.precision != "bf16":
         raise ValueError(f"precision: the RTL's operand buffers hold bf16, got {p.precision}")
+    if p.rows * p.cols > MAX_PES or p.pe1d > MAX_LANES:
+        raise ValueError(f"rows x cols, pe1d: the RTL is generated for up to {MAX_PES} PEs and {MAX_LANES} 1D lanes "
+                         f"(every PE has its own fp32 units), got {p.rows}x{p.cols} and {p.pe1d}; "
+                         f"e.g. --set rows=4 --set cols=4 --set pe1d=4")
 
 
 def _bits16(x: np.ndarray) -> np.ndarray:
