@@ -7,10 +7,11 @@ is in :mod:`rtl.lut.mac_baseline`):
 - the LUT core :class:`rtl.lut.design.LutCore` built for that one pair
   (``weight_formats=[W]``, ``activation_formats=[A]``; ``external_buffers``:
   the operand / output buffers are SRAM macros outside the logic, as the
-  baseline's operands arrive on ports; a precompute unit of ``2**(K-1)`` entries/cycle = one
-  row's table per cycle, hidden behind the lookups once ``ceil(N / tile_n) * b
-  >= tile_m``, i.e. for any LLM layer), peak ``tile_m * tile_n * group_k / b``
-  MACs/cycle;
+  baseline's operands arrive on ports; a precompute unit of ``--rate``
+  entries/cycle, default 2: a step's tables take ``pre = tile_m * 2**(K-1) / 2``
+  = 8 cycles at M2 K4, hidden behind the lookups -- the peak -- whenever
+  ``ceil(N / tile_n) * b >= pre``, i.e. N >= 64 at W1 for N8: every LLM layer),
+  peak ``tile_m * tile_n * group_k / b`` MACs/cycle;
 - the baseline :class:`rtl.lut.mac_baseline.MacBaseline` (int8 x int8 or
   fp16 x fp16 multipliers), peak ``tile_m * tile_n * group_k`` MACs/cycle;
 
@@ -19,7 +20,7 @@ logic, no DSP), ECP5 LUT / FF / DSP (``synth_ecp5``), nextpnr Fmax (``--pnr``),
 and the compute density = peak MACs/cycle per 1000 generic 4-input LUTs, with
 the LUT/MAC density ratio.
 
-    python bench/bench_lut_synth.py [--tile M N K] [--pnr] [--no-ecp5] [--only W1,A8] [--json out.json]
+    python bench/bench_lut_synth.py [--tile M N K] [--rate R] [--pnr] [--no-ecp5] [--only W1,A8] [--json out.json]
 
 A16 on the LUT core is fp16 activations (bf16 builds the same fp32 datapath with
 another decoder).
@@ -45,8 +46,8 @@ ACTS = (("A8", "int8"), ("A16", "fp16"))
 NO_ECP5 = {"luts": 0, "ffs": 0, "dsps": 0}
 
 
-def lut_figures(tm, tn, K, wf, af, ecp5, pnr) -> dict:
-    p = LutParams(group_k=K, tile_k=K, tile_m=tm, tile_n=tn, precompute_entries_per_cycle=2 ** (K - 1),
+def lut_figures(tm, tn, K, wf, af, ecp5, pnr, rate=2) -> dict:
+    p = LutParams(group_k=K, tile_k=K, tile_m=tm, tile_n=tn, precompute_entries_per_cycle=rate,
                   weight_formats=[wf], activation_formats=[af], weight_format=wf, activation_format=af)
     opts = {"external_buffers": True, "act_depth": 16, "weight_depth": 16, "out_depth": 16, "table_depth": 16}
     gen = synthesize(p, target="generic", options=opts)
@@ -71,6 +72,7 @@ def density(fig: dict) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tile", nargs=3, type=int, default=[2, 8, 4], metavar=("M", "N", "K"))
+    ap.add_argument("--rate", type=int, default=2, help="LUT core precompute entries per cycle (default 2)")
     ap.add_argument("--no-ecp5", action="store_true", help="generic cells only (skip synth_ecp5)")
     ap.add_argument("--pnr", action="store_true", help="also place and route (ECP5-85k): Fmax")
     ap.add_argument("--only", metavar="W,A", help="one pair, e.g. W1,A8 (to warm the cache in parallel)")
@@ -84,7 +86,7 @@ def main(argv=None) -> int:
         for wname, wf in WEIGHTS:
             if args.only and args.only != f"{wname},{aname}":
                 continue
-            lut = lut_figures(tm, tn, K, wf, af, ecp5, args.pnr)
+            lut = lut_figures(tm, tn, K, wf, af, ecp5, args.pnr, args.rate)
             mac = mac_figures(tm, tn, K, wf, af, ecp5, args.pnr)
             rows.append({"w": wname, "a": aname, "lut": lut, "mac": mac,
                          "ratio": density(lut) / density(mac)})

@@ -261,7 +261,11 @@ SLOW_CONFIGS = [
     {"group_k": 2, "tile_k": 2, "tile_m": 3, "tile_n": 5, "precompute_entries_per_cycle": 1, "pipeline_cycles": 5},
     {"group_k": 1, "tile_k": 1, "symmetric": False, "tile_m": 2, "tile_n": 2},
     {"group_k": 3, "tile_k": 3, "scale_group": 3, "tile_m": 3, "tile_n": 2, "precompute_entries_per_cycle": 5},
-    {"activation_formats": ["int8"], "tile_n": 8, "precompute_entries_per_cycle": 16},
+    # builds specialized by their weight formats: int1 only (no shift-add, no S); no int1 (no r = p path)
+    {"activation_formats": ["int8"], "weight_formats": ["int1"], "weight_format": "int1", "tile_n": 8,
+     "precompute_entries_per_cycle": 16},
+    {"activation_formats": ["bf16"], "activation_format": "bf16", "weight_formats": ["int2", "int4"],
+     "weight_format": "int2", "precompute_entries_per_cycle": 2},
 ]
 
 
@@ -269,11 +273,12 @@ SLOW_CONFIGS = [
 @pytest.mark.slow
 @pytest.mark.parametrize("index", range(len(SLOW_CONFIGS)))
 def test_many_tiles_on_several_builds(index):
-    """45-90 tiles per build (table symmetry, K = 1..4, precompute- and lookup-bound, deeper pipeline)."""
+    """30-90 tiles per build (table symmetry, K = 1..4, precompute- and lookup-bound, deeper pipeline,
+    builds specialized by format)."""
     _icarus()
     over = SLOW_CONFIGS[index]
     arch = _arch(**over)
-    count = 90 if not over else 45
+    count = 90 if not over else 45 if "weight_formats" not in over else 30
     items = conformance.sample_tiles(np.random.default_rng(100 + index), arch.params, count)
     report, values = _run(arch, items)
     assert report.ok, "\n" + report.summary()

@@ -418,7 +418,10 @@ class LutCore(wiring.Component):
                     tv = Signal(ar.width, name=f"{name}_t")
                     m.d.comb += tv.eq(Mux(top, ar._s(t_raw) if kind == "int" else t_raw,
                                           ar.neg(m, t_raw, f"{name}_n")))
-                    new[kind] = Mux(s1_first, tv, ar.double_add(m, preg[r][col], tv, f"{name}_sa"))
+                    if c.max_planes == 1:  # int1-only build: one plane, no shift-add
+                        new[kind] = tv
+                    else:
+                        new[kind] = Mux(s1_first, tv, ar.double_add(m, preg[r][col], tv, f"{name}_sa"))
                 with m.If(s1_valid):
                     m.d.sync += preg[r][col].eq(self._by_kind(new, is_fp))
         s2_valid, s2_fg = Signal(), Signal()
@@ -431,8 +434,13 @@ class LutCore(wiring.Component):
         rreg = [[Signal(pb, name=f"r_r{r}_c{col}") for col in range(tn)] for r in range(tm)]
         for r in range(tm):
             for col in range(tn):
-                vals = {kind: Mux(int1, preg[r][col], ar.half_sub(m, preg[r][col], s2_S[r], f"h_{kind}_r{r}_c{col}"))
-                        for kind, ar in ariths}
+                vals = {}
+                for kind, ar in ariths:
+                    if c.weight_formats == ("int1",):
+                        vals[kind] = preg[r][col]
+                        continue
+                    half = ar.half_sub(m, preg[r][col], s2_S[r], f"h_{kind}_r{r}_c{col}")
+                    vals[kind] = Mux(int1, preg[r][col], half) if "int1" in c.weight_formats else half
                 m.d.sync += rreg[r][col].eq(self._by_kind(vals, is_fp))
         with m.If(running):
             m.d.comb += out_r.addr.eq(s2_oaddr)
