@@ -180,16 +180,17 @@ def _wrap(path: Any, what: str, err: OSError) -> OutputError:
 class OutputDir:
     """A folder archsim owns (see the module doc). ``kind`` names the command, for the marker."""
 
-    def __init__(self, path: str | os.PathLike, kind: str = "archsim"):
+    def __init__(self, path: str | os.PathLike, kind: str = "archsim", legacy: tuple[str, ...] = ()):
         if not os.fspath(path).strip():
             raise OutputError("--out: expected a folder name, got an empty one")
         self.path = Path(path)
         self.kind = kind
+        self.legacy = legacy
         self.files: set[str] = set()
         self._claim()
 
     @staticmethod
-    def check(path: str | os.PathLike) -> None:
+    def check(path: str | os.PathLike, legacy: tuple[str, ...] = ()) -> None:
         """Raise :class:`OutputError` now if ``path`` could not be claimed later (creates nothing)."""
         if not os.fspath(path).strip():
             raise OutputError("--out: expected a folder name, got an empty one")
@@ -203,7 +204,7 @@ class OutputDir:
                 entries = os.listdir(path)
             except OSError as err:
                 raise _wrap(path, "list the output folder", err) from None
-            if entries and MARKER not in entries:
+            if entries and MARKER not in entries and not (legacy and _only_legacy(path, entries, legacy)):
                 shown = ", ".join(sorted(entries)[:3]) + (", ..." if len(entries) > 3 else "")
                 raise OutputError(f"{path}: folder is not empty and was not written by archsim ({shown}); "
                                   "choose a new or empty folder")
@@ -242,6 +243,8 @@ class OutputDir:
             clean_stale_temps(path)
             for sub in {Path(f).parent for f in self.files if Path(f).parent != Path(".")}:
                 clean_stale_temps(path / sub)
+        elif entries and self.legacy and _only_legacy(path, entries, self.legacy):
+            self.files = set(_legacy_files(path, entries))  # written by an archsim from before the marker
         elif entries:
             shown = ", ".join(sorted(entries)[:3]) + (", ..." if len(entries) > 3 else "")
             raise OutputError(f"{label}: folder is not empty and was not written by archsim ({shown}); "
@@ -320,6 +323,32 @@ class OutputDir:
         finally:
             _remove_quietly(str(tmp))
             _forget(tmp)
+
+
+def _legacy_files(path: Path, entries: list[str]) -> list[str]:
+    out = []
+    for entry in entries:
+        if (path / entry).is_dir():
+            out += [f"{entry}/{name}" for name in os.listdir(path / entry)]
+        else:
+            out.append(entry)
+    return out
+
+
+def _only_legacy(path: Path, entries: list[str], legacy: tuple[str, ...]) -> bool:
+    """Whether a folder without a marker holds only what an older archsim wrote there: the
+    ``legacy`` names, and ``plots/`` holding only PNGs (such a folder is adopted)."""
+    for entry in entries:
+        full = path / entry
+        if full.is_symlink():
+            return False
+        if entry == "plots" and full.is_dir():
+            if not all(n.endswith(".png") and (full / n).is_file() and not (full / n).is_symlink()
+                       for n in os.listdir(full)):
+                return False
+        elif entry not in legacy or not full.is_file():
+            return False
+    return True
 
 
 # ----------------------------------------------------------------------------- single files

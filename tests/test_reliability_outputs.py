@@ -179,3 +179,19 @@ def test_excerpt_is_short_and_printable():
 
     assert excerpt("root:x:0:0:root:/root:/bin/bash and more") == '"root:x:0:0:root:/root:/bin/bash ..."'
     assert excerpt("a\x1b[31mb\n") == '"a\\x1b[31mb\\n"'
+
+
+def test_a_folder_an_older_archsim_wrote_is_adopted_but_not_one_with_a_users_file(tmp_path):
+    old = tmp_path / "old"
+    (old / "plots").mkdir(parents=True)
+    (old / "report.json").write_text("{}\n")
+    (old / "plots" / "layers.png").write_bytes(b"png")
+    assert cli(RUN + [str(old)])[0] == 0  # only run files and plots/*.png: archsim's, from before the marker
+    assert json.loads((old / MARKER).read_text())["written_by"] == "archsim run"
+    mixed = tmp_path / "mixed"
+    (mixed / "plots").mkdir(parents=True)
+    (mixed / "report.json").write_text("{}\n")
+    (mixed / "plots" / "figure.pdf").write_bytes(b"%PDF")  # not something archsim writes
+    status, _, err = cli(RUN + [str(mixed)])
+    assert status == 2 and "was not written by archsim" in err
+    assert (mixed / "report.json").read_text() == "{}\n"

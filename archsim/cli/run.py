@@ -119,7 +119,9 @@ def run(args: argparse.Namespace) -> int:
         raise OutputError("--out: expected a folder name, got an empty one")
     out_dir = args.out or os.path.join(DEFAULT_OUT_ROOT, run_name(arch.name, args.workload))
 
-    OutputDir.check(out_dir)  # refuse a user's folder before simulating, not after
+    from archsim.report.writers import RUN_FILES
+
+    OutputDir.check(out_dir, RUN_FILES)  # refuse a user's folder before simulating, not after
     progress = LayerProgress(f"{arch.name} x {_slug(args.workload)}", quiet=args.quiet)
     try:
         result = simulate(args.workload, arch, detailed=args.detailed, progress=progress,

@@ -41,6 +41,10 @@ class SweepResult:
         return dict(out)
 
 
+#: what a sweep writes (a folder holding only these and plots/*.png is a sweep's from before the marker)
+SWEEP_FILES = ("results.jsonl", "results.csv", "pareto.csv")
+
+
 def default_out_dir(spec: SweepSpec) -> Path:
     return Path("sim_out") / spec.name
 
@@ -87,7 +91,7 @@ def run_sweep(
     if evaluate is None:
         preflight(spec, plan)  # a sweep-wide setting that fails every point: one error now
     out = Path(out_dir) if out_dir is not None else default_out_dir(spec)
-    owned = OutputDir(out, "sweep")  # never a folder holding the user's own files
+    owned = OutputDir(out, "sweep", legacy=SWEEP_FILES)  # never a folder holding the user's own files
     evaluate = evaluate or simulate_task
     by_key = {task.key: task for task in plan.tasks}
     version = model_version()

@@ -288,6 +288,10 @@ def write_reports_into(result: SimResult, out_dir: str, plots: bool = True) -> l
     return written
 
 
+#: the files of a run folder (a folder holding only these and plots/*.png is archsim's)
+RUN_FILES = ("report.json", "layers.csv", "summary.md", "COMPUTE_REPORT.csv", "trace.json")
+
+
 def write_reports(result: SimResult, out_dir: str, plots: bool = True) -> str:
     """Write all reports into ``out_dir``, a folder archsim owns (:class:`archsim.outputs.OutputDir`):
     a folder holding the user's own files is refused, and each report replaces the
@@ -295,7 +299,7 @@ def write_reports(result: SimResult, out_dir: str, plots: bool = True) -> str:
     there are left as they were."""
     from archsim.outputs import OutputDir
 
-    out = OutputDir(out_dir, "run")
+    out = OutputDir(out_dir, "run", legacy=RUN_FILES)  # a run folder from before the marker is adopted
     texts = {
         "report.json": report_json_text(result),
         "layers.csv": layers_csv_text(result),
