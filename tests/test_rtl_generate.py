@@ -197,3 +197,32 @@ def test_pim_channel_design_options():
     assert ports["dram_rdata"] == 16 * 16 * 16  # 16 banks x 16 bf16 lanes
     with pytest.raises(SpecError, match=r"banks: expected 1\.\.16"):
         design_for(arch, {"banks": 17})
+
+
+def test_components_and_the_command_stream():
+    """The top is built from components with wiring signatures; commands are a lib.stream."""
+    from amaranth.lib import stream, wiring
+
+    from rtl.systolic import (
+        OutputBuffer,
+        ProcessingElement,
+        SystolicAccelerator,
+        SystolicArray,
+        TileController,
+        command_layout,
+    )
+
+    cfg = SystolicConfig.from_params(SystolicParams(rows=2, cols=3, dataflow="ws", preload="double_buffered"))
+    top = SystolicAccelerator(cfg)
+    cmd = top.signature.members["cmd"]
+    assert cmd.flow == wiring.In and isinstance(cmd.signature, stream.Signature)
+    # the payload fields, least significant first, sum to the port width (64-entry buffers: dw 7, aw 6)
+    layout = command_layout(cfg)
+    assert [name for name, _ in layout] == ["dataflow", "m", "k", "n", "accumulate", "preload_hidden",
+                                            "left_base", "top_base", "out_base"]
+    assert layout.size == 2 + 3 * 7 + 2 + 3 * 6
+    # the controller takes the same stream; the array's column outputs feed the output buffer
+    assert TileController(cfg).signature.members["cmd"].signature == cmd.signature
+    assert SystolicArray(cfg).signature.members["col_q"].shape.length == 3
+    assert OutputBuffer(cfg).signature.members["value"].shape.length == 3
+    assert "w" not in ProcessingElement(cfg).signature.members  # PE internals are not ports

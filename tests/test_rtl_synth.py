@@ -48,6 +48,13 @@ def test_ecp5_one_dsp_per_mac_and_cache(monkeypatch):
     assert again == first and time.perf_counter() - t0 < 2.0  # read from the cache
 
 
+def test_ecp5_os_as_shipped_uses_one_dsp_per_mac():
+    """OS, double-buffered preset, P = 0: every MAC is one MULT18X18D (its product register inside)."""
+    params = SystolicParams(rows=2, cols=3, dataflow="os", preload="double_buffered", mult_pipeline_stages=0)
+    r = synthesize(params, target="ecp5", options={"left_depth": 16, "top_depth": 16, "out_depth": 16})
+    assert r["dsps"] == 2 * 3 and r["params"]["multiplier"] == "ecp5_dsp"
+
+
 def test_errors_are_one_line():
     params = SystolicParams(rows=2, cols=2)
     with pytest.raises(ToolError, match=r"^synth target 'xilinx': expected one of ecp5, generic$"):

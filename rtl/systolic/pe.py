@@ -56,9 +56,15 @@ class ProcessingElement(wiring.Component):
             m.d.comb += self.flags_out.eq(fl)
 
         sh = Signal(lane)
-        with m.If(self.shift):
+        if cfg.has_os and not cfg.has_wsis:
+            # OS only: the moving operand shifts every cycle (values outside a tile's MACs are
+            # never accumulated), so no enable and no mux in front of the DSP
             m.d.sync += sh.eq(self.sh_in)
-        sh_next = Mux(self.shift, self.sh_in, sh)
+            sh_next = self.sh_in
+        else:
+            with m.If(self.shift):
+                m.d.sync += sh.eq(self.sh_in)
+            sh_next = Mux(self.shift, self.sh_in, sh)
         m.d.comb += [self.sh_out.eq(sh), self.sh_next.eq(sh_next)]
         use_dsp = cfg.multiplier == "ecp5_dsp"
         if cfg.double_buffered and not use_dsp:
