@@ -1,0 +1,299 @@
+"""Accuracy of a network run at chosen precisions: values carried end to end, SQNR vs fp32.
+
+:func:`run_network` executes an ONNX graph with numpy (vectorized; the ops the
+networks of :mod:`.onnx_nets` and similar exports use) once in fp32 and once with
+every GEMM (Conv, Gemm, MatMul) computed at ``weights`` x ``activations``:
+
+- weights: per output column (``group_size = 0``) or per group of ``G`` along K
+  and column, a scale ``s = amax / max_value`` of the format (posits: ``s = rms``,
+  which puts the values where posits are most precise), then ``round_to(format)``;
+- activations (both operands of an activation x activation MatMul): one dynamic
+  per-tensor scale, the same rule;
+- the GEMM itself: float64 on the rounded values (``exact=False``, the fast path:
+  the fp32 accumulation error of the datapath is orders below the quantization
+  error), or the SIMD tile's bit-exact datapath (:func:`.values.tile_values` on
+  the codes, ``exact=True``; slower, for small networks).
+
+Everything else (ReLU, softmax, norms, residual adds) runs in fp32. Returns the
+per-layer SQNR (each GEMM's output vs the same layer of the fp32 run), the output
+SQNR against a reference (onnxruntime's output when given) and, for a classifier,
+top-1 agreement.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from archsim.numerics import get_format
+
+GEMM_OPS = ("Conv", "Gemm", "MatMul")
+
+
+def sqnr_db(ref: np.ndarray, test: np.ndarray) -> float:
+    """``10 log10(sum ref^2 / sum (ref - test)^2)`` (inf when equal)."""
+    ref = np.asarray(ref, np.float64)
+    err = float(np.sum((ref - np.asarray(test, np.float64)) ** 2))
+    sig = float(np.sum(ref ** 2))
+    return float("inf") if err == 0 else float(10.0 * np.log10(sig / err)) if sig > 0 else float("-inf")
+
+
+def _scale(x: np.ndarray, fmt, axis=None) -> np.ndarray:
+    if fmt.kind == "posit":
+        s = np.sqrt(np.mean(x * x, axis=axis, keepdims=axis is not None))
+    else:
+        s = np.max(np.abs(x), axis=axis, keepdims=axis is not None) / fmt.max_value
+    return np.where(s > 0, s, 1.0)
+
+
+def quantize_activation(x: np.ndarray, fmt_name: str) -> tuple[np.ndarray, np.ndarray, float]:
+    """(codes, rounded values, scale) of a tensor with one dynamic scale."""
+    fmt = get_format(fmt_name)
+    s = float(_scale(x, fmt))
+    codes = fmt.encode(x / s)
+    return codes, fmt.decode(codes) * s, s
+
+
+def quantize_weight(w: np.ndarray, fmt_name: str, group_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``w`` (K, N): (codes, rounded values, scales (groups, N)) per column or per group of K."""
+    fmt = get_format(fmt_name)
+    K, N = w.shape
+    G = group_size or K
+    groups = -(-K // G)
+    pad = groups * G - K
+    wp = np.concatenate([w, np.zeros((pad, N))]) if pad else w
+    blocks = wp.reshape(groups, G, N)
+    s = _scale(blocks, fmt, axis=1)  # (groups, 1, N)
+    codes = fmt.encode(blocks / s)
+    values = (fmt.decode(codes) * s).reshape(groups * G, N)[:K]
+    return codes.reshape(groups * G, N)[:K], values, s[:, 0, :]
+
+
+@dataclass
+class Precision:
+    """What a GEMM runs at: ``weights`` x ``activations`` with group size ``group_size``."""
+
+    weights: str = "fp32"
+    activations: str = "fp32"
+    group_size: int = 0
+    exact: bool = False
+
+    @property
+    def fp32(self) -> bool:
+        return self.weights == "fp32" and self.activations == "fp32"
+
+
+@dataclass
+class AccuracyReport:
+    """Per-layer SQNR (dB), output SQNR (dB), top-1 agreement (None if not a classifier)."""
+
+    layer_sqnr_db: dict[str, float] = field(default_factory=dict)
+    output_sqnr_db: float = 0.0
+    top1_agreement: float | None = None
+    outputs: np.ndarray | None = None
+
+
+# ----------------------------------------------------------------------------- GEMM at a precision
+
+
+def _gemm(a: np.ndarray, w: np.ndarray, prec: Precision, w_is_param: bool) -> np.ndarray:
+    """``a`` (M, K) @ ``w`` (K, N) at ``prec`` (float64 result)."""
+    if prec.fp32:
+        return (a.astype(np.float32) @ w.astype(np.float32)).astype(np.float64)
+    ca, va, sa = quantize_activation(a, prec.activations)
+    if w_is_param:
+        wf, G = prec.weights, prec.group_size
+        cw, vw, sw = quantize_weight(w, wf, G)
+    else:
+        wf, G = prec.activations, 0
+        cw, vw, s = quantize_activation(w, prec.activations)
+        sw = np.full((1, w.shape[1]), s)
+    if not prec.exact:
+        return va @ vw
+    return _exact_gemm(ca, cw, sa, sw, prec.activations, wf, G)
+
+
+def _exact_gemm(ca, cw, sa, sw, af, wf, G) -> np.ndarray:
+    """The SIMD datapath's values (one tile per GEMM) times the scales."""
+    from archsim.templates.simd.params import SimdParams
+    from archsim.templates.simd.tile import SimdTile
+    from archsim.templates.simd.values import tile_values
+
+    M, K = ca.shape
+    N = cw.shape[1]
+    params = SimdParams(pes=64, lane_bits=16, weight_format=wf, activation_format=af)
+    if G:
+        tile = SimdTile(M, K, N, wf, af, group_size=G)
+        out = tile_values(tile, {"input": ca, "weight": cw, "scale": sw.astype(np.float32)}, params)
+        return out.astype(np.float64) * sa
+    tile = SimdTile(M, K, N, wf, af)
+    out = tile_values(tile, {"input": ca, "weight": cw}, params)
+    return out.astype(np.float64) * sw[0][None, :] * sa
+
+
+# ----------------------------------------------------------------------------- the executor
+
+
+def _attr(node, name, default=None):
+    from onnx import helper
+
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def _conv(x, w, bias, node, gemm):
+    kh, kw = w.shape[2:]
+    sh, sw = _attr(node, "strides", [1, 1])
+    pads = _attr(node, "pads", [0, 0, 0, 0])
+    group = _attr(node, "group", 1)
+    if group != 1:
+        raise ValueError(f"{node.name}: grouped Conv is not supported by the accuracy executor")
+    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    win = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw]
+    n, c, ho, wo = win.shape[:4]
+    cols = win.transpose(0, 2, 3, 1, 4, 5).reshape(n * ho * wo, c * kh * kw)
+    y = gemm(cols, w.reshape(w.shape[0], -1).T, True)
+    if bias is not None:
+        y = y + bias
+    return y.reshape(n, ho, wo, -1).transpose(0, 3, 1, 2)
+
+
+def _maxpool(x, node):
+    k = _attr(node, "kernel_shape")
+    s = _attr(node, "strides", [1, 1])
+    p = _attr(node, "pads", [0, 0, 0, 0])
+    xp = np.pad(x, ((0, 0), (0, 0), (p[0], p[2]), (p[1], p[3])), constant_values=-np.inf)
+    win = np.lib.stride_tricks.sliding_window_view(xp, tuple(k), axis=(2, 3))[:, :, ::s[0], ::s[1]]
+    return win.max(axis=(-2, -1))
+
+
+def _layernorm(x, g, b, node):
+    eps = _attr(node, "epsilon", 1e-5)
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * g + b
+
+
+def _softmax(x, node):
+    axis = _attr(node, "axis", -1)
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def execute(model, feeds: dict, prec: Precision | None = None,
+            policy=None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Run ``model`` (ONNX ModelProto) on ``feeds``; returns (graph outputs, every GEMM node's output).
+
+    ``policy`` (a :class:`mappers.precision_policy.Policy`) overrides ``prec`` per node name / op kind."""
+    from onnx import numpy_helper
+
+    prec = prec or Precision()
+    env = {i.name: numpy_helper.to_array(i).astype(np.float64) for i in model.graph.initializer}
+    params = set(env)
+    env.update({k: np.asarray(v, np.float64) for k, v in feeds.items()})
+    gemm_outputs = {}
+    for node in model.graph.node:
+        p = prec
+        if policy is not None and node.op_type in GEMM_OPS:
+            kind = "conv2d" if node.op_type == "Conv" else "matmul"
+            w, a, g = policy.resolve(node.name, kind, prec.weights, prec.activations, prec.group_size)
+            p = Precision(w, a, g, prec.exact)
+
+        def gemm(a, w, is_param, p=p):
+            return _gemm(a, w, p, is_param)
+
+        ins = [env[i] if i else None for i in node.input]
+        op = node.op_type
+        if op == "Conv":
+            y = _conv(ins[0], ins[1], ins[2] if len(ins) > 2 else None, node, gemm)
+        elif op == "Gemm":
+            a, w = ins[0], ins[1]
+            if _attr(node, "transA", 0):
+                a = a.T
+            if _attr(node, "transB", 0):
+                w = w.T
+            y = gemm(a, w, node.input[1] in params)
+            if len(ins) > 2 and ins[2] is not None:
+                y = y + ins[2]
+        elif op == "MatMul":
+            a, w = ins
+            if w.ndim == 2 and a.ndim == 2:
+                y = gemm(a, w, node.input[1] in params)
+            else:  # batched (activation x activation): one GEMM per batch index
+                if w.ndim == 2:
+                    w = np.broadcast_to(w, a.shape[:-2] + w.shape)
+                a3, w3 = a.reshape((-1,) + a.shape[-2:]), w.reshape((-1,) + w.shape[-2:])
+                y = np.stack([gemm(a3[i], w3[i], node.input[1] in params) for i in range(a3.shape[0])])
+                y = y.reshape(a.shape[:-1] + (w.shape[-1],))
+        elif op == "Relu":
+            y = np.maximum(ins[0], 0.0)
+        elif op == "Add":
+            y = ins[0] + ins[1]
+        elif op == "Mul":
+            y = ins[0] * ins[1]
+        elif op == "Sigmoid":
+            y = 1.0 / (1.0 + np.exp(-ins[0]))
+        elif op == "MaxPool":
+            y = _maxpool(ins[0], node)
+        elif op == "GlobalAveragePool":
+            y = ins[0].mean(axis=(2, 3), keepdims=True)
+        elif op == "Flatten":
+            axis = _attr(node, "axis", 1)
+            y = ins[0].reshape(int(np.prod(ins[0].shape[:axis])), -1)
+        elif op == "Reshape":
+            y = ins[0].reshape([int(d) for d in ins[1]])
+        elif op == "Transpose":
+            y = ins[0].transpose(_attr(node, "perm"))
+        elif op == "Concat":
+            y = np.concatenate(ins, axis=_attr(node, "axis"))
+        elif op == "Softmax":
+            y = _softmax(ins[0], node)
+        elif op == "LayerNormalization":
+            y = _layernorm(ins[0], ins[1], ins[2], node)
+        else:
+            raise ValueError(f"{node.name}: op {op} is not supported by the accuracy executor")
+        y = y.astype(np.float32).astype(np.float64)  # tensors between ops are fp32
+        env[node.output[0]] = y
+        if op in GEMM_OPS:
+            gemm_outputs[node.name] = y
+    return {o.name: env[o.name] for o in model.graph.output}, gemm_outputs
+
+
+def onnxruntime_outputs(model, feeds: dict) -> dict[str, np.ndarray]:
+    """fp32 outputs of ``model`` from onnxruntime (the independent reference)."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    outs = sess.run(names, {k: np.asarray(v, np.float32) for k, v in feeds.items()})
+    return dict(zip(names, outs))
+
+
+def run_network(model, feeds: dict, prec: Precision, policy=None, reference: dict | None = None,
+                classifier: bool = False) -> AccuracyReport:
+    """SQNR per GEMM layer (vs this executor's fp32 run) and at the output (vs ``reference``,
+    e.g. :func:`onnxruntime_outputs`, else the fp32 run); top-1 agreement for a classifier."""
+    ref_out, ref_layers = execute(model, feeds)
+    q_out, q_layers = execute(model, feeds, prec, policy)
+    name = next(iter(q_out))
+    ref = reference[name] if reference is not None else ref_out[name]
+    rep = AccuracyReport({k: float(sqnr_db(ref_layers[k], v)) for k, v in q_layers.items()},
+                         float(sqnr_db(ref, q_out[name])), outputs=q_out[name])
+    if classifier:
+        rep.top1_agreement = float(np.mean(np.argmax(ref, -1) == np.argmax(q_out[name], -1)))
+    return rep
+
+
+def attach_sqnr(result, layer_sqnr_db: dict[str, float]) -> int:
+    """Set ``sqnr_db`` on the layers of a :class:`~archsim.report.SimResult` by name; returns how many."""
+    hits = 0
+    for layer in result.layers:
+        if layer.name in layer_sqnr_db:
+            layer.sqnr_db = float(layer_sqnr_db[layer.name])
+            hits += 1
+    return hits
