@@ -8,6 +8,7 @@ scalars and the nesting cap are part of the property.
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 import yaml
@@ -70,3 +71,31 @@ def test_yaml_12_scalars(text, expected):
     from archsim.inputs import load_yaml_text
 
     assert load_yaml_text(f"v: {text}\n", "t.yaml")["v"] == expected
+
+
+TINY = Path(__file__).resolve().parent.parent / "workloads" / "examples" / "tiny_cnn.yaml"
+TINY_DOC = yaml.safe_load(TINY.read_text())
+LAYER_KEYS = sorted({(i, k) for i, layer in enumerate(TINY_DOC["layers"]) for k in layer} |
+                    {(i, k) for i in range(len(TINY_DOC["layers"]))
+                     for k in ("in_channels", "kernel_h", "stride", "inputs", "shape", "n", "k")})
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(where=st.sampled_from(LAYER_KEYS), value=yaml_values)
+def test_any_yaml_value_in_any_layer_key_is_a_graph_or_a_one_line_error(tmp_path_factory, where, value):
+    """Every edge is shape-checked: a value either builds a consistent graph or is a WorkloadError."""
+    import workloads
+
+    doc = copy.deepcopy(TINY_DOC)
+    doc["layers"][where[0]][where[1]] = value
+    path = tmp_path_factory.mktemp("w") / "w.yaml"
+    path.write_text(yaml.safe_dump(doc, allow_unicode=True))
+    try:
+        graph = workloads.load(str(path))
+    except ArchsimError as err:
+        text = str(err)
+        assert "\n" not in text and text.startswith(str(path)) and len(text) < 2000, text
+    else:
+        for producer, consumer, data in graph.nx.edges(data=True):  # every edge fits its consumer's input
+            for _, port in data["ports"]:
+                assert workloads.shapes_fit(data["shape"], graph.op(consumer).input_shapes()[port])

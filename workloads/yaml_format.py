@@ -285,7 +285,7 @@ def _add_layer(graph: Graph, spec, previous: str | None, graph_input, precision:
     if not isinstance(name, str) or not name:
         raise _Fail("name: expected a non-empty string")
     kind = spec.pop("op", None)
-    if kind not in OPS and kind not in SHAPE_FNS:
+    if not isinstance(kind, str) or (kind not in OPS and kind not in SHAPE_FNS):
         raise _Fail(f"op: expected one of {', '.join([*OPS, *SHAPE_FNS])}, got {kind!r}")
     # inputs and their shapes
     if "inputs" in spec:

@@ -264,6 +264,9 @@ def workload_yaml_cases() -> list[Case]:
         "layers-map": lambda d: d.update(layers={"a": 1}),
         "layer-scalar": lambda d: d["layers"].append(5),
         "op-unknown": lambda d: d["layers"][1].update(op="no_such_op"),
+        "op-list": lambda d: d["layers"][1].update(op=[]),  # found by the hypothesis property
+        "name-list": lambda d: d["layers"][1].update(name=["a"]),
+        "inputs-map": lambda d: d["layers"][5].update(inputs={"a": 1}),
         "precision-bad": lambda d: d.update(precision={"weights": "float7"}),
         "precision-unknown-key": lambda d: d.update(precision={"weightz": "int8"}),
         "top-unknown": lambda d: d.update(extra=1),
