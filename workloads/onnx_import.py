@@ -226,6 +226,9 @@ def load_onnx(path: str, *, unknown_ops: str = "error", dims: dict[str, int] | N
             if not text.startswith(path):
                 text = f"{path}: node {m.names[id(node)]} ({node.op_type}): {text}"
             raise WorkloadError(text) from None
+        except (IndexError, KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError) as err:
+            raise WorkloadError(f"{path}: node {m.names[id(node)]} ({node.op_type}): malformed node "
+                                f"({type(err).__name__}: {str(err)[:120]})") from None
     return graph
 
 
@@ -606,6 +609,8 @@ def _hw(values, spatial: int, default: int) -> tuple[int, int]:
     if not values:
         return (default, default)
     values = [int(v) for v in values]
+    if len(values) != spatial:
+        raise WorkloadError(f"expected {spatial} value(s) per spatial axis, got {values}")
     return (1, values[0]) if spatial == 1 else (values[0], values[1])
 
 
@@ -623,6 +628,8 @@ def _pads(a: dict, spatial: int, size, kernel, strides, dilations) -> tuple[int,
     p = [int(v) for v in a.get("pads", [])]
     if not p or auto == "VALID":
         return (0, 0, 0, 0)
+    if len(p) != 2 * spatial or min(p) < 0:
+        raise WorkloadError(f"pads: expected {2 * spatial} non-negative values, got {p}")
     if spatial == 1:
         return (0, p[0], 0, p[1])
     return (p[0], p[1], p[2], p[3])

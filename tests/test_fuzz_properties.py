@@ -1,4 +1,5 @@
-"""Property: any YAML value in any key of any shipped arch spec gives a valid spec or a one-line SpecError.
+"""Properties (hypothesis): any YAML value in any key of any shipped arch spec gives a valid spec or a
+one-line SpecError; the same for a workload layer key; ONNX node attributes of any shape.
 
 Never another exception, never a multi-line message. The keys come from the
 presets the registry ships, so a new template's presets are covered as they
@@ -14,6 +15,9 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
 
 from archsim.errors import ArchsimError
 from fuzz.corpus import _preset_raw, arch_presets
@@ -99,3 +103,39 @@ def test_any_yaml_value_in_any_layer_key_is_a_graph_or_a_one_line_error(tmp_path
         for producer, consumer, data in graph.nx.edges(data=True):  # every edge fits its consumer's input
             for _, port in data["ports"]:
                 assert workloads.shapes_fit(data["shape"], graph.op(consumer).input_shapes()[port])
+
+
+ints = st.integers(-3, 40)
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(pads=st.lists(ints, min_size=0, max_size=5), strides=st.lists(ints, min_size=0, max_size=3),
+       dil=st.lists(ints, min_size=0, max_size=3), group=st.integers(-1, 5), k=st.integers(0, 12),
+       cin=st.integers(1, 6), wcin=st.integers(1, 6), size=st.integers(1, 12), op=st.sampled_from(["Conv", "MaxPool", "AveragePool", "Gemm", "MatMul"]))
+def test_any_conv_pool_gemm_attributes_give_a_graph_or_a_workload_error(tmp_path_factory, pads, strides, dil, group, k, cin, wcin, size, op):
+    """ONNX nodes built with the helper API, attributes of any length and sign: never another exception."""
+    import workloads
+    attrs = {}
+    if pads: attrs["pads"] = pads
+    if strides: attrs["strides"] = strides
+    if dil and op == "Conv": attrs["dilations"] = dil
+    if group != -1 and op == "Conv": attrs["group"] = group
+    inits = []
+    if op == "Conv":
+        inits = [numpy_helper.from_array(np.ones((4, wcin, max(k,1), max(k,1)), np.float32), "w")]
+        node = helper.make_node("Conv", ["x", "w"], ["y"], **attrs)
+    elif op in ("MaxPool", "AveragePool"):
+        attrs["kernel_shape"] = [k, k]
+        node = helper.make_node(op, ["x"], ["y"], **attrs)
+    else:
+        inits = [numpy_helper.from_array(np.ones((wcin * size, 3), np.float32), "w")]
+        node = helper.make_node("Flatten", ["x"], ["f"])
+        node2 = helper.make_node(op, ["f", "w"], ["y"])
+    nodes = [node] if op not in ("Gemm", "MatMul") else [node, node2]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, cin, size, size])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]); m.ir_version = 8
+    p = tmp_path_factory.mktemp("o") / "m.onnx"
+    p.write_bytes(m.SerializeToString())
+    try:
+        workloads.load(str(p))
+    except ArchsimError:
+        pass
