@@ -101,10 +101,10 @@ class OutputBuffer(wiring.Component):
             new = Signal(acc, name=f"new_{c}")
             d_we, d_addr, d_new = reg(f"d_we_{c}", c_we, 1), reg(f"d_addr_{c}", c_addr, aw), reg(f"d_new_{c}", new, acc)
             # the addend, selected one cycle ahead: D's new value (forwarded, decided from B vs C),
-            # else the older of the RAM data and the entry being written from D (forwarded, B vs D),
-            # masked to 0 when not accumulating; only one 2:1 mux is left before the adder
+            # else the RAM data or the entry being written from D (forwarded, B vs D, decided from
+            # the token vs C), masked to 0 when not accumulating; one 2:1 mux is left before the adder
             fwd_d = reg(f"fwd_d_{c}", b_acc & b_we & c_we & (b_addr == c_addr), 1)
-            fwd_e = b_we & d_we & (b_addr == d_addr)
+            fwd_e = reg(f"fwd_e_{c}", we & c_we & (addr == c_addr), 1)  # B vs D, decided a cycle ahead
             c_old = reg(f"c_old_{c}", Mux(b_acc, Mux(fwd_e, d_new, rp.data), 0), acc)
             m.d.comb += new.eq(c_val + Mux(fwd_d, d_new, c_old))
             active += [we, b_we, c_we, d_we]
