@@ -135,8 +135,14 @@ for _tag, _regex, _first in _RESOLVERS:
     Yaml12Loader.add_implicit_resolver(_tag, re.compile(_regex), list(_first))
 
 
+MAX_INT_DIGITS = 100  # Python's int() refuses more than 4300 digits with a ValueError, not a YAML error
+
+
 def _construct_int(loader: yaml.SafeLoader, node: yaml.Node) -> int:
     text = loader.construct_scalar(node)
+    if len(text) > MAX_INT_DIGITS:
+        raise yaml.constructor.ConstructorError(None, None, f"integer of {len(text)} digits is too long",
+                                                node.start_mark)
     if text.startswith("0o"):
         return int(text[2:], 8)
     if text.startswith("0x"):
@@ -146,6 +152,9 @@ def _construct_int(loader: yaml.SafeLoader, node: yaml.Node) -> int:
 
 def _construct_float(loader: yaml.SafeLoader, node: yaml.Node) -> float:
     text = loader.construct_scalar(node).lower()
+    if len(text) > MAX_INT_DIGITS:
+        raise yaml.constructor.ConstructorError(None, None, f"number of {len(text)} characters is too long",
+                                                node.start_mark)
     if text.endswith(".inf"):
         return float("-inf") if text.startswith("-") else float("inf")
     if text == ".nan":

@@ -55,7 +55,7 @@ def load_scalesim_csv(path: str, *, weight_precision: str = "int8", act_precisio
                       acc_precision: str = "int32") -> Graph:
     """A graph of the layers of a SCALE-Sim topology file."""
     name = Path(path).name
-    from archsim.inputs import read_input_text
+    from archsim.inputs import excerpt, read_input_text
 
     lines = read_input_text(path, what="SCALE-Sim topology", error=WorkloadError).splitlines()
     rows = [(i, _fields(line)) for i, line in enumerate(lines, start=1) if line.strip()]
@@ -77,8 +77,9 @@ def load_scalesim_csv(path: str, *, weight_precision: str = "int8", act_precisio
             raise WorkloadError(f"{where}: {columns[0]}: expected a layer name")
         values = []
         for column, text in zip(columns[1:], fields[1:len(columns)]):
-            if not (text.isascii() and text.isdigit()) or int(text) < 1:  # ASCII only: int() takes '١٢
-                raise WorkloadError(f"{where}: {column}: expected a positive integer, got {text!r}")
+            if not (text.isascii() and text.isdigit()) or len(text) > 30 or int(text) < 1:  # ASCII only
+                shown = repr(text) if len(text) <= 32 else excerpt(text)
+                raise WorkloadError(f"{where}: {column}: expected a positive integer, got {shown}")
             values.append(int(text))
         source = f"scalesim:{name}:{lineno}"
         if form == "conv":

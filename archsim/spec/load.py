@@ -133,6 +133,13 @@ def _read_source(name_or_path: Any, package: str, kind: str) -> tuple[Any, str, 
 # ----------------------------------------------------------------------------- scalars
 
 
+def _shown(text: str) -> str:
+    """User text as typed if short and printable, else a quoted excerpt."""
+    from archsim.inputs import EXCERPT_CHARS, excerpt
+
+    return text if len(text) <= EXCERPT_CHARS and text.isprintable() else excerpt(text)
+
+
 def _describe(value: Any) -> str:
     """A value for an error message: short, printable (a long one is cut: it may be a line of any file)."""
     from archsim.inputs import EXCERPT_CHARS, excerpt
@@ -573,15 +580,15 @@ def _parse_overrides(overrides: Any) -> list[tuple[str, Any, str]]:
         key, sep, value_text = text.partition("=")
         key = key.strip()
         if not sep or not key or not value_text.strip():
-            raise SpecError(f"--set {_describe(text)}: expected KEY=VALUE (e.g. rows=16 or dram.bytes_per_cycle=16)")
+            raise SpecError(f"--set {_shown(text)}: expected KEY=VALUE (e.g. rows=16 or dram.bytes_per_cycle=16)")
         from archsim.inputs import MAX_YAML_DEPTH, Yaml12Loader, flow_depth
 
         if flow_depth(value_text) > MAX_YAML_DEPTH:
-            raise SpecError(f"--set {_describe(text)}: value nested too deeply")
+            raise SpecError(f"--set {_shown(text)}: value nested too deeply")
         try:
             value = yaml.load(value_text, Loader=Yaml12Loader)  # noqa: S506 - a safe loader (YAML 1.2 scalars)
         except (yaml.YAMLError, RecursionError):
-            raise SpecError(f"--set {_describe(text)}: expected a YAML scalar after '='") from None
+            raise SpecError(f"--set {_shown(text)}: expected a YAML scalar after '='") from None
         out.append((key, value, text))
     return out
 

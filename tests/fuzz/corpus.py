@@ -203,6 +203,7 @@ def spec_cases() -> list[Case]:
                       b"d: &d [*c,*c,*c,*c,*c,*c,*c,*c]\ne: [*d,*d,*d,*d,*d,*d,*d,*d]\n",
         "dup-anchor-tag": b"!!python/object:os.system ls\n",
         "huge-int": b"template: systolic\nparams: {rows: 99999999999999999999999999999999999999}\n",
+        "int-5000-digits": b"template: systolic\nparams: {rows: " + b"9" * 5000 + b"}\n",  # int() refuses > 4300
     }
     for name, data in texts.items():
         cases.append(Case(f"spec-text-{name}", "spec", _run_arch(), {"arch.yaml": data}))
@@ -367,6 +368,7 @@ def csv_cases() -> list[Case]:
         "exp": "conv1, 1e3, 32, 3, 3, 3, 16, 1,",
         "nan": "conv1, nan, 32, 3, 3, 3, 16, 1,",
         "big-image": "conv1, 1000000, 1000000, 3, 3, 3, 16, 1,",
+        "5000-digits": "conv1, " + "9" * 5000 + ", 32, 3, 3, 3, 16, 1,",
     }
     cases = []
     for name, row in rows.items():
@@ -444,7 +446,7 @@ def cli_cases() -> list[Case]:
         "work-limit-zero": run + ["--work-limit", "0"], "work-limit-nan": run + ["--work-limit", "nan"],
         "set-no-equals": run + ["--set", "rows"], "set-unknown": run + ["--set", "no_such=1"],
         "set-rows-str": run + ["--set", "rows=abc"], "set-rows-sexagesimal": run + ["--set", "rows=1:30"],
-        "set-rows-zero": run + ["--set", "rows=0"], "set-deep": run + ["--set", "rows=" + "[" * 2000],
+        "set-rows-zero": run + ["--set", "rows=0"], "set-rows-5000-digits": run + ["--set", "rows=" + "9" * 5000], "set-deep": run + ["--set", "rows=" + "[" * 2000],
         "set-nested-unknown": run + ["--set", "dram.no_such=1"], "set-empty-key": run + ["--set", "=4"],
         "weights-only": run + ["--weights", "int8"], "weights-bad": run + ["--weights", "int3", "--activations", "int8"],
         "dataflow-bad": run + ["--dataflow", "diagonal"], "objective-bad": run + ["--objective", "speed"],
