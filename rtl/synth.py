@@ -196,10 +196,11 @@ def synthesize_verilog(
         result["tools"] = versions
         if use_cache:
             try:
+                from archsim.outputs import atomic_write
+
                 cache_file.parent.mkdir(parents=True, exist_ok=True)
-                tmp_file = cache_file.with_suffix(".tmp")
-                tmp_file.write_text(json.dumps(result, sort_keys=True, indent=1))
-                tmp_file.replace(cache_file)
+                # a unique temporary name: sweep workers may cache the same design at once
+                atomic_write(cache_file, json.dumps(result, sort_keys=True, indent=1))
             except OSError:
                 pass
         return result

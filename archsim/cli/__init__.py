@@ -43,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    from archsim.outputs import install_sigterm_cleanup
+
+    install_sigterm_cleanup()  # SIGTERM -> exit 143 through every finally: temporary files and workers go
     try:
         status = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, inside the handlers below, not at exit
