@@ -153,3 +153,35 @@ def test_sigkill_leftovers_are_cleaned_by_the_next_run(tmp_path):
     OutputDir(out, "test")  # the next claim of the folder
     assert sorted(os.listdir(out)) == [".archsim-output", "report.json"]
     assert (out / "report.json").read_text() == "v1\n"
+
+
+def _loses_data(argv):
+    Path("userdir/notes.txt").unlink()
+    print("archsim: error: oops", file=sys.stderr)
+    return 2
+
+
+def _two_lines(argv):
+    print("archsim: error: first\narchsim: error: second", file=sys.stderr)
+    return 2
+
+
+def _raises(argv):
+    raise RuntimeError("bug")
+
+
+def _hangs(argv):
+    time.sleep(30)
+
+
+@pytest.mark.parametrize("entry, verdict", [
+    (lambda argv: 0, "silent_accept"), (_raises, "traceback"), (_hangs, "hang"), (_loses_data, "data_loss"),
+    (_two_lines, "not_one_line"),
+    (lambda argv: (print("archsim: error: fine", file=sys.stderr), 2)[1], "ok"),
+])
+def test_the_harness_sees_each_kind_of_failure(tmp_path, entry, verdict):
+    """The judge can fail: each kind of bad behaviour gets its verdict."""
+    from fuzz.corpus import Case
+
+    outcome = run_case(Case("probe", "probe", ["run"]), tmp_path, timeout_s=0.5, main=entry)
+    assert outcome.verdict == verdict

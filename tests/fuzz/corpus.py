@@ -664,9 +664,12 @@ def prepare(case: Case, root: Path) -> Path:
     return work
 
 
-def run_case(case: Case, root: Path, timeout_s: float = CASE_TIMEOUT_S) -> Outcome:
-    """Run ``case`` in-process (``archsim.cli.main``) in a fresh folder under ``root`` and judge it."""
-    from archsim.cli import main
+def run_case(case: Case, root: Path, timeout_s: float = CASE_TIMEOUT_S,
+             main: Callable[[list[str]], int] | None = None) -> Outcome:
+    """Run ``case`` in-process (``main``, default ``archsim.cli.main``) in a fresh folder under ``root``
+    and judge it."""
+    if main is None:
+        from archsim.cli import main
 
     work = prepare(case, root)
     sentinels = {name: _digest(work / name) for name in SENTINELS}
