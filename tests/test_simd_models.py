@@ -126,13 +126,13 @@ CONFIGS = conformance.conformance_archs()
 
 @pytest.mark.parametrize("overrides", CONFIGS, ids=[str(i) for i in range(len(CONFIGS))])
 def test_fast_equals_detailed_and_reference_on_every_mode(overrides):
-    """6 tiles per precision mode the configuration runs (16 modes on the full datapath)."""
+    """4 tiles per precision mode the configuration runs (16 modes on the full datapath)."""
     arch = load_arch(conformance.base_arch, overrides=overrides)
     model, params = arch.model(), arch.params
     rng = np.random.default_rng(len(str(overrides)))
     tried = 0
     for w, a in conformance.mode_pairs(params):
-        for _ in range(6):
+        for _ in range(4):
             tile = conformance._random_tile(rng, w, a, params.pes)
             ops = conformance.make_operands(tile, params, rng)
             fast = model.tile_values(tile, ops)
@@ -141,7 +141,7 @@ def test_fast_equals_detailed_and_reference_on_every_mode(overrides):
             assert det.dtype == fast.dtype and np.array_equal(det.view(np.uint8), fast.view(np.uint8)), tile
             check(tile, ops, params, fast)
             tried += 1
-    assert tried >= 6 * 5
+    assert tried >= 4 * 5
 
 
 def test_reference_catches_a_one_ulp_error():
