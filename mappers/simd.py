@@ -20,8 +20,9 @@ For each op (:mod:`mappers.lower`):
 3. Vector work and gathers go to the vector unit / DMA as in every template.
 
 Buffer bytes use the layer's formats (an int4 weight tile takes half the bytes
-of an int8 one); outputs and partial sums are 32-bit. The group scales' bytes
-(32 bits per G weights) are counted in the SRAM actions, not in DRAM traffic.
+of an int8 one); outputs and partial sums are 32-bit. With a group size, every
+weight tile load also carries its fp32 scales (4 bytes per G weights of a column;
+the plan search's estimates leave them out).
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ import dataclasses
 import numpy as np
 
 from archsim.errors import MappingError
-from archsim.program import LayerProgram, Store
+from archsim.program import LayerProgram, Load, Store
 from archsim.templates.simd.options import SimdOptions
 from archsim.templates.simd.tile import SimdTile
 from mappers.emit import BufferLayout, Emitter, emit_gather, emit_vector
@@ -113,6 +114,8 @@ class SimdMapper:
                     return [SimdTile(int(sm), int(sk), int(sn), wf, af, gs, bool(acc))]
 
                 emit_gemm(em, g, plan, split)
+                if gs and part.b_is_param:
+                    self._add_scale_bytes(em, start, bits_of(wf), gs)
             elif isinstance(part, VectorWork):
                 emit_vector(em, part, self.layout)
             elif isinstance(part, Gather):
@@ -125,6 +128,16 @@ class SimdMapper:
         signature = ("simd", low, tuple(plans))
         return LayerProgram(op.name, op.kind, op.macs(), em.commands, signature, mapping, repeat=low.repeat,
                             weight_format=layer_w, activation_format=layer_a)
+
+    @staticmethod
+    def _add_scale_bytes(em, start: int, weight_bits: int, group_size: int) -> None:
+        """Each weight tile load also brings its fp32 group scales: 4 bytes per ``G`` weights of a column
+        (exact for tiles whose k extent is a multiple of G, which the plans keep but for the last)."""
+        for i in range(start, len(em.commands)):
+            c = em.commands[i]
+            if isinstance(c, Load) and c.operand == "weight":
+                weights = c.nbytes * 8 // weight_bits
+                em.commands[i] = dataclasses.replace(c, nbytes=c.nbytes + 4 * -(-weights // group_size))
 
     @staticmethod
     def _typed(g: Gemm, wf: str, af: str) -> Gemm:

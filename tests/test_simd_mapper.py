@@ -88,3 +88,17 @@ def test_cli_run_writes_formats(tmp_path):
                           "--set", "lane_bits=8", "--weights", "int16", "--activations", "int8", "--out",
                           str(tmp_path / "b")], capture_output=True, text=True)
     assert bad.returncode == 2 and "cannot run int16/int8" in bad.stderr and bad.stderr.count("\n") == 1
+
+
+def test_weight_loads_carry_group_scales():
+    graph = workloads.load("gpt2", seq=16, weight_precision="int4", act_precision="int8")
+    plain = mappers.compile(graph, load_arch("simd-edge"))
+    grouped = mappers.compile(graph, load_arch("simd-edge", overrides={"group_size": 128}))
+    from archsim.program import Load
+
+    def weight_bytes(prog):
+        return sum(c.nbytes * l.repeat for l in prog.layers if l.op == "matmul"
+                   for c in l.commands if isinstance(c, Load) and c.operand == "weight")
+
+    # 4 bytes of fp32 scale per 128 int4 weights (64 bytes): + 1/16
+    assert weight_bytes(grouped) == pytest.approx(weight_bytes(plain) * (1 + 4 / 64), rel=0.01)
