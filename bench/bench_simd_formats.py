@@ -30,6 +30,7 @@ ROWS = [
     ("int8", "int8", "int8", 0, False),
     ("int4 g128 (w4a8, MixPE order)", "int4", "int8", 128, False),
     ("int4 g128 (w4a8, dequant->fp16 baseline)", "int4", "int8", 128, True),
+    ("int4 g128 (w4a4: 4-bit lanes)", "int4", "int4", 128, False),
     ("fp8_e4m3", "fp8_e4m3", "fp8_e4m3", 0, False),
     ("fp4_e2m1", "fp4_e2m1", "fp4_e2m1", 0, False),
     ("posit8_0", "posit8_0", "posit8_0", 0, False),
