@@ -48,7 +48,14 @@ def _form(header: list[str], where: str) -> str:
     if len(norm) >= 8 and norm[1] == "ifmapheight":
         return "conv"
     raise WorkloadError(f"{where}: header: expected the conv form ({', '.join(CONV_COLUMNS)},) "
-                        f"or the GEMM form ({', '.join(GEMM_COLUMNS)},), got {', '.join(header)!r}")
+                        f"or the GEMM form ({', '.join(GEMM_COLUMNS)},), got {_quote(', '.join(header))}")
+
+
+def _quote(text: str) -> str:
+    """A header as typed when short, else an excerpt (the file may be anything, e.g. a password file)."""
+    from archsim.inputs import excerpt
+
+    return repr(text) if len(text) <= 48 and text.isprintable() else excerpt(text, 48)
 
 
 def load_scalesim_csv(path: str, *, weight_precision: str = "int8", act_precision: str = "int8",

@@ -385,6 +385,9 @@ def csv_cases() -> list[Case]:
     }
     for name, data in files.items():
         cases.append(Case(f"csv-file-{name}", "csv", _run_workload("t.csv"), {"t.csv": data}))
+    secret = b"root:x:0:0:root:/root:/bin/bash,daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin-secret\n"
+    cases.append(Case("csv-file-passwd-excerpt", "csv", _run_workload("t.csv"), {"t.csv": secret},
+                      must_not_echo="nologin-secret"))
     return cases
 
 
