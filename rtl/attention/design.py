@@ -336,7 +336,6 @@ class AttentionArray(wiring.Component):
                      n_elems.eq(Mux(row_op, q_rows, Mux(o_op, qd, qL)))]
         r1, r3 = hr[1], hr[3]
         li, lc = i0, c0
-        lane_i, lane_c, lane_v = [], [], []
         carry = Signal(32)
         chain = carry
         first1 = first[1] & ~flat
@@ -346,9 +345,6 @@ class AttentionArray(wiring.Component):
             cc = Signal(range(max(D, FL) + 2), name=f"lane{ln}_c")
             vv = Signal(name=f"lane{ln}_valid")
             m.d.comb += [ii.eq(li), cc.eq(lc), vv.eq((pos + ln < n_elems) & (op1 != OP_DONE))]
-            lane_i.append(ii)
-            lane_c.append(cc)
-            lane_v.append(vv)
             wrap = cc + 1 == width
             li, lc = Mux(wrap, ii + 1, ii), Mux(wrap, 0, cc + 1)
             nm = f"lane{ln}"
@@ -490,7 +486,7 @@ class AttentionArray(wiring.Component):
         slot_last = slot == nb_all + 2
         m.d.sync += tile_cnt.eq(Mux(self.tile_start, 1, tile_cnt + 1))
 
-        def new_slot(s_next_valid, adv):
+        def new_slot(s_next_valid):
             """Shift the block history and start the units for the next slot."""
             stmts = []
             for o in (3, 2, 1):
@@ -536,7 +532,7 @@ class AttentionArray(wiring.Component):
                             m.d.comb += done_now.eq(1)
                         m.d.sync += start_op(OP_DONE)
                     with m.Else():
-                        m.d.sync += [slot.eq(slot + 1)] + new_slot(slot + 1 < nb_all, True)
+                        m.d.sync += [slot.eq(slot + 1)] + new_slot(slot + 1 < nb_all)
             with m.Case(DRAIN, F_QKD, F_AVD):
                 with m.If(drain_cnt == c.skew):
                     with m.If(state == F_QKD):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from amaranth import Cat, Const, Module, Mux, Signal, signed
 
-from rtl.pim.fp import _P, _W, _EW, _round_pack, fp32_add
+from rtl.pim.fp import _EW, _W, _round_pack, fp32_add
 
 __all__ = ["fp32_add", "fp32_mul", "fp32_max", "fp32_neg", "rint", "ldexp", "recip", "exp2_poly", "F32_ZERO"]
 

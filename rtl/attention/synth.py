@@ -1,0 +1,102 @@
+"""Synthesis figures of the attention RTL without yosys' SAT resource sharing.
+
+``rtl.synthesize`` runs yosys' standard flows, whose ``share`` pass (SAT-based
+resource sharing) did not finish in 25 minutes on the 4x4 attention array
+(hundreds of fp32 units with mutually exclusive muxed inputs). This module runs
+the same flows with that one pass left out -- ``synth -noshare`` for the
+generic target; for ECP5 ``synth_ecp5``'s own script with its ``coarse``
+section written out minus ``share`` -- and nextpnr-ecp5 as ``rtl.synth`` does:
+
+    python -m rtl.attention.synth --set rows=4 --set cols=4 --set pe1d=4 --target ecp5 --pnr
+
+Figures are read by :func:`rtl.synth.resources_from_stat` (same names:
+``luts``, ``ffs``, ``dsps``, ...). Not cached.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from archsim.errors import ToolError
+from rtl.synth import _run, _tool, resources_from_stat
+
+_ECP5_COARSE_NO_SHARE = ("proc -latches error; check; flatten; tribuf -logic; deminout; opt_expr; check; "
+                         "opt_clean; opt -nodffe -nosdff; fsm; opt; wreduce; peepopt; opt_clean; "
+                         "techmap -map +/cmp2lut.v -D LUT_WIDTH=4; opt_expr; opt_clean; "
+                         "techmap -map +/mul2dsp.v -map +/lattice/dsp_map.v -D DSP_A_MAXWIDTH=18 "
+                         "-D DSP_B_MAXWIDTH=18 -D DSP_A_MINWIDTH=2 -D DSP_B_MINWIDTH=2 -D DSP_NAME=$__MUL18X18; "
+                         "chtype -set $mul t:$__soft_mul; alumacc; opt; memory -nomap; opt_clean")
+
+
+def synthesize_no_share(verilog: str, top: str, target: str = "ecp5", pnr: bool = False, freq_mhz: float = 200.0,
+                        seed: int = 1, workdir: str | None = None, timeout_s: float = 7200.0) -> dict[str, Any]:
+    tmp = None
+    if workdir is None:
+        tmp = tempfile.TemporaryDirectory(prefix="archsim-attn-synth-")
+        workdir = tmp.name
+    work = Path(workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        (work / "top.v").write_text(verilog)
+        if target == "ecp5":
+            script = (f"read_verilog top.v; synth_ecp5 -top {top} -run begin:coarse; {_ECP5_COARSE_NO_SHARE}; "
+                      f"synth_ecp5 -top {top} -run map_ram: -json netlist.json; tee -q -o stat.json stat -json")
+        else:
+            script = f"read_verilog top.v; synth -top {top} -flatten -lut 4 -noshare; tee -q -o stat.json stat -json"
+        t0 = time.perf_counter()
+        _run(_tool("yosys") + ["-q", "-l", "yosys.log", "-p", script], work, "yosys", timeout_s)
+        stat = json.loads((work / "stat.json").read_text())
+        out: dict[str, Any] = {"target": target, "top": top, "flow": "no share pass",
+                               **resources_from_stat(stat, target), "yosys_s": round(time.perf_counter() - t0, 1)}
+        if pnr:
+            try:
+                out.update(_place_and_route(work, freq_mhz, seed, timeout_s))
+            except ToolError as err:  # the yosys figures stand; say why there is no Fmax
+                out["pnr_error"] = str(err)
+        return out
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+
+
+def _place_and_route(work: Path, freq_mhz: float, seed: int, timeout_s: float) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    t0 = time.perf_counter()
+    _run(_tool("nextpnr-ecp5") + ["--85k", "--package", "CABGA381", "--out-of-context", "--json",
+                                   "netlist.json", "--freq", f"{freq_mhz:g}", "--seed", str(seed),
+                                   "--report", "report.json", "--log", "nextpnr.log", "-q",
+                                   "--timing-allow-fail"], work, "nextpnr-ecp5", timeout_s)
+    report = json.loads((work / "report.json").read_text())
+    fmax = report.get("fmax", {})
+    clk = fmax.get("clk") or next(iter(fmax.values()))
+    out["fmax_mhz"] = round(float(clk["achieved"]), 2)
+    out["utilization"] = {k: v for k, v in report.get("utilization", {}).items() if v.get("used")}
+    out["nextpnr_s"] = round(time.perf_counter() - t0, 1)
+    return out
+
+
+def main(argv=None) -> int:
+    from archsim.spec import load_arch
+    from rtl.generate import design_for
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--arch", default="fusemax-edge")
+    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--target", default="ecp5", choices=["ecp5", "generic"])
+    ap.add_argument("--pnr", action="store_true")
+    ap.add_argument("--workdir")
+    args = ap.parse_args(argv)
+    arch = load_arch(args.arch, args.overrides)
+    design = design_for(arch)
+    res = synthesize_no_share(design.verilog(), design.toplevel, args.target, args.pnr, workdir=args.workdir)
+    res["params"] = design.config_dict()
+    print(json.dumps(res, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
