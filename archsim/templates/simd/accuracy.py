@@ -12,7 +12,8 @@ every GEMM (Conv, Gemm, MatMul) computed at ``weights`` x ``activations``:
 - the GEMM itself: float64 on the rounded values (``exact=False``, the fast path:
   the fp32 accumulation error of the datapath is orders below the quantization
   error), or the SIMD tile's bit-exact datapath (:func:`.values.tile_values` on
-  the codes, ``exact=True``; slower, for small networks).
+  the codes, ``exact=True``; slower, for small networks); with ``dequant_format``
+  the dequantize-then-MAC baseline's weights (value x scale rounded to fp16).
 
 Everything else (ReLU, softmax, norms, residual adds) runs in fp32. Returns the
 per-layer SQNR (each GEMM's output vs the same layer of the fp32 run), the output
@@ -77,6 +78,8 @@ class Precision:
     activations: str = "fp32"
     group_size: int = 0
     exact: bool = False
+    #: dequantize-then-MAC baseline: each weight's value x scale is rounded to this format ("" = MixPE order)
+    dequant_format: str = ""
 
     @property
     def fp32(self) -> bool:
@@ -108,6 +111,9 @@ def _gemm(a: np.ndarray, w: np.ndarray, prec: Precision, w_is_param: bool) -> np
         wf, G = prec.activations, 0
         cw, vw, s = quantize_activation(w, prec.activations)
         sw = np.full((1, w.shape[1]), s)
+    if prec.dequant_format and w_is_param:
+        vw = get_format(prec.dequant_format).round_to(vw.astype(np.float32))
+        return va @ vw
     if not prec.exact:
         return va @ vw
     return _exact_gemm(ca, cw, sa, sw, prec.activations, wf, G)
@@ -199,7 +205,7 @@ def execute(model, feeds: dict, prec: Precision | None = None,
         if policy is not None and node.op_type in GEMM_OPS:
             kind = "conv2d" if node.op_type == "Conv" else "matmul"
             w, a, g = policy.resolve(node.name, kind, prec.weights, prec.activations, prec.group_size)
-            p = Precision(w, a, g, prec.exact)
+            p = Precision(w, a, g, prec.exact, prec.dequant_format)
 
         def gemm(a, w, is_param, p=p):
             return _gemm(a, w, p, is_param)
