@@ -104,3 +104,16 @@ def test_report_json_carries_sqnr(tmp_path, block):
     carried = {l["name"]: l["sqnr_db"] for l in layers if "sqnr_db" in l}
     assert carried["mlp.up"] == pytest.approx(rep.layer_sqnr_db["mlp.up"])
     assert all(l["weight_format"] for l in layers if l["name"] in carried)
+
+
+def test_dequant_baseline_rounds_weights_to_fp16():
+    from archsim.templates.simd.accuracy import _gemm, quantize_activation
+
+    rng = np.random.default_rng(4)
+    a, w = rng.standard_normal((3, 64)), rng.standard_normal((64, 5))
+    _, vw, _ = quantize_weight(w, "int4", 32)
+    _, va, _ = quantize_activation(a, "int8")
+    want = va @ vw.astype(np.float32).astype(np.float16).astype(np.float64)  # numpy's fp16 rounding (RNE)
+    got = _gemm(a, w, Precision("int4", "int8", 32, dequant_format="fp16"), True)
+    assert np.array_equal(got, want)
+    assert not np.array_equal(got, va @ vw)
