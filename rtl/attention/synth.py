@@ -27,7 +27,7 @@ from rtl.synth import _run, _tool, resources_from_stat
 _ECP5_COARSE_NO_SHARE = ("proc -latches error; check; flatten; tribuf -logic; deminout; opt_expr; check; "
                          "opt_clean; opt -nodffe -nosdff; fsm; opt; wreduce; peepopt; opt_clean; "
                          "techmap -map +/cmp2lut.v -D LUT_WIDTH=4; opt_expr; opt_clean; "
-                         "techmap -map +/mul2dsp.v -map +/lattice/dsp_map.v -D DSP_A_MAXWIDTH=18 "
+                         "techmap -map +/mul2dsp.v -map +/lattice/dsp_map_18x18.v -D DSP_A_MAXWIDTH=18 "
                          "-D DSP_B_MAXWIDTH=18 -D DSP_A_MINWIDTH=2 -D DSP_B_MINWIDTH=2 -D DSP_NAME=$__MUL18X18; "
                          "chtype -set $mul t:$__soft_mul; alumacc; opt; memory -nomap; opt_clean")
 
