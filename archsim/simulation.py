@@ -48,7 +48,7 @@ def simulate(
         which pairs it runs). Both or neither.
     work_limit : float
         Refuse a run estimated above this many ideal compute cycles
-        (:mod:`archsim.engine.guard`; default ``ARCHSIM_WORK_LIMIT`` or 1e11).
+        (:mod:`archsim.engine.guard`; default ``ARCHSIM_WORK_LIMIT`` or 1e12).
     **options
         Mapper options (``objective``, ``conv_lowering`` and the template's own,
         e.g. systolic ``dataflow``; :func:`mappers.options.option_names`) go to

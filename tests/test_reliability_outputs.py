@@ -132,7 +132,7 @@ def test_resource_guard_refuses_with_the_estimate_and_can_be_raised(monkeypatch)
     status, _, err = cli(["run", "--arch", "systolic-32x32-ws", "--workload", "resnet50", "--batch", "1000000000"])
     assert status == 2
     assert err == ("archsim: error: run too large: about 3.99e+15 compute cycles (4.09e+18 MACs) estimated, "
-                   "above the work limit of 1e+11 cycles; reduce the batch or input size, or raise the limit with "
+                   "above the work limit of 1e+12 cycles; reduce the batch or input size, or raise the limit with "
                    "--work-limit N (or ARCHSIM_WORK_LIMIT) if this machine can take it\n")
     # tiny_cnn: conv1 3x16x9x1024 + ... is far below the default, but not below 10 cycles
     status, _, err = cli(["run", "--arch", "systolic-32x32-ws", "--workload", TINY, "--work-limit", "10"])

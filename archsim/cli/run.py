@@ -58,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     add_quiet(p)
     p.add_argument("--work-limit", type=float, dest="work_limit", metavar="CYCLES",
-                   help="refuse a run estimated above this many ideal compute cycles (default 1e11, or "
+                   help="refuse a run estimated above this many ideal compute cycles (default 1e12, or "
                    "ARCHSIM_WORK_LIMIT)")
     p.set_defaults(func=run)
 
