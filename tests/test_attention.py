@@ -100,7 +100,7 @@ def test_attn_zoo_entries():
 
 
 def _run(tmp_path, capsys, mapping, workload="attn_bert", seq="4096"):
-    out = tmp_path / mapping
+    out = tmp_path / (mapping or "default")  # not tmp_path itself: it holds the other runs
     argv = ["run", "--arch", "fusemax-cloud", "--workload", workload, "--batch", "64", "--seq", seq,
             "--out", str(out)]
     if mapping:

@@ -71,13 +71,8 @@ def run(args: argparse.Namespace) -> int:
           f"results in {result.out_dir}/ (results.csv, pareto.csv, plots/)")
     failed = result.counts.get("error", 0)
     if failed:
-        reasons: dict[str, int] = {}
-        for row in result.rows:
-            if row["status"] == "error":
-                reason = " ".join(str(row.get("error") or "unknown error").split())[:160]
-                reasons[reason] = reasons.get(reason, 0) + 1
-        common = "; ".join(f"{n} x {text}" for text, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:3])
-        print(f"archsim: error: {failed} of {len(result.rows)} points failed ({common}); details in results.csv; "
+        total = sum(result.counts.values())
+        print(f"archsim: error: {failed} of {total} points failed ({result.failure_summary()}); details in results.csv; "
               "rerun with --retry-errors to try them again", file=sys.stderr)
         return 1
     return 0

@@ -33,6 +33,16 @@ class SweepResult:
     elapsed_s: float = 0.0
     plots: list[Path] = field(default_factory=list)
 
+    def failure_summary(self, top: int = 3) -> str:
+        """The most common errors of failed points: ``"2 x RuntimeError: ...; 1 x ..."``."""
+        reasons: dict[str, int] = {}
+        for row in self.rows:
+            if row["status"] == "error":
+                reason = " ".join(str(row.get("error") or "unknown error").split())[:160]
+                reasons[reason] = reasons.get(reason, 0) + 1
+        ranked = sorted(reasons.items(), key=lambda kv: -kv[1])[:top]
+        return "; ".join(f"{n} x {text}" for text, n in ranked)
+
     @property
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = defaultdict(int)
