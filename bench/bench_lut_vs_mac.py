@@ -85,7 +85,7 @@ def synth_rows(args) -> dict:
         import bench_lut_synth  # the RTL's synthesis bench (rtl/lut)
 
         path = str(Path(tempfile.mkdtemp()) / "lut_synth.json")
-        bench_lut_synth.main(["--tile", *map(str, args.synth_tile), "--json", path])
+        bench_lut_synth.main(["--tile", *map(str, args.synth_tile), "--no-ecp5", "--json", path])
     rows = json.loads(Path(path).read_text())
     return {(r["w"], r["a"]): r for r in rows}
 
@@ -153,6 +153,11 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     synth = synth_rows(args) if (args.synth or args.synth_json) else {}
     m, k, n = args.gemm
+    if synth:
+        p = next(iter(synth.values()))["lut"]["generic"].get("params", {})
+        print(f"SYNTH columns: the RTL (rtl/lut) LUT core M{p.get('tile_m')} N{p.get('tile_n')} K{p.get('group_k')} "
+              f"built for each pair vs rtl.lut.mac_baseline of equal W1 peak, yosys generic 4-LUTs; density = peak "
+              f"MACs/cycle per 4-LUT (bench/bench_lut_synth.py). The other columns: archsim's AREA MODEL.")
     print(f"GEMM {m} x {k} x {n} on {LUT} (built for each pair) vs {BASE['A8']} / {BASE['A16']} "
           f"(256 MACs/cycle; = LUT peak at W2). core mm^2 from the AREA MODEL (45 nm); density = "
           f"MACs/cycle per core mm^2" + ("; 'synth' columns from yosys (generic 4-LUTs, bench_lut_synth.py)"
