@@ -180,3 +180,29 @@ def test_cli_sweep_exits_non_zero_with_a_summary_when_points_fail(tmp_path, monk
     assert rc == 1
     # fake_evaluate fails rows=13 on purpose: 1 of the 2 points
     assert "archsim: error: 1 of 2 points failed (1 x RuntimeError: model bug on purpose" in err
+
+
+def test_disk_full_mid_sweep_then_resume_records_every_point_once(tmp_path, monkeypatch):
+    import errno
+
+    import archsim.dse._store as store_module
+    from archsim.errors import ArchsimError
+
+    real_write, calls = os.write, []
+
+    def full_after_three(fd, data):
+        calls.append(len(data))
+        if len(calls) > 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(store_module.os, "write", full_after_three)
+    plan = make_plan()
+    with pytest.raises((OSError, ArchsimError)):
+        run_sweep(plan.spec, tmp_path, plan=plan, evaluate=fake_evaluate, workers=1, progress=False, plots=False)
+    monkeypatch.undo()
+    assert len(valid_records(tmp_path / "results.jsonl")) == 3
+    result = run_sweep(plan.spec, tmp_path, plan=plan, evaluate=fake_evaluate, workers=1, progress=False, plots=False)
+    assert result.reused == 3 and result.ran == 9
+    keys = [r["key"] for r in valid_records(tmp_path / "results.jsonl")]
+    assert len(keys) == len(set(keys)) == 12
