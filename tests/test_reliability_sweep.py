@@ -198,7 +198,7 @@ def test_disk_full_mid_sweep_then_resume_records_every_point_once(tmp_path, monk
 
     monkeypatch.setattr(store_module.os, "write", full_after_three)
     plan = make_plan()
-    with pytest.raises((OSError, ArchsimError)):
+    with pytest.raises(ArchsimError, match=r"results\.jsonl: cannot write: no space left on device; rerun to resume"):
         run_sweep(plan.spec, tmp_path, plan=plan, evaluate=fake_evaluate, workers=1, progress=False, plots=False)
     monkeypatch.undo()
     assert len(valid_records(tmp_path / "results.jsonl")) == 3

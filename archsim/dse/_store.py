@@ -87,10 +87,16 @@ class ResultStore:
             line = b"\n" + line
             self._needs_newline = False
         view = memoryview(line)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
-        os.fsync(self._fd)
+        try:
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            os.fsync(self._fd)
+        except OSError as err:  # disk full: a torn line at worst, skipped on resume
+            from archsim.outputs import OutputError, os_error_text
+
+            self._needs_newline = True
+            raise OutputError(f"{self.path}: cannot write: {os_error_text(err)}; rerun to resume") from None
         self.records[record["key"]] = record
 
     def close(self) -> None:
