@@ -385,7 +385,9 @@ class TileController(wiring.Component):
         a_tile_start = late("a_tile_start", f_start, 1, contract_lag)
         a_os = late("a_os", cur_os)
         a_os_acc = late("a_os_acc", cur_os, 1, contract_lag)
-        a_lim_out = late("a_lim_out", cur_lim_out, None, contract_lag)
+        # the output lane masks (c < lim) are registered: compared one stage before contract_lag
+        lim_pre = late("a_lim_out", cur_lim_out, None, contract_lag - 1)
+        out_lane_ok = [reg(f"out_lane_ok_{c}", c < lim_pre, 1) for c in range(C)]
         a_acc = late("a_acc", cur_acc, None, contract_lag)
         a_shift = late("a_shift", shift_f, 1)
         a_swap = late("a_swap", swap_f, 1)
@@ -410,7 +412,7 @@ class TileController(wiring.Component):
             present, we_row, addr, last = a_o[c]  # addr: absolute output buffer address
             m.d.comb += [
                 self.out_token[c].present.eq(present),
-                self.out_token[c].we.eq(present & we_row & (c < a_lim_out)),
+                self.out_token[c].we.eq(present & we_row & out_lane_ok[c]),
                 self.out_token[c].addr.eq(addr),
                 self.out_token[c].acc.eq(a_acc),
                 self.out_token[c].last.eq(last),
