@@ -90,7 +90,9 @@ class LutMapper:
                     formats = formats or fmt
                     mp = self._emit_lut(em, part, *fmt)
                 else:
-                    emit_vector(em, _as_vector(part), self.layout)
+                    slot = self.layout.slot_bytes({"input": 2, "weight": 2, "output": 2})["weight"]
+                    for work in _as_vector(part, slot):
+                        emit_vector(em, work, self.layout)
                     mp = {"role": part.role, "unit": "vector", "m": part.m, "k": part.k, "n": part.n,
                           "reason": f"{part.b_precision} x {part.a_precision} not built into the LUT core"
                           if part.b_is_param else "activation x activation matmul"}
@@ -232,15 +234,24 @@ class LutMapper:
         return mp
 
 
-def _as_vector(g: Gemm) -> VectorWork:
-    """A GEMM the LUT array does not run, as MACs on the vector unit (one lane-cycle each)."""
-    a = tensor_bytes(g.m * g.k, g.a_precision)
-    b = tensor_bytes(g.k * g.n, g.b_precision)
-    out = tensor_bytes(g.m * g.n, g.out_precision)
-    if g.b_is_param:
-        # every output streams its share of the weights (the whole table once over the outputs)
-        return VectorWork("mac", g.m * g.n, a, out, reads_per_element=g.k, row=g.n, param_bytes=b)
-    return VectorWork("mac", g.m * g.n, a + b, out, reads_per_element=g.k, row=g.n)
+def _as_vector(g: Gemm, weight_slot_bytes: int) -> list[VectorWork]:
+    """A GEMM the LUT array does not run, as MACs on the vector unit (one lane-cycle each).
+
+    Every output streams its share of the weights (the whole table once over the outputs); K is
+    cut in slices whose column of weights fits a weight slot (each slice writes partial sums)."""
+    wbytes = max(1, tensor_bytes(g.k, g.b_precision)) if g.b_is_param else 0
+    slices = max(1, -(-wbytes // max(1, weight_slot_bytes)))
+    out = []
+    for i in range(slices):
+        k = g.k // slices + (i < g.k % slices)
+        a = tensor_bytes(g.m * k, g.a_precision)
+        b = tensor_bytes(k * g.n, g.b_precision)
+        o = tensor_bytes(g.m * g.n, g.out_precision if i == slices - 1 else g.acc_precision)
+        if g.b_is_param:
+            out.append(VectorWork("mac", g.m * g.n, a, o, reads_per_element=k, row=g.n, param_bytes=b))
+        else:
+            out.append(VectorWork("mac", g.m * g.n, a + b, o, reads_per_element=k, row=g.n))
+    return out
 
 
 def make_mapper(arch, options) -> LutMapper:
