@@ -53,12 +53,13 @@ def main(argv=None) -> int:
     ap.add_argument("--multiplier", default="array", choices=("array", "shift_add", "bit_serial"))
     ap.add_argument("--no-pnr", action="store_true", help="skip nextpnr (no Fmax)")
     ap.add_argument("--no-fixed", action="store_true", help="only the reconfigurable PE")
+    ap.add_argument("--only-fixed", action="store_true", help="only the fixed-precision PEs")
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args(argv)
     pnr = not args.no_pnr
 
     rows = []
-    designs = [("reconfigurable", list(args.formats))]
+    designs = [] if args.only_fixed else [("reconfigurable", list(args.formats))]
     if not args.no_fixed:
         designs += [(f"fixed {f}", [f]) for f in args.formats]
     for label, formats in designs:
