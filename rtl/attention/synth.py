@@ -5,7 +5,9 @@ resource sharing) did not finish in 25 minutes on the 4x4 attention array
 (hundreds of fp32 units with mutually exclusive muxed inputs). This module runs
 the same flows with that one pass left out -- ``synth -noshare`` for the
 generic target; for ECP5 ``synth_ecp5``'s own script with its ``coarse``
-section written out minus ``share`` -- and nextpnr-ecp5 as ``rtl.synth`` does:
+section written out minus ``share`` and its ``map_luts`` with ``abc -lut 4`` in
+place of ``abc9`` (which exits in its XAIGER2 step on this design) -- and
+nextpnr-ecp5 as ``rtl.synth`` does:
 
     python -m rtl.attention.synth --set rows=4 --set cols=4 --set pe1d=4 --target ecp5 --pnr
 
@@ -31,6 +33,9 @@ _ECP5_COARSE_NO_SHARE = ("proc -latches error; check; flatten; tribuf -logic; de
                          "-D DSP_B_MAXWIDTH=18 -D DSP_A_MINWIDTH=2 -D DSP_B_MINWIDTH=2 -D DSP_NAME=$__MUL18X18; "
                          "chtype -set $mul t:$__soft_mul; alumacc; opt; memory -nomap; opt_clean")
 
+#: ``map_luts`` with ``abc`` instead of ``abc9`` (yowasp's abc9 exits in its XAIGER2 step on this design)
+_ECP5_MAP_LUTS_ABC = "techmap -map +/lattice/latches_map.v; abc -lut 4 -dress; clean"
+
 
 def synthesize_no_share(verilog: str, top: str, target: str = "ecp5", pnr: bool = False, freq_mhz: float = 200.0,
                         seed: int = 1, workdir: str | None = None, timeout_s: float = 7200.0) -> dict[str, Any]:
@@ -44,7 +49,8 @@ def synthesize_no_share(verilog: str, top: str, target: str = "ecp5", pnr: bool 
         (work / "top.v").write_text(verilog)
         if target == "ecp5":
             script = (f"read_verilog top.v; synth_ecp5 -top {top} -run begin:coarse; {_ECP5_COARSE_NO_SHARE}; "
-                      f"synth_ecp5 -top {top} -run map_ram: -json netlist.json; tee -q -o stat.json stat -json")
+                      f"synth_ecp5 -top {top} -run map_ram:map_luts; {_ECP5_MAP_LUTS_ABC}; "
+                      f"synth_ecp5 -top {top} -run map_cells: -json netlist.json; tee -q -o stat.json stat -json")
         else:
             script = f"read_verilog top.v; synth -top {top} -flatten -lut 4 -noshare; tee -q -o stat.json stat -json"
         t0 = time.perf_counter()
