@@ -13,7 +13,8 @@ is in :mod:`rtl.lut.mac_baseline`):
   ``ceil(N / tile_n) * b >= pre``, i.e. N >= 64 at W1 for N8: every LLM layer),
   peak ``tile_m * tile_n * group_k / b`` MACs/cycle;
 - the baseline :class:`rtl.lut.mac_baseline.MacBaseline` (int8 x int8 or
-  fp16 x fp16 multipliers), peak ``tile_m * tile_n * group_k`` MACs/cycle;
+  fp16 x fp16 multipliers fed with dequantized weights: one design per A,
+  whatever W), peak ``tile_m * tile_n * group_k`` MACs/cycle;
 
 and prints one table: generic cells (``synth -flatten -lut 4``: multipliers in
 logic, no DSP), ECP5 LUT / FF / DSP (``synth_ecp5``), nextpnr Fmax (``--pnr``),
@@ -55,10 +56,11 @@ def lut_figures(tm, tn, K, wf, af, ecp5, pnr, rate=2) -> dict:
     return {"generic": gen, "ecp5": ecp, "peak": tm * tn * K / PLANES[wf]}
 
 
-def mac_figures(tm, tn, K, wf, af, ecp5, pnr) -> dict:
+def mac_figures(tm, tn, K, af, ecp5, pnr) -> dict:
+    """The baseline of one activation format (weights arrive dequantized: one design serves every W)."""
     from amaranth.back import verilog
 
-    core = MacBaseline(tm, tn, K, wf, af)
+    core = MacBaseline(tm, tn, K, None, af)
     text = verilog.convert(core, name="archsim_mac_baseline", emit_src=False)
     gen = synthesize_verilog(text, "archsim_mac_baseline", target="generic")
     ecp = synthesize_verilog(text, "archsim_mac_baseline", target="ecp5", pnr=pnr) if ecp5 else NO_ECP5
@@ -87,7 +89,7 @@ def main(argv=None) -> int:
             if args.only and args.only != f"{wname},{aname}":
                 continue
             lut = lut_figures(tm, tn, K, wf, af, ecp5, args.pnr, args.rate)
-            mac = mac_figures(tm, tn, K, wf, af, ecp5, args.pnr)
+            mac = mac_figures(tm, tn, K, af, ecp5, args.pnr)
             rows.append({"w": wname, "a": aname, "lut": lut, "mac": mac,
                          "ratio": density(lut) / density(mac)})
             print(f"  synthesized {wname} x {aname} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)

@@ -8,8 +8,13 @@ each per cycle for any weight width: it equals the LUT core's W1 peak, so the
 LUT/MAC density ratio of Wb carries the bit-serial factor ``1/b``.
 
 Each cycle it takes ``tile_m x group_k`` activations and ``group_k x tile_n``
-weight codes (b-bit, the LUT core's formats), dequantizes the codes (int1:
-+-1; ternary / intb: two's complement) to int8 (``A8``) or fp16 (``A16``),
+weights. ``weight_format=None`` (what the density bench synthesizes): the weights
+arrive dequantized, as int8 (``A8``) or fp16 (``A16``) lanes -- a MAC array fed
+with dequantized weights, so its multipliers are general int8 x int8 / fp16 x
+fp16 ones (with the codes on the ports instead, synthesis would fold the +-1 of
+int1 or the 2-bit range of ternary into the multipliers, which a core serving
+every weight format cannot do). With a weight format the core dequantizes b-bit
+codes itself (int1: +-1; ternary / intb: two's complement) to int8 or fp16. It
 multiplies (int8 x int8 -> int16 exact; fp16 x fp16 -> fp32, exact, rounded
 by :func:`rtl.pim.fp._round_pack`), sums the ``group_k`` products of each
 (m, n) with an adder tree (int exact; fp32 adds RNE, pairwise) and adds the
@@ -61,16 +66,16 @@ def int_to_fp16(code, bits: int, int1: bool):
 class MacBaseline(wiring.Component):
     """``tile_m x tile_n x group_k`` dequantize-then-MAC core (module docstring)."""
 
-    def __init__(self, tile_m: int, tile_n: int, group_k: int, weight_format: str = "int4",
+    def __init__(self, tile_m: int, tile_n: int, group_k: int, weight_format: str | None = None,
                  activation_format: str = "int8"):
-        if weight_format not in PLANES:
+        if weight_format is not None and weight_format not in PLANES:
             raise ValueError(f"weight_format: expected one of {', '.join(PLANES)}, got {weight_format!r}")
         if activation_format not in ("int8", "fp16"):
             raise ValueError(f"activation_format: expected int8 or fp16, got {activation_format!r}")
         self.tm, self.tn, self.K = tile_m, tile_n, group_k
         self.wf, self.af = weight_format, activation_format
-        self.b = PLANES[weight_format]
         self.ab = 8 if activation_format == "int8" else 16
+        self.b = PLANES[weight_format] if weight_format else self.ab  # bits of one weight on the port
         super().__init__({
             "in_valid": In(1), "first": In(1),
             "act": In(tile_m * group_k * self.ab), "weight": In(group_k * tile_n * self.b),
@@ -92,6 +97,9 @@ class MacBaseline(wiring.Component):
         for j in range(K):
             for c in range(tn):
                 code = codes[j][c]
+                if self.wf is None:  # dequantized upstream
+                    deq[j][c] = code
+                    continue
                 if integer:
                     w = Signal(signed(8), name=f"deq_j{j}_c{c}")
                     m.d.comb += w.eq(Mux(code[0], 1, -1) if self.wf == "int1" else code.as_signed())
@@ -109,7 +117,7 @@ class MacBaseline(wiring.Component):
                 for j in range(K):  # stage 1: products
                     p = Signal(signed(16) if integer else 32, name=f"prod_r{r}_c{c}_j{j}")
                     if integer:
-                        m.d.sync += p.eq(acts[r][j].as_signed() * deq[j][c])
+                        m.d.sync += p.eq(acts[r][j].as_signed() * deq[j][c].as_signed())
                     else:
                         m.d.sync += p.eq(fp16_mul(m, acts[r][j], deq[j][c], f"mul_r{r}_c{c}_j{j}"))
                     prods.append(p)
