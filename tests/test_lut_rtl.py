@@ -281,12 +281,12 @@ SLOW_CONFIGS = [
 @pytest.mark.slow
 @pytest.mark.parametrize("index", range(len(SLOW_CONFIGS)))
 def test_many_tiles_on_several_builds(index):
-    """30-90 tiles per build (table symmetry, K = 1..4, precompute- and lookup-bound, deeper pipeline,
+    """30-60 tiles per build (table symmetry, K = 1..4, precompute- and lookup-bound, deeper pipeline,
     builds specialized by format)."""
     _icarus()
     over = SLOW_CONFIGS[index]
     arch = _arch(**over)
-    count = 90 if not over else 45 if "weight_formats" not in over else 30
+    count = 60 if not over else 30
     items = conformance.sample_tiles(np.random.default_rng(100 + index), arch.params, count)
     report, values = _run(arch, items)
     assert report.ok, "\n" + report.summary()
