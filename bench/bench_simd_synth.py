@@ -36,12 +36,12 @@ def pe_params(formats: list[str], lane_bits: int = 16, multiplier: str = "array"
                       weight_format=f, activation_format=f)
 
 
-def synth_pe(params: SimdParams, pnr: bool) -> dict:
+def synth_pe(params: SimdParams, pnr: bool, targets=("ecp5", "generic")) -> dict:
     cfg = SimdConfig.from_params(params)
     v = pe_verilog(cfg)
     t0 = time.perf_counter()
-    ecp5 = synthesize_verilog(v, PE_TOP, target="ecp5", pnr=pnr)
-    generic = synthesize_verilog(v, PE_TOP, target="generic")
+    ecp5 = synthesize_verilog(v, PE_TOP, target="ecp5", pnr=pnr) if "ecp5" in targets else {}
+    generic = synthesize_verilog(v, PE_TOP, target="generic") if "generic" in targets else {}
     return {"modes": len(cfg.modes), "lanes": cfg.max_lanes, "ecp5": ecp5, "generic": generic,
             "seconds": round(time.perf_counter() - t0, 1)}
 
@@ -54,6 +54,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-pnr", action="store_true", help="skip nextpnr (no Fmax)")
     ap.add_argument("--no-fixed", action="store_true", help="only the reconfigurable PE")
     ap.add_argument("--only-fixed", action="store_true", help="only the fixed-precision PEs")
+    ap.add_argument("--targets", nargs="+", default=["ecp5", "generic"], choices=("ecp5", "generic"))
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args(argv)
     pnr = not args.no_pnr
@@ -68,7 +69,7 @@ def main(argv=None) -> int:
         else:
             formats_ok = formats
         try:
-            r = synth_pe(pe_params(formats_ok, multiplier=args.multiplier), pnr)
+            r = synth_pe(pe_params(formats_ok, multiplier=args.multiplier), pnr, args.targets)
         except ValueError as err:
             print(f"{label}: {err}", file=sys.stderr)
             continue
@@ -86,11 +87,12 @@ def main(argv=None) -> int:
     for r in rows:
         e, g = r["ecp5"], r["generic"]
         fmax = f"{e['fmax_mhz']:.1f}" if "fmax_mhz" in e else "-"
-        print(f"{r['label']:<22} {r['modes']:>5} {r['lanes']:>5} {e['luts']:>7} {e['ffs']:>6} {e['dsps']:>4} "
-              f"{e['carry']:>6} {fmax:>8} {g['cells']:>9} {g['luts']:>8}")
+        print(f"{r['label']:<22} {r['modes']:>5} {r['lanes']:>5} {e.get('luts', '-'):>7} {e.get('ffs', '-'):>6} "
+              f"{e.get('dsps', '-'):>4} {e.get('carry', '-'):>6} {fmax:>8} {g.get('cells', '-'):>9} "
+              f"{g.get('luts', '-'):>8}")
     fixed = [r for r in rows if r["label"].startswith("fixed")]
     recon = next((r for r in rows if r["label"] == "reconfigurable"), None)
-    if fixed and recon:
+    if fixed and recon and all(r["ecp5"] and r["generic"] for r in rows):
         tot = {k: sum(r["ecp5"][k] for r in fixed) for k in ("luts", "ffs", "dsps", "carry")}
         gen = {k: sum(r["generic"][k] for r in fixed) for k in ("cells", "luts")}
         label = f"sum of {len(fixed)} fixed PEs"
