@@ -2,12 +2,13 @@
 
 Commands arrive on a ``lib.stream`` (valid/ready; a two-entry queue). Each is decoded into its
 schedule (preload length, streamed length, window boundaries, last cycle) when it is taken, so
-launching a tile is a register copy. The controller has two pipeline levels: a *fetch* level
-(the FSM; it issues the buffer reads) and the *array* level ``FETCH_LATENCY`` cycles later (the
-read data in the array's edge registers, the array controls, the output tokens). Tile-local
-cycle ``x`` of the timing contract is the array-level cycle in which the FSM counter generated
-at fetch level equals ``x``. ``tile_start`` is high in tile cycle 0, ``tile_done`` in the cycle
-the tile's last output is presented at the bottom of the array.
+launching a tile is a register copy. Pipeline levels: the *fetch* level (the FSM; it issues
+the buffer reads), the operand side ``FETCH_LATENCY`` cycles later (the read data in the
+array's edge registers; shift / swap / os), and the partial-sum side one cycle after that
+(the registered products meet the partial sums; OS flags). Tile-local cycle ``x`` of the
+timing contract is ``FETCH_LATENCY + 1 - P`` cycles after the fetch-level cycle in which the
+FSM counter equals ``x`` (output tokens, ``tile_start``, ``tile_done``): with ``P = 0`` the
+operands run one cycle ahead of the contract and the product register is hidden.
 """
 from __future__ import annotations
 

@@ -20,18 +20,14 @@ Structure (``R = rows``, ``C = cols``, ``P = mult_pipeline_stages``)::
 Components: :class:`~rtl.systolic.controller.TileController` (command stream, tile FSM, operand
 fetch), :class:`~rtl.systolic.buffers.LaneBuffer` (left and top operand lanes),
 :class:`~rtl.systolic.array.SystolicArray` of :class:`~rtl.systolic.pe.ProcessingElement`, and
-:class:`~rtl.systolic.buffers.OutputBuffer`. The controller is split in two pipeline levels: a *fetch* level (the command
-FSM; it issues the buffer reads) and the *array* level one cycle later (the
-read data, the PE grid and the output writes). Tile-local cycle ``x`` of the
-contract is the array-level cycle in which the FSM counter generated at fetch
-level equals ``x``. ``tile_start`` is high in tile cycle 0, ``tile_done`` in
-the cycle the tile's last output is presented at the bottom of the array.
-
-PE(r, c) holds ``x`` (left operand, moving right), ``sh`` (shadow / moving
-operand, moving down), ``w`` (active stationary operand, double-buffered
-builds only), ``psum`` (partial sum moving down in WS/IS; the accumulator in
-OS) and, with ``P = 1``, ``prod`` (registered product). All arithmetic is
-two's complement and wraps at the accumulator width, like archsim's models.
+:class:`~rtl.systolic.buffers.OutputBuffer`. The controller's *fetch* level (the command FSM)
+issues the buffer reads; ``FETCH_LATENCY`` cycles later the operands sit in the array's edge
+registers, and one cycle after that the partial sums take the registered products. Tile-local
+cycle ``x`` of the contract is the cycle ``FETCH_LATENCY + 1 - P`` after the fetch-level cycle
+in which the FSM counter equals ``x`` (with ``P = 0`` the operands run one cycle ahead and the
+product register is hidden). ``tile_start`` is high in tile cycle 0, ``tile_done`` in the cycle
+the tile's last output is presented at the bottom of the array. All arithmetic is two's
+complement and wraps at the accumulator width, like archsim's models.
 """
 from __future__ import annotations
 
