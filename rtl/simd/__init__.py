@@ -1,0 +1,8 @@
+"""RTL of the simd template: the mixed-precision SIMD PE array (``SimdArray``: buffers, tile
+controller, ``P`` instances of the PE module ``archsim_simd_pe``), its arithmetic
+(:mod:`rtl.simd.arith`) and its entry in the design registry (``Template(rtl=...)`` ->
+:class:`rtl.simd.rtl_design.SimdDesign`). See ``docs/simd_rtl.md``.
+"""
+from rtl.simd.design import SimdArray, SimdConfig, SimdPE, SimdRtlOptions, modes
+
+__all__ = ["SimdArray", "SimdConfig", "SimdPE", "SimdRtlOptions", "modes"]
