@@ -75,7 +75,6 @@ def main(argv=None) -> int:
             continue
         r["label"], r["formats"] = label, formats_ok
         rows.append(r)
-        e, g = r["ecp5"], r["generic"]
         print(f"  done {label:<22} ({r['seconds']} s)", file=sys.stderr)
 
     head = (f"{'PE':<22} {'modes':>5} {'lanes':>5} {'LUT4':>7} {'FF':>6} {'DSP':>4} {'CCU2C':>6} "
