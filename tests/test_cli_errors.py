@@ -61,7 +61,7 @@ def test_workload_show_unknown_parameter(capsys):
 
 
 def test_rtl_generate_bad_option(capsys, tmp_path):
-    line = run_error(capsys, "rtl", "generate", "--arch", "systolic-32x32-os", "--multiplier", "ecp5_dsp",
+    line = run_error(capsys, "rtl", "generate", "--arch", "systolic-32x32-os", "--depth", "0",
                      "--out", str(tmp_path / "rtl"))
-    assert line == ("archsim: error: rtl options: multiplier: ecp5_dsp needs a ws or is build, "
-                    "got dataflow 'os'")
+    assert line == "archsim: error: --depth: expected a positive integer, got 0"  # was silently ignored
+    assert not (tmp_path / "rtl").exists()

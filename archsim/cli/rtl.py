@@ -23,8 +23,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arch", required=True, metavar="NAME|FILE", help="arch preset name or YAML file")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
                    help="override an arch spec value, e.g. rows=4 (repeatable)")
-    p.add_argument("--depth", type=int, default=0, metavar="N",
-                   help="systolic: entries per lane of the RTL's local tile buffers (default: max(64, 4*max(rows, cols)))")
+    p.add_argument("--depth", type=int, default=None, metavar="N",
+                   help="entries per lane of the RTL's local tile buffers, for designs that have them "
+                   "(default: the design's own, e.g. max(64, 4*max(rows, cols)) for a systolic array)")
     p.add_argument("--multiplier", choices=["inferred", "ecp5_dsp"],
                    help="systolic PE multiplier: inferred a*b (default; synth --target ecp5 picks ecp5_dsp where it "
                    "can) or the ECP5 MULT18X18D primitive with its registers")
@@ -83,11 +84,11 @@ def _design(args, target: str | None = None):
     from archsim.spec import load_arch
     from rtl.generate import design_class, design_for, target_options
 
-    if args.depth < 0:
+    if args.depth is not None and args.depth < 1:
         raise SpecError(f"--depth: expected a positive integer, got {args.depth}")
     arch = load_arch(args.arch, args.overrides)
     options = target_options(arch, target) if target else {}
-    if args.depth:
+    if args.depth is not None:
         names = design_class(arch).depth_options
         if not names:
             raise SpecError(f"--depth: the {arch.template} RTL has no local tile buffers")
