@@ -34,7 +34,7 @@ def make_plan(data=SPEC):
 
 
 def test_random_sigkills_and_resumes_record_every_point_exactly_once(tmp_path):
-    figures = kill_loop(tmp_path / "out", kills=4, seed=15, delay_s=0.05, rows=4, min_wait_s=1.0, max_wait_s=2.2)
+    figures = kill_loop(tmp_path / "out", kills=4, seed=15, delay_s=0.25, rows=4, min_wait_s=1.0, max_wait_s=2.2)
     assert figures["kills"] >= 1 and figures["resumes"] >= figures["kills"]
     assert figures["workers_seen"] >= 1  # some kill hit a sweep with running workers
     assert figures["orphans"] == 0  # workers died with their parent
