@@ -145,6 +145,22 @@ class RtlDesign:
     def ports(self) -> list[Port]:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    @staticmethod
+    def ports_of(signature: Any, docs: dict[str, str]) -> list[Port]:
+        """``clk``, ``rst`` and every port of a wiring ``signature`` (a Signature or its members
+        dict; nested members are named ``a__b`` as in the Verilog), documented from ``docs``."""
+        from amaranth.hdl import Shape
+
+        if isinstance(signature, dict):
+            signature = wiring.Signature(signature)
+        ports = [Port("clk", "in", 1, docs["clk"]), Port("rst", "in", 1, docs["rst"])]
+        for path, member in signature.members.flatten():
+            if member.is_port:
+                name = "__".join(path)
+                ports.append(Port(name, "in" if member.flow == wiring.In else "out",
+                                  Shape.cast(member.shape).width, docs[name]))
+        return ports
+
     def config_dict(self) -> dict[str, Any]:  # pragma: no cover - abstract
         raise NotImplementedError
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import sys
 
 from archsim.cli._progress import LayerProgress, add_quiet
 from archsim.errors import ArchsimError

@@ -30,7 +30,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from archsim.errors import SpecError
 

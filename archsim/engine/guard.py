@@ -80,7 +80,7 @@ def check_work(graph: Any, arch: Any, limit: float | None = None) -> WorkEstimat
     cycles_limit = work_limit(limit)
     est = estimate_work(graph, arch)
     bytes_limit = cycles_limit * BYTES_PER_LIMIT_CYCLE
-    how = f"raise the limit with --work-limit N (or ARCHSIM_WORK_LIMIT) if this machine can take it"
+    how = "raise the limit with --work-limit N (or ARCHSIM_WORK_LIMIT) if this machine can take it"
     if est.ideal_cycles > cycles_limit:
         raise ResourceLimitError(
             f"run too large: about {est.ideal_cycles:.3g} compute cycles ({est.macs:.3g} MACs) estimated, "

@@ -126,14 +126,7 @@ class AttentionDesign(RtlDesign):
         return out
 
     def ports(self) -> list[Port]:
-        from amaranth.hdl import Shape
-        from amaranth.lib.wiring import In
-
-        ports = [Port("clk", "in", 1, PORT_DOCS["clk"]), Port("rst", "in", 1, PORT_DOCS["rst"])]
-        for name, member in attention_signature(self.cfg).items():
-            ports.append(Port(name, "in" if member.flow == In else "out", Shape.cast(member.shape).width,
-                              PORT_DOCS[name]))
-        return ports
+        return self.ports_of(attention_signature(self.cfg), PORT_DOCS)
 
     def description(self) -> str:
         p = self.params

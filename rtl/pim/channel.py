@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from amaranth import Array, Cat, Module, Mux, Signal
 from amaranth.lib import memory, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In
 
 from rtl.pim.design import LANE_BITS, PimBankUnit, _bits, check_params, pim_signature
 

@@ -14,7 +14,7 @@ import numpy as np
 from archsim.errors import SpecError
 from rtl.design import CosimReport, Port, RtlDesign, TileCheck
 from rtl.pim.channel import PimChannelUnit, channel_signature, check_channel
-from rtl.pim.design import LANE_BITS, PimBankUnit, check_params, mac_stages, pim_signature
+from rtl.pim.design import LANE_BITS, PimBankUnit, mac_stages, pim_signature
 
 PORT_DOCS = {
     "clk": "clock (rising edge) = the DRAM command clock",
@@ -117,15 +117,8 @@ class PimDesign(RtlDesign):
         return out
 
     def ports(self) -> list[Port]:
-        from amaranth.hdl import Shape
-        from amaranth.lib.wiring import In
-
-        ports = [Port("clk", "in", 1, PORT_DOCS["clk"]), Port("rst", "in", 1, PORT_DOCS["rst"])]
         sig = pim_signature(self.params) if self.banks == 1 else channel_signature(self.params, self.banks)
-        for name, member in sig.items():
-            ports.append(Port(name, "in" if member.flow == In else "out", Shape.cast(member.shape).width,
-                              PORT_DOCS[name]))
-        return ports
+        return self.ports_of(sig, PORT_DOCS)
 
     def description(self) -> str:
         p = self.params

@@ -103,17 +103,7 @@ class SystolicDesign(RtlDesign):
         return out
 
     def ports(self) -> list[Port]:
-        from amaranth.hdl import Shape
-        from amaranth.lib.wiring import In
-
-        ports = [Port("clk", "in", 1, PORT_DOCS["clk"]), Port("rst", "in", 1, PORT_DOCS["rst"])]
-        for path, member in systolic_signature(self.cfg).members.flatten():
-            if not member.is_port:
-                continue
-            name = "__".join(path)
-            ports.append(Port(name, "in" if member.flow == In else "out", Shape.cast(member.shape).width,
-                              PORT_DOCS[name]))
-        return ports
+        return self.ports_of(systolic_signature(self.cfg), PORT_DOCS)
 
     def description(self) -> str:
         return f"archsim systolic accelerator ({self.cfg.rows}x{self.cfg.cols}, {self.params.dataflow})"

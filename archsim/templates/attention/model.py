@@ -80,8 +80,6 @@ class AttentionModel:
 
     def detailed_tile_cycles(self, tile) -> int:
         if isinstance(tile, SystolicTile):
-            from archsim.templates.systolic.fast import SystolicModel
-
             zeros = {"input": np.zeros((tile.m, tile.k), np.int64), "weight": np.zeros((tile.k, tile.n), np.int64)}
             if tile.accumulate:
                 zeros["psum"] = np.zeros((tile.m, tile.n), np.int64)
