@@ -45,7 +45,7 @@ from archsim.templates.lut.options import LutOptions
 from archsim.templates.lut.tile import PLANES, LutTile, table_entry_bits, tile_cycles
 from mappers.emit import BufferLayout, Emitter, emit_gather, emit_vector
 from mappers.lower import Gather, Gemm, VectorWork, lower_op
-from mappers.tiling import ORDERS, TilePlan, class_sum, dim_candidates, emit_gemm, nbytes, traffic
+from mappers.tiling import ORDERS, MemoryCosts, TilePlan, class_sum, dim_candidates, emit_gemm, nbytes, traffic
 from workloads.precision import precision_bits, tensor_bytes
 
 
@@ -60,15 +60,8 @@ class LutMapper:
         self.layout = BufferLayout.from_arch(arch)
         self.conv_lowering = options.conv_lowering or "im2col_padded"
         self.objective = options.objective
-        bw = float(arch.dram.bytes_per_cycle)
-        self.inv_bw = 0.0 if bw == float("inf") else 1.0 / bw
-        self.latency = int(arch.dram.latency_cycles) if self.inv_bw else 0
-        tech = arch.tech
-        try:
-            self.e_dram = 8.0 * tech.energy("dram_bit")
-            self.e_sram = float(tech.sram_pj_per_byte(max(b.bytes for b in arch.buffers.values())))
-        except (KeyError, AttributeError, ValueError):
-            self.e_dram, self.e_sram = 8.0 * 20.0, 2.5
+        costs = MemoryCosts.of(arch)
+        self.inv_bw, self.latency, self.e_dram, self.e_sram = costs.inv_bw, costs.latency, costs.e_dram, costs.e_sram
 
     # -- one op -------------------------------------------------------------------
     def formats(self, g: Gemm) -> tuple[str, str] | None:

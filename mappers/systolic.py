@@ -56,7 +56,7 @@ from archsim.templates.systolic.tile import GEOMETRY, SystolicTile
 from mappers.emit import BufferLayout, Emitter, emit_gather, emit_vector
 from mappers.lower import Gather, Gemm, VectorWork, lower_op
 from mappers.registry import arch_key
-from mappers.tiling import (ORDERS, TilePlan, a_load_bytes, class_sum, dim_candidates, emit_gemm,
+from mappers.tiling import (ORDERS, MemoryCosts, TilePlan, a_load_bytes, class_sum, dim_candidates, emit_gemm,
                             nbytes, occupancy, traffic)
 from workloads.precision import precision_bits
 
@@ -83,19 +83,8 @@ class SystolicMapper:
         self.compat = bool(own.scalesim_compat)
         self.conv_lowering = options.conv_lowering or ("scalesim" if self.compat else "im2col_padded")
         self.objective = options.objective
-        bw = float(arch.dram.bytes_per_cycle)
-        self.inv_bw = 0.0 if bw == float("inf") else 1.0 / bw
-        self.latency = int(arch.dram.latency_cycles) if self.inv_bw else 0
-        tech = arch.tech
-        try:
-            self.e_dram = 8.0 * tech.energy("dram_bit")
-        except (KeyError, AttributeError):
-            self.e_dram = 8.0 * float(getattr(tech, "energy_pj", {}).get("dram_bit", 20.0))
-        sizes = [b.bytes for b in arch.buffers.values()]
-        try:
-            self.e_sram = float(tech.sram_pj_per_byte(max(sizes)))
-        except (KeyError, AttributeError):
-            self.e_sram = 2.5
+        costs = MemoryCosts.of(arch)
+        self.inv_bw, self.latency, self.e_dram, self.e_sram = costs.inv_bw, costs.latency, costs.e_dram, costs.e_sram
         self._gemm_key = self._vector_key = None
         #: element-wise classes the output path runs (mappers.fusion); SCALE-Sim has no such unit
         self.output_ops = () if self.compat else tuple(getattr(arch, "output_ops", ()) or ())

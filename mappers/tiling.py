@@ -70,6 +70,32 @@ class TilePlan:
 
 # -- bytes, scalar and vectorised (identical arithmetic) ---------------------------
 
+@dataclass(frozen=True)
+class MemoryCosts:
+    """What a tile search needs of an arch's memories: DRAM cycles per byte and latency,
+    pJ per DRAM byte and per SRAM byte (the largest buffer's macro)."""
+
+    inv_bw: float
+    latency: int
+    e_dram: float
+    e_sram: float
+
+    @classmethod
+    def of(cls, arch) -> "MemoryCosts":
+        bw = float(arch.dram.bytes_per_cycle)
+        inv_bw = 0.0 if bw == float("inf") else 1.0 / bw
+        tech = arch.tech
+        try:
+            e_dram = 8.0 * tech.energy("dram_bit")
+        except (KeyError, AttributeError):
+            e_dram = 8.0 * float(getattr(tech, "energy_pj", {}).get("dram_bit", 20.0))
+        try:
+            e_sram = float(tech.sram_pj_per_byte(max(b.bytes for b in arch.buffers.values())))
+        except (KeyError, AttributeError, ValueError):
+            e_sram = 2.5
+        return cls(inv_bw, int(arch.dram.latency_cycles) if inv_bw else 0, e_dram, e_sram)
+
+
 def nbytes(elements, bits):
     """Densely packed bytes (works on ints and numpy int64 arrays)."""
     return (elements * bits + 7) // 8

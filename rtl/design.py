@@ -23,6 +23,15 @@ from amaranth.lib import wiring
 from archsim.cache import cache_root
 
 
+def pack_lanes(values, bits: int) -> int:
+    """One word of ``bits``-wide lanes, lane 0 in the low bits (two's complement per lane)."""
+    mask = (1 << bits) - 1
+    word = 0
+    for lane, v in enumerate(values):
+        word |= (int(v) & mask) << (lane * bits)
+    return word
+
+
 @dataclass(frozen=True)
 class Port:
     name: str

@@ -20,6 +20,7 @@ import numpy as np
 from archsim.errors import SpecError
 from rtl.design import CosimReport, Port, RtlDesign, TileCheck
 from rtl.attention.design import AttentionArray, AttentionRtlConfig, attention_signature
+from rtl.design import pack_lanes
 
 PORT_DOCS = {
     "clk": "clock (rising edge)",
@@ -75,11 +76,7 @@ def _bits16(x: np.ndarray) -> np.ndarray:
     return (np.asarray(x, np.float32).view(np.uint32) >> 16).astype(np.int64)
 
 
-def _pack(row, bits: int) -> int:
-    word = 0
-    for e, v in enumerate(row):
-        word |= int(v) << (e * bits)
-    return word
+_pack = pack_lanes  # one word of lanes (rtl.design)
 
 
 class AttentionDesign(RtlDesign):

@@ -12,6 +12,7 @@ import numpy as np
 from archsim.errors import SpecError
 from rtl.design import CosimReport, Port, RtlDesign, TileCheck
 from rtl.lut.design import ACC_BITS, AFMT, BUFS, WFMT, LutConfig, LutCore, lut_signature
+from rtl.design import pack_lanes
 
 PORT_DOCS = {
     "clk": "clock (rising edge)",
@@ -53,11 +54,7 @@ PORT_DOCS = {
 }
 
 
-def _pack(values, bits: int) -> int:
-    word = 0
-    for lane, v in enumerate(values):
-        word |= (int(v) & ((1 << bits) - 1)) << (lane * bits)
-    return word
+_pack = pack_lanes  # one word of lanes (rtl.design)
 
 
 def activation_codes(a: np.ndarray, fmt: str) -> np.ndarray:

@@ -15,6 +15,7 @@ from archsim.errors import SpecError
 from rtl.design import CosimReport, Port, RtlDesign, TileCheck
 from rtl.pim.channel import PimChannelUnit, channel_signature, check_channel
 from rtl.pim.design import LANE_BITS, PimBankUnit, mac_stages, pim_signature
+from rtl.design import pack_lanes
 
 PORT_DOCS = {
     "clk": "clock (rising edge) = the DRAM command clock",
@@ -43,11 +44,7 @@ PORT_DOCS = {
 }
 
 
-def _pack(values, bits: int) -> int:
-    word = 0
-    for lane, v in enumerate(values):
-        word |= (int(v) & ((1 << bits) - 1)) << (lane * bits)
-    return word
+_pack = pack_lanes  # one word of lanes (rtl.design)
 
 
 def lane_bits_of(values: np.ndarray, precision: str) -> np.ndarray:

@@ -9,6 +9,7 @@ import numpy as np
 from archsim.errors import SpecError
 from rtl.design import CosimReport, Port, RtlDesign, TileCheck
 from rtl.simd.design import DIM_BITS, SimdArray, SimdConfig, SimdRtlOptions, array_verilog, simd_signature
+from rtl.design import pack_lanes
 
 PORT_DOCS = {
     "clk": "clock (rising edge)",
@@ -39,12 +40,7 @@ PORT_DOCS = {
 }
 
 
-def _pack(values, bits: int) -> int:
-    word = 0
-    mask = (1 << bits) - 1
-    for i, v in enumerate(values):
-        word |= (int(v) & mask) << (i * bits)
-    return word
+_pack = pack_lanes  # one word of lanes (rtl.design)
 
 
 def _f32_bits(x) -> np.ndarray:

@@ -20,6 +20,7 @@ Buffer layout per tile (lane = array row for "left", array column for
 from __future__ import annotations
 
 from cocotb.triggers import FallingEdge, RisingEdge
+from rtl.design import pack_lanes
 
 DATAFLOW_CODES = {"ws": 0, "os": 1, "is": 2}
 BUF = {"left": 0, "top": 1, "out": 2}
@@ -30,12 +31,7 @@ def _u(sig) -> int:
     return v.to_unsigned() if hasattr(v, "to_unsigned") else int(v)
 
 
-def _pack(values, bits: int) -> int:
-    mask = (1 << bits) - 1
-    word = 0
-    for lane, v in enumerate(values):
-        word |= (int(v) & mask) << (lane * bits)
-    return word
+_pack = pack_lanes  # one word of lanes (rtl.design)
 
 
 def _unpack(word: int, lanes: int, bits: int) -> list[int]:
