@@ -6,7 +6,8 @@ Example::
     archsim compare --arch pim-hbm2 --arch gpu-a100 --set-b kernel_overhead_us=0 --workload gpt3-xl \\
         --phase decode --kv-len 1024 --json cmp.json
 
-Both runs get the same workload options. Rows: latency per token (per inference for
+Both runs get the same workload options (the flags of ``archsim run``: shape, ``--dim``,
+``--unknown-ops``, ``--no-fusion``, precision). Rows: latency per token (per inference for
 workloads without tokens), tokens/s, energy per token, utilization; the last column is
 A / B. The precision each arch *computes in* (a PIM stores and multiplies in its
 ``mac_precision`` whatever the graph says; other templates run the graph's formats) must
@@ -19,6 +20,7 @@ import argparse
 import sys
 from typing import Any
 
+from archsim.cli.run import add_fusion_arg, add_precision_args, add_workload_args, workload_options
 from archsim.errors import ArchsimError
 
 ROWS = (  # key, label, unit scale, unit
@@ -39,13 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--arch", action="append", required=True, metavar="NAME|FILE",
                    help="arch preset or YAML file; give it twice (A, then B)")
     p.add_argument("--workload", required=True, metavar="NAME|FILE", help="zoo model name or .onnx/.yaml/.csv file")
-    p.add_argument("--batch", type=int, help="batch size")
-    p.add_argument("--seq", type=int, help="sequence length (transformers)")
-    p.add_argument("--phase", choices=["prefill", "decode"], help="LLM phase")
-    p.add_argument("--kv-len", type=int, dest="kv_len", help="KV-cache length (decode)")
-    p.add_argument("--image-size", type=int, dest="image_size", help="input image size (CNNs, ViT)")
-    p.add_argument("--weights", metavar="FMT", help="weight precision of the workload (e.g. bf16, fp16, int8)")
-    p.add_argument("--activations", metavar="FMT", help="activation precision of the workload")
+    add_workload_args(p)
+    add_fusion_arg(p)
+    add_precision_args(p)
     p.add_argument("--set-a", action="append", default=[], metavar="KEY=VALUE", dest="set_a",
                    help="override a value of arch A's spec (repeatable)")
     p.add_argument("--set-b", action="append", default=[], metavar="KEY=VALUE", dest="set_b",
@@ -98,9 +96,9 @@ def compare(args: argparse.Namespace) -> dict[str, Any]:
         raise ArchsimError(f"compare: expected --arch twice (A and B), got {len(args.arch)}")
     if (args.weights is None) != (args.activations is None):
         raise SpecError("precision: give both weights and activations (e.g. --weights bf16 --activations bf16)")
-    options = {"batch": args.batch, "seq": args.seq, "phase": args.phase, "kv_len": args.kv_len,
-               "image_size": args.image_size, "weight_precision": args.weights, "act_precision": args.activations}
+    options = {**workload_options(args), "weight_precision": args.weights, "act_precision": args.activations}
     options = {k: v for k, v in options.items() if v is not None}
+    mapper = {"fusion": args.fusion} if args.fusion is not None else {}
     archs = [load_arch(args.arch[0], overrides=args.set_a), load_arch(args.arch[1], overrides=args.set_b)]
     if args.weights is not None:  # each template's datapath for the pair, as `archsim run --weights` does
         for i, arch in enumerate(archs):
@@ -119,11 +117,12 @@ def compare(args: argparse.Namespace) -> dict[str, Any]:
             f"to match them or --allow-mixed-precision")
     runs = []
     for arch, prec in zip(archs, precisions):
-        r = simulate(graph, arch, detailed=args.detailed)
+        r = simulate(graph, arch, detailed=args.detailed, **mapper)
         runs.append({"arch": arch.name, "template": arch.template, "precision": {"weights": prec[0], "activations":
-                                                                               prec[1]}, **figures(r)})
+                                                                               prec[1]}, "cycles": r.total_cycles,
+                     **figures(r)})
     ratios = {key: _ratio(runs[0][key], runs[1][key]) for key, *_ in ROWS}
-    return {"workload": str(getattr(graph, "name", args.workload)), "options": options, "a": runs[0],
+    return {"workload": str(getattr(graph, "name", args.workload)), "options": {**options, **mapper}, "a": runs[0],
             "b": runs[1], "ratios_a_over_b": ratios, "mixed_precision": mixed}
 
 
@@ -143,6 +142,7 @@ def format_table(cmp: dict[str, Any]) -> str:
         r = cmp["ratios_a_over_b"][key]
         lines.append(f"{(label + (f' ({unit})' if unit else '')):<24} {a[key] * scale:>{wa}.4g} {b[key] * scale:>{wb}.4g} "
                      f"{(f'{r:.3g}x' if r is not None else '-'):>9}")
+    lines.append(f"{'cycles (per run)':<24} {a['cycles']:>{wa},} {b['cycles']:>{wb},}")
     lines.append(f"{'precision (w/a)':<24} {a['precision']['weights'] + '/' + a['precision']['activations']:>{wa}} "
                  f"{b['precision']['weights'] + '/' + b['precision']['activations']:>{wb}}")
     sp = cmp["ratios_a_over_b"]["tokens_per_s"]

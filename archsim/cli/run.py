@@ -31,27 +31,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--arch", required=True, metavar="NAME|FILE", help="arch preset name (see `archsim presets`) or YAML file")
     p.add_argument("--workload", required=True, metavar="NAME|FILE", help="zoo model name or .onnx/.yaml/.csv file")
-    p.add_argument("--batch", type=int, help="batch size")
-    p.add_argument("--seq", type=int, help="sequence length (transformers)")
-    p.add_argument("--phase", choices=["prefill", "decode"], help="LLM phase")
-    p.add_argument("--kv-len", type=int, dest="kv_len", help="KV-cache length (decode)")
-    p.add_argument("--image-size", type=int, dest="image_size", help="input image size (CNNs, ViT)")
-    add_onnx_args(p)
+    add_workload_args(p)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
                    help="override an arch spec value, e.g. rows=16 or dram.bytes_per_cycle=16 (repeatable)")
     p.add_argument("--out", metavar="DIR", help="output folder (default: sim_out/<arch>-<workload>)")
     p.add_argument("--detailed", action="store_true", help="time tiles with the detailed cycle-by-cycle model")
     p.add_argument("--objective", choices=["cycles", "energy"], help="what the mapping search minimises")
     p.add_argument("--dataflow", help="systolic: override the arch's dataflow (ws, os, is, auto)")
-    p.add_argument("--no-fusion", action="store_false", dest="fusion", default=None,
-                   help="run bias/ReLU/GELU/residual/requant ops as separate vector passes, not in the array's "
-                   "output path (the arch's output_ops)")
-    p.add_argument("--weights", metavar="FMT", help="weight precision for the run, e.g. int8, int4, bf16, fp8_e4m3 "
-                   "(with --activations; sets the workload and the template's datapath)")
-    p.add_argument("--activations", metavar="FMT", help="activation precision for the run (with --weights)")
+    add_fusion_arg(p)
+    add_precision_args(p)
     p.add_argument("--precision-policy", metavar="FILE", dest="precision_policy",
                    help="simd: layer-adaptive precision policy YAML (weights / activations / group size "
                    "per layer name pattern or op kind; see docs/simd.md)")
+    p.add_argument("--sqnr", action="store_true",
+                   help="ONNX workloads: also run the model's values at the run's precisions on seeded random "
+                   "inputs and report sqnr_db per GEMM layer and at the output vs fp32 (onnxruntime), and "
+                   "top-1 agreement for a classifier (see docs/simd.md)")
+    p.add_argument("--sqnr-seed", type=int, default=0, dest="sqnr_seed", metavar="N",
+                   help="seed of --sqnr's standard-normal inputs (default 0)")
     p.add_argument("--trace-layers", type=int, default=DEFAULT_TRACE_LAYERS, metavar="N",
                    help=f"per-command trace events for the first N layers (default {DEFAULT_TRACE_LAYERS})")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
@@ -60,6 +57,38 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="refuse a run estimated above this many ideal compute cycles (default 1e12, or "
                    "ARCHSIM_WORK_LIMIT)")
     p.set_defaults(func=run)
+
+
+def add_workload_args(p: argparse.ArgumentParser) -> None:
+    """The workload shape flags of ``run`` and ``compare`` (--batch, --seq, --phase, --kv-len,
+    --image-size, and the ONNX ones of :func:`add_onnx_args`); :func:`workload_options` reads them."""
+    p.add_argument("--batch", type=int, help="batch size")
+    p.add_argument("--seq", type=int, help="sequence length (transformers)")
+    p.add_argument("--phase", choices=["prefill", "decode"], help="LLM phase")
+    p.add_argument("--kv-len", type=int, dest="kv_len", help="KV-cache length (decode)")
+    p.add_argument("--image-size", type=int, dest="image_size", help="input image size (CNNs, ViT)")
+    add_onnx_args(p)
+
+
+def workload_options(args: argparse.Namespace) -> dict:
+    """Loader options of :func:`add_workload_args`' flags (the ones given)."""
+    options = {"batch": args.batch, "seq": args.seq, "phase": args.phase, "kv_len": args.kv_len,
+               "image_size": args.image_size, **onnx_options(args)}
+    return {k: v for k, v in options.items() if v is not None}
+
+
+def add_fusion_arg(p: argparse.ArgumentParser) -> None:
+    """``--no-fusion`` (``args.fusion``: None unless given, then False)."""
+    p.add_argument("--no-fusion", action="store_false", dest="fusion", default=None,
+                   help="run bias/ReLU/GELU/residual/requant ops as separate vector passes, not in the array's "
+                   "output path (the arch's output_ops)")
+
+
+def add_precision_args(p: argparse.ArgumentParser) -> None:
+    """``--weights FMT --activations FMT`` (both or neither)."""
+    p.add_argument("--weights", metavar="FMT", help="weight precision for the run, e.g. int8, int4, bf16, fp8_e4m3 "
+                   "(with --activations; sets the workload and the template's datapath)")
+    p.add_argument("--activations", metavar="FMT", help="activation precision for the run (with --weights)")
 
 
 def add_onnx_args(p: argparse.ArgumentParser) -> None:
@@ -99,12 +128,8 @@ def run(args: argparse.Namespace) -> int:
     from archsim.spec import load_arch
 
     arch = load_arch(args.arch, overrides=args.overrides)
-    options = {
-        "batch": args.batch, "seq": args.seq, "phase": args.phase, "kv_len": args.kv_len,
-        "image_size": args.image_size, "objective": args.objective, "dataflow": args.dataflow,
-        "fusion": args.fusion, **onnx_options(args),
-    }
-    options = {k: v for k, v in options.items() if v is not None}
+    options = {"objective": args.objective, "dataflow": args.dataflow, "fusion": args.fusion}
+    options = {**workload_options(args), **{k: v for k, v in options.items() if v is not None}}
     if getattr(args, "precision_policy", None):
         from mappers.options import option_names
 
@@ -112,6 +137,10 @@ def run(args: argparse.Namespace) -> int:
             raise ArchsimError(f"--precision-policy: template {arch.template} has no precision policies "
                                f"(the simd template does)")
         options["precision_policy"] = args.precision_policy
+    if getattr(args, "sqnr", False):
+        from archsim.templates.simd.network_sqnr import check_sqnr_run
+
+        check_sqnr_run(arch, args.workload)
     from archsim.outputs import OutputDir, OutputError
 
     if args.out is not None and not args.out.strip():
@@ -129,6 +158,11 @@ def run(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     result.options["overrides"] = list(args.overrides)
+    if getattr(args, "sqnr", False):
+        from archsim.templates.simd.network_sqnr import add_network_sqnr
+
+        add_network_sqnr(result, arch, args.workload, options, seed=args.sqnr_seed,
+                         policy_path=getattr(args, "precision_policy", None))
     try:
         write_reports(result, out_dir, plots=not args.no_plots)
     except OSError as err:
