@@ -32,7 +32,7 @@ CSV_COLUMNS = [
     "dram_input_bytes", "dram_weight_bytes", "dram_output_bytes",
     "sram_input_bytes", "sram_weight_bytes", "sram_output_bytes",
     "energy_compute_pj", "energy_sram_pj", "energy_dram_pj", "energy_vector_pj",
-    "repeat", "tiles", "start_cycle", "mapping", "weight_format", "activation_format",
+    "repeat", "tiles", "start_cycle", "mapping", "weight_format", "activation_format", "sqnr_db",
 ]
 
 
@@ -72,7 +72,7 @@ def layers_csv_text(result: SimResult) -> str:
             e.get("compute", 0.0), e.get("sram", 0.0), e.get("dram", 0.0), e.get("vector", 0.0),
             l.repeat, l.tiles, l.start_cycle,
             json.dumps(_round_floats(_plain(l.mapping)), sort_keys=True, separators=(",", ":")),
-            l.weight_format, l.activation_format,
+            l.weight_format, l.activation_format, "" if l.sqnr_db is None else l.sqnr_db,
         ]
         w.writerow([_fmt(x) for x in row])
     return buf.getvalue()

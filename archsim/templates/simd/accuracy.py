@@ -188,21 +188,29 @@ def _softmax(x, node):
     return e / e.sum(axis=axis, keepdims=True)
 
 
-def execute(model, feeds: dict, prec: Precision | None = None,
-            policy=None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Run ``model`` (ONNX ModelProto) on ``feeds``; returns (graph outputs, every GEMM node's output).
+def execute(model, feeds: dict, prec: Precision | None = None, policy=None,
+            per_layer: dict[str, Precision] | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Run ``model`` (ONNX ModelProto) on ``feeds``; returns (graph outputs, every GEMM node's output
+    by its layer name, as ``archsim run`` names the node).
 
-    ``policy`` (a :class:`mappers.precision_policy.Policy`) overrides ``prec`` per node name / op kind."""
+    ``policy`` (a :class:`mappers.precision_policy.Policy`) overrides ``prec`` per node name / op kind;
+    ``per_layer`` (layer name -> Precision) sets the GEMMs it names outright."""
     from onnx import numpy_helper
+
+    from workloads.onnx_import import _node_names
 
     prec = prec or Precision()
     env = {i.name: numpy_helper.to_array(i).astype(np.float64) for i in model.graph.initializer}
     params = set(env)
     env.update({k: np.asarray(v, np.float64) for k, v in feeds.items()})
     gemm_outputs = {}
-    for node in model.graph.node:
+    nodes = list(model.graph.node)
+    names = _node_names(nodes)
+    for node in nodes:
         p = prec
-        if policy is not None and node.op_type in GEMM_OPS:
+        if per_layer is not None and names[id(node)] in per_layer:
+            p = per_layer[names[id(node)]]
+        elif policy is not None and node.op_type in GEMM_OPS:
             kind = "conv2d" if node.op_type == "Conv" else "matmul"
             w, a, g = policy.resolve(node.name, kind, prec.weights, prec.activations, prec.group_size)
             p = Precision(w, a, g, prec.exact, prec.dequant_format)
@@ -263,7 +271,7 @@ def execute(model, feeds: dict, prec: Precision | None = None,
         y = y.astype(np.float32).astype(np.float64)  # tensors between ops are fp32
         env[node.output[0]] = y
         if op in GEMM_OPS:
-            gemm_outputs[node.name] = y
+            gemm_outputs[names[id(node)]] = y
     return {o.name: env[o.name] for o in model.graph.output}, gemm_outputs
 
 
