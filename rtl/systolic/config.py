@@ -9,7 +9,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-PRECISION_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+from archsim.templates.systolic.params import PRECISION_BITS
+
 DATAFLOW_CODES = {"ws": 0, "os": 1, "is": 2}
 BUFFER_CODES = {"left": 0, "top": 1, "out": 2}
 #: cycles from the fetch level (buffer read issued) to the array level (operand in the edge register)

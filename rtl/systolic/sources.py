@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from archsim.errors import WorkloadError
+from archsim.templates.systolic.params import PRECISION_BITS
 
-PRECISION_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
 #: published GEMM shapes (M, K, N) used as co-simulation sources
 REAL_GEMMS = {
     "resnet50": ("ResNet-50 conv1 (im2col)", 12544, 147, 64),
