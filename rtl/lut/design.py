@@ -349,14 +349,26 @@ class LutCore(wiring.Component):
 
         # ---------------------------------------------------------- precompute unit
         tables = [[[Signal(eb, name=f"tab{b}_r{r}_e{e}") for e in range(E)] for r in range(tm)] for b in range(2)]
+        # The precompute of step s+1 starts in the first lookup cycle of step s (not the last step).
+        # ``pre_go`` is that cycle, registered one cycle ahead from the sequencer's next state, and
+        # pc / ps rest at the next build's start (0, step) between builds: the generators and the
+        # table write enables see registers only (no path from the sequencer's compares).
         pre_go = Signal()
-        m.d.comb += pre_go.eq(issue & (sc == 0) & ~last_step & ~precomp)
+        next_last = Signal()  # the step after this one is the tile's last
+        g_wrap = g == groups - 1
+        m.d.comb += next_last.eq(Mux(g_wrap, (mb + 1 == row_blocks - 1) & (groups == 1),
+                                     (mb == row_blocks - 1) & (g + 1 == groups - 1)))
+        first_look = running & (lk_wait == 1) & (sc == 0) & ~last_step  # step 0's lookups start next cycle
+        advance = seq & (sc == slot - 1) & ~last_step  # the next step's lookups start next cycle
+        m.d.sync += pre_go.eq(~precomp & (first_look | (advance & ~next_last)))
         pre_act = pre_active | pre_go
-        pc_eff = Signal.like(pc)
-        ps_eff = Signal.like(ps)
-        m.d.comb += [pc_eff.eq(Mux(pre_go, 0, pc)), ps_eff.eq(Mux(pre_go, s + 1, ps)), act_r.addr.eq(ps_eff)]
+        pc_eff, ps_eff = pc, ps
+        m.d.comb += act_r.addr.eq(ps)
         with m.If(pre_act):
-            m.d.sync += [pc.eq(pc_eff + 1), ps.eq(ps_eff), pre_active.eq(pc_eff + 1 < c.pre_cycles)]
+            with m.If(pc + 1 < c.pre_cycles):
+                m.d.sync += [pc.eq(pc + 1), pre_active.eq(1)]
+            with m.Else():  # this step's tables are done: rest at the next step's start
+                m.d.sync += [pc.eq(0), ps.eq(ps + 1), pre_active.eq(0)]
         rows = Array(act_r.data[r * K * ab:(r + 1) * K * ab] for r in range(tm))
         n_gen = min(c.entries_per_cycle, tm * E)
         gen_out = []
