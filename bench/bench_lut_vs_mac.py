@@ -1,9 +1,12 @@
 """LUT tensor core vs a dequantize-then-MAC core of equal peak MACs/cycle, per W x A, and BitNet decode.
 
 1. Per W x A (W1, W1.58, W2, W4 x A8, A16) one GEMM (default 256 x 2048 x 2048, weights
-   in the W format) on ``lut-m2n64k4`` built for that pair only, and on the baseline
-   ``lut-baseline-mac-16x16-a8`` / ``-a16`` (16x16 systolic: 256 MACs/cycle = the LUT's
-   peak at 2-bit weights; its weights travel packed and are widened to int8 / 16 bits):
+   in the W format) on ``lut-m2n64k4`` built for that pair only, and on a baseline of
+   the SAME PEAK MACs/cycle AT THAT W (the bit-serial LUT core's peak is
+   ``tile_m * tile_n * group_k / b``: 512 / 256 / 128 at W1 / W2 / W4): the systolic
+   ``lut-baseline-mac-16x16-a8`` / ``-a16`` (16x16 = the W1.58 / W2 peak) with its
+   ``cols`` set to peak / 16 (16x32 at W1, 16x8 at W4); its weights travel packed and
+   are widened to int8 / 16 bits:
    cycles, energy, core area, MACs/cycle per mm^2 of core (compute density), MACs per uJ
    (whole run: datapath + SRAM + DRAM) and per uJ of the datapath alone ("core").
    Core = the compute datapath (LUT units + precompute unit + table / accumulator
@@ -34,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from archsim.area import area_breakdown  # noqa: E402
 from archsim.simulation import simulate  # noqa: E402
 from archsim.spec.load import load_arch  # noqa: E402
+from archsim.templates.lut.tile import PLANES  # noqa: E402
 from workloads.zoo._net import Net  # noqa: E402
 
 WEIGHTS = (("W1", "int1"), ("W1.58", "ternary"), ("W2", "int2"), ("W4", "int4"))
@@ -54,10 +58,26 @@ def core_mm2(arch) -> float:
     return sum(i.um2 for i in area_breakdown(arch) if i.component.split(".")[0] in CORE) / 1e6
 
 
+def peak_of(arch) -> float:
+    """Peak MACs/cycle: the LUT core's at its weight format, or the systolic array's PEs."""
+    p = arch.params
+    if hasattr(p, "group_k"):
+        return p.tile_m * p.tile_n * p.group_k / PLANES[p.weight_format]
+    return p.rows * p.cols
+
+
+def baseline(aname: str, lut) -> object:
+    """The systolic baseline with the LUT core's peak MACs/cycle at its weight format (16 rows)."""
+    peak = peak_of(lut)
+    if peak % 16:
+        raise SystemExit(f"error: the LUT peak {peak:g} MACs/cycle is not a 16-row systolic array")
+    return load_arch(BASE[aname], {"rows": 16, "cols": int(peak) // 16})
+
+
 def run_pair(args, wname, w, aname, a) -> dict:
     lut = load_arch(LUT, {"weight_formats": [w], "activation_formats": [a], "weight_format": w,
                           "activation_format": a})
-    base = load_arch(BASE[aname])
+    base = baseline(aname, lut)
     g = gemm(*args.gemm, w, a)
     out = {"w": wname, "a": aname}
     for name, arch in (("lut", lut), ("mac", base)):
@@ -65,7 +85,7 @@ def run_pair(args, wname, w, aname, a) -> dict:
         mm2 = core_mm2(arch)
         out[name] = {"arch": arch.name, "cycles": r.total_cycles, "energy_uj": r.energy_pj / 1e6,
                      "core_energy_uj": r.energy_pj_by_component.get("compute", 0.0) / 1e6,
-                     "core_mm2": mm2, "macs": r.macs,
+                     "core_mm2": mm2, "macs": r.macs, "peak": peak_of(arch),
                      "macs_per_cycle": r.macs / r.total_cycles,
                      "density": r.macs / r.total_cycles / mm2,
                      "macs_per_uj": r.macs / (r.energy_pj / 1e6),
@@ -156,13 +176,13 @@ def main(argv=None) -> int:
     if synth:
         p = next(iter(synth.values()))["lut"]["generic"].get("params", {})
         print(f"SYNTH columns: the RTL (rtl/lut) LUT core M{p.get('tile_m')} N{p.get('tile_n')} K{p.get('group_k')} "
-              f"built for each pair vs rtl.lut.mac_baseline of equal W1 peak, yosys generic 4-LUTs; density = peak "
+              f"built for each pair vs rtl.lut.mac_baseline of the same peak at that W, yosys generic 4-LUTs; density = peak "
               f"MACs/cycle per 4-LUT (bench/bench_lut_synth.py). The other columns: archsim's AREA MODEL.")
     print(f"GEMM {m} x {k} x {n} on {LUT} (built for each pair) vs {BASE['A8']} / {BASE['A16']} "
-          f"(256 MACs/cycle; = LUT peak at W2). core mm^2 from the AREA MODEL (45 nm); density = "
+          f"sized to the LUT's peak at each W (16 x peak/16; 16x16 at W1.58 / W2). core mm^2 from the AREA MODEL (45 nm); density = "
           f"MACs/cycle per core mm^2" + ("; 'synth' columns from yosys (generic 4-LUTs, bench_lut_synth.py)"
                                          if synth else "; no synthesis results given (--synth / --synth-json)"))
-    hdr = (f"{'W x A':<10}| {'core':<4} {'cycles':>10} {'MAC/cyc':>8} {'energy uJ':>10} {'core mm2':>9} "
+    hdr = (f"{'W x A':<11}| {'core':<4} {'peak':>5} {'cycles':>10} {'MAC/cyc':>8} {'energy uJ':>10} {'core mm2':>9} "
            f"{'density':>8} {'MAC/uJ':>8} | {'density LUT/MAC':>15} {'MAC/uJ LUT/MAC':>14} {'core MAC/uJ LUT/MAC':>19}"
            + (f" | {'synth 4-LUTs':>12} {'synth density LUT/MAC':>21}" if synth else ""))
     print(hdr)
@@ -176,7 +196,7 @@ def main(argv=None) -> int:
                           f"{row['lut']['macs_per_uj'] / row['mac']['macs_per_uj']:>13.2f}x "
                           f"{row['lut']['core_macs_per_uj'] / row['mac']['core_macs_per_uj']:>18.2f}x") \
                     if core == "lut" else f"{'':>15} {'':>14} {'':>19}"
-                line = (f"{(wname + ' x ' + aname) if core == 'lut' else '':<10}| {core:<4} {f['cycles']:>10,} "
+                line = (f"{(wname + ' x ' + aname) if core == 'lut' else '':<11}| {core:<4} {f['peak']:>5g} {f['cycles']:>10,} "
                         f"{f['macs_per_cycle']:>8.1f} {f['energy_uj']:>10.1f} {f['core_mm2']:>9.4f} "
                         f"{f['density']:>8.0f} {f['macs_per_uj']:>8.0f} | {ratios}")
                 s = synth.get((wname, aname))

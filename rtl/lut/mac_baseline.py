@@ -1,11 +1,11 @@
 """The dequantize-then-MAC baseline of the LUT core's density comparison: a small
 parameterized Amaranth core of the same peak MACs/cycle (synthesis only, not a template).
 
-Equal peak throughput: the LUT core does ``tile_m * tile_n * group_k`` MACs per
-cycle with 1-bit weights (one bit plane per cycle) and ``/ b`` with b-bit weights
-(bit-serial). This core has ``tile_m * tile_n * group_k`` multipliers, one MAC
-each per cycle for any weight width: it equals the LUT core's W1 peak, so the
-LUT/MAC density ratio of Wb carries the bit-serial factor ``1/b``.
+Equal peak throughput, per weight width: the bit-serial LUT core does
+``tile_m * tile_n * group_k / b`` MACs per cycle with b-bit weights (one bit
+plane per cycle), so its peak depends on W. The baseline of a W x A pair is
+this core with ``tile_m x (tile_n / b) x group_k`` multipliers (one MAC each
+per cycle): the same peak MACs/cycle AT THAT W (W1.58 and W2 share one, b = 2).
 
 Each cycle it takes ``tile_m x group_k`` activations and ``group_k x tile_n``
 weights. ``weight_format=None`` (what the density bench synthesizes): the weights
