@@ -28,8 +28,11 @@ GEMM's layer carries them as its :attr:`mappers.lower.Gemm.epilogue`.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from math import prod
+
+from mappers.lower import Gemm
 
 _CLASS_OF_FN = {
     "relu": "relu", "relu6": "relu", "clip": "relu", "leakyrelu": "relu",
@@ -74,6 +77,17 @@ def op_class(op) -> str | None:
     if op.num_inputs != 1 or op.const_params:
         return None
     return _CLASS_OF_FN.get(fn)
+
+
+def with_epilogue(low, epilogue: Epilogue | None):
+    """``low`` (:class:`mappers.lower.Lowered`) with its GEMM(s) carrying ``epilogue``
+    (unchanged when None): every mapper with an output path applies a fused chain this way."""
+    if epilogue is None:
+        return low
+    parts = tuple(dataclasses.replace(p, epilogue=epilogue.classes, residual=epilogue.residual,
+                                      out_precision=epilogue.out_precision) if isinstance(p, Gemm) else p
+                  for p in low.parts)
+    return dataclasses.replace(low, parts=parts)
 
 
 def plan_fusion(graph, unit_ops) -> FusionPlan:

@@ -33,13 +33,17 @@ Compute commands (units ``"pim.ch<i>"``) and VectorOps on the ASIC (unit
 
 Weights and KV cache are stored in the PIM's ``mac_precision`` whatever the
 graph's precision (the PIM computes only in its own format).
+
+Operator fusion: the banks' MAC units have no output path of their own (a
+GEMV's outputs go to the ASIC, which runs every element-wise op anyway), so a
+spec declaring ``output_ops`` is a one-line :class:`~archsim.errors.SpecError`.
 """
 from __future__ import annotations
 
 from math import ceil
 from typing import Callable
 
-from archsim.errors import MappingError
+from archsim.errors import MappingError, SpecError
 from archsim.program import Compute, LayerProgram, VectorOp
 from archsim.templates.pim.tile import PimTile, plan_steps, step_counts
 from mappers.lower import Gather, Gemm, VectorWork, lower_op, op_key
@@ -144,6 +148,9 @@ def _emit_attention_decode(layer: _Layer, heads: int, kv_heads: int, seq_kv: int
 
 
 def make_mapper(arch, options) -> Callable:
+    if arch.output_ops:  # not ignored: a spec that says the PIM fuses would report figures it does not model
+        raise SpecError(f"{arch.name}: output_ops: expected none for the pim template (its element-wise "
+                        f"ops run on the ASIC; there is no GEMM output path to fuse into), got {', '.join(arch.output_ops)}")
     p = arch.params
     eb = p.element_bytes
 

@@ -18,6 +18,10 @@ For each op (:mod:`mappers.lower`):
    contract, DRAM bytes from :func:`mappers.tiling.traffic`, estimate
    ``max(compute, dram / bandwidth)``; the least ``objective`` wins.
 3. Vector work and gathers go to the vector unit / DMA as in every template.
+4. **Fusion** (:mod:`mappers.fusion`, the arch spec's ``output_ops``): a GEMM's
+   element-wise chain (bias, ReLU/GELU, residual add, requant) runs in its output
+   path as it drains; the result and a residual tile are stored / read in the
+   layer's activation format, and the tile search counts the residual tiles' room.
 
 Buffer bytes use the layer's formats (an int4 weight tile takes half the bytes
 of an int8 one); outputs and partial sums are 32-bit. With a group size, every
@@ -35,6 +39,7 @@ from archsim.program import LayerProgram, Load, Store
 from archsim.templates.simd.options import SimdOptions
 from archsim.templates.simd.tile import SimdTile
 from mappers.emit import BufferLayout, Emitter, emit_gather, emit_vector
+from mappers.fusion import with_epilogue
 from mappers.lower import Gather, Gemm, VectorWork, lower_op
 from mappers.precision_policy import load_policy
 from mappers.tiling import TilePlan, class_sum, dim_candidates, emit_gemm, occupancy, traffic
@@ -65,6 +70,8 @@ class SimdMapper:
             self.e_sram = float(tech.sram_pj_per_byte(max(b.bytes for b in arch.buffers.values())))
         except (KeyError, AttributeError, ValueError):
             self.e_sram = 2.5
+        #: element-wise classes the array's output path runs after a GEMM (mappers.fusion)
+        self.output_ops = tuple(arch.output_ops or ())
 
     # -- precision -------------------------------------------------------------
     def layer_formats(self, op) -> tuple[str, str, int]:
@@ -90,8 +97,10 @@ class SimdMapper:
         return w, a, gs
 
     # -- one op ------------------------------------------------------------------
-    def __call__(self, op) -> LayerProgram:
-        low = lower_op(op, self.conv_lowering)
+    def __call__(self, op, epilogue=None) -> LayerProgram:
+        """Map ``op``; ``epilogue`` (:class:`mappers.fusion.Epilogue`): element-wise
+        ops run in the output path as the op's GEMM drains."""
+        low = with_epilogue(lower_op(op, self.conv_lowering), epilogue)
         em = Emitter(self.layout)
         mappings = []
         layer_w, layer_a = "", ""
@@ -108,6 +117,8 @@ class SimdMapper:
                 mp = plan.as_mapping(g)
                 mp.update(role=part.role, m=g.m, k=g.k, n=g.n, weight_format=wf, activation_format=af,
                           group_size=gs, **est)
+                if part.epilogue:  # the fused layers name this one (mapping["fused_into"])
+                    mp["epilogue"] = list(part.epilogue)
                 mappings.append(mp)
 
                 def split(sm, sk, sn, acc, wf=wf, af=af, gs=gs):
@@ -141,7 +152,8 @@ class SimdMapper:
 
     @staticmethod
     def _typed(g: Gemm, wf: str, af: str) -> Gemm:
-        """The GEMM with its operands in the layer's formats and 32-bit partial sums."""
+        """The GEMM with its operands in the layer's formats and 32-bit partial sums; its
+        result (and a fused residual tile) in the activation format."""
         acc = "int32" if get_format(wf).kind == "int" and get_format(af).kind == "int" else "fp32"
         return dataclasses.replace(g, a_precision=af, b_precision=wf, acc_precision=acc, out_precision=af)
 

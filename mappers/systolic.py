@@ -54,6 +54,7 @@ from archsim.program import LayerProgram, Store
 from archsim.templates.systolic.options import SystolicOptions
 from archsim.templates.systolic.tile import GEOMETRY, SystolicTile
 from mappers.emit import BufferLayout, Emitter, emit_gather, emit_vector
+from mappers.fusion import with_epilogue
 from mappers.lower import Gather, Gemm, VectorWork, lower_op
 from mappers.registry import arch_key
 from mappers.tiling import (ORDERS, MemoryCosts, TilePlan, a_load_bytes, class_sum, dim_candidates, emit_gemm,
@@ -116,9 +117,7 @@ class SystolicMapper:
     def __call__(self, op, epilogue=None) -> LayerProgram:
         """Map ``op``; ``epilogue`` (:class:`mappers.fusion.Epilogue`): element-wise
         ops run in the output path as the op's GEMM drains."""
-        low = lower_op(op, self.conv_lowering)
-        if epilogue is not None:
-            low = _with_epilogue(low, epilogue)
+        low = with_epilogue(lower_op(op, self.conv_lowering), epilogue)
         low, groups = self._column_groups(low)
         em = Emitter(self.layout)
         state = {"first": True}
@@ -377,16 +376,6 @@ class SystolicMapper:
         est = {"est_cycles": int(c["est_cycles"][i]), "est_energy_pj": float(c["energy_pj"][i]),
                "est_compute_cycles": int(c["compute_cycles"][i]), "est_dram_bytes": int(c["dram_bytes"][i])}
         return plan, est
-
-
-def _with_epilogue(low, epilogue):
-    """``low`` with its (single) GEMM carrying ``epilogue``."""
-    import dataclasses
-
-    parts = tuple(dataclasses.replace(p, epilogue=epilogue.classes, residual=epilogue.residual,
-                                      out_precision=epilogue.out_precision) if isinstance(p, Gemm) else p
-                  for p in low.parts)
-    return dataclasses.replace(low, parts=parts)
 
 
 def make_mapper(arch, options) -> SystolicMapper:
