@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from archsim.errors import SpecError
-from archsim.spec.load import load_arch, load_tech
+from archsim.spec.load import load_arch, load_tech, tech_names
 
 
 @pytest.mark.parametrize("name", ["systolic-32x32-ws", "systolic-32x32-os", "systolic-128x128-ws"])
@@ -47,3 +47,83 @@ def test_extends_errors_are_one_line():
         load_arch(_spec_with_tech({"extends": "nope"}))
     with pytest.raises(SpecError, match=r"tech\.sram"):
         load_arch(_spec_with_tech({"extends": "generic-45nm", "sram": []}))
+
+
+# ----------------------------------------------------------------------------- tech table files that extend
+
+
+def _write(path, text):
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_tech_file_extends_a_shipped_table_and_another_file(tmp_path):
+    base = load_tech("generic-45nm")
+    a = _write(tmp_path / "a.yaml", "extends: generic-45nm\nenergy_pj:\n"
+               "  mac.int8: {value: 0.5, source: 'measured here'}\n  my.action: 1.25\n")
+    b = _write(tmp_path / "b.yaml", "extends: a.yaml\ndescription: b over a\nenergy_pj: {mac.int4: 0.07}\n")
+    ta, tb = load_tech(a), load_tech(b)
+    assert ta.name == "a" and tb.name == "b" and tb.description == "b over a"  # the file stem by default
+    assert ta.energy("mac.int8") == tb.energy("mac.int8") == 0.5 and ta.sources["mac.int8"] == "measured here"
+    assert tb.energy("my.action") == 1.25 and tb.energy("mac.int4") == 0.07 and ta.energy("mac.int4") == base.energy("mac.int4")
+    assert "mac.int4" not in tb.sources  # a replaced figure does not keep the base's source
+    assert tb.sram_points == base.sram_points and tb.energy("dram_bit") == base.energy("dram_bit")
+    # an arch spec names the file; an inline mapping may extend one too
+    arch = load_arch(_spec_with_tech(b))
+    assert arch.tech.energy("mac.int4") == 0.07
+    assert load_tech({"extends": b, "energy_pj": {"mac.int4": 0.08}}).energy("mac.int8") == 0.5
+
+
+def test_a_cycle_of_extends_is_a_one_line_error(tmp_path):
+    _write(tmp_path / "x.yaml", "extends: y.yaml\n")
+    _write(tmp_path / "y.yaml", "extends: x.yaml\n")
+    self_ref = _write(tmp_path / "self.yaml", "extends: self.yaml\n")
+    for path, chain in ((tmp_path / "x.yaml", "x.yaml -> .*y.yaml -> .*x.yaml"), (self_ref, "self.yaml -> .*self.yaml")):
+        with pytest.raises(SpecError, match=rf"extends: a cycle of tech tables \(.*{chain}\)$") as err:
+            load_tech(str(path))
+        assert "\n" not in str(err.value)
+    with pytest.raises(SpecError, match=r"extends: a cycle of tech tables"):  # through an arch spec too
+        load_arch(_spec_with_tech(str(tmp_path / "y.yaml")))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("extends: nope\n", r"bad\.yaml: extends: unknown tech table 'nope'"),
+    ("extends: generic-45nm\nsram: []\n", r"bad\.yaml: sram: unknown key"),
+    ("extends: generic-45nm\nenergy_pj: {mac.int8: -1}\n", r"bad\.yaml: energy_pj\.mac\.int8: expected a number >= 0"),
+    ("extends: generic-45nm\nenergy_pj: {mac.imt8: 1}\n", r"bad\.yaml: energy_pj\.mac\.imt8: not in the extended table; "
+                                                            r"did you mean 'mac\.int8'\?"),
+])
+def test_errors_in_an_extending_file_name_the_file_and_key(tmp_path, text, message):
+    path = _write(tmp_path / "bad.yaml", text)
+    with pytest.raises(SpecError, match=message) as err:
+        load_tech(path)
+    assert "\n" not in str(err.value)
+
+
+# report energies of both simd presets, recorded before their tech block moved from an inline
+# `tech: {extends: generic-45nm, energy_pj: ...}` to presets/tech/simd-45nm.yaml (mobilenet_v1 at 64 px)
+SIMD_PRESET_ENERGY_PJ = {
+    ("simd-edge", "int8", "int8"): 1369562686.8799999,
+    ("simd-edge", "int4", "fp8_e4m3"): 875915457.12,
+    ("simd-edge", "bf16", "bf16"): 2752557477.568,
+    ("simd-1024", "int8", "int8"): 1530288928.4802716,
+    ("simd-1024", "posit8_0", "posit8_0"): 1546515965.509139,
+}
+
+
+@pytest.mark.parametrize("preset, weights, activations", list(SIMD_PRESET_ENERGY_PJ))
+def test_simd_presets_energy_unchanged_by_the_tech_file(preset, weights, activations):
+    from archsim.simulation import simulate
+
+    arch = load_arch(preset)
+    assert arch.tech.name == "simd-45nm" and "simd-45nm" in tech_names()
+    r = simulate("mobilenet_v1", arch, weights=weights, activations=activations, image_size=64, trace_layers=0)
+    assert r.energy_pj == pytest.approx(SIMD_PRESET_ENERGY_PJ[(preset, weights, activations)], rel=1e-12)
+
+
+def test_the_simd_tech_table_cites_every_figure_it_adds():
+    simd, base = load_tech("simd-45nm"), load_tech("generic-45nm")
+    added = [k for k in simd.energy_pj if k not in base.energy_pj]
+    assert len(added) >= 19 and all(k.startswith("simd.") for k in added)
+    assert all(simd.sources.get(k) for k in added)
+    assert simd.energy("simd.mult.int8") == base.energy("mult.int8")  # the 8-bit lane multiply is Horowitz's

@@ -477,13 +477,26 @@ def _build_tech(raw: Any, default_name: str) -> TechSpec:
     )
 
 
+#: tech table files being loaded, outermost first (an ``extends`` cycle is an error, not a recursion)
+_TECH_LOADING: list[tuple[str, str]] = []
+
+
 @functools.lru_cache(maxsize=64)
 def _load_tech_cached(name_or_path: str) -> TechSpec:
-    raw, where, _source, default_name = _read_source(name_or_path, TECH_PRESET_PACKAGE, "tech table")
+    raw, where, source, default_name = _read_source(name_or_path, TECH_PRESET_PACKAGE, "tech table")
+    key = source if source.startswith("preset:") else os.path.realpath(source)
+    if any(k == key for k, _ in _TECH_LOADING):
+        chain = [w for _, w in _TECH_LOADING[[k for k, _ in _TECH_LOADING].index(key):]] + [where]
+        raise SpecError(f"{_TECH_LOADING[-1][1]}: extends: a cycle of tech tables ({' -> '.join(chain)})")
+    _TECH_LOADING.append((key, where))
     try:
+        if isinstance(raw, Mapping) and "extends" in raw:
+            return _extend_tech(raw, where, default_name)
         return _build_tech(raw, default_name)
     except _Bad as bad:
         raise SpecError(f"{where}: {bad.key}: {bad.message}" if bad.key else f"{where}: {bad.message}") from None
+    finally:
+        _TECH_LOADING.pop()
 
 
 def load_tech(tech: Any = DEFAULT_TECH) -> TechSpec:
@@ -492,7 +505,7 @@ def load_tech(tech: Any = DEFAULT_TECH) -> TechSpec:
         return tech
     if isinstance(tech, Mapping):
         try:
-            return _build_tech(tech, "inline")
+            return _extend_tech(tech, "<inline tech table>") if "extends" in tech else _build_tech(tech, "inline")
         except _Bad as bad:
             raise SpecError(f"<inline tech table>: {bad.key}: {bad.message}") from None
     return _load_tech_cached(os.fspath(tech) if isinstance(tech, os.PathLike) else tech)
@@ -509,10 +522,14 @@ def _check_new_name(name: str, existing: Mapping, key: str) -> None:
         raise _Bad(f"{key}.{name}", f"not in the extended table; did you mean {close[0]!r}?")
 
 
-def _extend_tech(raw: Mapping, where: str) -> TechSpec:
+def _extend_tech(raw: Mapping, where: str, default_name: str = "") -> TechSpec:
     """``{extends: NAME, name:, description:, energy_pj: {...}, area_um2: {...}}``: a shipped
-    table with some figures replaced or added (each with its source)."""
-    base = _tech(raw["extends"], where)
+    table (or a tech table file, which may extend another) with some figures replaced or added
+    (each with its source). Inline in an arch spec or as a tech table file of its own."""
+    try:
+        base = _tech(raw["extends"], where)
+    except _Bad as bad:
+        raise _Bad("extends", bad.message) from None
     extra = _mapping(raw, "", ("extends", "name", "description", "energy_pj", "area_um2"))
     energy, area, sources = dict(base.energy_pj), dict(base.area_um2), dict(base.sources)
     for action, v in _mapping(extra.get("energy_pj"), "energy_pj").items():
@@ -527,7 +544,7 @@ def _extend_tech(raw: Mapping, where: str) -> TechSpec:
         sources.pop(f"area.{comp}", None)
         if src:
             sources[f"area.{comp}"] = src
-    name = extra.get("name", f"{base.name}+")
+    name = extra.get("name", default_name or f"{base.name}+")
     if not isinstance(name, str) or not name:
         raise _Bad("name", f"expected a non-empty string, got {_describe(name)}")
     desc = " ".join(str(extra.get("description", base.description)).split())
