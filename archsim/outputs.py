@@ -18,6 +18,12 @@ where a good one was. Temporary names are ``.archsim-tmp-<pid>-<random>-<name>``
 they are removed on an exception, on SIGTERM (see :func:`install_sigterm_cleanup`),
 and, when a SIGKILL left some behind, by the next claim of the same folder
 (those whose process is gone).
+
+Several processes may write into one folder at once (two ``archsim run --out``
+into the same place, sweep workers): each marker update is a read-merge-write
+under a file lock (kept in archsim's cache folder, keyed by the folder's real
+path, so the user's folder gains no lock file), so no process drops the files
+another one recorded.
 """
 from __future__ import annotations
 
@@ -234,12 +240,7 @@ class OutputDir:
         except OSError as err:
             raise _wrap(label, "list the output folder", err) from None
         if marker.is_file():
-            try:
-                doc = json.loads(marker.read_text(encoding="utf-8"))
-                self.files = {str(f) for f in doc.get("files", []) if isinstance(f, str)}
-            except (OSError, ValueError, AttributeError):
-                raise OutputError(f"{label}: the marker file {MARKER} is unreadable; remove it only if "
-                                  "archsim wrote this folder") from None
+            self.files = self._recorded_files()
             clean_stale_temps(path)
             for sub in {Path(f).parent for f in self.files if Path(f).parent != Path(".")}:
                 clean_stale_temps(path / sub)
@@ -253,10 +254,29 @@ class OutputDir:
             raise OutputError(f"{label}: cannot write to the output folder: permission denied")
         self._save_marker()
 
-    def _save_marker(self) -> None:
-        doc = {WRITTEN_BY_KEY: f"archsim {self.kind}", "files": sorted(self.files)}
+    def _recorded_files(self) -> set[str]:
+        """The files the marker lists now (another process may have added some since we read it)."""
+        marker = self.path / MARKER
+        if not marker.is_file():
+            return set()
         try:
-            atomic_write(self.path / MARKER, json.dumps(doc, indent=1) + "\n")
+            doc = json.loads(marker.read_text(encoding="utf-8"))
+            return {str(f) for f in doc.get("files", []) if isinstance(f, str)}
+        except (OSError, ValueError, AttributeError):
+            raise OutputError(f"{self.path}: the marker file {MARKER} is unreadable; remove it only if "
+                              "archsim wrote this folder") from None
+
+    def _save_marker(self) -> None:
+        """Merge our files with the marker's current list and write it, under the folder's lock."""
+        from filelock import FileLock, Timeout
+
+        try:
+            with FileLock(_folder_lock_path(self.path), timeout=60):
+                self.files |= self._recorded_files()
+                doc = {WRITTEN_BY_KEY: f"archsim {self.kind}", "files": sorted(self.files)}
+                atomic_write(self.path / MARKER, json.dumps(doc, indent=1) + "\n")
+        except Timeout:
+            raise OutputError(f"{self.path}: another archsim process has held this folder's marker for over 60 s") from None
         except OSError as err:
             raise _wrap(self.path / MARKER, "write", err) from None
 
@@ -265,6 +285,8 @@ class OutputDir:
         if rel.is_absolute() or ".." in rel.parts:
             raise OutputError(f"{name}: output names stay inside {self.path}")
         target = self.path / rel
+        if (target.exists() or target.is_symlink()) and name not in self.files:
+            self.files |= self._recorded_files()  # another process writing here may have recorded it
         if (target.exists() or target.is_symlink()) and name not in self.files:
             raise OutputError(f"{target}: exists and was not written by archsim; move it away or choose another folder")
         if target.is_symlink() or (target.exists() and not target.is_file()):
@@ -323,6 +345,21 @@ class OutputDir:
         finally:
             _remove_quietly(str(tmp))
             _forget(tmp)
+
+
+def _folder_lock_path(folder: Path) -> Path:
+    """The lock file for ``folder``'s marker: in the cache folder, named by a hash of its real path."""
+    import hashlib
+
+    from archsim.cache import cache_root
+
+    key = hashlib.sha256(os.path.realpath(folder).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    locks = cache_root() / "locks"
+    try:
+        locks.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise _wrap(locks, "create the lock folder (set ARCHSIM_CACHE_DIR)", err) from None
+    return locks / f"{key}.lock"
 
 
 def _legacy_files(path: Path, entries: list[str]) -> list[str]:

@@ -195,3 +195,40 @@ def test_a_folder_an_older_archsim_wrote_is_adopted_but_not_one_with_a_users_fil
     status, _, err = cli(RUN + [str(mixed)])
     assert status == 2 and "was not written by archsim" in err
     assert (mixed / "report.json").read_text() == "{}\n"
+
+
+def _write_many(folder: str, prefix: str, count: int) -> None:
+    out = OutputDir(folder, kind="test")
+    for i in range(count):
+        out.write(f"{prefix}{i}.txt", f"{prefix}{i}\n")
+
+
+def test_two_processes_writing_one_folder_keep_each_others_files_recorded(tmp_path):
+    """Each marker update merges under a lock: neither process drops the names the other recorded,
+    so a later claim still owns (and may replace) every file both wrote."""
+    import multiprocessing
+
+    folder = str(tmp_path / "shared")
+    OutputDir(folder, kind="test")
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_write_many, args=(folder, p, 40)) for p in ("a", "b")]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(120)
+        assert proc.exitcode == 0
+    recorded = set(json.loads((Path(folder) / MARKER).read_text())["files"])
+    expected = {f"{p}{i}.txt" for p in ("a", "b") for i in range(40)}
+    assert recorded == expected
+    assert sorted(os.listdir(folder)) == sorted(expected | {MARKER})  # no lock file in the user's folder
+    again = OutputDir(folder, kind="test")
+    again.write("a0.txt", "replaced\n")  # owned: no refusal
+    assert (Path(folder) / "a0.txt").read_text() == "replaced\n"
+
+
+def test_a_file_another_process_recorded_after_our_claim_is_replaceable(tmp_path):
+    first = OutputDir(tmp_path / "o", kind="test")
+    second = OutputDir(tmp_path / "o", kind="test")
+    second.write("late.txt", "second\n")  # first's in-memory list has never seen it
+    first.write("late.txt", "first\n")
+    assert (tmp_path / "o" / "late.txt").read_text() == "first\n"
