@@ -155,7 +155,7 @@ def fusemax_slot_segments(nb: int, lag: int, phases) -> list[tuple[int, int, int
 def tile_cycles(tile: AttentionTile, params) -> int:
     """Closed-form cycles of one tile (see the module docstring)."""
     tile.check(params)
-    q, L, d = tile.q_rows, tile.kv_len, tile.head_dim
+    L, d = tile.kv_len, tile.head_dim
     nb = -(-L // params.cols)
     if tile.mapping == "fusemax":
         lag, phases = fusemax_phases(tile, params)
