@@ -24,8 +24,9 @@ K and V are re-read per query tile by flat and unfused unless they fit in a
 quarter of the buffer. Scores in DRAM and on chip count 2 bytes each (16-bit).
 
 Every other op goes through the systolic template's mapper on the same 2D
-array (weight stationary, double-buffered preload); its vector work runs on
-the 1D array (unit ``array1d``).
+array (weight stationary, double-buffered preload), with the arch's
+``output_ops`` applied in the array's output path (:mod:`mappers.fusion`); its
+vector work runs on the 1D array (unit ``array1d``).
 """
 from __future__ import annotations
 
@@ -299,7 +300,7 @@ class _OnArray2d:
 
 class _ArrayGemmMapper(SystolicMapper):
     """The systolic mapper emitting its GEMM folds straight onto ``array2d``: relabelling
-    them afterwards (200k commands on a 7-8B LLM's FFN and LM head) cost ~1 CPU s a run."""
+    them afterwards (200k commands on a 7-8B LLM's FFN and LM head) took a third of a run's CPU time."""
 
     def _emit_gemm(self, em, g, plan, state) -> None:
         super()._emit_gemm(_OnArray2d(em), g, plan, state)
