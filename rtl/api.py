@@ -59,12 +59,14 @@ def cosim_items(params, source: str = "random", tiles: int = 8, seed: int = 0, m
 
 
 def run_cosim(params_or_arch, items, *, sim: str = "icarus", waves: bool = False, options: Any = None,
-          build_dir=None, quiet: bool = True) -> CosimReport:
-    """Replay ``items`` on the RTL of ``params_or_arch`` and compare with archsim's models."""
+          build_dir=None, quiet: bool = True, progress=None) -> CosimReport:
+    """Replay ``items`` on the RTL of ``params_or_arch`` and compare with archsim's models.
+
+    ``progress(stage, done, total)``: see :func:`rtl.cosim.harness.run_job`."""
     design = design_for(params_or_arch, options)
     job = design.make_job(items)
     run = run_job(design.verilog(), design.toplevel, job, sim=sim, waves=waves, build_dir=build_dir, quiet=quiet,
-                  extra_sources=design.sim_sources())
+                  extra_sources=design.sim_sources(), progress=progress)
     report = design.check(items, run.result, sim=sim)
     report.build_s, report.run_s = run.build_s, run.run_s
     report.waves = str(run.waves) if run.waves else None

@@ -22,6 +22,10 @@ Figures:
 - ``pnr=True`` (ecp5 only): nextpnr-ecp5 ``--85k --package CABGA381
   --out-of-context``; ``fmax_mhz`` is the post-route estimate of ``clk``,
   ``critical_path`` names its end points.
+
+``progress=callback`` is told each stage as it starts: ``"yosys"``, then
+``"nextpnr"`` (with ``pnr``), or only ``"cached"`` when the cache answers,
+so a front end can show which tool is running and for how long.
 """
 from __future__ import annotations
 
@@ -33,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from archsim.cache import cache_root
 from archsim.errors import ToolError
@@ -124,8 +128,10 @@ def synthesize_verilog(
     use_cache: bool = True,
     workdir: str | os.PathLike | None = None,
     timeout_s: float = 3600.0,
+    progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Synthesize Verilog text; see the module docstring for the figures."""
+    """Synthesize Verilog text; see the module docstring for the figures and ``progress``."""
+    stage = progress or (lambda name: None)
     if target not in TARGETS:
         raise ToolError(f"synth target {target!r}: expected one of {', '.join(TARGETS)}")
     if pnr and target != "ecp5":
@@ -140,9 +146,12 @@ def synthesize_verilog(
     cache_file = cache_dir() / f"{key}.json"
     if use_cache and cache_file.exists():
         try:
-            return json.loads(cache_file.read_text())
+            cached = json.loads(cache_file.read_text())
         except (OSError, ValueError):
             pass
+        else:
+            stage("cached")
+            return cached
 
     tmp = None
     if workdir is None:
@@ -157,10 +166,12 @@ def synthesize_verilog(
             script = f"read_verilog top.v; synth_ecp5 -top {top} -json netlist.json; tee -q -o stat.json stat -json"
         else:
             script = f"read_verilog top.v; synth -top {top} -flatten -lut 4; tee -q -o stat.json stat -json"
+        stage("yosys")
         _run(_tool("yosys") + ["-q", "-l", "yosys.log", "-p", script], work, "yosys", timeout_s)
         stat = json.loads((work / "stat.json").read_text())
         result: dict[str, Any] = {"target": target, "top": top, **resources_from_stat(stat, target)}
         if pnr:
+            stage("nextpnr")
             _run(
                 _tool("nextpnr-ecp5")
                 + [
@@ -213,7 +224,7 @@ def synthesize(params: Any, target: str = "ecp5", pnr: bool = False, **kwargs: A
     """Synthesize the design of a template's ``Params`` (e.g. ``SystolicParams``).
 
     Extra keyword arguments go to :func:`synthesize_verilog` (``freq_mhz``,
-    ``seed``, ``use_cache``, ``workdir``) except ``options``, which goes to
+    ``seed``, ``use_cache``, ``workdir``, ``progress``) except ``options``, which goes to
     the design builder (RTL-only options such as buffer depths). For
     ``target="ecp5"`` the design's target-specific options are applied
     unless ``options`` says otherwise (systolic: ``multiplier="ecp5_dsp"``

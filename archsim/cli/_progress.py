@@ -4,12 +4,15 @@ one (pipes, CI logs) or with ``--quiet``.
 - :class:`LayerProgress`: the ``progress(done, total, name)`` callback of
   :func:`archsim.simulate`, one bar per run titled with the network's name;
 - :class:`Stages`: a named sequence of long steps (``rtl synth``: Verilog,
-  yosys, nextpnr; ``rtl cosim``: build, simulate) with elapsed time.
+  yosys, nextpnr; ``rtl cosim``: design, tiles, build) with each stage's time;
+- :class:`Count`: a bar of units (``rtl cosim``: one step per tile the simulator finished).
 """
 from __future__ import annotations
 
 import argparse
 import sys
+import threading
+import time
 
 
 def add_quiet(p: argparse.ArgumentParser) -> None:
@@ -44,26 +47,97 @@ class LayerProgress:
 
 
 class Stages:
-    """``with Stages("synth", ["verilog", "yosys"], quiet) as st: st.start("verilog"); ...``"""
+    """``with Stages("synth", ["verilog", "yosys"], quiet) as st: st.start("verilog"); ...``
 
-    def __init__(self, desc: str, names: list[str], quiet: bool = False):
+    The bar reads ``rtl synth: 2/4 stages, design 0.1s, Verilog 2.3s | yosys 12s [00:14]``:
+    finished stages with their times, then the running one with its elapsed time,
+    redrawn every ``refresh_s`` seconds while a tool runs (tqdm alone redraws only on
+    updates). ``times`` holds each finished stage's seconds.
+    """
+
+    def __init__(self, desc: str, names: list[str], quiet: bool = False, refresh_s: float = 1.0):
         from tqdm import tqdm
 
         self.bar = tqdm(total=len(names), desc=desc, unit="stage", file=sys.stderr, leave=False,
-                        disable=_disable(quiet), bar_format="{desc}: {n}/{total} stages {postfix} [{elapsed}]")
-        self.started = 0
+                        disable=_disable(quiet), bar_format="{desc}: {n}/{total} stages{postfix} [{elapsed}]")
+        self.times: dict[str, float] = {}
+        self.current: str | None = None
+        self.since = 0.0
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._ticker = None
+        self.closed = False
+        if not self.bar.disable:
+            self._ticker = threading.Thread(target=self._tick, args=(refresh_s,), daemon=True)
+            self._ticker.start()
 
     def start(self, name: str) -> None:
         """Mark the previous stage done and show ``name`` as running."""
-        if self.started:
+        with self._lock:
+            self._finish()
+            self.current, self.since = name, time.perf_counter()
+            self._show()
+
+    def _finish(self) -> None:
+        if self.current is not None:
+            self.times[self.current] = time.perf_counter() - self.since
+            self.current = None
             self.bar.update(1)
-        self.started += 1
-        self.bar.set_postfix_str(name)
+
+    def _show(self) -> None:
+        done = ", ".join(f"{k} {v:.1f}s" for k, v in self.times.items())
+        running = f"{self.current} {time.perf_counter() - self.since:.0f}s" if self.current else ""
+        self.bar.set_postfix_str(" | ".join(t for t in (done, running) if t), refresh=False)
+        self.bar.refresh()
+
+    def _tick(self, refresh_s: float) -> None:
+        while not self._stop.wait(refresh_s):
+            with self._lock:
+                self._show()
+
+    def close(self, finished: bool = True) -> None:
+        """End the bar (the running stage counts as done when ``finished``); again is a no-op."""
+        if self.closed:
+            return
+        self.closed = True
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
+        if finished:
+            self._finish()
+        self.bar.close()
 
     def __enter__(self) -> "Stages":
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.started and exc[0] is None:
-            self.bar.update(1)
+        self.close(finished=exc[0] is None)
+
+
+class Count:
+    """A tqdm bar of ``total`` units (``rtl cosim``: tiles), advanced with :meth:`to`;
+    usable as the ``progress(done, total)`` callback of :func:`rtl.api.run_cosim`."""
+
+    def __init__(self, desc: str, total: int, unit: str, quiet: bool = False):
+        from tqdm import tqdm
+
+        # every update drawn: they come at most ~10 per second (rtl.cosim.progress polls)
+        self.bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, disable=_disable(quiet),
+                        mininterval=0, miniters=1)
+
+    def __call__(self, done: int, total: int) -> None:
+        self.to(done, total)
+
+    def to(self, done: int, total: int | None = None) -> None:
+        if total is not None and total != self.bar.total:
+            self.bar.total = total
+        self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
         self.bar.close()
+
+    def __enter__(self) -> "Count":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -15,7 +15,7 @@ import argparse
 import json
 import sys
 
-from archsim.cli._progress import Stages, add_quiet
+from archsim.cli._progress import Count, Stages, add_quiet
 from archsim.errors import ArchsimError, SpecError
 
 
@@ -25,14 +25,16 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="override an arch spec value, e.g. rows=4 (repeatable)")
     p.add_argument("--depth", type=int, default=None, metavar="N",
                    help="entries per lane of the RTL's local tile buffers, for designs that have them "
-                   "(default: the design's own, e.g. max(64, 4*max(rows, cols)) for a systolic array)")
+                   "(default: the design's own, sized from the array)")
     p.add_argument("--multiplier", choices=["inferred", "ecp5_dsp"],
-                   help="systolic PE multiplier: inferred a*b (default; synth --target ecp5 picks ecp5_dsp where it "
-                   "can) or the ECP5 MULT18X18D primitive with its registers")
+                   help="PE multiplier, for designs that offer the choice: inferred a*b (default; synth --target "
+                   "ecp5 takes the design's ECP5 choice) or the ECP5 MULT18X18D primitive with its registers")
     p.add_argument("--out-ram", choices=["auto", "block", "distributed"], dest="out_ram",
-                   help="systolic: ram_style hint for the output buffer (synth --target ecp5 uses distributed)")
+                   help="ram_style hint for the output buffer, for designs that take one (synth --target ecp5 "
+                   "takes the design's ECP5 choice)")
     p.add_argument("--banks", type=int, default=0, metavar="N",
-                   help="pim: a channel of N bank units in all-bank lockstep with one global buffer (default: one bank)")
+                   help="a channel of N bank units in all-bank lockstep with one global buffer, for designs "
+                   "with banks (default: one bank)")
     add_quiet(p)
 
 
@@ -51,15 +53,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common(c)
     c.add_argument("--tiles", type=int, default=8, metavar="N", help="number of tiles (default 8)")
     c.add_argument("--source", default="random", metavar="SRC",
-                   help="random (default); program (first tiles of mappers.compile of --workload); real layers: "
-                   "systolic resnet50 (conv1 im2col GEMM), gpt2 (c_attn, decode), gpt2-prefill; pim gpt2 "
-                   "(c_attn, decode, one bank's share)")
+                   help="random (default); program (first tiles of mappers.compile of --workload); or a real "
+                   "layer the design offers, e.g. resnet50 or gpt2 (an unknown name lists the design's sources; "
+                   "docs/rtl.md)")
     c.add_argument("--workload", metavar="NAME", help="zoo workload for --source program")
     c.add_argument("--layer", metavar="OP", help="layer of --workload for --source program (default: first with MACs)")
     c.add_argument("--seed", type=int, default=0, help="seed of the random operands and shapes")
     c.add_argument("--max-stream", type=int, default=16, metavar="N",
-                   help="cap on a tile's streamed length (systolic: m in WS, n in IS, k in OS; pim: weight rows "
-                   "per bank; default 16)")
+                   help="cap on a tile's streamed length (the dimension the design streams, e.g. the rows of a "
+                   "weight-stationary tile or the weight rows per bank; default 16)")
     c.add_argument("--sim", default="icarus", choices=["icarus", "verilator"], help="Verilog simulator")
     c.add_argument("--waves", action="store_true", help="write a waveform (FST for Icarus, VCD for Verilator)")
     c.add_argument("--build-dir", metavar="DIR", help="simulator build folder (default: a cache under /tmp)")
@@ -141,7 +143,8 @@ def cmd_cosim(args) -> int:
         from archsim.outputs import OutputDir
 
         OutputDir(args.build_dir, "rtl cosim")
-    with Stages("rtl cosim", ["design", "tiles", f"build + simulate ({args.sim})"], args.quiet) as stages:
+    bars: list = []  # the tile bar, once the simulator runs
+    with Stages("rtl cosim", ["design", "tiles", f"build ({args.sim})", "start"], args.quiet) as stages:
         stages.start("design")
         arch, design = _design(args)
         stages.start("tiles")
@@ -149,9 +152,25 @@ def cmd_cosim(args) -> int:
                                    arch=arch, workload=args.workload, layer=args.layer)
         if not items:
             raise ArchsimError(f"source {args.source!r} gave no tiles")
-        stages.start(f"build + simulate ({args.sim})")
-        report = run_cosim(arch, items, sim=args.sim, waves=args.waves, options=design.options,
-                           build_dir=args.build_dir)
+
+        def progress(stage: str, done: int, total: int) -> None:
+            """Stages up to the build, then a bar per tile the driver reports (rtl.cosim.progress)."""
+            if stage == "build":
+                stages.start(f"build ({args.sim})")
+            elif stage == "start":
+                stages.start("start")
+            elif stage == "run":
+                if not bars:
+                    stages.close()
+                    bars.append(Count(f"rtl cosim ({args.sim})", len(items), "tile", args.quiet))
+                bars[0].to(done, total or None)
+
+        try:
+            report = run_cosim(arch, items, sim=args.sim, waves=args.waves, options=design.options,
+                               build_dir=args.build_dir, progress=progress)
+        finally:
+            for bar in bars:
+                bar.close()
     print(f"{design_label(arch, args.overrides)}: {design.toplevel} on {args.sim}, {len(items)} tiles from "
           f"{args.source}")
     print(report.summary())
@@ -171,15 +190,16 @@ def cmd_synth(args) -> int:
     to_stdout = args.json == "-"
     if args.json is not None and not to_stdout:
         check_owned_file(args.json)
-    tools = "yosys + nextpnr" if args.pnr else "yosys"
-    with Stages("rtl synth", ["design", "Verilog", tools], args.quiet) as stages:
+    names = ["design", "Verilog", "yosys"] + (["nextpnr"] if args.pnr else [])
+    with Stages("rtl synth", names, args.quiet) as stages:
         stages.start("design")
         arch, design = _design(args, target=args.target)
         stages.start("Verilog")
         verilog = design.verilog()
-        stages.start(tools)
+        # "yosys", then "nextpnr" (or "cached") as synthesize_verilog reaches them
         result = synthesize_verilog(verilog, design.toplevel, target=args.target, pnr=args.pnr,
-                                    freq_mhz=args.freq, seed=args.seed, use_cache=not args.no_cache)
+                                    freq_mhz=args.freq, seed=args.seed, use_cache=not args.no_cache,
+                                    progress=stages.start)
     label = design_label(arch, args.overrides)
     result = {"written_by": "archsim rtl synth", "arch": arch.name, "design": label,
               "overrides": list(args.overrides), **result, "params": design.config_dict()}

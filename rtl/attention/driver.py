@@ -10,6 +10,7 @@ values of the cycle that follows the last rising edge).
 from __future__ import annotations
 
 from cocotb.triggers import FallingEdge
+from rtl.cosim.progress import tile_done
 
 MAX_CYCLES = 200_000
 
@@ -65,4 +66,5 @@ async def run_job(dut, job) -> dict:
         cycles = done - start + 1 if start is not None and done is not None else None
         out.append({"cycles": cycles, "hw_cycles": _u(dut.tile_cycles), "rows": rows, "error": _u(dut.error),
                     "busy_cycles": cycle})
+        tile_done(len(out), len(job["tiles"]))
     return {"tiles": out}

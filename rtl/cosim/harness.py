@@ -3,7 +3,10 @@
 ``run_job(verilog, toplevel, job, sim="icarus")`` writes the Verilog and
 the job file into a build folder, builds with the chosen simulator, runs the
 shared cocotb test :mod:`rtl.cosim.tb` and returns a :class:`CosimRun` with
-the driver's result. Errors a user can cause (simulator missing, build
+the driver's result. ``progress(stage, done, total)`` is told ``("build", 0, 0)``,
+``("start", 0, 0)`` as the simulator starts, ``("run", 0, 0)`` when the cocotb test
+begins and ``("run", done, total)`` after each tile the driver reports
+(:mod:`rtl.cosim.progress`). Errors a user can cause (simulator missing, build
 failure, a hung design) are one-line :class:`~archsim.errors.ToolError`.
 """
 from __future__ import annotations
@@ -19,9 +22,10 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from archsim.errors import ToolError
+from rtl.cosim import progress as tile_progress
 
 SIMULATORS = ("icarus", "verilator")
 _REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -107,6 +111,7 @@ def run_job(
     build_dir: str | os.PathLike | None = None,
     quiet: bool = True,
     extra_sources: dict[str, str] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> CosimRun:
     """Build ``verilog`` (once per text and simulator) and replay ``job`` on it."""
     reason = simulator_missing_reason(sim)
@@ -135,10 +140,15 @@ def run_job(
     job_file = build / "job.json"
     result_file = build / "result.json"
     job_file.write_text(json.dumps(job))
-    if result_file.exists():
-        result_file.unlink()
+    progress_file = build / "progress.txt"
+    for stale in (result_file, progress_file):
+        if stale.exists():
+            stale.unlink()
 
     env = {"ARCHSIM_COSIM_JOB": str(job_file), "ARCHSIM_COSIM_RESULT": str(result_file)}
+    report = progress or (lambda stage, done, total: None)
+    if progress is not None:
+        env[tile_progress.ENV] = str(progress_file)
     sim_env = _verilator_env() if sim == "verilator" else {}
     # cocotb copies sys.path into the simulator's PYTHONPATH: make sure the repo is on it, absolutely.
     if str(_REPO_ROOT) not in sys.path:
@@ -146,6 +156,8 @@ def run_job(
     sys.path[:] = [os.path.abspath(p) if p else os.getcwd() for p in sys.path]
 
     runner = get_runner(sim)
+    # quiet: no "Skipping compilation" warnings on stderr (logging's last resort handler)
+    runner.log.setLevel("ERROR" if quiet else "INFO")
     build_args = ["-Wno-fatal", "-Wno-lint", "-Wno-style"] if sim == "verilator" else []
     log = build / "sim.log"
     sink = io.StringIO()
@@ -153,6 +165,7 @@ def run_job(
     with _env(sim_env):
         try:
             with contextlib.redirect_stdout(sink) if quiet else contextlib.nullcontext():
+                report("build", 0, 0)
                 runner.build(
                     sources=sources,
                     hdl_toplevel=toplevel,
@@ -168,16 +181,19 @@ def run_job(
                         old.unlink()
                 stamp.touch()
                 t1 = time.perf_counter()
-                runner.test(
-                    test_module="rtl.cosim.tb",
-                    hdl_toplevel=toplevel,
-                    build_dir=build,
-                    test_dir=build,
-                    extra_env=env,
-                    waves=waves,
-                    timescale=("1ns", "1ps"),
-                    log_file=log,
-                )
+                report("start", 0, 0)
+                with tile_progress.Tail(progress_file, lambda done, total: report("run", done, total)) \
+                        if progress is not None else contextlib.nullcontext():
+                    runner.test(
+                        test_module="rtl.cosim.tb",
+                        hdl_toplevel=toplevel,
+                        build_dir=build,
+                        test_dir=build,
+                        extra_env=env,
+                        waves=waves,
+                        timescale=("1ns", "1ps"),
+                        log_file=log,
+                    )
         except SystemExit as err:  # cocotb's runner exits on build errors
             raise ToolError(f"{sim} build failed (exit {err.code}); see {build / 'build.log'}") from None
         except ToolError:

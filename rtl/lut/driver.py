@@ -11,6 +11,7 @@ tile's cycles are measured from the ports and compared with the design's own
 from __future__ import annotations
 
 from cocotb.triggers import FallingEdge, RisingEdge
+from rtl.cosim.progress import tile_done
 
 
 def _u(sig) -> int:
@@ -72,4 +73,5 @@ async def run_job(dut, job: dict) -> dict:
         done = mon.dones[i] if i < len(mon.dones) else None
         results.append({"out": words, "hw_cycles": hw_cycles,
                         "cycles": (done - start + 1) if start is not None and done is not None else None})
+        tile_done(len(results), len(job["tiles"]))
     return {"tiles": results, "error_flag": _u(dut.error)}

@@ -12,6 +12,7 @@ the bank reports ``ready``, the ``error`` flag and a short command trace.
 from __future__ import annotations
 
 from cocotb.triggers import FallingEdge
+from rtl.cosim.progress import tile_done
 
 ROW = {"ACT": 1, "PRE": 2, "REF": 3}
 COL = {"MAC": 1, "GBWR": 2, "RDACC": 3}
@@ -63,4 +64,5 @@ async def run_job(dut, job) -> dict:
                 trace.append(f"{cycle:>6} {cmd:<5} addr={addr} acc={acc} in={inp}")
         results.append({"outputs": outputs, "ready_at": ready_at, "error": _u(dut.error),
                         "error_before": err_before, "trace": trace[-40:]})
+        tile_done(len(results), len(job["streams"]))
     return {"streams": results}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from cocotb.triggers import FallingEdge, RisingEdge, SimTimeoutError, with_timeout
 from cocotb.utils import get_sim_time
+from rtl.cosim.progress import tile_done
 
 CLOCK_NS = 10  # rtl.cosim.tb's clock
 
@@ -86,4 +87,5 @@ async def run_job(dut, job: dict) -> dict:
             "take_to_start": int(round((start - t0) / CLOCK_NS)),
             "words": words,
         })
+        tile_done(len(results), len(job["tiles"]))
     return {"tiles": results}

@@ -20,6 +20,7 @@ Buffer layout per tile (lane = array row for "left", array column for
 from __future__ import annotations
 
 from cocotb.triggers import FallingEdge, RisingEdge
+from rtl.cosim.progress import tile_done
 from rtl.design import pack_lanes
 
 DATAFLOW_CODES = {"ws": 0, "os": 1, "is": 2}
@@ -77,8 +78,9 @@ def psum_rows(tile: dict) -> list[list[int]]:
 
 
 class _Monitor:
-    def __init__(self, dut):
+    def __init__(self, dut, tiles: int = 0):
         self.dut = dut
+        self.tiles = tiles
         self.cycle = 0
         self.starts: list[int] = []
         self.dones: list[int] = []
@@ -96,6 +98,7 @@ class _Monitor:
                 self.starts.append(self.cycle)
             if _u(dut.tile_done):
                 self.dones.append(self.cycle)
+                tile_done(len(self.dones), self.tiles)  # progress per tile, as the array finishes it
                 pending_hw = True
             self.cycle += 1
 
@@ -153,7 +156,7 @@ async def run_job(dut, job: dict) -> dict:
     for name in ("cmd__valid", "wr__en", "rd__en"):
         getattr(dut, name).value = 0
     await RisingEdge(dut.clk)
-    mon = _Monitor(dut)
+    mon = _Monitor(dut, len(tiles))
     cocotb.start_soon(mon.run())
 
     results: list[dict] = []
