@@ -12,7 +12,9 @@ weights, no downloads):
 - one Llama-style decoder block for decode at ``--llm-width`` (default 1024 = 1/4 of
   Llama-3-8B's 4096; heads and FFN scaled alike), KV length 511: output SQNR.
 
-Run: ``python bench/bench_simd_formats.py [--arch simd-1024] [--image 64] [--batch 8]``.
+Run: ``python bench/bench_simd_formats.py [--arch simd-1024] [--image 64] [--batch 8]``;
+``--cycles-only --compare-pipeline 4`` prints only the cycle columns, at the preset's
+``pipeline_cycles`` and at the one given (the cost of a deeper PE pipeline).
 """
 from __future__ import annotations
 
@@ -43,7 +45,13 @@ def main() -> None:
     ap.add_argument("--image", type=int, default=64)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--llm-width", type=int, default=1024)
+    ap.add_argument("--cycles-only", action="store_true", help="only the cycle columns (no SQNR, no energy)")
+    ap.add_argument("--compare-pipeline", type=int, metavar="N",
+                    help="with --cycles-only: also the cycles at pipeline_cycles=N, and the ratio")
     args = ap.parse_args()
+    if args.cycles_only:
+        cycles_table(args)
+        return
 
     rng = np.random.default_rng(0)
     t0 = time.time()
@@ -75,6 +83,37 @@ def main() -> None:
               f"{llm.energy_pj / 1e6:,.1f} | {acc_cnn.output_sqnr_db:.1f} | {acc_cnn.top1_agreement:.2f} | "
               f"{acc_blk.output_sqnr_db:.1f} |")
     print()
+    print(f"total {time.time() - t0:.0f} s")
+
+
+def _cycles(arch: str, w: str, a: str, sets: dict) -> tuple[int, int]:
+    r50 = simulate("resnet50", arch, weights=w, activations=a, overrides=sets, trace_layers=0)
+    llm = simulate("llama3_8b", arch, weights=w, activations=a, overrides=sets, phase="decode", kv_len=1023,
+                   trace_layers=0)
+    return r50.total_cycles, llm.total_cycles
+
+
+def cycles_table(args) -> None:
+    """ResNet-50 and Llama-3-8B decode cycles per format (and at ``--compare-pipeline``)."""
+    from archsim.spec import load_arch
+
+    t0 = time.time()
+    depth = load_arch(args.arch).params.pipeline_cycles
+    other = args.compare_pipeline
+    head = f"| format | ResNet-50 cycles (pipeline {depth}) | Llama-3-8B decode cycles (pipeline {depth}) |"
+    if other is not None:
+        head += f" ResNet-50 (pipeline {other}) | decode (pipeline {other}) | ResNet-50 ratio | decode ratio |"
+    print(f"arch {args.arch}")
+    print(head)
+    print("|---" * (head.count("|") - 1) + "|")
+    for label, w, a, g, dq in ROWS:
+        sets = {"group_size": g, "dequant": dq}
+        r50, llm = _cycles(args.arch, w, a, sets)
+        row = f"| {label} | {r50:,} | {llm:,} |"
+        if other is not None:
+            r50o, llmo = _cycles(args.arch, w, a, {**sets, "pipeline_cycles": other})
+            row += f" {r50o:,} | {llmo:,} | {r50 / r50o:.4f} | {llm / llmo:.4f} |"
+        print(row, flush=True)
     print(f"total {time.time() - t0:.0f} s")
 
 

@@ -30,10 +30,11 @@ from rtl.simd.design import PE_TOP, SimdConfig, pe_verilog  # noqa: E402
 from rtl.synth import synthesize_verilog  # noqa: E402
 
 
-def pe_params(formats: list[str], lane_bits: int = 16, multiplier: str = "array") -> SimdParams:
+def pe_params(formats: list[str], lane_bits: int = 16, multiplier: str = "array",
+              pipeline_cycles: int = 4) -> SimdParams:
     f = formats[0]
     return SimdParams(pes=1, lane_bits=lane_bits, formats=list(formats), multiplier=multiplier,
-                      weight_format=f, activation_format=f)
+                      weight_format=f, activation_format=f, pipeline_cycles=pipeline_cycles)
 
 
 def synth_pe(params: SimdParams, pnr: bool, targets=("ecp5", "generic")) -> dict:
@@ -42,7 +43,7 @@ def synth_pe(params: SimdParams, pnr: bool, targets=("ecp5", "generic")) -> dict
     t0 = time.perf_counter()
     ecp5 = synthesize_verilog(v, PE_TOP, target="ecp5", pnr=pnr) if "ecp5" in targets else {}
     generic = synthesize_verilog(v, PE_TOP, target="generic") if "generic" in targets else {}
-    return {"modes": len(cfg.modes), "lanes": cfg.max_lanes, "ecp5": ecp5, "generic": generic,
+    return {"modes": len(cfg.modes), "lanes": cfg.max_lanes, "cuts": list(cfg.cuts), "ecp5": ecp5, "generic": generic,
             "seconds": round(time.perf_counter() - t0, 1)}
 
 
@@ -51,6 +52,8 @@ def main(argv=None) -> int:
     ap.add_argument("--formats", nargs="+", default=list(SUPPORTED_FORMATS),
                     help="formats of the fixed PEs (the reconfigurable PE has all of them)")
     ap.add_argument("--multiplier", default="array", choices=("array", "shift_add", "bit_serial"))
+    ap.add_argument("--pipeline-cycles", type=int, default=4, dest="pipeline_cycles",
+                    help="the PEs' pipeline_cycles (> 4 adds register stages, rtl/simd/design.py; default 4)")
     ap.add_argument("--no-pnr", action="store_true", help="skip nextpnr (no Fmax)")
     ap.add_argument("--no-fixed", action="store_true", help="only the reconfigurable PE")
     ap.add_argument("--only-fixed", action="store_true", help="only the fixed-precision PEs")
@@ -69,7 +72,8 @@ def main(argv=None) -> int:
         else:
             formats_ok = formats
         try:
-            r = synth_pe(pe_params(formats_ok, multiplier=args.multiplier), pnr, args.targets)
+            r = synth_pe(pe_params(formats_ok, multiplier=args.multiplier, pipeline_cycles=args.pipeline_cycles),
+                         pnr, args.targets)
         except ValueError as err:
             print(f"{label}: {err}", file=sys.stderr)
             continue
@@ -79,7 +83,8 @@ def main(argv=None) -> int:
 
     head = (f"{'PE':<22} {'modes':>5} {'lanes':>5} {'LUT4':>7} {'FF':>6} {'DSP':>4} {'CCU2C':>6} "
             f"{'Fmax MHz':>8} {'gen cells':>9} {'gen LUT4':>8}")
-    print(f"SIMD PE synthesis ({args.multiplier} multiplier, lane_bits 16, one PE): ECP5 synth_ecp5"
+    print(f"SIMD PE synthesis ({args.multiplier} multiplier, lane_bits 16, pipeline_cycles {args.pipeline_cycles}, "
+          f"one PE): ECP5 synth_ecp5"
           + (" + nextpnr-ecp5 (LFE5U-85F, out of context)" if pnr else "") + "; yosys generic synth -lut 4")
     print(head)
     print("-" * len(head))

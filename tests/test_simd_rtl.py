@@ -222,12 +222,17 @@ def _cosim_against_reference(arch, items):
 
 
 @pytest.mark.rtl
-def test_every_precision_mode_of_the_edge_preset(icarus):
+@pytest.mark.parametrize("depth", [4, 10], ids=["pipe4", "pipe10-every-cut"])
+def test_every_precision_mode_of_the_edge_preset(icarus, depth):
     """simd-edge's datapath (all 11 formats: 121 weight x activation modes) with 2 PEs: two tiles of
-    each representative mode, one of every other pair, NaN / inf codes in one tile of eight."""
+    each representative mode, one of every other pair, NaN / inf codes in one tile of eight; at the
+    one-stage datapath (4) and with every extra register stage (10: decode | products | 2 tree cuts |
+    int64 -> fp32 | scale multiply)."""
+    from rtl.simd.design import SimdConfig
     from rtl.simd.sources import mode_order, random_items
 
-    arch = load_arch("simd-edge", {"pes": 2})
+    arch = load_arch("simd-edge", {"pes": 2, "pipeline_cycles": depth})
+    assert len(SimdConfig.from_params(arch.params).cuts) == depth - 4
     p = arch.params
     reps = [pair for pair in MODE_PAIRS if not p.pair_problem(*pair)]
     rng = np.random.default_rng(11)
@@ -245,7 +250,10 @@ def test_every_precision_mode_of_the_edge_preset(icarus):
     {"pes": 2, "multiplier": "shift_add", "formats": ["int4", "int8", "fp4_e2m1", "fp8_e5m2", "posit8_0"]},
     {"pes": 4, "dequant": True, "group_size": 8, "formats": ["int4", "int8", "fp8_e4m3", "fp16"]},
     {"pes": 3, "lane_bits": 32, "pipeline_cycles": 6, "formats": ["int2", "int4", "fp4_e2m1", "posit16_1"]},
-], ids=["bit_serial", "shift_add", "dequant", "lane32-pipe6"])
+    {"pes": 3, "multiplier": "bit_serial", "pipeline_cycles": 8, "group_size": 4,
+     "formats": ["int2", "int4", "int8", "fp8_e4m3"]},
+    {"pes": 2, "dequant": True, "pipeline_cycles": 12, "formats": ["int4", "fp8_e4m3", "fp16"]},
+], ids=["bit_serial", "shift_add", "dequant", "lane32-pipe6", "bit_serial-pipe8", "dequant-pipe12"])
 def test_multiplier_styles_dequant_and_wider_lanes(icarus, overrides):
     from rtl.simd.sources import random_items
 
@@ -271,6 +279,23 @@ def test_a_wrong_value_is_reported(icarus):
     bad["scale"][1, 2] *= 2  # the models now expect other out[:, 2]
     (msg,) = design.check([(tile, bad)], result).failures()
     assert msg.startswith("tile 0 (fp8_e4m3xint8 m=2 k=5 n=3 g=2): out[0,2] = ") and "PE 0 round 1" in msg
+
+
+def test_extra_pipeline_stages_are_added_in_a_fixed_order():
+    """pipeline_cycles beyond 4 buys cuts: products, int64 -> fp32, scale multiply, decode, then the
+    tree levels nearest the middle first; cycles beyond the cuts the PE has are plain latency."""
+    from rtl.simd.design import SimdConfig
+
+    def cuts(depth, **kw):
+        return SimdConfig.from_params(load_arch("simd-edge", {"pipeline_cycles": depth, **kw}).params).cuts
+
+    assert cuts(4) == ()
+    assert cuts(5) == ("prod",)
+    assert cuts(8) == ("prod", "group_src", "group_res", "decode")
+    assert cuts(10) == cuts(20) == ("prod", "group_src", "group_res", "decode", "tree0", "tree1")  # 8 lanes: 3 levels
+    # 32-bit lanes: 16 int2 lanes, 4 levels -> 3 inner cuts, the middle one (after level 1) first
+    assert cuts(20, lane_bits=32)[4:] == ("tree1", "tree0", "tree2")
+    assert cuts(20, formats=["int16", "bf16"], weight_format="int16", activation_format="int16")[4:] == ()
 
 
 def test_what_the_rtl_cannot_build_is_a_one_line_error():

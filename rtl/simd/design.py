@@ -27,6 +27,16 @@ so a tile's last output is written ``4`` cycles after its last step is issued;
 contract's ``ceil(M*N/P) * steps + pipeline_cycles``); the design needs
 ``pipeline_cycles >= 4``.
 
+At ``pipeline_cycles = 4`` stage 1 (decode, multiply, product rounding, the whole
+tree) and stage 3 (int64 -> fp32, x scale, output add) are each one cycle, which
+bounds the clock (ECP5: ~6 MHz). Each cycle beyond 4 adds one register stage
+(:attr:`SimdConfig.cuts`, in :data:`CUT_ORDER`): after the lane products, after the
+group sum's int64 -> fp32 conversion, after the scale multiply, after the operand
+decode, then between tree levels (middle first); the shared control delays the
+later stages' valid / group / round bits (and the scale and output-buffer reads) to
+match, so values and the cycle contract are unchanged. The loops that cannot be cut
+are the group accumulator (stage 2) and the output accumulator (one fp32 add each).
+
 Buffers (written by the host through ``wr_*`` while the array is idle):
 
 - operands: entry ``round * steps + step``; PE ``p``'s activation word at bits
@@ -52,8 +62,12 @@ from amaranth.lib.wiring import In, Out
 from rtl.simd import arith
 from rtl.simd.arith import FormatHw
 
-#: latency of the datapath from a step's issue to its output's write (stages 1..4)
+#: latency of the datapath from a step's issue to its output's write (stages 1..4), without extra cuts
 DATAPATH_STAGES = 4
+#: the extra register stages ``pipeline_cycles > 4`` adds, in this order (see :attr:`SimdConfig.cuts`):
+#: after the lane products; after the group sum's int64 -> fp32 conversion; after the group scale
+#: multiply; after the operand decode; between levels of the lane tree
+CUT_ORDER = ("prod", "group_src", "group_res", "decode", "tree")
 DIM_BITS = 16  # width of cmd_m / cmd_n / cmd_k / cmd_g
 BUF_CODES = {"operands": 0, "scales": 1, "outputs": 2}
 
@@ -159,10 +173,28 @@ class SimdConfig:
     def bit_cycles(self, md: Mode) -> int:
         return md.weight.bits if self.multiplier == "bit_serial" else 1
 
+    @property
+    def tree_levels(self) -> int:
+        """Levels of the pairwise lane tree (8 lanes: 3; 1 lane: 0)."""
+        return (self.max_lanes - 1).bit_length()
+
+    @property
+    def cuts(self) -> tuple[str, ...]:
+        """The extra register stages that ``pipeline_cycles`` beyond :data:`DATAPATH_STAGES` buys, in the
+        order they are added (:data:`CUT_ORDER`; the tree cuts nearest the middle of the tree first).
+        Cycles beyond the cuts this PE has are plain latency (``tile_done`` waits)."""
+        inner = sorted(range(self.tree_levels - 1), key=lambda lev: (abs(lev - (self.tree_levels - 2) / 2), lev))
+        order = [c for c in CUT_ORDER if c != "tree"] + [f"tree{lev}" for lev in inner]
+        return tuple(order[:max(0, self.pipeline_cycles - DATAPATH_STAGES)])
+
+    def cut_count(self, *names: str) -> int:
+        """How many of the cuts named (``"tree"``: every tree cut) this build has."""
+        return sum(1 for c in self.cuts if c in names or ("tree" in names and c.startswith("tree")))
+
     def as_dict(self) -> dict:
         return {
             "pes": self.pes, "lane_bits": self.lane_bits, "multiplier": self.multiplier,
-            "pipeline_cycles": self.pipeline_cycles, "dequant": self.dequant,
+            "pipeline_cycles": self.pipeline_cycles, "cuts": list(self.cuts), "dequant": self.dequant,
             "dequant_format": self.dequant_format if self.dequant else None,
             "modes": [[md.weight.name, md.activation.name, md.lanes] for md in self.modes],
             "act_word_bits": self.act_word_bits, "weight_word_bits": self.weight_word_bits,
@@ -181,6 +213,25 @@ def _level_nodes(lanes: int, level: int) -> int:
 
 def _bits(n: int) -> int:
     return max(1, (n - 1).bit_length())
+
+
+def _delayed(m: Module, value, cycles: int, name: str):
+    """``value`` through ``cycles`` registers (itself when 0)."""
+    for i in range(cycles):
+        reg = Signal(value.shape(), name=f"{name}_d{i + 1}")
+        m.d.sync += reg.eq(value)
+        value = reg
+    return value
+
+
+def _cut_decoded(m: Module, d, on: bool, name: str):
+    """A decoded operand, registered when ``on`` (the decode cut)."""
+    if not on:
+        return d
+    regs = [Signal(v.shape(), name=f"{name}_r{k}") for k, v in zip("nies", (d.nan, d.inf, d.sign, d.exp))]
+    regs.append(Signal(d.sig.shape(), name=f"{name}_rm"))
+    m.d.sync += [r.eq(v) for r, v in zip(regs, (d.nan, d.inf, d.sign, d.exp, d.sig))]
+    return arith.Decoded(*regs)
 
 
 PE_TOP = "archsim_simd_pe"
@@ -319,6 +370,8 @@ class SimdPE(wiring.Component):
                 w, ww = self._dequant_weight(m, w_word, scale, j, lane_modes, regs, f"{name}_w")
             else:
                 w, ww = self._lane_decode(m, w_word, "w", j, lane_modes, regs, f"{name}_w")
+            a = _cut_decoded(m, a, "decode" in cfg.cuts, f"{name}_a")
+            w = _cut_decoded(m, w, "decode" in cfg.cuts, f"{name}_w")
             sig_p = self._sig_product(m, a, aw, w, ww, name)
             if cfg.dequant or any(not md.integer for md in lane_modes):
                 pf, praw, psign = arith.product(m, a, w, aw, ww, f"{name}_prod", sig_product=sig_p)
@@ -334,6 +387,9 @@ class SimdPE(wiring.Component):
                 pim = Signal(signed(aw + ww + 1), name=f"{name}_pi")
                 m.d.comb += pim.eq(Mux(self.s1_mask[j] & int_mode, Mux(psign, -praw, praw), 0))
                 prods_i.append(pim)
+        if "prod" in cfg.cuts:
+            prods_f = [_delayed(m, x, 1, f"l{j}_pfc") for j, x in enumerate(prods_f)]
+            prods_i = [_delayed(m, x, 1, f"l{j}_pic") for j, x in enumerate(prods_i)]
         # fp32 tree: a node passes its left child through when the mode has no right one
         node = prods_f
         lev = 0
@@ -350,6 +406,8 @@ class SimdPE(wiring.Component):
                 sel = Signal(32, name=f"t{lev}_{i // 2}_o")
                 m.d.comb += sel.eq(Mux(has_right, total, node[i]))
                 nxt.append(sel)
+            if f"tree{lev}" in cfg.cuts:
+                nxt = [_delayed(m, x, 1, f"t{lev}_{i}_c") for i, x in enumerate(nxt)]
             node, lev = nxt, lev + 1
         cs_f = Signal(32, name="cycle_sum_f")
         m.d.sync += cs_f.eq(node[0])
@@ -358,7 +416,7 @@ class SimdPE(wiring.Component):
             total_i = prods_i[0]
             for x in prods_i[1:]:
                 total_i = total_i + x
-            m.d.sync += cs_i.eq(total_i)
+            m.d.sync += cs_i.eq(_delayed(m, total_i, cfg.cut_count("tree"), "sum_i"))
 
         # ---------------------------------------------------------------- stage 2: group accumulators
         gacc_f = Signal(32, name="gacc_f")
@@ -382,16 +440,18 @@ class SimdPE(wiring.Component):
             m.d.comb += grp_src.eq(Mux(int_mode, conv, gacc_f) if cfg.float_lanes else conv)
         else:
             m.d.comb += grp_src.eq(gacc_f)
-        if cfg.dequant:
-            grp_res = grp_src
+        grp_src = _delayed(m, grp_src, cfg.cut_count("group_src"), "group_src")
+        if cfg.dequant:  # no scale multiply; the group_res cut is a plain register
+            grp_res = _delayed(m, grp_src, cfg.cut_count("group_res"), "group_res")
         else:
             scaled = arith.fp32_mul(m, grp_src, self.scale, "scale")
-            grp_res = Mux(self.g_zero, grp_src, scaled)
+            grp_res = _delayed(m, Mux(self.g_zero, grp_src, scaled), cfg.cut_count("group_res"), "group_res")
         new_f = arith.fp32_add(m, acc_base[:32], grp_res, "oadd")
+        gsum_i = _delayed(m, gacc_i, cfg.cut_count("group_src", "group_res"), "gacc_i")
         with m.If(self.s3_v & self.s3_gend):
             if cfg.has_int:
                 with m.If(int_mode & self.g_zero):
-                    m.d.sync += outs.eq(acc_base + gacc_i)
+                    m.d.sync += outs.eq(acc_base + gsum_i)
                 with m.Else():
                     m.d.sync += outs.eq(new_f)
             else:
@@ -508,14 +568,24 @@ class SimdArray(wiring.Component):
                      s1["gstart"].eq(kg == 0), s1["gend"].eq(g_end), s1["rend"].eq(r_end),
                      s1["first_g"].eq(gk0 == 0),
                      s1_mask.eq(mask), s1_bit.eq(bit), s1_sc.eq(sc_addr), s1_rnd.eq(rnd)]
+        # extra cuts (cfg.cuts): the decode cut delays the PE's multiply-stage controls, every stage-1
+        # cut delays stage 2, the group cuts delay the scale read and the output stage
+        d_dec = cfg.cut_count("decode")
+        d_s1 = cfg.cut_count("decode", "prod", "tree")
+        d_grp_src, d_grp = cfg.cut_count("group_src"), cfg.cut_count("group_src", "group_res")
+        pe_s1 = {"v": _delayed(m, s1["v"], d_dec, "s1m_v"), "first_bit": _delayed(m, s1["first_bit"], d_dec, "s1m_fb"),
+                 "bit": _delayed(m, s1_bit, d_dec, "s1m_bit"), "mask": _delayed(m, s1_mask, d_dec, "s1m_mask")}
         s2 = {k: Signal(name=f"s2_{k}") for k in ("v", "gstart", "gend", "rend", "first_g")}
         s2_sc, s2_rnd = Signal.like(sc_addr, name="s2_sc"), Signal.like(rnd, name="s2_round")
-        m.d.sync += [s2["v"].eq(s1["v"] & s1["last_bit"]), s2_sc.eq(s1_sc), s2_rnd.eq(s1_rnd)]
-        m.d.sync += [s2[k].eq(s1[k]) for k in ("gstart", "gend", "rend", "first_g")]
+        m.d.sync += [s2["v"].eq(_delayed(m, s1["v"] & s1["last_bit"], d_s1, "s1_vl")),
+                     s2_sc.eq(_delayed(m, s1_sc, d_s1, "s1_sc")), s2_rnd.eq(_delayed(m, s1_rnd, d_s1, "s1_round"))]
+        m.d.sync += [s2[k].eq(_delayed(m, s1[k], d_s1, f"s1_{k}")) for k in ("gstart", "gend", "rend", "first_g")]
         s3 = {k: Signal(name=f"s3_{k}") for k in ("v", "gend", "rend", "first_g")}
         s3_rnd = Signal.like(rnd, name="s3_round")
-        m.d.sync += [s3[k].eq(s2[k]) for k in s3] + [s3_rnd.eq(s2_rnd)]
-        m.d.comb += [sc_r.addr.eq(s2_sc), sc_r.en.eq(1), out_r.addr.eq(s2_rnd), out_r.en.eq(1)]
+        s3_old_addr = _delayed(m, s2_rnd, d_grp, "s2_round")
+        m.d.sync += [s3[k].eq(_delayed(m, s2[k], d_grp, f"s2_{k}")) for k in s3] + [s3_rnd.eq(s3_old_addr)]
+        m.d.comb += [sc_r.addr.eq(_delayed(m, s2_sc, d_grp_src, "s2_sc")), sc_r.en.eq(1),
+                     out_r.addr.eq(s3_old_addr), out_r.en.eq(1)]
         s4_rend = Signal(name="s4_rend")
         s4_rnd = Signal.like(rnd, name="s4_round")
         m.d.sync += [s4_rend.eq(s3["v"] & s3["rend"]), s4_rnd.eq(s3_rnd)]
@@ -526,7 +596,7 @@ class SimdArray(wiring.Component):
             out = Signal(OW, name=f"pe{p}_out")
             ports = dict(
                 take=take, mode=self.cmd_mode, accumulate=accumulate, g_zero=g_len == 0,
-                s1_v=s1["v"], s1_first_bit=s1["first_bit"], s1_bit=s1_bit, s1_mask=s1_mask,
+                s1_v=pe_s1["v"], s1_first_bit=pe_s1["first_bit"], s1_bit=pe_s1["bit"], s1_mask=pe_s1["mask"],
                 s2_v=s2["v"], s2_gstart=s2["gstart"], s3_v=s3["v"], s3_gend=s3["gend"], s3_first_g=s3["first_g"],
                 entry=op_r.data[p * EW:(p + 1) * EW], scale=sc_r.data[32 * p:32 * (p + 1)],
                 old=out_r.data[p * OW:(p + 1) * OW])
