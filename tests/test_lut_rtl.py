@@ -44,13 +44,34 @@ def _independent_check(arch, items, values):
     the template's independent reference (``Template.reference``) for fp."""
     ref = get_template("lut").reference_fn
     for (tile, ops), got in zip(items, values):
-        if tile.activation_format == "int8":
+        if tile.activation_format == "int8" and arch.params.scale != "none":
+            assert np.array_equal(np.asarray(got, F32).view(np.uint32),
+                                  _scaled_int8(tile, ops, arch.params).view(np.uint32)), tile
+        elif tile.activation_format == "int8":
             want = np.asarray(ops["input"], np.int64) @ np.asarray(ops["weight"], np.int64)
             if tile.accumulate:
                 want = want + np.asarray(ops["psum"], np.int64)
             assert np.array_equal(got, want), tile
         else:
             ref(tile, ops, arch.params, np.asarray(got, F32))
+
+
+def _scaled_int8(tile, ops, params):
+    """The contract's scaled output for int8 activations, from its definition in numpy float32: per_group
+    ``acc = f32(acc + f32(f32(A_g @ W_g) * s_g))`` over the K-groups from psum (or 0); per_channel
+    ``f32(f32(A @ W) * s)``, then ``f32(psum + that)`` with accumulate. (Group sums are exact integers.)"""
+    a, w = np.asarray(ops["input"], np.int64), np.asarray(ops["weight"], np.int64)
+    sc = np.asarray(ops["scale"], F32)
+    psum = np.asarray(ops["psum"], F32) if tile.accumulate else None
+    if params.scale == "per_channel":
+        out = ((a @ w).astype(F32) * sc[None, :]).astype(F32)
+        return out if psum is None else (psum + out).astype(F32)
+    K = params.group_k
+    acc = np.zeros((tile.m, tile.n), F32) if psum is None else psum.copy()
+    for g in range(tile.k // K):
+        r = (a[:, g * K:(g + 1) * K] @ w[g * K:(g + 1) * K]).astype(F32)
+        acc = (acc + (r * sc[g * K // params.scale_group][None, :]).astype(F32)).astype(F32)
+    return acc
 
 
 # ----------------------------------------------------------------------------- no simulator
@@ -69,7 +90,10 @@ def test_lut_preset_has_an_rtl_design_with_documented_ports():
 
 
 @pytest.mark.parametrize("over, message", [
-    ({"scale": "per_channel"}, r"^lut RTL: scale: the lut RTL has no scale multipliers \(scale: none\), got 'per_channel'$"),
+    ({"scale": "per_channel", "pipeline_cycles": 4},
+     r"^lut RTL: pipeline_cycles: the lut RTL's pipeline with per_channel scales has 5 stages, got 4$"),
+    ({"scale": "per_group", "scale_group": 8, "pipeline_cycles": 3},
+     r"^lut RTL: pipeline_cycles: the lut RTL's pipeline with per_group scales has 4 stages, got 3$"),
     ({"pipeline_cycles": 2}, r"^lut RTL: pipeline_cycles: the lut RTL's pipeline has 3 stages, got 2$"),
 ])
 def test_unsupported_params_are_one_line_errors(over, message):
@@ -115,6 +139,23 @@ def test_buffer_layouts_by_hand():
     assert job["cmd"] == {"cmd_row_blocks": 1, "cmd_groups": 1, "cmd_col_blocks": 1, "cmd_wfmt": 2,
                           "cmd_afmt": 1, "cmd_accumulate": 0, "cmd_precomputed": 0}
     assert job["out_entries"] == 1
+
+
+def test_scale_layout_by_hand():
+    """per_group scales: entry sg * col_blocks + nb, column c's fp32 bits at lane c (zero-padded);
+    scale_group 8 = 2 K-groups, so K = 16 has 2 scale groups; tile_n 4, n = 5 -> 2 column blocks."""
+    from rtl.generate import design_for
+    from rtl.lut.design import BUFS
+
+    design = design_for(_arch(scale="per_group", scale_group=8, pipeline_cycles=4))
+    sc = np.array([[1.0, -2.0, 0.5, 3.0, 0.25], [4.0, 1.5, -1.0, 2.0, -0.5]], F32)
+    ops = {"input": np.zeros((1, 16), np.int64), "weight": np.zeros((16, 5), np.int64), "scale": sc}
+    job = design.encode(LutTile(1, 16, 5, "int2", "int8"), ops)
+    writes = {addr: word for b, addr, word in job["writes"] if b == BUFS["scale"]}
+    assert writes == {0: 0x3F800000 | 0xC0000000 << 32 | 0x3F000000 << 64 | 0x40400000 << 96,
+                      1: 0x3E800000,
+                      2: 0x40800000 | 0x3FC00000 << 32 | 0xBF800000 << 64 | 0x40000000 << 96,
+                      3: 0xBF000000}
 
 
 def test_fp_helpers_match_numpy():
@@ -274,7 +315,31 @@ SLOW_CONFIGS = [
      "precompute_entries_per_cycle": 16},
     {"activation_formats": ["bf16"], "activation_format": "bf16", "weight_formats": ["int2", "int4"],
      "weight_format": "int2", "precompute_entries_per_cycle": 2},
+    # scales: per_group (a scale group of 1 and of 3 K-groups), per_channel with a deeper pipeline
+    {"scale": "per_group", "scale_group": 4, "pipeline_cycles": 4, "symmetric": False, "tile_m": 3, "tile_n": 2},
+    {"scale": "per_group", "scale_group": 12, "pipeline_cycles": 5, "precompute_entries_per_cycle": 2},
+    {"scale": "per_channel", "pipeline_cycles": 6, "group_k": 2, "tile_k": 2, "tile_n": 3},
 ]
+
+
+SCALE_CONFIGS = [
+    {"scale": "per_group", "scale_group": 8, "pipeline_cycles": 4},
+    {"scale": "per_channel", "pipeline_cycles": 5},
+]
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("index", range(len(SCALE_CONFIGS)))
+def test_scales_match_the_models(index):
+    """per_group (fp32 r x scale before the fp32 accumulator) and per_channel (sum x scale, + psum):
+    6 random tiles (smallest, multi-block accumulating, fused precompute, extreme operands, ...)."""
+    _icarus()
+    arch = _arch(**SCALE_CONFIGS[index])
+    items = conformance.sample_tiles(np.random.default_rng(40 + index), arch.params, 6)
+    report, values = _run(arch, items)
+    assert report.ok, "\n" + report.summary()
+    assert len(report.tiles) == 6
+    _independent_check(arch, items, values)
 
 
 @pytest.mark.rtl

@@ -38,15 +38,20 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from rtl.attention.fp import fp32_mul
 from rtl.lut.arith import FpArith, IntArith
+from rtl.simd.arith import int_to_fp32
 
 #: command codes of the weight / activation formats
 WFMT = {"int1": 0, "ternary": 1, "int2": 2, "int3": 3, "int4": 4}
 AFMT = {"int8": 0, "fp16": 1, "bf16": 2}
 PLANES = (1, 2, 2, 3, 4)  # by WFMT code
-BUFS = {"act": 0, "weight": 1, "out": 2, "table": 3}
+BUFS = {"act": 0, "weight": 1, "out": 2, "table": 3, "scale": 4}
 #: the RTL's own pipeline: weight read, lookup + shift-add, r + accumulator read, accumulator write
 RTL_PIPELINE = 3
+#: stages the scales add: per_group r x scale (1); per_channel sum x scale, + psum (2)
+SCALE_STAGES = {"none": 0, "per_group": 1, "per_channel": 2}
+DEPTHS = {"act_depth": 64, "weight_depth": 128, "out_depth": 64, "table_depth": 64, "scale_depth": 64}
 ACC_BITS = 32
 DIM_BITS = 16
 
@@ -72,32 +77,36 @@ class LutConfig:
     out_depth: int = 64
     table_depth: int = 64
     external_buffers: bool = False
+    scale: str = "none"
+    scale_group: int = 0
+    scale_depth: int = 64
 
     @classmethod
     def from_params(cls, p, options: dict | None = None) -> "LutConfig":
         p.validate()
-        if p.scale != "none":
-            raise ValueError(f"scale: the lut RTL has no scale multipliers (scale: none), got {p.scale!r}")
-        if p.pipeline_cycles < RTL_PIPELINE:
-            raise ValueError(f"pipeline_cycles: the lut RTL's pipeline has {RTL_PIPELINE} stages, "
+        stages = RTL_PIPELINE + SCALE_STAGES[p.scale]
+        if p.pipeline_cycles < stages:
+            with_scale = f" with {p.scale} scales" if p.scale != "none" else ""
+            raise ValueError(f"pipeline_cycles: the lut RTL's pipeline{with_scale} has {stages} stages, "
                              f"got {p.pipeline_cycles}")
         opts = dict(options or {})
-        for key in ("act_depth", "weight_depth", "out_depth", "table_depth"):
-            v = opts.get(key, 64 if key != "weight_depth" else 128)
+        for key, default in DEPTHS.items():
+            v = opts.get(key, default)
             if isinstance(v, bool) or not isinstance(v, int) or v < 2:
                 raise ValueError(f"{key}: expected an integer >= 2, got {v!r}")
             opts[key] = v
         ext = opts.get("external_buffers", False)
         if not isinstance(ext, bool):
             raise ValueError(f"external_buffers: expected true or false, got {ext!r}")
-        unknown = set(opts) - {"act_depth", "weight_depth", "out_depth", "table_depth", "external_buffers"}
+        unknown = set(opts) - set(DEPTHS) - {"external_buffers"}
         if unknown:
             raise ValueError(f"{', '.join(sorted(unknown))}: not an option of the lut RTL "
-                             f"(it has act_depth, weight_depth, out_depth, table_depth, external_buffers)")
+                             f"(it has {', '.join(DEPTHS)}, external_buffers)")
         order_w = [f for f in WFMT if f in p.weight_formats]
         order_a = [f for f in AFMT if f in p.activation_formats]
         return cls(p.tile_m, p.tile_n, p.group_k, p.symmetric, p.precompute_entries_per_cycle,
-                   tuple(order_w), tuple(order_a), p.pipeline_cycles, **opts)
+                   tuple(order_w), tuple(order_a), p.pipeline_cycles, scale=p.scale,
+                   scale_group=p.scale_group if p.scale == "per_group" else 0, **opts)
 
     # ---- derived sizes
     @property
@@ -156,19 +165,32 @@ class LutConfig:
         return self.tile_m * self.entries * self.entry_bits
 
     @property
+    def scale_word(self) -> int:
+        """One scale-buffer entry: ``tile_n`` fp32 scales (0 without scales)."""
+        return self.tile_n * 32 if self.scale != "none" else 0
+
+    @property
+    def rtl_pipeline(self) -> int:
+        return RTL_PIPELINE + SCALE_STAGES[self.scale]
+
+    @property
     def data_bits(self) -> int:
-        return max(self.act_word, self.weight_word, self.out_word, self.table_word)
+        return max(self.act_word, self.weight_word, self.out_word, self.table_word, self.scale_word)
 
     @property
     def addr_bits(self) -> int:
-        return _bits(max(self.act_depth, self.weight_depth, self.out_depth, self.table_depth))
+        depths = [self.act_depth, self.weight_depth, self.out_depth, self.table_depth]
+        return _bits(max(depths + ([self.scale_depth] if self.scale != "none" else [])))
 
     def as_dict(self) -> dict:
         d = asdict(self)
         d["weight_formats"] = list(self.weight_formats)
         d["activation_formats"] = list(self.activation_formats)
+        if self.scale == "none":  # a scale-free build's description (and Verilog header) names no scale fields
+            for key in ("scale", "scale_group", "scale_depth"):
+                del d[key]
         d.update(entries=self.entries, pre_cycles=self.pre_cycles, entry_bits=self.entry_bits,
-                 p_bits=self.p_bits, act_bits=self.act_bits, acc_bits=ACC_BITS, rtl_pipeline=RTL_PIPELINE)
+                 p_bits=self.p_bits, act_bits=self.act_bits, acc_bits=ACC_BITS, rtl_pipeline=self.rtl_pipeline)
         return d
 
 
@@ -186,9 +208,12 @@ def lut_signature(c: LutConfig) -> dict:
             "out_raddr": Out(_bits(c.out_depth)), "out_rdata": In(c.out_word),
             "out_waddr": Out(_bits(c.out_depth)), "out_wdata": Out(c.out_word), "out_we": Out(1),
         })
+        if c.scale != "none":
+            sig.update({"scale_raddr": Out(_bits(c.scale_depth)), "scale_rdata": In(c.scale_word)})
     else:
         sig.update({
-            "wr_en": In(1), "wr_buf": In(2), "wr_addr": In(c.addr_bits), "wr_data": In(c.data_bits),
+            "wr_en": In(1), "wr_buf": In(3 if c.scale != "none" else 2), "wr_addr": In(c.addr_bits),
+            "wr_data": In(c.data_bits),
             "rd_en": In(1), "rd_addr": In(c.addr_bits), "rd_data": Out(c.out_word),
         })
     sig.update({
@@ -222,6 +247,62 @@ class LutCore(wiring.Component):
             return next(iter(values.values()))
         return Mux(is_fp, values["fp"], values["int"])
 
+    def _to_fp32(self, m: Module, x, width: int, is_fp, name: str):
+        """fp32 bits of a lane: as is when fp; an int lane (``width`` bits) converted RNE."""
+        c = self.cfg
+        if not c.has_int:
+            return x[:32]
+        conv = int_to_fp32(m, x[:width], width, f"{name}_i2f")
+        return Mux(is_fp, x[:32], conv) if c.has_fp else conv
+
+    def _group_scale(self, m: Module, rreg, valid, oaddr, fg, saddr, sc_r, is_fp):
+        """Stage 2b of ``per_group`` scales: ``rs = rne(fp32(r) * scale[sg, n])`` (the scale entry is read
+        in stage 2); returns the accumulator stage's valid, address, first-group flag and lanes."""
+        c = self.cfg
+        m.d.comb += sc_r.addr.eq(saddr)
+        v, a, f = Signal(name="s2b_valid"), Signal.like(oaddr, name="s2b_oaddr"), Signal(name="s2b_fg")
+        m.d.sync += [v.eq(valid), a.eq(oaddr), f.eq(fg)]
+        lanes = []
+        for r in range(c.tile_m):
+            row = []
+            for col in range(c.tile_n):
+                name = f"gs_r{r}_c{col}"
+                x = self._to_fp32(m, rreg[r][col], c.p_bits, is_fp, name)
+                rs = Signal(32, name=name)
+                m.d.sync += rs.eq(fp32_mul(m, x, sc_r.data[col * 32:(col + 1) * 32], f"{name}_mul"))
+                row.append(rs)
+            lanes.append(row)
+        return v, a, f, lanes
+
+    def _channel_scale(self, m: Module, sums, valid, oaddr, nb, sc_r, out_r, running, acc_cmd, is_fp):
+        """Stages 4-5 of ``per_channel`` scales after a column block's last group (stage 3 = ``sums``,
+        the tile's sum): ``out = rne(fp32(sum) * scale[n])`` (scale read in stage 3), then with
+        ``accumulate`` ``out = rne(psum + out)`` (psum read from the output buffer in stage 4).
+        Returns the output write's valid, address and data."""
+        c = self.cfg
+        m.d.comb += sc_r.addr.eq(nb)
+        v4, a4 = Signal(name="s4_valid"), Signal.like(oaddr, name="s4_oaddr")
+        m.d.sync += [v4.eq(valid), a4.eq(oaddr)]
+        acc4 = [Signal(ACC_BITS, name=f"s4_acc{i}") for i in range(len(sums))]
+        with m.If(valid):
+            m.d.sync += [x.eq(y) for x, y in zip(acc4, sums)]
+        with m.If(running):
+            m.d.comb += out_r.addr.eq(a4)
+        v5, a5 = Signal(name="s5_valid"), Signal.like(oaddr, name="s5_oaddr")
+        m.d.sync += [v5.eq(v4), a5.eq(a4)]
+        outs = []
+        for i, acc in enumerate(acc4):
+            name = f"cs{i}"
+            x = self._to_fp32(m, acc, ACC_BITS, is_fp, name)
+            prod = Signal(32, name=f"{name}_prod")
+            col = i % c.tile_n
+            m.d.sync += prod.eq(fp32_mul(m, x, sc_r.data[col * 32:(col + 1) * 32], f"{name}_mul"))
+            psum = out_r.data[i * ACC_BITS:(i + 1) * ACC_BITS]
+            out = Signal(32, name=f"{name}_out")
+            m.d.comb += out.eq(Mux(acc_cmd, FpArith().add(m, psum, prod, f"{name}_psum"), prod))
+            outs.append(out)
+        return v5, a5, Cat(*outs)
+
     def elaborate(self, platform):
         c = self.cfg
         m = Module()
@@ -245,6 +326,16 @@ class LutCore(wiring.Component):
             wgt_w, wgt_r = wgt.write_port(), wgt.read_port()
             tab_w, tab_r = tbuf.write_port(), tbuf.read_port()
             out_w, out_r = obuf.write_port(), obuf.read_port()
+        sc_w = sc_r = scr_w = scr_r = None
+        if c.scale != "none":  # scale buffer: tile_n fp32 scales an entry (data the next cycle)
+            if c.external_buffers:
+                sc_r = SimpleNamespace(addr=self.scale_raddr, data=self.scale_rdata)
+            else:
+                m.submodules.scale_buf = sbuf = Memory(shape=c.scale_word, depth=c.scale_depth, init=[])
+                sc_w, sc_r = sbuf.write_port(), sbuf.read_port()
+        if c.scale == "per_channel":  # the tile's running sums by column block (psum stays in the output buffer)
+            m.submodules.acc_scratch = scr = Memory(shape=c.out_word, depth=c.out_depth, init=[])
+            scr_w, scr_r = scr.write_port(), scr.read_port()
 
         # ---------------------------------------------------------- command
         running = Signal()
@@ -346,6 +437,27 @@ class LutCore(wiring.Component):
         s1_oaddr = Signal(range(c.out_depth))
         m.d.sync += [s1_valid.eq(issue), s1_first.eq(q == 0), s1_last.eq(q == planes - 1), s1_bank.eq(s[0]),
                      s1_oaddr.eq(o_base + nb), s1_fg.eq((g == 0) & ~acc_cmd)]
+        s2_saddr = s2_nb = s3_lastg = None
+        if c.scale == "per_group":  # scale entry (g * K // scale_group) * col_blocks + nb, by counting
+            per = c.scale_group // K  # K-groups per scale group
+            sgc = Signal(range(per + 1))
+            sg_base = Signal(2 * DIM_BITS)
+            with m.If(self.cmd_valid & ~running):
+                m.d.sync += [sgc.eq(0), sg_base.eq(0)]
+            with m.If(seq & (sc == slot - 1) & ~last_issue):
+                with m.If(g == groups - 1):
+                    m.d.sync += [sgc.eq(0), sg_base.eq(0)]
+                with m.Elif(sgc == per - 1):
+                    m.d.sync += [sgc.eq(0), sg_base.eq(sg_base + col_blocks)]
+                with m.Else():
+                    m.d.sync += sgc.eq(sgc + 1)
+            s1_saddr, s2_saddr = Signal(range(c.scale_depth)), Signal(range(c.scale_depth))
+            m.d.sync += [s1_saddr.eq(sg_base + nb), s2_saddr.eq(s1_saddr)]
+        if c.scale == "per_channel":  # the scratch restarts at group 0 (psum is added after the scale)
+            s1_nb, s2_nb = Signal(range(c.out_depth)), Signal(range(c.out_depth))
+            s1_lastg, s2_lastg, s3_lastg = Signal(), Signal(), Signal()
+            m.d.sync += [s1_fg.eq(g == 0), s1_nb.eq(nb), s2_nb.eq(s1_nb), s1_lastg.eq(g == groups - 1),
+                         s2_lastg.eq(s1_lastg), s3_lastg.eq(s2_lastg)]
 
         # ---------------------------------------------------------- precompute unit
         tables = [[[Signal(eb, name=f"tab{b}_r{r}_e{e}") for e in range(E)] for r in range(tm)] for b in range(2)]
@@ -454,38 +566,57 @@ class LutCore(wiring.Component):
                     half = ar.half_sub(m, preg[r][col], s2_S[r], f"h_{kind}_r{r}_c{col}")
                     vals[kind] = Mux(int1, preg[r][col], half) if "int1" in c.weight_formats else half
                 m.d.sync += rreg[r][col].eq(self._by_kind(vals, is_fp))
+        acc_valid, acc_oaddr, acc_fg, r_in = s2_valid, s2_oaddr, s2_fg, rreg
+        if c.scale == "per_group":  # stage 2b: rs = rne(fp32(r) * scale) before the (fp32) accumulator
+            acc_valid, acc_oaddr, acc_fg, r_in = self._group_scale(m, rreg, s2_valid, s2_oaddr, s2_fg, s2_saddr,
+                                                                   sc_r, is_fp)
+        # per_channel: the tile's sum goes to a scratch (by column block), scaled after its last group
+        acc_rd = out_r if c.scale != "per_channel" else scr_r
         with m.If(running):
-            m.d.comb += out_r.addr.eq(s2_oaddr)
+            m.d.comb += acc_rd.addr.eq(acc_oaddr if c.scale != "per_channel" else s2_nb)
         s3_valid, s3_fg = Signal(), Signal()
         s3_oaddr = Signal.like(s1_oaddr)
-        m.d.sync += [s3_valid.eq(s2_valid), s3_oaddr.eq(s2_oaddr), s3_fg.eq(s2_fg)]
+        m.d.sync += [s3_valid.eq(acc_valid), s3_oaddr.eq(acc_oaddr), s3_fg.eq(acc_fg)]
 
         # ---------------------------------------------------------- stage 3: acc + r, write
         fw_valid = Signal()
         fw_addr = Signal.like(s1_oaddr)
         fw_data = Signal(c.out_word)
-        old = Mux(fw_valid & (fw_addr == s3_oaddr), fw_data, out_r.data)
+        if c.scale == "per_channel":  # the scratch is addressed by column block
+            s3_nb = Signal.like(s2_nb)
+            m.d.sync += s3_nb.eq(s2_nb)
+            old = Mux(fw_valid & (fw_addr == s3_nb), fw_data, acc_rd.data)
+        else:
+            old = Mux(fw_valid & (fw_addr == s3_oaddr), fw_data, out_r.data)
         sums = []
         acc_int = IntArith(ACC_BITS)
+        acc_kinds = [("fp", None)] if c.scale == "per_group" else ariths  # per_group: fp32 even for int8
         for r in range(tm):
             for col in range(tn):
                 lane = (r * tn + col) * ACC_BITS
                 acc_old = Signal(ACC_BITS, name=f"acc_r{r}_c{col}")
                 m.d.comb += acc_old.eq(Mux(s3_fg, 0, old[lane:lane + ACC_BITS]))
                 vals = {}
-                for kind, _ar in ariths:
+                for kind, _ar in acc_kinds:
                     if kind == "int":
-                        vals[kind] = acc_int.add(m, acc_old, rreg[r][col][:c.p_bits], f"sum_int_r{r}_c{col}")
+                        vals[kind] = acc_int.add(m, acc_old, r_in[r][col][:c.p_bits], f"sum_int_r{r}_c{col}")
                     else:
-                        vals[kind] = FpArith().add(m, acc_old, rreg[r][col], f"sum_fp_r{r}_c{col}")
+                        vals[kind] = FpArith().add(m, acc_old, r_in[r][col], f"sum_fp_r{r}_c{col}")
                 v = Signal(ACC_BITS, name=f"sum_r{r}_c{col}")
                 m.d.comb += v.eq(self._by_kind(vals, is_fp))
                 sums.append(v)
-        m.d.sync += [fw_valid.eq(s3_valid), fw_addr.eq(s3_oaddr), fw_data.eq(Cat(*sums))]
+        if c.scale == "per_channel":
+            m.d.sync += [fw_valid.eq(s3_valid), fw_addr.eq(s3_nb), fw_data.eq(Cat(*sums))]
+            m.d.comb += [scr_w.addr.eq(s3_nb), scr_w.data.eq(Cat(*sums)), scr_w.en.eq(s3_valid)]
+            fin_valid, fin_addr, fin_data = self._channel_scale(m, sums, s3_valid & s3_lastg, s3_oaddr, s3_nb,
+                                                                 sc_r, out_r, running, acc_cmd, is_fp)
+        else:
+            m.d.sync += [fw_valid.eq(s3_valid), fw_addr.eq(s3_oaddr), fw_data.eq(Cat(*sums))]
+            fin_valid, fin_addr, fin_data = s3_valid, s3_oaddr, Cat(*sums)
 
         # ---------------------------------------------------------- host ports
         if c.external_buffers:
-            m.d.comb += [out_w.addr.eq(s3_oaddr), out_w.data.eq(Cat(*sums)), out_w.en.eq(s3_valid)]
+            m.d.comb += [out_w.addr.eq(fin_addr), out_w.data.eq(fin_data), out_w.en.eq(fin_valid)]
             return m
         host_wr = self.wr_en & ~running
         m.d.comb += [
@@ -498,8 +629,11 @@ class LutCore(wiring.Component):
         ]
         with m.If(~running):  # the host reads through the accumulators' read port while no tile runs
             m.d.comb += [out_r.addr.eq(self.rd_addr), out_r.en.eq(self.rd_en)]
-        with m.If(s3_valid):
-            m.d.comb += [out_w.addr.eq(s3_oaddr), out_w.data.eq(Cat(*sums)), out_w.en.eq(1)]
+        if c.scale != "none":
+            m.d.comb += [sc_w.addr.eq(self.wr_addr), sc_w.data.eq(self.wr_data),
+                         sc_w.en.eq(host_wr & (self.wr_buf == BUFS["scale"]))]
+        with m.If(fin_valid):
+            m.d.comb += [out_w.addr.eq(fin_addr), out_w.data.eq(fin_data), out_w.en.eq(1)]
         with m.Else():
             m.d.comb += [out_w.addr.eq(self.wr_addr), out_w.data.eq(self.wr_data),
                          out_w.en.eq(host_wr & (self.wr_buf == BUFS["out"]))]

@@ -27,7 +27,7 @@ PORT_DOCS = {
     "cmd_accumulate": "1: out += A.W onto the output buffer's contents; 0: out = A.W",
     "cmd_precomputed": "1: the tables come from the table buffer (fused precompute, no table-build cycles)",
     "wr_en": "write one entry of the buffer selected by wr_buf (ignored while busy)",
-    "wr_buf": "0 activations, 1 weight planes, 2 output, 3 precomputed tables",
+    "wr_buf": "0 activations, 1 weight planes, 2 output, 3 precomputed tables, 4 scales (scale builds)",
     "wr_addr": "buffer address",
     "wr_data": "the entry (layouts in docs/lut_rtl.md), low bits first",
     "rd_en": "read one output buffer entry",
@@ -45,6 +45,8 @@ PORT_DOCS = {
     "out_waddr": "external_buffers: output buffer write address",
     "out_wdata": "external_buffers: the output entry written",
     "out_we": "external_buffers: write out_wdata at out_waddr",
+    "scale_raddr": "external_buffers, scale builds: scale buffer address (scale_rdata the next cycle)",
+    "scale_rdata": "external_buffers, scale builds: the scale entry asked for in the previous cycle",
     "busy": "a tile runs",
     "tile_start": "high in tile-local cycle 0",
     "tile_done": "high in the tile's last cycle (pipeline_cycles after its last lookup)",
@@ -79,7 +81,7 @@ class LutDesign(RtlDesign):
     template = "lut"
     toplevel = "archsim_lut"
     driver = "rtl.lut.driver:run_job"
-    depth_options = ("act_depth", "weight_depth", "out_depth", "table_depth")
+    depth_options = ("act_depth", "weight_depth", "out_depth", "table_depth", "scale_depth")
 
     def __init__(self, params: Any, options: dict | None = None):
         super().__init__(params, dict(options or {}))
@@ -92,11 +94,14 @@ class LutDesign(RtlDesign):
         return LutCore(self.cfg)
 
     def source_files(self) -> list[str]:
+        import rtl.attention.fp as af
         import rtl.lut.arith as a
         import rtl.lut.design as d
         import rtl.pim.fp as f
+        import rtl.simd.arith as sa
 
-        return [inspect.getfile(d), inspect.getfile(a), inspect.getfile(f), __file__]
+        return [inspect.getfile(d), inspect.getfile(a), inspect.getfile(f), inspect.getfile(af),
+                inspect.getfile(sa), __file__]
 
     def config_dict(self) -> dict[str, Any]:
         return self.cfg.as_dict()
@@ -126,8 +131,9 @@ class LutDesign(RtlDesign):
     def fits(self, tile) -> bool:
         mb, g, nb, b = self.blocks(tile)
         c = self.cfg
+        scales = {"none": 0, "per_channel": nb, "per_group": nb * g * c.group_k // max(1, c.scale_group)}[c.scale]
         return (mb * g <= min(c.act_depth, c.table_depth) and g * nb * b <= c.weight_depth
-                and mb * nb <= c.out_depth)
+                and mb * nb <= c.out_depth and scales <= c.scale_depth)
 
     def encode(self, tile, ops) -> dict[str, Any]:
         """Buffer writes, command fields and output entries of one tile (layouts: docs/lut_rtl.md)."""
@@ -138,7 +144,8 @@ class LutDesign(RtlDesign):
         tile.check(self.params)
         if not self.fits(tile):
             raise SpecError(f"lut RTL: tile m={tile.m} k={tile.k} n={tile.n} does not fit the RTL buffers "
-                            f"(act/table {c.act_depth}, weight {c.weight_depth}, out {c.out_depth} entries)")
+                            f"(act/table {c.act_depth}, weight {c.weight_depth}, out {c.out_depth}"
+                            + (f", scale {c.scale_depth}" if c.scale != "none" else "") + " entries)")
         tm, tn, K, E = c.tile_m, c.tile_n, c.group_k, c.entries
         MB, G, NB, b = self.blocks(tile)
         integer = is_int(tile.activation_format)
@@ -165,10 +172,19 @@ class LutDesign(RtlDesign):
                     t = build_tables(a[mb * tm:(mb + 1) * tm, g * K:(g + 1) * K], K, integer, stored)
                     writes.append([BUFS["table"], mb * G + g,
                                    _pack(value_bits(t, integer).reshape(-1), c.entry_bits)])
+        int_out = integer and c.scale == "none"  # with scales the outputs (and psums) are fp32
+        if c.scale != "none":  # scale entries: per_channel nb; per_group sg * NB + nb; column c at lane c
+            sc = np.asarray(ops["scale"], np.float32).reshape(-1, tile.n)
+            padded = np.zeros((sc.shape[0], NB * tn), np.float32)
+            padded[:, :tile.n] = sc
+            bits = value_bits(padded, False)
+            for sg in range(sc.shape[0]):
+                for nb in range(NB):
+                    writes.append([BUFS["scale"], sg * NB + nb, _pack(bits[sg, nb * tn:(nb + 1) * tn], 32)])
         if tile.accumulate:
-            psum = np.zeros((MB * tm, NB * tn), np.int64 if integer else np.float32)
+            psum = np.zeros((MB * tm, NB * tn), np.int64 if int_out else np.float32)
             psum[:tile.m, :tile.n] = np.asarray(ops["psum"])
-            bits = value_bits(psum, integer)
+            bits = value_bits(psum, int_out)
             for mb in range(MB):
                 for nb in range(NB):
                     lanes = bits[mb * tm:(mb + 1) * tm, nb * tn:(nb + 1) * tn].reshape(-1)
@@ -183,8 +199,6 @@ class LutDesign(RtlDesign):
 
     def rtl_values(self, tile, words: list[int]) -> np.ndarray:
         """The tile's outputs from the output buffer entries read back."""
-        from archsim.templates.lut.values import is_int
-
         c = self.cfg
         tm, tn = c.tile_m, c.tile_n
         MB, _G, NB, _b = self.blocks(tile)
@@ -195,9 +209,15 @@ class LutDesign(RtlDesign):
                 for col in range(tn):
                     raw[mb * tm + r, nb * tn + col] = (word >> ((r * tn + col) * ACC_BITS)) & 0xFFFFFFFF
         raw = raw[:tile.m, :tile.n]
-        if is_int(tile.activation_format):
+        if self.int_output(tile):
             return np.where(raw >> 31, raw - (1 << 32), raw)
         return raw.astype(np.uint32).view(np.float32)
+
+    def int_output(self, tile) -> bool:
+        """Integer outputs: int8 activations without scales (else fp32)."""
+        from archsim.templates.lut.values import is_int
+
+        return is_int(tile.activation_format) and self.cfg.scale == "none"
 
     @staticmethod
     def label(tile) -> str:
@@ -207,7 +227,7 @@ class LutDesign(RtlDesign):
     def check(self, items, result, sim="icarus") -> CosimReport:
         from archsim.templates.lut.detailed import LutArrayDetailed
         from archsim.templates.lut.tile import tile_cycles
-        from archsim.templates.lut.values import is_int, tile_values
+        from archsim.templates.lut.values import tile_values
 
         got = result.get("tiles", [])
         report = CosimReport(design=self.template, sim=sim, tiles=[], error=result.get("error", ""))
@@ -216,7 +236,7 @@ class LutDesign(RtlDesign):
         detailed = LutArrayDetailed(self.params)
         for idx, (tile, ops) in enumerate(items):
             label = self.label(tile)
-            integer = is_int(tile.activation_format)
+            integer = self.int_output(tile)
             fast_vals = tile_values(tile, ops, self.params)
             fast_cycles = tile_cycles(tile, self.params)
             det_vals, det_cycles = detailed.run_tile(tile, ops)
