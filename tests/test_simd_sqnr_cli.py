@@ -146,3 +146,47 @@ def test_missing_onnxruntime_is_one_line(capsys, tmp_path, mlp_path, monkeypatch
                  "--no-plots", "--quiet", "--sqnr"])
     _, err = capsys.readouterr()
     assert code == 2 and "--sqnr: needs onnxruntime" in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_op_the_executor_lacks_is_one_line_and_common_ones_run(capsys, tmp_path):
+    """Tanh / Sub / Div / Constant run (values vs numpy by hand); an op the importer lowers but the
+    value executor lacks (Where) is one line naming the node."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = np.random.default_rng(2).standard_normal((8, 6)).astype(np.float32)
+
+    def save(nodes, name):
+        graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 6])],
+                                  [numpy_helper.from_array(w, "w")])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        path = str(tmp_path / f"{name}.onnx")
+        onnx.save(model, path)
+        return path
+
+    two = helper.make_node("Constant", [], ["two"], name="two",
+                           value=numpy_helper.from_array(np.array(2.0, np.float32)))
+    ok = save([helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"), two,
+               helper.make_node("Tanh", ["h"], ["t"], name="tanh"), helper.make_node("Sub", ["t", "two"], ["s"], name="sub"),
+               helper.make_node("Div", ["s", "two"], ["y"], name="div")], "ok")
+    code = main(["run", "--arch", "simd-edge", "--workload", ok, "--out", str(tmp_path / "ok"), "--no-plots", "--quiet",
+                 "--weights", "int8", "--activations", "int8", "--sqnr"])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    report = json.loads((tmp_path / "ok" / "report.json").read_text())
+    x = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
+    h = x @ w
+    hq = (_q("a", x, "int8") @ _q("w", w, "int8")).astype(np.float32)
+    y, yq = (np.tanh(h) - 2) / 2, (np.tanh(hq) - 2) / 2
+    assert report["extras"]["output_sqnr_db"] == pytest.approx(_sqnr(y, yq), abs=1e-3)
+    assert report["extras"]["top1_agreement"] == pytest.approx(np.mean(y.argmax(1) == yq.argmax(1)))
+
+    cond = helper.make_node("Constant", [], ["c"], name="c", value=numpy_helper.from_array(np.array(True)))
+    bad = save([helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"), cond,
+                helper.make_node("Where", ["c", "h", "h"], ["y"], name="pick")], "bad")
+    code = main(["run", "--arch", "simd-edge", "--workload", bad, "--out", str(tmp_path / "bad"), "--no-plots",
+                 "--quiet", "--sqnr"])
+    _, err = capsys.readouterr()
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "--sqnr: " in err and "pick: op Where is not supported by the accuracy executor" in err

@@ -188,6 +188,23 @@ def _softmax(x, node):
     return e / e.sum(axis=axis, keepdims=True)
 
 
+def _erf(x):
+    import math
+
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+#: element-wise ops of fp32 tensors (inputs -> output), beside the ones with attributes in :func:`execute`
+_ELEMENTWISE = {
+    "Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mul": lambda a, b: a * b, "Div": lambda a, b: a / b,
+    "Pow": lambda a, b: np.power(a, b), "Max": lambda *xs: np.maximum.reduce(xs), "Min": lambda *xs: np.minimum.reduce(xs),
+    "Relu": lambda x: np.maximum(x, 0.0), "Sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)), "Tanh": np.tanh,
+    "Sqrt": np.sqrt, "Exp": np.exp, "Log": np.log, "Neg": np.negative, "Abs": np.abs,
+    "Reciprocal": lambda x: 1.0 / x, "Erf": _erf, "Identity": lambda x: x, "Dropout": lambda x, *_: x,
+    "Cast": lambda x: x,
+}
+
+
 def execute(model, feeds: dict, prec: Precision | None = None, policy=None,
             per_layer: dict[str, Precision] | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Run ``model`` (ONNX ModelProto) on ``feeds``; returns (graph outputs, every GEMM node's output
@@ -241,14 +258,23 @@ def execute(model, feeds: dict, prec: Precision | None = None, policy=None,
                 a3, w3 = a.reshape((-1,) + a.shape[-2:]), w.reshape((-1,) + w.shape[-2:])
                 y = np.stack([gemm(a3[i], w3[i], node.input[1] in params) for i in range(a3.shape[0])])
                 y = y.reshape(a.shape[:-1] + (w.shape[-1],))
-        elif op == "Relu":
-            y = np.maximum(ins[0], 0.0)
-        elif op == "Add":
-            y = ins[0] + ins[1]
-        elif op == "Mul":
-            y = ins[0] * ins[1]
-        elif op == "Sigmoid":
-            y = 1.0 / (1.0 + np.exp(-ins[0]))
+        elif op in _ELEMENTWISE:
+            y = _ELEMENTWISE[op](*ins)
+        elif op == "Gelu":
+            x = ins[0]
+            y = 0.5 * x * (1.0 + (np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3))
+                                  if _attr(node, "approximate", b"none") in (b"tanh", "tanh") else _erf(x / np.sqrt(2))))
+        elif op == "Constant":
+            y = numpy_helper.to_array(_attr(node, "value")).astype(np.float64)
+        elif op == "Shape":
+            y = np.asarray(ins[0].shape, np.float64)
+        elif op in ("Squeeze", "Unsqueeze"):
+            axes = _attr(node, "axes") if len(ins) < 2 else [int(v) for v in ins[1]]
+            y = np.squeeze(ins[0], tuple(axes)) if op == "Squeeze" and axes else (
+                np.squeeze(ins[0]) if op == "Squeeze" else np.expand_dims(ins[0], tuple(axes)))
+        elif op == "ReduceMean":
+            axes = _attr(node, "axes") if len(ins) < 2 else [int(v) for v in ins[1]]
+            y = ins[0].mean(axis=tuple(axes) if axes else None, keepdims=bool(_attr(node, "keepdims", 1)))
         elif op == "MaxPool":
             y = _maxpool(ins[0], node)
         elif op == "GlobalAveragePool":
@@ -267,8 +293,8 @@ def execute(model, feeds: dict, prec: Precision | None = None, policy=None,
         elif op == "LayerNormalization":
             y = _layernorm(ins[0], ins[1], ins[2], node)
         else:
-            raise ValueError(f"{node.name}: op {op} is not supported by the accuracy executor")
-        y = y.astype(np.float32).astype(np.float64)  # tensors between ops are fp32
+            raise ValueError(f"{names[id(node)]}: op {op} is not supported by the accuracy executor")
+        y = np.asarray(y, np.float64).astype(np.float32).astype(np.float64)  # tensors between ops are fp32
         env[node.output[0]] = y
         if op in GEMM_OPS:
             gemm_outputs[names[id(node)]] = y

@@ -97,12 +97,19 @@ def add_network_sqnr(result, arch, workload: str, options: dict, *, seed: int = 
     feeds = input_feeds(model, _bound_dims(model, workload, options), seed)
     policy = load_policy(policy_path) if policy_path else None
     precisions = layer_precisions(result, arch, policy)
-    ref_out, ref_layers = execute(model, feeds)
-    q_out, q_layers = execute(model, feeds, per_layer=precisions)
+    try:
+        ref_out, ref_layers = execute(model, feeds)
+        q_out, q_layers = execute(model, feeds, per_layer=precisions)
+    except ValueError as err:
+        raise ArchsimError(f"--sqnr: {workload}: {err}") from None
     layer_db = {k: sqnr_db(ref_layers[k], v) for k, v in q_layers.items() if k in precisions}
     attach_sqnr(result, layer_db)
     name = next(iter(q_out))
-    ort = onnxruntime_outputs(model, feeds)[name]
+    try:
+        ort = onnxruntime_outputs(model, feeds)[name]
+    except Exception as err:  # onnxruntime raises its own exception types
+        text = (str(err).splitlines() or [""])[0][:160]
+        raise ArchsimError(f"--sqnr: onnxruntime cannot run {workload}: {type(err).__name__}: {text}") from None
     extras: dict[str, Any] = {"output_sqnr_db": sqnr_db(ort, q_out[name]),
                               "sqnr_inputs": f"standard normal, seed {seed}"}
     if ort.ndim == 2 and ort.shape[1] >= 2:
