@@ -1,8 +1,8 @@
 """Compute density of the LUT tensor core RTL vs a dequantize-then-MAC core, from synthesis.
 
 For each W x A (W1, W1.58, W2, W4 x A8, A16) it synthesizes with yosys
-(rtl/synth.py, cached) two designs of equal peak throughput (the definition
-is in :mod:`rtl.lut.mac_baseline`):
+(rtl/synth.py, cached) two designs of the same peak MACs/cycle AT THAT W (the
+definition is in :mod:`rtl.lut.mac_baseline`):
 
 - the LUT core :class:`rtl.lut.design.LutCore` built for that one pair
   (``weight_formats=[W]``, ``activation_formats=[A]``; ``external_buffers``:
@@ -13,13 +13,20 @@ is in :mod:`rtl.lut.mac_baseline`):
   ``ceil(N / tile_n) * b >= pre``, i.e. N >= 64 at W1 for N8: every LLM layer),
   peak ``tile_m * tile_n * group_k / b`` MACs/cycle;
 - the baseline :class:`rtl.lut.mac_baseline.MacBaseline` (int8 x int8 or
-  fp16 x fp16 multipliers fed with dequantized weights: one design per A,
-  whatever W), peak ``tile_m * tile_n * group_k`` MACs/cycle;
+  fp16 x fp16 multipliers fed with dequantized weights) of ``tile_m x
+  tile_n / b x group_k`` multipliers: the same peak ``tile_m * tile_n *
+  group_k / b`` MACs/cycle (one design per A and b: W1.58 and W2 share one);
 
 and prints one table: generic cells (``synth -flatten -lut 4``: multipliers in
 logic, no DSP), ECP5 LUT / FF / DSP (``synth_ecp5``), nextpnr Fmax (``--pnr``),
 and the compute density = peak MACs/cycle per 1000 generic 4-input LUTs, with
 the LUT/MAC density ratio.
+
+Synthesis flow: rtl/synth.py's with ``premap_shifts`` for EVERY design (LUT
+and MAC, A8 and A16): shifters are mapped to gates before ``synth`` /
+``synth_ecp5``, because yosys' SAT-based ``share`` pass, pairing the shifters
+of dozens of fp32 adders in one flat module, ran for over an hour on the A16
+builds (the rest of the flow is the default one).
 
     python bench/bench_lut_synth.py [--tile M N K] [--rate R] [--pnr] [--no-ecp5] [--only W1,A8] [--json out.json]
 
@@ -47,23 +54,29 @@ ACTS = (("A8", "int8"), ("A16", "fp16"))
 NO_ECP5 = {"luts": 0, "ffs": 0, "dsps": 0}
 
 
+SYNTH = {"premap_shifts": True}
+
+
 def lut_figures(tm, tn, K, wf, af, ecp5, pnr, rate=2) -> dict:
     p = LutParams(group_k=K, tile_k=K, tile_m=tm, tile_n=tn, precompute_entries_per_cycle=rate,
                   weight_formats=[wf], activation_formats=[af], weight_format=wf, activation_format=af)
     opts = {"external_buffers": True, "act_depth": 16, "weight_depth": 16, "out_depth": 16, "table_depth": 16}
-    gen = synthesize(p, target="generic", options=opts)
-    ecp = synthesize(p, target="ecp5", pnr=pnr, options=opts) if ecp5 else NO_ECP5
+    gen = synthesize(p, target="generic", options=opts, **SYNTH)
+    ecp = synthesize(p, target="ecp5", pnr=pnr, options=opts, **SYNTH) if ecp5 else NO_ECP5
     return {"generic": gen, "ecp5": ecp, "peak": tm * tn * K / PLANES[wf]}
 
 
-def mac_figures(tm, tn, K, af, ecp5, pnr) -> dict:
-    """The baseline of one activation format (weights arrive dequantized: one design serves every W)."""
+def mac_figures(tm, tn, K, af, b, ecp5, pnr) -> dict:
+    """The baseline of the LUT core's peak at b-bit weights: ``tile_n / b`` columns (weights arrive
+    dequantized, so one design serves every W of that b)."""
     from amaranth.back import verilog
 
-    core = MacBaseline(tm, tn, K, None, af)
+    if tn % b:
+        raise SystemExit(f"error: --tile N ({tn}) must be a multiple of 4 (the MAC baseline has N / b columns)")
+    core = MacBaseline(tm, tn // b, K, None, af)
     text = verilog.convert(core, name="archsim_mac_baseline", emit_src=False)
-    gen = synthesize_verilog(text, "archsim_mac_baseline", target="generic")
-    ecp = synthesize_verilog(text, "archsim_mac_baseline", target="ecp5", pnr=pnr) if ecp5 else NO_ECP5
+    gen = synthesize_verilog(text, "archsim_mac_baseline", target="generic", **SYNTH)
+    ecp = synthesize_verilog(text, "archsim_mac_baseline", target="ecp5", pnr=pnr, **SYNTH) if ecp5 else NO_ECP5
     return {"generic": gen, "ecp5": ecp, "peak": core.peak_macs_per_cycle}
 
 
@@ -89,7 +102,7 @@ def main(argv=None) -> int:
             if args.only and args.only != f"{wname},{aname}":
                 continue
             lut = lut_figures(tm, tn, K, wf, af, ecp5, args.pnr, args.rate)
-            mac = mac_figures(tm, tn, K, af, ecp5, args.pnr)
+            mac = mac_figures(tm, tn, K, af, PLANES[wf], ecp5, args.pnr)
             rows.append({"w": wname, "a": aname, "lut": lut, "mac": mac,
                          "ratio": density(lut) / density(mac)})
             print(f"  synthesized {wname} x {aname} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
@@ -98,9 +111,9 @@ def main(argv=None) -> int:
         v = f["ecp5"].get("fmax_mhz")
         return f"{v:.0f}" if v else "-"
 
-    print(f"LUT core M{tm} N{tn} K{K} vs dequantize-then-MAC core of equal peak MACs/cycle "
-          f"({tm * tn * K} multipliers); density = peak MACs/cycle per 1000 generic 4-LUTs "
-          f"(yosys synth -lut 4, no DSP)")
+    print(f"LUT core M{tm} N{tn} K{K} vs dequantize-then-MAC core of the same peak MACs/cycle at each W "
+          f"({tm} x {tn}/b x {K} multipliers); density = peak MACs/cycle per 1000 generic 4-LUTs "
+          f"(yosys synth -lut 4, no DSP; shifters premapped, both cores)")
     hdr = (f"{'W x A':<11} | {'core':<4} {'peak':>5} {'gen LUT':>8} {'gen FF':>7} {'cells':>7} | "
            f"{'ECP5 LUT':>8} {'FF':>6} {'DSP':>4} {'Fmax':>5} | {'density':>8} | {'LUT/MAC':>7}")
     print(hdr)

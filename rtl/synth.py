@@ -19,6 +19,11 @@ Figures:
 - ``generic``: ``synth -flatten -lut 4`` (technology-independent, 4-input
   LUT mapping). ``dsps`` is 0 (multipliers become logic); ``ffs`` counts
   every flip-flop cell type.
+- ``premap_shifts=True`` (either target; off by default): shifters are mapped
+  to gates (``proc; flatten; techmap`` of ``$shl $shr $sshl $sshr $shift
+  $shiftx``) before the flow, so yosys' SAT-based ``share`` pass has none to
+  pair: on flat designs with dozens of fp adders its pairwise search runs for
+  hours (the LUT core's A16 builds). Part of the cache key.
 - ``pnr=True`` (ecp5 only): nextpnr-ecp5 ``--85k --package CABGA381
   --out-of-context``; ``fmax_mhz`` is the post-route estimate of ``clk``,
   ``critical_path`` names its end points.
@@ -125,6 +130,7 @@ def synthesize_verilog(
     pnr: bool = False,
     freq_mhz: float = 200.0,
     seed: int = 1,
+    premap_shifts: bool = False,
     use_cache: bool = True,
     workdir: str | os.PathLike | None = None,
     timeout_s: float = 3600.0,
@@ -140,7 +146,8 @@ def synthesize_verilog(
     if pnr:
         versions["nextpnr-ecp5"] = _tool_version("nextpnr-ecp5")
     key_src = json.dumps(
-        [_CACHE_VERSION, verilog, top, target, pnr, float(freq_mhz), seed, versions], sort_keys=True
+        [_CACHE_VERSION, verilog, top, target, pnr, float(freq_mhz), seed, versions]
+        + (["premap_shifts"] if premap_shifts else []), sort_keys=True
     )
     key = hashlib.sha256(key_src.encode()).hexdigest()[:24]
     cache_file = cache_dir() / f"{key}.json"
@@ -162,10 +169,12 @@ def synthesize_verilog(
         work.mkdir(parents=True, exist_ok=True)
     try:
         (work / "top.v").write_text(verilog)
+        pre = (f"hierarchy -top {top}; proc; flatten; "
+               "techmap -map +/techmap.v t:$shl t:$shr t:$sshl t:$sshr t:$shift t:$shiftx; ") if premap_shifts else ""
         if target == "ecp5":
-            script = f"read_verilog top.v; synth_ecp5 -top {top} -json netlist.json; tee -q -o stat.json stat -json"
+            script = f"read_verilog top.v; {pre}synth_ecp5 -top {top} -json netlist.json; tee -q -o stat.json stat -json"
         else:
-            script = f"read_verilog top.v; synth -top {top} -flatten -lut 4; tee -q -o stat.json stat -json"
+            script = f"read_verilog top.v; {pre}synth -top {top} -flatten -lut 4; tee -q -o stat.json stat -json"
         stage("yosys")
         _run(_tool("yosys") + ["-q", "-l", "yosys.log", "-p", script], work, "yosys", timeout_s)
         stat = json.loads((work / "stat.json").read_text())
