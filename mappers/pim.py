@@ -150,7 +150,8 @@ def _emit_attention_decode(layer: _Layer, heads: int, kv_heads: int, seq_kv: int
 def make_mapper(arch, options) -> Callable:
     if arch.output_ops:  # not ignored: a spec that says the PIM fuses would report figures it does not model
         raise SpecError(f"{arch.name}: output_ops: expected none for the pim template (its element-wise "
-                        f"ops run on the ASIC; there is no GEMM output path to fuse into), got {', '.join(arch.output_ops)}")
+                        f"ops run on the ASIC; there is no GEMM output path to fuse into), "
+                        f"got {', '.join(arch.output_ops)}")
     p = arch.params
     eb = p.element_bytes
 
