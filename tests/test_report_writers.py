@@ -97,3 +97,10 @@ def test_write_reports_replaces_atomically(tmp_path, monkeypatch):
         write_reports(make_result(), str(out), plots=False)
     assert (out / "report.json").read_bytes() == first
     assert sorted(os.listdir(tmp_path / "sim_out")) == ["run"]
+
+
+def test_a_rate_extra_is_shown_per_second_not_as_a_duration():
+    from archsim.report.writers import _extra
+
+    assert _extra("tokens_per_s", 20.0) == "20 /s"  # a rate: tokens per second
+    assert _extra("latency_s", 0.05) == "50 ms"  # a duration

@@ -106,13 +106,15 @@ def _si(x: float, unit: str) -> str:
 
 
 def _extra(key: str, value) -> str:
-    """A template extra by the unit its name carries (``_pj``, ``_bytes``, ``_s``, ``_fraction``)."""
+    """A template extra by the unit its name carries (``_pj``, ``_bytes``, ``_per_s``, ``_s``, ``_fraction``)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
     if key.endswith("_pj"):
         return fmt.energy_pj(value)
     if key.endswith("_bytes"):
         return fmt.nbytes(value)
+    if key.endswith("_per_s"):
+        return f"{fmt.number(value)} /s"
     if key.endswith("_s"):
         return fmt.seconds(value)
     if key.endswith("_fraction"):
