@@ -4,11 +4,16 @@ Bytes: every operand once (inputs, learned weights, outputs; for attention
 the K and V cache it reads; for an embedding only the rows looked up). FLOPs: 2 per
 MAC, plus one per element of vector ops. Precision of a kernel: the op's
 weight precision for GEMMs (the GPU runs the same formats as the workload).
+
+Operator fusion is not modelled (every op is its own kernel, as an unfused
+framework runs it), so a spec declaring ``output_ops`` is a one-line
+:class:`~archsim.errors.SpecError` rather than a key silently ignored.
 """
 from __future__ import annotations
 
 from typing import Callable
 
+from archsim.errors import SpecError
 from archsim.program import Compute, LayerProgram
 from archsim.templates.roofline import RooflineTile
 from mappers.lower import op_key
@@ -16,6 +21,9 @@ from workloads.precision import tensor_bytes
 
 
 def make_mapper(arch, options) -> Callable:
+    if arch.output_ops:
+        raise SpecError(f"{arch.name}: output_ops: expected none for the roofline template (each op is its own "
+                        f"kernel; fused epilogues are not modelled), got {', '.join(arch.output_ops)}")
     model = arch.model()
 
     def map_op(op) -> LayerProgram:

@@ -96,3 +96,13 @@ def test_t4_preset_figures():
     assert arch.params.board_power_w == 70 and arch.params.mem_gb_per_s == 320
     with pytest.raises(SpecError, match=r"mem_efficiency: expected a fraction"):
         load_arch("gpu-t4", overrides=["mem_efficiency=1.5"])
+
+
+def test_roofline_rejects_output_ops_in_one_line():
+    """A GPU roofline runs each op as its own kernel; a spec claiming a fused output path must not be ignored."""
+    import archsim
+    from workloads.zoo import build
+
+    arch = load_arch("gpu-t4", overrides=["output_ops=[bias, relu]"])
+    with pytest.raises(SpecError, match=r"^gpu-t4: output_ops: expected none for the roofline template .*got bias, relu$"):
+        archsim.simulate(build("resnet18"), arch)
