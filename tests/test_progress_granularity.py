@@ -234,3 +234,23 @@ def test_rtl_cosim_bar_per_tile(monkeypatch, tmp_path, capsys, quiet):
     else:
         assert re.search(r"rtl cosim \(icarus\):\s+100%\|.*\| 3/3 \[", err), err
         assert "build (icarus)" in err and "start" in err
+
+
+# ----------------------------------------------------------------------------- rtl help
+
+
+@pytest.mark.parametrize("action", ["generate", "cosim", "synth"])
+def test_rtl_help_names_no_template(action):
+    """The RTL option flags are asked of the design (RtlDesign), so their help names no template."""
+    import argparse
+
+    from archsim.cli import build_parser
+    from archsim.templates import template_names
+
+    rtl_parser = next(a for a in build_parser()._actions if a.dest == "command").choices["rtl"]
+    sub = next(a for a in rtl_parser._actions if isinstance(a, argparse._SubParsersAction)).choices[action]
+    text = " ".join(sub.format_help().split()).lower()
+    for flag in ("--depth", "--multiplier", "--out-ram", "--banks"):
+        assert flag in text
+    found = [name for name in template_names() if re.search(rf"\b{name}\b", text)]
+    assert not found, found
