@@ -27,6 +27,23 @@ built format (``params.activation_formats``), runs on the LUT array:
   VectorOp (``K - 1`` adds per entry) stands for the producer's extra work; no
   LUT tile waits for it (the producer ran before the layer).
 
+Periods (speed and memory): an ECP5-sized core cuts a 7B model's GEMM into
+millions of buffer tiles. When a layer's only part is a LUT GEMM whose stream
+repeats a *unit* (one output tile when K spans several tiles; else one row or
+column of output tiles; every unit's loads, tiles and stores the same sizes),
+it runs as ``count`` identical periods of at least :data:`PERIOD_STEPS` tiles
+(``LayerProgram.repeat``; ``mapping["periods"]``). The period is cut from the
+middle of the stream, just after a unit's last tile: in isolation it starts with
+its first tile (its operands were prefetched by the period before) and its
+previous unit's store overlaps it, as in the stream. DRAM and SRAM bytes,
+tiles, energy and compute cycles are those of the whole stream exactly
+(checked against the closed form, else the whole stream is emitted); the
+layer's cycles lose its fill and drain (first loads, last store: a few hundred
+cycles, -0.002 % on BitNet-2B's q_proj at prefill on lut-m2n8k4-ecp5), and
+when DRAM-bound each period may add a latency. A GEMM runs as periods only if
+that bound (:meth:`LutMapper.period_error_bound`) is under :data:`PERIOD_ERROR`
+of its cycles. ``PERIODS = False`` always emits the whole stream.
+
 Each layer's ``mapping`` reports ``precompute_cycles`` (table-build cycles of
 its tiles) and ``precompute_exposed_cycles`` (cycles they add to the tiles,
 i.e. what fusion saves on the array). GEMMs of other formats (an LM head in
@@ -47,6 +64,15 @@ from mappers.emit import BufferLayout, Emitter, emit_gather, emit_vector
 from mappers.lower import Gather, Gemm, VectorWork, lower_op
 from mappers.tiling import ORDERS, MemoryCosts, TilePlan, class_sum, dim_candidates, emit_gemm, nbytes, traffic
 from workloads.precision import precision_bits, tensor_bytes
+
+
+#: run a long LUT GEMM as ``count`` identical periods of its command stream
+#: (``LayerProgram.repeat``; module docstring, "Periods"); False: always the whole stream
+PERIODS = True
+#: buffer tiles (steps) per period at least; a GEMM of fewer than 4 periods runs whole
+PERIOD_STEPS = 1024
+#: periods only when their cycles may differ from the whole stream's by at most this fraction
+PERIOD_ERROR = 1e-4
 
 
 class LutMapper:
@@ -74,14 +100,16 @@ class LutMapper:
     def __call__(self, op) -> LayerProgram:
         low = lower_op(op, self.conv_lowering)
         em = Emitter(self.layout)
-        mappings, formats = [], None
+        mappings, formats, periods = [], None, 1
+        alone = len(low.parts) == 1  # only a layer's sole GEMM may run as periods (LayerProgram.repeat)
         for part in low.parts:
             start = len(em.commands)
             if isinstance(part, Gemm):
                 fmt = self.formats(part)
                 if fmt is not None:
                     formats = formats or fmt
-                    mp = self._emit_lut(em, part, *fmt)
+                    mp = self._emit_lut(em, part, *fmt, periodic=alone)
+                    periods = mp.get("periods", {}).get("count", 1)
                 else:
                     slot = self.layout.slot_bytes({"input": 2, "weight": 2, "output": 2})["weight"]
                     for work in _as_vector(part, slot):
@@ -101,9 +129,9 @@ class LutMapper:
             mapping.update(mappings[0])
             if len(mappings) > 1:
                 mapping["gemms"] = mappings
-        signature = ("lut", self.fusion, low)
+        signature = ("lut", self.fusion, low, periods)
         wf, af = formats or ("", "")
-        return LayerProgram(op.name, op.kind, op.macs(), em.commands, signature, mapping, repeat=low.repeat,
+        return LayerProgram(op.name, op.kind, op.macs(), em.commands, signature, mapping, repeat=low.repeat * periods,
                             weight_format=wf, activation_format=af)
 
     # -- a GEMM on the LUT array ------------------------------------------------------
@@ -188,7 +216,21 @@ class LutMapper:
         plan = TilePlan("lut", int(tm[i]), int(tk[i]), int(tn[i]), ORDERS[int(order[i])], False)
         return plan, {"est_cycles": int(est[i]), "est_compute_cycles": int(compute[i]), "est_dram_bytes": int(dram[i])}
 
-    def _emit_lut(self, em: Emitter, g0: Gemm, wf: str, af: str) -> dict:
+    def period_error_bound(self, g: Gemm, plan: TilePlan, wf: str, af: str, count: int, est: dict) -> float:
+        """Cycles by which ``count`` periods may differ from the whole stream (module docstring,
+        "Periods"): the layer's fill and drain (first loads, last store, one tile); when DRAM-bound,
+        also a latency and a tile per period."""
+        p = self.p
+        tile = float(self.tile_cycles_closed(plan.tm, plan.tk, plan.tn, wf))
+        edge_bytes = (nbytes(plan.tm * plan.tk, precision_bits(af)) * self.a_ratio(af)
+                      + nbytes(plan.tk * plan.tn, PLANES[wf]) * float(self.w_ratio(wf, plan.tk))
+                      + 2 * nbytes(plan.tm * plan.tn, precision_bits(g.out_precision)))
+        edge = edge_bytes * self.inv_bw + 2 * self.latency + tile + p.pipeline_cycles
+        if est["est_compute_cycles"] < est["est_dram_bytes"] * self.inv_bw:
+            edge += count * (self.latency + tile)
+        return edge
+
+    def _emit_lut(self, em: Emitter, g0: Gemm, wf: str, af: str, periodic: bool = False) -> dict:
         g = self.lut_gemm(g0, wf, af)
         plan, est = self.choose(g, wf, af)
         first = len(em.commands)
@@ -200,31 +242,126 @@ class LutMapper:
                 cache[key] = [LutTile(sm, sk, sn, wf, af, accumulate=acc, precomputed=self.fusion)]
             return cache[key]
 
-        emit_gemm(em, g, plan, split)
+        tables = g.m * (g.k // self.p.group_k) * self.p.table_entries  # lut_table elements (precompute fusion)
+        cut = periodic_slice(g, plan, split, self.layout) if periodic and PERIODS else None
+        if cut is not None and self.period_error_bound(g, plan, wf, af, cut[1], est) > PERIOD_ERROR * est["est_cycles"]:
+            cut = None
+        if cut is not None and self.fusion and tables % cut[1]:
+            cut = None
+        count = 1
+        if cut is None:
+            emit_gemm(em, g, plan, split)
+        else:
+            em.commands.extend(cut[0])
+            count = cut[1]
         ar, wr = self.a_ratio(af), float(self.w_ratio(wf, plan.tk))
         pre_cycles = exposed = 0
-        for i in range(first, len(em.commands)):
-            c = em.commands[i]
-            if isinstance(c, Load) and c.operand == "input" and ar != 1.0:
-                em.commands[i] = dataclasses.replace(c, nbytes=ceil(c.nbytes * ar))
-            elif isinstance(c, Load) and c.operand == "weight" and wr != 1.0:
-                em.commands[i] = dataclasses.replace(c, nbytes=ceil(c.nbytes * wr))
-            elif isinstance(c, Compute):
+        per_tile: dict = {}  # tile -> (table-build cycles, cycles they add to the tile)
+        cmds = em.commands
+        for i in range(first, len(cmds)):
+            c = cmds[i]
+            cls = type(c)
+            if cls is Compute:
                 t = c.tile
-                built = dataclasses.replace(t, precomputed=False)
-                steps = ceil(t.m / self.p.tile_m) * (t.k // self.p.group_k)
-                pre_cycles += steps * ceil(self.p.tile_m * self.p.table_entries / self.p.precompute_entries_per_cycle)
-                exposed += tile_cycles(built, self.p) - tile_cycles(dataclasses.replace(t, precomputed=True), self.p)
+                pe = per_tile.get(t)
+                if pe is None:
+                    steps = ceil(t.m / self.p.tile_m) * (t.k // self.p.group_k)
+                    pe = per_tile[t] = (
+                        steps * ceil(self.p.tile_m * self.p.table_entries / self.p.precompute_entries_per_cycle),
+                        tile_cycles(dataclasses.replace(t, precomputed=False), self.p)
+                        - tile_cycles(dataclasses.replace(t, precomputed=True), self.p))
+                pre_cycles += pe[0]
+                exposed += pe[1]
+            elif cls is Load and c.operand == "input" and ar != 1.0:
+                cmds[i] = dataclasses.replace(c, nbytes=ceil(c.nbytes * ar))
+            elif cls is Load and c.operand == "weight" and wr != 1.0:
+                cmds[i] = dataclasses.replace(c, nbytes=ceil(c.nbytes * wr))
         if self.fusion:  # the producer's extra work, once per row and group: K - 1 adds per entry (not waited for)
-            tables = g.m * (g.k // self.p.group_k)
-            em.commands.append(VectorOp(len(em.commands), (), "lut_table", tables * self.p.table_entries,
+            em.commands.append(VectorOp(len(em.commands), (), "lut_table", tables // count,
                                         max(1, self.p.group_k - 1)))
+        pre_cycles, exposed = pre_cycles * count, exposed * count
         mp = plan.as_mapping(g)
         mp.update(role=g.role, unit="array", m=g0.m, k=g0.k, k_padded=g.k, n=g.n, weight_format=wf,
                   activation_format=af, precompute_fusion=self.fusion, precompute_cycles=pre_cycles,
                   precompute_exposed_cycles=0 if self.fusion else exposed,
                   precompute_saved_cycles=exposed if self.fusion else 0, **est)
+        if count > 1:
+            mp["periods"] = {"count": count, "steps": cut[2]}
         return mp
+
+
+def _units(g: Gemm, plan: TilePlan):
+    """The periodic unit of ``g``'s command stream under ``plan``, or None:
+    ``(outer dim, its tile count, inner dim or None, its tile count, steps per unit)``;
+    units run outer-major and each one's commands repeat the previous one's (sizes,
+    operands, dependencies relative to the unit) exactly."""
+    nm, nk, nn = plan.counts(g)
+    m_even, n_even = g.m % plan.tm == 0, g.n % plan.tn == 0
+    if plan.order in ("mnk", "nmk") and nk > 1:  # A and B tiles loaded every step: a unit is one output tile
+        if not (m_even and n_even):
+            return None
+        return ("m", nm, "n", nn, nk) if plan.order == "mnk" else ("n", nn, "m", nm, nk)
+    if plan.order == "mnk" and nn > 1 and m_even:  # K in one tile: A[m] resident across n, B every step
+        return ("m", nm, None, 1, nn)
+    if plan.order == "nmk" and nm > 1 and n_even:  # K in one tile: B[n] resident across m, A every step
+        return ("n", nn, None, 1, nm)
+    if plan.order == "nkm" and (nk > 1 or nm > 1) and n_even:  # B once, psums resident or spilled per column
+        return ("n", nn, None, 1, nk * nm)
+    return None
+
+
+def periodic_slice(g: Gemm, plan: TilePlan, split, layout: BufferLayout):
+    """``(commands, count, steps)``: ONE of ``count`` identical periods of the command stream
+    :func:`~mappers.tiling.emit_gemm` gives ``g`` under ``plan`` (``steps`` buffer tiles each),
+    or None when the stream is too short or not periodic (module docstring, "Periods")."""
+    shape = _units(g, plan)
+    if shape is None:
+        return None
+    outer, n_outer, inner, n_inner, unit_steps = shape
+    units = n_outer * n_inner
+    if units * unit_steps < 4 * PERIOD_STEPS:
+        return None
+    per = next((d for d in range(-(-PERIOD_STEPS // unit_steps), units + 1) if units % d == 0), units)
+    count = units // per
+    if count < 3:
+        return None
+    # emit the first per + 2 units (whole rows of the inner dim past the first row), cut out units 1 .. per
+    want = per + 2
+    tiles = {"m": plan.tm, "n": plan.tn}
+    if inner is None or want > n_inner:
+        dims = {outer: -(-want // n_inner) * tiles[outer]}
+    else:
+        dims = {outer: tiles[outer], inner: want * tiles[inner]}
+    em = Emitter(layout)
+    emit_gemm(em, dataclasses.replace(g, **dims), plan, split)
+    cmds = em.commands
+    computes = [i for i, c in enumerate(cmds) if isinstance(c, Compute)]
+
+    def after(i):  # first command after Compute i's trailing stores (the stores of the step before it)
+        j = computes[i] + 1
+        while j < len(cmds) and isinstance(cmds[j], Store):
+            j += 1
+        return j
+
+    start, end = after(unit_steps - 1), after(unit_steps * (per + 1) - 1)
+    out = []
+    for c in cmds[start:end]:
+        out.append(dataclasses.replace(c, id=c.id - start, deps=tuple(d - start for d in c.deps if d >= start)))
+    # the period must carry exactly 1/count of the whole GEMM's bytes (closed form) and tiles
+    tr = traffic(g, plan.tm, plan.tk, plan.tn, ORDERS.index(plan.order), plan.spill)
+    got = {"input": 0, "weight": 0, "rest": 0}
+    tiles_n = 0
+    for c in out:
+        if isinstance(c, (Load, Store)):
+            key = c.operand if isinstance(c, Load) and c.operand in ("input", "weight") else "rest"
+            got[key] += c.nbytes
+        elif isinstance(c, Compute):
+            tiles_n += 1
+    nm, nk, nn = plan.counts(g)
+    if (got["input"] * count, got["weight"] * count, got["rest"] * count, tiles_n * count) != \
+            (int(tr.a), int(tr.b), int(tr.out + tr.psum + tr.residual), nm * nk * nn):
+        return None
+    return out, count, per * unit_steps
 
 
 def _as_vector(g: Gemm, weight_slot_bytes: int) -> list[VectorWork]:
