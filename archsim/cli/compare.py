@@ -20,6 +20,7 @@ import argparse
 import sys
 from typing import Any
 
+from archsim.cli._progress import LayerProgress, add_quiet
 from archsim.cli.run import add_fusion_arg, add_precision_args, add_workload_args, workload_options
 from archsim.errors import ArchsimError
 
@@ -52,6 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-mixed-precision", action="store_true",
                    help="compare even if the two archs compute in different precisions (stated loudly)")
     p.add_argument("--json", metavar="FILE", help="also write the comparison as JSON to FILE")
+    add_quiet(p)
     p.set_defaults(func=run)
 
 
@@ -117,7 +119,12 @@ def compare(args: argparse.Namespace) -> dict[str, Any]:
             f"to match them or --allow-mixed-precision")
     runs = []
     for arch, prec in zip(archs, precisions):
-        r = simulate(graph, arch, detailed=args.detailed, **mapper)
+        progress = LayerProgress(f"{arch.name} x {getattr(graph, 'name', '') or args.workload}",
+                                 quiet=getattr(args, "quiet", False))
+        try:
+            r = simulate(graph, arch, detailed=args.detailed, progress=progress, **mapper)
+        finally:
+            progress.close()
         runs.append({"arch": arch.name, "template": arch.template, "precision": {"weights": prec[0], "activations":
                                                                                prec[1]}, "cycles": r.total_cycles,
                      **figures(r)})
