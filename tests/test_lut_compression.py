@@ -1,0 +1,105 @@
+"""LUT mapper periods (mappers/lut.py, "Periods"): a long LUT GEMM run as identical periods of
+its command stream gives the whole stream's bytes, energy, tiles and compute cycles exactly, and
+its cycles less the layer's fill and drain only (hand-derived below)."""
+from __future__ import annotations
+
+import pytest
+
+import archsim
+import mappers
+import mappers.lut as ml
+from archsim.engine import core as engine_core
+from workloads.zoo._net import Net
+
+
+def _linear(m: int, k: int, n: int, w: str = "ternary", a: str = "int8", bias: bool = False):
+    net = Net("one_linear", weight_precision=w, act_precision=a, acc_precision="int32")
+    net.linear("fc", net.input("x", (m, k)), n, bias=bias)
+    return net.graph
+
+
+def _run(monkeypatch, graph, arch, periods: bool, small: bool = True, **kw):
+    monkeypatch.setattr(ml, "PERIODS", periods)
+    if small:  # small GEMMs run as periods too (their fill and drain are a larger share)
+        monkeypatch.setattr(ml, "PERIOD_STEPS", 16)
+        monkeypatch.setattr(ml, "PERIOD_ERROR", 0.05)
+    mappers.clear_cache()
+    engine_core.clear_cache()
+    return archsim.simulate(graph, arch, **kw)
+
+
+def _figures(layer):
+    """Everything a report gives of a layer but its cycles (energy: pJ rounded to 1e-6, as the
+    periods' sums are multiplied by their count where the whole stream's are summed)."""
+    return (layer.dram_bytes_by_operand, layer.sram_bytes_by_operand,
+            {k: round(v, 6) for k, v in layer.energy_pj_by_component.items()}, layer.tiles, layer.commands,
+            layer.compute_cycles, layer.macs, layer.mapping_efficiency, layer.unit_busy_cycles.get("array"),
+            layer.vector_cycles)
+
+
+# (arch, m, k, n, weights, activations, loss exactly fill + drain): compute-bound GEMMs, one per kind of unit the stream repeats
+CASES = [
+    ("lut-m2n8k4-ecp5", 128, 512, 256, "ternary", "int8", True),  # mnk, K in one tile: a row of output tiles
+    ("lut-m2n8k4-ecp5", 96, 640, 384, "int1", "int8", True),  # mnk, K in 40 tiles: one output tile
+    ("lut-m2n8k4-ecp5", 128, 2048, 256, "int2", "bf16", False),  # mnk, K in 256 tiles, fp
+    ("lut-m2n8k4-ecp5", 64, 1024, 512, "int4", "fp16", False),  # nkm: a column of output tiles
+    ("lut-m2n64k4", 256, 4096, 512, "int4", "fp16", True),  # nmk, K in one tile: a column
+]
+
+
+@pytest.mark.parametrize("arch,m,k,n,w,a,exact", CASES)
+def test_periods_keep_every_figure_and_lose_only_fill_and_drain(monkeypatch, arch, m, k, n, w, a, exact):
+    graph = _linear(m, k, n, w, a)
+    whole = _run(monkeypatch, graph, arch, False).layers[0]
+    per = _run(monkeypatch, graph, arch, True).layers[0]
+    assert "periods" not in whole.mapping and whole.repeat == 1
+    count = per.mapping["periods"]["count"]
+    assert count >= 3 and per.repeat == count
+    assert _figures(per) == _figures(whole)
+    emitted = mappers.compile(graph, archsim.load_arch(arch)).layers[0].commands
+    assert len(emitted) * count == per.commands == whole.commands and len(emitted) <= whole.commands // 3
+    # cycles: the whole stream's fill (the first A and B tiles' loads + latency) and drain (the
+    # last output tile's store + latency) are not in the periods, which start and end mid-stream
+    spec = archsim.load_arch(arch)
+    bw, lat = float(spec.dram.bytes_per_cycle), spec.dram.latency_cycles
+    tm, tk, tn = whole.mapping["tile_m"], whole.mapping["tile_k"], whole.mapping["tile_n"]
+    a_bits = 8 if a == "int8" else 16
+    w_bits = {"int1": 1, "ternary": 2, "int2": 2, "int4": 4}[w]
+    fill = (tm * tk * a_bits // 8 + tk * tn * w_bits // 8) / bw + lat
+    drain = tm * tn * a_bits // 8 / bw + lat  # the output is stored in the activation format
+    # exact where a unit's store does not delay the next unit's first loads; where it does (a
+    # 4 KiB fp16 tile's store takes 1024 cycles at 4 B/cycle), every period repeats that stall,
+    # which the whole stream's first unit (no store before it) does not have
+    if exact:
+        assert whole.cycles - per.cycles == pytest.approx(fill + drain, abs=1)
+    else:
+        assert 0 < whole.cycles - per.cycles <= fill + drain + 1
+    assert (whole.cycles - per.cycles) / whole.cycles < 1e-2  # small GEMMs; a 7B model's: < 1e-4
+
+
+def test_periods_off_below_the_error_bound_and_for_short_streams(monkeypatch):
+    """A GEMM whose fill and drain could exceed PERIOD_ERROR of its cycles runs whole."""
+    graph = _linear(64, 256, 512)
+    monkeypatch.setattr(ml, "PERIOD_STEPS", 16)
+    monkeypatch.setattr(ml, "PERIOD_ERROR", 1e-9)
+    layer = _run(monkeypatch, graph, "lut-m2n8k4-ecp5", True, small=False).layers[0]
+    assert "periods" not in layer.mapping and layer.repeat == 1
+    monkeypatch.undo()
+    monkeypatch.setattr(ml, "PERIODS", True)
+    mappers.clear_cache()
+    engine_core.clear_cache()
+    small = archsim.simulate(_linear(16, 64, 64), "lut-m2n8k4-ecp5").layers[0]  # 4 x 16 steps < 4 x 1024
+    assert "periods" not in small.mapping
+
+
+def test_a_zoo_workload_with_periods_matches_the_whole_streams(monkeypatch):
+    """BitNet-2B prefill (32 tokens) on the ECP5 core: every byte and pJ equal, cycles within
+    the fill and drain of the GEMMs that ran as periods."""
+    kw = {"phase": "prefill", "seq_len": 32}
+    whole = _run(monkeypatch, "bitnet-b1.58-2b", "lut-m2n8k4-ecp5", False, small=False, **kw)
+    per = _run(monkeypatch, "bitnet-b1.58-2b", "lut-m2n8k4-ecp5", True, small=False, **kw)
+    assert any("periods" in l.mapping for l in per.layers)
+    assert [_figures(l) for l in per.layers] == [_figures(l) for l in whole.layers]
+    assert per.dram_bytes == whole.dram_bytes and per.energy_pj == pytest.approx(whole.energy_pj, rel=1e-12)
+    assert per.compute_cycles == whole.compute_cycles
+    assert 0 <= whole.total_cycles - per.total_cycles < 1e-4 * whole.total_cycles
