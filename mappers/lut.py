@@ -60,7 +60,9 @@ import numpy as np
 from archsim.program import Compute, LayerProgram, Load, Store, VectorOp
 from archsim.templates.lut.options import LutOptions
 from archsim.templates.lut.tile import PLANES, LutTile, table_entry_bits, tile_cycles
+from archsim.errors import MappingError
 from mappers.emit import BufferLayout, Emitter, emit_gather, emit_vector
+from mappers.fusion import with_epilogue
 from mappers.lower import Gather, Gemm, VectorWork, lower_op
 from mappers.tiling import ORDERS, MemoryCosts, TilePlan, class_sum, dim_candidates, emit_gemm, nbytes, traffic
 from workloads.precision import precision_bits, tensor_bytes
@@ -88,6 +90,8 @@ class LutMapper:
         self.objective = options.objective
         costs = MemoryCosts.of(arch)
         self.inv_bw, self.latency, self.e_dram, self.e_sram = costs.inv_bw, costs.latency, costs.e_dram, costs.e_sram
+        #: element-wise classes the output path runs (mappers.fusion); the shipped presets declare none
+        self.output_ops = tuple(getattr(arch, "output_ops", ()) or ())
 
     # -- one op -------------------------------------------------------------------
     def formats(self, g: Gemm) -> tuple[str, str] | None:
@@ -97,8 +101,11 @@ class LutMapper:
             return g.b_precision, g.a_precision
         return None
 
-    def __call__(self, op) -> LayerProgram:
-        low = lower_op(op, self.conv_lowering)
+    def __call__(self, op, epilogue=None) -> LayerProgram:
+        """Map ``op``; ``epilogue`` (:class:`mappers.fusion.Epilogue`): element-wise ops the
+        output path applies as the op's LUT GEMM drains (a GEMM on the vector unit has no
+        output path: MappingError, and the ops run unfused)."""
+        low = with_epilogue(lower_op(op, self.conv_lowering), epilogue)
         em = Emitter(self.layout)
         mappings, formats, periods = [], None, 1
         alone = len(low.parts) == 1  # only a layer's sole GEMM may run as periods (LayerProgram.repeat)
@@ -109,8 +116,13 @@ class LutMapper:
                 if fmt is not None:
                     formats = formats or fmt
                     mp = self._emit_lut(em, part, *fmt, periodic=alone)
+                    if part.epilogue:  # the fused layers name this one (mapping["fused_into"])
+                        mp["epilogue"] = list(part.epilogue)
                     periods = mp.get("periods", {}).get("count", 1)
                 else:
+                    if part.epilogue:
+                        raise MappingError(f"{op.name}: a GEMM on the vector unit has no output path to fuse "
+                                           f"{', '.join(part.epilogue)} into")
                     slot = self.layout.slot_bytes({"input": 2, "weight": 2, "output": 2})["weight"]
                     for work in _as_vector(part, slot):
                         emit_vector(em, work, self.layout)
@@ -140,8 +152,9 @@ class LutMapper:
         p = self.p
         step = p.scale_group if p.scale == "per_group" else p.group_k
         acc = "int32" if (af == "int8" and p.scale == "none") else "fp32"
+        out = g.out_precision if g.epilogue else af  # a fused chain's result (e.g. requantized) leaves as it says
         return dataclasses.replace(g, k=ceil(g.k / step) * step, a_precision=af, b_precision=wf,
-                                   acc_precision=acc, out_precision=af)
+                                   acc_precision=acc, out_precision=out)
 
     def a_ratio(self, af: str) -> float:
         """DRAM / buffer bytes of the A operand per activation byte (tables when fused)."""
@@ -190,15 +203,15 @@ class LutMapper:
         nm = -(-g.m // tm)
         out_slots = np.where(order == 2, np.maximum(2, nm), 2)
         need = {"input": 2 * np.ceil(nbytes(tm * tk, abits) * ar), "weight": 2 * np.ceil(nbytes(tk * tn, bbits) * wr),
-                "output": out_slots * nbytes(tm * tn, pbits)}
+                # a fused residual tile sits beside each accumulator tile (mappers.tiling.occupancy)
+                "output": out_slots * nbytes(tm * tn, pbits)
+                + (2 * nbytes(tm * tn, precision_bits(g.out_precision)) if g.residual else 0)}
         cap = self.layout.capacity
         if self.layout.unified:
             fits = need["input"] + need["weight"] + need["output"] <= cap["unified"]
         else:
             fits = (need["input"] <= cap["input"]) & (need["weight"] <= cap["weight"]) & (need["output"] <= cap["output"])
         if not fits.any():
-            from archsim.errors import MappingError
-
             raise MappingError(f"a {g.m}x{g.k}x{g.n} GEMM does not fit the buffers of {self.arch.name} "
                                f"(no LUT tile of {p.tile_m} rows x {step} x {p.tile_n} columns fits)")
         tm, tk, tn, order, wr = tm[fits], tk[fits], tn[fits], order[fits], np.broadcast_to(wr, fits.shape)[fits]
