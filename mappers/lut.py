@@ -61,7 +61,8 @@ from archsim.program import Compute, LayerProgram, Load, Store, VectorOp
 from archsim.templates.lut.options import LutOptions
 from archsim.templates.lut.tile import PLANES, LutTile, table_entry_bits, tile_cycles
 from archsim.errors import MappingError
-from mappers.emit import BufferLayout, Emitter, emit_gather, emit_vector
+from mappers.emit import (BufferLayout, Emitter, _chunk_param_bytes, _param_chunks, emit_gather, emit_vector,
+                          split_even, vector_chunks)
 from mappers.fusion import with_epilogue
 from mappers.lower import Gather, Gemm, VectorWork, lower_op
 from mappers.tiling import ORDERS, MemoryCosts, TilePlan, class_sum, dim_candidates, emit_gemm, nbytes, traffic
@@ -75,6 +76,9 @@ PERIODS = True
 PERIOD_STEPS = 1024
 #: periods only when their cycles may differ from the whole stream's by at most this fraction
 PERIOD_ERROR = 1e-4
+#: chunks per period of a GEMM on the vector unit at most
+VECTOR_PERIOD_CHUNKS = 1024
+CUT = 500
 
 
 class LutMapper:
@@ -124,11 +128,19 @@ class LutMapper:
                         raise MappingError(f"{op.name}: a GEMM on the vector unit has no output path to fuse "
                                            f"{', '.join(part.epilogue)} into")
                     slot = self.layout.slot_bytes({"input": 2, "weight": 2, "output": 2})["weight"]
-                    for work in _as_vector(part, slot):
-                        emit_vector(em, work, self.layout)
+                    works = _as_vector(part, slot)
+                    cut = vector_periods(part, works, self.layout) if alone and PERIODS else None
+                    if cut is None:
+                        for work in works:
+                            emit_vector(em, work, self.layout)
+                    else:
+                        em.commands.extend(cut[0])
+                        periods = cut[1]
                     mp = {"role": part.role, "unit": "vector", "m": part.m, "k": part.k, "n": part.n,
                           "reason": f"{part.b_precision} x {part.a_precision} not built into the LUT core"
                           if part.b_is_param else "activation x activation matmul"}
+                    if cut is not None:
+                        mp["periods"] = {"count": cut[1], "chunks": cut[2]}
                 mappings.append(mp)
             elif isinstance(part, VectorWork):
                 emit_vector(em, part, self.layout)
@@ -375,6 +387,71 @@ def periodic_slice(g: Gemm, plan: TilePlan, split, layout: BufferLayout):
             (int(tr.a), int(tr.b), int(tr.out + tr.psum + tr.residual), nm * nk * nn):
         return None
     return out, count, per * unit_steps
+
+
+def _chunks(work: VectorWork, layout: BufferLayout) -> int:
+    """Chunks :func:`~mappers.emit.emit_vector` cuts ``work`` into."""
+    sb = layout.slot_bytes({"input": 2, "weight": 2, "output": 2})
+    chunks = vector_chunks(work, sb["input"], sb["output"])
+    return _param_chunks(work, chunks, sb["weight"]) if work.param_bytes > sb["weight"] else chunks
+
+
+def vector_periods(g: Gemm, works: list[VectorWork], layout: BufferLayout):
+    """``(commands, count, chunks)``: ONE of ``count`` identical periods of a vector-unit GEMM, or
+    None (module docstring, "Periods"). A period is ``chunks`` consecutive chunks of a continuous
+    stream (:func:`~mappers.emit.emit_vector`'s commands and dependencies), sized as one column
+    group of ``n / count`` would be, whose chunks taken ``count`` times are the whole work's:
+    same sizes, as many of each."""
+    if len(works) != 1:
+        return None
+    w = works[0]
+    weight_slot = layout.slot_bytes({"input": 2, "weight": 2, "output": 2})["weight"]
+    if 0 < w.param_bytes <= weight_slot:  # a table loaded once for the whole work: not periodic
+        return None
+    chunks = _chunks(w, layout)
+    if chunks < 4 * VECTOR_PERIOD_CHUNKS:
+        return None
+    totals = (w.elements, w.in_bytes, w.out_bytes)
+    for count in range(-(-chunks // VECTOR_PERIOD_CHUNKS), chunks // 3 + 1):
+        if g.n % count or w.param_bytes % count or any(t % count for t in totals):
+            continue
+        part = dataclasses.replace(w, elements=w.elements // count, in_bytes=w.in_bytes // count,
+                                   out_bytes=w.out_bytes // count, row=w.row // count,
+                                   param_bytes=w.param_bytes // count)
+        each = _chunks(part, layout)
+        # split_even: the whole's chunks and the groups' chunks have the same sizes, as many
+        if each * count == chunks and all(t // chunks == (t // count) // each
+                                          and t % chunks == count * ((t // count) % each) for t in totals):
+            break
+    else:
+        return None
+    # a continuous stream of 3 groups' work: the commands and dependencies of every chunk
+    em = Emitter(layout)
+    emit_vector(em, dataclasses.replace(part, elements=3 * part.elements, in_bytes=3 * part.in_bytes,
+                                        out_bytes=3 * part.out_bytes, param_bytes=3 * part.param_bytes), layout)
+    cmds = em.commands
+    ops = [i for i, c in enumerate(cmds) if isinstance(c, VectorOp)]
+    if len(ops) < 2 * each + 2:
+        return None
+    # chunk j of a group (j = i mod each for the stream's chunk i): its sizes in the group's own stream
+    elems = split_even(part.elements, each)
+    size = {"input": split_even(part.in_bytes, each), "output": split_even(part.out_bytes, each),
+            "weight": [_chunk_param_bytes(part, e) for e in elems]}
+    start, end = ops[each], ops[2 * each]  # from chunk `each`'s op to chunk 2*each's (its loads precede it)
+    seen = {"input": 0, "weight": 0, "output": 0, "op": 0}
+    out = []
+    for i, c in enumerate(cmds[:end]):
+        kind = "op" if isinstance(c, VectorOp) else c.operand
+        j = seen[kind] % each
+        seen[kind] += 1
+        if i < start:
+            continue
+        deps = tuple(d - start for d in c.deps if d >= start)
+        if kind == "op":
+            out.append(dataclasses.replace(c, id=i - start, deps=deps, elements=elems[j]))
+        else:
+            out.append(dataclasses.replace(c, id=i - start, deps=deps, nbytes=size[kind][j]))
+    return out, count, each
 
 
 def _as_vector(g: Gemm, weight_slot_bytes: int) -> list[VectorWork]:

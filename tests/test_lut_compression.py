@@ -103,3 +103,21 @@ def test_a_zoo_workload_with_periods_matches_the_whole_streams(monkeypatch):
     assert per.dram_bytes == whole.dram_bytes and per.energy_pj == pytest.approx(whole.energy_pj, rel=1e-12)
     assert per.compute_cycles == whole.compute_cycles
     assert 0 <= whole.total_cycles - per.total_cycles < 1e-4 * whole.total_cycles
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 256, 4096), (4, 512, 2048)])
+def test_a_vector_unit_gemm_runs_as_periods_of_its_chunks(monkeypatch, m, k, n):
+    """bf16 weights are not built into the LUT core: the GEMM streams its weights through the
+    vector unit in chunks; periods of those chunks move the same bytes and lane-cycles, and
+    their cycles differ from the whole stream's by at most one chunk's op and a DRAM latency."""
+    monkeypatch.setattr(ml, "VECTOR_PERIOD_CHUNKS", 16)
+    graph = _linear(m, k, n, "bf16", "bf16")
+    whole = _run(monkeypatch, graph, "lut-m2n8k4-ecp5", False, small=False).layers[0]
+    per = _run(monkeypatch, graph, "lut-m2n8k4-ecp5", True, small=False).layers[0]
+    assert whole.mapping["unit"] == "vector" and "periods" not in whole.mapping
+    count, chunks = per.mapping["periods"]["count"], per.mapping["periods"]["chunks"]
+    assert count >= 3 and per.repeat == count
+    assert _figures(per) == _figures(whole)
+    spec = archsim.load_arch("lut-m2n8k4-ecp5")
+    one_op = whole.vector_cycles / (count * chunks)  # every chunk's op: whole's vector cycles / chunks
+    assert abs(whole.cycles - per.cycles) <= one_op + spec.dram.latency_cycles + 1
