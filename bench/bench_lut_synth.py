@@ -126,6 +126,18 @@ def main(argv=None) -> int:
             print(f"{row['w'] + ' x ' + row['a'] if core == 'lut' else '':<11} | {core:<4} {f['peak']:>5g} "
                   f"{g['luts']:>8} {g['ffs']:>7} {g['cells']:>7} | {e['luts']:>8} {e['ffs']:>6} {e['dsps']:>4} "
                   f"{fmax(f):>5} | {density(f):>8.2f} | {ratio:>7}")
+    by = {(r["w"], r["a"]): r for r in rows}
+    if by:
+        print("\nLUT/MAC per W (same peak at each W): compute density (generic 4-LUTs) | ECP5 Fmax LUT / MAC MHz")
+        print(f"{'W':<6} | " + " | ".join(f"{a:<22}" for a, _ in ACTS))
+        for wname, _ in WEIGHTS:
+            cells = []
+            for aname, _ in ACTS:
+                r = by.get((wname, aname))
+                cells.append(f"{r['ratio']:.2f}x density, {fmax(r['lut'])}/{fmax(r['mac'])}" if r else "-")
+            print(f"{wname:<6} | " + " | ".join(f"{c:<22}" for c in cells))
+        print("(energy per MAC is not a synthesis output: bench/bench_lut_vs_mac.py --synth prints the archsim "
+              "model's energy/MAC beside these densities)")
     print(f"({time.perf_counter() - t0:.0f} s; results cached under the archsim synth cache)")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1, default=str) + "\n")
