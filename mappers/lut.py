@@ -341,7 +341,7 @@ def periodic_slice(g: Gemm, plan: TilePlan, split, layout: BufferLayout):
     or None when the stream is too short or not periodic (module docstring, "Periods")."""
     shape = _units(g, plan)
     if shape is None:
-        return None
+        return row_period(g, plan, split, layout)
     outer, n_outer, inner, n_inner, unit_steps = shape
     units = n_outer * n_inner
     if units * unit_steps < 4 * PERIOD_STEPS:
@@ -372,7 +372,12 @@ def periodic_slice(g: Gemm, plan: TilePlan, split, layout: BufferLayout):
     out = []
     for c in cmds[start:end]:
         out.append(dataclasses.replace(c, id=c.id - start, deps=tuple(d - start for d in c.deps if d >= start)))
-    # the period must carry exactly 1/count of the whole GEMM's bytes (closed form) and tiles
+    return _checked(g, plan, out, count, per * unit_steps)
+
+
+def _checked(g: Gemm, plan: TilePlan, out: list, count: int, steps: int):
+    """``(out, count, steps)`` if the period carries exactly 1/count of the whole GEMM's DRAM
+    bytes (closed form, by operand) and tiles, else None."""
     tr = traffic(g, plan.tm, plan.tk, plan.tn, ORDERS.index(plan.order), plan.spill)
     got = {"input": 0, "weight": 0, "rest": 0}
     tiles_n = 0
@@ -386,7 +391,60 @@ def periodic_slice(g: Gemm, plan: TilePlan, split, layout: BufferLayout):
     if (got["input"] * count, got["weight"] * count, got["rest"] * count, tiles_n * count) != \
             (int(tr.a), int(tr.b), int(tr.out + tr.psum + tr.residual), nm * nk * nn):
         return None
-    return out, count, per * unit_steps
+    return out, count, steps
+
+
+def _cut(cmds: list, computes: list, a: int, b: int) -> tuple[int, int]:
+    """Command range of steps ``a .. b - 1``: from the first command after Compute ``a - 1``'s
+    trailing stores (the next step's loads) to the same point after Compute ``b - 1``."""
+    def after(i):
+        j = computes[i] + 1
+        while j < len(cmds) and isinstance(cmds[j], Store):
+            j += 1
+        return j
+
+    return after(a - 1), after(b - 1)
+
+
+def row_period(g: Gemm, plan: TilePlan, split, layout: BufferLayout):
+    """Periods of whole rows of output tiles when the inner dim ends in a narrower tile (``mnk``
+    / ``nmk`` with K over several tiles). Each output tile's commands depend on its neighbours
+    only (dependencies reach back into the previous tile, loads run one step into the next), so
+    every kind of tile (a row's first, a full one between full ones, the last full one, the
+    narrow one) is cut once from a 3-row sample stream and the row built from shifted copies."""
+    nm, nk, nn = plan.counts(g)
+    if plan.order not in ("mnk", "nmk") or nk < 2:
+        return None
+    outer, inner = ("m", "n") if plan.order == "mnk" else ("n", "m")
+    tile = {"m": plan.tm, "n": plan.tn}
+    n_outer, n_inner = (nm, nn) if plan.order == "mnk" else (nn, nm)
+    size = {"m": g.m, "n": g.n}
+    rem = size[inner] % tile[inner]
+    if size[outer] % tile[outer] or not rem or n_inner < 2:
+        return None
+    row_steps = n_inner * nk
+    rows = next((d for d in range(-(-PERIOD_STEPS // row_steps), n_outer + 1) if n_outer % d == 0), n_outer)
+    count = n_outer // rows
+    if count < 2 or n_outer * row_steps < 4 * PERIOD_STEPS:
+        return None
+    per_row = min(n_inner, 4)  # a row's first tile, (a full one between full ones, the last full one,) the narrow one
+    em = Emitter(layout)
+    emit_gemm(em, dataclasses.replace(g, **{outer: 3 * tile[outer], inner: (per_row - 1) * tile[inner] + rem}),
+              plan, split)
+    cmds = em.commands
+    computes = [i for i, c in enumerate(cmds) if isinstance(c, Compute)]
+    base = per_row * nk  # row 1 of the sample
+    pieces = [_cut(cmds, computes, base + j * nk, base + (j + 1) * nk) for j in range(per_row)]
+    # a piece's loads include the next tile's first step: each piece stands between the same neighbours
+    order = [pieces[0]] + [pieces[1]] * (n_inner - 3) + pieces[2:] if n_inner > 3 else pieces
+    out: list = []
+    for _ in range(rows):
+        for lo, hi in order:
+            shift = len(out) - lo
+            for c in cmds[lo:hi]:
+                deps = tuple(d + shift for d in c.deps if d + shift >= 0)
+                out.append(dataclasses.replace(c, id=c.id + shift, deps=deps))
+    return _checked(g, plan, out, count, rows * row_steps)
 
 
 def _chunks(work: VectorWork, layout: BufferLayout) -> int:

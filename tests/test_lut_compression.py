@@ -44,6 +44,10 @@ CASES = [
     ("lut-m2n8k4-ecp5", 128, 2048, 256, "int2", "bf16", False),  # mnk, K in 256 tiles, fp
     ("lut-m2n8k4-ecp5", 64, 1024, 512, "int4", "fp16", False),  # nkm: a column of output tiles
     ("lut-m2n64k4", 256, 4096, 512, "int4", "fp16", True),  # nmk, K in one tile: a column
+    # rows of output tiles ending in a narrower one (row_period): 2, 3 and 11 tiles a row
+    ("lut-m2n8k4-ecp5", 128, 1024, 200, "int1", "int8", True),
+    ("lut-m2n8k4-ecp5", 128, 1024, 330, "int4", "fp16", False),
+    ("lut-m2n8k4-ecp5", 128, 1024, 700, "int4", "fp16", False),
 ]
 
 
@@ -66,7 +70,8 @@ def test_periods_keep_every_figure_and_lose_only_fill_and_drain(monkeypatch, arc
     a_bits = 8 if a == "int8" else 16
     w_bits = {"int1": 1, "ternary": 2, "int2": 2, "int4": 4}[w]
     fill = (tm * tk * a_bits // 8 + tk * tn * w_bits // 8) / bw + lat
-    drain = tm * tn * a_bits // 8 / bw + lat  # the output is stored in the activation format
+    last_m, last_n = m - (m - 1) // tm * tm, n - (n - 1) // tn * tn  # the last output tile (maybe narrower)
+    drain = last_m * last_n * a_bits // 8 / bw + lat  # the output is stored in the activation format
     # exact where a unit's store does not delay the next unit's first loads; where it does (a
     # 4 KiB fp16 tile's store takes 1024 cycles at 4 B/cycle), every period repeats that stall,
     # which the whole stream's first unit (no store before it) does not have
