@@ -97,6 +97,7 @@ def test_periods_off_below_the_error_bound_and_for_short_streams(monkeypatch):
     assert "periods" not in small.mapping
 
 
+@pytest.mark.slow
 def test_a_zoo_workload_with_periods_matches_the_whole_streams(monkeypatch):
     """BitNet-2B prefill (32 tokens) on the ECP5 core: every byte and pJ equal, cycles within
     the fill and drain of the GEMMs that ran as periods."""
