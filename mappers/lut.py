@@ -129,7 +129,7 @@ class LutMapper:
                                            f"{', '.join(part.epilogue)} into")
                     slot = self.layout.slot_bytes({"input": 2, "weight": 2, "output": 2})["weight"]
                     works = _as_vector(part, slot)
-                    cut = vector_periods(part, works, self.layout) if alone and PERIODS else None
+                    cut = vector_periods(part, works, self.layout, self.arch.vector_unit) if alone and PERIODS else None
                     if cut is None:
                         for work in works:
                             emit_vector(em, work, self.layout)
@@ -454,12 +454,34 @@ def _chunks(work: VectorWork, layout: BufferLayout) -> int:
     return _param_chunks(work, chunks, sb["weight"]) if work.param_bytes > sb["weight"] else chunks
 
 
-def vector_periods(g: Gemm, works: list[VectorWork], layout: BufferLayout):
+def _linear_chunks(w: VectorWork, chunks: int, vector_unit) -> tuple[int, int] | None:
+    """``(count, chunks per period)`` for a work whose per-chunk figures are linear in its
+    elements (weight share ``param_bytes * e / elements`` and op cycles ``e * reads * cycles /
+    lanes`` whole numbers for every chunk size): periods of the same totals (elements, bytes,
+    lane cycles) then give the whole's figures exactly whatever sizes their chunks have."""
+    lanes = int(vector_unit.lanes)  # the engine times a VectorOp as ceil(elements * reads * cycles / lanes)
+    per_element = w.reads_per_element * vector_unit.cycles_per_op.get(w.op, vector_unit.default_cycles)
+    total = w.param_elements or w.elements
+    counts = range(-(-chunks // VECTOR_PERIOD_CHUNKS), chunks // 3 + 1)
+    # first as many chunks as the whole's (the same command count), else the nearest
+    for count in [c for c in counts if chunks % c == 0] + [c for c in counts if chunks % c]:
+        if w.elements % count or w.in_bytes % count or w.out_bytes % count or w.param_bytes % count:
+            continue
+        each = round(chunks / count)
+        q = w.elements // count // each
+        sizes = {q, q + 1, w.elements // chunks, w.elements // chunks + 1}
+        if all(w.param_bytes * e % total == 0 and e * per_element % lanes == 0 for e in sizes):
+            return count, each
+    return None
+
+
+def vector_periods(g: Gemm, works: list[VectorWork], layout: BufferLayout, vector_unit):
     """``(commands, count, chunks)``: ONE of ``count`` identical periods of a vector-unit GEMM, or
     None (module docstring, "Periods"). A period is ``chunks`` consecutive chunks of a continuous
     stream (:func:`~mappers.emit.emit_vector`'s commands and dependencies), sized as one column
     group of ``n / count`` would be, whose chunks taken ``count`` times are the whole work's:
-    same sizes, as many of each."""
+    same sizes, as many of each (or, where every chunk's figures are linear in its size, the same
+    totals: :func:`_linear_chunks`)."""
     if len(works) != 1:
         return None
     w = works[0]
@@ -482,7 +504,13 @@ def vector_periods(g: Gemm, works: list[VectorWork], layout: BufferLayout):
                                           and t % chunks == count * ((t // count) % each) for t in totals):
             break
     else:
-        return None
+        found = _linear_chunks(w, chunks, vector_unit)
+        if found is None:
+            return None
+        count, each = found
+        part = dataclasses.replace(w, elements=w.elements // count, in_bytes=w.in_bytes // count,
+                                   out_bytes=w.out_bytes // count, row=max(1, w.row // count),
+                                   param_bytes=w.param_bytes // count)
     # a continuous stream of 3 groups' work: the commands and dependencies of every chunk
     em = Emitter(layout)
     emit_vector(em, dataclasses.replace(part, elements=3 * part.elements, in_bytes=3 * part.in_bytes,
@@ -494,7 +522,7 @@ def vector_periods(g: Gemm, works: list[VectorWork], layout: BufferLayout):
     # chunk j of a group (j = i mod each for the stream's chunk i): its sizes in the group's own stream
     elems = split_even(part.elements, each)
     size = {"input": split_even(part.in_bytes, each), "output": split_even(part.out_bytes, each),
-            "weight": [_chunk_param_bytes(part, e) for e in elems]}
+            "weight": [_chunk_param_bytes(w, e) for e in elems]}
     start, end = ops[each], ops[2 * each]  # from chunk `each`'s op to chunk 2*each's (its loads precede it)
     seen = {"input": 0, "weight": 0, "output": 0, "op": 0}
     out = []

@@ -111,7 +111,9 @@ def test_a_zoo_workload_with_periods_matches_the_whole_streams(monkeypatch):
     assert 0 <= whole.total_cycles - per.total_cycles < 1e-4 * whole.total_cycles
 
 
-@pytest.mark.parametrize("m,k,n", [(1, 256, 4096), (4, 512, 2048)])
+# the chunks of one column group are the whole's (1 x 256 x 4096, 4 x 512 x 2048), or every chunk's
+# weight share and op cycles are linear in its elements (8 x 640 x 1000: 157 chunks, no such group)
+@pytest.mark.parametrize("m,k,n", [(1, 256, 4096), (4, 512, 2048), (8, 640, 1000)])
 def test_a_vector_unit_gemm_runs_as_periods_of_its_chunks(monkeypatch, m, k, n):
     """bf16 weights are not built into the LUT core: the GEMM streams its weights through the
     vector unit in chunks; periods of those chunks move the same bytes and lane-cycles, and
@@ -123,7 +125,9 @@ def test_a_vector_unit_gemm_runs_as_periods_of_its_chunks(monkeypatch, m, k, n):
     assert whole.mapping["unit"] == "vector" and "periods" not in whole.mapping
     count, chunks = per.mapping["periods"]["count"], per.mapping["periods"]["chunks"]
     assert count >= 3 and per.repeat == count
-    assert _figures(per) == _figures(whole)
+    # commands: a period of the linear kind has the nearest whole number of chunks (4 commands each)
+    assert abs(per.commands - whole.commands) <= 4 * count
+    assert _figures(per)[:4] + _figures(per)[5:] == _figures(whole)[:4] + _figures(whole)[5:]
     spec = archsim.load_arch("lut-m2n8k4-ecp5")
     one_op = whole.vector_cycles / (count * chunks)  # every chunk's op: whole's vector cycles / chunks
     assert abs(whole.cycles - per.cycles) <= one_op + spec.dram.latency_cycles + 1
