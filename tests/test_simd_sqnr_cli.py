@@ -180,7 +180,7 @@ def test_an_op_the_executor_lacks_is_one_line_and_common_ones_run(capsys, tmp_pa
     hq = (_q("a", x, "int8") @ _q("w", w, "int8")).astype(np.float32)
     y, yq = (np.tanh(h) - 2) / 2, (np.tanh(hq) - 2) / 2
     assert report["extras"]["output_sqnr_db"] == pytest.approx(_sqnr(y, yq), abs=1e-3)
-    assert report["extras"]["top1_agreement"] == pytest.approx(np.mean(y.argmax(1) == yq.argmax(1)))
+    assert "top1_agreement" not in report["extras"]  # 2-D, but made by a Div: not a classifier's logits
 
     cond = helper.make_node("Constant", [], ["c"], name="c", value=numpy_helper.from_array(np.array(True)))
     bad = save([helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"), cond,

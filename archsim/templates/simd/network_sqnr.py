@@ -9,8 +9,8 @@ already applied) and the group size the policy resolves for it (the arch's
 ``group_size`` by default, 0 for templates without one). It sets ``sqnr_db`` on
 every GEMM layer (vs the same layer of the fp32 run) and adds to the run's
 extras ``output_sqnr_db`` (vs onnxruntime's fp32 output, the independent
-reference) and, for a classifier (a 2-D output of at least 2 classes),
-``top1_agreement`` with onnxruntime's top-1.
+reference) and, for a classifier (a 2-D output of at least 2 columns made by a Gemm,
+MatMul or Softmax: logits or probabilities), ``top1_agreement`` with onnxruntime's top-1.
 
 Works for any template whose model has the ``compute_formats`` hook (its layers
 then carry the formats the datapath ran). Zoo workloads carry no weights: the
@@ -112,7 +112,8 @@ def add_network_sqnr(result, arch, workload: str, options: dict, *, seed: int = 
         raise ArchsimError(f"--sqnr: onnxruntime cannot run {workload}: {type(err).__name__}: {text}") from None
     extras: dict[str, Any] = {"output_sqnr_db": sqnr_db(ort, q_out[name]),
                               "sqnr_inputs": f"standard normal, seed {seed}"}
-    if ort.ndim == 2 and ort.shape[1] >= 2:
+    producer = next((n.op_type for n in model.graph.node if name in n.output), "")
+    if ort.ndim == 2 and ort.shape[1] >= 2 and producer in ("Gemm", "MatMul", "Softmax"):
         extras["top1_agreement"] = float(np.mean(np.argmax(ort, -1) == np.argmax(q_out[name], -1)))
     result.extras.update(extras)
     return extras
