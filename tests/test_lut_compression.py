@@ -105,7 +105,10 @@ def test_a_zoo_workload_with_periods_matches_the_whole_streams(monkeypatch):
     whole = _run(monkeypatch, "bitnet-b1.58-2b", "lut-m2n8k4-ecp5", False, small=False, **kw)
     per = _run(monkeypatch, "bitnet-b1.58-2b", "lut-m2n8k4-ecp5", True, small=False, **kw)
     assert any("periods" in l.mapping for l in per.layers)
-    assert [_figures(l) for l in per.layers] == [_figures(l) for l in whole.layers]
+    assert [_figures(l)[:4] + _figures(l)[5:] for l in per.layers] == \
+        [_figures(l)[:4] + _figures(l)[5:] for l in whole.layers]
+    for p, w in zip(per.layers, whole.layers):  # commands: exact but for the linear kind of vector period
+        assert abs(p.commands - w.commands) <= 4 * p.mapping.get("periods", {}).get("count", 0)
     assert per.dram_bytes == whole.dram_bytes and per.energy_pj == pytest.approx(whole.energy_pj, rel=1e-12)
     assert per.compute_cycles == whole.compute_cycles
     assert 0 <= whole.total_cycles - per.total_cycles < 1e-4 * whole.total_cycles
