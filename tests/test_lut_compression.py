@@ -100,7 +100,7 @@ def test_periods_off_below_the_error_bound_and_for_short_streams(monkeypatch):
 @pytest.mark.slow
 def test_a_zoo_workload_with_periods_matches_the_whole_streams(monkeypatch):
     """BitNet-2B prefill (32 tokens) on the ECP5 core: every byte and pJ equal, cycles within
-    the fill and drain of the GEMMs that ran as periods."""
+    1e-4 (the fill and drain of the GEMMs that ran as periods)."""
     kw = {"phase": "prefill", "seq_len": 32}
     whole = _run(monkeypatch, "bitnet-b1.58-2b", "lut-m2n8k4-ecp5", False, small=False, **kw)
     per = _run(monkeypatch, "bitnet-b1.58-2b", "lut-m2n8k4-ecp5", True, small=False, **kw)
@@ -111,7 +111,8 @@ def test_a_zoo_workload_with_periods_matches_the_whole_streams(monkeypatch):
         assert abs(p.commands - w.commands) <= 4 * p.mapping.get("periods", {}).get("count", 0)
     assert per.dram_bytes == whole.dram_bytes and per.energy_pj == pytest.approx(whole.energy_pj, rel=1e-12)
     assert per.compute_cycles == whole.compute_cycles
-    assert 0 <= whole.total_cycles - per.total_cycles < 1e-4 * whole.total_cycles
+    # LUT GEMMs lose their fill and drain; the vector-unit LM head gains about one chunk's op
+    assert abs(whole.total_cycles - per.total_cycles) < 1e-4 * whole.total_cycles
 
 
 # the chunks of one column group are the whole's (1 x 256 x 4096, 4 x 512 x 2048), or every chunk's
