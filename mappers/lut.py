@@ -42,7 +42,16 @@ layer's cycles lose its fill and drain (first loads, last store: a few hundred
 cycles, -0.002 % on BitNet-2B's q_proj at prefill on lut-m2n8k4-ecp5), and
 when DRAM-bound each period may add a latency. A GEMM runs as periods only if
 that bound (:meth:`LutMapper.period_error_bound`) is under :data:`PERIOD_ERROR`
-of its cycles. ``PERIODS = False`` always emits the whole stream.
+of its cycles. Rows of output tiles that end in a narrower tile are built from
+tiles cut once from a 3-row sample (:func:`row_period`). A GEMM on the vector
+unit (a bf16 LM head) runs as periods of its weight-streaming chunks cut from
+one continuous stream (:func:`vector_periods`; cycles within about one chunk's
+op). ``PERIODS = False`` always emits the whole stream.
+
+Fusion: with the arch's ``output_ops`` the element-wise ops after a LUT GEMM run
+in its output path (:mod:`mappers.fusion`; ``mapping["epilogue"]``, a residual
+tile per output tile counted in the search's room); a GEMM on the vector unit
+has no output path (MappingError: the driver runs its ops unfused).
 
 Each layer's ``mapping`` reports ``precompute_cycles`` (table-build cycles of
 its tiles) and ``precompute_exposed_cycles`` (cycles they add to the tiles,
@@ -57,10 +66,10 @@ from math import ceil
 
 import numpy as np
 
+from archsim.errors import MappingError
 from archsim.program import Compute, LayerProgram, Load, Store, VectorOp
 from archsim.templates.lut.options import LutOptions
 from archsim.templates.lut.tile import PLANES, LutTile, table_entry_bits, tile_cycles
-from archsim.errors import MappingError
 from mappers.emit import (BufferLayout, Emitter, _chunk_param_bytes, _param_chunks, emit_gather, emit_vector,
                           split_even, vector_chunks)
 from mappers.fusion import with_epilogue
@@ -78,7 +87,6 @@ PERIOD_STEPS = 1024
 PERIOD_ERROR = 1e-4
 #: chunks per period of a GEMM on the vector unit at most
 VECTOR_PERIOD_CHUNKS = 1024
-CUT = 500
 
 
 class LutMapper:
