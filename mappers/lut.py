@@ -475,7 +475,7 @@ def _linear_chunks(w: VectorWork, chunks: int, vector_unit) -> tuple[int, int] |
     for count in [c for c in counts if chunks % c == 0] + [c for c in counts if chunks % c]:
         if w.elements % count or w.in_bytes % count or w.out_bytes % count or w.param_bytes % count:
             continue
-        each = round(chunks / count)
+        each = -(-chunks // count)  # never larger chunks than the whole's (they must fit their slots)
         q = w.elements // count // each
         sizes = {q, q + 1, w.elements // chunks, w.elements // chunks + 1}
         if all(w.param_bytes * e % total == 0 and e * per_element % lanes == 0 for e in sizes):
@@ -545,6 +545,18 @@ def vector_periods(g: Gemm, works: list[VectorWork], layout: BufferLayout, vecto
             out.append(dataclasses.replace(c, id=i - start, deps=deps, elements=elems[j]))
         else:
             out.append(dataclasses.replace(c, id=i - start, deps=deps, nbytes=size[kind][j]))
+    # the periods must move the whole work's bytes and elements exactly (emit_vector's chunks, summed)
+    q, r = divmod(w.elements, chunks)
+    whole = {"op": w.elements, "input": w.in_bytes, "output": w.out_bytes,
+             "weight": r * _chunk_param_bytes(w, q + 1) + (chunks - r) * _chunk_param_bytes(w, q) if w.param_bytes else 0}
+    got = dict.fromkeys(whole, 0)
+    for c in out:
+        if isinstance(c, VectorOp):
+            got["op"] += c.elements
+        else:
+            got[c.operand] += c.nbytes
+    if any(got[k] * count != v for k, v in whole.items()):
+        return None
     return out, count, each
 
 
