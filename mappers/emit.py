@@ -253,7 +253,7 @@ def emit_vector(em: Emitter, work: VectorWork, layout: BufferLayout, dram_base: 
     chunks = vector_chunks(work, sb["input"], sb["output"])
     streamed = work.param_bytes > sb["weight"]
     if streamed:  # a constant table larger than a slot: stream its rows with the input's
-        chunks = _param_chunks(work, chunks, sb["weight"])
+        chunks = param_chunks(work, chunks, sb["weight"])
     ins = split_even(work.in_bytes, chunks)
     outs = split_even(work.out_bytes, chunks)
     elems = split_even(work.elements, chunks)
@@ -271,7 +271,7 @@ def emit_vector(em: Emitter, work: VectorWork, layout: BufferLayout, dram_base: 
             in_addr += ins[i]
             em.load("input", (i + 1) % 2, ins[i + 1], in_addr)
         if streamed:
-            nbytes = _chunk_param_bytes(work, elems[i])
+            nbytes = chunk_param_bytes(work, elems[i])
             em.load("weight", i % 2, nbytes, param_addr)
             param_addr += nbytes
             extra = (("weight", i % 2),)
@@ -283,14 +283,14 @@ def emit_vector(em: Emitter, work: VectorWork, layout: BufferLayout, dram_base: 
     em.store("output", *pending_store)
 
 
-def _chunk_param_bytes(work: VectorWork, elements: int) -> int:
+def chunk_param_bytes(work: VectorWork, elements: int) -> int:
     """Constant bytes a chunk of ``elements`` outputs reads: its share of the
     table (the whole table at most: a table broadcast over a batch repeats)."""
     total = max(1, work.param_elements or work.elements)
     return -(-work.param_bytes * min(elements, total) // total)
 
 
-def _param_chunks(work: VectorWork, chunks: int, slot_bytes: int) -> int:
+def param_chunks(work: VectorWork, chunks: int, slot_bytes: int) -> int:
     """At least ``chunks``, and enough that every chunk's share of the
     constant table fits a slot of ``slot_bytes``."""
     total = max(1, work.param_elements or work.elements)
@@ -299,7 +299,7 @@ def _param_chunks(work: VectorWork, chunks: int, slot_bytes: int) -> int:
         raise MappingError(f"{work.op}: one element's share of {work.param_bytes} parameter bytes does not fit "
                            f"a weight slot of {slot_bytes}")
     chunks = max(chunks, -(-work.elements // per_chunk))
-    while _chunk_param_bytes(work, -(-work.elements // chunks)) > slot_bytes:  # rounding
+    while chunk_param_bytes(work, -(-work.elements // chunks)) > slot_bytes:  # rounding
         chunks += 1
     return chunks
 

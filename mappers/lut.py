@@ -43,7 +43,7 @@ cycles, -0.002 % on BitNet-2B's q_proj at prefill on lut-m2n8k4-ecp5), and
 when DRAM-bound each period may add a latency. A GEMM runs as periods only if
 that bound (:meth:`LutMapper.period_error_bound`) is under :data:`PERIOD_ERROR`
 of its cycles. Rows of output tiles that end in a narrower tile are built from
-tiles cut once from a 3-row sample (:func:`row_period`). A GEMM on the vector
+tiles cut once from a 3-row sample (:func:`mappers.periods.row_period`). A GEMM on the vector
 unit (a bf16 LM head) runs as periods of its weight-streaming chunks cut from
 one continuous stream (:func:`vector_periods`; cycles within about one chunk's
 op). ``PERIODS = False`` always emits the whole stream.
@@ -70,10 +70,11 @@ from archsim.errors import MappingError
 from archsim.program import Compute, LayerProgram, Load, Store, VectorOp
 from archsim.templates.lut.options import LutOptions
 from archsim.templates.lut.tile import PLANES, LutTile, table_entry_bits, tile_cycles
-from mappers.emit import (BufferLayout, Emitter, _chunk_param_bytes, _param_chunks, emit_gather, emit_vector,
+from mappers.emit import (BufferLayout, Emitter, chunk_param_bytes, emit_gather, emit_vector, param_chunks,
                           split_even, vector_chunks)
 from mappers.fusion import with_epilogue
 from mappers.lower import Gather, Gemm, VectorWork, lower_op
+from mappers.periods import periodic_slice
 from mappers.tiling import ORDERS, MemoryCosts, TilePlan, class_sum, dim_candidates, emit_gemm, nbytes, traffic
 from workloads.precision import precision_bits, tensor_bytes
 
@@ -81,7 +82,7 @@ from workloads.precision import precision_bits, tensor_bytes
 #: run a long LUT GEMM as ``count`` identical periods of its command stream
 #: (``LayerProgram.repeat``; module docstring, "Periods"); False: always the whole stream
 PERIODS = True
-#: buffer tiles (steps) per period at least; a GEMM of fewer than 4 periods runs whole
+#: buffer tiles (steps) per period at least; a GEMM of fewer than 4 periods runs whole (mappers.periods)
 PERIOD_STEPS = 1024
 #: periods only when their cycles may differ from the whole stream's by at most this fraction
 PERIOD_ERROR = 1e-4
@@ -276,7 +277,7 @@ class LutMapper:
             return cache[key]
 
         tables = g.m * (g.k // self.p.group_k) * self.p.table_entries  # lut_table elements (precompute fusion)
-        cut = periodic_slice(g, plan, split, self.layout) if periodic and PERIODS else None
+        cut = periodic_slice(g, plan, split, self.layout, PERIOD_STEPS) if periodic and PERIODS else None
         if cut is not None and self.period_error_bound(g, plan, wf, af, cut[1], est) > PERIOD_ERROR * est["est_cycles"]:
             cut = None
         if cut is not None and self.fusion and tables % cut[1]:
@@ -323,143 +324,11 @@ class LutMapper:
         return mp
 
 
-def _units(g: Gemm, plan: TilePlan):
-    """The periodic unit of ``g``'s command stream under ``plan``, or None:
-    ``(outer dim, its tile count, inner dim or None, its tile count, steps per unit)``;
-    units run outer-major and each one's commands repeat the previous one's (sizes,
-    operands, dependencies relative to the unit) exactly."""
-    nm, nk, nn = plan.counts(g)
-    m_even, n_even = g.m % plan.tm == 0, g.n % plan.tn == 0
-    if plan.order in ("mnk", "nmk") and nk > 1:  # A and B tiles loaded every step: a unit is one output tile
-        if not (m_even and n_even):
-            return None
-        return ("m", nm, "n", nn, nk) if plan.order == "mnk" else ("n", nn, "m", nm, nk)
-    if plan.order == "mnk" and nn > 1 and m_even:  # K in one tile: A[m] resident across n, B every step
-        return ("m", nm, None, 1, nn)
-    if plan.order == "nmk" and nm > 1 and n_even:  # K in one tile: B[n] resident across m, A every step
-        return ("n", nn, None, 1, nm)
-    if plan.order == "nkm" and (nk > 1 or nm > 1) and n_even:  # B once, psums resident or spilled per column
-        return ("n", nn, None, 1, nk * nm)
-    return None
-
-
-def periodic_slice(g: Gemm, plan: TilePlan, split, layout: BufferLayout):
-    """``(commands, count, steps)``: ONE of ``count`` identical periods of the command stream
-    :func:`~mappers.tiling.emit_gemm` gives ``g`` under ``plan`` (``steps`` buffer tiles each),
-    or None when the stream is too short or not periodic (module docstring, "Periods")."""
-    shape = _units(g, plan)
-    if shape is None:
-        return row_period(g, plan, split, layout)
-    outer, n_outer, inner, n_inner, unit_steps = shape
-    units = n_outer * n_inner
-    if units * unit_steps < 4 * PERIOD_STEPS:
-        return None
-    per = next((d for d in range(-(-PERIOD_STEPS // unit_steps), units + 1) if units % d == 0), units)
-    count = units // per
-    if count < 3:
-        return None
-    # emit the first per + 2 units (whole rows of the inner dim past the first row), cut out units 1 .. per
-    want = per + 2
-    tiles = {"m": plan.tm, "n": plan.tn}
-    if inner is None or want > n_inner:
-        dims = {outer: -(-want // n_inner) * tiles[outer]}
-    else:
-        dims = {outer: tiles[outer], inner: want * tiles[inner]}
-    em = Emitter(layout)
-    emit_gemm(em, dataclasses.replace(g, **dims), plan, split)
-    cmds = em.commands
-    computes = [i for i, c in enumerate(cmds) if isinstance(c, Compute)]
-
-    def after(i):  # first command after Compute i's trailing stores (the stores of the step before it)
-        j = computes[i] + 1
-        while j < len(cmds) and isinstance(cmds[j], Store):
-            j += 1
-        return j
-
-    start, end = after(unit_steps - 1), after(unit_steps * (per + 1) - 1)
-    out = []
-    for c in cmds[start:end]:
-        out.append(dataclasses.replace(c, id=c.id - start, deps=tuple(d - start for d in c.deps if d >= start)))
-    return _checked(g, plan, out, count, per * unit_steps)
-
-
-def _checked(g: Gemm, plan: TilePlan, out: list, count: int, steps: int):
-    """``(out, count, steps)`` if the period carries exactly 1/count of the whole GEMM's DRAM
-    bytes (closed form, by operand) and tiles, else None."""
-    tr = traffic(g, plan.tm, plan.tk, plan.tn, ORDERS.index(plan.order), plan.spill)
-    got = {"input": 0, "weight": 0, "rest": 0}
-    tiles_n = 0
-    for c in out:
-        if isinstance(c, (Load, Store)):
-            key = c.operand if isinstance(c, Load) and c.operand in ("input", "weight") else "rest"
-            got[key] += c.nbytes
-        elif isinstance(c, Compute):
-            tiles_n += 1
-    nm, nk, nn = plan.counts(g)
-    if (got["input"] * count, got["weight"] * count, got["rest"] * count, tiles_n * count) != \
-            (int(tr.a), int(tr.b), int(tr.out + tr.psum + tr.residual), nm * nk * nn):
-        return None
-    return out, count, steps
-
-
-def _cut(cmds: list, computes: list, a: int, b: int) -> tuple[int, int]:
-    """Command range of steps ``a .. b - 1``: from the first command after Compute ``a - 1``'s
-    trailing stores (the next step's loads) to the same point after Compute ``b - 1``."""
-    def after(i):
-        j = computes[i] + 1
-        while j < len(cmds) and isinstance(cmds[j], Store):
-            j += 1
-        return j
-
-    return after(a - 1), after(b - 1)
-
-
-def row_period(g: Gemm, plan: TilePlan, split, layout: BufferLayout):
-    """Periods of whole rows of output tiles when the inner dim ends in a narrower tile (``mnk``
-    / ``nmk`` with K over several tiles). Each output tile's commands depend on its neighbours
-    only (dependencies reach back into the previous tile, loads run one step into the next), so
-    every kind of tile (a row's first, a full one between full ones, the last full one, the
-    narrow one) is cut once from a 3-row sample stream and the row built from shifted copies."""
-    nm, nk, nn = plan.counts(g)
-    if plan.order not in ("mnk", "nmk") or nk < 2:
-        return None
-    outer, inner = ("m", "n") if plan.order == "mnk" else ("n", "m")
-    tile = {"m": plan.tm, "n": plan.tn}
-    n_outer, n_inner = (nm, nn) if plan.order == "mnk" else (nn, nm)
-    size = {"m": g.m, "n": g.n}
-    rem = size[inner] % tile[inner]
-    if size[outer] % tile[outer] or not rem or n_inner < 2:
-        return None
-    row_steps = n_inner * nk
-    rows = next((d for d in range(-(-PERIOD_STEPS // row_steps), n_outer + 1) if n_outer % d == 0), n_outer)
-    count = n_outer // rows
-    if count < 2 or n_outer * row_steps < 4 * PERIOD_STEPS:
-        return None
-    per_row = min(n_inner, 4)  # a row's first tile, (a full one between full ones, the last full one,) the narrow one
-    em = Emitter(layout)
-    emit_gemm(em, dataclasses.replace(g, **{outer: 3 * tile[outer], inner: (per_row - 1) * tile[inner] + rem}),
-              plan, split)
-    cmds = em.commands
-    computes = [i for i, c in enumerate(cmds) if isinstance(c, Compute)]
-    base = per_row * nk  # row 1 of the sample
-    pieces = [_cut(cmds, computes, base + j * nk, base + (j + 1) * nk) for j in range(per_row)]
-    # a piece's loads include the next tile's first step: each piece stands between the same neighbours
-    order = [pieces[0]] + [pieces[1]] * (n_inner - 3) + pieces[2:] if n_inner > 3 else pieces
-    out: list = []
-    for _ in range(rows):
-        for lo, hi in order:
-            shift = len(out) - lo
-            for c in cmds[lo:hi]:
-                deps = tuple(d + shift for d in c.deps if d + shift >= 0)
-                out.append(dataclasses.replace(c, id=c.id + shift, deps=deps))
-    return _checked(g, plan, out, count, rows * row_steps)
-
-
 def _chunks(work: VectorWork, layout: BufferLayout) -> int:
     """Chunks :func:`~mappers.emit.emit_vector` cuts ``work`` into."""
     sb = layout.slot_bytes({"input": 2, "weight": 2, "output": 2})
     chunks = vector_chunks(work, sb["input"], sb["output"])
-    return _param_chunks(work, chunks, sb["weight"]) if work.param_bytes > sb["weight"] else chunks
+    return param_chunks(work, chunks, sb["weight"]) if work.param_bytes > sb["weight"] else chunks
 
 
 def _linear_chunks(w: VectorWork, chunks: int, vector_unit) -> tuple[int, int] | None:
@@ -530,7 +399,7 @@ def vector_periods(g: Gemm, works: list[VectorWork], layout: BufferLayout, vecto
     # chunk j of a group (j = i mod each for the stream's chunk i): its sizes in the group's own stream
     elems = split_even(part.elements, each)
     size = {"input": split_even(part.in_bytes, each), "output": split_even(part.out_bytes, each),
-            "weight": [_chunk_param_bytes(w, e) for e in elems]}
+            "weight": [chunk_param_bytes(w, e) for e in elems]}
     start, end = ops[each], ops[2 * each]  # from chunk `each`'s op to chunk 2*each's (its loads precede it)
     seen = {"input": 0, "weight": 0, "output": 0, "op": 0}
     out = []
@@ -548,7 +417,7 @@ def vector_periods(g: Gemm, works: list[VectorWork], layout: BufferLayout, vecto
     # the periods must move the whole work's bytes and elements exactly (emit_vector's chunks, summed)
     q, r = divmod(w.elements, chunks)
     whole = {"op": w.elements, "input": w.in_bytes, "output": w.out_bytes,
-             "weight": r * _chunk_param_bytes(w, q + 1) + (chunks - r) * _chunk_param_bytes(w, q) if w.param_bytes else 0}
+             "weight": r * chunk_param_bytes(w, q + 1) + (chunks - r) * chunk_param_bytes(w, q) if w.param_bytes else 0}
     got = dict.fromkeys(whole, 0)
     for c in out:
         if isinstance(c, VectorOp):
