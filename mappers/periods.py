@@ -72,7 +72,9 @@ def periodic_slice(g: Gemm, plan: TilePlan, split, layout: BufferLayout, min_ste
     else:
         dims = {outer: tiles[outer], inner: want * tiles[inner]}
     em = Emitter(layout)
-    emit_gemm(em, dataclasses.replace(g, **dims), plan, split)
+    # the stream up to two steps past the period (the period issues the first one's loads; the
+    # second one's loads keep the first one's Computes apart from the period's last: step_ends)
+    emit_gemm(em, dataclasses.replace(g, **dims), plan, split, max_steps=unit_steps * (per + 1) + 2)
     cmds = em.commands
     computes = step_ends(cmds)
     start, end = cut(cmds, computes, unit_steps, unit_steps * (per + 1))

@@ -56,6 +56,7 @@ from archsim.templates.systolic.tile import GEOMETRY, SystolicTile
 from mappers.emit import BufferLayout, Emitter, emit_gather, emit_vector
 from mappers.fusion import with_epilogue
 from mappers.lower import Gather, Gemm, VectorWork, lower_op
+from mappers.periods import periodic_slice
 from mappers.registry import arch_key
 from mappers.tiling import (ORDERS, MemoryCosts, TilePlan, a_load_bytes, class_sum, dim_candidates, emit_gemm,
                             nbytes, occupancy, traffic)
@@ -64,6 +65,13 @@ from workloads.precision import precision_bits
 ALL_DATAFLOWS = ("ws", "os", "is")
 #: array folds above which a GEMM is mapped as identical column groups (see the module docstring)
 FOLD_LIMIT = 65536
+#: run a long GEMM as ``count`` identical periods of its command stream (module docstring,
+#: "Periods"; :mod:`mappers.periods`); False: always the whole stream
+PERIODS = True
+#: buffer tiles (steps) per period at least
+PERIOD_STEPS = 256
+#: periods only when their cycles may differ from the whole stream's by at most this fraction
+PERIOD_ERROR = 1e-4
 _ORDER_CODE = {o: i for i, o in enumerate(ORDERS)}
 
 
@@ -121,7 +129,7 @@ class SystolicMapper:
         low, groups = self._column_groups(low)
         em = Emitter(self.layout)
         state = {"first": True}
-        plans, mappings = [], []
+        plans, mappings, periods = [], [], 1
         for part in low.parts:
             start = len(em.commands)
             if isinstance(part, Gemm):
@@ -131,8 +139,14 @@ class SystolicMapper:
                 mp.update(role=part.role, m=part.m, k=part.k, n=part.n, **est)
                 if part.epilogue:  # the fused layers name this one (mapping["fused_into"])
                     mp["epilogue"] = list(part.epilogue)
+                cut = self._periods(part, plan, est) if len(low.parts) == 1 else None
+                if cut is None:
+                    self._emit_gemm(em, part, plan, state)
+                else:
+                    em.commands.extend(cut[0])
+                    periods = cut[1]
+                    mp["periods"] = {"count": cut[1], "steps": cut[2]}
                 mappings.append(mp)
-                self._emit_gemm(em, part, plan, state)
             elif isinstance(part, VectorWork):
                 emit_vector(em, part, self.layout)
             elif isinstance(part, Gather):
@@ -145,8 +159,48 @@ class SystolicMapper:
             if len(mappings) > 1:
                 mapping["gemms"] = mappings
         # the SCALE-Sim flag matters to GEMM plans only (see arch_key)
-        signature = ("systolic", self.compat if plans else None, low, tuple(plans))
-        return LayerProgram(op.name, op.kind, op.macs(), em.commands, signature, mapping, repeat=low.repeat)
+        signature = ("systolic", self.compat if plans else None, low, tuple(plans), periods)
+        return LayerProgram(op.name, op.kind, op.macs(), em.commands, signature, mapping,
+                            repeat=low.repeat * periods)
+
+    def period_error_bound(self, g: Gemm, plan: TilePlan, count: int, est: dict) -> float:
+        """Cycles by which ``count`` periods may differ from the whole stream (module docstring,
+        "Periods"): the layer's fill and drain (first loads, last store, latencies), one buffer
+        tile and the first fold's preload; when DRAM-bound, also a latency and a tile per period."""
+        R, C = self.R, self.C
+        tm, tk, tn = min(plan.tm, g.m), min(plan.tk, g.k), min(plan.tn, g.n)
+        edge_bytes = (a_load_bytes(g, tm, tk) + nbytes(tk * tn, precision_bits(g.b_precision))
+                      + 2 * nbytes(tm * tn, max(precision_bits(g.out_precision), precision_bits(g.acc_precision))))
+        d_rows, d_cols, d_str = GEOMETRY[plan.dataflow]
+        d = {"m": tm, "k": tk, "n": tn}
+        tile = -(-d[d_rows] // R) * -(-d[d_cols] // C) * (R + C + self.P + d[d_str] + R)
+        edge = edge_bytes * self.inv_bw + 2 * self.latency + tile + R
+        if est["est_compute_cycles"] < est["est_dram_bytes"] * self.inv_bw:
+            edge += count * (self.latency + tile)
+        return edge
+
+    def _periods(self, g: Gemm, plan: TilePlan, est: dict):
+        """``(commands, count, steps)`` of ONE of ``count`` identical periods of ``g``'s stream
+        (:func:`mappers.periods.periodic_slice`; every fold's preload hidden where the layer's
+        are), or None: periods off, a SCALE-Sim preset (its cycles stay SCALE-Sim's exactly), or
+        a bound on the cycles they may move over :data:`PERIOD_ERROR` of the GEMM's."""
+        if not PERIODS or self.compat:
+            return None
+        R, C = self.R, self.C
+        hide = self.preload == "double_buffered" and plan.dataflow != "os"
+        df = plan.dataflow
+        cache: dict = {}
+
+        def split(sm, sk, sn, acc):  # the middle of the stream: every WS/IS fold hidden when double-buffered
+            key = (sm, sk, sn, acc)
+            if key not in cache:
+                cache[key] = _folds(df, R, C, sm, sk, sn, acc, hide)
+            return cache[key]
+
+        cut = periodic_slice(g, plan, split, self.layout, PERIOD_STEPS)
+        if cut is not None and self.period_error_bound(g, plan, cut[1], est) > PERIOD_ERROR * est["est_cycles"]:
+            return None
+        return cut
 
     def _column_groups(self, low):
         """``(low, G)``: ``low`` with its single GEMM split into ``G`` column groups
@@ -178,14 +232,7 @@ class SystolicMapper:
         cache: dict = {}
 
         def folds(sm, sk, sn, acc, hidden):
-            if df == "ws":
-                return [SystolicTile("ws", sm, min(R, sk - k0), min(C, sn - n0), acc or k0 > 0, hidden)
-                        for n0 in range(0, sn, C) for k0 in range(0, sk, R)]
-            if df == "is":
-                return [SystolicTile("is", min(C, sm - m0), min(R, sk - k0), sn, acc or k0 > 0, hidden)
-                        for m0 in range(0, sm, C) for k0 in range(0, sk, R)]
-            return [SystolicTile("os", min(R, sm - m0), sk, min(C, sn - n0), acc)
-                    for n0 in range(0, sn, C) for m0 in range(0, sm, R)]
+            return _folds(df, R, C, sm, sk, sn, acc, hidden)
 
         def split(sm, sk, sn, acc):
             key = (sm, sk, sn, acc)
@@ -376,6 +423,18 @@ class SystolicMapper:
         est = {"est_cycles": int(c["est_cycles"][i]), "est_energy_pj": float(c["energy_pj"][i]),
                "est_compute_cycles": int(c["compute_cycles"][i]), "est_dram_bytes": int(c["dram_bytes"][i])}
         return plan, est
+
+
+def _folds(df: str, R: int, C: int, sm: int, sk: int, sn: int, acc: bool, hidden: bool) -> list:
+    """The array folds of one ``sm x sk x sn`` buffer tile in SCALE-Sim's order (module docstring)."""
+    if df == "ws":
+        return [SystolicTile("ws", sm, min(R, sk - k0), min(C, sn - n0), acc or k0 > 0, hidden)
+                for n0 in range(0, sn, C) for k0 in range(0, sk, R)]
+    if df == "is":
+        return [SystolicTile("is", min(C, sm - m0), min(R, sk - k0), sn, acc or k0 > 0, hidden)
+                for m0 in range(0, sm, C) for k0 in range(0, sk, R)]
+    return [SystolicTile("os", min(R, sm - m0), sk, min(C, sn - n0), acc)
+            for n0 in range(0, sn, C) for m0 in range(0, sm, R)]
 
 
 def make_mapper(arch, options) -> SystolicMapper:

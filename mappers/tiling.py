@@ -209,14 +209,15 @@ def dim_candidates(total: int, step: int) -> list[int]:
 
 # -- emission ----------------------------------------------------------------------
 
-def emit_gemm(em, g: Gemm, plan: TilePlan, split, dram_base: int = 0) -> None:
+def emit_gemm(em, g: Gemm, plan: TilePlan, split, dram_base: int = 0, max_steps: int | None = None) -> None:
     """Emit the Loads, Computes and Stores of one iteration of ``g`` under ``plan``.
 
     ``split(sm, sk, sn, accumulate)`` returns the compute tiles of one buffer
     tile in execution order (one array fold each; ``accumulate`` tells whether
     the buffer tile adds onto an existing partial sum). Loads are issued one step ahead and
     stores one step behind so that, on an in-order DMA, the next tile's loads
-    overlap the current tile's compute.
+    overlap the current tile's compute. ``max_steps``: only the first that many steps (a
+    prefix of the stream, for :mod:`mappers.periods` to cut a period from).
     """
     M, K, N = g.m, g.k, g.n
     tm, tk, tn = plan.tm, plan.tk, plan.tn
@@ -263,7 +264,7 @@ def emit_gemm(em, g: Gemm, plan: TilePlan, split, dram_base: int = 0) -> None:
             cmds.append(("weight", slot["weight"], nbytes(sk * sn, bbits), b_base + ((ki * tk) * N + ni * tn) * bbits // 8))
         return cmds, slot["input"], slot["weight"]
 
-    steps = list(steps)
+    steps = list(steps) if max_steps is None else [s for _, s in zip(range(max_steps), steps)]
     pending: list = []  # deferred stores: (operand, slot, nbytes, addr, spill key or None)
     spilled: dict = {}  # (mi, ni) -> id of the Store that spilled that psum
     prepared = [None] * len(steps)
