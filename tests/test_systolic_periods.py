@@ -1,0 +1,126 @@
+"""Systolic mapper periods (mappers/systolic.py, "Periods"; mappers/periods.py): a long GEMM run
+as identical periods of its command stream gives the whole stream's bytes, energy, tiles and
+commands exactly; its cycles lose the layer's fill and drain and, with a double-buffered preload,
+the first fold's unhidden preload (R cycles): hand-derived below from the tile sizes."""
+from __future__ import annotations
+
+import pytest
+
+import archsim
+import mappers
+import mappers.systolic as ms
+from archsim.engine import core as engine_core
+from workloads.zoo._net import Net
+
+
+def _linear(m: int, k: int, n: int, relu: bool = False, residual: bool = False):
+    net = Net("one_linear", weight_precision="int8", act_precision="int8", acc_precision="int32")
+    h = net.linear("fc", net.input("x", (m, k)), n, bias=False)
+    if residual:
+        h = net.eltwise("add", "add", h, net.input("r", (m, n)))
+    if relu:
+        net.eltwise("relu", "relu", h)
+    return net.graph
+
+
+def _run(monkeypatch, graph, arch, periods: bool, small: bool = True, **kw):
+    monkeypatch.setattr(ms, "PERIODS", periods)
+    if small:  # small GEMMs run as periods too (their fill and drain are a larger share)
+        monkeypatch.setattr(ms, "PERIOD_STEPS", 16)
+        monkeypatch.setattr(ms, "PERIOD_ERROR", 0.05)
+    mappers.clear_cache()
+    engine_core.clear_cache()
+    return archsim.simulate(graph, arch, **kw)
+
+
+def _figures(layer):
+    """Everything a report gives of a layer but its cycles (energy rounded to 1e-6 pJ: the
+    periods' sums are multiplied by their count where the whole stream's are summed)."""
+    return (layer.dram_bytes_by_operand, layer.sram_bytes_by_operand,
+            {k: round(v, 6) for k, v in layer.energy_pj_by_component.items()}, layer.tiles, layer.commands,
+            layer.macs, layer.mapping_efficiency, layer.vector_cycles, layer.mapping.get("epilogue"))
+
+
+# (arch, m, k, n, expected loop order): compute-bound GEMMs, one per kind of unit the stream repeats
+CASES = [
+    ("systolic-32x32-os", 128, 4096, 2048, "nkm"),  # OS, psums resident: a column of output tiles
+    ("systolic-32x32-ws", 64, 2048, 4096, "mnk"),  # WS, K in 8 tiles: one output tile
+    ("systolic-32x32-ws", 2048, 256, 1024, "mnk"),  # WS, K in one tile: a row of output tiles
+    ("systolic-32x32-ws", 128, 4096, 2048, "mnk"),  # WS, K in 8 tiles, wider tiles
+]
+
+
+@pytest.mark.parametrize("arch,m,k,n,order", CASES)
+def test_periods_keep_every_figure_and_lose_only_fill_drain_and_first_preload(monkeypatch, arch, m, k, n, order):
+    graph = _linear(m, k, n)
+    whole = _run(monkeypatch, graph, arch, False).layers[0]
+    per = _run(monkeypatch, graph, arch, True).layers[0]
+    assert whole.mapping["loop_order"] == order and "periods" not in whole.mapping and whole.repeat == 1
+    count = per.mapping["periods"]["count"]
+    assert count >= 3 and per.repeat == count
+    assert _figures(per) == _figures(whole)
+    emitted = mappers.compile(graph, archsim.load_arch(arch)).layers[0].commands
+    assert len(emitted) * count == per.commands == whole.commands
+    # cycles: the whole stream's fill (the first A and B tiles' loads + latency) and drain (the
+    # last output tile's store in int8 + latency) are not in the periods, which start and end
+    # mid-stream; on a double-buffered WS array the layer's first fold shifts its R weights in
+    # (R cycles), every fold of a period has its preload hidden behind the previous fold
+    spec = archsim.load_arch(arch)
+    bw, lat, R = float(spec.dram.bytes_per_cycle), spec.dram.latency_cycles, int(spec.params.rows)
+    tm, tk, tn = whole.mapping["tile_m"], whole.mapping["tile_k"], whole.mapping["tile_n"]
+    fill = (tm * tk + tk * tn) / bw + lat
+    drain = tm * tn / bw + lat
+    preload = R if whole.mapping["dataflow"] == "ws" else 0
+    assert whole.compute_cycles - per.compute_cycles == preload
+    assert whole.cycles - per.cycles == pytest.approx(fill + drain + preload, abs=1)
+
+
+def test_hand_figures_of_one_case():
+    """The OS case above by hand: 64 x 2048 A tiles and 2048 x 64 B tiles at 32 B/cycle load in
+    8192 cycles, + 100 latency; a 64 x 64 int8 output tile stores in 128, + 100: 8520 cycles."""
+    assert (64 * 2048 + 2048 * 64) / 32 + 100 + 64 * 64 / 32 + 100 == 8520
+
+
+def test_fused_epilogue_runs_as_periods_with_the_same_figures(monkeypatch):
+    """A residual add and a ReLU fused into the GEMM's output path (mappers.fusion): the periods
+    carry the residual tiles' loads and keep every figure of the whole stream."""
+    graph = _linear(2048, 256, 1024, relu=True, residual=True)
+    whole = _run(monkeypatch, graph, "systolic-32x32-ws", False)
+    per = _run(monkeypatch, graph, "systolic-32x32-ws", True)
+    fc_w, fc_p = whole.layers[0], per.layers[0]
+    assert fc_w.mapping["epilogue"] == ["residual", "relu"]
+    assert fc_p.mapping["periods"]["count"] >= 3
+    assert fc_p.dram_bytes_by_operand["residual"] == 2048 * 1024  # int8: one byte per element, once
+    assert [_figures(x) for x in per.layers] == [_figures(x) for x in whole.layers]
+    assert [x.mapping.get("fused_into") for x in per.layers] == [x.mapping.get("fused_into") for x in whole.layers]
+    assert 0 < whole.total_cycles - per.total_cycles < 1e-2 * whole.total_cycles
+
+
+def test_no_periods_on_scalesim_presets_over_the_bound_or_when_off(monkeypatch):
+    graph = _linear(128, 4096, 2048)
+    # SCALE-Sim presets keep SCALE-Sim's cycles exactly: always the whole stream
+    compat = _run(monkeypatch, graph, "scalesim-32x32-os", True).layers[0]
+    assert "periods" not in compat.mapping and compat.repeat == 1
+    # a bound over PERIOD_ERROR of the GEMM's cycles: the whole stream
+    monkeypatch.setattr(ms, "PERIOD_STEPS", 16)
+    monkeypatch.setattr(ms, "PERIOD_ERROR", 1e-9)
+    tight = _run(monkeypatch, graph, "systolic-32x32-os", True, small=False).layers[0]
+    assert "periods" not in tight.mapping and tight.repeat == 1
+    # a stream shorter than 4 periods of PERIOD_STEPS (1 x 2 x 32 steps at the default 256)
+    monkeypatch.undo()
+    default = _run(monkeypatch, graph, "systolic-32x32-os", True, small=False).layers[0]
+    assert "periods" not in default.mapping
+
+
+@pytest.mark.slow
+def test_lm_head_of_a_zoo_prefill_runs_as_periods_within_a_thousandth_of_a_percent(monkeypatch):
+    """BitNet-2B prefill (64 tokens) on the dequantize-then-MAC baseline: the 64 x 2560 x 128256
+    LM head runs as periods; every byte and pJ equal, the workload's cycles within 1e-5."""
+    kw = {"phase": "prefill", "seq_len": 64}
+    arch = "lut-baseline-mac-16x16-a8"
+    whole = _run(monkeypatch, "bitnet-b1.58-2b", arch, False, small=False, **kw)
+    per = _run(monkeypatch, "bitnet-b1.58-2b", arch, True, small=False, **kw)
+    assert [x.name for x in per.layers if "periods" in x.mapping] == ["lm_head"]
+    assert [_figures(x) for x in per.layers] == [_figures(x) for x in whole.layers]
+    assert per.dram_bytes == whole.dram_bytes and per.energy_pj == pytest.approx(whole.energy_pj, rel=1e-12)
+    assert abs(whole.total_cycles - per.total_cycles) < 1e-5 * whole.total_cycles
