@@ -39,6 +39,22 @@ on the whole decode step) and, when the input fits one tile, its reloads per
 group. Stall-free SCALE-Sim presets keep their cycles exactly. Not for IS,
 which streams n.
 
+Periods (speed and memory): a layer whose only part is a long GEMM (an LLM's
+LM head at prefill on a 16x16 array: 64k buffer tiles) runs as ``count``
+identical periods of its command stream (``LayerProgram.repeat``;
+``mapping["periods"]``) cut from the middle of the stream by
+:func:`mappers.periods.periodic_slice` (at least :data:`PERIOD_STEPS` buffer
+tiles each; DRAM bytes and tiles checked against the closed form). Bytes,
+energy, tiles and commands are the whole stream's exactly; the cycles lose the
+layer's fill and drain (first loads, last store, two latencies) and, with a
+double-buffered WS/IS preload, the first fold's R preload cycles (every fold
+of a period has its preload hidden; ``compute_cycles`` -R); when DRAM-bound
+each period may add a latency. A GEMM runs as periods only if that bound
+(:meth:`SystolicMapper.period_error_bound`) is under :data:`PERIOD_ERROR` of
+its estimated cycles. Never on ``scalesim_compat`` presets (their cycles stay
+SCALE-Sim's exactly). Column groups and periods combine (repeat multiplies).
+``PERIODS = False`` always emits the whole stream.
+
 SCALE-Sim compatibility (option ``scalesim_compat``, set by the ``scalesim-*``
 presets; convolutions then default to ``conv_lowering="scalesim"``): every fold streams the
 whole free dimension, as SCALE-Sim's stall-free mode does: the streamed
@@ -183,8 +199,9 @@ class SystolicMapper:
         """``(commands, count, steps)`` of ONE of ``count`` identical periods of ``g``'s stream
         (:func:`mappers.periods.periodic_slice`; every fold's preload hidden where the layer's
         are), or None: periods off, a SCALE-Sim preset (its cycles stay SCALE-Sim's exactly), or
-        a bound on the cycles they may move over :data:`PERIOD_ERROR` of the GEMM's."""
-        if not PERIODS or self.compat:
+        a bound on the cycles they may move over :data:`PERIOD_ERROR` of the GEMM's; also None for
+        a subclass that emits its GEMMs its own way (``_emit_gemm``: mappers.attention's 2D array)."""
+        if not PERIODS or self.compat or type(self)._emit_gemm is not SystolicMapper._emit_gemm:
             return None
         R, C = self.R, self.C
         hide = self.preload == "double_buffered" and plan.dataflow != "os"
