@@ -41,17 +41,23 @@ def _figures(layer):
             layer.macs, layer.mapping_efficiency, layer.vector_cycles, layer.mapping.get("epilogue"))
 
 
-# (arch, m, k, n, expected loop order): compute-bound GEMMs, one per kind of unit the stream repeats
+# (arch, m, k, n, expected loop order, cycles lost by hand): compute-bound GEMMs, one per kind of
+# unit the stream repeats; 32 B/cycle DRAM, 100 cycles latency, int8 A / B / output tiles:
+# (A tile + B tile) / 32 + 100 (fill) + output tile / 32 + 100 (drain) + 32 (WS: first preload)
 CASES = [
-    ("systolic-32x32-os", 128, 4096, 2048, "nkm"),  # OS, psums resident: a column of output tiles
-    ("systolic-32x32-ws", 64, 2048, 4096, "mnk"),  # WS, K in 8 tiles: one output tile
-    ("systolic-32x32-ws", 2048, 256, 1024, "mnk"),  # WS, K in one tile: a row of output tiles
-    ("systolic-32x32-ws", 128, 4096, 2048, "mnk"),  # WS, K in 8 tiles, wider tiles
+    # OS, psums resident: a column of output tiles; 64x2048 + 2048x64 B, 64x64 B out
+    ("systolic-32x32-os", 128, 4096, 2048, "nkm", 4096 + 4096 + 100 + 128 + 100),
+    # WS, K in 8 tiles: one output tile; 64x256 + 256x512 B, 64x512 B out
+    ("systolic-32x32-ws", 64, 2048, 4096, "mnk", 512 + 4096 + 100 + 1024 + 100 + 32),
+    # WS, K in one tile: a row of output tiles; 512x256 + 256x64 B, 512x64 B out
+    ("systolic-32x32-ws", 2048, 256, 1024, "mnk", 4096 + 512 + 100 + 1024 + 100 + 32),
+    # WS, K in 8 tiles, wider tiles; 128x512 + 512x256 B, 128x256 B out
+    ("systolic-32x32-ws", 128, 4096, 2048, "mnk", 2048 + 4096 + 100 + 1024 + 100 + 32),
 ]
 
 
-@pytest.mark.parametrize("arch,m,k,n,order", CASES)
-def test_periods_keep_every_figure_and_lose_only_fill_drain_and_first_preload(monkeypatch, arch, m, k, n, order):
+@pytest.mark.parametrize("arch,m,k,n,order,lost", CASES)
+def test_periods_keep_every_figure_and_lose_only_fill_drain_and_first_preload(monkeypatch, arch, m, k, n, order, lost):
     graph = _linear(m, k, n)
     whole = _run(monkeypatch, graph, arch, False).layers[0]
     per = _run(monkeypatch, graph, arch, True).layers[0]
@@ -73,12 +79,7 @@ def test_periods_keep_every_figure_and_lose_only_fill_drain_and_first_preload(mo
     preload = R if whole.mapping["dataflow"] == "ws" else 0
     assert whole.compute_cycles - per.compute_cycles == preload
     assert whole.cycles - per.cycles == pytest.approx(fill + drain + preload, abs=1)
-
-
-def test_hand_figures_of_one_case():
-    """The OS case above by hand: 64 x 2048 A tiles and 2048 x 64 B tiles at 32 B/cycle load in
-    8192 cycles, + 100 latency; a 64 x 64 int8 output tile stores in 128, + 100: 8520 cycles."""
-    assert (64 * 2048 + 2048 * 64) / 32 + 100 + 64 * 64 / 32 + 100 == 8520
+    assert whole.cycles - per.cycles == lost
 
 
 def test_fused_epilogue_runs_as_periods_with_the_same_figures(monkeypatch):
@@ -124,3 +125,41 @@ def test_lm_head_of_a_zoo_prefill_runs_as_periods_within_a_thousandth_of_a_perce
     assert [_figures(x) for x in per.layers] == [_figures(x) for x in whole.layers]
     assert per.dram_bytes == whole.dram_bytes and per.energy_pj == pytest.approx(whole.energy_pj, rel=1e-12)
     assert abs(whole.total_cycles - per.total_cycles) < 1e-5 * whole.total_cycles
+
+
+@pytest.mark.parametrize("order,m,k,n", [("mnk", 64, 64, 2048), ("nmk", 2048, 64, 64), ("nkm", 64, 256, 2048),
+                                         ("mnk", 64, 512, 1024)])
+def test_periodic_slice_is_one_count_th_of_the_whole_stream(order, m, k, n):
+    """mappers.periods on its own, two folds per buffer tile: a period's Loads / Stores by
+    operand and Computes, times count, are the whole stream's; dependencies stay inside the
+    period; a wrong count is refused by the closed-form check."""
+    from archsim.program import Compute, Load
+    from mappers.emit import BufferLayout, Emitter
+    from mappers.lower import Gemm
+    from mappers.periods import checked, periodic_slice
+    from mappers.tiling import TilePlan, emit_gemm
+
+    g = Gemm("g", m, k, n)
+    plan = TilePlan("ws", 16, 64, 16, order)
+    layout = BufferLayout(False, {"input": 1 << 20, "weight": 1 << 20, "output": 1 << 20})
+
+    def split(sm, sk, sn, acc):
+        return [("fold", sm, sk, sn, acc, half) for half in (0, 1)]
+
+    def sums(cmds):
+        out: dict = {}
+        for c in cmds:
+            key = ("compute",) if isinstance(c, Compute) else (type(c).__name__, c.operand)
+            out[key] = out.get(key, 0) + (1 if isinstance(c, Compute) else c.nbytes)
+        return out
+
+    em = Emitter(layout)
+    emit_gemm(em, g, plan, split)
+    cut = periodic_slice(g, plan, split, layout, min_steps=16)
+    assert cut is not None
+    cmds, count, steps = cut
+    assert count >= 3 and steps * count == -(-m // 16) * -(-k // 64) * -(-n // 16)
+    assert {key: v * count for key, v in sums(cmds).items()} == sums(em.commands)
+    assert all(c.id == i and all(0 <= d < i for d in c.deps) for i, c in enumerate(cmds))
+    assert any(isinstance(c, Load) for c in cmds)
+    assert checked(g, plan, cmds, count + 1, steps) is None
