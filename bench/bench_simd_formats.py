@@ -4,7 +4,7 @@ Cycles and energy: the zoo's ResNet-50 (224x224, batch 1) and Llama-3-8B decode
 (batch 1, KV length 1023) simulated on a simd preset at each precision
 (``archsim run --weights W --activations A --set group_size=G``).
 
-SQNR (values carried end to end, :mod:`archsim.templates.simd.accuracy`; fp32
+SQNR (values carried end to end, :mod:`archsim.accuracy`; fp32
 reference = onnxruntime on an ONNX export built with the onnx helper API, random
 weights, no downloads):
 - ResNet-50-shaped CNN (bottleneck blocks 3-4-6-3, width 64, 1000 classes) at
@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from archsim.simulation import simulate
-from archsim.templates.simd.accuracy import Precision, onnxruntime_outputs, run_network
+from archsim.accuracy.executor import Precision, onnxruntime_outputs, run_network
 from archsim.templates.simd.onnx_nets import decoder_block_onnx, resnet_onnx
 
 #: (label, weights, activations, group size, dequant)

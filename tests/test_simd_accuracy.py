@@ -8,9 +8,10 @@ import math
 import numpy as np
 import pytest
 
+from archsim.accuracy.executor import (Precision, attach_sqnr, execute, onnxruntime_outputs, quantize_weight,
+                                       run_network, sqnr_db)
 from archsim.numerics import get_format
-from archsim.templates.simd.accuracy import (Precision, attach_sqnr, execute, onnxruntime_outputs,
-                                             quantize_weight, run_network, sqnr_db)
+from archsim.templates.simd.accuracy import exact_gemm
 from archsim.templates.simd.onnx_nets import decoder_block_onnx, resnet_onnx
 
 pytest.importorskip("onnxruntime")
@@ -72,7 +73,7 @@ def test_bit_exact_datapath_agrees_with_the_fast_path(cnn):
     model, feeds, ort = cnn
     for w, a, g in (("int8", "int8", 0), ("int4", "fp8_e4m3", 16), ("posit8_0", "posit8_0", 0)):
         fast = run_network(model, feeds, Precision(w, a, g), reference=ort)
-        exact = run_network(model, feeds, Precision(w, a, g, exact=True), reference=ort)
+        exact = run_network(model, feeds, Precision(w, a, g, exact_gemm=exact_gemm), reference=ort)
         assert exact.output_sqnr_db == pytest.approx(fast.output_sqnr_db, abs=0.05)
 
 
@@ -107,7 +108,7 @@ def test_report_json_carries_sqnr(tmp_path, block):
 
 
 def test_dequant_baseline_rounds_weights_to_fp16():
-    from archsim.templates.simd.accuracy import _gemm, quantize_activation
+    from archsim.accuracy.executor import _gemm, quantize_activation
 
     rng = np.random.default_rng(4)
     a, w = rng.standard_normal((3, 64)), rng.standard_normal((64, 5))

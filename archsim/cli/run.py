@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
                                f"(the simd template does)")
         options["precision_policy"] = args.precision_policy
     if getattr(args, "sqnr", False):
-        from archsim.templates.simd.network_sqnr import check_sqnr_run
+        from archsim.accuracy.network import check_sqnr_run
 
         check_sqnr_run(arch, args.workload)
     from archsim.outputs import OutputDir, OutputError
@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
     result.options["overrides"] = list(args.overrides)
     if getattr(args, "sqnr", False):
-        from archsim.templates.simd.network_sqnr import add_network_sqnr
+        from archsim.accuracy.network import add_network_sqnr
 
         add_network_sqnr(result, arch, args.workload, options, seed=args.sqnr_seed,
                          policy_path=getattr(args, "precision_policy", None))

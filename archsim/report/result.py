@@ -41,7 +41,7 @@ class LayerResult:
         ``macs / (peak * compute_cycles)`` (SCALE-Sim's "Compute Util").
     sqnr_db : float or None
         Signal-to-quantization-noise ratio of the layer's output vs fp32, when a run
-        carried values (``archsim.templates.simd.accuracy``); absent from report.json otherwise.
+        carried values (``archsim.accuracy``); absent from report.json otherwise.
     """
 
     name: str

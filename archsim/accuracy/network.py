@@ -1,7 +1,7 @@
 """``archsim run --sqnr``: a run's ONNX model executed with values at the run's precisions.
 
 After a run of an ONNX workload, :func:`add_network_sqnr` executes the model
-twice with numpy (:func:`.accuracy.execute`) on seeded random inputs (standard
+twice with numpy (:func:`.executor.execute`) on seeded random inputs (standard
 normal, the shapes the run bound): once in fp32, once with every GEMM layer at the
 precisions the run gave that layer (``LayerResult.weight_format`` /
 ``activation_format``: the arch's ``compute_formats`` and the precision policy
@@ -61,8 +61,8 @@ def input_feeds(model, dims: dict[str, int], seed: int) -> dict[str, np.ndarray]
 
 
 def layer_precisions(result, arch, policy=None) -> dict[str, Any]:
-    """Layer name -> :class:`.accuracy.Precision` the run computed it at (layers with MACs and formats)."""
-    from archsim.templates.simd.accuracy import Precision
+    """Layer name -> :class:`.executor.Precision` the run computed it at (layers with MACs and formats)."""
+    from archsim.accuracy.executor import Precision
 
     g0 = int(getattr(arch.params, "group_size", 0) or 0)
     out = {}
@@ -90,7 +90,7 @@ def add_network_sqnr(result, arch, workload: str, options: dict, *, seed: int = 
     check_sqnr_run(arch, workload)
     import onnx
 
-    from archsim.templates.simd.accuracy import attach_sqnr, execute, onnxruntime_outputs, sqnr_db
+    from archsim.accuracy.executor import attach_sqnr, execute, onnxruntime_outputs, sqnr_db
     from mappers.precision_policy import load_policy
 
     model = onnx.load(workload)

@@ -1,0 +1,325 @@
+"""Accuracy of a network run at chosen precisions: values carried end to end, SQNR vs fp32.
+
+:func:`run_network` executes an ONNX graph with numpy (vectorized; the ops the
+networks of :mod:`archsim.templates.simd.onnx_nets` and similar exports use) once in fp32 and once with
+every GEMM (Conv, Gemm, MatMul) computed at ``weights`` x ``activations``:
+
+- weights: per output column (``group_size = 0``) or per group of ``G`` along K
+  and column, a scale ``s = amax / max_value`` of the format (posits: ``s = rms``,
+  which puts the values where posits are most precise), then ``round_to(format)``;
+- activations (both operands of an activation x activation MatMul): one dynamic
+  per-tensor scale, the same rule;
+- the GEMM itself: float64 on the rounded values (the fast path: the fp32
+  accumulation error of a datapath is orders below the quantization error), or a
+  template's bit-exact datapath on the codes (``Precision.exact_gemm``, e.g. the SIMD
+  tile's :func:`archsim.templates.simd.accuracy.exact_gemm`; slower, for small
+  networks); with ``dequant_format``
+  the dequantize-then-MAC baseline's weights (value x scale rounded to fp16).
+
+Everything else (ReLU, softmax, norms, residual adds) runs in fp32. Returns the
+per-layer SQNR (each GEMM's output vs the same layer of the fp32 run), the output
+SQNR against a reference (onnxruntime's output when given) and, for a classifier,
+top-1 agreement.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from archsim.numerics import get_format
+
+GEMM_OPS = ("Conv", "Gemm", "MatMul")
+
+
+def sqnr_db(ref: np.ndarray, test: np.ndarray) -> float:
+    """``10 log10(sum ref^2 / sum (ref - test)^2)`` (inf when equal)."""
+    ref = np.asarray(ref, np.float64)
+    err = float(np.sum((ref - np.asarray(test, np.float64)) ** 2))
+    sig = float(np.sum(ref ** 2))
+    return float("inf") if err == 0 else float(10.0 * np.log10(sig / err)) if sig > 0 else float("-inf")
+
+
+def _scale(x: np.ndarray, fmt, axis=None) -> np.ndarray:
+    if fmt.kind == "posit":
+        s = np.sqrt(np.mean(x * x, axis=axis, keepdims=axis is not None))
+    else:
+        s = np.max(np.abs(x), axis=axis, keepdims=axis is not None) / fmt.max_value
+    return np.where(s > 0, s, 1.0)
+
+
+def quantize_activation(x: np.ndarray, fmt_name: str) -> tuple[np.ndarray, np.ndarray, float]:
+    """(codes, rounded values, scale) of a tensor with one dynamic scale."""
+    fmt = get_format(fmt_name)
+    s = float(_scale(x, fmt))
+    codes = fmt.encode(x / s)
+    return codes, fmt.decode(codes) * s, s
+
+
+def quantize_weight(w: np.ndarray, fmt_name: str, group_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``w`` (K, N): (codes, rounded values, scales (groups, N)) per column or per group of K."""
+    fmt = get_format(fmt_name)
+    K, N = w.shape
+    G = group_size or K
+    groups = -(-K // G)
+    pad = groups * G - K
+    wp = np.concatenate([w, np.zeros((pad, N))]) if pad else w
+    blocks = wp.reshape(groups, G, N)
+    s = _scale(blocks, fmt, axis=1)  # (groups, 1, N)
+    codes = fmt.encode(blocks / s)
+    values = (fmt.decode(codes) * s).reshape(groups * G, N)[:K]
+    return codes.reshape(groups * G, N)[:K], values, s[:, 0, :]
+
+
+@dataclass
+class Precision:
+    """What a GEMM runs at: ``weights`` x ``activations`` with group size ``group_size``."""
+
+    weights: str = "fp32"
+    activations: str = "fp32"
+    group_size: int = 0
+    #: a template's bit-exact GEMM on the codes, ``(ca, cw, sa, sw, act_fmt, weight_fmt, G) -> float64``
+    #: (None: float64 on the rounded values)
+    exact_gemm: Callable | None = None
+    #: dequantize-then-MAC baseline: each weight's value x scale is rounded to this format ("" = MixPE order)
+    dequant_format: str = ""
+
+    @property
+    def fp32(self) -> bool:
+        return self.weights == "fp32" and self.activations == "fp32"
+
+
+@dataclass
+class AccuracyReport:
+    """Per-layer SQNR (dB), output SQNR (dB), top-1 agreement (None if not a classifier)."""
+
+    layer_sqnr_db: dict[str, float] = field(default_factory=dict)
+    output_sqnr_db: float = 0.0
+    top1_agreement: float | None = None
+    outputs: np.ndarray | None = None
+
+
+# ----------------------------------------------------------------------------- GEMM at a precision
+
+
+def _gemm(a: np.ndarray, w: np.ndarray, prec: Precision, w_is_param: bool) -> np.ndarray:
+    """``a`` (M, K) @ ``w`` (K, N) at ``prec`` (float64 result)."""
+    if prec.fp32:
+        return (a.astype(np.float32) @ w.astype(np.float32)).astype(np.float64)
+    ca, va, sa = quantize_activation(a, prec.activations)
+    if w_is_param:
+        wf, G = prec.weights, prec.group_size
+        cw, vw, sw = quantize_weight(w, wf, G)
+    else:
+        wf, G = prec.activations, 0
+        cw, vw, s = quantize_activation(w, prec.activations)
+        sw = np.full((1, w.shape[1]), s)
+    if prec.dequant_format and w_is_param:
+        vw = get_format(prec.dequant_format).round_to(vw.astype(np.float32))
+        return va @ vw
+    if prec.exact_gemm is None:
+        return va @ vw
+    return prec.exact_gemm(ca, cw, sa, sw, prec.activations, wf, G)
+
+
+# ----------------------------------------------------------------------------- the executor
+
+
+def _attr(node, name, default=None):
+    from onnx import helper
+
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def _conv(x, w, bias, node, gemm):
+    kh, kw = w.shape[2:]
+    sh, sw = _attr(node, "strides", [1, 1])
+    pads = _attr(node, "pads", [0, 0, 0, 0])
+    group = _attr(node, "group", 1)
+    if group != 1:
+        raise ValueError(f"{node.name}: grouped Conv is not supported by the accuracy executor")
+    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    win = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw]
+    n, c, ho, wo = win.shape[:4]
+    cols = win.transpose(0, 2, 3, 1, 4, 5).reshape(n * ho * wo, c * kh * kw)
+    y = gemm(cols, w.reshape(w.shape[0], -1).T, True)
+    if bias is not None:
+        y = y + bias
+    return y.reshape(n, ho, wo, -1).transpose(0, 3, 1, 2)
+
+
+def _maxpool(x, node):
+    k = _attr(node, "kernel_shape")
+    s = _attr(node, "strides", [1, 1])
+    p = _attr(node, "pads", [0, 0, 0, 0])
+    xp = np.pad(x, ((0, 0), (0, 0), (p[0], p[2]), (p[1], p[3])), constant_values=-np.inf)
+    win = np.lib.stride_tricks.sliding_window_view(xp, tuple(k), axis=(2, 3))[:, :, ::s[0], ::s[1]]
+    return win.max(axis=(-2, -1))
+
+
+def _layernorm(x, g, b, node):
+    eps = _attr(node, "epsilon", 1e-5)
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * g + b
+
+
+def _softmax(x, node):
+    axis = _attr(node, "axis", -1)
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _erf(x):
+    import math
+
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+#: element-wise ops of fp32 tensors (inputs -> output), beside the ones with attributes in :func:`execute`
+_ELEMENTWISE = {
+    "Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mul": lambda a, b: a * b, "Div": lambda a, b: a / b,
+    "Pow": lambda a, b: np.power(a, b), "Max": lambda *xs: np.maximum.reduce(xs), "Min": lambda *xs: np.minimum.reduce(xs),
+    "Relu": lambda x: np.maximum(x, 0.0), "Sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)), "Tanh": np.tanh,
+    "Sqrt": np.sqrt, "Exp": np.exp, "Log": np.log, "Neg": np.negative, "Abs": np.abs,
+    "Reciprocal": lambda x: 1.0 / x, "Erf": _erf, "Identity": lambda x: x, "Dropout": lambda x, *_: x,
+    "Cast": lambda x: x,
+}
+
+
+def execute(model, feeds: dict, prec: Precision | None = None, policy=None,
+            per_layer: dict[str, Precision] | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Run ``model`` (ONNX ModelProto) on ``feeds``; returns (graph outputs, every GEMM node's output
+    by its layer name, as ``archsim run`` names the node).
+
+    ``policy`` (a :class:`mappers.precision_policy.Policy`) overrides ``prec`` per node name / op kind;
+    ``per_layer`` (layer name -> Precision) sets the GEMMs it names outright."""
+    from onnx import numpy_helper
+
+    from workloads.onnx_import import _node_names
+
+    prec = prec or Precision()
+    env = {i.name: numpy_helper.to_array(i).astype(np.float64) for i in model.graph.initializer}
+    params = set(env)
+    env.update({k: np.asarray(v, np.float64) for k, v in feeds.items()})
+    gemm_outputs = {}
+    nodes = list(model.graph.node)
+    names = _node_names(nodes)
+    for node in nodes:
+        p = prec
+        if per_layer is not None and names[id(node)] in per_layer:
+            p = per_layer[names[id(node)]]
+        elif policy is not None and node.op_type in GEMM_OPS:
+            kind = "conv2d" if node.op_type == "Conv" else "matmul"
+            w, a, g = policy.resolve(node.name, kind, prec.weights, prec.activations, prec.group_size)
+            p = Precision(w, a, g, prec.exact_gemm, prec.dequant_format)
+
+        def gemm(a, w, is_param, p=p):
+            return _gemm(a, w, p, is_param)
+
+        ins = [env[i] if i else None for i in node.input]
+        op = node.op_type
+        if op == "Conv":
+            y = _conv(ins[0], ins[1], ins[2] if len(ins) > 2 else None, node, gemm)
+        elif op == "Gemm":
+            a, w = ins[0], ins[1]
+            if _attr(node, "transA", 0):
+                a = a.T
+            if _attr(node, "transB", 0):
+                w = w.T
+            y = gemm(a, w, node.input[1] in params)
+            if len(ins) > 2 and ins[2] is not None:
+                y = y + ins[2]
+        elif op == "MatMul":
+            a, w = ins
+            if w.ndim == 2 and a.ndim == 2:
+                y = gemm(a, w, node.input[1] in params)
+            else:  # batched (activation x activation): one GEMM per batch index
+                if w.ndim == 2:
+                    w = np.broadcast_to(w, a.shape[:-2] + w.shape)
+                a3, w3 = a.reshape((-1,) + a.shape[-2:]), w.reshape((-1,) + w.shape[-2:])
+                y = np.stack([gemm(a3[i], w3[i], node.input[1] in params) for i in range(a3.shape[0])])
+                y = y.reshape(a.shape[:-1] + (w.shape[-1],))
+        elif op in _ELEMENTWISE:
+            y = _ELEMENTWISE[op](*ins)
+        elif op == "Gelu":
+            x = ins[0]
+            y = 0.5 * x * (1.0 + (np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3))
+                                  if _attr(node, "approximate", b"none") in (b"tanh", "tanh") else _erf(x / np.sqrt(2))))
+        elif op == "Constant":
+            y = numpy_helper.to_array(_attr(node, "value")).astype(np.float64)
+        elif op == "Shape":
+            y = np.asarray(ins[0].shape, np.float64)
+        elif op in ("Squeeze", "Unsqueeze"):
+            axes = _attr(node, "axes") if len(ins) < 2 else [int(v) for v in ins[1]]
+            y = np.squeeze(ins[0], tuple(axes)) if op == "Squeeze" and axes else (
+                np.squeeze(ins[0]) if op == "Squeeze" else np.expand_dims(ins[0], tuple(axes)))
+        elif op == "ReduceMean":
+            axes = _attr(node, "axes") if len(ins) < 2 else [int(v) for v in ins[1]]
+            y = ins[0].mean(axis=tuple(axes) if axes else None, keepdims=bool(_attr(node, "keepdims", 1)))
+        elif op == "MaxPool":
+            y = _maxpool(ins[0], node)
+        elif op == "GlobalAveragePool":
+            y = ins[0].mean(axis=(2, 3), keepdims=True)
+        elif op == "Flatten":
+            axis = _attr(node, "axis", 1)
+            y = ins[0].reshape(int(np.prod(ins[0].shape[:axis])), -1)
+        elif op == "Reshape":
+            y = ins[0].reshape([int(d) for d in ins[1]])
+        elif op == "Transpose":
+            y = ins[0].transpose(_attr(node, "perm"))
+        elif op == "Concat":
+            y = np.concatenate(ins, axis=_attr(node, "axis"))
+        elif op == "Softmax":
+            y = _softmax(ins[0], node)
+        elif op == "LayerNormalization":
+            y = _layernorm(ins[0], ins[1], ins[2], node)
+        else:
+            raise ValueError(f"{names[id(node)]}: op {op} is not supported by the accuracy executor")
+        y = np.asarray(y, np.float64).astype(np.float32).astype(np.float64)  # tensors between ops are fp32
+        env[node.output[0]] = y
+        if op in GEMM_OPS:
+            gemm_outputs[names[id(node)]] = y
+    return {o.name: env[o.name] for o in model.graph.output}, gemm_outputs
+
+
+def onnxruntime_outputs(model, feeds: dict) -> dict[str, np.ndarray]:
+    """fp32 outputs of ``model`` from onnxruntime (the independent reference)."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    outs = sess.run(names, {k: np.asarray(v, np.float32) for k, v in feeds.items()})
+    return dict(zip(names, outs))
+
+
+def run_network(model, feeds: dict, prec: Precision, policy=None, reference: dict | None = None,
+                classifier: bool = False) -> AccuracyReport:
+    """SQNR per GEMM layer (vs this executor's fp32 run) and at the output (vs ``reference``,
+    e.g. :func:`onnxruntime_outputs`, else the fp32 run); top-1 agreement for a classifier."""
+    ref_out, ref_layers = execute(model, feeds)
+    q_out, q_layers = execute(model, feeds, prec, policy)
+    name = next(iter(q_out))
+    ref = reference[name] if reference is not None else ref_out[name]
+    rep = AccuracyReport({k: float(sqnr_db(ref_layers[k], v)) for k, v in q_layers.items()},
+                         float(sqnr_db(ref, q_out[name])), outputs=q_out[name])
+    if classifier:
+        rep.top1_agreement = float(np.mean(np.argmax(ref, -1) == np.argmax(q_out[name], -1)))
+    return rep
+
+
+def attach_sqnr(result, layer_sqnr_db: dict[str, float]) -> int:
+    """Set ``sqnr_db`` on the layers of a :class:`~archsim.report.SimResult` by name; returns how many."""
+    hits = 0
+    for layer in result.layers:
+        if layer.name in layer_sqnr_db:
+            layer.sqnr_db = float(layer_sqnr_db[layer.name])
+            hits += 1
+    return hits
