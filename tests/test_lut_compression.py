@@ -18,16 +18,6 @@ def _linear(m: int, k: int, n: int, w: str = "ternary", a: str = "int8", bias: b
     return net.graph
 
 
-def _run(monkeypatch, graph, arch, periods: bool, small: bool = True, **kw):
-    monkeypatch.setattr(ml, "PERIODS", periods)
-    if small:  # small GEMMs run as periods too (their fill and drain are a larger share)
-        monkeypatch.setattr(ml, "PERIOD_STEPS", 16)
-        monkeypatch.setattr(ml, "PERIOD_ERROR", 0.05)
-    mappers.clear_cache()
-    engine_core.clear_cache()
-    return archsim.simulate(graph, arch, **kw)
-
-
 def _figures(layer):
     """Everything a report gives of a layer but its cycles (energy: pJ rounded to 1e-6, as the
     periods' sums are multiplied by their count where the whole stream's are summed)."""
@@ -52,10 +42,10 @@ CASES = [
 
 
 @pytest.mark.parametrize("arch,m,k,n,w,a,exact", CASES)
-def test_periods_keep_every_figure_and_lose_only_fill_and_drain(monkeypatch, arch, m, k, n, w, a, exact):
+def test_periods_keep_every_figure_and_lose_only_fill_and_drain(arch, m, k, n, w, a, exact, run_periods):
     graph = _linear(m, k, n, w, a)
-    whole = _run(monkeypatch, graph, arch, False).layers[0]
-    per = _run(monkeypatch, graph, arch, True).layers[0]
+    whole = run_periods(ml, graph, arch, False).layers[0]
+    per = run_periods(ml, graph, arch, True).layers[0]
     assert "periods" not in whole.mapping and whole.repeat == 1
     count = per.mapping["periods"]["count"]
     assert count >= 3 and per.repeat == count
@@ -82,12 +72,12 @@ def test_periods_keep_every_figure_and_lose_only_fill_and_drain(monkeypatch, arc
     assert (whole.cycles - per.cycles) / whole.cycles < 1e-2  # small GEMMs; a 7B model's: < 1e-4
 
 
-def test_periods_off_below_the_error_bound_and_for_short_streams(monkeypatch):
+def test_periods_off_below_the_error_bound_and_for_short_streams(monkeypatch, run_periods):
     """A GEMM whose fill and drain could exceed PERIOD_ERROR of its cycles runs whole."""
     graph = _linear(64, 256, 512)
     monkeypatch.setattr(ml, "PERIOD_STEPS", 16)
     monkeypatch.setattr(ml, "PERIOD_ERROR", 1e-9)
-    layer = _run(monkeypatch, graph, "lut-m2n8k4-ecp5", True, small=False).layers[0]
+    layer = run_periods(ml, graph, "lut-m2n8k4-ecp5", True, small=False).layers[0]
     assert "periods" not in layer.mapping and layer.repeat == 1
     monkeypatch.undo()
     monkeypatch.setattr(ml, "PERIODS", True)
@@ -98,12 +88,12 @@ def test_periods_off_below_the_error_bound_and_for_short_streams(monkeypatch):
 
 
 @pytest.mark.slow
-def test_a_zoo_workload_with_periods_matches_the_whole_streams(monkeypatch):
+def test_a_zoo_workload_with_periods_matches_the_whole_streams(run_periods):
     """BitNet-2B prefill (32 tokens) on the ECP5 core: every byte and pJ equal, cycles within
     1e-4 (the fill and drain of the GEMMs that ran as periods)."""
     kw = {"phase": "prefill", "seq_len": 32}
-    whole = _run(monkeypatch, "bitnet-b1.58-2b", "lut-m2n8k4-ecp5", False, small=False, **kw)
-    per = _run(monkeypatch, "bitnet-b1.58-2b", "lut-m2n8k4-ecp5", True, small=False, **kw)
+    whole = run_periods(ml, "bitnet-b1.58-2b", "lut-m2n8k4-ecp5", False, small=False, **kw)
+    per = run_periods(ml, "bitnet-b1.58-2b", "lut-m2n8k4-ecp5", True, small=False, **kw)
     assert any("periods" in l.mapping for l in per.layers)
     assert [_figures(l)[:4] + _figures(l)[5:] for l in per.layers] == \
         [_figures(l)[:4] + _figures(l)[5:] for l in whole.layers]
@@ -118,14 +108,14 @@ def test_a_zoo_workload_with_periods_matches_the_whole_streams(monkeypatch):
 # the chunks of one column group are the whole's (1 x 256 x 4096, 4 x 512 x 2048), or every chunk's
 # weight share and op cycles are linear in its elements (8 x 640 x 1000: 157 chunks, no such group)
 @pytest.mark.parametrize("m,k,n", [(1, 256, 4096), (4, 512, 2048), (8, 640, 1000)])
-def test_a_vector_unit_gemm_runs_as_periods_of_its_chunks(monkeypatch, m, k, n):
+def test_a_vector_unit_gemm_runs_as_periods_of_its_chunks(monkeypatch, m, k, n, run_periods):
     """bf16 weights are not built into the LUT core: the GEMM streams its weights through the
     vector unit in chunks; periods of those chunks move the same bytes and lane-cycles, and
     their cycles differ from the whole stream's by at most one chunk's op and a DRAM latency."""
     monkeypatch.setattr(ml, "VECTOR_PERIOD_CHUNKS", 16)
     graph = _linear(m, k, n, "bf16", "bf16")
-    whole = _run(monkeypatch, graph, "lut-m2n8k4-ecp5", False, small=False).layers[0]
-    per = _run(monkeypatch, graph, "lut-m2n8k4-ecp5", True, small=False).layers[0]
+    whole = run_periods(ml, graph, "lut-m2n8k4-ecp5", False, small=False).layers[0]
+    per = run_periods(ml, graph, "lut-m2n8k4-ecp5", True, small=False).layers[0]
     assert whole.mapping["unit"] == "vector" and "periods" not in whole.mapping
     count, chunks = per.mapping["periods"]["count"], per.mapping["periods"]["chunks"]
     assert count >= 3 and per.repeat == count

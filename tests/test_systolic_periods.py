@@ -9,7 +9,6 @@ import pytest
 import archsim
 import mappers
 import mappers.systolic as ms
-from archsim.engine import core as engine_core
 from workloads.zoo._net import Net
 
 
@@ -21,16 +20,6 @@ def _linear(m: int, k: int, n: int, relu: bool = False, residual: bool = False):
     if relu:
         net.eltwise("relu", "relu", h)
     return net.graph
-
-
-def _run(monkeypatch, graph, arch, periods: bool, small: bool = True, **kw):
-    monkeypatch.setattr(ms, "PERIODS", periods)
-    if small:  # small GEMMs run as periods too (their fill and drain are a larger share)
-        monkeypatch.setattr(ms, "PERIOD_STEPS", 16)
-        monkeypatch.setattr(ms, "PERIOD_ERROR", 0.05)
-    mappers.clear_cache()
-    engine_core.clear_cache()
-    return archsim.simulate(graph, arch, **kw)
 
 
 def _figures(layer):
@@ -57,10 +46,10 @@ CASES = [
 
 
 @pytest.mark.parametrize("arch,m,k,n,order,lost", CASES)
-def test_periods_keep_every_figure_and_lose_only_fill_drain_and_first_preload(monkeypatch, arch, m, k, n, order, lost):
+def test_periods_keep_every_figure_and_lose_only_fill_drain_and_first_preload(arch, m, k, n, order, lost, run_periods):
     graph = _linear(m, k, n)
-    whole = _run(monkeypatch, graph, arch, False).layers[0]
-    per = _run(monkeypatch, graph, arch, True).layers[0]
+    whole = run_periods(ms, graph, arch, False).layers[0]
+    per = run_periods(ms, graph, arch, True).layers[0]
     assert whole.mapping["loop_order"] == order and "periods" not in whole.mapping and whole.repeat == 1
     count = per.mapping["periods"]["count"]
     assert count >= 3 and per.repeat == count
@@ -82,12 +71,12 @@ def test_periods_keep_every_figure_and_lose_only_fill_drain_and_first_preload(mo
     assert whole.cycles - per.cycles == lost
 
 
-def test_fused_epilogue_runs_as_periods_with_the_same_figures(monkeypatch):
+def test_fused_epilogue_runs_as_periods_with_the_same_figures(run_periods):
     """A residual add and a ReLU fused into the GEMM's output path (mappers.fusion): the periods
     carry the residual tiles' loads and keep every figure of the whole stream."""
     graph = _linear(2048, 256, 1024, relu=True, residual=True)
-    whole = _run(monkeypatch, graph, "systolic-32x32-ws", False)
-    per = _run(monkeypatch, graph, "systolic-32x32-ws", True)
+    whole = run_periods(ms, graph, "systolic-32x32-ws", False)
+    per = run_periods(ms, graph, "systolic-32x32-ws", True)
     fc_w, fc_p = whole.layers[0], per.layers[0]
     assert fc_w.mapping["epilogue"] == ["residual", "relu"]
     assert fc_p.mapping["periods"]["count"] >= 3
@@ -97,30 +86,30 @@ def test_fused_epilogue_runs_as_periods_with_the_same_figures(monkeypatch):
     assert 0 < whole.total_cycles - per.total_cycles < 1e-2 * whole.total_cycles
 
 
-def test_no_periods_on_scalesim_presets_over_the_bound_or_when_off(monkeypatch):
+def test_no_periods_on_scalesim_presets_over_the_bound_or_when_off(monkeypatch, run_periods):
     graph = _linear(128, 4096, 2048)
     # SCALE-Sim presets keep SCALE-Sim's cycles exactly: always the whole stream
-    compat = _run(monkeypatch, graph, "scalesim-32x32-os", True).layers[0]
+    compat = run_periods(ms, graph, "scalesim-32x32-os", True).layers[0]
     assert "periods" not in compat.mapping and compat.repeat == 1
     # a bound over PERIOD_ERROR of the GEMM's cycles: the whole stream
     monkeypatch.setattr(ms, "PERIOD_STEPS", 16)
     monkeypatch.setattr(ms, "PERIOD_ERROR", 1e-9)
-    tight = _run(monkeypatch, graph, "systolic-32x32-os", True, small=False).layers[0]
+    tight = run_periods(ms, graph, "systolic-32x32-os", True, small=False).layers[0]
     assert "periods" not in tight.mapping and tight.repeat == 1
     # a stream shorter than 4 periods of PERIOD_STEPS (1 x 2 x 32 steps at the default 256)
     monkeypatch.undo()
-    default = _run(monkeypatch, graph, "systolic-32x32-os", True, small=False).layers[0]
+    default = run_periods(ms, graph, "systolic-32x32-os", True, small=False).layers[0]
     assert "periods" not in default.mapping
 
 
 @pytest.mark.slow
-def test_lm_head_of_a_zoo_prefill_runs_as_periods_within_a_thousandth_of_a_percent(monkeypatch):
+def test_lm_head_of_a_zoo_prefill_runs_as_periods_within_a_thousandth_of_a_percent(run_periods):
     """BitNet-2B prefill (64 tokens) on the dequantize-then-MAC baseline: the 64 x 2560 x 128256
     LM head runs as periods; every byte and pJ equal, the workload's cycles within 1e-5."""
     kw = {"phase": "prefill", "seq_len": 64}
     arch = "lut-baseline-mac-16x16-a8"
-    whole = _run(monkeypatch, "bitnet-b1.58-2b", arch, False, small=False, **kw)
-    per = _run(monkeypatch, "bitnet-b1.58-2b", arch, True, small=False, **kw)
+    whole = run_periods(ms, "bitnet-b1.58-2b", arch, False, small=False, **kw)
+    per = run_periods(ms, "bitnet-b1.58-2b", arch, True, small=False, **kw)
     assert [x.name for x in per.layers if "periods" in x.mapping] == ["lm_head"]
     assert [_figures(x) for x in per.layers] == [_figures(x) for x in whole.layers]
     assert per.dram_bytes == whole.dram_bytes and per.energy_pj == pytest.approx(whole.energy_pj, rel=1e-12)
