@@ -31,3 +31,21 @@ def test_report_summary_names_failures():
     assert "FAIL: 1/3 tiles match archsim on icarus" in text
     assert text.splitlines()[1].split()[-1] == "PASS" and text.splitlines()[2].split()[-1] == "FAIL"
     assert not CosimReport("systolic", "icarus", []).ok  # no tiles is not a pass
+
+
+def test_a_build_made_by_another_python_or_cocotb_is_not_reused(monkeypatch):
+    """The cached simulator build links this venv's cocotb VPI libraries: another venv (or another
+    cocotb) must get its own build folder, else the old objects point at libraries that may be gone."""
+    import sys
+
+    import cocotb
+
+    from rtl.cosim import harness
+
+    here = harness.default_build_dir("module m; endmodule\n", "icarus")
+    assert harness.default_build_dir("module m; endmodule\n", "icarus") == here  # same toolchain: reused
+    monkeypatch.setattr(sys, "executable", "/elsewhere/.venv/bin/python3")
+    assert harness.default_build_dir("module m; endmodule\n", "icarus") != here
+    monkeypatch.undo()
+    monkeypatch.setattr(cocotb, "__file__", "/elsewhere/site-packages/cocotb/__init__.py")
+    assert harness.default_build_dir("module m; endmodule\n", "icarus") != here

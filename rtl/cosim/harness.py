@@ -92,8 +92,21 @@ def _env(extra: dict[str, str]):
                 os.environ[k] = v
 
 
+def _toolchain_key(sim: str) -> str:
+    """What a simulator build links against besides the Verilog: this Python, the cocotb install
+    (its VPI libraries) and the simulator binary. A build made by another venv or cocotb is not
+    reused (its objects point at libraries that may be gone)."""
+    import cocotb
+
+    path = _verilator_env().get("PATH", os.environ.get("PATH", "")) if sim == "verilator" else None
+    binary = shutil.which({"icarus": "iverilog"}.get(sim, sim), path=path) or ""
+    return "|".join((sys.executable, os.path.dirname(cocotb.__file__), getattr(cocotb, "__version__", ""),
+                     os.path.realpath(binary) if binary else ""))
+
+
 def default_build_dir(verilog: str, sim: str, extra: dict[str, str] | None = None) -> Path:
     h = hashlib.sha256(verilog.encode())
+    h.update(_toolchain_key(sim).encode())
     for name, text in sorted((extra or {}).items()):
         h.update(name.encode() + text.encode())
     digest = h.hexdigest()[:16]
