@@ -56,7 +56,7 @@ class SimdArrayDetailed:
     # ------------------------------------------------------------------ one tile
     def run_tile(self, tile: SimdTile, operands: dict, trace: list | None = None):
         p = self.params
-        M, K, N = tile.m, tile.k, tile.n
+        M, N = tile.m, tile.n
         P = p.pes
         L = lanes(tile, p)
         a = get_format(tile.activation_format).decode(np.asarray(operands["input"]).astype(np.int64))

@@ -62,7 +62,7 @@ def canonical_nan(out: np.ndarray) -> np.ndarray:
 def tile_values(tile: SimdTile, operands: dict, params) -> np.ndarray:
     """The tile's outputs per the contract: int64 (int x int, G = 0) or float32."""
     a, w = decoded_operands(tile, operands, params)
-    M, K, N = tile.m, tile.k, tile.n
+    M, N = tile.m, tile.n
     if exact_integer_output(tile, params):
         out = a.astype(np.int64) @ w.astype(np.int64)
         if tile.accumulate:
