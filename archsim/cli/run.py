@@ -37,12 +37,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", metavar="DIR", help="output folder (default: sim_out/<arch>-<workload>)")
     p.add_argument("--detailed", action="store_true", help="time tiles with the detailed cycle-by-cycle model")
     p.add_argument("--objective", choices=["cycles", "energy"], help="what the mapping search minimises")
-    p.add_argument("--dataflow", help="systolic: override the arch's dataflow (ws, os, is, auto)")
+    p.add_argument("--dataflow", help="override the arch's dataflow (ws, os, is, auto; templates with a dataflow)")
     add_fusion_arg(p)
     add_precision_args(p)
     p.add_argument("--precision-policy", metavar="FILE", dest="precision_policy",
-                   help="simd: layer-adaptive precision policy YAML (weights / activations / group size "
-                   "per layer name pattern or op kind; see docs/simd.md)")
+                   help="layer-adaptive precision policy YAML: weights / activations / group size per layer "
+                   "name pattern or op kind, for templates with precision policies (see docs/simd.md)")
     p.add_argument("--sqnr", action="store_true",
                    help="ONNX workloads: also run the model's values at the run's precisions on seeded random "
                    "inputs and report sqnr_db per GEMM layer and at the output vs fp32 (onnxruntime), and "
