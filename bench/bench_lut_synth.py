@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from archsim.templates.lut.params import LutParams  # noqa: E402
 from rtl.lut.mac_baseline import PLANES, MacBaseline  # noqa: E402
+from archsim.errors import ToolError  # noqa: E402
 from rtl.synth import synthesize, synthesize_verilog  # noqa: E402
 
 WEIGHTS = (("W1", "int1"), ("W1.58", "ternary"), ("W2", "int2"), ("W4", "int4"))
@@ -57,26 +58,41 @@ NO_ECP5 = {"luts": 0, "ffs": 0, "dsps": 0}
 SYNTH = {"premap_shifts": True}
 
 
-def lut_figures(tm, tn, K, wf, af, ecp5, pnr, rate=2) -> dict:
-    p = LutParams(group_k=K, tile_k=K, tile_m=tm, tile_n=tn, precompute_entries_per_cycle=rate,
-                  weight_formats=[wf], activation_formats=[af], weight_format=wf, activation_format=af)
-    opts = {"external_buffers": True, "act_depth": 16, "weight_depth": 16, "out_depth": 16, "table_depth": 16}
-    gen = synthesize(p, target="generic", options=opts, **SYNTH)
-    ecp = synthesize(p, target="ecp5", pnr=pnr, options=opts, **SYNTH) if ecp5 else NO_ECP5
-    return {"generic": gen, "ecp5": ecp, "peak": tm * tn * K / PLANES[wf]}
+#: the LUT core's build for synthesis: operand / output buffers outside the logic (SRAM macros)
+LUT_OPTIONS = {"external_buffers": True, "act_depth": 16, "weight_depth": 16, "out_depth": 16, "table_depth": 16}
 
 
-def mac_figures(tm, tn, K, af, b, ecp5, pnr) -> dict:
-    """The baseline of the LUT core's peak at b-bit weights: ``tile_n / b`` columns (weights arrive
-    dequantized, so one design serves every W of that b)."""
+def lut_params(tm, tn, K, wf, af, rate=2) -> LutParams:
+    """The LUT core built for one W x A pair (what is synthesized)."""
+    return LutParams(group_k=K, tile_k=K, tile_m=tm, tile_n=tn, precompute_entries_per_cycle=rate,
+                     weight_formats=[wf], activation_formats=[af], weight_format=wf, activation_format=af)
+
+
+def mac_baseline(tm, tn, K, af, b) -> tuple[MacBaseline, str]:
+    """The baseline of the LUT core's peak at b-bit weights and its Verilog: ``tile_n / b`` columns
+    (weights arrive dequantized, so one design serves every W of that b)."""
     from amaranth.back import verilog
 
     if tn % b:
         raise SystemExit(f"error: --tile N ({tn}) must be a multiple of 4 (the MAC baseline has N / b columns)")
     core = MacBaseline(tm, tn // b, K, None, af)
-    text = verilog.convert(core, name="archsim_mac_baseline", emit_src=False)
-    gen = synthesize_verilog(text, "archsim_mac_baseline", target="generic", **SYNTH)
-    ecp = synthesize_verilog(text, "archsim_mac_baseline", target="ecp5", pnr=pnr, **SYNTH) if ecp5 else NO_ECP5
+    return core, verilog.convert(core, name=MAC_TOP, emit_src=False)
+
+
+MAC_TOP = "archsim_mac_baseline"
+
+
+def lut_figures(tm, tn, K, wf, af, ecp5, pnr, rate=2, **synth) -> dict:
+    p = lut_params(tm, tn, K, wf, af, rate)
+    gen = synthesize(p, target="generic", options=LUT_OPTIONS, **SYNTH, **synth)
+    ecp = synthesize(p, target="ecp5", pnr=pnr, options=LUT_OPTIONS, **SYNTH, **synth) if ecp5 else NO_ECP5
+    return {"generic": gen, "ecp5": ecp, "peak": tm * tn * K / PLANES[wf]}
+
+
+def mac_figures(tm, tn, K, af, b, ecp5, pnr, **synth) -> dict:
+    core, text = mac_baseline(tm, tn, K, af, b)
+    gen = synthesize_verilog(text, MAC_TOP, target="generic", **SYNTH, **synth)
+    ecp = synthesize_verilog(text, MAC_TOP, target="ecp5", pnr=pnr, **SYNTH, **synth) if ecp5 else NO_ECP5
     return {"generic": gen, "ecp5": ecp, "peak": core.peak_macs_per_cycle}
 
 
@@ -91,8 +107,11 @@ def main(argv=None) -> int:
     ap.add_argument("--no-ecp5", action="store_true", help="generic cells only (skip synth_ecp5)")
     ap.add_argument("--pnr", action="store_true", help="also place and route (ECP5-85k): Fmax")
     ap.add_argument("--only", metavar="W,A", help="one pair, e.g. W1,A8 (to warm the cache in parallel)")
+    ap.add_argument("--timeout-min", type=float, default=60.0,
+                    help="per yosys / nextpnr run (default 60; the W1 x A16 baseline's generic flow needs ~2 h)")
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args(argv)
+    timeout = {"timeout_s": 60.0 * args.timeout_min}
     tm, tn, K = args.tile
     rows = []
     t0 = time.perf_counter()
@@ -101,8 +120,12 @@ def main(argv=None) -> int:
         for wname, wf in WEIGHTS:
             if args.only and args.only != f"{wname},{aname}":
                 continue
-            lut = lut_figures(tm, tn, K, wf, af, ecp5, args.pnr, args.rate)
-            mac = mac_figures(tm, tn, K, af, PLANES[wf], ecp5, args.pnr)
+            try:
+                lut = lut_figures(tm, tn, K, wf, af, ecp5, args.pnr, args.rate, **timeout)
+                mac = mac_figures(tm, tn, K, af, PLANES[wf], ecp5, args.pnr, **timeout)
+            except ToolError as err:
+                print(f"error: {wname} x {aname}: {err}", file=sys.stderr)
+                return 1
             rows.append({"w": wname, "a": aname, "lut": lut, "mac": mac,
                          "ratio": density(lut) / density(mac)})
             print(f"  synthesized {wname} x {aname} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)

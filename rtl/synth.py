@@ -28,6 +28,12 @@ Figures:
   --out-of-context``; ``fmax_mhz`` is the post-route estimate of ``clk``,
   ``critical_path`` names its end points.
 
+``netlist=True`` also writes the mapped netlist (``write_verilog -noattr``:
+LUTs as constant-shift expressions, simulatable by Icarus / Verilator) to
+``cache_dir()/<key>.netlist.v`` and returns its path as ``"netlist"``; the
+figures and the cache key are unchanged (a cached result without its netlist
+is synthesized again). :mod:`rtl.power` simulates it for switching activity.
+
 ``progress=callback`` is told each stage as it starts: ``"yosys"``, then
 ``"nextpnr"`` (with ``pnr``), or only ``"cached"`` when the cache answers,
 so a front end can show which tool is running and for how long.
@@ -134,6 +140,7 @@ def synthesize_verilog(
     use_cache: bool = True,
     workdir: str | os.PathLike | None = None,
     timeout_s: float = 3600.0,
+    netlist: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Synthesize Verilog text; see the module docstring for the figures and ``progress``."""
@@ -151,14 +158,15 @@ def synthesize_verilog(
     )
     key = hashlib.sha256(key_src.encode()).hexdigest()[:24]
     cache_file = cache_dir() / f"{key}.json"
-    if use_cache and cache_file.exists():
+    netlist_file = cache_dir() / f"{key}.netlist.v"
+    if use_cache and cache_file.exists() and (not netlist or netlist_file.exists()):
         try:
             cached = json.loads(cache_file.read_text())
         except (OSError, ValueError):
             pass
         else:
             stage("cached")
-            return cached
+            return {**cached, "netlist": str(netlist_file)} if netlist else cached
 
     tmp = None
     if workdir is None:
@@ -175,6 +183,8 @@ def synthesize_verilog(
             script = f"read_verilog top.v; {pre}synth_ecp5 -top {top} -json netlist.json; tee -q -o stat.json stat -json"
         else:
             script = f"read_verilog top.v; {pre}synth -top {top} -flatten -lut 4; tee -q -o stat.json stat -json"
+        if netlist:
+            script += "; write_verilog -noattr netlist.v"
         stage("yosys")
         _run(_tool("yosys") + ["-q", "-l", "yosys.log", "-p", script], work, "yosys", timeout_s)
         stat = json.loads((work / "stat.json").read_text())
@@ -214,6 +224,9 @@ def synthesize_verilog(
             util = report.get("utilization", {})
             result["utilization"] = {k: v for k, v in util.items() if v.get("used")}
         result["tools"] = versions
+        if netlist:
+            netlist_file.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(work / "netlist.v", netlist_file)
         if use_cache:
             try:
                 from archsim.outputs import atomic_write
@@ -223,7 +236,7 @@ def synthesize_verilog(
                 atomic_write(cache_file, json.dumps(result, sort_keys=True, indent=1))
             except OSError:
                 pass
-        return result
+        return {**result, "netlist": str(netlist_file)} if netlist else result
     finally:
         if tmp is not None:
             tmp.cleanup()
