@@ -6,11 +6,14 @@ MACs/cycle at that W; M2 N8 K4), their generic 4-LUT netlists (rtl/synth.py,
 ``netlist=True``, cached), simulates both at gate level in Icarus on the same
 operands and measures switching energy with :mod:`rtl.power`:
 
-- LUT core: the netlist behind behavioural buffers (:mod:`rtl.lut.gate_level`),
-  ``--tiles`` tiles of the largest shape its depth-16 buffers hold with one
-  table per tile (m = 2, k = 4, n = 128 / b: 16 lookup cycles per table, the
-  table build and the pipeline fill are inside the measured window, the host's
-  buffer writes are not). Every tile's outputs and cycles are also checked
+- LUT core: the density build with deeper (external) weight and output
+  buffers, ``ENERGY_OPTIONS`` (weight 256, out 64 entries: only address
+  registers widen; the LUT4 column shows the build's size), so that a tile
+  is long enough to reach steady state: ``--tiles`` tiles of m = 2, k = 16
+  (4 K-groups), n = 512 / b, i.e. 256 lookup cycles, each group's table used
+  for 64 of them (an LLM layer reuses it for N / 8 x b). The table builds and
+  the pipeline fill are inside the measured window (``busy``), the host's
+  buffer writes are not. Every tile's outputs and cycles are also checked
   against the fast and detailed models: a gate-level co-simulation.
 - baseline: the same matrices streamed at its peak (one (row block, column
   block, K-group) per cycle, dequantized weights as int8 / fp16), the window
@@ -96,17 +99,22 @@ def baseline_words(items, tm: int, tn_b: int, K: int, af: str) -> list[list[int]
     return words
 
 
+#: the energy build: the density build's core with deeper external weight / output buffers
+ENERGY_OPTIONS = {**synth_bench.LUT_OPTIONS, "weight_depth": 256, "out_depth": 64}
+GROUPS = 4  # K-groups per tile: GROUPS * (out_depth / b column blocks) * b planes = 256 lookup cycles
+
+
 def measure(wname, wf, aname, af, tiles: int, seed: int, pj_per_unit: float, tm=2, tn=8, K=4) -> dict:
     b = PLANES[wf]
     rng = np.random.default_rng(seed)
-    n = 16 // b * tn  # one table per tile, 16 lookup cycles (the weight buffer's depth)
-    items = [(LutTile(tm, K, n, wf, af), operands(rng, wf, af, tm, K, n)) for _ in range(tiles)]
+    k, n = GROUPS * K, ENERGY_OPTIONS["out_depth"] // b * tn
+    items = [(LutTile(tm, k, n, wf, af), operands(rng, wf, af, tm, k, n)) for _ in range(tiles)]
     macs = sum(t.m * t.k * t.n for t, _ in items)
 
     p = synth_bench.lut_params(tm, tn, K, wf, af)
-    lut_syn = synthesize(p, target="generic", options=synth_bench.LUT_OPTIONS, netlist=True, timeout_s=4 * 3600,
+    lut_syn = synthesize(p, target="generic", options=ENERGY_OPTIONS, netlist=True, timeout_s=4 * 3600,
                          **synth_bench.SYNTH)
-    design = LutDesign(p, synth_bench.LUT_OPTIONS)
+    design = LutDesign(p, ENERGY_OPTIONS)
     report, lut_units = run_gate_level(design, items, Path(lut_syn["netlist"]).read_text())
     bad = [t for t in report.tiles if not t.ok]
 
@@ -135,7 +143,7 @@ def measure(wname, wf, aname, af, tiles: int, seed: int, pj_per_unit: float, tm=
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", metavar="W,A", help="one pair, e.g. W1,A8")
-    ap.add_argument("--tiles", type=int, default=4, help="tiles per W x A (default 4)")
+    ap.add_argument("--tiles", type=int, default=2, help="tiles per W x A (default 2)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args(argv)

@@ -158,7 +158,8 @@ def count_activity(vcd: str | Path, scope: str, gate: str, clock: str) -> Activi
         elif tok == "$upscope":
             stack.pop()
         elif tok == "$var":
-            _kind, width, code, name = next(tokens), int(next(tokens)), next(tokens), _plain(next(tokens))
+            next(tokens)  # the kind (wire / reg / ...)
+            width, code, name = int(next(tokens)), next(tokens), _plain(next(tokens))
             rest = next(tokens)
             msb, lsb = width - 1, 0
             if rest != "$end":
@@ -186,28 +187,46 @@ def count_activity(vcd: str | Path, scope: str, gate: str, clock: str) -> Activi
     counts: dict[str, list[int]] = {}
     activity = Activity()
     gate_on = False
+
+    def flush(changes: list[tuple[str, str]]) -> None:
+        """One timestamp's changes; the gate's new value applies to all of them (file order is arbitrary)."""
+        nonlocal gate_on
+        for code, value in changes:
+            if code == gate_code:
+                gate_on = value == "1"
+        for code, value in changes:
+            old = values.get(code)
+            values[code] = value
+            if not gate_on or old is None:
+                continue
+            if code == clock_code and value == "1" and old == "0":
+                activity.cycles += 1
+            if code not in codes or value[:1] in ("r", "R"):
+                continue
+            width = widths[code]
+            a = old.rjust(width, old[0] if old[0] in "xz" else "0")
+            b = value.rjust(width, value[0] if value[0] in "xz" else "0")
+            per_bit = counts.setdefault(code, [0] * width)
+            for i, (x, y) in enumerate(zip(a, b)):
+                if x != y and x in "01" and y in "01":
+                    per_bit[i] += 1
+
+    pending: list[tuple[str, str]] = []
     for tok in tokens:
         c0 = tok[0]
-        if c0 == "#" or c0 == "$":
+        if c0 == "#":
+            flush(pending)
+            pending = []
             continue
-        if c0 in "bBrR":
-            value, code = tok[1:], next(tokens)
+        if c0 == "$":
+            continue
+        if c0 in "bB":
+            pending.append((next(tokens), tok[1:]))
+        elif c0 in "rR":
+            pending.append((next(tokens), "r"))
         else:
-            value, code = c0, tok[1:]
-        old = values.get(code)
-        values[code] = value
-        if code == gate_code:
-            gate_on = value == "1"
-        if code == clock_code and value == "1" and old == "0" and gate_on:
-            activity.cycles += 1
-        if old is None or not gate_on or code not in codes or c0 in "rR":
-            continue
-        width = widths[code]
-        a, b = old.rjust(width, old[0] if old[0] in "xz" else "0"), value.rjust(width, value[0] if value[0] in "xz" else "0")
-        per_bit = counts.setdefault(code, [0] * width)
-        for i, (x, y) in enumerate(zip(a, b)):
-            if x != y and x in "01" and y in "01":
-                per_bit[i] += 1
+            pending.append((tok[1:], c0))
+    flush(pending)
     for code, per_bit in counts.items():
         for name, msb, lsb in codes[code]:
             step = -1 if msb >= lsb else 1
