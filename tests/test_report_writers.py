@@ -55,6 +55,22 @@ def test_layers_csv_columns():
     assert len(lines) == 3
 
 
+def test_layers_csv_dram_columns_sum_to_dram_bytes_with_fused_residuals():
+    """On ResNet-18 with fused residual adds, each row's per-operand DRAM columns add up to ``dram_bytes``."""
+    import csv
+    import io
+
+    from archsim.simulation import simulate
+    from archsim.spec.load import load_arch
+
+    result = simulate("resnet18", load_arch("systolic-32x32-ws"), trace_layers=0)
+    rows = list(csv.DictReader(io.StringIO(layers_csv_text(result))))
+    parts = ("dram_input_bytes", "dram_weight_bytes", "dram_output_bytes", "dram_residual_bytes")
+    assert any(int(r["dram_residual_bytes"]) > 0 for r in rows)  # the fused adds read their residual
+    for r in rows:
+        assert sum(int(r[c]) for c in parts) == int(r["dram_bytes"]), r["name"]
+
+
 def test_compute_report_matches_scalesim_layout():
     lines = compute_report_text(make_result()).splitlines()
     assert lines[0] == "LayerID, Total Cycles, Stall Cycles, Overall Util %, Mapping Efficiency %, Compute Util %,"

@@ -33,6 +33,7 @@ CSV_COLUMNS = [
     "sram_input_bytes", "sram_weight_bytes", "sram_output_bytes",
     "energy_compute_pj", "energy_sram_pj", "energy_dram_pj", "energy_vector_pj",
     "repeat", "tiles", "start_cycle", "mapping", "weight_format", "activation_format", "sqnr_db",
+    "dram_residual_bytes", "sram_residual_bytes",  # a fused residual add's operand (0 elsewhere)
 ]
 
 
@@ -73,6 +74,7 @@ def layers_csv_text(result: SimResult) -> str:
             l.repeat, l.tiles, l.start_cycle,
             json.dumps(_round_floats(_plain(l.mapping)), sort_keys=True, separators=(",", ":")),
             l.weight_format, l.activation_format, "" if l.sqnr_db is None else l.sqnr_db,
+            d.get("residual", 0), s.get("residual", 0),
         ]
         w.writerow([_fmt(x) for x in row])
     return buf.getvalue()
