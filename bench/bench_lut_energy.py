@@ -17,7 +17,8 @@ operands and measures switching energy with :mod:`rtl.power`:
   against the fast and detailed models: a gate-level co-simulation.
 - baseline: the same matrices streamed at its peak (one (row block, column
   block, K-group) per cycle, dequantized weights as int8 / fp16), the window
-  from the first operand to the last result.
+  from the first operand to the last result. Its accumulators after every
+  operand word are checked against numpy (:func:`baseline_reference`).
 
 Operands: activations N(0, 1) (fp16) or round(32 N(0, 1)) clipped (int8),
 weights uniform over the format's codes. Energy = load-weighted toggles +
@@ -54,7 +55,8 @@ from archsim.spec.load import load_tech  # noqa: E402
 from archsim.templates.lut.tile import WEIGHT_RANGE, LutTile  # noqa: E402
 from rtl.lut.gate_level import run_gate_level  # noqa: E402
 from rtl.lut.mac_baseline import PLANES  # noqa: E402
-from rtl.lut.rtl_design import LutDesign  # noqa: E402
+from rtl.design import pack_lanes  # noqa: E402
+from rtl.lut.rtl_design import LutDesign, activation_codes  # noqa: E402
 from rtl.power import calibration_pj_per_unit, stream_units  # noqa: E402
 from rtl.synth import synthesize, synthesize_verilog  # noqa: E402
 
@@ -70,25 +72,12 @@ def operands(rng, wf: str, af: str, m: int, k: int, n: int) -> dict:
     return {"input": a, "weight": w.astype(np.int64)}
 
 
-def _bits(values: np.ndarray, af: str) -> np.ndarray:
-    """Port codes of activation / dequantized weight values: int8 two's complement or fp16 bits."""
-    if af == "int8":
-        return np.asarray(values, np.int64) & 0xFF
-    return np.asarray(values, np.float16).view(np.uint16).astype(np.int64)
-
-
-def _pack(lanes, bits: int) -> int:
-    word = 0
-    for i, v in enumerate(lanes):
-        word |= int(v) << (i * bits)
-    return word
-
-
 def baseline_words(items, tm: int, tn_b: int, K: int, af: str) -> list[list[int]]:
     """One [in_valid, first, act, weight] word per cycle: the tiles' products at the baseline's peak."""
     words = []
     for _tile, ops in items:
-        a, w = _bits(ops["input"], af), _bits(ops["weight"], af)
+        # port codes: int8 two's complement or fp16 bits (weights dequantized: small integers)
+        a, w = activation_codes(ops["input"], af), activation_codes(ops["weight"], af)
         m, k = a.shape
         n = w.shape[1]
         for r0 in range(0, m, tm):
@@ -97,7 +86,7 @@ def baseline_words(items, tm: int, tn_b: int, K: int, af: str) -> list[list[int]
                     act = a[r0:r0 + tm, g * K:(g + 1) * K].reshape(-1)  # lane r * K + j
                     wgt = w[g * K:(g + 1) * K, c0:c0 + tn_b].reshape(-1)  # lane j * tn_b + c
                     ab = 8 if af == "int8" else 16
-                    words.append([1, int(g == 0), _pack(act, ab), _pack(wgt, ab)])
+                    words.append([1, int(g == 0), pack_lanes(act, ab), pack_lanes(wgt, ab)])
     words.append([0, 0, 0, 0])
     return words
 
@@ -105,6 +94,39 @@ def baseline_words(items, tm: int, tn_b: int, K: int, af: str) -> list[list[int]
 #: the energy build: the density build's core with deeper external weight / output buffers
 ENERGY_OPTIONS = {**synth_bench.LUT_OPTIONS, "weight_depth": 256, "out_depth": 64}
 GROUPS = 4  # K-groups per tile: GROUPS * (out_depth / b column blocks) * b planes = 256 lookup cycles
+
+
+def baseline_reference(items, tm: int, tn_b: int, K: int, af: str) -> list[list[float]]:
+    """What the baseline's accumulators must hold after each word (numpy, the order its docstring
+    states: exact products, a pairwise fp32 / int adder tree over the K-group, then acc + tree,
+    restarting at each first group); lanes r * tn_b + c."""
+    expect = []
+    integer = af == "int8"
+    dtype = np.int64 if integer else np.float32
+    for _tile, ops in items:
+        a = np.asarray(ops["input"], dtype)
+        w = np.asarray(ops["weight"], dtype)
+        m, k = a.shape
+        for r0 in range(0, m, tm):
+            for c0 in range(0, w.shape[1], tn_b):
+                acc = np.zeros((tm, tn_b), dtype)
+                for g in range(k // K):
+                    prods = [a[r0:r0 + tm, g * K + j][:, None] * w[g * K + j, c0:c0 + tn_b][None, :] for j in range(K)]
+                    while len(prods) > 1:
+                        prods = [prods[i] + prods[i + 1] for i in range(0, len(prods) - 1, 2)] + (
+                            [prods[-1]] if len(prods) % 2 else [])
+                    acc = prods[0] if g == 0 else acc + prods[0]
+                    expect.append(acc.reshape(-1).tolist())
+    return expect
+
+
+def _lanes(word: int | None, count: int, integer: bool) -> list[float] | None:
+    if word is None:
+        return None
+    raw = [(word >> (32 * i)) & 0xFFFFFFFF for i in range(count)]
+    if integer:
+        return [v - (1 << 32) if v >> 31 else v for v in raw]
+    return np.array(raw, np.uint32).view(np.float32).tolist()
 
 
 def measure(wname, wf, aname, af, tiles: int, seed: int, pj_per_unit: float, tm=2, tn=8, K=4) -> dict:
@@ -127,8 +149,12 @@ def measure(wname, wf, aname, af, tiles: int, seed: int, pj_per_unit: float, tm=
     ab = 8 if af == "int8" else 16
     ports = [("in_valid", 1), ("first", 1), ("act", tm * K * ab), ("weight", K * (tn // b) * ab)]
     words = baseline_words(items, tm, tn // b, K, af)
+    lanes = tm * (tn // b)
     mac_units = stream_units(Path(mac_syn["netlist"]).read_text(), synth_bench.MAC_TOP, ports, words,
-                             warmup_cycles=0, drain_cycles=3)
+                             warmup_cycles=0, drain_cycles=3, record=("out_valid", "out", 32 * lanes))
+    expect = baseline_reference(items, tm, tn // b, K, af)
+    got = [_lanes(v, lanes, af == "int8") for v in mac_units["outputs"]]
+    mac_bad = sum(1 for e, g in zip(expect, got) if g != e) + abs(len(expect) - len(got))
 
     def row(units, syn):
         return {"pj_per_mac": units["units"] * pj_per_unit / macs, "cycles": units["cycles"],
@@ -142,7 +168,8 @@ def measure(wname, wf, aname, af, tiles: int, seed: int, pj_per_unit: float, tm=
             "ratio_without_clock": (mac["pj_per_mac"] * (1 - mac["clock_share"]))
             / (lut["pj_per_mac"] * (1 - lut["clock_share"])),
             "gate_level_tiles": len(report.tiles), "gate_level_mismatches": len(bad) + (1 if report.error else 0),
-            "mismatch": (bad[0].mismatch if bad else report.error)}
+            "mismatch": (bad[0].mismatch if bad else report.error),
+            "baseline_words": len(expect), "baseline_mismatches": mac_bad}
 
 
 def main(argv=None) -> int:
@@ -176,7 +203,7 @@ def main(argv=None) -> int:
           f"1 unit = {pj_per_unit * 1000:.3f} fJ, calibrated: synthesized int8 multiplier = mult.int8 "
           f"{mult_pj} pJ, 45 nm); LUT core M2 N8 K4 vs MAC core of the same peak at each W")
     hdr = (f"{'W x A':<11} | {'core':<4} {'LUT4':>6} {'FF':>5} {'MACs/cyc':>8} {'clock':>6} | "
-           f"{'pJ/MAC':>7} | {'MACs/J LUT/MAC':>14} {'(no clock)':>10} | gate-level tiles")
+           f"{'pJ/MAC':>7} | {'MACs/J LUT/MAC':>14} {'(no clock)':>10} | gate-level check")
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
@@ -185,14 +212,16 @@ def main(argv=None) -> int:
             rate = r["lut_macs_per_cycle"] if core == "lut" else r["mac_macs_per_cycle"]
             last = (f"{r['ratio']:.2f}x" if core == "lut" else "")
             last2 = (f"{r['ratio_without_clock']:.2f}x" if core == "lut" else "")
-            check = (f"{r['gate_level_tiles']} tiles, {r['gate_level_mismatches']} mismatches"
-                     if core == "lut" else "")
+            check = (f"{r['gate_level_tiles']} tiles, {r['gate_level_mismatches']} mismatches (models)"
+                     if core == "lut" else
+                     f"{r['baseline_words']} outputs, {r['baseline_mismatches']} mismatches (numpy)")
             label = f"{r['w']} x {r['a']}" if core == "lut" else ""
             print(f"{label:<11} | {core:<4} {f['luts']:>6} {f['ffs']:>5} {rate:>8.1f} {f['clock_share']:>6.0%} | "
                   f"{f['pj_per_mac']:>7.3f} | {last:>14} {last2:>10} | {check}")
-    mism = [r for r in rows if r["gate_level_mismatches"]]
+    mism = [r for r in rows if r["gate_level_mismatches"] or r["baseline_mismatches"]]
     for r in mism:
-        print(f"gate-level mismatch at {r['w']} x {r['a']}: {r['mismatch']}")
+        print(f"gate-level mismatch at {r['w']} x {r['a']}: "
+              f"{r['mismatch'] or str(r['baseline_mismatches']) + ' baseline outputs differ from numpy'}")
     print(f"({time.perf_counter() - t0:.0f} s; MACs/cycle: measured over each core's window, "
           f"the LUT core's including its table build and pipeline fill per tile)")
     if args.json:

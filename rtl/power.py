@@ -275,10 +275,19 @@ def rename_module(netlist_text: str, old: str, new: str) -> str:
     return out
 
 
-def _stream_tb(dut: str, inputs: list[tuple[str, int]], words: list[list[int]], gate_cycles: tuple[int, int]) -> str:
-    """A testbench that applies one word per input port per cycle and dumps ``dut``'s nets."""
+def _stream_tb(dut: str, inputs: list[tuple[str, int]], words: list[list[int]], gate_cycles: tuple[int, int],
+               record: tuple[str, str, int] | None = None) -> str:
+    """A testbench that applies one word per input port per cycle and dumps ``dut``'s nets;
+    ``record = (valid, data, width)``: writes ``data`` to outputs.txt at each cycle ``valid`` is high."""
     regs = "\n".join(f"  reg [{w - 1}:0] {name} = 0;" for name, w in inputs)
     conns = ", ".join(f".{name}({name})" for name, _ in inputs)
+    monitor = ""
+    if record:
+        valid, data, width = record
+        conns += f", .{valid}({valid}), .{data}({data})"
+        monitor = (f"  wire {valid};\n  wire [{width - 1}:0] {data};\n  integer f;\n"
+                   f"  initial f = $fopen(\"outputs.txt\");\n"
+                   f"  always @(negedge clk) if ({valid} === 1'b1) $fdisplay(f, \"%h\", {data});\n")
     steps = []
     for cycle, row in enumerate(words):
         assigns = " ".join(f"{name} = {w}'h{v:x};" for (name, w), v in zip(inputs, row))
@@ -289,7 +298,7 @@ module tb;
   reg rst = 0;
   reg measure = 0;
 {regs}
-  {dut} dut(.clk(clk), .rst(rst), {conns});
+{monitor}  {dut} dut(.clk(clk), .rst(rst), {conns});
   always #5 clk = ~clk;
   initial begin
     $dumpfile("activity.vcd");
@@ -306,20 +315,29 @@ endmodule
 
 
 def stream_units(netlist_text: str, top: str, inputs: list[tuple[str, int]], words: list[list[int]],
-                 warmup_cycles: int = 0, drain_cycles: int = 0, workdir: Path | None = None) -> dict[str, float]:
+                 warmup_cycles: int = 0, drain_cycles: int = 0, workdir: Path | None = None,
+                 record: tuple[str, str, int] | None = None) -> dict:
     """Switching units of a netlist fed one input word per port per cycle (a streaming datapath).
 
     The window opens at cycle ``warmup_cycles`` and closes ``drain_cycles``
     after the last word; only ``top``'s own nets count (the testbench's
-    ``measure`` gate is dumped beside them, so the window is read from the same VCD).
+    ``measure`` gate is dumped beside them, so the window is read from the
+    same VCD). With ``record = (valid port, data port, width)`` the result's
+    ``"outputs"`` lists ``data`` at every cycle ``valid`` is high, so the
+    caller can check what the netlist computed.
     """
     netlist = parse_netlist(netlist_text)
-    tb = _stream_tb(top, inputs, words, (warmup_cycles, drain_cycles))
+    tb = _stream_tb(top, inputs, words, (warmup_cycles, drain_cycles), record)
     with tempfile.TemporaryDirectory(prefix="archsim-power-") as tmp:
         work = Path(workdir) if workdir is not None else Path(tmp)
         run_icarus({"netlist.v": netlist_text, "tb.v": tb}, "tb", work)
         activity = count_activity(work / "activity.vcd", "tb.dut", "tb.measure", "tb.clk")
-    return switching_units(netlist, activity)
+        outputs = []
+        if record:
+            lines = (work / "outputs.txt").read_text().split()
+            outputs = [int(v, 16) if all(c in "0123456789abcdef" for c in v) else None for v in lines]
+    units = switching_units(netlist, activity)
+    return {**units, "outputs": outputs} if record else units
 
 
 def calibration_pj_per_unit(tech_pj_per_mult: float, cycles: int = 400, seed: int = 0) -> float:
