@@ -174,3 +174,26 @@ def test_lut_netlist_gate_level_matches_the_models_and_a_broken_lut_is_caught():
     broken = text.replace(match.group(0), f"assign out_wdata[0] = {width}'h{const ^ ((1 << width) - 1):x} >>", 1)
     bad, _ = run_gate_level(design, items, broken)
     assert not bad.ok
+
+
+@pytest.mark.synth
+def test_synth_netlist_option_keeps_the_figures_and_the_cache(tmp_path, monkeypatch):
+    """``netlist=True`` returns the mapped netlist beside the same figures; a result cached without its
+    netlist is synthesized again once, then both come from the cache."""
+    from pathlib import Path
+
+    from rtl.synth import synthesize_verilog
+
+    monkeypatch.setenv("ARCHSIM_CACHE_DIR", str(tmp_path / "cache"))
+    src = "module x(input clk, input [3:0] a, output reg [3:0] y); always @(posedge clk) y <= a ^ {a[0], a[3:1]}; endmodule\n"
+    plain = synthesize_verilog(src, "x", target="generic")
+    assert "netlist" not in plain
+    stages = []
+    with_netlist = synthesize_verilog(src, "x", target="generic", netlist=True, progress=stages.append)
+    assert stages == ["yosys"]  # the cached figures have no netlist yet
+    text = Path(with_netlist["netlist"]).read_text()
+    assert re.search(r"^module x\(", text, re.M) and parse_netlist(text).flip_flops == 4
+    assert {k: v for k, v in with_netlist.items() if k != "netlist"} == plain
+    stages.clear()
+    assert synthesize_verilog(src, "x", target="generic", netlist=True, progress=stages.append) == with_netlist
+    assert stages == ["cached"]
