@@ -159,8 +159,8 @@ def main(argv=None) -> int:
                 r = by.get((wname, aname))
                 cells.append(f"{r['ratio']:.2f}x density, {fmax(r['lut'])}/{fmax(r['mac'])}" if r else "-")
             print(f"{wname:<6} | " + " | ".join(f"{c:<22}" for c in cells))
-        print("(energy per MAC is not a synthesis output: bench/bench_lut_vs_mac.py --synth prints the archsim "
-              "model's energy/MAC beside these densities)")
+        print("(energy per MAC of the same designs, from gate-level simulation of their synthesized netlists: "
+              "bench/bench_lut_energy.py)")
     print(f"({time.perf_counter() - t0:.0f} s; results cached under the archsim synth cache)")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1, default=str) + "\n")
