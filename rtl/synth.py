@@ -89,7 +89,7 @@ def _run(cmd: list[str], cwd: Path, what: str, timeout: float) -> str:
     try:
         proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise ToolError(f"{what} timed out after {timeout:.0f} s") from None
+        raise ToolError(f"{what} timed out after {timeout:g} s") from None
     except OSError as err:
         raise ToolError(f"{what} could not start: {err}") from None
     if proc.returncode != 0:
