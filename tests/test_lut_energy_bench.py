@@ -1,26 +1,29 @@
-"""bench/bench_lut_energy.py end to end on one small pair (W4 x A8): both synthesized netlists run at
-gate level, the LUT core's tiles agree with the models and the baseline's accumulators with numpy."""
+"""bench/bench_lut_energy.py end to end on one small pair (W4 x A8), run as a user runs it (its own
+process): both synthesized netlists run at gate level, the LUT core's tile agrees with the models and
+the baseline's accumulators with numpy."""
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 pytestmark = [pytest.mark.synth, pytest.mark.rtl]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_energy_bench_measures_w4_a8_with_gate_level_checks(tmp_path):
     if not shutil.which("iverilog"):
         pytest.skip("iverilog not installed")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-    import bench_lut_energy as bench
-    from archsim.spec.load import load_tech
-    from rtl.power import calibration_pj_per_unit
-
-    pj_per_unit = calibration_pj_per_unit(load_tech().energy_pj["mult.int8"])
-    row = bench.measure("W4", "int4", "A8", "int8", tiles=1, seed=5, pj_per_unit=pj_per_unit)
+    out = tmp_path / "energy.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_lut_energy.py"), "--only", "W4,A8",
+                           "--tiles", "1", "--seed", "5", "--json", str(out)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [row] = json.loads(out.read_text())
     assert row["gate_level_tiles"] == 1 and row["gate_level_mismatches"] == 0, row["mismatch"]
     # the tile: m 2, k 16 (4 K-groups), n = 64 / b x 8 = 128; the baseline has 8 / b = 2 columns, so it
     # takes 4 groups x 64 column blocks = 256 words, one accumulator check each
