@@ -75,6 +75,7 @@ def operands(rng, wf: str, af: str, m: int, k: int, n: int) -> dict:
 def baseline_words(items, tm: int, tn_b: int, K: int, af: str) -> list[list[int]]:
     """One [in_valid, first, act, weight] word per cycle: the tiles' products at the baseline's peak."""
     words = []
+    ab = 8 if af == "int8" else 16
     for _tile, ops in items:
         # port codes: int8 two's complement or fp16 bits (weights dequantized: small integers)
         a, w = activation_codes(ops["input"], af), activation_codes(ops["weight"], af)
@@ -85,7 +86,6 @@ def baseline_words(items, tm: int, tn_b: int, K: int, af: str) -> list[list[int]
                 for g in range(k // K):
                     act = a[r0:r0 + tm, g * K:(g + 1) * K].reshape(-1)  # lane r * K + j
                     wgt = w[g * K:(g + 1) * K, c0:c0 + tn_b].reshape(-1)  # lane j * tn_b + c
-                    ab = 8 if af == "int8" else 16
                     words.append([1, int(g == 0), pack_lanes(act, ab), pack_lanes(wgt, ab)])
     words.append([0, 0, 0, 0])
     return words

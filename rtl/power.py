@@ -24,9 +24,9 @@ anything but the netlists, their stimuli and the load model).
 """
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -255,15 +255,10 @@ def run_icarus(sources: dict[str, str], top: str, workdir: Path, timeout_s: floa
     for name, text in sources.items():
         (workdir / name).write_text(text)
         paths.append(name)
-    for cmd, what in (([iverilog, "-g2012", "-s", top, "-o", "sim.vvp", *paths], "iverilog"),
-                      ([vvp, "-n", "sim.vvp"], "vvp")):
-        try:
-            proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            raise ToolError(f"power: {what} timed out after {timeout_s:.0f} s") from None
-        if proc.returncode != 0:
-            detail = (proc.stderr or proc.stdout).strip().splitlines()
-            raise ToolError(f"power: {what} failed: {detail[-1] if detail else proc.returncode}")
+    from rtl.synth import run_tool
+
+    run_tool([iverilog, "-g2012", "-s", top, "-o", "sim.vvp", *paths], workdir, "power: iverilog", timeout_s)
+    run_tool([vvp, "-n", "sim.vvp"], workdir, "power: vvp", timeout_s)
     return workdir
 
 
@@ -328,8 +323,9 @@ def stream_units(netlist_text: str, top: str, inputs: list[tuple[str, int]], wor
     """
     netlist = parse_netlist(netlist_text)
     tb = _stream_tb(top, inputs, words, (warmup_cycles, drain_cycles), record)
-    with tempfile.TemporaryDirectory(prefix="archsim-power-") as tmp:
-        work = Path(workdir) if workdir is not None else Path(tmp)
+    with (tempfile.TemporaryDirectory(prefix="archsim-power-") if workdir is None
+          else contextlib.nullcontext(str(workdir))) as tmp:
+        work = Path(tmp)
         run_icarus({"netlist.v": netlist_text, "tb.v": tb}, "tb", work)
         activity = count_activity(work / "activity.vcd", "tb.dut", "tb.measure", "tb.clk")
         outputs = []

@@ -43,6 +43,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -85,7 +86,9 @@ def _tool_version(name: str) -> str:
         return "unknown"
 
 
-def _run(cmd: list[str], cwd: Path, what: str, timeout: float) -> str:
+def run_tool(cmd: list[str], cwd: Path, what: str, timeout: float) -> str:
+    """Run an EDA tool; a timeout, a missing binary or a failure is a one-line :class:`ToolError`
+    (its last error line, else its exit status)."""
     try:
         proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -93,7 +96,7 @@ def _run(cmd: list[str], cwd: Path, what: str, timeout: float) -> str:
     except OSError as err:
         raise ToolError(f"{what} could not start: {err}") from None
     if proc.returncode != 0:
-        lines = [ln for ln in (proc.stderr + proc.stdout).splitlines() if "ERROR" in ln or "Error" in ln]
+        lines = [ln for ln in (proc.stderr + proc.stdout).splitlines() if re.search(r"\berror\b", ln, re.I)]
         detail = lines[-1].strip() if lines else f"exit status {proc.returncode}"
         raise ToolError(f"{what} failed: {detail}")
     return proc.stdout
@@ -186,12 +189,12 @@ def synthesize_verilog(
         if netlist:
             script += "; write_verilog -noattr netlist.v"
         stage("yosys")
-        _run(_tool("yosys") + ["-q", "-l", "yosys.log", "-p", script], work, "yosys", timeout_s)
+        run_tool(_tool("yosys") + ["-q", "-l", "yosys.log", "-p", script], work, "yosys", timeout_s)
         stat = json.loads((work / "stat.json").read_text())
         result: dict[str, Any] = {"target": target, "top": top, **resources_from_stat(stat, target)}
         if pnr:
             stage("nextpnr")
-            _run(
+            run_tool(
                 _tool("nextpnr-ecp5")
                 + [
                     "--85k", "--package", "CABGA381", "--out-of-context",

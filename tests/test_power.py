@@ -197,3 +197,16 @@ def test_synth_netlist_option_keeps_the_figures_and_the_cache(tmp_path, monkeypa
     stages.clear()
     assert synthesize_verilog(src, "x", target="generic", netlist=True, progress=stages.append) == with_netlist
     assert stages == ["cached"]
+
+
+@pytest.mark.rtl
+def test_a_verilog_error_is_one_line_naming_the_error(tmp_path):
+    """A compile error in a bench is a one-line ToolError naming iverilog's file:line error, not a traceback."""
+    if not shutil.which("iverilog"):
+        pytest.skip("iverilog not installed")
+    from archsim.errors import ToolError
+    from rtl.power import run_icarus
+
+    with pytest.raises(ToolError, match=r"power: iverilog failed: tb\.v:1: .*error") as err:
+        run_icarus({"tb.v": "module tb; reg x = ; endmodule\n"}, "tb", tmp_path)
+    assert "\n" not in str(err.value)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from archsim.errors import ToolError
-from rtl.synth import _run, _tool, resources_from_stat
+from rtl.synth import _tool, resources_from_stat, run_tool
 
 _ECP5_COARSE_NO_SHARE = ("proc -latches error; check; flatten; tribuf -logic; deminout; opt_expr; check; "
                          "opt_clean; opt -nodffe -nosdff; fsm; opt; wreduce; peepopt; opt_clean; "
@@ -54,7 +54,7 @@ def synthesize_no_share(verilog: str, top: str, target: str = "ecp5", pnr: bool 
         else:
             script = f"read_verilog top.v; synth -top {top} -flatten -lut 4 -noshare; tee -q -o stat.json stat -json"
         t0 = time.perf_counter()
-        _run(_tool("yosys") + ["-q", "-l", "yosys.log", "-p", script], work, "yosys", timeout_s)
+        run_tool(_tool("yosys") + ["-q", "-l", "yosys.log", "-p", script], work, "yosys", timeout_s)
         stat = json.loads((work / "stat.json").read_text())
         out: dict[str, Any] = {"target": target, "top": top, "flow": "no share pass",
                                **resources_from_stat(stat, target), "yosys_s": round(time.perf_counter() - t0, 1)}
@@ -72,7 +72,7 @@ def synthesize_no_share(verilog: str, top: str, target: str = "ecp5", pnr: bool 
 def _place_and_route(work: Path, freq_mhz: float, seed: int, timeout_s: float) -> dict[str, Any]:
     out: dict[str, Any] = {}
     t0 = time.perf_counter()
-    _run(_tool("nextpnr-ecp5") + ["--85k", "--package", "CABGA381", "--out-of-context", "--json",
+    run_tool(_tool("nextpnr-ecp5") + ["--85k", "--package", "CABGA381", "--out-of-context", "--json",
                                    "netlist.json", "--freq", f"{freq_mhz:g}", "--seed", str(seed),
                                    "--report", "report.json", "--log", "nextpnr.log", "-q",
                                    "--timing-allow-fail"], work, "nextpnr-ecp5", timeout_s)

@@ -7,10 +7,10 @@ semantics of :class:`rtl.lut.design.LutCore`'s own Amaranth memories (act:
 asynchronous read; weight / table / out: data the next cycle, not
 write-through; the out buffer shared by the accumulator, which wins, and the
 host, who reads it while no tile runs), so the wrapper has the ports of the
-co-simulation build and the shared driver (:mod:`rtl.lut.driver`) and check
-(:meth:`rtl.lut.rtl_design.LutDesign.check`) run on it unchanged: the
-netlist's outputs are compared with the fast and detailed models, bit and
-cycle. The wrapper also dumps the netlist's nets to ``activity.vcd``, which
+co-simulation build. :func:`job_testbench` replays a co-simulation job on it
+as the cocotb driver (:mod:`rtl.lut.driver`) does, and the shared check
+(:meth:`rtl.lut.rtl_design.LutDesign.check`) compares the netlist's outputs
+and cycles with the fast and detailed models. The wrapper also dumps the netlist's nets to ``activity.vcd``, which
 :mod:`rtl.power` turns into switching energy over the cycles ``busy`` is high.
 """
 from __future__ import annotations
@@ -184,6 +184,7 @@ def parse_result(text: str) -> dict:
 def run_gate_level(design, items: list, netlist_text: str, workdir: Path | None = None) -> tuple[Any, dict[str, float]]:
     """Run ``items`` on the netlist of ``design`` (a :class:`~rtl.lut.rtl_design.LutDesign` built with
     ``external_buffers``) in Icarus: the check report against the models, and the switching units while busy."""
+    import contextlib
     import tempfile
 
     from rtl.power import run_icarus
@@ -192,8 +193,9 @@ def run_gate_level(design, items: list, netlist_text: str, workdir: Path | None 
     gates = rename_module(netlist_text, netlist.module, CORE)
     internal = type(design)(design.params, {**design.options, "external_buffers": False})
     job = internal.make_job(items)
-    with tempfile.TemporaryDirectory(prefix="archsim-gate-level-") as tmp:
-        work = Path(workdir) if workdir is not None else Path(tmp)
+    with (tempfile.TemporaryDirectory(prefix="archsim-gate-level-") if workdir is None
+          else contextlib.nullcontext(str(workdir))) as tmp:
+        work = Path(tmp)
         run_icarus({"netlist.v": gates, "wrapper.v": wrapper_verilog(design.cfg),
                     "tb.v": job_testbench(design.cfg, job)}, "tb", work)
         result = parse_result((work / "result.txt").read_text())
