@@ -55,7 +55,7 @@ def fake_tools(monkeypatch, tmp_path):
                                                          "utilization": {}}))
         return ""
 
-    monkeypatch.setattr(rtl.synth, "_run", fake_run)
+    monkeypatch.setattr(rtl.synth, "run_tool", fake_run)
     return calls
 
 
