@@ -17,7 +17,7 @@ import sys
 from archsim.errors import ArchsimError
 
 # module names under archsim.cli, in the order they appear in --help
-_SUBCOMMANDS = ["run", "presets", "workload", "rtl", "sweep", "compare"]
+_SUBCOMMANDS = ["run", "presets", "workload", "rtl", "sweep", "compare", "validate"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,57 @@
+"""``archsim validate``: regenerate every published comparison and print ours beside the paper's."""
+from __future__ import annotations
+
+import json
+import sys
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "validate",
+        help="reproduce the published results archsim claims (ours vs paper, tolerance, pass/fail)",
+        description="Regenerate every published comparison archsim claims and print archsim's figure "
+        "beside the published one, with the tolerance and pass/fail. Exit status 1 if any fails.",
+    )
+    parser.add_argument("--only", action="append", metavar="NAME", help="run only this comparison (repeatable)")
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON instead of a table")
+    parser.add_argument("--list", action="store_true", help="list the comparisons and exit")
+    parser.set_defaults(func=_run)
+
+
+def _run(args) -> int:
+    from archsim import validate
+
+    if args.list:
+        print("\n".join(validate.groups()))
+        return 0
+    names = args.only or validate.groups()
+    claims = []
+    for name in names:
+        print(f"validate: {name} ...", file=sys.stderr, flush=True)
+        claims.extend(validate.run(name))
+    if args.json:
+        print(json.dumps([c.as_dict() for c in claims], indent=1))
+    else:
+        _print_table(claims)
+    return 0 if all(c.passed for c in claims) else 1
+
+
+def _print_table(claims) -> None:
+    header = ("comparison", "quantity", "archsim", "published", "error", "tol", "result")
+    rows = [
+        (
+            c.group,
+            c.name + (f" [{c.unit}]" if c.unit else ""),
+            f"{c.ours:.4g}",
+            f"{c.published:.4g}",
+            f"{100 * c.rel_error:.1f}%",
+            f"{100 * c.rel_tol:.0f}%",
+            "pass" if c.passed else "FAIL",
+        )
+        for c in claims
+    ]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    failed = sum(not c.passed for c in claims)
+    print(f"{len(claims) - failed} of {len(claims)} published figures reproduced within tolerance")

@@ -1,0 +1,67 @@
+"""Published results archsim claims to reproduce, each beside archsim's own figure.
+
+Every module in this package (name not starting with ``_``) that defines
+``claims() -> list[Claim]`` is one published comparison (SCALE-Sim cycles, the
+FuseMax artifact, PIM-GPT, ...). ``archsim validate`` runs them all and prints
+ours beside the published figure with its tolerance; the tests pin each claim,
+so a model change that breaks agreement with a paper fails CI.
+
+A module adds itself by existing: no registry line to edit.
+"""
+from __future__ import annotations
+
+import importlib
+import math
+import pkgutil
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One published figure and archsim's value for the same quantity and setup.
+
+    ``rel_tol`` is the relative tolerance the agreement is held to; ``source``
+    names where the published number comes from (paper figure/table or
+    artifact file), so a reader can check it.
+    """
+
+    group: str
+    name: str
+    ours: float
+    published: float
+    rel_tol: float
+    source: str
+    unit: str = ""
+    note: str = ""
+
+    @property
+    def rel_error(self) -> float:
+        if self.published == 0:
+            return math.inf if self.ours != 0 else 0.0
+        return abs(self.ours - self.published) / abs(self.published)
+
+    @property
+    def passed(self) -> bool:
+        return math.isfinite(self.ours) and self.rel_error <= self.rel_tol
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "rel_error": self.rel_error, "passed": self.passed}
+
+
+def groups() -> list[str]:
+    """Names of the published comparisons available (module names)."""
+    return sorted(
+        info.name
+        for info in pkgutil.iter_modules(__path__)
+        if not info.name.startswith("_")
+    )
+
+
+def run(group: str) -> list[Claim]:
+    """Regenerate one published comparison and return its claims."""
+    if group not in groups():
+        from archsim.errors import ArchsimError
+
+        raise ArchsimError(f"unknown validation {group!r}; known: {', '.join(groups()) or 'none'}")
+    module = importlib.import_module(f"{__name__}.{group}")
+    return list(module.claims())
