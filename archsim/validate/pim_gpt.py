@@ -37,6 +37,7 @@ T4_MEASURED_MS = {
     # SmolLM2-1.7B (2048 wide, 24 layers, 32 heads, FFN 8192, vocab 49152, tied)
     "smollm2-1.7b": ((36.91, 35.36), _PRUNA.format("1.7B", "{HQQ-4bit,QUANTO-qint2bit}")),
 }
+# configs from HuggingFaceTB/SmolLM2-135M and SmolLM2-1.7B config.json (Llama architecture, tied embeddings)
 SMOLLM2 = {
     "smollm2-135m": dict(hidden=576, layers=30, heads=9, kv_heads=3, ffn=1536, vocab=49152),
     "smollm2-1.7b": dict(hidden=2048, layers=24, heads=32, kv_heads=32, ffn=8192, vocab=49152),
