@@ -93,7 +93,10 @@ class AttentionMapper:
         self.mapping = own.attention_mapping
         self._head_end: dict[int, int | None] = {}
         self._tiles: dict = {}
-        self.capacity = sum(int(b.bytes) for b in arch.buffers.values())
+        own_bytes = own.buffer_bytes_of(self.mapping)
+        #: the mapping's design point's buffer (option ``buffer_bytes``), else the spec's
+        self.capacity = own_bytes or sum(int(b.bytes) for b in arch.buffers.values())
+        self._own_bytes = own_bytes
         shim = dataclasses.replace(arch, params=gemm_params(p), template="systolic")
         self.gemm_mapper = _ArrayGemmMapper(shim, dataclasses.replace(options, template=SystolicOptions(dataflow="ws")))
         #: element-wise classes the 2D array's output path runs after a GEMM (mappers.fusion)
@@ -101,7 +104,7 @@ class AttentionMapper:
 
     def arch_key(self, op) -> str | None:
         if op.kind == "attention":
-            return arch_key(self.arch, ("params", "buffers"), mapping=self.mapping)
+            return arch_key(self.arch, ("params", "buffers"), mapping=self.mapping, buffer_bytes=self._own_bytes)
         return None  # the whole arch
 
     def __call__(self, op, epilogue=None) -> LayerProgram:
@@ -264,14 +267,118 @@ class AttentionMapper:
         return {"q_tile": q_tile, "kv_resident": resident}
 
     def _flat(self, e, name, rows_total, L, d, head):
-        q_tile = min(self.p.rows, rows_total, self.capacity // (8 * L))
-        if q_tile < 1:
-            raise MappingError(f"{name}: flat: one row of {L} scores (two in flight) does not fit the "
-                               f"{self.capacity}-byte buffer; use attention_mapping=fusemax or unfused")
-        return self._two_pass(e, name, rows_total, L, d, head, q_tile, spill=False)
+        """FLAT: row-granular on chip, or -- where that moves more bytes (K and V re-read by
+        many small query tiles at long sequences) -- the scores spilled to DRAM, as the
+        FuseMax artifact's FLAT does from 256K on (its traffic equals unfused's there)."""
+        B = self.capacity
+        q_tile = min(self.p.rows, rows_total, B // (8 * L))
+        kv_two = 2 * L * d * ELEM_BYTES
+        if q_tile >= 1:
+            onchip_bytes = 0 if kv_two <= B // 4 else -(-rows_total // q_tile) * kv_two
+            q_spill = min(self.p.rows, rows_total)
+            spill_bytes = 4 * rows_total * L * ELEM_BYTES + (0 if kv_two <= B // 4 else -(-rows_total // q_spill) * kv_two)
+            if onchip_bytes <= spill_bytes:
+                return {**self._two_pass(e, name, rows_total, L, d, head, q_tile, spill=False), "scores": "on chip"}
+        return {**self._spilled(e, name, rows_total, L, d, head), "scores": "DRAM"}
 
     def _unfused(self, e, name, rows_total, L, d, head):
-        return self._two_pass(e, name, rows_total, L, d, head, min(self.p.rows, rows_total), spill=True)
+        return {**self._spilled(e, name, rows_total, L, d, head), "scores": "DRAM"}
+
+    def _spilled(self, e, name, rows_total, L, d, head):
+        """Scores to DRAM and back: per query tile of ``rows`` queries, Q.K^T in key chunks
+        (each chunk's scores stored as it finishes), the softmax on the 1D array in groups of
+        whole score rows (loaded, normalised, stored), then P.V in key chunks. Software-
+        pipelined over query tiles so the in-order DMA never waits on the softmax: in step
+        ``t`` it loads for Q.K^T of tile t and stores its scores, loads tile t-1's score rows
+        for the softmax, stores tile t-3's last probabilities and loads them back for P.V;
+        a probability store trails its softmax by two row groups, an output store a step.
+
+        Buffer: a K (or V) chunk and two score chunks of a query tile fit in a quarter of the
+        buffer (Q.K^T and P.V each), four groups of score rows in half of it."""
+        B, R, C = self.capacity, self.p.rows, self.p.cols
+        base = 8 * (head % 2)
+        prior = self._head_end.get(head - 2) if head >= 2 else None
+        q_tile = min(R, rows_total)
+        nq = -(-rows_total // q_tile)
+        q_rows = [min(q_tile, rows_total - i * q_tile) for i in range(nq)]
+        kv_one = L * d * ELEM_BYTES
+        resident = 2 * kv_one <= B // 4
+        kc = min(L, max(C, (B // 4) // (2 * q_tile * ELEM_BYTES + d * ELEM_BYTES) // C * C))
+        chunks = [min(kc, L - c) for c in range(0, L, kc)]
+        r = min(q_tile, (B // 2) // (4 * L * ELEM_BYTES))
+        if r < 1:
+            raise MappingError(f"{name}: {self.mapping}: the softmax's four rows of {L} scores in flight: that does not fit "
+                               f"half the {B}-byte buffer; use attention_mapping=fusemax")
+        if resident:
+            k_all = e.load((prior,), "weight", kv_one, base)
+            v_all = e.load((prior,), "weight", kv_one, base + 1)
+        s_stores: dict[int, list] = {}
+        p_stores: dict[int, list] = {}
+        pending_p: list = []  # (deps, nbytes) of probability stores trailing their softmax
+        pending_o: list = []
+        av_done: dict[int, int] = {}
+
+        def qk(i):  # Q.K^T of tile i, key chunk by key chunk, each chunk's scores stored
+            q = q_rows[i]
+            ql = e.load((), "input", q * d * ELEM_BYTES, base + 2 + i % 2)
+            stores = []
+            for kv in chunks:
+                kl = k_all if resident else e.load((), "weight", kv * d * ELEM_BYTES, base)
+                a = e.compute((ql, kl), self._tile("flat", q, kv, d, "qk"))
+                stores.append(e.store((a,), "scores", q * kv * ELEM_BYTES, base + 4))
+            s_stores[i] = stores
+
+        def softmax(i):  # tile i's softmax in groups of r whole rows
+            q = q_rows[i]
+            groups = [min(r, q - g) for g in range(0, q, r)]
+            done = []
+            for j, n in enumerate(groups):
+                sl = e.load(tuple(s_stores[i]), "scores", n * L * ELEM_BYTES, base + 5)
+                sm = e.compute((sl,), self._tile("flat", n, L, d, "softmax"))
+                pending_p.append(((sm,), n * L * ELEM_BYTES, i))
+                while len(pending_p) > 2:  # a probability store trails its softmax by two groups
+                    deps, nbytes, owner = pending_p.pop(0)
+                    done_i = e.store(deps, "scores", nbytes, base + 6)
+                    p_stores.setdefault(owner, []).append(done_i)
+            s_stores.pop(i)
+
+        def flush_p(upto_tile):
+            while pending_p and pending_p[0][2] <= upto_tile:
+                deps, nbytes, owner = pending_p.pop(0)
+                p_stores.setdefault(owner, []).append(e.store(deps, "scores", nbytes, base + 6))
+
+        def av(i):  # P.V of tile i, key chunk by key chunk
+            q = q_rows[i]
+            deps = tuple(p_stores.pop(i))
+            a = None
+            for kv in chunks:
+                pl = e.load(deps, "scores", q * kv * ELEM_BYTES, base + 7)
+                vl = v_all if resident else e.load((), "weight", kv * d * ELEM_BYTES, base + 1)
+                a = e.compute((pl, vl), self._tile("flat", q, kv, d, "av"))
+            av_done[i] = a
+            pending_o.append(i)
+            self._head_end[head] = a
+
+        def flush_o(upto_tile):
+            while pending_o and pending_o[0] <= upto_tile:
+                i = pending_o.pop(0)
+                nbytes = q_rows[i] * d * ELEM_BYTES
+                if i == nq - 1:
+                    e.later_store((av_done[i],), "output", nbytes, base + 2 + i % 2)
+                else:
+                    e.store((av_done[i],), "output", nbytes, base + 2 + i % 2)
+
+        for t in range(nq + 3):
+            if t < nq:
+                qk(t)
+            if 1 <= t <= nq:
+                softmax(t - 1)
+            flush_o(t - 4)
+            if t >= 3:
+                flush_p(t - 3)
+                av(t - 3)
+        flush_o(nq)
+        return {"q_tile": q_tile, "kv_resident": resident, "chunk_keys": kc, "softmax_rows": r}
 
     def _tile(self, mapping, q, kv, d, phase="all", first=True, last=True, passes=1) -> AttentionTile:
         """A tile that does not drain the wave (the iteration's last 2D tile does: :func:`_drain_last`)."""

@@ -106,6 +106,8 @@ class AttentionModel:
         w = tile_work(tile, p)
         macs = w["macs"] + w["exp2d_macs"]
         out = {"mac.bf16": macs, "pe_reg_access": macs, "vector.op": w["ops1d"]}
+        if tile.mapping == "flat" and tile.phase in ("qk", "all") and p.flat_scale_on == "array2d":
+            out["mult.fp32"] = tile.q_rows * tile.kv_len  # the edge multiplier scaling each score by c
         if tile.unit == "array2d":
             kv = tile.kv_len * tile.head_dim * 2
             n = tile.passes
