@@ -13,13 +13,21 @@ query rows) are mapped by ``options.template.attention_mapping``:
   continuous pipeline, :mod:`archsim.templates.attention.tile`) per chunk on
   ``array2d``, with its ``rescale`` companion on ``array1d``.
 - ``flat``: FLAT's row-granular fused dataflow: a query tile's whole row of
-  scores stays on chip (two tiles in flight, half the buffer), so the tile has
-  ``min(rows, buffer / (8 * seq_kv))`` queries; phases ``qk`` (2D), ``softmax``
-  (1D) and ``av`` (2D), software-pipelined over query tiles.
-- ``unfused``: ``rows``-query tiles; the scores go to DRAM after QK^T, are read
-  back for the softmax on the 1D array, the probabilities are written and read
-  back for .V.
+  scores stays on chip, so the tile has ``min(rows, 3 buffer / (16 seq_kv))``
+  queries (two tiles of 2-byte scores in flight, normalised in place, in three
+  quarters of the buffer); phases ``qk`` (2D), ``softmax`` (1D) and ``av``
+  (2D), software-pipelined over query tiles. Where the K and V re-reads of
+  those small tiles would move more bytes than spilling the scores (from 256K
+  tokens at 32 MiB), FLAT spills them as unfused does (so does the FuseMax
+  artifact's FLAT: its traffic there equals unfused's).
+- ``unfused``: ``rows``-query tiles; the scores go to DRAM after QK^T (key
+  chunk by key chunk), are read back for the softmax on the 1D array (groups of
+  whole rows), the probabilities are written and read back for .V; pipelined
+  over query tiles so the DMA streams Q.K^T's and P.V's transfers while the 1D
+  array normalises (:meth:`AttentionMapper._spilled`).
 
+The buffer each mapping tiles for is option ``buffer_bytes`` (by mapping),
+else the spec's.
 K and V are re-read per query tile by flat and unfused unless they fit in a
 quarter of the buffer. Scores in DRAM and on chip count 2 bytes each (16-bit).
 
@@ -271,7 +279,8 @@ class AttentionMapper:
         many small query tiles at long sequences) -- the scores spilled to DRAM, as the
         FuseMax artifact's FLAT does from 256K on (its traffic equals unfused's there)."""
         B = self.capacity
-        q_tile = min(self.p.rows, rows_total, B // (8 * L))
+        # two query tiles of scores in flight (the softmax normalises in place) in three quarters of the buffer
+        q_tile = min(self.p.rows, rows_total, 3 * B // (16 * L))
         kv_two = 2 * L * d * ELEM_BYTES
         if q_tile >= 1:
             onchip_bytes = 0 if kv_two <= B // 4 else -(-rows_total // q_tile) * kv_two
@@ -287,11 +296,14 @@ class AttentionMapper:
     def _spilled(self, e, name, rows_total, L, d, head):
         """Scores to DRAM and back: per query tile of ``rows`` queries, Q.K^T in key chunks
         (each chunk's scores stored as it finishes), the softmax on the 1D array in groups of
-        whole score rows (loaded, normalised, stored), then P.V in key chunks. Software-
-        pipelined over query tiles so the in-order DMA never waits on the softmax: in step
-        ``t`` it loads for Q.K^T of tile t and stores its scores, loads tile t-1's score rows
-        for the softmax, stores tile t-3's last probabilities and loads them back for P.V;
-        a probability store trails its softmax by two row groups, an output store a step.
+        whole score rows (loaded, normalised, stored), then P.V in key chunks.
+
+        Software-pipelined over query tiles so that the in-order DMA does not wait on the
+        softmax: step ``t`` runs Q.K^T of tile t, the softmax of tile t-1 and P.V of tile
+        t-3 (whose probabilities were stored during step t-1), their commands interleaved in
+        proportion (a key chunk of Q.K^T, a row group of the softmax, a key chunk of P.V, ...)
+        so the transfers of Q.K^T and P.V fill the DMA while the 1D array normalises. A
+        probability store trails its softmax by two row groups.
 
         Buffer: a K (or V) chunk and two score chunks of a query tile fit in a quarter of the
         buffer (Q.K^T and P.V each), four groups of score rows in half of it."""
@@ -307,77 +319,78 @@ class AttentionMapper:
         chunks = [min(kc, L - c) for c in range(0, L, kc)]
         r = min(q_tile, (B // 2) // (4 * L * ELEM_BYTES))
         if r < 1:
-            raise MappingError(f"{name}: {self.mapping}: the softmax's four rows of {L} scores in flight: that does not fit "
-                               f"half the {B}-byte buffer; use attention_mapping=fusemax")
+            raise MappingError(f"{name}: {self.mapping}: the softmax's four rows of {L} scores in flight: "
+                               f"that does not fit half the {B}-byte buffer; use attention_mapping=fusemax")
+        k_all = v_all = None
         if resident:
             k_all = e.load((prior,), "weight", kv_one, base)
             v_all = e.load((prior,), "weight", kv_one, base + 1)
         s_stores: dict[int, list] = {}
         p_stores: dict[int, list] = {}
-        pending_p: list = []  # (deps, nbytes) of probability stores trailing their softmax
-        pending_o: list = []
-        av_done: dict[int, int] = {}
+        pending_p: list = []  # (deps, nbytes, tile) of probability stores trailing their softmax
+        ql: dict[int, int] = {}
 
-        def qk(i):  # Q.K^T of tile i, key chunk by key chunk, each chunk's scores stored
+        def store_p(upto_tile=None):
+            deps, nbytes, owner = pending_p.pop(0)
+            p_stores.setdefault(owner, []).append(e.store(deps, "scores", nbytes, base + 6))
+
+        def qk_items(i):  # Q.K^T of tile i, key chunk by key chunk, each chunk's scores stored
             q = q_rows[i]
-            ql = e.load((), "input", q * d * ELEM_BYTES, base + 2 + i % 2)
-            stores = []
-            for kv in chunks:
+
+            def chunk(kv, first):
+                if first:
+                    ql[i] = e.load((), "input", q * d * ELEM_BYTES, base + 2 + i % 2)
                 kl = k_all if resident else e.load((), "weight", kv * d * ELEM_BYTES, base)
-                a = e.compute((ql, kl), self._tile("flat", q, kv, d, "qk"))
-                stores.append(e.store((a,), "scores", q * kv * ELEM_BYTES, base + 4))
-            s_stores[i] = stores
+                a = e.compute((ql[i], kl), self._tile("flat", q, kv, d, "qk"))
+                s_stores.setdefault(i, []).append(e.store((a,), "scores", q * kv * ELEM_BYTES, base + 4))
+            return [lambda kv=kv, f=(c == 0): chunk(kv, f) for c, kv in enumerate(chunks)]
 
-        def softmax(i):  # tile i's softmax in groups of r whole rows
+        def softmax_items(i):  # tile i's softmax in groups of r whole rows
             q = q_rows[i]
-            groups = [min(r, q - g) for g in range(0, q, r)]
-            done = []
-            for j, n in enumerate(groups):
+
+            def group(n):
                 sl = e.load(tuple(s_stores[i]), "scores", n * L * ELEM_BYTES, base + 5)
                 sm = e.compute((sl,), self._tile("flat", n, L, d, "softmax"))
                 pending_p.append(((sm,), n * L * ELEM_BYTES, i))
                 while len(pending_p) > 2:  # a probability store trails its softmax by two groups
-                    deps, nbytes, owner = pending_p.pop(0)
-                    done_i = e.store(deps, "scores", nbytes, base + 6)
-                    p_stores.setdefault(owner, []).append(done_i)
-            s_stores.pop(i)
+                    store_p()
+            return [lambda n=min(r, q - g): group(n) for g in range(0, q, r)]
 
-        def flush_p(upto_tile):
-            while pending_p and pending_p[0][2] <= upto_tile:
-                deps, nbytes, owner = pending_p.pop(0)
-                p_stores.setdefault(owner, []).append(e.store(deps, "scores", nbytes, base + 6))
-
-        def av(i):  # P.V of tile i, key chunk by key chunk
+        def av_items(i):  # P.V of tile i, key chunk by key chunk, then its output
             q = q_rows[i]
-            deps = tuple(p_stores.pop(i))
-            a = None
-            for kv in chunks:
+            done: list = []
+
+            def chunk(kv, first):
+                if first:
+                    while pending_p and pending_p[0][2] <= i:
+                        store_p()
+                deps = tuple(p_stores[i])
                 pl = e.load(deps, "scores", q * kv * ELEM_BYTES, base + 7)
                 vl = v_all if resident else e.load((), "weight", kv * d * ELEM_BYTES, base + 1)
-                a = e.compute((pl, vl), self._tile("flat", q, kv, d, "av"))
-            av_done[i] = a
-            pending_o.append(i)
-            self._head_end[head] = a
+                done.append(e.compute((pl, vl), self._tile("flat", q, kv, d, "av")))
+                self._head_end[head] = done[-1]
 
-        def flush_o(upto_tile):
-            while pending_o and pending_o[0] <= upto_tile:
-                i = pending_o.pop(0)
-                nbytes = q_rows[i] * d * ELEM_BYTES
+            def out():
+                nbytes = q * d * ELEM_BYTES
                 if i == nq - 1:
-                    e.later_store((av_done[i],), "output", nbytes, base + 2 + i % 2)
+                    e.later_store((done[-1],), "output", nbytes, base + 2 + i % 2)
                 else:
-                    e.store((av_done[i],), "output", nbytes, base + 2 + i % 2)
+                    e.store((done[-1],), "output", nbytes, base + 2 + i % 2)
+                p_stores.pop(i)
+            return [lambda kv=kv, f=(c == 0): chunk(kv, f) for c, kv in enumerate(chunks)] + [out]
 
         for t in range(nq + 3):
+            streams = []
             if t < nq:
-                qk(t)
+                streams.append(qk_items(t))
             if 1 <= t <= nq:
-                softmax(t - 1)
-            flush_o(t - 4)
+                streams.append(softmax_items(t - 1))
             if t >= 3:
-                flush_p(t - 3)
-                av(t - 3)
-        flush_o(nq)
+                streams.append(av_items(t - 3))
+            # interleave in proportion: item j of a stream of n sits at (j + 1/2) / n
+            merged = sorted(((j + 0.5) / len(items), k, j) for k, items in enumerate(streams) for j in range(len(items)))
+            for _pos, k, j in merged:
+                streams[k][j]()
         return {"q_tile": q_tile, "kv_resident": resident, "chunk_keys": kc, "softmax_rows": r}
 
     def _tile(self, mapping, q, kv, d, phase="all", first=True, last=True, passes=1) -> AttentionTile:
