@@ -101,6 +101,9 @@ class AttentionMapper:
         self.mapping = own.attention_mapping
         self._head_end: dict[int, int | None] = {}
         self._tiles: dict = {}
+        #: FLAT on chip: the last softmax and P.V of the head just emitted, run after the next
+        #: head's first Q.K^T so the 1D array goes from one head's softmax to the next's
+        self._flat_tail = None
         own_bytes = own.buffer_bytes_of(self.mapping)
         #: the mapping's design point's buffer (option ``buffer_bytes``), else the spec's
         self.capacity = own_bytes or sum(int(b.bytes) for b in arch.buffers.values())
@@ -125,6 +128,7 @@ class AttentionMapper:
         rows_total = (op.heads // op.kv_heads) * op.seq_q
         L, d = op.seq_kv, op.head_dim
         emit = {"fusemax": self._fusemax, "flat": self._flat, "unfused": self._unfused}[self.mapping]
+        self._flat_tail = None
         repeat = op.batch * op.kv_heads
         e = _Cmds()
         info = emit(e, op.name, rows_total, L, d, 0)
@@ -138,6 +142,9 @@ class AttentionMapper:
             pending = len(e.deferred)
             emit(e, op.name, rows_total, L, d, i)
             e.flush(pending)  # the previous head's output goes out behind this head's loads
+        if self._flat_tail is not None:
+            self._flat_tail()
+            self._flat_tail = None
         e.flush(len(e.deferred))
         _drain_last(e.cmds)
         mapping = {"attention_mapping": self.mapping, "heads_per_iteration": heads, **info}
@@ -217,8 +224,13 @@ class AttentionMapper:
         return {"q_tile": R, "kv_resident": False, "chunk_keys": chunk, "q_group": group}
 
     # -- flat / unfused ---------------------------------------------------------------
-    def _two_pass(self, e, name, rows_total, L, d, head, q_tile, spill: bool):
-        B = self.capacity
+    def _flat_on_chip(self, e, name, rows_total, L, d, head, q_tile):
+        """FLAT with each query tile's rows of scores on chip: Q.K^T, softmax, P.V, software-
+        pipelined over query tiles (Q.K^T of tile i+1 beside the softmax of tile i) and across
+        heads (``_flat_tail``). K and V
+        stay on chip when they fit in a quarter of the buffer, else they stream through it in
+        double-buffered key chunks (Q.K^T and P.V per chunk) once per query tile."""
+        B, C = self.capacity, self.p.cols
         base = 8 * (head % 2)
         prior = self._head_end.get(head - 2) if head >= 2 else None
         nq = -(-rows_total // q_tile)
@@ -226,40 +238,48 @@ class AttentionMapper:
         kv_one = L * d * ELEM_BYTES
         resident = 2 * kv_one <= B // 4
         if resident:
+            chunks = [L]
             k_all = e.load((prior,), "weight", kv_one, base)
             v_all = e.load((prior,), "weight", kv_one, base + 1)
-        cache: dict = {}
-
-        def tile(q, phase):
-            t = cache.get((q, phase))
-            if t is None:
-                t = cache[(q, phase)] = self._tile("flat", q, L, d, phase)
-            return t
-
-        qk_done: dict[int, int] = {}
-        sm_slot_free = {0: None, 1: None}
+        else:  # two K and two V chunks in a quarter of the buffer
+            kc = min(L, max(C, (B // 4) // (4 * d * ELEM_BYTES) // C * C))
+            chunks = [min(kc, L - c) for c in range(0, L, kc)]
+        qk_done: dict[int, list] = {}
+        sm_slot_free = {0: None, 1: None}  # score slot -> the P.V that last read it
         out_prev = {0: None, 1: None}
+        last_reader = {("k", 0): prior, ("k", 1): prior, ("v", 0): prior, ("v", 1): prior}
+        n_loaded = {"k": 0, "v": 0}
+
+        def chunk_load(kind, kv, slot_base):
+            if resident:
+                return k_all if kind == "k" else v_all
+            j = n_loaded[kind] % 2
+            n_loaded[kind] += 1
+            return e.load((last_reader[(kind, j)],), "weight", kv * d * ELEM_BYTES, slot_base), j
 
         def front(i):
             q = q_rows[i]
             ql = e.load((out_prev[i % 2],), "input", q * d * ELEM_BYTES, base + 2 + i % 2)
-            kl = k_all if resident else e.load((sm_slot_free[i % 2],), "weight", kv_one, base)
-            a = e.compute((ql, kl, sm_slot_free[i % 2]), tile(q, "qk"))
-            if spill:
-                a = e.store((a,), "scores", q * L * ELEM_BYTES, base + 4 + i % 2)
-            qk_done[i] = a
+            done = []
+            for kv in chunks:
+                got = chunk_load("k", kv, base)
+                kl, j = (got, None) if resident else got
+                a = e.compute((ql, kl, sm_slot_free[i % 2]), self._tile("flat", q, kv, d, "qk"))
+                if j is not None:
+                    last_reader[("k", j)] = a
+                done.append(a)
+            qk_done[i] = done
 
         def back(i):
             q = q_rows[i]
-            dep = qk_done.pop(i)
-            if spill:
-                dep = e.load((dep,), "scores", q * L * ELEM_BYTES, base + 4 + i % 2)
-            s = e.compute((dep,), tile(q, "softmax"))
-            if spill:
-                s = e.store((s,), "scores", q * L * ELEM_BYTES, base + 4 + i % 2)
-                s = e.load((s,), "scores", q * L * ELEM_BYTES, base + 4 + i % 2)
-            vl = v_all if resident else e.load((), "weight", kv_one, base + 1)
-            a = e.compute((s, vl), tile(q, "av"))
+            sm = e.compute(tuple(qk_done.pop(i)), self._tile("flat", q, L, d, "softmax"))
+            a = None
+            for kv in chunks:
+                got = chunk_load("v", kv, base + 1)
+                vl, j = (got, None) if resident else got
+                a = e.compute((sm, vl), self._tile("flat", q, kv, d, "av"))
+                if j is not None:
+                    last_reader[("v", j)] = a
             sm_slot_free[i % 2] = a
             if i == nq - 1:
                 e.later_store((a,), "output", q * d * ELEM_BYTES, base + 2 + i % 2)
@@ -267,12 +287,15 @@ class AttentionMapper:
                 out_prev[i % 2] = e.store((a,), "output", q * d * ELEM_BYTES, base + 2 + i % 2)
             self._head_end[head] = a
 
-        for i in range(nq + 1):
-            if i < nq:
-                front(i)
+        for i in range(nq):
+            front(i)
+            if i == 0 and self._flat_tail is not None:  # the previous head's last P.V behind this head's first Q.K^T
+                self._flat_tail()
+                self._flat_tail = None
             if i >= 1:
                 back(i - 1)
-        return {"q_tile": q_tile, "kv_resident": resident}
+        self._flat_tail = lambda: back(nq - 1)  # run by the next head, or by __call__ after the last
+        return {"q_tile": q_tile, "kv_resident": resident, "chunk_keys": chunks[0]}
 
     def _flat(self, e, name, rows_total, L, d, head):
         """FLAT: row-granular on chip, or -- where that moves more bytes (K and V re-read by
@@ -287,7 +310,7 @@ class AttentionMapper:
             q_spill = min(self.p.rows, rows_total)
             spill_bytes = 4 * rows_total * L * ELEM_BYTES + (0 if kv_two <= B // 4 else -(-rows_total // q_spill) * kv_two)
             if onchip_bytes <= spill_bytes:
-                return {**self._two_pass(e, name, rows_total, L, d, head, q_tile, spill=False), "scores": "on chip"}
+                return {**self._flat_on_chip(e, name, rows_total, L, d, head, q_tile), "scores": "on chip"}
         return {**self._spilled(e, name, rows_total, L, d, head), "scores": "DRAM"}
 
     def _unfused(self, e, name, rows_total, L, d, head):
