@@ -131,7 +131,11 @@ class AttentionMapper:
         self._flat_tail = None
         repeat = op.batch * op.kv_heads
         e = _Cmds()
+        blocks = self._query_blocks(rows_total, L, d)
+        rows_total //= blocks
         info = emit(e, op.name, rows_total, L, d, 0)
+        if blocks > 1:
+            info["query_blocks_per_head"] = blocks
         per_head = len(e.cmds) + len(e.deferred)
         heads = 1
         for h in (8, 4, 2):  # several heads per iteration: the next head's loads overlap this one's compute
@@ -150,7 +154,29 @@ class AttentionMapper:
         mapping = {"attention_mapping": self.mapping, "heads_per_iteration": heads, **info}
         sig = ("attention", self.mapping, op_key(op))
         return LayerProgram(op.name, op.kind, op.macs(), e.cmds, sig, mapping,
-                            arch_key=self.arch_key(op), repeat=repeat // heads)
+                            arch_key=self.arch_key(op), repeat=repeat // heads * blocks)
+
+    #: commands a spilled head may take before its query tiles are simulated in repeated blocks
+    MAX_HEAD_COMMANDS = 250_000
+
+    def _query_blocks(self, rows_total, L, d) -> int:
+        """Blocks a head's query tiles are cut into (1: none). With the scores spilled, query
+        tiles are independent (K and V stream per tile) and a 1M-token head is ~5M commands;
+        it is then simulated as ``k`` repeats of a block of ``nq / k`` tiles, each block
+        filling and draining the pipeline once (+0.2% at 256K: docs/attention.md)."""
+        R = self.p.rows
+        spills = self.mapping == "unfused" or (self.mapping == "flat" and self._flat_spills(rows_total, L, d))
+        if not spills or rows_total % R:
+            return 1
+        nq = rows_total // R
+        B, C = self.capacity, self.p.cols
+        kc = min(L, max(C, (B // 4) // (2 * R * ELEM_BYTES + d * ELEM_BYTES) // C * C))
+        r = max(1, min(R, (B // 2) // (4 * L * ELEM_BYTES)))
+        per_tile = 6 * -(-L // kc) + 3 * -(-R // r)
+        k = 1
+        while nq // k * per_tile > self.MAX_HEAD_COMMANDS and nq % (2 * k) == 0:
+            k *= 2
+        return k
 
     # -- other ops: the systolic mapper on the same array ------------------------------
     def _other(self, op, epilogue=None) -> LayerProgram:
@@ -301,17 +327,26 @@ class AttentionMapper:
         """FLAT: row-granular on chip, or -- where that moves more bytes (K and V re-read by
         many small query tiles at long sequences) -- the scores spilled to DRAM, as the
         FuseMax artifact's FLAT does from 256K on (its traffic equals unfused's there)."""
-        B = self.capacity
-        # two query tiles of scores in flight (the softmax normalises in place) in three quarters of the buffer
-        q_tile = min(self.p.rows, rows_total, 3 * B // (16 * L))
-        kv_two = 2 * L * d * ELEM_BYTES
-        if q_tile >= 1:
-            onchip_bytes = 0 if kv_two <= B // 4 else -(-rows_total // q_tile) * kv_two
-            q_spill = min(self.p.rows, rows_total)
-            spill_bytes = 4 * rows_total * L * ELEM_BYTES + (0 if kv_two <= B // 4 else -(-rows_total // q_spill) * kv_two)
-            if onchip_bytes <= spill_bytes:
-                return {**self._flat_on_chip(e, name, rows_total, L, d, head, q_tile), "scores": "on chip"}
+        if not self._flat_spills(rows_total, L, d):
+            return {**self._flat_on_chip(e, name, rows_total, L, d, head, self._flat_q_tile(rows_total, L)),
+                    "scores": "on chip"}
         return {**self._spilled(e, name, rows_total, L, d, head), "scores": "DRAM"}
+
+    def _flat_q_tile(self, rows_total, L) -> int:
+        """Two query tiles of scores in flight (the softmax normalises in place) in three quarters of the buffer."""
+        return min(self.p.rows, rows_total, 3 * self.capacity // (16 * L))
+
+    def _flat_spills(self, rows_total, L, d) -> bool:
+        """Whether FLAT moves fewer DRAM bytes spilling its scores than re-reading K and V per small tile."""
+        B = self.capacity
+        q_tile = self._flat_q_tile(rows_total, L)
+        if q_tile < 1:
+            return True
+        kv_two = 2 * L * d * ELEM_BYTES
+        onchip_bytes = 0 if kv_two <= B // 4 else -(-rows_total // q_tile) * kv_two
+        q_spill = min(self.p.rows, rows_total)
+        spill_bytes = 4 * rows_total * L * ELEM_BYTES + (0 if kv_two <= B // 4 else -(-rows_total // q_spill) * kv_two)
+        return onchip_bytes > spill_bytes
 
     def _unfused(self, e, name, rows_total, L, d, head):
         return {**self._spilled(e, name, rows_total, L, d, head), "scores": "DRAM"}
