@@ -157,24 +157,24 @@ class AttentionMapper:
                             arch_key=self.arch_key(op), repeat=repeat // heads * blocks)
 
     #: commands a spilled head may take before its query tiles are simulated in repeated blocks
-    MAX_HEAD_COMMANDS = 250_000
+    #: (256K tokens: ~1M commands, one block)
+    MAX_HEAD_COMMANDS = 1_000_000
 
     def _query_blocks(self, rows_total, L, d) -> int:
-        """Blocks a head's query tiles are cut into (1: none). With the scores spilled, query
-        tiles are independent (K and V stream per tile) and a 1M-token head is ~5M commands;
-        it is then simulated as ``k`` repeats of a block of ``nq / k`` tiles, each block
-        filling and draining the pipeline once (+0.2% at 256K: docs/attention.md)."""
+        """Blocks a head's query tiles are cut into (1: none). With the scores spilled, groups of
+        query tiles are independent (K and V stream per group) and a 1M-token head is ~15M
+        commands; it is then simulated as ``k`` repeats of a block of ``nq / k`` tiles, each
+        block filling and draining the pipeline once (1M tokens: 16 blocks, about +1.2%:
+        docs/attention.md)."""
         R = self.p.rows
         spills = self.mapping == "unfused" or (self.mapping == "flat" and self._flat_spills(rows_total, L, d))
         if not spills or rows_total % R:
             return 1
         nq = rows_total // R
-        B, C = self.capacity, self.p.cols
-        kc = min(L, max(C, (B // 4) // (2 * R * ELEM_BYTES + d * ELEM_BYTES) // C * C))
-        r = max(1, min(R, (B // 2) // (4 * L * ELEM_BYTES)))
-        per_tile = 6 * -(-L // kc) + 3 * -(-R // r)
+        G, kc, r, _resident = self._spill_layout(rows_total, L, d)
+        per_tile = (2 + 4 / G) * -(-L // kc) + 3 * -(-R // max(1, r))
         k = 1
-        while nq // k * per_tile > self.MAX_HEAD_COMMANDS and nq % (2 * k) == 0:
+        while nq // k * per_tile > self.MAX_HEAD_COMMANDS and nq % (2 * k) == 0 and (nq // (2 * k)) % G == 0:
             k *= 2
         return k
 
@@ -351,97 +351,124 @@ class AttentionMapper:
     def _unfused(self, e, name, rows_total, L, d, head):
         return {**self._spilled(e, name, rows_total, L, d, head), "scores": "DRAM"}
 
-    def _spilled(self, e, name, rows_total, L, d, head):
-        """Scores to DRAM and back: per query tile of ``rows`` queries, Q.K^T in key chunks
-        (each chunk's scores stored as it finishes), the softmax on the 1D array in groups of
-        whole score rows (loaded, normalised, stored), then P.V in key chunks.
+    #: query tiles sharing each streamed K / V chunk in the spilled mappings (K and V not on chip)
+    SPILL_GROUP = 8
 
-        Software-pipelined over query tiles so that the in-order DMA does not wait on the
-        softmax: step ``t`` runs Q.K^T of tile t, the softmax of tile t-1 and P.V of tile
-        t-3 (whose probabilities were stored during step t-1), their commands interleaved in
+    def _spill_layout(self, rows_total, L, d) -> tuple[int, int, int, bool]:
+        """``(query tiles per group, keys per chunk, softmax rows per group, K/V resident)`` of
+        the spilled mappings: K and V stay on chip when they fit a quarter of the buffer (one
+        query tile per group), else each K / V chunk is shared by a group of query tiles; a
+        K (or V) chunk and two score chunks of the group fit a quarter of the buffer, four
+        groups of whole score rows half of it."""
+        B, R, C = self.capacity, self.p.rows, self.p.cols
+        q_tile = min(R, rows_total)
+        resident = 2 * L * d * ELEM_BYTES <= B // 4
+        group = 1 if resident else min(self.SPILL_GROUP, -(-rows_total // q_tile))
+        kc = min(L, max(C, (B // 4) // (2 * group * q_tile * ELEM_BYTES + d * ELEM_BYTES) // C * C))
+        r = min(q_tile, (B // 2) // (4 * L * ELEM_BYTES))
+        return group, kc, r, resident
+
+    def _spilled(self, e, name, rows_total, L, d, head):
+        """Scores to DRAM and back. Per group of query tiles (of ``rows`` queries): Q.K^T in key
+        chunks (each chunk's scores stored as it finishes), the softmax on the 1D array in
+        groups of whole score rows (loaded, normalised, stored), then P.V in key chunks. A
+        streamed K or V chunk is loaded once per group (:meth:`_spill_layout`).
+
+        Software-pipelined over groups so that the in-order DMA does not wait on the softmax:
+        step ``t`` runs Q.K^T of group t, the softmax of group t-1 and P.V of group t-3
+        (whose probabilities were stored during step t-1), their commands interleaved in
         proportion (a key chunk of Q.K^T, a row group of the softmax, a key chunk of P.V, ...)
         so the transfers of Q.K^T and P.V fill the DMA while the 1D array normalises. A
-        probability store trails its softmax by two row groups.
-
-        Buffer: a K (or V) chunk and two score chunks of a query tile fit in a quarter of the
-        buffer (Q.K^T and P.V each), four groups of score rows in half of it."""
-        B, R, C = self.capacity, self.p.rows, self.p.cols
+        probability store trails its softmax by two row groups."""
+        B, R = self.capacity, self.p.rows
         base = 8 * (head % 2)
         prior = self._head_end.get(head - 2) if head >= 2 else None
         q_tile = min(R, rows_total)
         nq = -(-rows_total // q_tile)
         q_rows = [min(q_tile, rows_total - i * q_tile) for i in range(nq)]
-        kv_one = L * d * ELEM_BYTES
-        resident = 2 * kv_one <= B // 4
-        kc = min(L, max(C, (B // 4) // (2 * q_tile * ELEM_BYTES + d * ELEM_BYTES) // C * C))
+        G, kc, r, resident = self._spill_layout(rows_total, L, d)
+        groups = [list(range(g, min(nq, g + G))) for g in range(0, nq, G)]
+        ng = len(groups)
         chunks = [min(kc, L - c) for c in range(0, L, kc)]
-        r = min(q_tile, (B // 2) // (4 * L * ELEM_BYTES))
         if r < 1:
             raise MappingError(f"{name}: {self.mapping}: the softmax's four rows of {L} scores in flight: "
                                f"that does not fit half the {B}-byte buffer; use attention_mapping=fusemax")
+        kv_one = L * d * ELEM_BYTES
         k_all = v_all = None
         if resident:
             k_all = e.load((prior,), "weight", kv_one, base)
             v_all = e.load((prior,), "weight", kv_one, base + 1)
         s_stores: dict[int, list] = {}
         p_stores: dict[int, list] = {}
-        pending_p: list = []  # (deps, nbytes, tile) of probability stores trailing their softmax
+        pending_p: list = []  # (deps, nbytes, group) of probability stores trailing their softmax
         ql: dict[int, int] = {}
 
-        def store_p(upto_tile=None):
+        def store_p():
             deps, nbytes, owner = pending_p.pop(0)
             p_stores.setdefault(owner, []).append(e.store(deps, "scores", nbytes, base + 6))
 
-        def qk_items(i):  # Q.K^T of tile i, key chunk by key chunk, each chunk's scores stored
-            q = q_rows[i]
+        def qk_items(g):  # Q.K^T of group g, key chunk by key chunk; a chunk's scores are stored
+            held: list = []  # behind the next chunk's K load, so the DMA does not wait on Q.K^T
 
-            def chunk(kv, first):
-                if first:
-                    ql[i] = e.load((), "input", q * d * ELEM_BYTES, base + 2 + i % 2)
+            def store_held():
+                deps, nbytes = held.pop()
+                s_stores.setdefault(g, []).append(e.store(deps, "scores", nbytes, base + 4))
+
+            def chunk(kv, first, last):
                 kl = k_all if resident else e.load((), "weight", kv * d * ELEM_BYTES, base)
-                a = e.compute((ql[i], kl), self._tile("flat", q, kv, d, "qk"))
-                s_stores.setdefault(i, []).append(e.store((a,), "scores", q * kv * ELEM_BYTES, base + 4))
-            return [lambda kv=kv, f=(c == 0): chunk(kv, f) for c, kv in enumerate(chunks)]
+                if held:
+                    store_held()
+                done = []
+                for i in groups[g]:
+                    q = q_rows[i]
+                    if first:
+                        ql[i] = e.load((), "input", q * d * ELEM_BYTES, base + 2 + i % 2)
+                    done.append(e.compute((ql[i], kl), self._tile("flat", q, kv, d, "qk")))
+                held.append((tuple(done), sum(q_rows[i] for i in groups[g]) * kv * ELEM_BYTES))
+                if last:
+                    store_held()
+            n = len(chunks)
+            return [lambda kv=kv, c=c: chunk(kv, c == 0, c == n - 1) for c, kv in enumerate(chunks)]
 
-        def softmax_items(i):  # tile i's softmax in groups of r whole rows
-            q = q_rows[i]
-
-            def group(n):
-                sl = e.load(tuple(s_stores[i]), "scores", n * L * ELEM_BYTES, base + 5)
+        def softmax_items(g):  # the group's softmax in groups of r whole rows
+            def rows(n):
+                sl = e.load(tuple(s_stores[g]), "scores", n * L * ELEM_BYTES, base + 5)
                 sm = e.compute((sl,), self._tile("flat", n, L, d, "softmax"))
-                pending_p.append(((sm,), n * L * ELEM_BYTES, i))
-                while len(pending_p) > 2:  # a probability store trails its softmax by two groups
+                pending_p.append(((sm,), n * L * ELEM_BYTES, g))
+                while len(pending_p) > 2:  # a probability store trails its softmax by two row groups
                     store_p()
-            return [lambda n=min(r, q - g): group(n) for g in range(0, q, r)]
+            return [lambda n=min(r, q_rows[i] - j): rows(n) for i in groups[g] for j in range(0, q_rows[i], r)]
 
-        def av_items(i):  # P.V of tile i, key chunk by key chunk, then its output
-            q = q_rows[i]
-            done: list = []
+        def av_items(g):  # P.V of group g, key chunk by key chunk, then its outputs
+            done: dict[int, int] = {}
 
             def chunk(kv, first):
                 if first:
-                    while pending_p and pending_p[0][2] <= i:
+                    while pending_p and pending_p[0][2] <= g:
                         store_p()
-                deps = tuple(p_stores[i])
-                pl = e.load(deps, "scores", q * kv * ELEM_BYTES, base + 7)
                 vl = v_all if resident else e.load((), "weight", kv * d * ELEM_BYTES, base + 1)
-                done.append(e.compute((pl, vl), self._tile("flat", q, kv, d, "av")))
-                self._head_end[head] = done[-1]
+                nbytes = sum(q_rows[i] for i in groups[g]) * kv * ELEM_BYTES  # the group's chunk of probabilities
+                pl = e.load(tuple(p_stores[g]), "scores", nbytes, base + 7)
+                for i in groups[g]:
+                    done[i] = e.compute((pl, vl), self._tile("flat", q_rows[i], kv, d, "av"))
+                    self._head_end[head] = done[i]
 
             def out():
-                nbytes = q * d * ELEM_BYTES
-                if i == nq - 1:
-                    e.later_store((done[-1],), "output", nbytes, base + 2 + i % 2)
-                else:
-                    e.store((done[-1],), "output", nbytes, base + 2 + i % 2)
-                p_stores.pop(i)
+                for i in groups[g]:
+                    nbytes = q_rows[i] * d * ELEM_BYTES
+                    if i == nq - 1:
+                        e.later_store((done[i],), "output", nbytes, base + 2 + i % 2)
+                    else:
+                        e.store((done[i],), "output", nbytes, base + 2 + i % 2)
+                p_stores.pop(g)
+                s_stores.pop(g)
             return [lambda kv=kv, f=(c == 0): chunk(kv, f) for c, kv in enumerate(chunks)] + [out]
 
-        for t in range(nq + 3):
+        for t in range(ng + 3):
             streams = []
-            if t < nq:
+            if t < ng:
                 streams.append(qk_items(t))
-            if 1 <= t <= nq:
+            if 1 <= t <= ng:
                 streams.append(softmax_items(t - 1))
             if t >= 3:
                 streams.append(av_items(t - 3))
@@ -449,7 +476,8 @@ class AttentionMapper:
             merged = sorted(((j + 0.5) / len(items), k, j) for k, items in enumerate(streams) for j in range(len(items)))
             for _pos, k, j in merged:
                 streams[k][j]()
-        return {"q_tile": q_tile, "kv_resident": resident, "chunk_keys": kc, "softmax_rows": r}
+        return {"q_tile": q_tile, "kv_resident": resident, "q_tiles_per_kv_chunk": G, "chunk_keys": kc,
+                "softmax_rows": r}
 
     def _tile(self, mapping, q, kv, d, phase="all", first=True, last=True, passes=1) -> AttentionTile:
         """A tile that does not drain the wave (the iteration's last 2D tile does: :func:`_drain_last`)."""
