@@ -13,13 +13,21 @@ query rows) are mapped by ``options.template.attention_mapping``:
   continuous pipeline, :mod:`archsim.templates.attention.tile`) per chunk on
   ``array2d``, with its ``rescale`` companion on ``array1d``.
 - ``flat``: FLAT's row-granular fused dataflow: a query tile's whole row of
-  scores stays on chip (two tiles in flight, half the buffer), so the tile has
-  ``min(rows, buffer / (8 * seq_kv))`` queries; phases ``qk`` (2D), ``softmax``
-  (1D) and ``av`` (2D), software-pipelined over query tiles.
-- ``unfused``: ``rows``-query tiles; the scores go to DRAM after QK^T, are read
-  back for the softmax on the 1D array, the probabilities are written and read
-  back for .V.
+  scores stays on chip, so the tile has ``min(rows, 3 buffer / (16 seq_kv))``
+  queries (two tiles of 2-byte scores in flight, normalised in place, in three
+  quarters of the buffer); phases ``qk`` (2D), ``softmax`` (1D) and ``av``
+  (2D), software-pipelined over query tiles. Where the K and V re-reads of
+  those small tiles would move more bytes than spilling the scores (from 256K
+  tokens at 32 MiB), FLAT spills them as unfused does (so does the FuseMax
+  artifact's FLAT: its traffic there equals unfused's).
+- ``unfused``: ``rows``-query tiles; the scores go to DRAM after QK^T (key
+  chunk by key chunk), are read back for the softmax on the 1D array (groups of
+  whole rows), the probabilities are written and read back for .V; pipelined
+  over query tiles so the DMA streams Q.K^T's and P.V's transfers while the 1D
+  array normalises (:meth:`AttentionMapper._spilled`).
 
+The buffer each mapping tiles for is option ``buffer_bytes`` (by mapping),
+else the spec's.
 K and V are re-read per query tile by flat and unfused unless they fit in a
 quarter of the buffer. Scores in DRAM and on chip count 2 bytes each (16-bit).
 
@@ -93,7 +101,13 @@ class AttentionMapper:
         self.mapping = own.attention_mapping
         self._head_end: dict[int, int | None] = {}
         self._tiles: dict = {}
-        self.capacity = sum(int(b.bytes) for b in arch.buffers.values())
+        #: FLAT on chip: the last softmax and P.V of the head just emitted, run after the next
+        #: head's first Q.K^T so the 1D array goes from one head's softmax to the next's
+        self._flat_tail = None
+        own_bytes = own.buffer_bytes_of(self.mapping)
+        #: the mapping's design point's buffer (option ``buffer_bytes``), else the spec's
+        self.capacity = own_bytes or sum(int(b.bytes) for b in arch.buffers.values())
+        self._own_bytes = own_bytes
         shim = dataclasses.replace(arch, params=gemm_params(p), template="systolic")
         self.gemm_mapper = _ArrayGemmMapper(shim, dataclasses.replace(options, template=SystolicOptions(dataflow="ws")))
         #: element-wise classes the 2D array's output path runs after a GEMM (mappers.fusion)
@@ -101,7 +115,7 @@ class AttentionMapper:
 
     def arch_key(self, op) -> str | None:
         if op.kind == "attention":
-            return arch_key(self.arch, ("params", "buffers"), mapping=self.mapping)
+            return arch_key(self.arch, ("params", "buffers"), mapping=self.mapping, buffer_bytes=self._own_bytes)
         return None  # the whole arch
 
     def __call__(self, op, epilogue=None) -> LayerProgram:
@@ -114,9 +128,14 @@ class AttentionMapper:
         rows_total = (op.heads // op.kv_heads) * op.seq_q
         L, d = op.seq_kv, op.head_dim
         emit = {"fusemax": self._fusemax, "flat": self._flat, "unfused": self._unfused}[self.mapping]
+        self._flat_tail = None
         repeat = op.batch * op.kv_heads
         e = _Cmds()
+        blocks = self._query_blocks(rows_total, L, d)
+        rows_total //= blocks
         info = emit(e, op.name, rows_total, L, d, 0)
+        if blocks > 1:
+            info["query_blocks_per_head"] = blocks
         per_head = len(e.cmds) + len(e.deferred)
         heads = 1
         for h in (8, 4, 2):  # several heads per iteration: the next head's loads overlap this one's compute
@@ -127,12 +146,37 @@ class AttentionMapper:
             pending = len(e.deferred)
             emit(e, op.name, rows_total, L, d, i)
             e.flush(pending)  # the previous head's output goes out behind this head's loads
+        if self._flat_tail is not None:
+            self._flat_tail()
+            self._flat_tail = None
         e.flush(len(e.deferred))
         _drain_last(e.cmds)
         mapping = {"attention_mapping": self.mapping, "heads_per_iteration": heads, **info}
         sig = ("attention", self.mapping, op_key(op))
         return LayerProgram(op.name, op.kind, op.macs(), e.cmds, sig, mapping,
-                            arch_key=self.arch_key(op), repeat=repeat // heads)
+                            arch_key=self.arch_key(op), repeat=repeat // heads * blocks)
+
+    #: commands a spilled head may take before its query tiles are simulated in repeated blocks
+    #: (256K tokens: ~1M commands, one block)
+    MAX_HEAD_COMMANDS = 1_000_000
+
+    def _query_blocks(self, rows_total, L, d) -> int:
+        """Blocks a head's query tiles are cut into (1: none). With the scores spilled, groups of
+        query tiles are independent (K and V stream per group) and a 1M-token head is ~15M
+        commands; it is then simulated as ``k`` repeats of a block of ``nq / k`` tiles, each
+        block filling and draining the pipeline once (1M tokens: 16 blocks, about +1.2%:
+        docs/attention.md)."""
+        R = self.p.rows
+        spills = self.mapping == "unfused" or (self.mapping == "flat" and self._flat_spills(rows_total, L, d))
+        if not spills or rows_total % R:
+            return 1
+        nq = rows_total // R
+        G, kc, r, _resident = self._spill_layout(rows_total, L, d)
+        per_tile = (2 + 4 / G) * -(-L // kc) + 3 * -(-R // max(1, r))
+        k = 1
+        while nq // k * per_tile > self.MAX_HEAD_COMMANDS and nq % (2 * k) == 0 and (nq // (2 * k)) % G == 0:
+            k *= 2
+        return k
 
     # -- other ops: the systolic mapper on the same array ------------------------------
     def _other(self, op, epilogue=None) -> LayerProgram:
@@ -206,8 +250,13 @@ class AttentionMapper:
         return {"q_tile": R, "kv_resident": False, "chunk_keys": chunk, "q_group": group}
 
     # -- flat / unfused ---------------------------------------------------------------
-    def _two_pass(self, e, name, rows_total, L, d, head, q_tile, spill: bool):
-        B = self.capacity
+    def _flat_on_chip(self, e, name, rows_total, L, d, head, q_tile):
+        """FLAT with each query tile's rows of scores on chip: Q.K^T, softmax, P.V, software-
+        pipelined over query tiles (Q.K^T of tile i+1 beside the softmax of tile i) and across
+        heads (``_flat_tail``). K and V
+        stay on chip when they fit in a quarter of the buffer, else they stream through it in
+        double-buffered key chunks (Q.K^T and P.V per chunk) once per query tile."""
+        B, C = self.capacity, self.p.cols
         base = 8 * (head % 2)
         prior = self._head_end.get(head - 2) if head >= 2 else None
         nq = -(-rows_total // q_tile)
@@ -215,40 +264,48 @@ class AttentionMapper:
         kv_one = L * d * ELEM_BYTES
         resident = 2 * kv_one <= B // 4
         if resident:
+            chunks = [L]
             k_all = e.load((prior,), "weight", kv_one, base)
             v_all = e.load((prior,), "weight", kv_one, base + 1)
-        cache: dict = {}
-
-        def tile(q, phase):
-            t = cache.get((q, phase))
-            if t is None:
-                t = cache[(q, phase)] = self._tile("flat", q, L, d, phase)
-            return t
-
-        qk_done: dict[int, int] = {}
-        sm_slot_free = {0: None, 1: None}
+        else:  # two K and two V chunks in a quarter of the buffer
+            kc = min(L, max(C, (B // 4) // (4 * d * ELEM_BYTES) // C * C))
+            chunks = [min(kc, L - c) for c in range(0, L, kc)]
+        qk_done: dict[int, list] = {}
+        sm_slot_free = {0: None, 1: None}  # score slot -> the P.V that last read it
         out_prev = {0: None, 1: None}
+        last_reader = {("k", 0): prior, ("k", 1): prior, ("v", 0): prior, ("v", 1): prior}
+        n_loaded = {"k": 0, "v": 0}
+
+        def chunk_load(kind, kv, slot_base):
+            if resident:
+                return k_all if kind == "k" else v_all
+            j = n_loaded[kind] % 2
+            n_loaded[kind] += 1
+            return e.load((last_reader[(kind, j)],), "weight", kv * d * ELEM_BYTES, slot_base), j
 
         def front(i):
             q = q_rows[i]
             ql = e.load((out_prev[i % 2],), "input", q * d * ELEM_BYTES, base + 2 + i % 2)
-            kl = k_all if resident else e.load((sm_slot_free[i % 2],), "weight", kv_one, base)
-            a = e.compute((ql, kl, sm_slot_free[i % 2]), tile(q, "qk"))
-            if spill:
-                a = e.store((a,), "scores", q * L * ELEM_BYTES, base + 4 + i % 2)
-            qk_done[i] = a
+            done = []
+            for kv in chunks:
+                got = chunk_load("k", kv, base)
+                kl, j = (got, None) if resident else got
+                a = e.compute((ql, kl, sm_slot_free[i % 2]), self._tile("flat", q, kv, d, "qk"))
+                if j is not None:
+                    last_reader[("k", j)] = a
+                done.append(a)
+            qk_done[i] = done
 
         def back(i):
             q = q_rows[i]
-            dep = qk_done.pop(i)
-            if spill:
-                dep = e.load((dep,), "scores", q * L * ELEM_BYTES, base + 4 + i % 2)
-            s = e.compute((dep,), tile(q, "softmax"))
-            if spill:
-                s = e.store((s,), "scores", q * L * ELEM_BYTES, base + 4 + i % 2)
-                s = e.load((s,), "scores", q * L * ELEM_BYTES, base + 4 + i % 2)
-            vl = v_all if resident else e.load((), "weight", kv_one, base + 1)
-            a = e.compute((s, vl), tile(q, "av"))
+            sm = e.compute(tuple(qk_done.pop(i)), self._tile("flat", q, L, d, "softmax"))
+            a = None
+            for kv in chunks:
+                got = chunk_load("v", kv, base + 1)
+                vl, j = (got, None) if resident else got
+                a = e.compute((sm, vl), self._tile("flat", q, kv, d, "av"))
+                if j is not None:
+                    last_reader[("v", j)] = a
             sm_slot_free[i % 2] = a
             if i == nq - 1:
                 e.later_store((a,), "output", q * d * ELEM_BYTES, base + 2 + i % 2)
@@ -256,22 +313,171 @@ class AttentionMapper:
                 out_prev[i % 2] = e.store((a,), "output", q * d * ELEM_BYTES, base + 2 + i % 2)
             self._head_end[head] = a
 
-        for i in range(nq + 1):
-            if i < nq:
-                front(i)
+        for i in range(nq):
+            front(i)
+            if i == 0 and self._flat_tail is not None:  # the previous head's last P.V behind this head's first Q.K^T
+                self._flat_tail()
+                self._flat_tail = None
             if i >= 1:
                 back(i - 1)
-        return {"q_tile": q_tile, "kv_resident": resident}
+        self._flat_tail = lambda: back(nq - 1)  # run by the next head, or by __call__ after the last
+        return {"q_tile": q_tile, "kv_resident": resident, "chunk_keys": chunks[0]}
 
     def _flat(self, e, name, rows_total, L, d, head):
-        q_tile = min(self.p.rows, rows_total, self.capacity // (8 * L))
+        """FLAT: row-granular on chip, or -- where that moves more bytes (K and V re-read by
+        many small query tiles at long sequences) -- the scores spilled to DRAM, as the
+        FuseMax artifact's FLAT does from 256K on (its traffic equals unfused's there)."""
+        if not self._flat_spills(rows_total, L, d):
+            return {**self._flat_on_chip(e, name, rows_total, L, d, head, self._flat_q_tile(rows_total, L)),
+                    "scores": "on chip"}
+        return {**self._spilled(e, name, rows_total, L, d, head), "scores": "DRAM"}
+
+    def _flat_q_tile(self, rows_total, L) -> int:
+        """Two query tiles of scores in flight (the softmax normalises in place) in three quarters of the buffer."""
+        return min(self.p.rows, rows_total, 3 * self.capacity // (16 * L))
+
+    def _flat_spills(self, rows_total, L, d) -> bool:
+        """Whether FLAT moves fewer DRAM bytes spilling its scores than re-reading K and V per small tile."""
+        B = self.capacity
+        q_tile = self._flat_q_tile(rows_total, L)
         if q_tile < 1:
-            raise MappingError(f"{name}: flat: one row of {L} scores (two in flight) does not fit the "
-                               f"{self.capacity}-byte buffer; use attention_mapping=fusemax or unfused")
-        return self._two_pass(e, name, rows_total, L, d, head, q_tile, spill=False)
+            return True
+        kv_two = 2 * L * d * ELEM_BYTES
+        onchip_bytes = 0 if kv_two <= B // 4 else -(-rows_total // q_tile) * kv_two
+        q_spill = min(self.p.rows, rows_total)
+        spill_bytes = 4 * rows_total * L * ELEM_BYTES + (0 if kv_two <= B // 4 else -(-rows_total // q_spill) * kv_two)
+        return onchip_bytes > spill_bytes
 
     def _unfused(self, e, name, rows_total, L, d, head):
-        return self._two_pass(e, name, rows_total, L, d, head, min(self.p.rows, rows_total), spill=True)
+        return {**self._spilled(e, name, rows_total, L, d, head), "scores": "DRAM"}
+
+    #: query tiles sharing each streamed K / V chunk in the spilled mappings (K and V not on chip)
+    SPILL_GROUP = 8
+
+    def _spill_layout(self, rows_total, L, d) -> tuple[int, int, int, bool]:
+        """``(query tiles per group, keys per chunk, softmax rows per group, K/V resident)`` of
+        the spilled mappings: K and V stay on chip when they fit a quarter of the buffer (one
+        query tile per group), else each K / V chunk is shared by a group of query tiles; a
+        K (or V) chunk and two score chunks of the group fit a quarter of the buffer, four
+        groups of whole score rows half of it."""
+        B, R, C = self.capacity, self.p.rows, self.p.cols
+        q_tile = min(R, rows_total)
+        resident = 2 * L * d * ELEM_BYTES <= B // 4
+        group = 1 if resident else min(self.SPILL_GROUP, -(-rows_total // q_tile))
+        kc = min(L, max(C, (B // 4) // (2 * group * q_tile * ELEM_BYTES + d * ELEM_BYTES) // C * C))
+        r = min(q_tile, (B // 2) // (4 * L * ELEM_BYTES))
+        return group, kc, r, resident
+
+    def _spilled(self, e, name, rows_total, L, d, head):
+        """Scores to DRAM and back. Per group of query tiles (of ``rows`` queries): Q.K^T in key
+        chunks (each chunk's scores stored as it finishes), the softmax on the 1D array in
+        groups of whole score rows (loaded, normalised, stored), then P.V in key chunks. A
+        streamed K or V chunk is loaded once per group (:meth:`_spill_layout`).
+
+        Software-pipelined over groups so that the in-order DMA does not wait on the softmax:
+        step ``t`` runs Q.K^T of group t, the softmax of group t-1 and P.V of group t-3
+        (whose probabilities were stored during step t-1), their commands interleaved in
+        proportion (a key chunk of Q.K^T, a row group of the softmax, a key chunk of P.V, ...)
+        so the transfers of Q.K^T and P.V fill the DMA while the 1D array normalises. A
+        probability store trails its softmax by two row groups."""
+        B, R = self.capacity, self.p.rows
+        base = 8 * (head % 2)
+        prior = self._head_end.get(head - 2) if head >= 2 else None
+        q_tile = min(R, rows_total)
+        nq = -(-rows_total // q_tile)
+        q_rows = [min(q_tile, rows_total - i * q_tile) for i in range(nq)]
+        G, kc, r, resident = self._spill_layout(rows_total, L, d)
+        groups = [list(range(g, min(nq, g + G))) for g in range(0, nq, G)]
+        ng = len(groups)
+        chunks = [min(kc, L - c) for c in range(0, L, kc)]
+        if r < 1:
+            raise MappingError(f"{name}: {self.mapping}: the softmax's four rows of {L} scores in flight: "
+                               f"that does not fit half the {B}-byte buffer; use attention_mapping=fusemax")
+        kv_one = L * d * ELEM_BYTES
+        k_all = v_all = None
+        if resident:
+            k_all = e.load((prior,), "weight", kv_one, base)
+            v_all = e.load((prior,), "weight", kv_one, base + 1)
+        s_stores: dict[int, list] = {}
+        p_stores: dict[int, list] = {}
+        pending_p: list = []  # (deps, nbytes, group) of probability stores trailing their softmax
+        ql: dict[int, int] = {}
+
+        def store_p():
+            deps, nbytes, owner = pending_p.pop(0)
+            p_stores.setdefault(owner, []).append(e.store(deps, "scores", nbytes, base + 6))
+
+        def qk_items(g):  # Q.K^T of group g, key chunk by key chunk; a chunk's scores are stored
+            held: list = []  # behind the next chunk's K load, so the DMA does not wait on Q.K^T
+
+            def store_held():
+                deps, nbytes = held.pop()
+                s_stores.setdefault(g, []).append(e.store(deps, "scores", nbytes, base + 4))
+
+            def chunk(kv, first, last):
+                kl = k_all if resident else e.load((), "weight", kv * d * ELEM_BYTES, base)
+                if held:
+                    store_held()
+                done = []
+                for i in groups[g]:
+                    q = q_rows[i]
+                    if first:
+                        ql[i] = e.load((), "input", q * d * ELEM_BYTES, base + 2 + i % 2)
+                    done.append(e.compute((ql[i], kl), self._tile("flat", q, kv, d, "qk")))
+                held.append((tuple(done), sum(q_rows[i] for i in groups[g]) * kv * ELEM_BYTES))
+                if last:
+                    store_held()
+            n = len(chunks)
+            return [lambda kv=kv, c=c: chunk(kv, c == 0, c == n - 1) for c, kv in enumerate(chunks)]
+
+        def softmax_items(g):  # the group's softmax in groups of r whole rows
+            def rows(n):
+                sl = e.load(tuple(s_stores[g]), "scores", n * L * ELEM_BYTES, base + 5)
+                sm = e.compute((sl,), self._tile("flat", n, L, d, "softmax"))
+                pending_p.append(((sm,), n * L * ELEM_BYTES, g))
+                while len(pending_p) > 2:  # a probability store trails its softmax by two row groups
+                    store_p()
+            return [lambda n=min(r, q_rows[i] - j): rows(n) for i in groups[g] for j in range(0, q_rows[i], r)]
+
+        def av_items(g):  # P.V of group g, key chunk by key chunk, then its outputs
+            done: dict[int, int] = {}
+
+            def chunk(kv, first):
+                if first:
+                    while pending_p and pending_p[0][2] <= g:
+                        store_p()
+                vl = v_all if resident else e.load((), "weight", kv * d * ELEM_BYTES, base + 1)
+                nbytes = sum(q_rows[i] for i in groups[g]) * kv * ELEM_BYTES  # the group's chunk of probabilities
+                pl = e.load(tuple(p_stores[g]), "scores", nbytes, base + 7)
+                for i in groups[g]:
+                    done[i] = e.compute((pl, vl), self._tile("flat", q_rows[i], kv, d, "av"))
+                    self._head_end[head] = done[i]
+
+            def out():
+                for i in groups[g]:
+                    nbytes = q_rows[i] * d * ELEM_BYTES
+                    if i == nq - 1:
+                        e.later_store((done[i],), "output", nbytes, base + 2 + i % 2)
+                    else:
+                        e.store((done[i],), "output", nbytes, base + 2 + i % 2)
+                p_stores.pop(g)
+                s_stores.pop(g)
+            return [lambda kv=kv, f=(c == 0): chunk(kv, f) for c, kv in enumerate(chunks)] + [out]
+
+        for t in range(ng + 3):
+            streams = []
+            if t < ng:
+                streams.append(qk_items(t))
+            if 1 <= t <= ng:
+                streams.append(softmax_items(t - 1))
+            if t >= 3:
+                streams.append(av_items(t - 3))
+            # interleave in proportion: item j of a stream of n sits at (j + 1/2) / n
+            merged = sorted(((j + 0.5) / len(items), k, j) for k, items in enumerate(streams) for j in range(len(items)))
+            for _pos, k, j in merged:
+                streams[k][j]()
+        return {"q_tile": q_tile, "kv_resident": resident, "q_tiles_per_kv_chunk": G, "chunk_keys": kc,
+                "softmax_rows": r}
 
     def _tile(self, mapping, q, kv, d, phase="all", first=True, last=True, passes=1) -> AttentionTile:
         """A tile that does not drain the wave (the iteration's last 2D tile does: :func:`_drain_last`)."""

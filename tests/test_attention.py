@@ -181,3 +181,61 @@ def test_flat_row_that_does_not_fit_is_one_line(capsys):
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "does not fit" in err and "fusemax" in err
+
+
+def test_flat_softmax_four_ops_per_score_with_the_scale_at_the_2d_edge():
+    """flat_scale_on = array2d: the scores leave the 2D array scaled by c, so the 1D array runs
+    max 8 + exp 8 + sum 8 + recip 1 + normalise 8 = 33 cycles on 32 scores (5 ops -> 4 per score)."""
+    m = _model(flat_scale_on="array2d")
+    assert [m.tile_cycles(AttentionTile("flat", 4, 8, 2, ph)) for ph in ("qk", "softmax", "av", "all")] == \
+        [10, 33, 10, 53]
+    acts = m.tile_actions(AttentionTile("flat", 4, 8, 2, "softmax"))
+    assert acts["vector.op"] == 4 * 32 + 4  # 4 per score + a reciprocal per row
+    assert acts["sram_read_bytes.scores"] == acts["sram_write_bytes.scores"] == 2 * 32
+    assert m.tile_actions(AttentionTile("flat", 4, 8, 2, "qk"))["mult.fp32"] == 32  # the edge multiplier
+
+
+def test_flat_scale_on_is_checked(capsys):
+    code = main(["run", "--arch", "fusemax-edge", "--workload", "attn_bert", "--set", "flat_scale_on=array3d"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "flat_scale_on" in err
+
+
+def _attention_mapping(arch_overrides, seq):
+    import mappers
+
+    arch = load_arch("fusemax-cloud", arch_overrides)
+    prog = mappers.compile(build("attn_bert", batch=1, seq=seq), arch)
+    return next(l for l in prog.layers if l.op == "attention").mapping
+
+
+def test_buffer_per_mapping_option():
+    """fusemax-cloud gives FLAT the artifact's 32 MiB: at 64K keys its row-granular tile holds
+    3 x 32 MiB / (16 x 65536) = 96 queries; with the option cleared, the spec's 16 MiB: 48."""
+    assert _attention_mapping(["attention_mapping=flat"], 65536)["q_tile"] == 96
+    assert _attention_mapping(["attention_mapping=flat", "buffer_bytes={flat: 16 MiB}"], 65536)["q_tile"] == 48
+    assert _attention_mapping(["attention_mapping=flat", "buffer_bytes=null"], 65536)["q_tile"] == 48
+
+
+def test_bad_buffer_bytes_is_one_line(capsys):
+    for bad in ("buffer_bytes={flat: lots}", "buffer_bytes={flash: 1 MiB}"):
+        code = main(["run", "--arch", "fusemax-cloud", "--workload", "attn_bert", "--set", bad])
+        err = capsys.readouterr().err
+        assert code == 2 and len(err.strip().splitlines()) == 1 and "buffer_bytes" in err, err
+
+
+def test_unfused_dma_streams_while_the_softmax_runs():
+    """Unfused at 16K is DRAM-bound: Q, K, V, O once and the scores 4 times (stored, loaded,
+    probabilities stored, loaded), 2 bytes each, at 400 GiB/s. With the loads queued ahead of
+    the probability stores it runs within 15% of that bound; a DMA that waited on every
+    softmax would add the 1D array's time (~90% of it) on top."""
+    import mappers
+    from archsim.engine import run_program
+
+    arch = load_arch("fusemax-cloud", ["attention_mapping=unfused"])
+    b, h, L, d = 64, 12, 16384, 64
+    res = run_program(mappers.compile(build("attn_bert", batch=b, seq=L), arch), arch)
+    nbytes = 4 * 2 * b * h * L * L + 4 * 2 * b * h * L * d
+    assert res.dram_bytes == nbytes
+    bound_s = nbytes / (400 * 2**30)
+    assert bound_s <= res.latency_s <= 1.15 * bound_s

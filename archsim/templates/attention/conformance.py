@@ -1,7 +1,7 @@
 """Conformance hook of the attention template (:class:`archsim.templates.base.Conformance`).
 
 Configurations: small arrays (1x1 to 8x8), 1D arrays narrower than the rows,
-slow 1D exps, exp on the 1D array, and 3 to 8 MACs per exp. Tiles: edge cases
+slow 1D exps, exp on the 1D array, FLAT's scale on the 2D array's edge, and 3 to 8 MACs per exp. Tiles: edge cases
 first (a growing running max over a partial last block, one query row, one
 key, every phase without values), then random ones. Operands are bf16 values
 in fp32 arrays.
@@ -26,6 +26,7 @@ def conformance_archs() -> list[dict[str, Any]]:
         {"rows": 8, "cols": 8, "pe1d": 8, "exp_macs": 8},
         {"rows": 6, "cols": 4, "pe1d": 3, "ops1d_per_cycle": {"exp": 0.25, "div": 0.5, "recip": 0.5}},
         {"rows": 4, "cols": 6, "pe1d": 4, "exp_on": "array1d"},
+        {"rows": 4, "cols": 3, "pe1d": 3, "flat_scale_on": "array2d"},
         {"rows": 5, "cols": 3, "pe1d": 1, "exp_on": "array1d", "ops1d_per_cycle": {"exp": 0.5, "add": 2}},
     ]
 

@@ -286,12 +286,21 @@ class AttentionDetailed:
                         s[:, ks] = (s[:, ks] + (q[:, t, None] * k[None, ks, t]).astype(F32)).astype(F32)
                     cycles += 1
             cycles += skew_cycles(p) if tile.drain else 0
+        scaled_2d = p.flat_scale_on == "array2d"
+        if vals and scaled_2d:  # the array's edge multiplier scales each score as it drains
+            s = (s * c).astype(F32)
         if tile.phase in ("all", "softmax"):
             st: dict = {}
+            if scaled_2d:  # max of the scaled scores == the scaled max (monotone rounding, c > 0)
+                scale = [(q_rows * L, "max", lambda: st.update(m=s.max(axis=1))),
+                         # the exp op subtracts the row max in its range reduction: no cycles of its own
+                         (0, "mul", lambda: st.update(x=(s - st["m"][:, None]).astype(F32)))]
+            else:
+                scale = [(q_rows * L, "max", lambda: st.update(m=s.max(axis=1))),
+                         (q_rows, "mul", lambda: st.update(mc=(st["m"] * c).astype(F32))),
+                         (q_rows * L, "mul", lambda: st.update(x=((s * c).astype(F32) - st["mc"][:, None]).astype(F32)))]
             seq = [
-                (q_rows * L, "max", lambda: st.update(m=s.max(axis=1))),
-                (q_rows, "mul", lambda: st.update(mc=(st["m"] * c).astype(F32))),
-                (q_rows * L, "mul", lambda: st.update(x=((s * c).astype(F32) - st["mc"][:, None]).astype(F32))),
+                *scale,
                 (q_rows * L, "exp", lambda: st.update(e=_exp2_1d(st["x"], E))),
                 (q_rows * L, "add", lambda: st.update(l=_row_sum(st["e"]))),
                 (q_rows, "recip", lambda: st.update(r=(F32(1) / st["l"]).astype(F32))),

@@ -97,7 +97,8 @@ class AttentionModel:
 
     def tile_actions(self, tile) -> dict[str, int]:
         """MACs (``mac.bf16``: QK, AV and the 2D exps), 1D ops (``vector.op``), PE register
-        writes (one per MAC), SRAM bytes of the operands each tile reads / writes."""
+        writes (one per MAC), SRAM bytes of the operands each tile reads / writes (FLAT's
+        and unfused's scores: written by Q.K^T, read and written by the softmax, read by P.V)."""
         p = self.params
         if isinstance(tile, SystolicTile):
             macs = tile.m * tile.k * tile.n
@@ -106,11 +107,22 @@ class AttentionModel:
         w = tile_work(tile, p)
         macs = w["macs"] + w["exp2d_macs"]
         out = {"mac.bf16": macs, "pe_reg_access": macs, "vector.op": w["ops1d"]}
-        if tile.unit == "array2d":
+        if tile.mapping == "flat" and tile.phase in ("qk", "all") and p.flat_scale_on == "array2d":
+            out["mult.fp32"] = tile.q_rows * tile.kv_len  # the edge multiplier scaling each score by c
+        if tile.mapping == "flat":  # two passes: the scores go through the buffer
+            q, d, kv = tile.q_rows, tile.head_dim, tile.kv_len * tile.head_dim * 2
+            scores = q * tile.kv_len * 2
+            ph = {"qk", "softmax", "av"} if tile.phase == "all" else {tile.phase}
+            rd = {"input": q * d * 2 if "qk" in ph else 0, "weight": kv * len(ph & {"qk", "av"}),
+                  "scores": scores * len(ph & {"softmax", "av"})}
+            wr = {"scores": scores * len(ph & {"qk", "softmax"}), "output": q * d * 4 if "av" in ph else 0}
+            out.update({f"sram_read_bytes.{k}": v for k, v in rd.items() if v})
+            out.update({f"sram_write_bytes.{k}": v for k, v in wr.items() if v})
+        elif tile.unit == "array2d":
             kv = tile.kv_len * tile.head_dim * 2
             n = tile.passes
             out["sram_read_bytes.input"] = n * tile.q_rows * tile.head_dim * 2
-            out["sram_read_bytes.weight"] = n * (kv if tile.phase in ("qk", "av") else 2 * kv)
+            out["sram_read_bytes.weight"] = n * 2 * kv
             out["sram_write_bytes.output"] = n * tile.q_rows * tile.head_dim * 4
         return out
 

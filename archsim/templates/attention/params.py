@@ -16,6 +16,7 @@ from fractions import Fraction
 
 FUNCTIONS_1D = ("max", "add", "mul", "exp", "div", "recip")
 EXP_PLACES = ("array2d", "array1d")
+SCALE_PLACES = ("array1d", "array2d")
 #: (weights, activations) precision pairs the array runs (16-bit operands, fp32 accumulation)
 PRECISION_PAIRS = (("bf16", "bf16"), ("fp16", "fp16"))
 
@@ -42,6 +43,16 @@ class AttentionParams:
         MAC cycles per exp on the 2D array (3..8; FuseMax: 6).
     precision : str
         Operand format (``"bf16"`` or ``"fp16"``); accumulation is fp32.
+    flat_scale_on : str
+        Where FLAT and unfused multiply the scores by ``c = log2(e)/sqrt(d)``
+        (FuseMax folds it into the exp's range-reduction MAC): ``"array1d"``
+        (a pass of ``s*c`` over the scores and ``m*c`` per row on the 1D array:
+        5 1D ops per score; what the RTL builds) or ``"array2d"`` (a multiplier
+        at the 2D array's edge scales each score as it drains, no extra cycles;
+        the 1D array then runs max, ``exp2(s' - m')``, sum and normalise: 4 ops
+        per score, as the FuseMax artifact charges FLAT and unfused). Values are
+        the same either way: rounding is monotone and ``c > 0``, so
+        ``max(fl(s*c)) = fl(max(s)*c)``.
     """
 
     rows: int = 256
@@ -51,6 +62,7 @@ class AttentionParams:
     exp_on: str = "array2d"
     exp_macs: int = 6
     precision: str = "bf16"
+    flat_scale_on: str = "array1d"
 
     def validate(self) -> None:
         for key in ("rows", "cols", "pe1d"):
@@ -69,6 +81,8 @@ class AttentionParams:
         v = self.exp_macs
         if isinstance(v, bool) or not isinstance(v, int) or not 3 <= v <= 8:
             raise ValueError(f"exp_macs: expected an integer in 3..8, got {v!r}")
+        if self.flat_scale_on not in SCALE_PLACES:
+            raise ValueError(f"flat_scale_on: expected one of {', '.join(SCALE_PLACES)}, got {self.flat_scale_on!r}")
         if self.precision not in ("bf16", "fp16"):
             raise ValueError(f"precision: expected bf16 or fp16, got {self.precision!r}")
 

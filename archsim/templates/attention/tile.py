@@ -56,7 +56,10 @@ FLAT and unfused (``mapping = "flat"``): two passes, row granular
 -----------------------------------------------------------------
 Phases ``qk`` (2D: ``drain*skew + nb*d``), ``softmax`` (1D: row max, ``S*c - m*c``,
 exp, row sum, reciprocal, normalize:
-``c1(qL,max) + c1(q,mul) + c1(qL,mul) + c1(qL,exp) + c1(qL,add) + c1(q,recip) + c1(qL,mul)``)
+``c1(qL,max) + c1(q,mul) + c1(qL,mul) + c1(qL,exp) + c1(qL,add) + c1(q,recip) + c1(qL,mul)``;
+with ``flat_scale_on = "array2d"`` the scores leave the 2D array already scaled by
+``c`` and the two ``mul`` terms of the scale go:
+``c1(qL,max) + c1(qL,exp) + c1(qL,add) + c1(q,recip) + c1(qL,mul)``, 4 ops per score)
 and ``av`` (2D: ``drain*skew + nb*d``); ``phase = "all"`` is the three in sequence.
 The exps of FLAT run on the 1D array whatever ``exp_on`` says (FLAT's design).
 """
@@ -169,10 +172,18 @@ def tile_cycles(tile: AttentionTile, params) -> int:
     return {"qk": qk, "av": av, "softmax": sm, "all": qk + sm + av}[tile.phase]
 
 
-def flat_softmax_cycles(tile: AttentionTile, params) -> int:
+def flat_softmax_ops(tile: AttentionTile, params) -> list[tuple[int, str]]:
+    """The 1D ops of FLAT's softmax in order, ``[(count, function)]``: with
+    ``flat_scale_on = "array1d"`` max, ``m*c``, ``s*c - m*c``, exp, sum, reciprocal,
+    normalise; with ``"array2d"`` the scores arrive scaled, so ``m*c`` and the ``s*c``
+    pass go (the exp op subtracts the row max in its range reduction)."""
     q, L = tile.q_rows, tile.kv_len
-    return (c1(params, q * L, "max") + c1(params, q, "mul") + c1(params, q * L, "mul") + c1(params, q * L, "exp")
-            + c1(params, q * L, "add") + c1(params, q, "recip") + c1(params, q * L, "mul"))
+    scale = [(q, "mul"), (q * L, "mul")] if params.flat_scale_on == "array1d" else []
+    return [(q * L, "max"), *scale, (q * L, "exp"), (q * L, "add"), (q, "recip"), (q * L, "mul")]
+
+
+def flat_softmax_cycles(tile: AttentionTile, params) -> int:
+    return sum(c1(params, n, fn) for n, fn in flat_softmax_ops(tile, params))
 
 
 def tile_work(tile: AttentionTile, params) -> dict[str, int]:
@@ -187,7 +198,7 @@ def tile_work(tile: AttentionTile, params) -> dict[str, int]:
         if tile.phase == "rescale":
             return {"macs": 0, "exp2d_macs": 0, "ops1d": ops1d}
         return {"macs": n * 2 * q * L * d, "exp2d_macs": (n * params.exp_macs * q * L if exp2d else 0), "ops1d": 0}
-    sm_ops = 5 * q * L + 2 * q
+    sm_ops = sum(n for n, _fn in flat_softmax_ops(tile, params))
     return {"qk": {"macs": q * L * d, "exp2d_macs": 0, "ops1d": 0},
             "av": {"macs": q * L * d, "exp2d_macs": 0, "ops1d": 0},
             "softmax": {"macs": 0, "exp2d_macs": 0, "ops1d": sm_ops},
