@@ -104,11 +104,8 @@ def _with_precision(arch_spec: Any, weights: str, activations: str) -> Any:
         except ValueError as err:
             raise SpecError(f"--{role}: {err}") from None
     params = arch_spec.params
-    hook = getattr(params, "with_precision", None)
-    if hook is None:
-        raise SpecError(f"template {arch_spec.template} has a fixed precision; --weights/--activations do not apply")
     try:
-        new = hook(weights, activations)
+        new = params.with_precision(weights, activations)
     except ValueError as err:
         raise SpecError(f"{arch_spec.name}: {err}") from None
     changed = [(f.name, getattr(new, f.name)) for f in dataclasses.fields(new)

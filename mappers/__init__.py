@@ -43,7 +43,7 @@ from archsim.templates.base import compute_formats
 from mappers.lower import Lowered, Gemm, VectorWork, Gather, lower_op, op_key
 from mappers.fusion import plan_fusion
 from mappers.options import MapOptions, make_options
-from mappers.registry import get_mapper_module, mapper_names
+from mappers.registry import Mapper, get_mapper_module, mapper_names
 
 _LAYER_CACHE: dict[tuple, LayerProgram] = {}
 _CACHE_LIMIT = 20000
@@ -69,12 +69,12 @@ def compile(graph, arch, **options) -> Program:  # noqa: A001 - public name fixe
     """
     opts = make_options(arch, options)
     module = get_mapper_module(arch.template)
-    check_graph = getattr(module, "check_graph", None)
-    if check_graph is not None:  # whole-graph limits, e.g. PIM DRAM capacity
-        check_graph(graph, arch)
     mapper = module.make_mapper(arch, opts)
-    fusion = plan_fusion(graph, getattr(mapper, "output_ops", ()) if opts.fusion else ())
-    key_of = getattr(mapper, "arch_key", None)
+    if not isinstance(mapper, Mapper):  # its hooks are called, never probed
+        raise TypeError(f"{module.__name__}.make_mapper must return a mappers.registry.Mapper "
+                        f"(FunctionMapper wraps a function), got {type(mapper).__name__}")
+    mapper.check_graph(graph)  # whole-graph limits, e.g. PIM DRAM capacity
+    fusion = plan_fusion(graph, mapper.output_ops if opts.fusion else ())
     whole = None  # the whole arch as a key, for ops the mapper does not project
     name = module.__name__
     layers: list[LayerProgram] = []
@@ -89,7 +89,7 @@ def compile(graph, arch, **options) -> Program:  # noqa: A001 - public name fixe
                                        activation_format=str(getattr(op, "act_precision", "") or "")))
             continue
         epilogue = fusion.epilogues.get(op.name)
-        ak = key_of(op) if key_of is not None else None
+        ak = mapper.arch_key(op)
         if ak is None:
             if whole is None:
                 whole = ("*", repr(arch))

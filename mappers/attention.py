@@ -47,7 +47,7 @@ from archsim.templates.attention.options import AttentionOptions
 from archsim.templates.attention.tile import AttentionTile
 from archsim.templates.systolic.options import SystolicOptions
 from mappers.lower import op_key
-from mappers.registry import arch_key
+from mappers.registry import Mapper, arch_key
 from mappers.systolic import SystolicMapper
 
 ELEM_BYTES = 2  # 16-bit operands, scores and probabilities
@@ -90,7 +90,7 @@ class _Cmds:
         return i
 
 
-class AttentionMapper:
+class AttentionMapper(Mapper):
     """``make_mapper(arch, options)`` result: call it with an op."""
 
     def __init__(self, arch, options):

@@ -75,6 +75,7 @@ from mappers.emit import (BufferLayout, Emitter, chunk_param_bytes, emit_gather,
 from mappers.fusion import with_epilogue
 from mappers.lower import Gather, Gemm, VectorWork, lower_op
 from mappers.periods import periodic_slice
+from mappers.registry import Mapper
 from mappers.tiling import ORDERS, MemoryCosts, TilePlan, class_sum, dim_candidates, emit_gemm, nbytes, traffic
 from workloads.precision import precision_bits, tensor_bytes
 
@@ -90,7 +91,7 @@ PERIOD_ERROR = 1e-4
 VECTOR_PERIOD_CHUNKS = 1024
 
 
-class LutMapper:
+class LutMapper(Mapper):
     """``make_mapper(arch, options)`` result: call it with an op."""
 
     def __init__(self, arch, options):

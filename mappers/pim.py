@@ -47,7 +47,7 @@ from archsim.errors import MappingError, SpecError
 from archsim.program import Compute, LayerProgram, VectorOp
 from archsim.templates.pim.tile import PimTile, plan_steps, step_counts
 from mappers.lower import Gather, Gemm, VectorWork, lower_op, op_key
-from mappers.registry import arch_key
+from mappers.registry import FunctionMapper, arch_key
 
 ASIC = "asic"
 
@@ -213,8 +213,7 @@ def make_mapper(arch, options) -> Callable:
                                 else arch_key(arch, (), element_bytes=eb))
         return key
 
-    map_op.arch_key = arch_key_of
-    return map_op
+    return FunctionMapper(map_op, arch_key=arch_key_of, check_graph=lambda graph: check_graph(graph, arch))
 
 
 def model_bytes(graph, arch) -> dict[str, int]:

@@ -3,7 +3,7 @@
 A mapper module (``mappers.<template>``) turns graph ops into
 :class:`archsim.program.LayerProgram` s for one template. It exposes::
 
-    def make_mapper(arch: ArchSpec, options: MapOptions) -> Callable[[Op], LayerProgram]
+    def make_mapper(arch: ArchSpec, options: MapOptions) -> Mapper
 
 called once per :func:`mappers.compile`; the returned callable maps one op
 (never a shape op: those are handled by the driver). It usually starts from
@@ -13,14 +13,14 @@ bookkeeping, vector-op and gather emission) and :mod:`mappers.tiling`
 :func:`mappers.lower.op_key`, so the callable must depend only on the op's
 fields, the arch and the options (never on the op's name).
 
-The callable may also have a method ``arch_key(op) -> str | None``: a
+The :class:`Mapper` may override ``arch_key(op) -> str | None``: a
 canonical string (:func:`arch_key`) of exactly the arch fields the mapping
 of ``op`` reads (commands, signature, macs, mapping dict). The driver then
 caches the op's mapping by that string instead of the whole arch, so design
 points that differ only in fields the op does not read share it, and stores
 it in ``LayerProgram.arch_key`` for the engine's memo. It must be exact: a
-field the mapping reads but the key omits gives stale results. ``None`` (or
-no method) means "the whole arch".
+field the mapping reads but the key omits gives stale results. ``None`` (the
+default) means "the whole arch".
 
 The module is named by the template's entry (``Template(mapper="mappers.<name>")``).
 """
@@ -31,6 +31,52 @@ from types import ModuleType
 from typing import Any
 
 from archsim.errors import MappingError
+
+
+class Mapper:
+    """Base class of what a mapper module's ``make_mapper(arch, options)`` returns.
+
+    The driver (:func:`mappers.compile`) calls the hooks below; each has a
+    default, so a mapper overrides only those it needs. A mapper that is a
+    plain function is wrapped with :class:`FunctionMapper`.
+    """
+
+    #: element-wise classes (:data:`archsim.spec.model.OUTPUT_OPS`) the array's output path
+    #: runs after a GEMM (:mod:`mappers.fusion`); the driver then passes a layer's epilogue
+    #: as ``mapper(op, epilogue)``. Default: none (nothing is fused).
+    output_ops: tuple[str, ...] = ()
+
+    def __call__(self, op: Any, epilogue: Any = None) -> Any:
+        """The op's :class:`archsim.program.LayerProgram` (required)."""
+        raise NotImplementedError(f"{type(self).__name__} does not map ops")
+
+    def arch_key(self, op: Any) -> str | None:
+        """Canonical string of exactly the arch fields the mapping of ``op`` reads
+        (see the module docstring and :func:`arch_key`). Default ``None``: the whole arch."""
+        return None
+
+    def check_graph(self, graph: Any) -> None:
+        """Raise a one-line :class:`MappingError` for whole-graph limits (e.g. PIM DRAM
+        capacity), before any op is mapped. Default: none."""
+
+
+class FunctionMapper(Mapper):
+    """A :class:`Mapper` made of a function ``map_op(op) -> LayerProgram`` and optional hooks."""
+
+    def __init__(self, map_op: Any, arch_key: Any = None, check_graph: Any = None):
+        self._map_op = map_op
+        self._arch_key = arch_key
+        self._check_graph = check_graph
+
+    def __call__(self, op: Any, epilogue: Any = None) -> Any:
+        return self._map_op(op) if epilogue is None else self._map_op(op, epilogue)
+
+    def arch_key(self, op: Any) -> str | None:
+        return None if self._arch_key is None else self._arch_key(op)
+
+    def check_graph(self, graph: Any) -> None:
+        if self._check_graph is not None:
+            self._check_graph(graph)
 
 def mapper_names() -> list[str]:
     """Templates that have a mapper (every registered template)."""

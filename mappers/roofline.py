@@ -17,6 +17,7 @@ from archsim.errors import SpecError
 from archsim.program import Compute, LayerProgram
 from archsim.templates.roofline import RooflineTile
 from mappers.lower import op_key
+from mappers.registry import FunctionMapper
 from workloads.precision import tensor_bytes
 
 
@@ -49,4 +50,4 @@ def make_mapper(arch, options) -> Callable:
         return LayerProgram(op.name, op.kind, macs, cmds, ("roofline",) + op_key(op), mapping,
                             internal_bytes={"dram": int(nbytes)} if cmds and nbytes else {})
 
-    return map_op
+    return FunctionMapper(map_op)

@@ -42,11 +42,12 @@ from mappers.emit import BufferLayout, Emitter, emit_gather, emit_vector
 from mappers.fusion import with_epilogue
 from mappers.lower import Gather, Gemm, VectorWork, lower_op
 from mappers.precision_policy import load_policy
+from mappers.registry import Mapper
 from mappers.tiling import TilePlan, class_sum, dim_candidates, emit_gemm, occupancy, traffic
 from archsim.numerics import bits_of, get_format
 
 
-class SimdMapper:
+class SimdMapper(Mapper):
     """``make_mapper(arch, options)`` result: call it with an op."""
 
     def __init__(self, arch, options):

@@ -73,7 +73,7 @@ from mappers.emit import BufferLayout, Emitter, emit_gather, emit_vector
 from mappers.fusion import with_epilogue
 from mappers.lower import Gather, Gemm, VectorWork, lower_op
 from mappers.periods import periodic_slice
-from mappers.registry import arch_key
+from mappers.registry import Mapper, arch_key
 from mappers.tiling import (ORDERS, MemoryCosts, TilePlan, a_load_bytes, class_sum, dim_candidates, emit_gemm,
                             nbytes, occupancy, traffic)
 from workloads.precision import precision_bits
@@ -91,7 +91,7 @@ PERIOD_ERROR = 1e-4
 _ORDER_CODE = {o: i for i, o in enumerate(ORDERS)}
 
 
-class SystolicMapper:
+class SystolicMapper(Mapper):
     """``make_mapper(arch, options)`` result: call it with an op."""
 
     def __init__(self, arch, options):

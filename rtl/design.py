@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 from amaranth.lib import wiring
 
 from archsim.cache import cache_root
+from archsim.errors import ArchsimError
 
 
 def pack_lanes(values, bits: int) -> int:
@@ -147,6 +148,12 @@ class RtlDesign:
         self.params = params
         self.options = options
 
+    @staticmethod
+    def target_options(params: Any, target: str) -> dict[str, Any]:
+        """RTL options that suit a synthesis ``target`` (e.g. an FPGA family), the design's
+        own choice (``archsim rtl synth --target``). Default: none."""
+        return {}
+
     # ---- hardware ----
     def component(self) -> wiring.Component:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -239,9 +246,12 @@ class RtlDesign:
         }
 
     # ---- co-simulation ----
-    def cosim_items(self, source: str = "random", **kwargs: Any) -> list:  # pragma: no cover - abstract
-        """``(tile, operands)`` items of a named source (``random``, ``program``, real layers)."""
-        raise NotImplementedError
+    def cosim_items(self, source: str = "random", **kwargs: Any) -> list:
+        """``(tile, operands)`` items of a named source (``random``, ``program``, real layers)
+        for ``archsim rtl cosim``. Every design must override it (the entry-completeness
+        test checks it); the default refuses with the reason."""
+        raise ArchsimError(f"{type(self).__name__} ({self.template or '?'} RTL) has no cosim_items: "
+                                  f"`archsim rtl cosim` cannot draw tiles for it (override RtlDesign.cosim_items)")
 
     def make_job(self, items: list[tuple[Any, dict]]) -> dict[str, Any]:  # pragma: no cover - abstract
         raise NotImplementedError

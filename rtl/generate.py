@@ -48,8 +48,7 @@ def target_options(params_or_arch: Any, target: str) -> dict[str, Any]:
     """RTL options that suit a synthesis target (the design's own choice; empty when none apply)."""
     cls = design_class(params_or_arch)
     params = getattr(params_or_arch, "params", params_or_arch)
-    hook = getattr(cls, "target_options", None)
-    return dict(hook(params, target)) if hook is not None else {}
+    return dict(cls.target_options(params, target))
 
 
 def fusesoc_core(design: RtlDesign, name: str | None = None) -> str:

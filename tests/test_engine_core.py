@@ -12,11 +12,11 @@ from archsim.engine import clear_cache, run_program
 from archsim.errors import SpecError
 from archsim.program import Compute, LayerProgram, Load, Program, Store, VectorOp
 from archsim.spec import load_arch
-from archsim.templates.base import Template
+from archsim.templates.base import Template, TemplateModel, TemplateParams
 
 
 @dataclasses.dataclass(frozen=True)
-class ToyParams:
+class ToyParams(TemplateParams):
     rows: int = 4
     cols: int = 4
 
@@ -27,7 +27,7 @@ class ToyTile:
     macs: int = 0
 
 
-class ToyModel:
+class ToyModel(TemplateModel):
     units = {"array": "compute", "vector": "vector", "dma": "dma"}
     calls = 0
 

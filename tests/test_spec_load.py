@@ -12,11 +12,11 @@ import pytest
 import archsim.templates as templates
 from archsim.errors import SpecError
 from archsim.spec import ArchSpec, load_arch, load_tech, preset_descriptions, preset_names, tech_names
-from archsim.templates.base import Template
+from archsim.templates.base import Template, TemplateModel, TemplateParams
 
 
 @dataclasses.dataclass(frozen=True)
-class FakeParams:
+class FakeParams(TemplateParams):
     rows: int
     cols: int = 4
     dataflow: Literal["ws", "os", "is"] = "ws"
@@ -36,7 +36,7 @@ class FakeParams:
         return {"input": tile, "weight": tile, "output": 4 * tile}, f"one {self.rows}x{self.cols} tile"
 
 
-class FakeModel:
+class FakeModel(TemplateModel):
     units = {"array": "compute", "vector": "vector", "dma": "dma"}
 
     def __init__(self, arch):

@@ -30,7 +30,7 @@ def check_sqnr_run(arch, workload: str) -> None:
     if not str(workload).lower().endswith(".onnx"):
         raise ArchsimError(f"--sqnr: needs an .onnx workload (its weights are the values carried); "
                            f"{workload} is not one (zoo graphs carry no weights)")
-    if getattr(arch.model(), "compute_formats", None) is None:
+    if arch.model().compute_formats("", "") is None:
         raise ArchsimError(f"--sqnr: template {arch.template} does not say which formats its datapath "
                            f"computes in (no compute_formats hook)")
     try:

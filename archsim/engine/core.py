@@ -487,9 +487,5 @@ def run_program(
     result.trace = trace
     result.trace_layers = trace_layers
     result.extras.update(result.token_rates())  # any template: LLM runs report tokens/s
-    hook = getattr(ctx.model, "report_extras", None)
-    if callable(hook):
-        extras = hook(result)
-        if extras:
-            result.extras.update(extras)
+    result.extras.update(ctx.model.report_extras(result))
     return result

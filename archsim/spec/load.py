@@ -274,6 +274,10 @@ def coerce(value: Any, hint: Any, key: str) -> Any:
 
 def build_params(params_cls: type, raw: Any, key: str = "params") -> Any:
     """Generic validator: unknown key, wrong type, missing key, then ``Params.validate()``."""
+    from archsim.templates.base import TemplateParams
+
+    if not issubclass(params_cls, TemplateParams):  # its hooks are called, never probed
+        raise TypeError(f"params class {params_cls.__name__} must subclass archsim.templates.base.TemplateParams")
     raw = _mapping(raw, key)
     hints = typing.get_type_hints(params_cls)
     fields = {f.name: f for f in dataclasses.fields(params_cls) if f.init}
@@ -289,16 +293,14 @@ def build_params(params_cls: type, raw: Any, key: str = "params") -> Any:
         params = params_cls(**kwargs)
     except (TypeError, ValueError) as err:
         raise _Bad(key, str(err).splitlines()[0]) from None
-    validate = getattr(params, "validate", None)
-    if callable(validate):
-        try:
-            validate()
-        except ValueError as err:
-            msg = str(err).splitlines()[0]
-            sub, sep, rest = msg.partition(": ")
-            if sep and sub and " " not in sub:
-                raise _Bad(f"{key}.{sub}", rest) from None
-            raise _Bad(key, msg) from None
+    try:
+        params.validate()  # TemplateParams hook (no check by default)
+    except ValueError as err:
+        msg = str(err).splitlines()[0]
+        sub, sep, rest = msg.partition(": ")
+        if sep and sub and " " not in sub:
+            raise _Bad(f"{key}.{sub}", rest) from None
+        raise _Bad(key, msg) from None
     return params
 
 
@@ -709,11 +711,8 @@ def _options(raw: Any, template_name: str) -> dict[str, Any]:
 
 def _min_buffer_bytes(params: Any) -> tuple[dict[str, int], str]:
     """Bytes each operand buffer must hold at least, and why: the template's
-    ``Params.min_buffer_bytes()`` (none when it has no such hook)."""
-    hook = getattr(params, "min_buffer_bytes", None)
-    if not callable(hook):
-        return {}, ""
-    need, why = hook()
+    ``Params.min_buffer_bytes()`` (:class:`TemplateParams`: none by default)."""
+    need, why = params.min_buffer_bytes()
     return dict(need), why
 
 

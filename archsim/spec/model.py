@@ -132,7 +132,12 @@ class ArchSpec:
         if cached is None:
             from archsim.templates import get_template
 
+            from archsim.templates.base import TemplateModel
+
             cached = get_template(self.template).model_cls(self)
+            if not isinstance(cached, TemplateModel):  # the hooks shared code calls are declared there
+                raise TypeError(f"template {self.template!r}: model {type(cached).__name__} must subclass "
+                                f"archsim.templates.base.TemplateModel")
             object.__setattr__(self, "_model", cached)
         return cached
 

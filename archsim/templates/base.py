@@ -9,16 +9,10 @@ package under ``archsim/templates/<name>/`` exposing ``TEMPLATE``, a
 options, RTL design, conformance hook and value reference; every layer finds
 the template there (``docs/adding_a_template.md``).
 
-Conventions for ``Params`` dataclasses:
-- plain type-hinted fields with defaults where a default is sensible;
-- a ``validate(self) -> None`` method that raises ``ValueError("key: expected ...")``
-  for impossible combinations (the spec loader turns it into a one-line
-  ``SpecError`` naming the file);
-- optionally ``min_buffer_bytes(self) -> (dict[buffer name, bytes], what)``: the
-  smallest buffers that hold one tile (the spec loader checks them);
-- optionally ``with_precision(self, weights, activations) -> Params``: a copy set
-  up to run that precision pair, or ``ValueError`` naming the pairs it runs
-  (``archsim run --weights FMT --activations FMT``).
+Every part is a subclass of a base class here that declares its hooks as
+methods with defaults (:class:`TemplateParams`, :class:`TemplateModel`;
+``mappers.registry.Mapper`` and ``rtl.design.RtlDesign`` for the mapper and
+the RTL): shared code calls the hooks and never probes for them.
 """
 from __future__ import annotations
 
@@ -33,60 +27,113 @@ import numpy as np
 UNIT_KINDS = ("compute", "vector", "dma", "bank")
 
 
-class TemplateModel(Protocol):
-    """Timing, values, action counts and area inputs of one template instance.
+class TemplateParams:
+    """Base class of a template's ``Params`` dataclass (plain type-hinted fields
+    with defaults where a default is sensible). The hooks below have defaults;
+    a template overrides the ones it needs."""
 
-    Built once per arch spec: ``model = TEMPLATE.model_cls(arch)``. Shared code
-    asks the model through these methods and never reads the template's own
-    parameters.
+    def validate(self) -> None:
+        """Raise ``ValueError("key: expected ...")`` for an impossible combination (the
+        spec loader turns it into a one-line ``SpecError`` naming the file). Default: none."""
+
+    def min_buffer_bytes(self) -> tuple[dict[str, int], str]:
+        """The smallest buffers that hold one tile: ``({buffer name: bytes}, why)``;
+        the spec loader checks the arch's buffers against them. Default: no minimum."""
+        return {}, ""
+
+    def with_precision(self, weights: str, activations: str) -> "TemplateParams":
+        """A copy set up to run ``weights`` x ``activations`` (``archsim run --weights FMT
+        --activations FMT``), or ``ValueError`` naming the pairs it runs.
+        Default: the template has a fixed precision."""
+        raise ValueError(f"template params {type(self).__name__} have a fixed precision; "
+                         f"--weights/--activations do not apply")
+
+
+class TemplateModel:
+    """Base class of a template's model: timing, values, action counts and area
+    inputs of one template instance.
+
+    Built once per arch spec from the arch spec (the one constructor
+    convention): ``model = TEMPLATE.model_cls(arch)``, cached by
+    ``ArchSpec.model()``. Shared code asks the model through these methods
+    and never reads the template's own parameters. Methods that raise
+    ``NotImplementedError`` here are required; the others are optional hooks
+    whose defaults are stated.
     """
 
     arch: Any  # archsim.spec.ArchSpec
 
     #: unit name -> kind (:data:`UNIT_KINDS`); every ``unit`` a mapper emits is here
-    units: dict[str, str]
+    units: dict[str, str] = {}
 
+    def __init__(self, arch: Any):
+        self.arch = arch
+
+    def _required(self, name: str) -> NotImplementedError:
+        return NotImplementedError(f"{type(self).__name__} does not implement {name}() (archsim.templates.base.TemplateModel)")
+
+    # ---- required ----
     def peak_macs_per_cycle(self, precision: str | None = None) -> float:
         """MACs per cycle with every MAC busy at ``precision`` (the arch's own when None)."""
+        raise self._required("peak_macs_per_cycle")
 
     def tile_cycles(self, tile: Any) -> int:
         """Fast model: closed-form cycles of one Compute tile."""
+        raise self._required("tile_cycles")
 
     def tile_actions(self, tile: Any) -> dict[str, int]:
         """Fast model: counts of energy actions of one tile, keyed by the
         technology table's action names (e.g. ``"mac_int8"``, ``"pe_reg_access"``)."""
+        raise self._required("tile_actions")
 
     def tile_values(self, tile: Any, operands: dict[str, np.ndarray]) -> np.ndarray:
         """Fast model: the tile's output values, bit-exact, with numpy."""
-
-    def detailed_tile(self, tile: Any, operands: dict[str, np.ndarray]) -> tuple[np.ndarray, int]:
-        """Detailed model: run the tile cycle by cycle; return (values, cycles).
-
-        A template with no detailed model raises ``NotImplementedError`` with
-        the reason (e.g. the roofline template); see :func:`conformance_of`."""
-
-    def detailed_tile_cycles(self, tile: Any) -> int:
-        """Detailed model's cycles of a tile without operands (``--detailed`` runs)."""
+        raise self._required("tile_values")
 
     def tile_pe_fraction(self, tile: Any) -> float:
         """Fraction of the compute units ``tile`` maps (SCALE-Sim's mapping efficiency)."""
+        raise self._required("tile_pe_fraction")
 
     def check_tile(self, tile: Any) -> None:
         """Raise ``ValueError`` if ``tile`` cannot run on this arch (mapper verification)."""
+        raise self._required("check_tile")
 
     def area_inputs(self) -> Any:
         """:class:`archsim.area.AreaInputs`: MAC units per precision, register bits, fixed parts."""
+        raise self._required("area_inputs")
 
-    # optional: ``compute_formats(weights, activations) -> (weights, activations)``, the formats
-    # the datapath really computes a layer in, given the layer's own ("" = none); a template
-    # whose hardware has fixed formats (a PIM bank's MAC, a fixed-precision array) says so
-    # here. Absent: the layer's formats. Read it through :func:`compute_formats`.
+    # ---- optional hooks (defaults stated) ----
+    def detailed_tile(self, tile: Any, operands: dict[str, np.ndarray]) -> tuple[np.ndarray, int]:
+        """Detailed model: run the tile cycle by cycle; return (values, cycles).
+
+        Default: ``NotImplementedError`` -- the template has no detailed model
+        (e.g. the roofline template, which overrides it to give its reason);
+        see :func:`conformance_of`."""
+        raise NotImplementedError(f"{type(self).__name__} has no detailed model")
+
+    def detailed_tile_cycles(self, tile: Any) -> int:
+        """Detailed model's cycles of a tile without operands (``--detailed`` runs).
+        Default: no detailed model (``NotImplementedError``)."""
+        raise NotImplementedError(f"{type(self).__name__} has no detailed model")
+
+    def compute_formats(self, weights: str, activations: str) -> tuple[str, str] | None:
+        """The (weights, activations) formats the datapath really computes a layer in,
+        given the layer's own ("" = none); a template whose hardware has fixed
+        formats (a PIM bank's MAC, a fixed-precision array) says so here.
+        Default ``None``: not declared -- the layer's own formats are used, and
+        ``archsim run --sqnr`` refuses the template. Read it through :func:`compute_formats`."""
+        return None
+
+    def report_extras(self, result: Any) -> dict[str, Any]:
+        """Template figures added to ``report.json``'s ``extras`` after a run
+        (``result`` is the :class:`archsim.report.result.SimResult`). Default: none."""
+        return {}
 
 
-def compute_formats(model: Any, weights: str, activations: str) -> tuple[str, str]:
+def compute_formats(model: TemplateModel, weights: str, activations: str) -> tuple[str, str]:
     """(weights, activations) format ``model``'s hardware computes a layer of those formats in."""
-    hook = getattr(model, "compute_formats", None)
-    return hook(weights, activations) if hook is not None else (weights, activations)
+    formats = model.compute_formats(weights, activations)
+    return (weights, activations) if formats is None else formats
 
 
 class Conformance(Protocol):

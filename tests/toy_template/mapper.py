@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from archsim.program import Compute, LayerProgram, Load, Store, VectorOp
 from mappers.lower import Gemm, lower_op, op_key
+from mappers.registry import FunctionMapper
 from toy_template.model import DotTile
 
 
@@ -30,4 +31,4 @@ def make_mapper(arch, options):
                 cmds.append(VectorOp(len(cmds), tuple(range(len(cmds)))[-1:], getattr(part, "op", "copy"), elements))
         return LayerProgram(op.name, op.kind, op.macs(), cmds, ("toymac",) + op_key(op), {}, repeat=repeat)
 
-    return map_op
+    return FunctionMapper(map_op)

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from archsim.templates.base import TemplateModel, TemplateParams
 
 
 @dataclass
-class ToyMacParams:
+class ToyMacParams(TemplateParams):
     """Attributes
     ----------
     max_k : int
@@ -39,7 +40,7 @@ def _wrap32(v: np.ndarray) -> np.ndarray:
     return ((v.astype(np.int64) + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
 
 
-class ToyMacModel:
+class ToyMacModel(TemplateModel):
     units = {"mac": "compute", "vector": "vector", "dma": "dma"}
 
     def __init__(self, arch: Any):

@@ -20,6 +20,7 @@ from archsim.templates.attention.values import fusemax_values, flat_values, oper
 from archsim.templates.systolic.fast import tile_cycles as systolic_tile_cycles
 from archsim.templates.systolic.params import SystolicParams
 from archsim.templates.systolic.tile import SystolicTile
+from archsim.templates.base import TemplateModel
 
 
 def gemm_params(p: AttentionParams) -> SystolicParams:
@@ -28,7 +29,7 @@ def gemm_params(p: AttentionParams) -> SystolicParams:
                           weight_precision="int16", acc_precision="int32", preload="double_buffered")
 
 
-class AttentionModel:
+class AttentionModel(TemplateModel):
     """``AttentionModel(arch)``: fast model + protocol of one attention-array instance."""
 
     units = {"array2d": "compute", "array1d": "vector", "dma": "dma"}

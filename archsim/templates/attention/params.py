@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
+from archsim.templates.base import TemplateParams
 
 FUNCTIONS_1D = ("max", "add", "mul", "exp", "div", "recip")
 EXP_PLACES = ("array2d", "array1d")
@@ -26,7 +27,7 @@ def _default_ops1d() -> dict[str, float]:
 
 
 @dataclass
-class AttentionParams:
+class AttentionParams(TemplateParams):
     """Attributes
     ----------
     rows, cols : int

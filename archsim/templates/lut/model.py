@@ -32,6 +32,7 @@ from archsim.templates.lut.tile import (
     weight_bytes,
 )
 from archsim.templates.lut.values import is_int, tile_values
+from archsim.templates.base import TemplateModel
 
 #: bits of the integer accumulator and output register (int8 activations)
 INT_ACC_BITS = 32
@@ -50,7 +51,7 @@ def arith(activation_format: str) -> str:
     return "int" if is_int(activation_format) else "fp32"
 
 
-class LutModel:
+class LutModel(TemplateModel):
     """Fast + detailed model of one LUT core: ``LutModel(arch)`` (a bare ``LutParams`` works too)."""
 
     units = {"array": "compute", "vector": "vector", "dma": "dma"}

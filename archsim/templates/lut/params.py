@@ -10,6 +10,7 @@ passes). The timing and value contract is in :mod:`archsim.templates.lut.tile`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from archsim.templates.base import TemplateParams
 
 #: weight formats the datapath runs (codes and bit planes in :mod:`.tile`)
 WEIGHT_FORMATS = ("int1", "ternary", "int2", "int3", "int4")
@@ -33,7 +34,7 @@ def _pos_int(obj, key: str) -> None:
 
 
 @dataclass
-class LutParams:
+class LutParams(TemplateParams):
     """Attributes
     ----------
     group_k : int

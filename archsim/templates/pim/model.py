@@ -26,9 +26,10 @@ from archsim.templates.pim import commands as C
 from archsim.templates.pim import values as V
 from archsim.templates.pim.fast import steps_cycles
 from archsim.templates.pim.tile import PimTile, plan_steps, step_counts
+from archsim.templates.base import TemplateModel
 
 
-class PimModel:
+class PimModel(TemplateModel):
     def __init__(self, arch: Any):
         self.arch = arch
         self.p = arch.params

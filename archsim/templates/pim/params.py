@@ -43,6 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from archsim.numerics import bits_of
+from archsim.templates.base import TemplateParams
 
 MAC_PRECISIONS = ("int8", "bf16")
 #: accumulator width of each MAC precision: int8 products summed in int32, bf16 in fp32
@@ -55,7 +56,7 @@ TIMING_NAMES = ("tRCD", "tRCDWR", "tRP", "tRAS", "tRTP", "tWR", "tCCD_S", "tCCD_
 
 
 @dataclass
-class PimParams:
+class PimParams(TemplateParams):
     """DRAM channels of banks with a MAC unit beside each bank's row buffer.
 
     Attributes

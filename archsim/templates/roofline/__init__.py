@@ -27,10 +27,11 @@ from math import ceil
 from typing import ClassVar
 
 from archsim.templates.base import Template
+from archsim.templates.base import TemplateModel, TemplateParams
 
 
 @dataclass
-class RooflineParams:
+class RooflineParams(TemplateParams):
     """Attributes
     ----------
     peak_tflops : dict[str, float]
@@ -110,7 +111,7 @@ class RooflineTile:
     precision: str = "bf16"
 
 
-class RooflineModel:
+class RooflineModel(TemplateModel):
     units: ClassVar[dict[str, str]] = {"gpu": "compute", "vector": "vector", "dma": "dma"}
 
     def __init__(self, arch):

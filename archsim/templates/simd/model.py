@@ -16,6 +16,7 @@ from archsim.templates.simd.params import SimdParams
 from archsim.templates.simd.tile import (SimdTile, check_tile, cycles_per_step, exact_integer_output, integer_path,
                                          lanes, output_steps, rounds, tile_cycles)
 from archsim.templates.simd.values import tile_values
+from archsim.templates.base import TemplateModel
 
 
 def lane_mode(weights: str, activations: str, params: SimdParams) -> str:
@@ -51,7 +52,7 @@ def round_operand_counts(tile: SimdTile, pes: int) -> tuple[int, int]:
     return int(rows.sum()), int(cols.sum())
 
 
-class SimdModel:
+class SimdModel(TemplateModel):
     """``SimdModel(arch)``: fast model + protocol of one SIMD PE array instance."""
 
     units = {"array": "compute", "vector": "vector", "dma": "dma"}

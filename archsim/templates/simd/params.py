@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from archsim.numerics import bits_of, get_format
+from archsim.templates.base import TemplateParams
 
 #: formats the template's datapath can be built for
 SUPPORTED_FORMATS = ("int2", "int4", "int8", "int16", "fp4_e2m1", "fp8_e4m3", "fp8_e5m2", "fp16", "bf16",
@@ -29,7 +30,7 @@ def is_int(fmt: str) -> bool:
 
 
 @dataclass
-class SimdParams:
+class SimdParams(TemplateParams):
     """Attributes
     ----------
     pes : int

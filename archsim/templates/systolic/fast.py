@@ -16,6 +16,7 @@ import numpy as np
 
 from archsim.templates.systolic.params import PRECISION_BITS, SystolicParams
 from archsim.templates.systolic.tile import GEOMETRY, SystolicTile
+from archsim.templates.base import TemplateModel
 
 ACC_DTYPES = {"int16": np.int16, "int32": np.int32, "int64": np.int64}
 
@@ -159,7 +160,7 @@ def _pe_register_bits(p: SystolicParams) -> int:
     return bits + (in_b + w_b) * p.mult_pipeline_stages
 
 
-class SystolicModel:
+class SystolicModel(TemplateModel):
     """Fast model of one systolic array instance: ``SystolicModel(arch)``.
 
     ``arch`` is an :class:`archsim.spec.ArchSpec` whose ``params`` is a

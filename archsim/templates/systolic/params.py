@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from archsim.numerics import bits_of
+from archsim.templates.base import TemplateParams
 
 DATAFLOWS = ("ws", "os", "is")
 PRELOAD_MODES = ("serial", "double_buffered")
@@ -32,7 +33,7 @@ PRECISION_BITS = {name: bits_of(name) for name in ("int8", "int16", "int32", "in
 
 
 @dataclass
-class SystolicParams:
+class SystolicParams(TemplateParams):
     """A ``rows`` x ``cols`` grid of integer MAC PEs.
 
     Attributes
