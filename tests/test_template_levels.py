@@ -142,9 +142,10 @@ def test_the_reference_catches_a_wrong_value():
     check_systolic = get_template("systolic").reference_fn
     check_pim = get_template("pim").reference_fn
     hook = get_template("systolic").conformance_module
-    params = _arch("systolic", hook, {"rows": 2, "cols": 3, "dataflow": "ws"}).params
+    arch = _arch("systolic", hook, {"rows": 2, "cols": 3, "dataflow": "ws"})
+    params = arch.params
     tile, ops = next((t, o) for t, o in hook.sample_tiles(np.random.default_rng(0), params, 8) if t.accumulate)
-    good = get_template("systolic").model_cls(params).tile_values(tile, ops)
+    good = get_template("systolic").model_cls(arch).tile_values(tile, ops)  # models build from an arch spec
     check_systolic(tile, ops, params, good)
     bad = good.copy()
     bad[0, 0] += 1

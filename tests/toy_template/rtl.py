@@ -54,6 +54,17 @@ class ToyMacDesign(RtlDesign):
                 Port("first", "in", 1, "first pair"), Port("last", "in", 1, "last pair"),
                 Port("acc", "out", 32, "accumulator"), Port("done", "out", 1, "acc holds the result")]
 
+    def cosim_items(self, source: str = "random", tiles: int = 8, seed: int = 0, **_kwargs) -> list:
+        """Random dot products, as the conformance hook samples them (the toy has no other source)."""
+        import numpy as np
+
+        from archsim.errors import ArchsimError
+        from toy_template.conformance import sample_tiles
+
+        if source != "random":
+            raise ArchsimError(f"toymac RTL: --source {source!r}: expected random (the toy's only source)")
+        return sample_tiles(np.random.default_rng(seed), self.params, tiles)
+
     def make_job(self, items) -> dict[str, Any]:
         return {"driver": self.driver,
                 "tiles": [[[int(x), int(y)] for x, y in zip(ops["input"], ops["weight"])] for _t, ops in items]}

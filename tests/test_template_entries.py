@@ -1,0 +1,277 @@
+"""Entry-completeness check (contract v3): every registered template's entry is whole.
+
+Run for every template ``archsim.templates.template_names()`` lists, and for the
+toy template that lives only in the tests (``tests/toy_template``), so a sixth
+template gets these checks without editing this file. For each template:
+
+- the model builds from every shipped preset of the template (and from its
+  conformance hook's ``base_arch``), and there is at least one such arch;
+- every ``unit`` a command of its mapper's programs names is declared in the
+  model's ``units`` with a kind in ``UNIT_KINDS`` (programs of a CNN, an
+  encoder, an LLM decode step, an attention block and low-bit LLM decode steps, on
+  each of those archs);
+- every energy action its model counts on those programs (``tile_actions``,
+  plus ``dram_bit`` and, when vector work runs, ``vector.op``, which the engine
+  prices for every run) has a price in the tech table each of those archs
+  ships with (``sram_*_bytes.<operand>`` actions are priced per byte by the
+  SRAM model, not the table);
+- its RTL design (if any) overrides ``RtlDesign.cosim_items``;
+- its reference check (if it has a detailed model) rejects a planted wrong
+  value in a tile its own conformance hook samples.
+
+The last group plants one omission of each kind and checks that the
+corresponding check reports it.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import mappers
+import toy_template
+import workloads
+from archsim.spec.load import load_arch
+from archsim.spec.load import preset_names
+from archsim.templates import get_template, template_names
+from archsim.templates.base import UNIT_KINDS, NoDetailedModel, Template, TemplateModel, conformance_of
+from archsim.program import Compute, VectorOp
+from rtl.design import RtlDesign
+
+TOY = "toymac"
+#: (zoo workload, builder options): a CNN, an encoder, an LLM decode step, an attention block,
+#: and low-bit-weight LLM decode steps (ternary, int4: what the LUT array runs)
+GRAPHS = (("resnet18", {}), ("bert_base", {"seq_len": 32}), ("gpt2", {"phase": "decode"}), ("attn_bert", {}),
+          ("bitnet-b1.58-2b", {"phase": "decode"}), ("llama2_7b_w4a16", {"phase": "decode"}))
+#: actions the engine prices on every run (engine/core.py layer_energy), besides the model's own
+ENGINE_ACTIONS = ("dram_bit",)
+#: planted wrong values tried per configuration of a template's conformance hook
+REFERENCE_CONFIGS = 2
+
+
+# ----------------------------------------------------------------------------- the checks
+
+
+def archs_of(entry: Template) -> list:
+    """Arch specs the entry is checked on: its shipped presets, else its conformance hook's base arch."""
+    archs = []
+    for name in preset_names():
+        arch = load_arch(name)
+        if arch.template == entry.name:
+            archs.append(arch)
+    if not archs and entry.conformance is not None:
+        archs.append(load_arch(entry.conformance_module.base_arch))
+    return archs
+
+
+def unbuilt_models(entry: Template, archs: list) -> list[str]:
+    """Problems building the entry's model from its archs (none = every arch builds one)."""
+    if not archs:
+        return [f"{entry.name}: no arch builds its model (no shipped preset, no conformance base_arch)"]
+    out = []
+    for arch in archs:
+        model = arch.model()
+        if not isinstance(model, TemplateModel):
+            out.append(f"{arch.name}: model {type(model).__name__} is not a TemplateModel")
+    return out
+
+
+_PROGRAMS: dict = {}
+
+
+def programs_of(arch) -> list:
+    """Programs of :data:`GRAPHS` on ``arch`` (graphs whose mapping is refused for capacity are skipped)."""
+    key = arch.identity()
+    if key not in _PROGRAMS:
+        out = []
+        for workload, options in GRAPHS:
+            graph = workloads.load(workload, **options)
+            try:
+                out.append(mappers.compile(graph, arch))
+            except Exception as err:  # noqa: BLE001 - only documented capacity refusals may pass
+                if "do not fit" not in str(err):
+                    raise
+        _PROGRAMS[key] = out
+    return _PROGRAMS[key]
+
+
+def _commands(programs: list):
+    for program in programs:
+        for layer in program.layers:
+            yield from layer.commands
+
+
+def undeclared_units(programs: list, units: dict[str, str]) -> list[str]:
+    """Units commands name that ``units`` does not declare (or declares with an unknown kind)."""
+    out = set()
+    for cmd in _commands(programs):
+        if cmd.unit not in units:
+            out.add(f"unit {cmd.unit!r} ({type(cmd).__name__}) is not declared in the model's units {sorted(units)}")
+    for unit, kind in units.items():
+        if kind not in UNIT_KINDS:
+            out.add(f"unit {unit!r} has kind {kind!r}, expected one of {', '.join(UNIT_KINDS)}")
+    return sorted(out)
+
+
+def counted_actions(model, programs: list) -> set[str]:
+    """Every energy action name the model counts on ``programs``, plus the engine's own."""
+    names = set(ENGINE_ACTIONS)
+    tiles = set()
+    for cmd in _commands(programs):
+        if isinstance(cmd, Compute):
+            tiles.add(cmd.tile)
+        elif isinstance(cmd, VectorOp):
+            names.add("vector.op")
+    for tile in tiles:
+        names.update(name for name, count in model.tile_actions(tile).items() if count)
+    return {n for n in names if not n.startswith(("sram_read_bytes.", "sram_write_bytes."))}
+
+
+def unpriced_actions(actions: set[str], tech) -> list[str]:
+    """Actions ``tech`` has no energy for."""
+    out = []
+    for name in sorted(actions):
+        try:
+            tech.energy(name)
+        except KeyError:
+            out.append(f"tech table {tech.name}: no energy for action {name!r}")
+    return out
+
+
+def missing_cosim(rtl_cls: type | None) -> list[str]:
+    """The RTL design does not say which tiles ``archsim rtl cosim`` replays."""
+    if rtl_cls is None or rtl_cls.cosim_items is not RtlDesign.cosim_items:
+        return []
+    return [f"RTL design {rtl_cls.__name__} does not override RtlDesign.cosim_items"]
+
+
+def _planted(good: np.ndarray) -> np.ndarray:
+    """``good`` with its largest-magnitude element moved by its own magnitude + 1 (far outside any
+    rounding bound a reference may allow, and never a value that wraps back onto the right one)."""
+    bad = np.array(good, copy=True)
+    flat = bad.reshape(-1)
+    i = int(np.argmax(np.abs(flat.astype(np.float64))))
+    v = flat[i].item()
+    flat[i] = v + (abs(v) + 1) if abs(v) < 2**20 else v / 2
+    return bad
+
+
+def reference_blind_spots(entry: Template, reference=None) -> list[str]:
+    """Configurations whose reference check accepts a planted wrong value (or is missing)."""
+    try:
+        hook = conformance_of(entry)
+    except NoDetailedModel:
+        return []  # no detailed model: the level harness has nothing to check against a reference
+    reference = reference or entry.reference_fn
+    if reference is None:
+        return [f"{entry.name}: has a detailed model but no reference check (Template(reference=...))"]
+    out = []
+    for i, overrides in enumerate(hook.conformance_archs()[:REFERENCE_CONFIGS]):
+        arch = load_arch(hook.base_arch, overrides)
+        model = arch.model()
+        items = [(t, o) for t, o in hook.sample_tiles(np.random.default_rng(i), arch.params, 8) if o is not None]
+        if not items:
+            out.append(f"{entry.name} config {i}: the hook sampled no tile with operands")
+            continue
+        tile, ops = items[-1]
+        good = np.asarray(model.tile_values(tile, ops))
+        reference(tile, ops, arch.params, good)  # the right values pass
+        try:
+            reference(tile, ops, arch.params, _planted(good))
+        except AssertionError:
+            continue
+        out.append(f"{entry.name} config {i} ({overrides}): the reference accepts a planted wrong value")
+    return out
+
+
+# ----------------------------------------------------------------------------- every template
+
+
+@pytest.fixture(scope="module")
+def toy_registered():
+    toy_template.register()
+    yield
+    toy_template.unregister()
+
+
+TEMPLATES = template_names() + [TOY]
+
+
+@pytest.mark.parametrize("name", TEMPLATES)
+def test_entry_is_complete(name, toy_registered):
+    entry = get_template(name)
+    archs = archs_of(entry)
+    problems = unbuilt_models(entry, archs)
+    for arch in archs:
+        model = arch.model()
+        programs = programs_of(arch)
+        assert programs, f"{arch.name}: no workload mapped"
+        problems += [f"{arch.name}: {p}" for p in undeclared_units(programs, model.units)]
+        problems += unpriced_actions(counted_actions(model, programs), arch.tech)
+    problems += missing_cosim(entry.rtl_cls)
+    problems += reference_blind_spots(entry)
+    assert not problems, "\n".join(problems)
+
+
+def test_every_shipped_template_and_the_toy_are_checked(toy_registered):
+    assert set(TEMPLATES) == set(template_names()) and TOY in TEMPLATES
+
+
+# ----------------------------------------------------------------------------- planted omissions
+
+
+@pytest.fixture(scope="module")
+def toy_arch(toy_registered):
+    return load_arch(toy_template.BASE_ARCH)
+
+
+def test_catches_an_undeclared_unit(toy_arch):
+    programs = programs_of(toy_arch)
+    units = dict(toy_arch.model().units)
+    assert not undeclared_units(programs, units)
+    del units["mac"]  # the toy mapper's compute unit
+    assert any("'mac'" in p for p in undeclared_units(programs, units))
+    assert undeclared_units(programs, {**toy_arch.model().units, "mac": "alu"})  # a kind that does not exist
+
+
+def test_catches_an_unpriced_action(toy_arch):
+    actions = counted_actions(toy_arch.model(), programs_of(toy_arch))
+    assert "mac.int8" in actions and "vector.op" in actions  # the toy's MAC and its vector work
+    assert not unpriced_actions(actions, toy_arch.tech)
+    table = {k: v for k, v in toy_arch.tech.energy_pj.items() if k not in ("mac.int8", "mac_int8")}
+    tech = dataclasses.replace(toy_arch.tech, energy_pj=table)
+    assert unpriced_actions(actions, tech) == [f"tech table {tech.name}: no energy for action 'mac.int8'"]
+
+
+class _NoCosimDesign(RtlDesign):
+    template = "ghost"
+
+
+def test_catches_a_design_without_cosim_items(toy_arch):
+    from archsim.errors import ArchsimError
+
+    assert not missing_cosim(get_template(TOY).rtl_cls)
+    assert missing_cosim(_NoCosimDesign)
+    with pytest.raises(ArchsimError, match="no cosim_items"):  # and the CLI's error is one line, not a bare raise
+        _NoCosimDesign(toy_arch.params).cosim_items("random")
+
+
+def test_catches_a_template_no_arch_builds(toy_registered):
+    ghost = dataclasses.replace(get_template(TOY), name="ghost", conformance=None)
+    assert archs_of(ghost) == []
+    assert unbuilt_models(ghost, []) == [
+        "ghost: no arch builds its model (no shipped preset, no conformance base_arch)"]
+
+
+def test_catches_a_reference_that_accepts_anything(toy_registered):
+    entry = get_template(TOY)
+    assert not reference_blind_spots(entry)
+    blind = reference_blind_spots(entry, reference=lambda tile, ops, params, values: None)
+    assert len(blind) == min(REFERENCE_CONFIGS, len(entry.conformance_module.conformance_archs()))
+
+
+def test_catches_a_detailed_model_without_reference(toy_registered):
+    entry = dataclasses.replace(get_template(TOY), reference=None)
+    assert reference_blind_spots(entry) == [
+        "toymac: has a detailed model but no reference check (Template(reference=...))"]
