@@ -54,9 +54,8 @@ from dataclasses import dataclass, fields
 from math import prod
 
 from archsim.errors import MappingError
+from archsim.spec.options import CONV_LOWERINGS  # the spec loader checks it without the compiler
 from workloads.precision import tensor_bytes
-
-CONV_LOWERINGS = ("im2col_padded", "scalesim")
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,7 +91,7 @@ def add_network_sqnr(result, arch, workload: str, options: dict, *, seed: int = 
     import onnx
 
     from archsim.accuracy.executor import attach_sqnr, execute, onnxruntime_outputs, sqnr_db
-    from mappers.precision_policy import load_policy
+    from archsim.spec.precision_policy import load_policy
 
     model = onnx.load(workload)
     feeds = input_feeds(model, _bound_dims(model, workload, options), seed)

@@ -625,12 +625,12 @@ def _apply_overrides(raw: dict, overrides: Any, where: str) -> dict:
     template_name = raw.get("template")
     if isinstance(template_name, str):
         try:
+            from archsim.spec.options import option_names as _option_names
             from archsim.templates import get_template
-            from mappers.options import option_names as _option_names
 
             param_names = [f.name for f in dataclasses.fields(get_template(template_name).params_cls)]
             option_names = _option_names(template_name)
-        except (SpecError, ImportError):
+        except SpecError:  # an unknown template: the arch check names it with the known ones
             param_names = []
     for key, value, text in items:
         parts = key.split(".")
@@ -693,17 +693,16 @@ def _set_path(raw: dict, parts: list[str], value: Any, where: str, text: str) ->
 
 def _options(raw: Any, template_name: str) -> dict[str, Any]:
     """The spec's ``options:`` (mapper options), checked by name and value against the
-    template's options (:func:`mappers.options.make_options`)."""
+    template's options (:func:`archsim.spec.options.options_for`)."""
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
         raise _Bad("options", f"expected a mapping of mapper options, got {_describe(raw)}")
     from archsim.errors import MappingError
-    from mappers.options import make_options
+    from archsim.spec.options import options_for
 
-    probe = types.SimpleNamespace(template=template_name, options=dict(raw))
     try:
-        make_options(probe, {})
+        options_for(template_name, dict(raw))
     except MappingError as err:
         raise _Bad("options", str(err)) from None
     return dict(raw)

@@ -49,6 +49,15 @@ class TemplateParams:
                          f"--weights/--activations do not apply")
 
 
+class TemplateOptions:
+    """Base class of a template's own mapper options (a frozen dataclass subclassing
+    it, named on the entry as ``Template(options=...)``; the spec's ``options:`` and
+    ``archsim run`` flags fill it; see :mod:`archsim.spec.options`)."""
+
+    def validate(self) -> None:
+        """Raise ``ValueError("option: expected ...")`` for an impossible value. Default: none."""
+
+
 class TemplateModel:
     """Base class of a template's model: timing, values, action counts and area
     inputs of one template instance.

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from archsim.templates.base import TemplateOptions
 
 MAPPINGS = ("fusemax", "flat", "unfused")
 
 
 @dataclass(frozen=True)
-class AttentionOptions:
+class AttentionOptions(TemplateOptions):
     """Attributes
     ----------
     attention_mapping : "fusemax" | "flat" | "unfused"

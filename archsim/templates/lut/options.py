@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from archsim.templates.base import TemplateOptions
 
 
 @dataclass(frozen=True)
-class LutOptions:
+class LutOptions(TemplateOptions):
     """Attributes
     ----------
     precompute_fusion : bool

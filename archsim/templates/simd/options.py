@@ -3,16 +3,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from archsim.templates.base import TemplateOptions
 
 
 @dataclass(frozen=True)
-class SimdOptions:
+class SimdOptions(TemplateOptions):
     """Attributes
     ----------
     precision_policy : str | dict | None
         Layer-adaptive precision: a policy YAML file, or the policy mapping itself
         (``rules: [{match: "conv*", op: conv2d, weights: int4, activations: int8,
-        group_size: 128}, ...]``, see :mod:`mappers.precision_policy`). None: every
+        group_size: 128}, ...]``, see :mod:`archsim.spec.precision_policy`). None: every
         layer runs at the arch's ``weight_format`` x ``activation_format``.
     """
 
@@ -22,7 +23,7 @@ class SimdOptions:
         return hash(repr(self.precision_policy))
 
     def validate(self) -> None:
-        from mappers.precision_policy import load_policy
+        from archsim.spec.precision_policy import load_policy
 
         if self.precision_policy is not None:
             load_policy(self.precision_policy)

@@ -45,7 +45,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from archsim.templates.systolic.fast import ACC_DTYPES, check_operands, wrap
+from archsim.templates.systolic.operands import ACC_DTYPES, check_operands, wrap
 from archsim.templates.systolic.params import PRECISION_BITS, SystolicParams
 from archsim.templates.systolic.tile import SystolicTile
 

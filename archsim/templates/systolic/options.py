@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from archsim.templates.base import TemplateOptions
 
 DATAFLOW_CHOICES = ("ws", "os", "is", "auto")
 
 
 @dataclass(frozen=True)
-class SystolicOptions:
+class SystolicOptions(TemplateOptions):
     """Attributes
     ----------
     dataflow : "ws" | "os" | "is" | "auto" | None
