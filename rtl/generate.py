@@ -15,15 +15,22 @@ from pathlib import Path
 from typing import Any
 
 from archsim.errors import SpecError
+from archsim.spec.model import ArchSpec
 from rtl.design import RtlDesign
+
+
+def _params_of(params_or_arch: Any) -> Any:
+    return params_or_arch.params if isinstance(params_or_arch, ArchSpec) else params_or_arch
+
 
 def design_class(params_or_arch: Any) -> type[RtlDesign]:
     """The :class:`RtlDesign` subclass named by the template's entry (``Template.rtl``)."""
     from archsim.templates import get_template, template_names
 
-    template = getattr(params_or_arch, "template", None)
-    if template is None:  # a bare Params instance: the template whose params class it is
-        cls = type(getattr(params_or_arch, "params", params_or_arch))
+    if isinstance(params_or_arch, ArchSpec):
+        template = params_or_arch.template
+    else:  # a bare Params instance: the template whose params class it is
+        cls = type(params_or_arch)
         template = next((n for n in template_names() if get_template(n).params_cls is cls), None)
         if template is None:
             raise SpecError(f"no template takes params {cls.__name__}")
@@ -37,7 +44,7 @@ def design_class(params_or_arch: Any) -> type[RtlDesign]:
 def design_for(params_or_arch: Any, options: Any = None) -> RtlDesign:
     """The RTL design of an ``ArchSpec`` or a template ``Params`` instance."""
     cls = design_class(params_or_arch)
-    params = getattr(params_or_arch, "params", params_or_arch)
+    params = _params_of(params_or_arch)
     try:
         return cls(params, options)
     except (TypeError, ValueError) as err:
@@ -47,7 +54,7 @@ def design_for(params_or_arch: Any, options: Any = None) -> RtlDesign:
 def target_options(params_or_arch: Any, target: str) -> dict[str, Any]:
     """RTL options that suit a synthesis target (the design's own choice; empty when none apply)."""
     cls = design_class(params_or_arch)
-    params = getattr(params_or_arch, "params", params_or_arch)
+    params = _params_of(params_or_arch)
     return dict(cls.target_options(params, target))
 
 

@@ -275,3 +275,61 @@ def test_catches_a_detailed_model_without_reference(toy_registered):
     entry = dataclasses.replace(get_template(TOY), reference=None)
     assert reference_blind_spots(entry) == [
         "toymac: has a detailed model but no reference check (Template(reference=...))"]
+
+
+# ----------------------------------------------------------------------------- no probes in shared code
+
+
+def _hook_names() -> set[str]:
+    """Every hook the base classes declare (methods and attributes a template may override)."""
+    from archsim.templates.base import TemplateModel, TemplateOptions, TemplateParams
+    from mappers.registry import Mapper
+
+    names = set()
+    for cls in (TemplateParams, TemplateModel, TemplateOptions, Mapper, RtlDesign):
+        names |= {n for n in vars(cls) if not n.startswith("_")}
+    return names | {"units", "output_ops"}
+
+
+#: shared code: everything but the template packages (archsim/templates/<name>/, mappers/<name>.py, rtl/<name>/)
+def _shared_files() -> list:
+    import pathlib
+
+    repo = pathlib.Path(__file__).resolve().parents[1]
+    names = set(template_names())
+    out = []
+    for path in sorted(repo.glob("archsim/**/*.py")) + sorted(repo.glob("mappers/*.py")) + sorted(repo.glob("rtl/**/*.py")):
+        rel = path.relative_to(repo).parts
+        if (rel[:2] == ("archsim", "templates") and len(rel) > 3) or (rel[0] == "rtl" and len(rel) > 2 and rel[1] in names) \
+                or (rel[0] == "mappers" and path.stem in names):
+            continue
+        out.append(path)
+    return out
+
+
+def hook_probes(paths) -> list[str]:
+    """``getattr(x, "hook", ...)`` / ``hasattr(x, "hook")`` calls naming a declared hook."""
+    import ast
+
+    hooks = _hook_names()
+    out = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+                    and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value in hooks):
+                out.append(f"{path}:{node.lineno}: {node.func.id}(..., {node.args[1].value!r})")
+    return out
+
+
+def test_shared_code_never_probes_a_hook():
+    paths = _shared_files()
+    assert any(p.name == "core.py" for p in paths) and any(p.name == "generate.py" for p in paths)
+    assert not any("templates/systolic" in str(p) or p.name == "systolic.py" for p in paths)
+    assert not hook_probes(paths), "\n".join(hook_probes(paths))
+
+
+def test_catches_a_planted_probe(tmp_path):
+    bad = tmp_path / "engine.py"
+    bad.write_text("def f(model, result):\n    hook = getattr(model, 'report_extras', None)\n"
+                   "    return hasattr(model, 'units') or getattr(model, 'name', '')\n")
+    assert [p.split(": ", 1)[1] for p in hook_probes([bad])] == ["getattr(..., 'report_extras')", "hasattr(..., 'units')"]
