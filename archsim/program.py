@@ -21,8 +21,9 @@ Kinds:
 - :class:`Load` / :class:`Store` move ``nbytes`` between DRAM and a named
   on-chip buffer slot (unit ``"dma"``); the engine times them with the DRAM
   model (bandwidth, latency).
-- :class:`Compute` runs one template tile (unit ``"array"`` or the
-  template's own unit names, e.g. ``"pim.ch0"``). ``tile`` is the
+- :class:`Compute` runs one template tile on a compute unit the template's
+  model names in its ``units`` (``"array"`` by default, or its own, e.g.
+  ``"pim.ch0"``; :func:`mappers.tiling.emit_gemm` takes it as ``unit=``). ``tile`` is the
   template's own frozen dataclass (e.g. ``SystolicTile``); the template's
   fast model gives its cycles and values.
 - :class:`VectorOp` runs ``elements`` element-wise operations of kind ``op``

@@ -49,13 +49,14 @@ def units(g: Gemm, plan: TilePlan):
     return None
 
 
-def periodic_slice(g: Gemm, plan: TilePlan, split, layout: BufferLayout, min_steps: int = PERIOD_STEPS):
+def periodic_slice(g: Gemm, plan: TilePlan, split, layout: BufferLayout, min_steps: int = PERIOD_STEPS,
+                   unit: str = "array"):
     """``(commands, count, steps)``: ONE of ``count`` identical periods of the command stream
     :func:`~mappers.tiling.emit_gemm` gives ``g`` under ``plan`` (``steps`` buffer tiles each,
     at least ``min_steps``), or None when the stream is too short or not periodic."""
     shape = units(g, plan)
     if shape is None:
-        return row_period(g, plan, split, layout, min_steps)
+        return row_period(g, plan, split, layout, min_steps, unit)
     outer, n_outer, inner, n_inner, unit_steps = shape
     n_units = n_outer * n_inner
     if n_units * unit_steps < 4 * min_steps:
@@ -74,7 +75,7 @@ def periodic_slice(g: Gemm, plan: TilePlan, split, layout: BufferLayout, min_ste
     em = Emitter(layout)
     # the stream up to two steps past the period (the period issues the first one's loads; the
     # second one's loads keep the first one's Computes apart from the period's last: step_ends)
-    emit_gemm(em, dataclasses.replace(g, **dims), plan, split, max_steps=unit_steps * (per + 1) + 2)
+    emit_gemm(em, dataclasses.replace(g, **dims), plan, split, max_steps=unit_steps * (per + 1) + 2, unit=unit)
     cmds = em.commands
     computes = step_ends(cmds)
     start, end = cut(cmds, computes, unit_steps, unit_steps * (per + 1))
@@ -126,7 +127,8 @@ def cut(cmds: list, computes: list, a: int, b: int) -> tuple[int, int]:
     return after(a - 1), after(b - 1)
 
 
-def row_period(g: Gemm, plan: TilePlan, split, layout: BufferLayout, min_steps: int = PERIOD_STEPS):
+def row_period(g: Gemm, plan: TilePlan, split, layout: BufferLayout, min_steps: int = PERIOD_STEPS,
+               unit: str = "array"):
     """Periods of whole rows of output tiles when the inner dim ends in a narrower tile (``mnk``
     / ``nmk`` with K over several tiles). Each output tile's commands depend on its neighbours
     only (dependencies reach back into the previous tile, loads run one step into the next), so
@@ -150,7 +152,7 @@ def row_period(g: Gemm, plan: TilePlan, split, layout: BufferLayout, min_steps: 
     per_row = min(n_inner, 4)  # a row's first tile, (a full one between full ones, the last full one,) the narrow one
     em = Emitter(layout)
     emit_gemm(em, dataclasses.replace(g, **{outer: 3 * tile[outer], inner: (per_row - 1) * tile[inner] + rem}),
-              plan, split)
+              plan, split, unit=unit)
     cmds = em.commands
     computes = step_ends(cmds)
     base = per_row * nk  # row 1 of the sample

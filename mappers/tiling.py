@@ -209,7 +209,8 @@ def dim_candidates(total: int, step: int) -> list[int]:
 
 # -- emission ----------------------------------------------------------------------
 
-def emit_gemm(em, g: Gemm, plan: TilePlan, split, dram_base: int = 0, max_steps: int | None = None) -> None:
+def emit_gemm(em, g: Gemm, plan: TilePlan, split, dram_base: int = 0, max_steps: int | None = None,
+              unit: str = "array") -> None:
     """Emit the Loads, Computes and Stores of one iteration of ``g`` under ``plan``.
 
     ``split(sm, sk, sn, accumulate)`` returns the compute tiles of one buffer
@@ -217,7 +218,8 @@ def emit_gemm(em, g: Gemm, plan: TilePlan, split, dram_base: int = 0, max_steps:
     the buffer tile adds onto an existing partial sum). Loads are issued one step ahead and
     stores one step behind so that, on an in-order DMA, the next tile's loads
     overlap the current tile's compute. ``max_steps``: only the first that many steps (a
-    prefix of the stream, for :mod:`mappers.periods` to cut a period from).
+    prefix of the stream, for :mod:`mappers.periods` to cut a period from). ``unit``: the
+    compute unit the tiles run on, as the template's model names it in its ``units``.
     """
     M, K, N = g.m, g.k, g.n
     tm, tk, tn = plan.tm, plan.tk, plan.tn
@@ -299,7 +301,7 @@ def emit_gemm(em, g: Gemm, plan: TilePlan, split, dram_base: int = 0, max_steps:
             out_slot_of[(mi, ni)] = os_
             em.load("output", os_, nbytes(sm * sn, pbits), p_base + ((mi * tm) * N + ni * tn) * pbits // 8,
                     after=(spilled.pop((mi, ni)),))
-        em.compute_block(split(sm, sk, sn, ki > 0), (("input", sa), ("weight", sb)), os_)
+        em.compute_block(split(sm, sk, sn, ki > 0), (("input", sa), ("weight", sb)), os_, unit)
         for st in pending:
             spilled[st[4]] = em.store(*st[:4], reads=st[5])
         pending = []

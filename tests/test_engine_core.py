@@ -34,7 +34,7 @@ class ToyModel(TemplateModel):
     def __init__(self, arch):
         self.arch = arch
 
-    def peak_macs_per_cycle(self, precision=None):
+    def peak_macs_per_cycle(self, precision=None, activations=None):
         return 16
 
     def tile_pe_fraction(self, tile):

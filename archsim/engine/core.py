@@ -138,13 +138,15 @@ class ArchContext:
         self._projections: dict = {}
         self._plain: dict | None = None
 
-    def peak_for(self, precision: str) -> float:
-        """The model's peak MACs/cycle at ``precision`` (the arch's own for "")."""
-        if not precision:
+    def peak_for(self, weights: str, activations: str = "") -> float:
+        """The model's peak MACs/cycle on ``weights`` x ``activations`` operands (the arch's own
+        for "", ""; a format left "" is the arch's own)."""
+        if not weights and not activations:
             return self.peak
-        p = self._peaks.get(precision)
+        key = (weights, activations)
+        p = self._peaks.get(key)
         if p is None:
-            p = self._peaks[precision] = float(self.model.peak_macs_per_cycle(precision))
+            p = self._peaks[key] = float(self.model.peak_macs_per_cycle(weights or None, activations or None))
         return p
 
     # -- what the engine reads of the arch, by command kinds (memo_key) ---------------
@@ -363,7 +365,7 @@ def _layer_result(layer: LayerProgram, timing: LayerTiming, energy: dict[str, fl
     repeat = int(layer.repeat or 1)
     cycles = timing.cycles * repeat
     compute = timing.compute_cycles * repeat
-    peak = ctx.peak_for(layer.weight_format) if layer.macs else ctx.peak
+    peak = ctx.peak_for(layer.weight_format, layer.activation_format) if layer.macs else ctx.peak
     util = layer.macs / (peak * cycles) if cycles and peak else 0.0
     compute_util = layer.macs / (peak * compute) if compute and peak and timing.tiles else 0.0
     sram = {k: v * repeat for k, v in sorted(timing.sram_bytes.items())}
@@ -438,12 +440,13 @@ def simulate_layer(layer: LayerProgram, ctx: ArchContext, record: bool = False) 
 
 
 def _run_peak(layers: list[LayerResult], ctx: ArchContext) -> float:
-    """Peak MACs/cycle of the precision that carries most of the run's MACs."""
-    by_format: dict[str, int] = {}
+    """Peak MACs/cycle of the (weights, activations) formats that carry most of the run's MACs."""
+    by_format: dict[tuple[str, str], int] = {}
     for l in layers:
         if l.macs:
-            by_format[l.weight_format] = by_format.get(l.weight_format, 0) + l.macs
-    peak = ctx.peak_for(max(by_format, key=by_format.get)) if by_format else ctx.peak
+            key = (l.weight_format, l.activation_format)
+            by_format[key] = by_format.get(key, 0) + l.macs
+    peak = ctx.peak_for(*max(by_format, key=by_format.get)) if by_format else ctx.peak
     return int(peak) if float(peak).is_integer() else peak
 
 

@@ -82,8 +82,10 @@ class TemplateModel:
         return NotImplementedError(f"{type(self).__name__} does not implement {name}() (archsim.templates.base.TemplateModel)")
 
     # ---- required ----
-    def peak_macs_per_cycle(self, precision: str | None = None) -> float:
-        """MACs per cycle with every MAC busy at ``precision`` (the arch's own when None)."""
+    def peak_macs_per_cycle(self, weights: str | None = None, activations: str | None = None) -> float:
+        """MACs per cycle with every MAC busy on ``weights`` x ``activations`` operands (format
+        names; None: the arch's own). Both are given, so a weight-serial and an
+        activation-serial datapath each read the one that sets their rate."""
         raise self._required("peak_macs_per_cycle")
 
     def tile_cycles(self, tile: Any) -> int:

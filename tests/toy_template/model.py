@@ -47,7 +47,7 @@ class ToyMacModel(TemplateModel):
         self.arch = arch
         self.params = arch.params
 
-    def peak_macs_per_cycle(self, precision: str | None = None) -> int:
+    def peak_macs_per_cycle(self, precision: str | None = None, activations: str | None = None) -> int:
         return 1
 
     def tile_cycles(self, tile: DotTile) -> int:

@@ -41,7 +41,7 @@ class AttentionModel(TemplateModel):
         self.gemm = gemm_params(self.params)
 
     # -- protocol ----------------------------------------------------------------
-    def peak_macs_per_cycle(self, precision: str | None = None) -> float:
+    def peak_macs_per_cycle(self, precision: str | None = None, activations: str | None = None) -> float:
         return self.params.rows * self.params.cols
 
     def check_tile(self, tile) -> None:

@@ -62,7 +62,7 @@ class LutModel(TemplateModel):
         self.params.validate()
 
     # -- TemplateModel ---------------------------------------------------------
-    def peak_macs_per_cycle(self, precision: str | None = None) -> float:
+    def peak_macs_per_cycle(self, precision: str | None = None, activations: str | None = None) -> float:
         """``tile_m * tile_n * group_k / b``: every column reduces K activations per plane per cycle."""
         p = self.params
         wf = precision if precision in PLANES else p.weight_format

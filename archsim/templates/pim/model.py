@@ -49,7 +49,7 @@ class PimModel(TemplateModel):
             self._plan[tile] = s
         return s
 
-    def peak_macs_per_cycle(self, precision: str | None = None) -> int:
+    def peak_macs_per_cycle(self, precision: str | None = None, activations: str | None = None) -> int:
         """Multipliers of every bank, at one column per ``column_spacing`` cycles
         (the banks run their ``mac_precision`` whatever the layer's format)."""
         p = self.p

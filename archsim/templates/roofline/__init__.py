@@ -126,7 +126,7 @@ class RooflineModel(TemplateModel):
     def peak_flops_per_cycle(self, precision: str) -> float:
         return self.flops_per_cycle.get(precision, self.flops_per_cycle["default"])
 
-    def peak_macs_per_cycle(self, precision: str | None = None) -> float:
+    def peak_macs_per_cycle(self, precision: str | None = None, activations: str | None = None) -> float:
         """Half the peak FLOP/cycle at ``precision`` (the ``default`` entry when None or unlisted)."""
         return self.peak_flops_per_cycle(precision or "default") / 2
 

@@ -71,7 +71,7 @@ class SimdModel(TemplateModel):
             return weights, activations
         return p.weight_format, p.activation_format
 
-    def peak_macs_per_cycle(self, precision: str | None = None) -> float:
+    def peak_macs_per_cycle(self, precision: str | None = None, activations: str | None = None) -> float:
         p = self.params
         w, a = (precision or p.weight_format), p.activation_format
         if p.pair_problem(w, a):

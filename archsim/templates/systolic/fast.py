@@ -143,7 +143,7 @@ class SystolicModel(TemplateModel):
         self.acc_dtype = ACC_DTYPES[self.params.acc_precision]
 
     # -- TemplateModel --------------------------------------------------
-    def peak_macs_per_cycle(self, precision: str | None = None) -> int:
+    def peak_macs_per_cycle(self, precision: str | None = None, activations: str | None = None) -> int:
         """``rows * cols``: one MAC per PE per cycle at any precision the array
         runs (narrower operands are sign-extended into the same multipliers)."""
         return self.params.rows * self.params.cols
