@@ -6,6 +6,7 @@ The area is a sum over components, each a count times a per-unit figure:
 component                 count                                   figure (tech key)
 ========================  ======================================  ==========================
 ``mac``                   MAC units per precision (the model's)    ``mac.<precision>`` um2
+any compute component     units of it (the model's)               its own key, e.g. ``add.int8``
 ``pe_registers``          datapath register bits (the model's)    ``reg.bit`` um2
 fixed parts               e.g. a GPU die, with its source          as given
 ``sram``                  bytes of each buffer                    SRAM um2/byte by macro size
@@ -83,6 +84,9 @@ class AreaInputs:
     """What a template's model says its silicon is made of (``model.area_inputs()``).
 
     ``macs``: MAC units per precision name (priced at ``mac.<precision>``);
+    ``components``: units of any other compute component, by the tech table's
+    area key (an adder-based PE's ``add.int8``, a LUT's table bits, an exp unit,
+    a register file), each priced at that key like a MAC;
     ``register_bits``: flip-flops of the datapath (priced at ``reg.bit``);
     ``fixed_um2``: components given as an area with its source, e.g. a GPU
     die from its preset: ``{"gpu_die": (826e6, "NVIDIA A100 whitepaper")}``.
@@ -90,6 +94,7 @@ class AreaInputs:
 
     macs: dict[str, int] = field(default_factory=dict)
     register_bits: int = 0
+    components: dict[str, float] = field(default_factory=dict)
     fixed_um2: dict[str, tuple[float, str]] = field(default_factory=dict)
 
 
@@ -144,6 +149,9 @@ def area_breakdown(arch: Any) -> list[AreaItem]:
         key = f"mac.{precision}"
         unit, source = figures.unit(key)
         items.append(AreaItem("mac" if len(inputs.macs) == 1 else key, count, unit, key, source))
+    for key, count in sorted(inputs.components.items()):
+        unit, source = figures.unit(key)
+        items.append(AreaItem(key, count, unit, key, source))
     if inputs.register_bits:
         unit, source = figures.unit("reg.bit")
         items.append(AreaItem("pe_registers", inputs.register_bits, unit, "reg.bit", source))

@@ -63,3 +63,21 @@ def test_unknown_figure_names_itself(monkeypatch):
     monkeypatch.setattr(SystolicModel, "area_inputs", lambda self: AreaInputs(macs={"int64": 4}))
     with pytest.raises(KeyError, match="mac.int64"):
         area_breakdown(dataclasses.replace(arch, tech=tech))
+
+
+def test_prices_any_compute_component_in_the_tech_table(monkeypatch):
+    """An adder-based PE array (no MACs): 1024 int8 adders and 64 fp32 adders, priced at the
+    tech table's own keys -- generic-45nm: Horowitz ISSCC 2014 8b add 36 um2, fp32 add 4184 um2."""
+    from archsim.area import AreaInputs
+    from archsim.templates.systolic.fast import SystolicModel
+
+    arch = load_arch("scalesim-32x32-ws")  # tech: generic-45nm
+    monkeypatch.setattr(SystolicModel, "area_inputs",
+                        lambda self: AreaInputs(components={"add.int8": 1024, "add.fp32": 64}))
+    items = {item.component: item for item in area_breakdown(arch)}
+    assert "mac" not in items
+    assert items["add.int8"].um2 == pytest.approx(1024 * 36.0) and items["add.int8"].source == "tech:generic-45nm"
+    assert items["add.fp32"].um2 == pytest.approx(64 * 4184.0) and items["add.fp32"].figure == "add.fp32"
+    monkeypatch.setattr(SystolicModel, "area_inputs", lambda self: AreaInputs(components={"exp.fp32": 4}))
+    with pytest.raises(KeyError, match="exp.fp32"):  # a component with no figure anywhere is refused, not dropped
+        area_breakdown(arch)

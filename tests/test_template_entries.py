@@ -15,6 +15,7 @@ template gets these checks without editing this file. For each template:
   prices for every run) has a price in the tech table each of those archs
   ships with (``sram_*_bytes.<operand>`` actions are priced per byte by the
   SRAM model, not the table);
+- every component of its ``area_inputs()`` has an area figure;
 - its RTL design (if any) overrides ``RtlDesign.cosim_items``;
 - its reference check (if it has a detailed model) rejects a planted wrong
   value in a tile its own conformance hook samples.
@@ -139,6 +140,17 @@ def unpriced_actions(actions: set[str], tech) -> list[str]:
     return out
 
 
+def unpriced_area(arch) -> list[str]:
+    """Components of the model's ``area_inputs()`` with no area figure (tech table or default)."""
+    from archsim.area import area_breakdown
+
+    try:
+        area_breakdown(arch)
+    except KeyError as err:
+        return [f"{arch.name}: {err.args[0]}"]
+    return []
+
+
 def missing_cosim(rtl_cls: type | None) -> list[str]:
     """The RTL design does not say which tiles ``archsim rtl cosim`` replays."""
     if rtl_cls is None or rtl_cls.cosim_items is not RtlDesign.cosim_items:
@@ -209,6 +221,7 @@ def test_entry_is_complete(name, toy_registered):
         assert programs, f"{arch.name}: no workload mapped"
         problems += [f"{arch.name}: {p}" for p in undeclared_units(programs, model.units)]
         problems += unpriced_actions(counted_actions(model, programs), arch.tech)
+        problems += unpriced_area(arch)
     problems += missing_cosim(entry.rtl_cls)
     problems += reference_blind_spots(entry)
     assert not problems, "\n".join(problems)
@@ -246,6 +259,15 @@ def test_catches_an_unpriced_action(toy_arch):
 
 class _NoCosimDesign(RtlDesign):
     template = "ghost"
+
+
+def test_catches_an_unpriced_area_component(toy_arch, monkeypatch):
+    from archsim.area import AreaInputs
+
+    assert not unpriced_area(toy_arch)
+    monkeypatch.setattr(type(toy_arch.model()), "area_inputs", lambda self: AreaInputs(components={"exp.fp32": 1}))
+    assert unpriced_area(toy_arch) == [
+        "toymac-1: no area figure 'exp.fp32' in tech table 'generic-45nm' nor in archsim.area defaults"]
 
 
 def test_catches_a_design_without_cosim_items(toy_arch):
