@@ -64,7 +64,7 @@ def layer_precisions(result, arch, policy=None) -> dict[str, Any]:
     """Layer name -> :class:`.executor.Precision` the run computed it at (layers with MACs and formats)."""
     from archsim.accuracy.executor import Precision
 
-    g0 = int(getattr(arch.params, "group_size", 0) or 0)
+    g0 = arch.model().scale_group_size()
     out = {}
     for layer in result.layers:
         if not layer.macs or not layer.weight_format or not layer.activation_format:
@@ -85,8 +85,9 @@ def _bound_dims(model, path: str, options: dict) -> dict[str, int]:
 def add_network_sqnr(result, arch, workload: str, options: dict, *, seed: int = 0,
                      policy_path: str | None = None) -> dict[str, Any]:
     """Set ``sqnr_db`` on ``result``'s GEMM layers and the output figures in ``result.extras``;
-    returns the figures added to the extras. ``options``: the run's workload options
-    (``dims``, ``batch``, ``seq``) that bound the model's symbolic input dims."""
+    returns the figures added to the extras. ``options``: the run's options: the workload
+    ones (``dims``, ``batch``, ``seq``) bind the model's symbolic input dims, and its
+    ``precision_policy`` (if any) is the one the run mapped with, unless ``policy_path`` is given."""
     check_sqnr_run(arch, workload)
     import onnx
 
@@ -95,7 +96,8 @@ def add_network_sqnr(result, arch, workload: str, options: dict, *, seed: int = 
 
     model = onnx.load(workload)
     feeds = input_feeds(model, _bound_dims(model, workload, options), seed)
-    policy = load_policy(policy_path) if policy_path else None
+    policy_src = policy_path if policy_path is not None else options.get("precision_policy")
+    policy = load_policy(policy_src) if policy_src else None
     precisions = layer_precisions(result, arch, policy)
     try:
         ref_out, ref_layers = execute(model, feeds)

@@ -37,12 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", metavar="DIR", help="output folder (default: sim_out/<arch>-<workload>)")
     p.add_argument("--detailed", action="store_true", help="time tiles with the detailed cycle-by-cycle model")
     p.add_argument("--objective", choices=["cycles", "energy"], help="what the mapping search minimises")
-    p.add_argument("--dataflow", help="override the arch's dataflow (ws, os, is, auto; templates with a dataflow)")
     add_fusion_arg(p)
     add_precision_args(p)
-    p.add_argument("--precision-policy", metavar="FILE", dest="precision_policy",
-                   help="layer-adaptive precision policy YAML: weights / activations / group size per layer "
-                   "name pattern or op kind, for templates with precision policies (see docs/simd.md)")
+    add_template_option_args(p)
     p.add_argument("--sqnr", action="store_true",
                    help="ONNX workloads: also run the model's values at the run's precisions on seeded random "
                    "inputs and report sqnr_db per GEMM layer and at the output vs fp32 (onnxruntime), and "
@@ -75,6 +72,60 @@ def workload_options(args: argparse.Namespace) -> dict:
     options = {"batch": args.batch, "seq": args.seq, "phase": args.phase, "kv_len": args.kv_len,
                "image_size": args.image_size, **onnx_options(args)}
     return {k: v for k, v in options.items() if v is not None}
+
+
+def _template_options() -> dict[str, tuple[bool, str, list[str]]]:
+    """Every registered template's own mapper options: name -> (is_bool, help, templates)."""
+    from archsim.spec.options import option_fields
+    from archsim.templates import template_names
+
+    out: dict[str, tuple[bool, str, list[str]]] = {}
+    for template in template_names():
+        for name, is_bool, help_text in option_fields(template):
+            if name in out:
+                out[name][2].append(template)
+            else:
+                out[name] = (is_bool, help_text, [template])
+    return out
+
+
+def add_template_option_args(p: argparse.ArgumentParser) -> None:
+    """One flag per template mapper option (``--dataflow`` for ``dataflow``), generated from each
+    template's options dataclass and its docstring: a bool option is a switch, any other takes a
+    YAML value as ``--set`` does; :func:`template_option_values` reads them."""
+    for name, (is_bool, help_text, templates) in sorted(_template_options().items()):
+        flag = "--" + name.replace("_", "-")
+        text = f"{help_text} [option of: {', '.join(templates)}]".replace("%", "%%")
+        if is_bool:
+            p.add_argument(flag, dest=name, action="store_const", const=True, default=None, help=text)
+        else:
+            p.add_argument(flag, dest=name, metavar="VALUE", default=None, help=text)
+
+
+def template_option_values(args: argparse.Namespace, template: str) -> dict:
+    """The template option flags given, parsed, checked against ``template``'s own options."""
+    import yaml
+
+    from archsim.inputs import Yaml12Loader
+    from archsim.spec.options import option_names
+
+    own = option_names(template)
+    out = {}
+    for name, (_is_bool, _help, templates) in sorted(_template_options().items()):
+        value = getattr(args, name, None)
+        if value is None:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if name not in own:
+            raise ArchsimError(f"{flag}: template {template} has no option {name} (templates with it: "
+                               f"{', '.join(templates)})")
+        if isinstance(value, str):
+            try:
+                value = yaml.load(value, Loader=Yaml12Loader)  # noqa: S506 - a safe loader (YAML 1.2 scalars)
+            except yaml.YAMLError:
+                raise ArchsimError(f"{flag}: expected a YAML value, got {value!r}") from None
+        out[name] = value
+    return out
 
 
 def add_fusion_arg(p: argparse.ArgumentParser) -> None:
@@ -128,15 +179,9 @@ def run(args: argparse.Namespace) -> int:
     from archsim.spec import load_arch
 
     arch = load_arch(args.arch, overrides=args.overrides)
-    options = {"objective": args.objective, "dataflow": args.dataflow, "fusion": args.fusion}
-    options = {**workload_options(args), **{k: v for k, v in options.items() if v is not None}}
-    if getattr(args, "precision_policy", None):
-        from mappers.options import option_names
-
-        if "precision_policy" not in option_names(arch.template):
-            raise ArchsimError(f"--precision-policy: template {arch.template} has no precision policies "
-                               f"(the simd template does)")
-        options["precision_policy"] = args.precision_policy
+    options = {"objective": args.objective, "fusion": args.fusion}
+    options = {**workload_options(args), **{k: v for k, v in options.items() if v is not None},
+               **template_option_values(args, arch.template)}
     if getattr(args, "sqnr", False):
         from archsim.accuracy.network import check_sqnr_run
 
@@ -161,8 +206,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "sqnr", False):
         from archsim.accuracy.network import add_network_sqnr
 
-        add_network_sqnr(result, arch, args.workload, options, seed=args.sqnr_seed,
-                         policy_path=getattr(args, "precision_policy", None))
+        add_network_sqnr(result, arch, args.workload, options, seed=args.sqnr_seed)
     try:
         write_reports(result, out_dir, plots=not args.no_plots)
     except OSError as err:

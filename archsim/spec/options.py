@@ -102,3 +102,37 @@ def options_for(template_name: str, spec_options: dict | None, overrides: dict |
         except (TypeError, ValueError) as err:
             raise MappingError(str(err)) from None
     return MapOptions(objective, conv, template, fusion)
+
+
+def option_fields(template_name: str) -> list[tuple[str, bool, str]]:
+    """``(name, is_bool, help)`` of each of ``template_name``'s own options, the help text
+    being the first sentence of the field's entry in its class docstring's ``Attributes``."""
+    import typing
+
+    cls = _options_cls(template_name)
+    if cls is None:
+        return []
+    docs = _attribute_docs(cls.__doc__ or "")
+    hints = typing.get_type_hints(cls)
+    return [(f.name, hints.get(f.name) is bool, docs.get(f.name, "")) for f in fields(cls)]
+
+
+def _attribute_docs(doc: str) -> dict[str, str]:
+    """Field name -> first sentence of its description in a numpy-style ``Attributes`` section."""
+    import re
+
+    out: dict[str, list[str]] = {}
+    current = None
+    for line in doc.splitlines():
+        head = re.match(r"^\s*(\w+) : ", line)
+        if head and not line.startswith(" " * 8):
+            current = head.group(1)
+            out[current] = []
+        elif current is not None and line.strip() and not set(line.strip()) <= {"-"}:
+            out[current].append(line.strip())
+    texts = {}
+    for name, lines in out.items():
+        text = re.sub(r":\w+:`([^`]*)`", r"\1", " ".join(lines).replace("``", ""))
+        first = re.split(r"(?<=[.;])\s", text, maxsplit=1)[0]
+        texts[name] = first.rstrip(".;")
+    return texts

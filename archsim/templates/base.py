@@ -135,6 +135,12 @@ class TemplateModel:
         ``archsim run --sqnr`` refuses the template. Read it through :func:`compute_formats`."""
         return None
 
+    def scale_group_size(self) -> int:
+        """Weights sharing one quantization scale along K in the datapath (``--sqnr`` quantizes
+        the same way; a precision policy may override it per layer). Default 0: no groups
+        along K (one scale per output column)."""
+        return 0
+
     def report_extras(self, result: Any) -> dict[str, Any]:
         """Template figures added to ``report.json``'s ``extras`` after a run
         (``result`` is the :class:`archsim.report.result.SimResult`). Default: none."""

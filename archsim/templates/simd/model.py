@@ -71,6 +71,9 @@ class SimdModel(TemplateModel):
             return weights, activations
         return p.weight_format, p.activation_format
 
+    def scale_group_size(self) -> int:
+        return int(self.params.group_size or 0)
+
     def peak_macs_per_cycle(self, precision: str | None = None, activations: str | None = None) -> float:
         p = self.params
         w, a = (precision or p.weight_format), p.activation_format
