@@ -22,9 +22,14 @@ def test_hbm2_stack_capacity_is_4_gib():
 
 
 def test_column_read_energy_is_the_pre_gsa_figure():
-    # O'Connor et al. MICRO 2017: ~1.5 pJ/bit from the sense amps to the global sense amps
+    """A dot GEMV tile reads every weight bit once from the sense amps to the bank edge, at
+    O'Connor et al. MICRO 2017's ~1.5 pJ/bit pre-GSA figure: banks x rows x k x 16 bits (bf16)."""
     for arch in (HBM2, GDDR6):
-        assert arch.tech.energy("pim.col_read_bit") == pytest.approx(1.5, abs=0.1)
+        p = arch.params
+        tile = PimTile("gemv", rows=8, k=4 * p.column_elements, banks=p.banks_per_channel)
+        bits = arch.model().tile_actions(tile)["pim.col_read_bit"]
+        assert p.mac_precision == "bf16" and bits == p.banks_per_channel * 8 * tile.k * 16
+        assert bits * arch.tech.energy("pim.col_read_bit") == pytest.approx(bits * 1.5, rel=0.07)
 
 
 def test_background_energy_counted_once_per_hbm2_channel():
@@ -37,13 +42,20 @@ def test_background_energy_counted_once_per_hbm2_channel():
 
 
 def test_refresh_energy_counted_once_per_hbm2_channel():
-    """One REF of a 128-bit HBM2 channel: (IDD5AB 250 - IDD3N 55) mA x 1.2 V x 260 ns = 60.84 nJ;
-    each of its two pseudo-channels' REFs refreshes half of it."""
+    """One REF of a 128-bit HBM2 channel: (IDD5AB 250 - IDD3N 55) mA (DRAMsim3 HBM2_8Gb_x128)
+    x 1.2 V x the preset's own tRFC; each of its two pseudo-channels' REFs refreshes half of it.
+    The tile's REF count is the detailed model's command stream's, not the fast model's."""
+    import numpy as np
+
+    from archsim.templates.pim import commands as C
+
     tile = PimTile("gemv", rows=64, k=4096, banks=16, ref_due=0)
-    model = HBM2.model()
-    refs = model.tile_actions(tile)["pim.ref"]
-    assert refs >= 1
-    assert refs * HBM2.tech.energy("pim.ref") == pytest.approx(refs * 0.195 * 1.2 * 260 / 2 * 1e3)
+    p = HBM2.params
+    _values, _cycles, cmds = C.run_detailed(tile, p, np.zeros((16, 64, 4096)), np.zeros(4096))
+    refs = sum(c.cmd == "REF" for c in cmds)
+    assert refs >= 2 and HBM2.model().tile_actions(tile)["pim.ref"] == refs
+    trfc_ns = p.tRFC * 1e3 / HBM2.clock_mhz
+    assert refs * HBM2.tech.energy("pim.ref") == pytest.approx(refs * (0.250 - 0.055) * 1.2 * trfc_ns / 2 * 1e3)
 
 
 def test_gddr6_refresh_time_is_120_ns():

@@ -24,9 +24,6 @@ from archsim.templates.lut.params import LutParams
 from archsim.templates.lut.tile import (
     PLANES,
     LutTile,
-    lookup_cycles,
-    precompute_cycles,
-    steps,
     table_entry_bits,
     tile_cycles,
     weight_bytes,
@@ -142,11 +139,6 @@ class LutModel(TemplateModel):
         return {"lut": {"tile": f"M{p.tile_m} N{p.tile_n} K{p.group_k}", "symmetric": p.symmetric,
                         "weight_format": p.weight_format, "activation_format": p.activation_format,
                         "peak_macs_per_cycle": self.peak_macs_per_cycle()}}
-
-    # -- layer helpers ---------------------------------------------------------
-    def step_cycles(self, tile: LutTile) -> tuple[int, int, int]:
-        """``(steps, pre, look)`` of a tile (for reports and the mapper)."""
-        return steps(tile, self.params), precompute_cycles(tile, self.params), lookup_cycles(tile, self.params)
 
 
 def output_sram_bytes(tile: LutTile, p: LutParams, out_bytes: int) -> dict[str, int]:
