@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
 from archsim.templates.base import TemplateModel, TemplateParams
 
 

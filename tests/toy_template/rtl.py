@@ -3,6 +3,10 @@
 Ports: ``a``, ``b`` (int8), ``valid``, ``first`` (start a new dot product),
 ``last`` (its final pair); ``acc`` (int32) and ``done`` (high the cycle after
 the last pair, when ``acc`` holds the result).
+
+No ``from __future__ import annotations`` here: it turns the port annotations
+below into strings, which ``wiring.Component`` does not read as ports
+(docs/adding_a_template.md, "The Amaranth annotations pitfall").
 """
 
 from typing import Any
