@@ -116,3 +116,19 @@ def test_no_shared_module_names_a_template_or_reads_its_params():
                     and isinstance(node.args[1], ast.Constant) and node.args[1].value in FORBIDDEN_ATTRS:
                 problems.append(f"{where}: probes {node.args[1].value!r}")
     assert not problems, "\n".join(problems)
+
+
+def test_rtl_cosim_items_are_legal_tiles(toy):
+    """``archsim rtl cosim``'s tiles for the toy: the random source's dot products, legal on the arch;
+    another source is refused in one line."""
+    from archsim.errors import ArchsimError
+
+    arch = load_arch(toy.conformance_module.base_arch, {"max_k": 5})
+    design = toy.rtl_cls(arch.params)
+    items = design.cosim_items("random", tiles=4, seed=1)
+    assert len(items) == 4 and {t.k for t, _ in items} >= {1, 5}  # the hook's edge cases come first
+    for tile, ops in items:
+        arch.model().check_tile(tile)
+        assert len(ops["input"]) == len(ops["weight"]) == tile.k
+    with pytest.raises(ArchsimError, match="expected random"):
+        design.cosim_items("program")
