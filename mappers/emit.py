@@ -65,10 +65,15 @@ class BufferLayout:
 class Emitter:
     """Appends commands with their dependencies; see the module docstring."""
 
-    __slots__ = ("commands", "unified", "after_input", "_base", "_writer", "_readers")
+    __slots__ = ("commands", "unified", "after_input", "dma_unit", "vector_unit", "_base", "_writer", "_readers")
 
-    def __init__(self, layout: BufferLayout, slot_counts: dict | None = None):
+    def __init__(self, layout: BufferLayout, slot_counts: dict | None = None, *, dma_unit: str = "dma",
+                 vector_unit: str = "vector"):
+        """``dma_unit`` / ``vector_unit``: the names the template's model gives its DMA and
+        vector units (its ``units``); compute units are named per call (``compute(unit=...)``)."""
         self.commands: list = []
+        self.dma_unit = dma_unit
+        self.vector_unit = vector_unit
         self.unified = layout.unified
         #: extra deps of every "input" Load (the Store that produced the data
         #: in DRAM, when one part of a layer feeds the next)
@@ -124,7 +129,8 @@ class Emitter:
             deps.update(self.after_input)
         self._war(key, deps)
         cid = len(self.commands)
-        self.commands.append(Load(cid, tuple(sorted(deps)), operand, key[0], key[1], int(nbytes), int(dram_addr)))
+        self.commands.append(Load(cid, tuple(sorted(deps)), operand, key[0], key[1], int(nbytes), int(dram_addr),
+                                  self.dma_unit))
         self._write(key, cid)
         return cid
 
@@ -140,10 +146,11 @@ class Emitter:
         for k in extra:
             self._raw(k, deps)
         cid = len(self.commands)
-        self.commands.append(Store(cid, tuple(sorted(deps)), operand, key[0], key[1], int(nbytes), int(dram_addr)))
-        self._read(key, cid, "dma")
+        self.commands.append(Store(cid, tuple(sorted(deps)), operand, key[0], key[1], int(nbytes), int(dram_addr),
+                                   self.dma_unit))
+        self._read(key, cid, self.dma_unit)
         for k in extra:
-            self._read(k, cid, "dma")
+            self._read(k, cid, self.dma_unit)
         return cid
 
     def compute(self, tile, reads: tuple, out_index: int, accumulate: bool, unit: str = "array") -> int:
@@ -219,10 +226,11 @@ class Emitter:
         if okey != ikey:
             self._war(okey, deps)
         cid = len(self.commands)
-        self.commands.append(VectorOp(cid, tuple(sorted(deps)), op, int(elements), int(reads_per_element)))
-        self._read(ikey, cid, "vector")
+        self.commands.append(VectorOp(cid, tuple(sorted(deps)), op, int(elements), int(reads_per_element),
+                                      self.vector_unit))
+        self._read(ikey, cid, self.vector_unit)
         for key in extra_keys:
-            self._read(key, cid, "vector")
+            self._read(key, cid, self.vector_unit)
         self._write(okey, cid)
         return cid
 

@@ -59,3 +59,21 @@ def test_engine_asks_the_peak_with_both_formats():
     assert ("int8", "int4") in calls and ("int8", "int8") in calls
     assert ctx.peak_for("", "") == ctx.peak == 3.0  # the arch's own: asked with neither format
     assert calls[0] == (None, None)
+
+
+def test_emitter_names_the_dma_and_vector_units():
+    """Every unit name is the template's: an Emitter told its DMA and vector units' names puts
+    Loads / Stores and VectorOps there (defaults: "dma", "vector")."""
+    from mappers.emit import emit_vector
+    from mappers.lower import VectorWork
+
+    layout = BufferLayout(False, {"input": 1 << 16, "weight": 1 << 16, "output": 1 << 16})
+    work = VectorWork("softmax", 4096, 4096 * 2, 4096 * 2)
+    units = {}
+    for names in ({}, {"dma_unit": "axi", "vector_unit": "sfu"}):
+        em = Emitter(layout, **names)
+        emit_gemm(em, Gemm("g", 32, 64, 32), TilePlan("ws", 16, 64, 16, "mnk"), _split, unit="pe")
+        emit_vector(em, work, layout)
+        units[tuple(names.values())] = {(type(c).__name__, c.unit) for c in em.commands}
+    assert units[()] == {("Load", "dma"), ("Store", "dma"), ("Compute", "pe"), ("VectorOp", "vector")}
+    assert units[("axi", "sfu")] == {("Load", "axi"), ("Store", "axi"), ("Compute", "pe"), ("VectorOp", "sfu")}
