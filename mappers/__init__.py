@@ -22,7 +22,7 @@ Conventions of the emitted Program beyond :mod:`archsim.program`:
 - Shape ops become a LayerProgram with no commands.
 - Identical layers (same op fields, arch and options) get the same
   ``signature`` and share one (immutable) command list.
-- Operator fusion (:mod:`mappers.fusion`): a mapper whose callable has
+- Operator fusion (:mod:`mappers.fusion`): a mapper (:class:`mappers.registry.Mapper`) with
   ``output_ops`` (the element-wise classes its array's output path runs;
   empty when the arch has none) is called ``mapper(op, epilogue)`` for a
   GEMM op with fused element-wise ops after it; those ops become layers

@@ -240,13 +240,14 @@ class Template:
 
     name: str
     description: str
-    #: the ``params:`` dataclass (also what the RTL generator takes)
+    #: the ``params:`` dataclass, a :class:`TemplateParams` subclass (also what the RTL generator takes)
     params: str
-    #: the model class (:class:`TemplateModel`), built as ``model_cls(arch)``
+    #: the model class (a :class:`TemplateModel` subclass), built as ``model_cls(arch)``
     model: str
-    #: mapper module exposing ``make_mapper(arch, options)`` (and optionally ``check_graph``)
+    #: mapper module exposing ``make_mapper(arch, options) -> mappers.registry.Mapper``
     mapper: str
-    #: frozen dataclass of the template's own mapper options (the spec's ``options:``), or None
+    #: frozen :class:`TemplateOptions` dataclass of the template's own mapper options (the spec's
+    #: ``options:``, and ``archsim run`` flags generated from its fields), or None
     options: str | None = None
     #: :class:`rtl.design.RtlDesign` subclass, or None for a template without RTL
     rtl: str | None = None
