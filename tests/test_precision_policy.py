@@ -100,4 +100,5 @@ def test_cli_precision_policy(tmp_path):
                           "gpt2", "--precision-policy", str(pol), "--out", str(tmp_path / "o2")],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0
-    assert "--precision-policy: template systolic has no option precision_policy (templates with it: simd)" in bad.stderr
+    assert ("--precision-policy: template systolic has no option precision_policy (templates with it: simd)"
+            in bad.stderr)

@@ -320,10 +320,13 @@ def _shared_files() -> list:
     repo = pathlib.Path(__file__).resolve().parents[1]
     names = set(template_names())
     out = []
-    for path in sorted(repo.glob("archsim/**/*.py")) + sorted(repo.glob("mappers/*.py")) + sorted(repo.glob("rtl/**/*.py")):
+    paths = sorted(repo.glob("archsim/**/*.py")) + sorted(repo.glob("mappers/*.py")) + sorted(repo.glob("rtl/**/*.py"))
+    for path in paths:
         rel = path.relative_to(repo).parts
-        if (rel[:2] == ("archsim", "templates") and len(rel) > 3) or (rel[0] == "rtl" and len(rel) > 2 and rel[1] in names) \
-                or (rel[0] == "mappers" and path.stem in names):
+        in_template = ((rel[:2] == ("archsim", "templates") and len(rel) > 3)
+                       or (rel[0] == "rtl" and len(rel) > 2 and rel[1] in names)
+                       or (rel[0] == "mappers" and path.stem in names))
+        if in_template:
             continue
         out.append(path)
     return out
@@ -337,8 +340,9 @@ def hook_probes(paths) -> list[str]:
     out = []
     for path in paths:
         for node in ast.walk(ast.parse(path.read_text())):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
-                    and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value in hooks):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2
+                    and isinstance(node.args[1], ast.Constant) and node.args[1].value in hooks):
                 out.append(f"{path}:{node.lineno}: {node.func.id}(..., {node.args[1].value!r})")
     return out
 
@@ -354,4 +358,5 @@ def test_catches_a_planted_probe(tmp_path):
     bad = tmp_path / "engine.py"
     bad.write_text("def f(model, result):\n    hook = getattr(model, 'report_extras', None)\n"
                    "    return hasattr(model, 'units') or getattr(model, 'name', '')\n")
-    assert [p.split(": ", 1)[1] for p in hook_probes([bad])] == ["getattr(..., 'report_extras')", "hasattr(..., 'units')"]
+    found = [p.split(": ", 1)[1] for p in hook_probes([bad])]
+    assert found == ["getattr(..., 'report_extras')", "hasattr(..., 'units')"]

@@ -79,7 +79,8 @@ class TemplateModel:
         self.arch = arch
 
     def _required(self, name: str) -> NotImplementedError:
-        return NotImplementedError(f"{type(self).__name__} does not implement {name}() (archsim.templates.base.TemplateModel)")
+        return NotImplementedError(f"{type(self).__name__} does not implement {name}() "
+                                   f"(archsim.templates.base.TemplateModel)")
 
     # ---- required ----
     def peak_macs_per_cycle(self, weights: str | None = None, activations: str | None = None) -> float:
