@@ -132,6 +132,19 @@ def multi_format_lut(wf: str, timeout_s: float, netlist: bool) -> tuple[object, 
     return p, synthesize(p, target="generic", options=options, netlist=netlist, timeout_s=timeout_s, **synth_bench.SYNTH)
 
 
+def multi_format_fmax(wf: str, timeout_s: float) -> float | None:
+    """nextpnr Fmax (ECP5) of the multi-format LUT core's density build."""
+    from archsim.templates.lut.params import LutParams
+    from rtl.synth import synthesize
+
+    tm, tn, K = TILE
+    p = LutParams(group_k=K, tile_k=K, tile_m=tm, tile_n=tn, precompute_entries_per_cycle=2,
+                  weight_formats=list(WEIGHT_FORMATS), activation_formats=["int8"], weight_format=wf,
+                  activation_format="int8")
+    return synthesize(p, target="ecp5", pnr=True, options=synth_bench.LUT_OPTIONS, timeout_s=timeout_s,
+                      **synth_bench.SYNTH).get("fmax_mhz")
+
+
 def multi_format_energy(wf: str, tiles: int, seed: int, pj_per_unit: float, timeout_s: float) -> dict:
     from rtl.lut.gate_level import run_gate_level
     from rtl.lut.rtl_design import LutDesign
@@ -154,6 +167,9 @@ def main(argv=None) -> int:
     ap.add_argument("--only", metavar="W", help="one weight format: W1, W1.58, W2 or W4")
     ap.add_argument("--no-energy", action="store_true", help="synthesis only (no gate-level simulation)")
     ap.add_argument("--no-multi", action="store_true", help="skip the multi-format LUT core")
+    ap.add_argument("--pnr", action="store_true",
+                    help="also place and route the specialized MAC core and the multi-format LUT core on ECP5 "
+                         "(nextpnr Fmax instead of the recorded pair-built / general cores' Fmax)")
     ap.add_argument("--tiles", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout-s", type=float, default=900.0, help="per yosys run (default 900)")
@@ -173,6 +189,11 @@ def main(argv=None) -> int:
             spec = synthesize_verilog(text, synth_bench.MAC_TOP, target="generic", netlist=not args.no_energy,
                                       timeout_s=args.timeout_s, **synth_bench.SYNTH)
             row = {"w": wname, "peak": peak, **rec, "spec_luts": spec["luts"], "spec_ffs": spec["ffs"]}
+            if args.pnr:
+                ecp = synthesize_verilog(text, synth_bench.MAC_TOP, target="ecp5", pnr=True, timeout_s=args.timeout_s,
+                                         **synth_bench.SYNTH)
+                row["spec_fmax"] = ecp.get("fmax_mhz")
+                print(f"  specialized MAC {wname} x A8 on ECP5: {row['spec_fmax']} MHz", file=sys.stderr)
             print(f"  specialized MAC {wname} x A8: {spec['luts']} LUT4 ({time.perf_counter() - t0:.0f} s)",
                   file=sys.stderr)
             if not args.no_energy:
@@ -181,6 +202,9 @@ def main(argv=None) -> int:
             if not args.no_multi:
                 _p, multi = multi_format_lut(wf, args.timeout_s, netlist=False)
                 row["multi_luts"] = multi["luts"]
+                if args.pnr:
+                    row["multi_fmax"] = multi_format_fmax(wf, args.timeout_s)
+                    print(f"  multi-format LUT core on ECP5: {row['multi_fmax']} MHz", file=sys.stderr)
                 print(f"  multi-format LUT core (at {wname}): {multi['luts']} LUT4 ({time.perf_counter() - t0:.0f} s)",
                       file=sys.stderr)
                 if not args.no_energy:
@@ -204,11 +228,13 @@ def ratios(row: dict) -> dict:
     dens = lambda luts: peak / luts  # noqa: E731 - MACs/cycle per LUT4
     rate = lambda luts, f: peak * f / luts  # noqa: E731 - MAC/s per LUT4 (MHz units)
     out["spec_density"] = dens(row["lut_luts"]) / dens(row["spec_luts"])
-    out["spec_per_macs"] = rate(row["lut_luts"], row["lut_fmax"]) / rate(row["spec_luts"], row["gen_fmax"])
+    out["spec_per_macs"] = (rate(row["lut_luts"], row["lut_fmax"])
+                            / rate(row["spec_luts"], row.get("spec_fmax") or row["gen_fmax"]))
     out["spec_energy"] = row["spec_pj"] / row["lut_pj"] if row.get("spec_pj") else None
     if row.get("multi_luts"):
         out["gen_density"] = dens(row["multi_luts"]) / dens(row["gen_luts"])
-        out["gen_per_macs"] = rate(row["multi_luts"], row["lut_fmax"]) / rate(row["gen_luts"], row["gen_fmax"])
+        out["gen_per_macs"] = (rate(row["multi_luts"], row.get("multi_fmax") or row["lut_fmax"])
+                               / rate(row["gen_luts"], row["gen_fmax"]))
     out["gen_energy"] = row["gen_pj"] / row["multi_pj"] if row.get("multi_pj") else None
     return out
 
@@ -230,8 +256,11 @@ def print_table(rows: list[dict]) -> None:
             print(f"{'':<6}| {'LUT(W1-W4 x A8) vs MAC(int8 x int8)':<38} {r['multi_luts']:>8} {r['gen_luts']:>8} | "
                   f"{fmt(q['gen_density']):>8} {fmt(q['gen_per_macs']):>9} {fmt(q['gen_energy']):>7} | "
                   f"{r.get('multi_pj', float('nan')):>10.3f} {r['gen_pj']:>10.3f}")
-    print("per MAC/s = peak x Fmax per LUT4 (LUT core 79.8-91.2 MHz, MAC core 171.4-193.2 MHz on ECP5; the "
-          "specialized MAC cores get the general core's Fmax, a lower bound); MACs/J = pJ/MAC MAC / pJ/MAC LUT "
+    for r in rows:
+        print(f"Fmax MHz at {r['w']}: LUT(pair) {r['lut_fmax']}, LUT(multi) "
+              f"{r.get('multi_fmax') or str(r['lut_fmax']) + ' (pair build, recorded)'}, MAC(general) {r['gen_fmax']}, "
+              f"MAC(specialized) {r.get('spec_fmax') or str(r['gen_fmax']) + ' (general core, recorded: a lower bound)'}")
+    print("per MAC/s = peak x Fmax per LUT4 (ECP5 nextpnr Fmax); MACs/J = pJ/MAC MAC / pJ/MAC LUT "
           "(gate level, bench_lut_energy.py's calibration)")
 
 
