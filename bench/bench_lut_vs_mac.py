@@ -5,8 +5,9 @@
    the SAME PEAK MACs/cycle AT THAT W (the bit-serial LUT core's peak is
    ``tile_m * tile_n * group_k / b``: 512 / 256 / 128 at W1 / W2 / W4), the same DRAM
    and buffers: the systolic ``lut-baseline-mac-2x128-a8`` / ``-a16`` rebuilt at that
-   peak in its FASTEST shape and dataflow for this GEMM (``archsim compare --iso macs
-   --tune``'s search: every rows x cols with rows * cols = peak x ws/os/is/auto); its
+   peak in its BEST shape and dataflow for this GEMM (``archsim compare --iso macs
+   --tune``'s search over every rows x cols with rows * cols = peak x ws/os/is/auto: the
+   least energy among the shapes within 1 % of the fastest); its
    weights travel packed (DRAM and weight-buffer reads) and are widened to int8 / 16
    bits at the array:
    cycles, energy, core area, MACs/cycle per mm^2 of core (compute density), MACs per uJ
@@ -90,7 +91,8 @@ def run_pair(args, wname, w, aname, a) -> dict:
                           "activation_format": a})
     g = gemm(*args.gemm, w, a)
     shape, base = baseline(aname, lut, g)
-    out = {"w": wname, "a": aname, "mac_shape": shape}
+    lut_shape, lut = best_shaped(lut, g, peak_of(lut))  # best against best: the LUT core's shape searched too
+    out = {"w": wname, "a": aname, "mac_shape": shape, "lut_shape": lut_shape}
     for name, arch in (("lut", lut), ("mac", base)):
         r = simulate(g, arch)
         mm2 = core_mm2(arch)
@@ -236,8 +238,8 @@ def main(argv=None) -> int:
               f"built for each pair vs rtl.lut.mac_baseline of the same peak at that W, yosys generic 4-LUTs; density = peak "
               f"MACs/cycle per 4-LUT (bench/bench_lut_synth.py). The other columns: archsim's AREA MODEL.")
     print(f"GEMM {m} x {k} x {n} on {LUT} (built for each pair) vs {BASE['A8']} / {BASE['A16']} "
-          f"rebuilt at the LUT's peak at each W in its fastest shape for this GEMM (shape column; equal DRAM and "
-          f"buffers). core mm^2 from the AREA MODEL (45 nm); density = "
+          f"rebuilt at the LUT's peak at each W in its best shape for this GEMM ([shape]: the least energy within 1 % "
+          f"of the fastest, `compare --tune`; equal DRAM and buffers). core mm^2 from the AREA MODEL (45 nm); density = "
           f"MACs/cycle per core mm^2" + ("; 'synth' columns from yosys (generic 4-LUTs, bench_lut_synth.py)"
                                          if synth else "; no synthesis results given (--synth / --synth-json)"))
     hdr = (f"{'W x A':<11}| {'core':<4} {'peak':>5} {'cycles':>10} {'MAC/cyc':>8} {'energy uJ':>10} {'core mm2':>9} "
@@ -254,14 +256,14 @@ def main(argv=None) -> int:
                           f"{row['lut']['macs_per_uj'] / row['mac']['macs_per_uj']:>13.2f}x "
                           f"{row['lut']['core_macs_per_uj'] / row['mac']['core_macs_per_uj']:>18.2f}x") \
                     if core == "lut" else f"{'':>15} {'':>14} {'':>19}"
-                shape = "" if core == "lut" else " ".join(f"{k}={v}" for k, v in row["mac_shape"].items())
-                line = (f"{(wname + ' x ' + aname) if core == 'lut' else shape[:11]:<11}| {core:<4} {f['peak']:>5g} {f['cycles']:>10,} "
+                line = (f"{(wname + ' x ' + aname) if core == 'lut' else '':<11}| {core:<4} {f['peak']:>5g} {f['cycles']:>10,} "
                         f"{f['macs_per_cycle']:>8.1f} {f['energy_uj']:>10.1f} {f['core_mm2']:>9.4f} "
                         f"{f['density']:>8.0f} {f['macs_per_uj']:>8.0f} | {ratios}")
                 s = synth.get((wname, aname))
                 if synth:
                     line += (f" | {s[core]['generic']['luts']:>12,} "
                              f"{(format(s['ratio'], '.2f') + 'x') if core == 'lut' else '':>21}") if s else " | -"
+                line += "  [" + " ".join(f"{k}={v}" for k, v in row[core + "_shape"].items()) + "]"
                 print(line)
     if not args.no_decode:
         decode(args)
