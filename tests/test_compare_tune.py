@@ -82,3 +82,11 @@ def test_exact_integer_widening_is_like_for_like():
     assert widens_exactly("ternary", "int8") and widens_exactly("int4", "int16") and widens_exactly("int1", "int8")
     assert not widens_exactly("int8", "int4")  # 127 is not an int4 value
     assert not widens_exactly("int8", "bf16")  # a change of kind: another stored format
+
+
+def test_tune_keeps_a_design_without_reshapes_as_given(capsys, tmp_path):
+    """A GPU roofline has no shapes to search: --tune runs it as given and says so."""
+    cmp, table = _compare(capsys, tmp_path, "--tune", "--weights", "int8", "--activations", "int8",
+                          archs=("systolic-32x32-ws", "gpu-t4"))
+    assert cmp["b"]["shape"] is None and cmp["a"]["shape"] is not None
+    assert "shape B (gpu-t4): as given (its template offers no reshapes: not searched)" in table

@@ -201,6 +201,15 @@ def at_peak(arch, graph, macs_per_cycle: float, why: str) -> list[tuple[dict, An
     return out
 
 
+def _own_shapes(arch, graph) -> list[tuple[dict | None, Any]]:
+    """``--tune``'s candidates for ``arch`` at its own peak; ``[(None, arch)]`` (as given, not searched)
+    for a template without reshapes (a GPU roofline, a PIM)."""
+    try:
+        return at_peak(arch, graph, _peak_macs_per_cycle(arch, graph), "--tune")
+    except ArchsimError:
+        return [(None, arch)]
+
+
 def _iso_area_peak(a, b, graph) -> float:
     """The largest peak MACs/cycle at which B's area (area model) is at most A's (bisection; peaks the
     template cannot build are skipped downwards)."""
@@ -298,7 +307,7 @@ def _tag(args) -> str:
 
 def _shape_text(overrides: dict | None) -> str:
     if overrides is None:
-        return "as given"
+        return "as given (its template offers no reshapes: not searched)"
     return " ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in overrides.items()) or "as given"
 
 
@@ -343,8 +352,7 @@ def compare(args: argparse.Namespace) -> dict[str, Any]:
             raise ArchsimError("compare --iso bandwidth: both archs need a finite DRAM bandwidth")
         b = load_arch(b, {"dram.bytes_per_cycle": _dram_bytes_per_s(a) / (b.clock_mhz * 1e6)})
     if do_tune:  # A first: --iso area takes A's tuned area
-        shapes[0], a, searched[0] = tune(graph, at_peak(a, graph, _peak_macs_per_cycle(a, graph), "--tune"),
-                                         args, mapper)
+        shapes[0], a, searched[0] = tune(graph, _own_shapes(a, graph), args, mapper)
     if iso in ("macs", "area"):
         target = (_peak_macs_per_cycle(a, graph) * a.clock_mhz / b.clock_mhz if iso == "macs"
                   else _iso_area_peak(a, b, graph))
@@ -354,8 +362,7 @@ def compare(args: argparse.Namespace) -> dict[str, Any]:
         else:
             shapes[1], b = candidates[0]
     elif do_tune:
-        shapes[1], b, searched[1] = tune(graph, at_peak(b, graph, _peak_macs_per_cycle(b, graph), "--tune"),
-                                         args, mapper)
+        shapes[1], b, searched[1] = tune(graph, _own_shapes(b, graph), args, mapper)
     runs = []
     for i, (arch, prec) in enumerate(zip((a, b), precisions)):
         r = _simulate(graph, arch, args, mapper, f"{arch.name} x {getattr(graph, 'name', '') or args.workload}")
