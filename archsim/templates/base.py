@@ -18,7 +18,12 @@ Conventions for ``Params`` dataclasses:
   smallest buffers that hold one tile (the spec loader checks them);
 - optionally ``with_precision(self, weights, activations) -> Params``: a copy set
   up to run that precision pair, or ``ValueError`` naming the pairs it runs
-  (``archsim run --weights FMT --activations FMT``).
+  (``archsim run --weights FMT --activations FMT``);
+- optionally ``reshapes(self, macs_per_cycle) -> list[dict]``: the shapes and mapping
+  options worth searching for this design built with ``macs_per_cycle`` peak MACs per
+  cycle at its own precision, each as ``load_arch`` overrides (bare param / option
+  names), the one closest to this instance first (``archsim compare --iso / --tune``;
+  read it through :func:`reshapes`; absent: the design cannot be reshaped).
 """
 from __future__ import annotations
 
@@ -87,6 +92,16 @@ def compute_formats(model: Any, weights: str, activations: str) -> tuple[str, st
     """(weights, activations) format ``model``'s hardware computes a layer of those formats in."""
     hook = getattr(model, "compute_formats", None)
     return hook(weights, activations) if hook is not None else (weights, activations)
+
+
+def reshapes(params: Any, macs_per_cycle: float) -> list[dict[str, Any]]:
+    """Overrides that rebuild ``params``' design with ``macs_per_cycle`` peak MACs per cycle, one
+    per shape / mapping option worth searching, the closest to ``params`` first: the template's
+    optional ``Params.reshapes`` hook (module docstring); ``[]`` without one or when no shape of
+    the template has exactly that peak. Shared code (``archsim compare``) reshapes through this
+    and never names a template's parameters."""
+    hook = getattr(params, "reshapes", None)
+    return [dict(v) for v in hook(macs_per_cycle)] if callable(hook) else []
 
 
 class Conformance(Protocol):
