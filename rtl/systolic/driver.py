@@ -4,10 +4,13 @@
 as many tiles as fit into the local buffers (a *batch*), writes their
 operands through the write port, issues their commands back to back (so a
 ``preload_hidden`` tile's shadow load overlaps the previous tile, as on the
-real array), waits for ``busy`` to fall, and reads the results back. A
-monitor samples ``tile_start`` / ``tile_done`` every cycle, so each tile's
-cycles are measured by the testbench from the ports, and compared with the
-design's own ``tile_cycles`` counter.
+real array), waits for ``busy`` to fall, and reads the results back. It uses
+only the host signature (:mod:`rtl.lib.host`), so it drives any RTL that
+implements it (``archsim rtl cosim --verilog``). A monitor samples ``done``
+every cycle and reads the hardware's ``tile_cycles`` counter the cycle after:
+that count is the tile's measured cycles. A design that also has a
+``tile_start`` port (archsim's own) is timed from its ports too
+(``port_cycles``), and the checker asks the two to agree.
 
 Buffer layout per tile (lane = array row for "left", array column for
 "top" and "out"; ``a`` = address offset from the tile's base)::
@@ -80,6 +83,7 @@ def psum_rows(tile: dict) -> list[list[int]]:
 class _Monitor:
     def __init__(self, dut, tiles: int = 0):
         self.dut = dut
+        self.has_start = hasattr(dut, "tile_start")
         self.tiles = tiles
         self.cycle = 0
         self.starts: list[int] = []
@@ -94,22 +98,44 @@ class _Monitor:
             if pending_hw:
                 self.hw_cycles.append(_u(dut.tile_cycles))
                 pending_hw = False
-            if _u(dut.tile_start):
+            if self.has_start and _u(dut.tile_start):
                 self.starts.append(self.cycle)
-            if _u(dut.tile_done):
+            if _u(dut.done):
                 self.dones.append(self.cycle)
                 tile_done(len(self.dones), self.tiles)  # progress per tile, as the array finishes it
                 pending_hw = True
             self.cycle += 1
 
 
-async def _write(dut, buf: str, addr: int, word: int):
-    dut.wr__en.value = 1
-    dut.wr__buf.value = BUF[buf]
-    dut.wr__addr.value = addr
-    dut.wr__data.value = word
+async def _write(dut, layout: list, buf: str, addr: int, word: int):
+    """One beat on the ``wr`` stream (waits for ``wr__ready``)."""
+    dut.wr__payload.value = pack_command(layout, {"buf": BUF[buf], "addr": addr, "data": word})
+    dut.wr__valid.value = 1
+    while True:
+        await FallingEdge(dut.clk)
+        if _u(dut.wr__ready):
+            break
     await RisingEdge(dut.clk)
-    dut.wr__en.value = 0
+    dut.wr__valid.value = 0
+
+
+async def _read(dut, addr: int, limit: int = 1000) -> int:
+    """One request on ``rd_addr`` and its answer on ``rd_data``."""
+    dut.rd_addr__payload.value = addr
+    dut.rd_addr__valid.value = 1
+    for _ in range(limit):
+        await FallingEdge(dut.clk)
+        if _u(dut.rd_addr__ready):
+            break
+    await RisingEdge(dut.clk)
+    dut.rd_addr__valid.value = 0
+    for _ in range(limit):
+        await FallingEdge(dut.clk)
+        if _u(dut.rd_data__valid):
+            word = _u(dut.rd_data__payload)
+            await RisingEdge(dut.clk)  # rd_data__ready is held high: the word is taken at this edge
+            return word
+    raise TimeoutError(f"no rd_data within {limit} cycles of reading address {addr}")
 
 
 def pack_command(layout: list, fields: dict[str, int]) -> int:
@@ -153,8 +179,10 @@ async def run_job(dut, job: dict) -> dict:
     depth = {"left": cfg["left_depth"], "top": cfg["top_depth"], "out": cfg["out_depth"]}
     tiles = job["tiles"]
 
-    for name in ("cmd__valid", "wr__en", "rd__en"):
+    wr_layout = [tuple(f) for f in job["write_layout"]]
+    for name in ("cmd__valid", "wr__valid", "rd_addr__valid"):
         getattr(dut, name).value = 0
+    dut.rd_data__ready.value = 1
     await RisingEdge(dut.clk)
     mon = _Monitor(dut, len(tiles))
     cocotb.start_soon(mon.run())
@@ -184,15 +212,15 @@ async def run_job(dut, job: dict) -> dict:
         # ---- load operands (and initial partial sums) ----
         for j, lay, base in batch:
             for a, row in enumerate(lay["left"]):
-                await _write(dut, "left", base["left"] + a, _pack(row, lw))
+                await _write(dut, wr_layout, "left", base["left"] + a, _pack(row, lw))
             for a, row in enumerate(lay["top"]):
-                await _write(dut, "top", base["top"] + a, _pack(row, lw))
+                await _write(dut, wr_layout, "top", base["top"] + a, _pack(row, lw))
             if tiles[j]["accumulate"] and not lay["chained"]:
                 for a, row in enumerate(psum_rows(tiles[j])):
-                    await _write(dut, "out", base["out"] + a, _pack(row, ab))
+                    await _write(dut, wr_layout, "out", base["out"] + a, _pack(row, ab))
 
         # ---- run the batch back to back ----
-        first_start = len(mon.starts)
+        first_done = len(mon.dones)
         budget = 1000
         for j, lay, base in batch:
             t = tiles[j]
@@ -214,21 +242,16 @@ async def run_job(dut, job: dict) -> dict:
             rows = []
             overwritten = idx + 1 < len(batch) and batch[idx + 1][1]["chained"]
             for a in range(0 if overwritten else lay["out_rows"]):
-                dut.rd__en.value = 1
-                dut.rd__addr.value = base["out"] + a
-                await RisingEdge(dut.clk)
-                dut.rd__en.value = 0
-                await FallingEdge(dut.clk)
-                rows.append(_unpack(_u(dut.rd__data), C, ab))
-            k = first_start + idx
+                rows.append(_unpack(await _read(dut, base["out"] + a), C, ab))
+            k = first_done + idx
             start = mon.starts[k] if k < len(mon.starts) else None
             done = mon.dones[k] if k < len(mon.dones) else None
             results.append({
                 "out": None if overwritten else out_rows_to_tile(tiles[j], rows),
                 "start_cycle": start,
                 "done_cycle": done,
-                "cycles": (done - start + 1) if start is not None and done is not None else None,
-                "hw_cycles": mon.hw_cycles[k] if k < len(mon.hw_cycles) else None,
+                "cycles": mon.hw_cycles[k] if k < len(mon.hw_cycles) else None,  # the hardware's counter
+                "port_cycles": (done - start + 1) if start is not None and done is not None else None,
                 "gap_before": (start - mon.dones[k - 1] - 1) if k > 0 and start is not None else None,
             })
         i = batch[-1][0] + 1
