@@ -66,6 +66,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--waves", action="store_true", help="write a waveform (FST for Icarus, VCD for Verilator)")
     c.add_argument("--build-dir", metavar="DIR", help="simulator build folder (default: a cache under /tmp)")
     c.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+    c.add_argument("--verilog", nargs="+", metavar="FILE",
+                   help="co-simulate your own Verilog instead of archsim's: it must implement the host interface "
+                   "(docs/rtl_host_interface.md) for --arch; a waveform is always written")
+    c.add_argument("--top", metavar="NAME", help="top module of the --verilog files")
     c.set_defaults(func=cmd_cosim)
 
     s = sub.add_parser("synth", help="synthesize with yosys (and place & route with nextpnr-ecp5)")
@@ -129,6 +133,10 @@ def cmd_generate(args) -> int:
 
 
 def cmd_cosim(args) -> int:
+    if args.verilog or args.top:  # bring your own RTL (rtl.cosim.byo)
+        from rtl.cosim.byo import cosim_cli
+
+        return cosim_cli(args)
     from rtl.api import run_cosim
 
     from archsim.outputs import check_owned_file, write_owned_json

@@ -99,6 +99,12 @@ def host_sizes(signature: wiring.Signature) -> dict[str, int]:
     }
 
 
+#: the flattened port names of the host signature (Verilog names; ``clk`` and ``rst`` first)
+HOST_PORTS = ("clk", "rst", "cmd__payload", "cmd__valid", "cmd__ready", "wr__payload", "wr__valid", "wr__ready",
+              "rd_addr__payload", "rd_addr__valid", "rd_addr__ready", "rd_data__payload", "rd_data__valid",
+              "rd_data__ready", "busy", "done", "tile_cycles", "tiles_done", "error")
+
+
 #: one line per host port, for manifests and port tables (a design adds its own payload details)
 HOST_PORT_DOCS = {
     "clk": "clock (rising edge)",

@@ -23,6 +23,7 @@ Buffer layout per tile (lane = array row for "left", array column for
 from __future__ import annotations
 
 from cocotb.triggers import FallingEdge, RisingEdge
+from cocotb.utils import get_sim_time
 from rtl.cosim.progress import tile_done
 from rtl.design import pack_lanes
 
@@ -89,6 +90,7 @@ class _Monitor:
         self.starts: list[int] = []
         self.dones: list[int] = []
         self.hw_cycles: list[int] = []
+        self.done_ns: list[float] = []
 
     async def run(self):
         dut = self.dut
@@ -102,6 +104,7 @@ class _Monitor:
                 self.starts.append(self.cycle)
             if _u(dut.done):
                 self.dones.append(self.cycle)
+                self.done_ns.append(get_sim_time(unit="ns"))
                 tile_done(len(self.dones), self.tiles)  # progress per tile, as the array finishes it
                 pending_hw = True
             self.cycle += 1
@@ -168,6 +171,23 @@ async def _wait_idle(dut, limit: int) -> bool:
     return False
 
 
+def port_problem(dut, cmd_layout: list, wr_layout: list, rd_bits: int) -> str:
+    """Why the top module cannot be driven (a missing host port or a payload of the wrong width), or ""."""
+    from rtl.lib.host import HOST_PORTS
+
+    missing = [p for p in HOST_PORTS if not hasattr(dut, p)]
+    if missing:
+        return (f"the top module lacks host port(s) {', '.join(missing)} "
+                "(docs/rtl_host_interface.md lists the ports)")
+    want = {"cmd__payload": sum(f[2] for f in cmd_layout), "wr__payload": sum(f[2] for f in wr_layout),
+            "rd_data__payload": rd_bits}
+    for name, bits in want.items():
+        got = len(getattr(dut, name))
+        if got != bits:
+            return f"port {name} is {got} bits wide, this arch needs {bits} (docs/rtl_host_interface.md)"
+    return ""
+
+
 async def run_job(dut, job: dict) -> dict:
     import cocotb
 
@@ -180,6 +200,9 @@ async def run_job(dut, job: dict) -> dict:
     tiles = job["tiles"]
 
     wr_layout = [tuple(f) for f in job["write_layout"]]
+    problem = port_problem(dut, job["command_layout"], wr_layout, C * ab)
+    if problem:
+        return {"error": problem, "tiles": []}
     for name in ("cmd__valid", "wr__valid", "rd_addr__valid"):
         getattr(dut, name).value = 0
     dut.rd_data__ready.value = 1
@@ -253,6 +276,7 @@ async def run_job(dut, job: dict) -> dict:
                 "cycles": mon.hw_cycles[k] if k < len(mon.hw_cycles) else None,  # the hardware's counter
                 "port_cycles": (done - start + 1) if start is not None and done is not None else None,
                 "gap_before": (start - mon.dones[k - 1] - 1) if k > 0 and start is not None else None,
+                "done_ns": mon.done_ns[k] if k < len(mon.done_ns) else None,
             })
         i = batch[-1][0] + 1
     return {"tiles": results, "error_flag": _u(dut.error), "cycles_total": mon.cycle}

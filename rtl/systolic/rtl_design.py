@@ -45,6 +45,8 @@ class SystolicDesign(RtlDesign):
     template = "systolic"
     toplevel = "archsim_systolic"
     driver = "rtl.systolic.driver:run_job"
+    #: the driver uses only the host signature (rtl.lib.host): user Verilog can be co-simulated with it
+    host_interface = True
     depth_options = ("left_depth", "top_depth", "out_depth")
 
     @staticmethod
