@@ -47,6 +47,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g = sub.add_parser("generate", help="write Verilog, a FuseSoC .core and a JSON manifest")
     _common(g)
     g.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    g.add_argument("--wrapper", choices=["none", "axi"], default="none",
+                   help="none (default): the engine's own ports; axi: AXI4-Lite registers and AXI4-Stream data "
+                   "around it (designs with the host interface; docs/rtl_host_interface.md)")
     g.set_defaults(func=cmd_generate)
 
     c = sub.add_parser("cosim", help="replay tile commands on the RTL and compare with the models")
@@ -108,7 +111,12 @@ def _design(args, target: str | None = None):
         if not name:
             raise SpecError(f"--banks: the {arch.template} RTL has no banks")
         options[name] = args.banks
-    return arch, design_for(arch, options or None)
+    design = design_for(arch, options or None)
+    if getattr(args, "wrapper", "none") == "axi":  # rtl generate --wrapper axi
+        from rtl.lib.axi_design import axi_wrapped
+
+        design = axi_wrapped(design)
+    return arch, design
 
 
 def design_label(arch, overrides) -> str:

@@ -188,9 +188,72 @@ def port_problem(dut, cmd_layout: list, wr_layout: list, rd_bits: int) -> str:
     return ""
 
 
-async def run_job(dut, job: dict) -> dict:
-    import cocotb
+class DirectHost:
+    """Drives the host signature's ports directly; tile cycles from ``done`` and ``tile_cycles``."""
 
+    max_batch = None  # no limit beyond the buffers
+
+    def __init__(self, dut, job: dict):
+        self.dut = dut
+        self.job = job
+        self.cmd_layout = job["command_layout"]
+        self.wr_layout = [tuple(f) for f in job["write_layout"]]
+        self.mon = _Monitor(dut, len(job["tiles"]))
+        self.first_done = 0
+
+    async def start(self, rd_bits: int) -> str:
+        import cocotb
+
+        dut = self.dut
+        problem = port_problem(dut, self.cmd_layout, self.wr_layout, rd_bits)
+        if problem:
+            return problem
+        for name in ("cmd__valid", "wr__valid", "rd_addr__valid"):
+            getattr(dut, name).value = 0
+        dut.rd_data__ready.value = 1
+        await RisingEdge(dut.clk)
+        cocotb.start_soon(self.mon.run())
+        return ""
+
+    async def write_rows(self, buf: str, base: int, words: list[int]):
+        for a, word in enumerate(words):
+            await _write(self.dut, self.wr_layout, buf, base + a, word)
+
+    async def issue(self, fields: dict[str, int]):
+        await _issue(self.dut, pack_command(self.cmd_layout, fields))
+
+    def begin_batch(self):
+        self.first_done = len(self.mon.dones)
+
+    async def wait_idle(self, limit: int) -> bool:
+        ok = await _wait_idle(self.dut, limit)
+        await FallingEdge(self.dut.clk)  # let the monitor record the last tile_cycles
+        return ok
+
+    async def read_rows(self, base: int, count: int) -> list[int]:
+        return [await _read(self.dut, base + a) for a in range(count)]
+
+    async def batch_timing(self, count: int) -> list[dict]:
+        mon, out = self.mon, []
+        for idx in range(count):
+            k = self.first_done + idx
+            start = mon.starts[k] if k < len(mon.starts) else None
+            done = mon.dones[k] if k < len(mon.dones) else None
+            out.append({
+                "start_cycle": start,
+                "done_cycle": done,
+                "cycles": mon.hw_cycles[k] if k < len(mon.hw_cycles) else None,  # the hardware's counter
+                "port_cycles": (done - start + 1) if start is not None and done is not None else None,
+                "gap_before": (start - mon.dones[k - 1] - 1) if k > 0 and start is not None else None,
+                "done_ns": mon.done_ns[k] if k < len(mon.done_ns) else None,
+            })
+        return out
+
+    async def finish(self) -> dict:
+        return {"error_flag": _u(self.dut.error), "cycles_total": self.mon.cycle}
+
+
+async def run_job(dut, job: dict) -> dict:
     cfg = job["config"]
     R, C = cfg["rows"], cfg["cols"]
     lw = max(cfg["input_bits"], cfg["weight_bits"])
@@ -199,16 +262,15 @@ async def run_job(dut, job: dict) -> dict:
     depth = {"left": cfg["left_depth"], "top": cfg["top_depth"], "out": cfg["out_depth"]}
     tiles = job["tiles"]
 
-    wr_layout = [tuple(f) for f in job["write_layout"]]
-    problem = port_problem(dut, job["command_layout"], wr_layout, C * ab)
+    if job.get("host") == "axi":  # through the AXI wrapper (rtl.lib.axi)
+        from rtl.lib.axi_host import AxiHost
+
+        host = AxiHost(dut, job)
+    else:
+        host = DirectHost(dut, job)
+    problem = await host.start(C * ab)
     if problem:
         return {"error": problem, "tiles": []}
-    for name in ("cmd__valid", "wr__valid", "rd_addr__valid"):
-        getattr(dut, name).value = 0
-    dut.rd_data__ready.value = 1
-    await RisingEdge(dut.clk)
-    mon = _Monitor(dut, len(tiles))
-    cocotb.start_soon(mon.run())
 
     results: list[dict] = []
     i = 0
@@ -220,7 +282,7 @@ async def run_job(dut, job: dict) -> dict:
             chained = bool(tiles[j].get("chain")) and bool(batch)
             need = {"left": len(lay["left"]), "top": R if tiles[j]["dataflow"] != "os" else len(lay["top"]),
                     "out": 0 if chained else lay["out_rows"]}
-            if any(used[b] + need[b] > depth[b] for b in used):
+            if any(used[b] + need[b] > depth[b] for b in used) or len(batch) == (host.max_batch or -1):
                 break
             base = dict(used)
             if chained:  # accumulate in place onto the previous tile's results
@@ -234,49 +296,34 @@ async def run_job(dut, job: dict) -> dict:
 
         # ---- load operands (and initial partial sums) ----
         for j, lay, base in batch:
-            for a, row in enumerate(lay["left"]):
-                await _write(dut, wr_layout, "left", base["left"] + a, _pack(row, lw))
-            for a, row in enumerate(lay["top"]):
-                await _write(dut, wr_layout, "top", base["top"] + a, _pack(row, lw))
+            await host.write_rows("left", base["left"], [_pack(row, lw) for row in lay["left"]])
+            await host.write_rows("top", base["top"], [_pack(row, lw) for row in lay["top"]])
             if tiles[j]["accumulate"] and not lay["chained"]:
-                for a, row in enumerate(psum_rows(tiles[j])):
-                    await _write(dut, wr_layout, "out", base["out"] + a, _pack(row, ab))
+                await host.write_rows("out", base["out"], [_pack(row, ab) for row in psum_rows(tiles[j])])
 
         # ---- run the batch back to back ----
-        first_done = len(mon.dones)
+        host.begin_batch()
         budget = 1000
         for j, lay, base in batch:
             t = tiles[j]
             budget += 4 * (R + t["m"] + t["k"] + t["n"] + R + C + P)
-            await _issue(dut, pack_command(job["command_layout"], {
+            await host.issue({
                 "dataflow": DATAFLOW_CODES[t["dataflow"]],
                 "m": t["m"], "k": t["k"], "n": t["n"],
                 "accumulate": int(t["accumulate"]),
                 "preload_hidden": int(t.get("preload_hidden", False)),
                 "left_base": base["left"], "top_base": base["top"], "out_base": base["out"],
-            }))
-        if not await _wait_idle(dut, budget):
+            })
+        if not await host.wait_idle(budget):
             return {"error": f"design still busy {budget} cycles after the commands of tiles {i}..{batch[-1][0]}",
                     "tiles": results}
-        await FallingEdge(dut.clk)  # let the monitor record the last tile_cycles
+        timing = await host.batch_timing(len(batch))
 
         # ---- read back (a tile whose results the next tile accumulated onto is gone: skip it) ----
         for idx, (j, lay, base) in enumerate(batch):
-            rows = []
             overwritten = idx + 1 < len(batch) and batch[idx + 1][1]["chained"]
-            for a in range(0 if overwritten else lay["out_rows"]):
-                rows.append(_unpack(await _read(dut, base["out"] + a), C, ab))
-            k = first_done + idx
-            start = mon.starts[k] if k < len(mon.starts) else None
-            done = mon.dones[k] if k < len(mon.dones) else None
-            results.append({
-                "out": None if overwritten else out_rows_to_tile(tiles[j], rows),
-                "start_cycle": start,
-                "done_cycle": done,
-                "cycles": mon.hw_cycles[k] if k < len(mon.hw_cycles) else None,  # the hardware's counter
-                "port_cycles": (done - start + 1) if start is not None and done is not None else None,
-                "gap_before": (start - mon.dones[k - 1] - 1) if k > 0 and start is not None else None,
-                "done_ns": mon.done_ns[k] if k < len(mon.done_ns) else None,
-            })
+            words = await host.read_rows(base["out"], 0 if overwritten else lay["out_rows"])
+            rows = [_unpack(w, C, ab) for w in words]
+            results.append({"out": None if overwritten else out_rows_to_tile(tiles[j], rows), **timing[idx]})
         i = batch[-1][0] + 1
-    return {"tiles": results, "error_flag": _u(dut.error), "cycles_total": mon.cycle}
+    return {"tiles": results, **await host.finish()}
