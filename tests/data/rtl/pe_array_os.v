@@ -51,6 +51,7 @@ module pe_array_os #(
     output reg  error
 );
     localparam DEPTH = 1 << ADDR;
+    localparam RB = (R > 1) ? $clog2(R) : 1;  // bits of a row index
     localparam [1:0] IDLE = 2'd0, RUN = 2'd1, WRITEBACK = 2'd2;
 
     // ---- command fields (least significant first) ----
@@ -85,7 +86,8 @@ module pe_array_os #(
     reg [ADDR-1:0] t_left, t_top, t_out;
     reg [31:0]     x;         // tile cycle
     reg [DIM-1:0]  row;       // write-back row
-    wire [31:0]    last = t_k + R + C - 3;
+    wire [31:0]    k32 = {{(32 - DIM){1'b0}}, t_k};
+    wire [31:0]    last = k32 + R + C - 3;
 
     assign cmd__ready = (state == IDLE);
     assign busy = (state != IDLE);
@@ -99,16 +101,16 @@ module pe_array_os #(
     genvar gi, gj;
     generate
         for (gi = 0; gi < R; gi = gi + 1) begin : g_left
-            wire [31:0] s = x - gi;
-            wire ok = (state == RUN) && x >= gi && s < t_k;
-            wire [R * IW - 1:0] entry = left_mem[t_left + s[ADDR-1:0]];
-            assign a_edge[gi] = ok ? entry[gi * IW +: IW] : {IW{1'b0}};
+            wire [31:0] s = x - gi;             // wraps to a huge value while x < gi
+            wire ok = (state == RUN) && s < k32;
+            wire [IW-1:0] lane = left_mem[t_left + s[ADDR-1:0]][gi * IW +: IW];
+            assign a_edge[gi] = ok ? lane : {IW{1'b0}};
         end
         for (gj = 0; gj < C; gj = gj + 1) begin : g_top
             wire [31:0] s = x - gj;
-            wire ok = (state == RUN) && x >= gj && s < t_k;
-            wire [C * IW - 1:0] entry = top_mem[t_top + s[ADDR-1:0]];
-            assign w_edge[gj] = ok ? entry[gj * IW +: IW] : {IW{1'b0}};
+            wire ok = (state == RUN) && s < k32;
+            wire [IW-1:0] lane = top_mem[t_top + s[ADDR-1:0]][gj * IW +: IW];
+            assign w_edge[gj] = ok ? lane : {IW{1'b0}};
         end
     endgenerate
 
@@ -141,9 +143,9 @@ module pe_array_os #(
     always @(*) begin
         for (c = 0; c < C; c = c + 1) begin
             if (t_acc && !(PLANTED_BUG && c == C - 1))
-                new_entry[c * ACC +: ACC] = old_entry[c * ACC +: ACC] + acc_q[row][c];
+                new_entry[c * ACC +: ACC] = old_entry[c * ACC +: ACC] + acc_q[row[RB-1:0]][c];
             else
-                new_entry[c * ACC +: ACC] = acc_q[row][c];
+                new_entry[c * ACC +: ACC] = acc_q[row[RB-1:0]][c];
         end
     end
 
