@@ -39,6 +39,11 @@ class AxiHost:
         self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
         for bfm in (self.lite.write_if, self.lite.read_if, self.source, self.sink):
             bfm.log.setLevel(logging.WARNING)
+        if self.job.get("axi_backpressure"):  # stall both streams now and then (tests)
+            import itertools
+
+            self.source.set_pause_generator(itertools.cycle([1, 0, 0]))
+            self.sink.set_pause_generator(itertools.cycle([1, 1, 0]))
         for _ in range(2):
             await RisingEdge(dut.clk)
         ident = await self.reg("ID")
