@@ -78,6 +78,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s = sub.add_parser("synth", help="synthesize with yosys (and place & route with nextpnr-ecp5)")
     _common(s)
     s.add_argument("--target", default="ecp5", choices=["ecp5", "generic"], help="yosys flow (default ecp5)")
+    s.add_argument("--wrapper", choices=["none", "axi"], default="none",
+                   help="none (default) or axi: synthesize the design inside its AXI wrapper (as rtl generate)")
     s.add_argument("--pnr", action="store_true", help="place and route on an ECP5-85k (out of context): Fmax")
     s.add_argument("--freq", type=float, default=200.0, metavar="MHZ", help="nextpnr target clock (default 200)")
     s.add_argument("--seed", type=int, default=1, help="nextpnr seed (default 1)")

@@ -25,7 +25,7 @@ issues the buffer reads; ``FETCH_LATENCY`` cycles later the operands sit in the 
 registers, and one cycle after that the partial sums take the registered products. Tile-local
 cycle ``x`` of the contract is the cycle ``FETCH_LATENCY + 1 - P`` after the fetch-level cycle
 in which the FSM counter equals ``x`` (with ``P = 0`` the operands run one cycle ahead and the
-product register is hidden). ``tile_start`` is high in tile cycle 0, ``tile_done`` in the cycle
+product register is hidden). ``tile_start`` is high in tile cycle 0, ``done`` (the controller's ``tile_done``) in the cycle
 the tile's last output is presented at the bottom of the array. All arithmetic is two's
 complement and wraps at the accumulator width, like archsim's models.
 """
