@@ -79,9 +79,7 @@ class SystolicDesign(RtlDesign):
         import rtl.systolic.ecp5
         import rtl.systolic.pe
 
-        import rtl.lib.host
-
-        mods = (rtl.lib.host, rtl.systolic.array, rtl.systolic.buffers, rtl.systolic.config, rtl.systolic.controller,
+        mods = (rtl.systolic.array, rtl.systolic.buffers, rtl.systolic.config, rtl.systolic.controller,
                 rtl.systolic.design, rtl.systolic.ecp5, rtl.systolic.pe)
         return [inspect.getfile(mod) for mod in mods] + [__file__]
 
