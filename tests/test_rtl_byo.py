@@ -25,6 +25,7 @@ pytestmark = [pytest.mark.rtl, pytest.mark.verilog]
 DATA = Path(__file__).parent / "data" / "rtl"
 GOOD = [str(DATA / "pe_array_os.v")]
 BUGGY = GOOD + [str(DATA / "pe_array_os_bug.v")]
+BUGGY_COUNTER = GOOD + [str(DATA / "pe_array_os_bug_cycles.v")]
 OVERRIDES = ["rows=2", "cols=2", "dataflow=os"]
 SIM_MISSING = simulator_missing_reason("icarus")
 needs_icarus = pytest.mark.skipif(SIM_MISSING is not None, reason=SIM_MISSING or "")
@@ -69,6 +70,20 @@ def test_planted_bug_is_caught_and_the_first_bad_tile_named(tmp_path):
 
 
 @needs_icarus
+def test_a_wrong_cycle_counter_is_caught_though_every_value_is_right(tmp_path):
+    arch = _arch()
+    items = _items(arch, seed=1, tiles=3)
+    user = run_user_verilog(arch, BUGGY_COUNTER, "pe_array_os_bug_cycles", items, build_dir=tmp_path / "b")
+    assert not user.report.ok
+    assert all(t.values_ok and not t.cycles_ok for t in user.report.tiles)
+    t = items[0][0]
+    want = t.k + 2 + 2 - 2  # os contract on a 2x2 array; the bug says one more
+    assert user.first_mismatch().startswith(
+        f"first mismatching tile: 0 (os m={t.m} k={t.k} n={t.n}{' acc' if t.accumulate else ''}): cycles: "
+        f"tile_cycles counter {want + 1}, models {want} (fast) / {want} (detailed)")
+
+
+@needs_icarus
 def test_cli_runs_user_verilog_and_fails_on_the_bug(tmp_path, capsys):
     base = ["rtl", "cosim", "--arch", "systolic-32x32-ws"] + [a for o in OVERRIDES for a in ("--set", o)]
     assert main(base + ["--verilog", *GOOD, "--top", "pe_array_os", "--tiles", "3",
@@ -102,7 +117,8 @@ def test_bad_flags_are_one_line_errors(tmp_path, capsys):
     assert "not driven through the host interface" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("top,files", [("pe_array_os", GOOD), ("pe_array_os_bug", BUGGY)])
+@pytest.mark.parametrize("top,files", [("pe_array_os", GOOD), ("pe_array_os_bug", BUGGY),
+                                       ("pe_array_os_bug_cycles", BUGGY_COUNTER)])
 def test_hand_written_verilog_is_lint_clean_under_wall(top, files):
     import shutil
     import subprocess

@@ -24,7 +24,8 @@ module pe_array_os #(
     parameter ADDR = 6,         // buffer address bits
     parameter DIM = 7,          // bits of m, k, n in the command
     parameter WRD = 64,         // data bits of a write: max(max(R, C) * IW, C * ACC)
-    parameter PLANTED_BUG = 0   // 1: the last output lane forgets the old value when accumulating
+    parameter PLANTED_BUG = 0   // 1: the last output lane forgets the old value when accumulating;
+                                // 2: tile_cycles counts one cycle too many
 ) (
     input  wire clk,
     input  wire rst,
@@ -142,7 +143,7 @@ module pe_array_os #(
     integer c;
     always @(*) begin
         for (c = 0; c < C; c = c + 1) begin
-            if (t_acc && !(PLANTED_BUG && c == C - 1))
+            if (t_acc && !(PLANTED_BUG == 1 && c == C - 1))
                 new_entry[c * ACC +: ACC] = old_entry[c * ACC +: ACC] + acc_q[row[RB-1:0]][c];
             else
                 new_entry[c * ACC +: ACC] = acc_q[row[RB-1:0]][c];
@@ -178,7 +179,7 @@ module pe_array_os #(
                 RUN: begin
                     x <= x + 1;
                     if (done) begin
-                        tile_cycles <= x + 1;  // cycles 0 .. x, the hardware's own count
+                        tile_cycles <= (PLANTED_BUG == 2) ? x + 2 : x + 1;  // cycles 0 .. x, the hardware's own count
                         tiles_done <= tiles_done + 1;
                         state <= WRITEBACK;
                         row <= 0;

@@ -1,6 +1,7 @@
 // The planted bug: pe_array_os.v with PLANTED_BUG = 1 (its last output lane forgets the old
 // output-buffer value when a tile accumulates). `archsim rtl cosim --verilog pe_array_os.v
-// pe_array_os_bug.v --top pe_array_os_bug` must fail on the first accumulating tile.
+// pe_array_os_bug.v --top pe_array_os_bug` must fail on the first accumulating tile with an
+// output in the last lane.
 `default_nettype none
 
 module pe_array_os_bug (
