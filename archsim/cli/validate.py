@@ -25,6 +25,11 @@ def _run(args) -> int:
         print("\n".join(validate.groups()))
         return 0
     names = args.only or validate.groups()
+    unknown = [n for n in names if n not in validate.groups()]
+    if unknown:  # before running anything: a typo should not cost the other comparisons' time
+        from archsim.errors import ArchsimError
+
+        raise ArchsimError(f"--only: unknown comparison {unknown[0]!r}; known: {', '.join(validate.groups()) or 'none'}")
     claims = []
     for name in names:
         print(f"validate: {name} ...", file=sys.stderr, flush=True)
@@ -37,16 +42,17 @@ def _run(args) -> int:
 
 
 def _print_table(claims) -> None:
-    header = ("comparison", "quantity", "archsim", "published", "error", "tol", "result")
+    header = ("comparison", "quantity", "archsim", "published", "error", "tol", "result", "note")
     rows = [
         (
             c.group,
             c.name + (f" [{c.unit}]" if c.unit else ""),
-            f"{c.ours:.4g}",
-            f"{c.published:.4g}",
+            _number(c.ours),
+            _number(c.published),
             f"{100 * c.rel_error:.1f}%",
-            f"{100 * c.rel_tol:.0f}%",
+            f"{100 * c.rel_tol:.3g}%",
             "pass" if c.passed else "FAIL",
+            c.note,
         )
         for c in claims
     ]
@@ -55,3 +61,10 @@ def _print_table(claims) -> None:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
     failed = sum(not c.passed for c in claims)
     print(f"{len(claims) - failed} of {len(claims)} published figures reproduced within tolerance")
+
+
+def _number(value: float) -> str:
+    """Whole numbers in full (cycle counts must show their last digit), others to 4 significant digits."""
+    if value == value and abs(value) < 1e15 and float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:.4g}"
