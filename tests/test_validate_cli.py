@@ -68,6 +68,7 @@ def test_json_is_machine_readable(monkeypatch, capsys):
     rows = json.loads(capsys.readouterr().out)
     assert [(r["group"], r["name"], r["passed"]) for r in rows] == [
         ("alpha", "speedup", True), ("alpha", "cycles", True), ("beta", "energy ratio", False)]
+    assert [r["status"] for r in rows] == ["pass", "pass", "FAIL"]
     first = rows[0]
     assert first["ours"] == 2.5 and first["published"] == 2.6 and first["rel_tol"] == 0.05
     assert first["rel_error"] == pytest.approx(0.1 / 2.6)
@@ -96,3 +97,23 @@ def test_a_non_finite_value_never_passes():
 
 def test_shipped_groups_are_discovered():
     assert "scalesim" in validate.groups()  # a module adds itself by existing
+
+
+EXPLAINED = [Claim("gamma", "speedup", ours=1.2, published=2.6, rel_tol=0.1, source="paper D, abstract",
+                   explained="the paper's baseline is another accelerator")]
+
+
+def test_an_explained_difference_shows_as_differs_and_does_not_fail(monkeypatch, capsys):
+    _plant(monkeypatch, {"alpha": GOOD, "gamma": EXPLAINED})
+    assert main(["validate"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("gamma"))
+    assert "differs" in row and "FAIL" not in row and "another accelerator" in row
+    assert "2 of 3 published figures reproduced within tolerance; 1 differ" in out
+
+
+def test_an_explanation_never_excuses_a_non_finite_value():
+    claim = Claim("g", "x", ours=float("nan"), published=1.0, rel_tol=0.1, source="s", explained="reason")
+    assert claim.status == "FAIL"
+    within = Claim("g", "x", ours=1.0, published=1.0, rel_tol=0.1, source="s", explained="reason")
+    assert within.status == "pass"
