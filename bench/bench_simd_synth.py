@@ -99,15 +99,14 @@ def main(argv=None) -> int:
               f"{g.get('luts', '-'):>8}")
     fixed = [r for r in rows if r["label"].startswith("fixed")]
     recon = next((r for r in rows if r["label"] == "reconfigurable"), None)
-    if fixed and recon and all(r["ecp5"] and r["generic"] for r in rows):
-        tot = {k: sum(r["ecp5"][k] for r in fixed) for k in ("luts", "ffs", "dsps", "carry")}
-        gen = {k: sum(r["generic"][k] for r in fixed) for k in ("cells", "luts")}
-        label = f"sum of {len(fixed)} fixed PEs"
-        print(f"{label:<22} {'':>5} {'':>5} {tot['luts']:>7} {tot['ffs']:>6} {tot['dsps']:>4} {tot['carry']:>6} "
-              f"{'-':>8} {gen['cells']:>9} {gen['luts']:>8}")
-        print(f"reconfigurable / sum of fixed: LUT4 {recon['ecp5']['luts'] / max(1, tot['luts']):.2f}x, "
-              f"FF {recon['ecp5']['ffs'] / max(1, tot['ffs']):.2f}x, "
-              f"generic cells {recon['generic']['cells'] / max(1, gen['cells']):.2f}x")
+    if fixed and recon and all(r["ecp5"] for r in rows) and "luts" in recon["ecp5"]:
+        # against one fixed PE (what a design would build instead), never against the sum of all of them
+        largest = max(fixed, key=lambda r: r["ecp5"]["luts"])
+        lut = [recon["ecp5"]["luts"] / max(1, r["ecp5"]["luts"]) for r in fixed]
+        ff = [recon["ecp5"]["ffs"] / max(1, r["ecp5"]["ffs"]) for r in fixed]
+        print(f"reconfigurable / largest fixed PE ({largest['label']}): "
+              f"LUT4 {recon['ecp5']['luts'] / max(1, largest['ecp5']['luts']):.2f}x; against one fixed PE: "
+              f"LUT4 {min(lut):.2f}-{max(lut):.2f}x, FF {min(ff):.2f}-{max(ff):.2f}x")
         for r in fixed:
             print(f"reconfigurable / {r['label']}: LUT4 {recon['ecp5']['luts'] / max(1, r['ecp5']['luts']):.2f}x, "
                   f"FF {recon['ecp5']['ffs'] / max(1, r['ecp5']['ffs']):.2f}x")

@@ -154,16 +154,13 @@ class SimdModel:
 
     # -- area and reports -----------------------------------------------------------
     def area_inputs(self):
-        """One ``lane_bits``-wide MAC per PE (the reconfigurable lanes share it) priced at the
-        widest float (or int) MAC of that width, plus operand, group and output registers."""
+        """``pes`` PEs, each priced from synthesis of the RTL PE by its format set and multiplier
+        (:mod:`archsim.templates.simd.area`; the cells include the PE's registers)."""
         from archsim.area import AreaInputs
+        from archsim.templates.simd.area import pe_um2
 
-        p = self.params
-        floats = any(get_format(f).kind != "int" for f in p.formats) or p.dequant
-        width = 8 if p.lane_bits <= 8 else 16 if p.lane_bits <= 16 else 32
-        mac = {8: "fp8_e4m3", 16: "fp16", 32: "fp32"}[width] if floats else f"int{width}"
-        regs = p.pes * (2 * p.lane_bits + 64 + 32)
-        return AreaInputs(macs={mac: p.pes}, register_bits=regs)
+        unit, source = pe_um2(self.params)
+        return AreaInputs(units={"simd_pe": (self.params.pes, unit, source)})
 
     def report_extras(self, result) -> dict:
         p = self.params
