@@ -25,18 +25,19 @@ def xrnpe_table() -> None:
     print("XR-NPE style: one PE, lane_bits 16, pipeline_cycles 10 (generic cells: yosys synth -lut 4; "
           "lane products per cycle per 1000 cells at each operand width)")
     print()
-    print("| PE | generic cells | cells vs reconfigurable | 2-bit | 4-bit | 8-bit | 16-bit | source |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    print("| PE | generic cells | ECP5 LUT4 / FF / DSP | 2-bit | 4-bit | 8-bit | 16-bit |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for row in rows.values():
         dens = " | ".join(f"{row.lanes_by_bits[b]} ({row.per_kcell(b):.2f})" for b in (2, 4, 8, 16))
-        print(f"| {row.label} | {row.cells:,.0f} | {row.cells / rec.cells:.2f}x | {dens} | "
-              f"{row.how.split(';')[0]} |")
+        lut, ff, dsp = row.ecp5
+        print(f"| {row.label} | {row.cells:,.0f} | {lut:,} / {ff:,} / {dsp} | {dens} |")
     print()
     for key in ("largest_fixed", "multi_format"):
         other = rows[key]
         gains = ", ".join(f"{b}-bit {rec.per_kcell(b) / other.per_kcell(b):.2f}x" for b in (2, 4, 8, 16)
                           if other.per_kcell(b))
-        print(f"reconfigurable / {other.label}: area {rec.cells / other.cells:.2f}x; "
+        print(f"reconfigurable / {other.label}: cells {rec.cells / other.cells:.2f}x, "
+              f"ECP5 LUT4 {rec.ecp5[0] / other.ecp5[0]:.2f}x, FF {rec.ecp5[1] / other.ecp5[1]:.2f}x; "
               f"lane products per cycle per area: {gains}")
     fixed = {f: v for f, v in ECP5_PC10.items() if f != "reconfigurable"}
     lut, ff = ECP5_PC10["reconfigurable"][:2]
@@ -50,17 +51,18 @@ def mixpe_table(arch: str, seq: int) -> None:
     print()
     print(f"MixPE vs dequantize-then-fp16 at equal PE-array area ({arch}, group 128, Llama-3-8B)")
     print()
-    print("| pair | phase | MixPE PEs (cells/PE) | baseline PEs (cells/PE) | MixPE cycles | baseline cycles | "
-          "speedup | MixPE energy (uJ) | baseline energy (uJ) | energy reduction |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| pair | MixPE multiplier | phase | MixPE PEs (cells/PE) | baseline PEs (cells/PE) | MixPE cycles | "
+          "baseline cycles | speedup | MixPE energy (uJ) | baseline energy (uJ) | energy reduction |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for w, a in (("int4", "int8"), ("int4", "fp16")):
-        for phase in ("prefill", "decode"):
-            r = mixpe_vs_dequant(arch, w, a, 128, "llama3_8b", phase, seq)
-            pair = f"W{bits_of(w)}A{bits_of(a)} ({w} x {a})"
-            print(f"| {pair} | {phase} {seq} | {r.mixpe_pes:,} ({r.mixpe_pe_cells:,.0f}) | "
-                  f"{r.dequant_pes:,} ({r.dequant_pe_cells:,.0f}) | {r.mixpe_cycles:,} | {r.dequant_cycles:,} | "
-                  f"{r.speedup:.2f}x | {r.mixpe_energy_pj / 1e6:,.1f} | {r.dequant_energy_pj / 1e6:,.1f} | "
-                  f"{r.energy_reduction:.2f}x |", flush=True)
+        for mult in ("shift_add", "array"):
+            for phase in ("prefill", "decode"):
+                r = mixpe_vs_dequant(arch, w, a, 128, "llama3_8b", phase, seq, multiplier=mult)
+                pair = f"W{bits_of(w)}A{bits_of(a)} ({w} x {a})"
+                print(f"| {pair} | {mult} | {phase} {seq} | {r.mixpe_pes:,} ({r.mixpe_pe_cells:,.0f}) | "
+                      f"{r.dequant_pes:,} ({r.dequant_pe_cells:,.0f}) | {r.mixpe_cycles:,} | {r.dequant_cycles:,} | "
+                      f"{r.speedup:.2f}x | {r.mixpe_energy_pj / 1e6:,.1f} | {r.dequant_energy_pj / 1e6:,.1f} | "
+                      f"{r.energy_reduction:.2f}x |", flush=True)
 
 
 def main() -> None:

@@ -32,6 +32,10 @@ ECP5_PC10: dict[str, tuple[int, int, int, float]] = {
 
 #: the multi-format PE without lane reconfiguration: one 16-bit lane decoding every 16-bit format
 MULTI_FORMAT_16 = ("int16", "fp16", "bf16", "posit16_1")
+#: its ECP5 figures at pipeline_cycles 10 (LUT4, TRELLIS_FF, MULT18X18D), synth_ecp5 without place and route,
+#: measured 2026-11-27 (python bench/bench_simd_synth.py --no-fixed --no-pnr --pipeline-cycles 10
+#: --formats int16 fp16 bf16 posit16_1; docs/simd_rtl.md, "Area model")
+MULTI_FORMAT_ECP5 = (4698, 547, 5)
 #: operand widths of the formats (bits)
 WIDTHS = (2, 4, 8, 16)
 
@@ -43,15 +47,16 @@ class PeRow:
     cells: float
     how: str
     lanes_by_bits: dict[int, int]  # operand width -> lane products per cycle
+    ecp5: tuple[int, int, int]  # LUT4, FF, DSP (synth_ecp5)
 
     def per_kcell(self, bits: int) -> float:
         return 1000.0 * self.lanes_by_bits.get(bits, 0) / self.cells
 
 
-def _row(label: str, formats, lanes_by_bits: dict[int, int]) -> PeRow:
+def _row(label: str, formats, lanes_by_bits: dict[int, int], ecp5) -> PeRow:
     params = SimdParams(pes=1, formats=list(formats), weight_format=formats[0], activation_format=formats[0])
     cells, how = pe_cells(params)
-    return PeRow(label, tuple(formats), cells, how, lanes_by_bits)
+    return PeRow(label, tuple(formats), cells, how, lanes_by_bits, tuple(ecp5[:3]))
 
 
 def xrnpe_rows() -> dict[str, PeRow]:
@@ -60,11 +65,11 @@ def xrnpe_rows() -> dict[str, PeRow]:
     largest = max(fixed, key=fixed.get)
     return {
         "reconfigurable": _row("reconfigurable (11 formats, 1x16 .. 8x2 lanes)", list(SUPPORTED_FORMATS),
-                               {b: 16 // b for b in WIDTHS}),
+                               {b: 16 // b for b in WIDTHS}, ECP5_PC10["reconfigurable"]),
         "largest_fixed": _row(f"largest fixed PE ({largest}, {16 // _bits(largest)} lanes)", [largest],
-                              {b: (16 // b if b == _bits(largest) else 0) for b in WIDTHS}),
+                              {b: (16 // b if b == _bits(largest) else 0) for b in WIDTHS}, ECP5_PC10[largest]),
         "multi_format": _row("multi-format PE (16-bit formats, 1 lane; narrower formats widened)",
-                             list(MULTI_FORMAT_16), {b: 1 for b in WIDTHS}),
+                             list(MULTI_FORMAT_16), {b: 1 for b in WIDTHS}, MULTI_FORMAT_ECP5),
     }
 
 
@@ -99,14 +104,15 @@ class MixpeResult:
         return self.dequant_energy_pj / self.mixpe_energy_pj
 
 
-def mixpe_designs(arch: str, weights: str, activations: str, group_size: int) -> tuple[dict, dict, int, int]:
+def mixpe_designs(arch: str, weights: str, activations: str, group_size: int,
+                  multiplier: str = "shift_add") -> tuple[dict, dict, int, int]:
     """(MixPE overrides, equal-area dequant baseline overrides, MixPE PEs, baseline PEs)."""
     from archsim.spec import load_arch
 
     formats = [weights] if weights == activations else [weights, activations]
     common = {"formats": formats, "weight_format": weights, "activation_format": activations,
               "group_size": group_size}
-    mixpe = {**common, "multiplier": "shift_add", "dequant": False}
+    mixpe = {**common, "multiplier": multiplier, "dequant": False}
     base = {**common, "multiplier": "array", "dequant": True}
     pes = load_arch(arch).params.pes
     mixpe_cells, _ = pe_cells(load_arch(arch, overrides=mixpe).params)
@@ -117,12 +123,13 @@ def mixpe_designs(arch: str, weights: str, activations: str, group_size: int) ->
 
 def mixpe_vs_dequant(arch: str = "simd-1024", weights: str = "int4", activations: str = "int8",
                      group_size: int = 128, workload: str = "llama3_8b", phase: str = "prefill",
-                     seq_len: int = 512) -> MixpeResult:
-    """MixPE vs the dequantize-then-fp16 baseline at equal PE-array area on one LLM phase."""
+                     seq_len: int = 512, multiplier: str = "shift_add") -> MixpeResult:
+    """MixPE's order (on ``multiplier``: MixPE's shift-add, or an array multiplier) vs the
+    dequantize-then-fp16 baseline at equal PE-array area on one LLM phase."""
     from archsim.simulation import simulate
     from archsim.spec import load_arch
 
-    mixpe, base, pes, base_pes = mixpe_designs(arch, weights, activations, group_size)
+    mixpe, base, pes, base_pes = mixpe_designs(arch, weights, activations, group_size, multiplier)
     kw = {"phase": phase, "trace_layers": 0}
     kw.update({"seq_len": seq_len} if phase == "prefill" else {"kv_len": seq_len})
     ours = simulate(workload, arch, weights=weights, activations=activations, overrides=mixpe, **kw)
