@@ -30,6 +30,8 @@ from __future__ import annotations
 from archsim.templates.simd.params import SUPPORTED_FORMATS, SimdParams
 
 ALL = frozenset(SUPPORTED_FORMATS)
+#: the pipeline depth every figure below was synthesized at (the presets' value)
+SYNTH_PIPELINE_CYCLES = 10
 
 #: where each measured figure comes from (yosys 0.70 generic flow, one PE, lane_bits 16, pipeline_cycles 10)
 SYNTH_RUNS = {
@@ -147,6 +149,9 @@ def pe_cells(params: SimdParams) -> tuple[float, str]:
                                  f"(bench/bench_simd_synth.py; archsim/templates/simd/area.py SYNTH_CELLS)")
             cells *= ratio[0]
             how += f" x {ratio[0]:.3f} ({style} / array, measured on {ratio[1]})"
+    if params.pipeline_cycles != SYNTH_PIPELINE_CYCLES:
+        how += (f"; figures at pipeline_cycles {SYNTH_PIPELINE_CYCLES} (this PE: {params.pipeline_cycles}; "
+                f"the 11-format PE is 12,023 cells at 4, docs/simd_rtl.md)")
     if params.lane_bits != 16:
         cells = BASE_CELLS + (cells - BASE_CELLS) * params.lane_bits / 16
         how += f"; lanes scaled x{params.lane_bits}/16 from the 16-bit PE (extrapolated, not synthesized)"
