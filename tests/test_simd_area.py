@@ -55,6 +55,11 @@ def test_area_follows_the_format_set_and_multiplier():
     mixpe = _params(["int4", "fp16"], multiplier="shift_add")
     assert area.pe_cells(mixpe)[0] == 7142  # synthesized 2026-11-27
     assert area.pe_cells(_params(["int4", "fp16"], dequant=True))[0] == 4173
+    assert area.pe_cells(_params(["int4", "int8"], multiplier="bit_serial"))[0] == 5788
+    # bit-serial on another set: the array estimate x the measured bit_serial / array ratio on int4+int8
+    cells, how = area.pe_cells(_params(["int2", "int8"], multiplier="bit_serial"))
+    assert cells == pytest.approx(area.additive_cells(["int2", "int8"]) * 5788 / 5837)
+    assert "bit_serial / array" in how
 
 
 def test_unsynthesized_styles_and_widths_say_how_they_were_derived():
