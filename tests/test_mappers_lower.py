@@ -11,7 +11,7 @@ from mappers.lower import Gather, Gemm, VectorWork, lower_op
 from workloads.ops import (Attention, Conv2d, Elementwise, Embedding, LayerNorm, MatMul, Pool, RMSNorm,
                            ShapeOp, Softmax)
 
-RESNET18_CSV = Path("/work/shared/scalesim_topologies/Resnet18.csv")
+RESNET18_CSV = Path(__file__).resolve().parent / "data" / "scalesim_reference" / "topologies" / "Resnet18.csv"
 
 
 def _csv_row(name):
@@ -22,7 +22,6 @@ def _csv_row(name):
     raise KeyError(name)
 
 
-@pytest.mark.skipif(not RESNET18_CSV.exists(), reason="SCALE-Sim topologies not available")
 @pytest.mark.parametrize("layer,sr,t,sc", [
     # Conv1: 224x224 ifmap, 7x7 filter, 3 channels, 64 filters, stride 2:
     # ofmap side ceil((224 - 7 + 2) / 2) = ceil(109.5) = 110 -> Sr = 12100; T = 7*7*3 = 147; Sc = 64

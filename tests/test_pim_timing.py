@@ -203,8 +203,10 @@ def random_params(rng: random.Random) -> PimParams:
             tFAW=rng.randint(6, tRAS + tRP), tREFI=rng.randint(1200, 3000), tRFC=rng.randint(50, 300),
             tCL=rng.randint(1, 20), max_postponed_refreshes=rng.randint(1, 8),
             tRCDWR=rng.randint(1, tRCD), tWTR=rng.randint(1, 20), tRTW=rng.randint(1, 20), tPPD=rng.randint(1, 4),
+            tWTR_S=1,
             act_bus_cycles=rng.choice([1, 2]), tRFCpb=rng.randint(10, 50), tRREFD=rng.randint(1, 10),
         )
+        p.tWTR_S = rng.randint(1, p.tWTR)
         p.tRRD = min(p.tRRD, p.tFAW)
         p.tRRD_L = min(p.tRRD + rng.randint(0, 3), p.tFAW)
         try:

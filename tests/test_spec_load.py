@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import math
 import re
 import textwrap
@@ -232,17 +231,8 @@ def test_preset_listing():
     assert "generic-45nm" in tech_names()
 
 
-def _systolic_ready() -> bool:
-    try:
-        return hasattr(importlib.import_module("archsim.templates.systolic"), "TEMPLATE")
-    except ImportError:
-        return False
 
 
-needs_systolic = pytest.mark.skipif(not _systolic_ready(), reason="systolic template not built yet")
-
-
-@needs_systolic
 @pytest.mark.parametrize("name", [n for n in preset_names()])
 def test_every_preset_loads(name):
     arch = load_arch(name)
@@ -250,7 +240,6 @@ def test_every_preset_loads(name):
     assert arch.clock_mhz > 0 and arch.tech.name
 
 
-@needs_systolic
 def test_tpuv1_figures():
     arch = load_arch("tpuv1-256x256")
     p = arch.params
@@ -260,7 +249,6 @@ def test_tpuv1_figures():
     assert arch.dram.bytes_per_cycle == pytest.approx(34e9 / 700e6)
 
 
-@needs_systolic
 def test_scalesim_presets_are_stall_free():
     arch = load_arch("scalesim-32x32-os")
     assert math.isinf(arch.dram.bytes_per_cycle) and arch.dram.latency_cycles == 0
@@ -270,7 +258,6 @@ def test_scalesim_presets_are_stall_free():
     assert arch.params.mult_pipeline_stages == 0
 
 
-@needs_systolic
 def test_systolic_buffer_too_small():
     msg = error_of("systolic-32x32-ws", overrides=["buffers.output.bytes=1000"])
     # one 32x32 int32 tile = 4096 B

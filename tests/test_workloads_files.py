@@ -9,12 +9,14 @@ import workloads
 from archsim.errors import WorkloadError
 
 DATA = Path(__file__).parent / "data" / "workloads"
+# the SCALE-Sim topology files, one copy shared with the engine golden tests
+TOPO = Path(__file__).parent / "data" / "scalesim_reference" / "topologies"
 EXAMPLE = Path(workloads.__file__).parent / "examples" / "tiny_cnn.yaml"
 
 
 # -- SCALE-Sim --------------------------------------------------------------------------------------------------
 def test_scalesim_gemm_form():
-    g = workloads.load(str(DATA / "vit_s.csv"))
+    g = workloads.load(str(TOPO / "vit_s.csv"))
     assert [op.name for op in g.ops()] == ["L0", "L1", "L2", "L3", "L4"]
     l1 = g.op("L1")  # L1,196,1176,64: M=196, N=1176, K=64
     assert (l1.kind, l1.m, l1.n, l1.k) == ("matmul", 196, 1176, 64)
@@ -22,13 +24,13 @@ def test_scalesim_gemm_form():
     # sum of M*N*K over the five rows of the file
     assert g.total_macs() == (196 * 192 * 384 + 196 * 1176 * 64 + 196 * 64 * 1176 + 196 * 1536 * 384
                               + 196 * 384 * 1536)
-    assert workloads.load(str(DATA / "gemm256.csv")).total_macs() == 256 ** 3
+    assert workloads.load(str(TOPO / "gemm256.csv")).total_macs() == 256 ** 3
 
 
 def test_scalesim_conv_form_uses_scalesim_ofmap_rule():
     """SCALE-Sim: ofmap = ceil((H - F + S) / S) (topology_utils.calc_hyper_params), no padding;
     Sr = ofmap pixels, T = Fh*Fw*C, Sc = filters."""
-    g = workloads.load(str(DATA / "Resnet18.csv"))
+    g = workloads.load(str(TOPO / "Resnet18.csv"))
     assert len(g) == 21 and g.nx.number_of_edges() == 0
     conv1 = g.op("Conv1")  # Conv1,224,224,7,7,3,64,2: ceil((224 - 7 + 2) / 2) = ceil(109.5) = 110
     assert (conv1.out_h, conv1.out_w) == (110, 110)
@@ -40,7 +42,7 @@ def test_scalesim_conv_form_uses_scalesim_ofmap_rule():
     assert s3.out_h == 29
     fc = g.op("FC")  # 1,1,1,1,512,1000,1
     assert fc.macs() == 512 * 1000
-    r50 = workloads.load(str(DATA / "Resnet50.csv"))
+    r50 = workloads.load(str(TOPO / "Resnet50.csv"))
     assert len(r50) == 54
 
 

@@ -102,11 +102,6 @@ def compute_report_text(result: SimResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _si(x: float, unit: str) -> str:
-    """Kept for callers outside this module; figures here go through :mod:`archsim.fmt`."""
-    return fmt.energy_pj(x * 1e12) if unit == "J" else (fmt.nbytes(x) if unit == "B" else f"{fmt.number(x)} {unit}")
-
-
 def _extra(key: str, value) -> str:
     """A template extra by the unit its name carries (``_pj``, ``_bytes``, ``_per_s``, ``_s``, ``_fraction``)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -269,26 +264,6 @@ def write_plots(result: SimResult, plots_dir: str) -> list[str]:
     ax.set_title(f"Roofline: peak {fmt.number(peak)} MACs/cycle, DRAM "
                  f"{'unlimited' if bw == math.inf else fmt.nbytes(bw)}/cycle")
     written.append(_save_plot(fig, ax, os.path.join(plots_dir, "roofline.png")))
-    return written
-
-
-def write_reports_into(result: SimResult, out_dir: str, plots: bool = True) -> list[str]:
-    """Write every report file into an existing folder (no atomic swap)."""
-    files = {
-        "report.json": report_json_text(result),
-        "layers.csv": layers_csv_text(result),
-        "summary.md": summary_md_text(result),
-        "COMPUTE_REPORT.csv": compute_report_text(result),
-        "trace.json": trace_json_text(result),
-    }
-    written = []
-    for name, text in files.items():
-        path = os.path.join(out_dir, name)
-        with open(path, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        written.append(path)
-    if plots:
-        written += write_plots(result, os.path.join(out_dir, "plots"))
     return written
 
 

@@ -25,8 +25,13 @@ Constraints checked, per channel:
 ``tPPD``       PRE -> PRE in the channel
 ``tCCD_L``     column commands touching a common bank group
 ``tCCD_S``     any two column commands
-``tWTR``       WR -> MAC/RD touching the WR's bank group
-``tRTW``       MAC/RD -> WR in the channel (read-to-write turnaround)
+``tWTR``       WR -> MAC/RD touching the WR's bank group (WL + burst + tWTR_L)
+``tWTR_S``     WR -> MAC/RD of any other bank group (WL + burst + tWTR_S)
+``tRTW``       MAC/RD/RDACC -> WR in the channel, RD/RDACC -> GBWR (read-to-write bus turnaround)
+``mac_drain``  RDACC before the last MAC's data are in the accumulators
+               (``last MAC + mac_drain``)
+``tRASmax``    a row open longer than ``tRASmax`` (checked at every later
+               command of the channel and at ``end``)
 ``tRRD``       ACT -> ACT in the channel (different bank groups)
 ``tRRD_L``     ACT -> ACT touching a common bank group
 ``tFAW``       five ACTs within tFAW (an all-bank ACT counts as four)
@@ -34,7 +39,8 @@ Constraints checked, per channel:
 ``tRFCpb``     REFPB -> ACT of that bank
 ``tRREFD``     REFPB -> REFPB, and REFPB -> ACT of another bank
 ``tREFI``      REF number n (from 1) issued by ``ref_due + (n - 1 + max_postponed) * tREFI``
-               (``banks_per_channel`` REFPBs count as one REF)
+               (per-bank refresh counts bank by bank: REFPBs add up to one REF
+               only when every bank has had one, so 16 REFPBs to bank 0 are not a REF)
 =============  ==============================================================
 """
 from __future__ import annotations
@@ -73,7 +79,9 @@ class _State:
         self.last_pre = None
         self.t_refpb = [None] * n
         self.last_refpb = None
-        self.pb_refs = 0
+        self.pb_refs = [0] * n  # REFPBs per bank
+        self.bus_reads: list[int] = []  # recent RD / RDACC (drive the data bus out)
+        self.last_mac = None
         self.row_bus_free = None
         self.last_row_cmd = None
         self.cols: list[tuple[int, frozenset]] = []
@@ -101,6 +109,10 @@ def check_stream(stream, p, ref_due: int | None = None, end: int | None = None) 
             return frozenset()
         return frozenset(b // per_group for b in banks_of(bank))
 
+    def refs_done(s: _State) -> int:
+        """All-bank REFs plus the REFPB rounds every bank has completed."""
+        return s.refs + min(s.pb_refs)
+
     def refs_required(t: int) -> int:
         """REFs that must have been issued by cycle t."""
         late = first_due + p.max_postponed_refreshes * p.tREFI
@@ -121,8 +133,14 @@ def check_stream(stream, p, ref_due: int | None = None, end: int | None = None) 
         if s.last_time is not None and t < s.last_time:
             return bad("order", f"issued before the previous command (cycle {s.last_time})")
         need = refs_required(t)
-        if s.refs + s.pb_refs // nb < need:
-            return bad("tREFI", f"{need} REF commands due by cycle {t}, {s.refs} issued")
+        if refs_done(s) < need:
+            worst = min(range(nb), key=lambda b: s.pb_refs[b])
+            return bad("tREFI", f"{need} REF commands due by cycle {t}, {s.refs} issued "
+                                f"(+ {min(s.pb_refs)} per-bank rounds: bank {worst} refreshed {s.pb_refs[worst]} times)")
+        for b in range(nb):
+            if s.open[b] is not None and t > s.t_act[b] + p.tRASmax:
+                return bad("tRASmax", f"bank {b}: row {s.open[b]} open since cycle {s.t_act[b]}, "
+                                      f"{t - s.t_act[b]} cycles > tRASmax {p.tRASmax}")
         if s.t_ref is not None and t < s.t_ref + p.tRFC:
             return bad("tRFC", f"{t - s.t_ref} cycles after REF at {s.t_ref}, need {p.tRFC}")
         bs = banks_of(bank)
@@ -140,6 +158,14 @@ def check_stream(stream, p, ref_due: int | None = None, end: int | None = None) 
                                          f"need {p.tCCD_L}")
                 if t < tc + p.tCCD_S:
                     return bad("tCCD_S", f"{t - tc} cycles after a column command, need {p.tCCD_S}")
+        if cmd in ("WR", "GBWR"):  # the data bus turns from driven-by-DRAM to driven-by-host
+            late = [tr for tr in s.bus_reads if t < tr + p.tRTW]
+            if late:
+                return bad("tRTW", f"{cmd} {t - max(late)} cycles after a RD / RDACC on the data bus, "
+                                   f"need {p.tRTW} (bus turnaround)")
+        if cmd == "RDACC" and s.last_mac is not None and t < s.last_mac + p.mac_drain:
+            return bad("mac_drain", f"RDACC {t - s.last_mac} cycles after the last MAC, whose data reach the "
+                                    f"accumulators {p.mac_drain} cycles after it (tCL + MAC cycles + pipeline)")
         if cmd == "ACT":
             for b in bs:
                 if s.open[b] is not None:
@@ -179,6 +205,8 @@ def check_stream(stream, p, ref_due: int | None = None, end: int | None = None) 
                 for tw, gw in s.writes:
                     if g & gw and t < tw + p.tWTR:
                         return bad("tWTR", f"{t - tw} cycles after a WR to the same bank group, need {p.tWTR}")
+                    if t < tw + p.tWTR_S:
+                        return bad("tWTR_S", f"{t - tw} cycles after a WR to another bank group, need {p.tWTR_S}")
         elif cmd == "PRE":
             if s.last_pre is not None and t < s.last_pre + p.tPPD:
                 return bad("tPPD", f"{t - s.last_pre} cycles after the previous PRE, need {p.tPPD}")
@@ -210,7 +238,7 @@ def check_stream(stream, p, ref_due: int | None = None, end: int | None = None) 
                     return bad("tRP", f"REF {t - s.t_pre[b]} cycles after PRE of bank {b}, need {p.tRP}")
         # ---- update
         s.last_time = t
-        horizon = t - max(p.tCCD_L, p.tWTR, p.tRTW)
+        horizon = t - max(p.tCCD_L, p.tWTR, p.tWTR_S, p.tRTW)
         if cmd in ROW:
             s.last_row_cmd = t
         else:
@@ -219,6 +247,10 @@ def check_stream(stream, p, ref_due: int | None = None, end: int | None = None) 
                 s.reads = [x for x in s.reads if x[0] > horizon] + [(t, groups_of(cmd, bank))]
             elif cmd == "WR":
                 s.writes = [x for x in s.writes if x[0] > horizon] + [(t, groups_of(cmd, bank))]
+            if cmd in ("RD", "RDACC"):
+                s.bus_reads = [x for x in s.bus_reads if x > t - p.tRTW] + [t]
+            if cmd == "MAC":
+                s.last_mac = t
         if cmd == "ACT":
             s.row_bus_free = t + p.act_bus_cycles
             s.act_groups = [x for x in s.act_groups if x[0] > t - p.tRRD_L] + [(t, groups_of(cmd, bank))]
@@ -235,7 +267,7 @@ def check_stream(stream, p, ref_due: int | None = None, end: int | None = None) 
         elif cmd == "REFPB":
             s.t_refpb[bank] = t
             s.last_refpb = t
-            s.pb_refs += 1
+            s.pb_refs[bank] += 1
         elif cmd in ("MAC", "RD"):
             for b in bs:
                 s.t_rd[b] = t
@@ -248,7 +280,13 @@ def check_stream(stream, p, ref_due: int | None = None, end: int | None = None) 
     if end is not None:
         for ch, s in states.items():
             need = refs_required(end)
-            if s.refs + s.pb_refs // nb < need:
+            if refs_done(s) < need:
                 return Violation("tREFI", len(stream), end, (end, ch, -1, "END", 0),
-                                 f"{need} REF commands due by the end at cycle {end}, {s.refs} issued")
+                                 f"{need} REF commands due by the end at cycle {end}, {s.refs} issued "
+                                 f"(+ {min(s.pb_refs)} per-bank rounds)")
+            for b in range(nb):
+                if s.open[b] is not None and end > s.t_act[b] + p.tRASmax:
+                    return Violation("tRASmax", len(stream), end, (end, ch, b, "END", s.open[b]),
+                                     f"bank {b}: row {s.open[b]} open from cycle {s.t_act[b]} to the end, "
+                                     f"{end - s.t_act[b]} cycles > tRASmax {p.tRASmax}")
     return None

@@ -26,7 +26,8 @@ commands issue in program order (times never decrease).
 
 Scheduling rules beyond JEDEC (the controller's policy, documented in
 docs/pim.md): an ACT or REF waits ``tCCD_S`` after a GBWR/RDACC; GBWR waits
-for every bank to be precharged (the buffer is loaded between bursts);
+for every bank to be precharged (the buffer is loaded between bursts) and
+``tRTW`` after an RDACC (the data bus turns around);
 RDACC waits for the last MAC's data (``mac_drain``); a MAC waits
 ``mac_cycles_per_column`` after the previous one (the MAC unit is busy); before
 each ACT a REF is issued if one is due; an ACT waits until every bank is
@@ -175,6 +176,7 @@ class _Channel:
         self.row_bus_free = -(1 << 40)  # the row bus is busy for act_bus_cycles after an ACT
         self.last_col: tuple[int, frozenset] | None = None  # (time, bank groups touched)
         self.last_io = -(1 << 40)  # last GBWR / RDACC
+        self.last_bus_read = -(1 << 40)  # last RD / RDACC (data driven out on the channel's bus)
         self.last_mac = -(1 << 40)
         self.ref = -(1 << 40)
         self.due = ref_due
@@ -219,9 +221,10 @@ class _Channel:
                 assert self.open_row[b] is not None, f"{cmd} to a closed bank"
                 t = max(t, self.act[b] + (p.tRCDWR if cmd == "WR" else p.tRCD))
             if cmd == "WR":  # read -> write bus turnaround, anywhere in the channel
-                t = max(t, max(self.read_group) + p.tRTW)
-            else:  # write -> read of the same bank group
-                t = max(t, max(self.wr_group[g] for g in self.groups(bank)) + p.tWTR)
+                t = max(t, max(self.read_group) + p.tRTW, self.last_bus_read + p.tRTW)
+            else:  # write -> read: tWTR_L in the WR's bank group, tWTR_S in the others
+                t = max(t, max(self.wr_group[g] for g in self.groups(bank)) + p.tWTR,
+                        max(self.wr_group) + p.tWTR_S)
             if cmd == "MAC":  # the MAC unit takes mac_cycles_per_column per column
                 t = max(t, self.last_mac + p.mac_cycles_per_column)
         elif cmd == "PRE":
@@ -237,6 +240,7 @@ class _Channel:
             for b in range(p.banks_per_channel):
                 assert self.open_row[b] is None, "GBWR with an open bank"
                 t = max(t, self.pre[b] + p.tRP)
+            t = max(t, self.last_bus_read + p.tRTW)  # the data bus turns around after an RDACC
         elif cmd == "RDACC":
             t = max(t, self.last_mac + p.mac_drain)
         return t
@@ -280,6 +284,8 @@ class _Channel:
             self.last_io = t
         if cmd == "MAC":
             self.last_mac = t
+        elif cmd in ("RD", "RDACC"):
+            self.last_bus_read = t
 
 
 def schedule(tile: PimTile, p, channel: int = 0) -> tuple[list[Cmd], int]:

@@ -8,7 +8,8 @@ Costs (``s = column_spacing = max(tCCD_L, mac_cycles_per_column)``):
   back bursts never meet tRRD / tFAW because ``tRC = tRAS + tRP >= tFAW``,
   which ``PimParams.validate`` requires);
 - a write burst of ``c`` WRs to one bank: ``max(tRAS, tRCDWR + (c-1)*tCCD_L + tWR) + tRP``;
-- ``n`` broadcast column writes: ``n * tCCD_S``;
+- ``n`` broadcast column writes: ``n * tCCD_S``, starting no earlier than
+  ``tRTW`` after the last accumulator read (data-bus turnaround);
 - a gather of ``n`` accumulator reads starts when the last MAC's data are in
   the accumulators (``last MACAB + mac_drain``) and not before
   the PREAB that precedes it; the channel is free again at
@@ -46,14 +47,18 @@ def steps_cycles(steps, p, ref_due: int) -> dict[str, int]:
     data_end = 0
     last_mac = None  # time of the last MACAB
     last_pre = 0  # time of the last PRE
+    last_rdacc = None  # time of the last accumulator read
     for step in steps:
         kind = step[0]
         if kind == "bcast":
+            if last_rdacc is not None:  # the data bus turns around after the gather
+                t = max(t, last_rdacc + p.tRTW)
             t += step[1] * p.tCCD_S
         elif kind == "gather":
             start = (max(last_mac + max(p.mac_drain, p.tCCD_S), last_pre)
                      if last_mac is not None else t)
             last = start + (step[1] - 1) * p.tCCD_S
+            last_rdacc = last
             t = max(t, last + p.tCCD_S)
             data_end = max(data_end, last + p.tCL)
         else:

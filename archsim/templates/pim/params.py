@@ -12,6 +12,7 @@ issued no earlier than ``t`` cycles after command X):
 ``tRCD``    ACT -> first read (RD, RD-MAC) of that bank (JEDEC tRCDRD)
 ``tRCDWR``  ACT -> first WR of that bank
 ``tRAS``    ACT -> PRE of the same bank
+``tRASmax`` longest a row may stay open (ACT -> PRE at most)
 ``tRP``     PRE -> next ACT (or REF) of that bank
 ``tRTP``    RD / RD-MAC -> PRE of the same bank
 ``tWR``     WR -> PRE of the same bank, **measured from the WR command**
@@ -24,8 +25,10 @@ issued no earlier than ``t`` cycles after command X):
 ``tFAW``    at most four ACTs in any window of ``tFAW`` cycles
 ``tWTR``    WR -> RD / RD-MAC of the same bank group, **from the WR command**
             (JEDEC's WL + burst + tWTR_L folded into one figure)
-``tRTW``    RD / RD-MAC -> WR anywhere in the channel (bus turnaround:
-            RL + burst + 2 - WL)
+``tWTR_S``  WR -> RD / RD-MAC of another bank group, from the WR command
+            (WL + burst + tWTR_S)
+``tRTW``    RD / RD-MAC -> WR anywhere in the channel, and RD / RDACC ->
+            GBWR (bus turnaround: RL + burst + 2 - WL)
 ``tPPD``    PRE -> PRE in the channel
 ``tREFI``   average interval between all-bank REF commands
 ``tRFC``    REF -> any command to the channel
@@ -48,7 +51,7 @@ ELEMENT_BYTES = {name: bits_of(name) // 8 for name in ("int8", "bf16")}  # the r
 ACC_BYTES = {"int8": 4, "bf16": 4}
 
 TIMING_NAMES = ("tRCD", "tRCDWR", "tRP", "tRAS", "tRTP", "tWR", "tCCD_S", "tCCD_L", "tRRD", "tRRD_L", "tFAW", "tWTR",
-                "tRTW", "tPPD", "tREFI", "tRFC", "tRFCpb", "tRREFD", "tCL", "act_bus_cycles")
+                "tWTR_S", "tRTW", "tRASmax", "tPPD", "tREFI", "tRFC", "tRFCpb", "tRREFD", "tCL", "act_bus_cycles")
 
 
 @dataclass
@@ -84,8 +87,8 @@ class PimParams:
         Accumulators per bank (output rows a bank can hold in flight).
     input_buffer_bytes : int
         Per-channel global buffer holding the broadcast input vector.
-    tRCD, tRCDWR, tRP, tRAS, tRTP, tWR, tCCD_S, tCCD_L, tRRD, tRRD_L, tFAW, tWTR, tRTW, tPPD,
-    tREFI, tRFC, tRFCpb, tRREFD, tCL, act_bus_cycles : int
+    tRCD, tRCDWR, tRP, tRAS, tRASmax, tRTP, tWR, tCCD_S, tCCD_L, tRRD, tRRD_L, tFAW, tWTR, tWTR_S,
+    tRTW, tPPD, tREFI, tRFC, tRFCpb, tRREFD, tCL, act_bus_cycles : int
         DRAM timings in command-clock cycles (see the module docstring).
     max_postponed_refreshes : int
         REF commands a controller may postpone (JEDEC: 8).
@@ -118,7 +121,9 @@ class PimParams:
     tRRD_L: int = 6
     tFAW: int = 30
     tWTR: int = 14
+    tWTR_S: int = 12
     tRTW: int = 14
+    tRASmax: int = 35100
     tPPD: int = 1
     tREFI: int = 3900
     tRFC: int = 260
@@ -163,6 +168,8 @@ class PimParams:
             raise ValueError(f"tCCD_L: expected >= tCCD_S ({self.tCCD_S}), got {self.tCCD_L}")
         if self.tCCD_L > self.tRCD:
             raise ValueError(f"tCCD_L: expected <= tRCD ({self.tRCD}), got {self.tCCD_L}")
+        if self.tWTR_S > self.tWTR:
+            raise ValueError(f"tWTR_S: expected <= tWTR ({self.tWTR}), got {self.tWTR_S}")
         if self.tRRD_L < self.tRRD:
             raise ValueError(f"tRRD_L: expected >= tRRD ({self.tRRD}), got {self.tRRD_L}")
         if self.act_bus_cycles > 2:
@@ -182,6 +189,8 @@ class PimParams:
         burst = self.tRCD + (self.row_bytes // self.column_bytes) * self.column_spacing + self.tRP + self.tRAS
         if burst >= self.tREFI:
             raise ValueError(f"tREFI: expected longer than one row burst ({burst} cycles), got {self.tREFI}")
+        if self.tRASmax < burst:
+            raise ValueError(f"tRASmax: expected at least one row burst ({burst} cycles), got {self.tRASmax}")
 
     # -- derived figures -------------------------------------------------------------
 

@@ -8,6 +8,14 @@ bandwidth; ``kernel_overhead_us`` the fixed time per kernel (launch +
 framework), which bounds batch-1 decoding on real GPUs; 0 and 1.0 give the
 pure roofline.
 
+``dispatch_us`` is the other way to charge the host: each kernel needs that
+much host time before it can run, and host and GPU overlap (the dispatch
+pipeline of :mod:`archsim.templates.roofline.dispatch`). The run's cycles stay
+the roofline's; ``report_extras`` adds the dispatch-bound step
+(``dispatch_bound_latency_s``, ``..._tokens_per_s``, ``..._energy_per_token_j``),
+whose energy charges ``board_power_w`` while kernels run and ``idle_power_w``
+while the GPU waits for the host.
+
 Energy: ``board_power_w`` x time. The action ``gpu.board_pj`` counts the pJ
 a kernel draws (``cycles / clock x board_power_w``; the tech table prices it
 at 1 pJ), so changing the clock does not change the power.
@@ -41,6 +49,11 @@ class RooflineParams:
         0 is the pure roofline. Batch-1 decoding on a GPU is often bound by it.
     die_area_mm2 : float
         Die area for area reports (0: not given), with ``die_area_source``.
+    dispatch_us : float
+        Host time per kernel, overlapped with the GPU's execution (0: off); reported
+        as the dispatch-bound figures in the extras. Not together with ``kernel_overhead_us``.
+    idle_power_w : float | None
+        Board power while the GPU waits for the host between kernels (None: ``board_power_w``).
     """
 
     peak_tflops: dict[str, float] = field(default_factory=lambda: {"default": 100.0})
@@ -51,6 +64,8 @@ class RooflineParams:
     kernel_overhead_us: float = 0.0
     die_area_mm2: float = 0.0
     die_area_source: str = ""
+    dispatch_us: float = 0.0
+    idle_power_w: float | None = None
 
     def with_precision(self, weights: str, activations: str) -> "RooflineParams":
         """Any pair whose precisions have a listed peak (the kernels run at the weights')."""
@@ -77,6 +92,13 @@ class RooflineParams:
             raise ValueError(f"die_area_mm2: expected a number >= 0, got {self.die_area_mm2!r}")
         if not self.board_power_w > 0:
             raise ValueError(f"board_power_w: expected a positive number, got {self.board_power_w!r}")
+        if not (isinstance(self.dispatch_us, (int, float)) and self.dispatch_us >= 0):
+            raise ValueError(f"dispatch_us: expected a number >= 0, got {self.dispatch_us!r}")
+        if self.dispatch_us and self.kernel_overhead_us:
+            raise ValueError(f"dispatch_us: expected 0 when kernel_overhead_us is set ({self.kernel_overhead_us}): "
+                             f"the host overhead is either added per kernel or overlapped, not both")
+        if self.idle_power_w is not None and not 0 <= self.idle_power_w <= self.board_power_w:
+            raise ValueError(f"idle_power_w: expected 0..board_power_w ({self.board_power_w}), got {self.idle_power_w!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,9 +165,27 @@ class RooflineModel:
     def detailed_tile_cycles(self, tile: RooflineTile) -> int:
         return self.tile_cycles(tile)
 
+    def dispatch_bound(self, result) -> dict:
+        """The run as a dispatch-bound step (``dispatch_us`` > 0), else {}."""
+        from archsim.templates.roofline.dispatch import layer_kernel_seconds, pipelined
+
+        p = self.p
+        if not p.dispatch_us:
+            return {}
+        step = pipelined(layer_kernel_seconds(result), p.dispatch_us * 1e-6)
+        idle_w = p.board_power_w if p.idle_power_w is None else p.idle_power_w
+        energy = step.energy_j(p.board_power_w, idle_w)
+        out = {"dispatch_us": p.dispatch_us, "idle_power_w": idle_w, "dispatch_bound_latency_s": step.seconds,
+               "dispatch_bound_busy_s": step.busy_s, "dispatch_bound_energy_j": energy}
+        if result.tokens:
+            out["dispatch_bound_tokens_per_s"] = result.tokens / step.seconds
+            out["dispatch_bound_energy_per_token_j"] = energy / result.tokens
+        return out
+
     def report_extras(self, result) -> dict:
         mem = sum(l.cycles for l in result.layers if l.mapping.get("bound") == "memory")
         return {
+            **self.dispatch_bound(result),
             "memory_bound_fraction": mem / result.total_cycles if result.total_cycles else 0.0,
             "board_power_w": self.p.board_power_w,
             "kernel_overhead_us": self.p.kernel_overhead_us,
