@@ -64,6 +64,7 @@ SYNTH_CELLS: dict[tuple[str, bool, frozenset], tuple[int, str]] = {
     ("array", False, frozenset({"int16", "fp16", "bf16", "posit16_1"})): (7826, "2026-11-27"),
     ("bit_serial", False, frozenset({"int4", "int8"})): (5788, "2026-11-27"),
     ("array", False, frozenset({"int4", "fp8_e4m3"})): (7438, "2026-11-27"),
+    ("shift_add", False, frozenset({"int4", "fp8_e4m3"})): (7387, "2026-11-27"),
 }
 
 #: the anchor: the fixed fp16 PE (one lane) priced by its parts at Horowitz ISSCC 2014 (45 nm)
