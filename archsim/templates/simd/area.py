@@ -65,6 +65,7 @@ SYNTH_CELLS: dict[tuple[str, bool, frozenset], tuple[int, str]] = {
     ("bit_serial", False, frozenset({"int4", "int8"})): (5788, "2026-11-27"),
     ("array", False, frozenset({"int4", "fp8_e4m3"})): (7438, "2026-11-27"),
     ("shift_add", False, frozenset({"int4", "fp8_e4m3"})): (7387, "2026-11-27"),
+    ("shift_add", False, ALL): (12521, "2026-11-27"),
 }
 
 #: the anchor: the fixed fp16 PE (one lane) priced by its parts at Horowitz ISSCC 2014 (45 nm)
