@@ -1,6 +1,6 @@
 """``archsim validate --only scalesim``: every SCALE-Sim figure reproduced exactly, and a planted deviation caught.
 
-The published figures are SCALE-Sim 3.0.0's own output (tests/data/scalesim_reference,
+The published figures are SCALE-Sim 3.0.0's own output (archsim/validate/scalesim_reference,
 bench/scalesim_reference.py); the totals pinned below are the ones recorded with
 that run in /work/shared/scalesim_topologies/README.md (SCALE-Sim's output, not archsim's).
 """

@@ -2,7 +2,7 @@
 
 The published figure is SCALE-Sim 3.0.0's per-layer "Total Cycles" (stall-free
 CALC mode, 64 kB SRAMs per operand) on its own topology files, as it printed
-them: ``tests/data/scalesim_reference/<topology>.csv``, produced by
+them: ``archsim/validate/scalesim_reference/<topology>.csv``, produced by
 ``bench/scalesim_reference.py`` (never archsim's output). archsim runs the same
 topology file through its SCALE-Sim importer on the matching
 ``scalesim-<N>x<N>-<df>`` preset, end to end (``archsim.simulate``), and its
@@ -20,9 +20,9 @@ from pathlib import Path
 from archsim.validate import Claim
 
 #: SCALE-Sim's output and the topology files it ran on (a source checkout's test data)
-REFERENCE_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "scalesim_reference"
+REFERENCE_DIR = Path(__file__).resolve().parent / "scalesim_reference"
 SOURCE = ("SCALE-Sim 3.0.0 (scalesim-project/SCALE-Sim) COMPUTE_REPORT.csv 'Total Cycles', stall-free CALC mode, "
-          "64 kB SRAMs; tests/data/scalesim_reference/{topology}.csv (bench/scalesim_reference.py)")
+          "64 kB SRAMs; archsim/validate/scalesim_reference/{topology}.csv (bench/scalesim_reference.py)")
 
 
 def reference_cycles(reference_dir: Path = REFERENCE_DIR) -> dict[tuple[str, int, str], dict[str, int]]:
@@ -32,7 +32,7 @@ def reference_cycles(reference_dir: Path = REFERENCE_DIR) -> dict[tuple[str, int
     files = sorted(reference_dir.glob("*.csv"))
     if not files:
         raise ArchsimError(f"scalesim: no SCALE-Sim reference data in {reference_dir} "
-                           "(a source checkout of archsim carries it; bench/scalesim_reference.py makes it)")
+                           "(the package ships it; bench/scalesim_reference.py regenerates it)")
     out: dict[tuple[str, int, str], dict[str, int]] = defaultdict(dict)
     for path in files:
         with open(path, newline="") as f:
