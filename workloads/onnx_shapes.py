@@ -1,0 +1,400 @@
+"""Concrete shapes for an ONNX graph, resolved the way the ecosystem resolves them.
+
+1. Bind the inputs: ``input_shapes`` (a whole shape per input, whatever its
+   dims are called: named, ``?``, ``-1`` or unnamed), ``input_values`` (a
+   control input replaced by a constant, e.g. Silero VAD's ``sr``), ``dims``
+   (named dims), ``batch`` / ``seq_len`` (the usual names).
+2. ``onnx.shape_inference`` with data propagation; then every ``If`` whose
+   condition is now a known constant is replaced by the branch it takes.
+3. Where dims are still unknown (a data-dependent Reshape, an ``If`` left),
+   simplify with onnxslim (onnxsim as the fallback), which constant-folds
+   Shape subgraphs and ``If`` on constant conditions.
+4. Where shapes still depend on data, run the graph once in onnxruntime on
+   zero inputs of the bound shapes and read every intermediate shape.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper, shape_inference
+
+from archsim.errors import WorkloadError
+from workloads.onnx_model import OnnxModel, subgraphs
+
+#: symbolic dim names ``batch=`` binds (compared in lower case)
+BATCH_DIM_NAMES = ("batch", "batch_size", "batchsize", "n", "b", "bs", "batch_dim")
+#: symbolic dim names ``seq_len=`` binds (compared in lower case)
+SEQ_DIM_NAMES = ("seq", "seq_len", "seqlen", "sequence", "sequence_length", "seq_length", "s", "t", "tokens",
+                 "num_tokens", "length")
+#: dim names that are not names: each such dim needs --input-shape
+ANONYMOUS_DIMS = ("", "?", "-1", "unk", "unknown")
+
+
+# ----------------------------------------------------------------------------- parsing the bindings
+def parse_bindings(value, key: str, path: str, parse_value) -> dict:
+    """``{NAME: value}`` from a dict, or from text ``"NAME=V[,NAME=V]"`` / a list of ``NAME=V``
+    (the CLI's repeatable flags and a sweep spec's scalar parameters)."""
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        items = list(value.items())
+    else:
+        texts = value.replace(";", ",").split(",") if isinstance(value, str) else list(value)
+        items = []
+        for text in texts:
+            name, sep, v = str(text).partition("=")
+            if not sep or not name.strip():
+                raise WorkloadError(f"{path}: {key}: expected NAME=VALUE, got {text!r}")
+            items.append((name.strip(), v.strip()))
+    out = {}
+    for name, v in items:
+        parsed = parse_value(v)
+        if parsed is None:
+            raise WorkloadError(f"{path}: {key}.{name}: {_EXPECTED.get(parse_value, 'expected a positive integer')}, got {v!r}")
+        if name in out and out[name] != parsed:
+            raise WorkloadError(f"{path}: {key}.{name}: bound twice ({out[name]!r} and {parsed!r})")
+        out[str(name)] = parsed
+    return out
+
+
+def shape_value(v):
+    """``(2, 3, 48)`` from ``"2x3x48"``, ``[2, 3, 48]`` or ``7``; None if not positive integers."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        v = [v]
+    if isinstance(v, str):
+        v = v.lower().replace("*", "x").split("x") if v.strip() else []
+    try:
+        dims = tuple(int(str(d).strip()) for d in v)
+    except (TypeError, ValueError):
+        return None
+    return dims if dims and all(d > 0 for d in dims) else None
+
+
+def scalar_value(v):
+    """A number from ``"16000"``, ``16000`` or ``0.5``; None if not a number."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return v
+    try:
+        return int(str(v))
+    except ValueError:
+        try:
+            return float(str(v))
+        except ValueError:
+            return None
+
+
+def dim_value(v):
+    """A positive integer from ``"8"`` or ``8``; None otherwise."""
+    if isinstance(v, bool):
+        return None
+    try:
+        number = int(str(v).strip()) if not isinstance(v, int) else v
+    except ValueError:
+        return None
+    return number if number > 0 else None
+
+
+_EXPECTED = {shape_value: "expected a shape AxBxC of positive integers (e.g. 1x3x48x192)",
+             scalar_value: "expected a number (e.g. 16000)", dim_value: "expected a positive integer"}
+
+
+# ----------------------------------------------------------------------------- binding the inputs
+def symbolic_dims(model) -> list[str]:
+    """Names of the named symbolic dims of the graph's inputs (initializers excluded), in order."""
+    inits = {t.name for t in model.graph.initializer}
+    names: dict[str, None] = {}
+    for vi in model.graph.input:
+        if vi.name in inits:
+            continue
+        for d in vi.type.tensor_type.shape.dim:
+            if d.HasField("dim_param") and d.dim_param.strip() not in ANONYMOUS_DIMS:
+                names[d.dim_param] = None
+    return list(names)
+
+
+def _dim_text(d) -> str:
+    if d.HasField("dim_value") and d.dim_value > 0:
+        return str(d.dim_value)
+    return d.dim_param if d.HasField("dim_param") and d.dim_param else "?"
+
+
+def bind_inputs(path: str, model, *, input_shapes: dict, input_values: dict, dims: dict,
+                batch: int | None, seq_len: int | None) -> None:
+    """Give every graph input a concrete shape (in place); one WorkloadError naming what is left unbound."""
+    inits = {t.name for t in model.graph.initializer}
+    inputs = {vi.name: vi for vi in model.graph.input if vi.name not in inits}
+    have = ", ".join(inputs) or "none"
+    for key, table in (("input_shape", input_shapes), ("input_value", input_values)):
+        for name in table:
+            if name not in inputs:
+                raise WorkloadError(f"{path}: {key}.{name}: the model has no input {name!r} (inputs: {have})")
+    for name, value in input_values.items():
+        _input_to_constant(path, model, inputs[name], value, input_shapes.get(name))
+        del inputs[name]
+    for name, shape in input_shapes.items():
+        if name not in inputs:
+            continue
+        t = inputs[name].type.tensor_type
+        declared = list(t.shape.dim) if t.HasField("shape") else None
+        if declared is not None and len(declared) != len(shape):
+            raise WorkloadError(f"{path}: input_shape.{name}: the input has {len(declared)} dims "
+                                f"[{', '.join(_dim_text(d) for d in declared)}], got {len(shape)} "
+                                f"({'x'.join(map(str, shape))})")
+        for i, size in enumerate(shape):
+            if declared is not None and declared[i].HasField("dim_value") and declared[i].dim_value > 0 \
+                    and declared[i].dim_value != size:
+                raise WorkloadError(f"{path}: input_shape.{name}: dim {i} is fixed at {declared[i].dim_value} "
+                                    f"in the model, got {size}")
+        t.shape.Clear()
+        for size in shape:
+            t.shape.dim.add().dim_value = size
+    symbolic = symbolic_dims(model)
+    bound = bind_dims(path, symbolic, dims, batch, seq_len, check_missing=False)
+    unbound, anonymous = [], False
+    for vi in inputs.values():
+        t = vi.type.tensor_type
+        if not t.HasField("shape"):
+            unbound.append(f"{vi.name} [unknown rank]")
+            continue
+        for d in t.shape.dim:
+            if d.HasField("dim_param") and d.dim_param in bound:
+                d.dim_value = bound[d.dim_param]
+        missing = [d for d in t.shape.dim if not (d.HasField("dim_value") and d.dim_value > 0)]
+        anonymous |= any(not d.HasField("dim_param") or d.dim_param.strip() in ANONYMOUS_DIMS for d in missing)
+        if missing:
+            unbound.append(f"{vi.name} [{', '.join(_dim_text(d) for d in t.shape.dim)}]")
+    if unbound and not anonymous:
+        bind_dims(path, symbolic, dims, batch, seq_len)  # the named dims left: one error naming them
+    if unbound:
+        raise WorkloadError(f"{path}: input(s) {'; '.join(unbound)} have dims without a value; expected "
+                            f"--input-shape NAME=AxBxC (input_shapes={{'NAME': (A, B, C)}}), --dim NAME=VALUE for "
+                            f"named dims, or --batch / --seq for batch and sequence dims")
+
+
+def _input_to_constant(path: str, model, vi, value, shape) -> None:
+    """Replace graph input ``vi`` by an initializer filled with ``value`` (its declared or bound shape)."""
+    t = vi.type.tensor_type
+    if shape is None:
+        dims = [d.dim_value if d.HasField("dim_value") else 0 for d in t.shape.dim] if t.HasField("shape") else []
+        if any(d < 1 for d in dims):
+            raise WorkloadError(f"{path}: input_value.{vi.name}: the input has unbound dims; give its shape too "
+                                f"(--input-shape {vi.name}=AxB)")
+        shape = tuple(dims)
+    try:
+        dtype = helper.tensor_dtype_to_np_dtype(t.elem_type)
+    except Exception:
+        dtype = np.float32
+    array = np.full(shape, value, dtype=dtype)
+    model.graph.initializer.append(numpy_helper.from_array(array, vi.name))
+    keep = [i for i in model.graph.input if i.name != vi.name]
+    del model.graph.input[:]
+    model.graph.input.extend(keep)
+
+
+def bind_dims(path: str, symbolic: list[str], dims: dict, batch: int | None, seq_len: int | None,
+              check_missing: bool = True) -> dict[str, int]:
+    """Values of the named symbolic dims: ``dims`` by name, then ``batch`` / ``seq_len`` for the usual
+    names. One WorkloadError for a name the model lacks, a bad value, a ``batch``/``seq_len`` nothing
+    takes, or (``check_missing``) a dim left unbound."""
+    have = ", ".join(symbolic) or "none"
+    bound: dict[str, int] = {}
+    for name, value in dims.items():
+        if name not in symbolic:
+            raise WorkloadError(f"{path}: dims.{name}: the model has no symbolic input dim {name!r} "
+                                f"(symbolic dims: {have})")
+        bound[name] = positive_dim(path, f"dims.{name}", value)
+    for key, value, names in (("batch", batch, BATCH_DIM_NAMES), ("seq_len", seq_len, SEQ_DIM_NAMES)):
+        if value is None:
+            continue
+        value = positive_dim(path, key, value)
+        targets = [n for n in symbolic if n.lower() in names]
+        if not targets:
+            raise WorkloadError(f"{path}: {key}: the model has no symbolic {key} dim (symbolic dims: {have}); "
+                                f"bind dims by name with --dim NAME=VALUE")
+        for n in targets:
+            bound.setdefault(n, value)
+    missing = [n for n in symbolic if n not in bound]
+    if check_missing and missing:
+        raise WorkloadError(f"{path}: symbolic input dim(s) {', '.join(missing)} have no value; expected "
+                            f"--dim NAME=VALUE (dims={{'NAME': VALUE}}), or --batch / --seq for batch and "
+                            f"sequence dims")
+    return bound
+
+
+def positive_dim(path: str, key: str, value) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise WorkloadError(f"{path}: {key}: expected a positive integer, got {value!r}")
+    return value
+
+
+# ----------------------------------------------------------------------------- resolving
+def infer(path: str, model):
+    try:
+        return shape_inference.infer_shapes(model, data_prop=True)
+    except Exception as err:
+        raise WorkloadError(f"{path}: ONNX shape inference failed: {str(err).splitlines()[0]}") from None
+
+
+def weights_loaded(model) -> bool:
+    """False when initializers live in external files that were not loaded (a graph-only import)."""
+    return not any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
+
+
+def unresolved(m: OnnxModel) -> list:
+    """Dynamic nodes with an output of unknown shape, and If / Loop / Scan nodes left."""
+    return [n for n in m.nodes if not m.is_static_node(n) and
+            (subgraphs(n) or any(o and not m.concrete(o) for o in n.output))]
+
+
+def resolve(path: str, model) -> tuple[OnnxModel, list[str]]:
+    """The shape-resolved graph of a bound model and the steps that were needed."""
+    steps: list[str] = []
+    model = infer(path, model)
+    m = _fold_ifs(path, model, steps)
+    if unresolved(m) and weights_loaded(model):
+        simplified = simplify(model)
+        if simplified is not None:
+            tool, model = simplified
+            steps.append(tool)
+            model = infer(path, model)
+            m = _fold_ifs(path, model, steps)
+    left = unresolved(m)
+    if left and any(not subgraphs(n) for n in left) and weights_loaded(model):
+        shapes = onnxruntime_shapes(path, m.model)
+        if shapes:
+            steps.append("onnxruntime")
+            m = OnnxModel(path, m.model, extra_shapes=shapes)
+    return m, steps
+
+
+def _fold_ifs(path: str, model, steps: list[str]) -> OnnxModel:
+    """Replace each If whose condition is a known constant by its branch, until none is left."""
+    m = OnnxModel(path, model)
+    for _ in range(64):
+        chosen = {}
+        for node in m.nodes:
+            if node.op_type == "If" and node.input[0] in m.static:
+                cond = m.value(node.input[0])
+                if cond is not None and cond.size == 1:
+                    chosen[id(node)] = bool(cond.reshape(-1)[0])
+        if not chosen:
+            return m
+        steps.append(f"If x{len(chosen)} folded")
+        model = infer(path, inline_ifs(m, chosen))
+        m = OnnxModel(path, model)
+    return m
+
+
+def inline_ifs(m: OnnxModel, chosen: dict[int, bool]):
+    """A copy of the model where each If in ``chosen`` (id -> condition) is replaced by its branch."""
+    model = onnx.ModelProto()
+    model.CopyFrom(m.model)
+    g = model.graph
+    nodes = []
+    used = {o for n in m.nodes for o in n.output} | {i.name for i in g.input} | set(m.init)
+    for node in m.nodes:
+        if id(node) not in chosen:
+            nodes.append(node)
+            continue
+        a = {x.name: x for x in node.attribute}
+        branch = a["then_branch" if chosen[id(node)] else "else_branch"].g
+        prefix = m.names[id(node)] + "/"
+        rename = {}
+        for t in branch.initializer:
+            rename[t.name] = prefix + t.name if t.name in used else t.name
+            copy = onnx.TensorProto()
+            copy.CopyFrom(t)
+            copy.name = rename[t.name]
+            g.initializer.append(copy)
+        for inner in branch.node:
+            for o in inner.output:
+                if o:
+                    rename[o] = prefix + o if o in used else o
+        for inner in branch.node:
+            copy = onnx.NodeProto()
+            copy.CopyFrom(inner)
+            copy.name = prefix + (inner.name or inner.op_type)
+            copy.input[:] = [rename.get(x, x) for x in inner.input]
+            copy.output[:] = [rename.get(x, x) for x in inner.output]
+            _rename_subgraph_reads(copy, rename)
+            nodes.append(copy)
+        for out, bout in zip(node.output, branch.output):
+            if out:
+                nodes.append(helper.make_node("Identity", [rename.get(bout.name, bout.name)], [out],
+                                              name=f"{prefix}{out}"))
+    del g.node[:]
+    g.node.extend(nodes)
+    del g.value_info[:]
+    return model
+
+
+def _rename_subgraph_reads(node, rename: dict) -> None:
+    for sub in subgraphs(node):
+        for inner in sub.node:
+            inner.input[:] = [rename.get(x, x) for x in inner.input]
+            _rename_subgraph_reads(inner, rename)
+
+
+def simplify(model) -> tuple[str, object] | None:
+    """(tool, simplified model) from onnxslim, else onnxsim; None when neither manages."""
+    quiet = io.StringIO()
+    try:
+        import onnxslim
+
+        with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+            out = onnxslim.slim(model)
+        if isinstance(out, onnx.ModelProto) and out.graph.node:
+            return "onnxslim", out
+    except Exception:  # a tool's failure only means the next step must resolve the shapes
+        pass
+    try:
+        import onnxsim
+
+        with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+            out, ok = onnxsim.simplify(model)
+        if ok:
+            return "onnxsim", out
+    except Exception:
+        pass
+    return None
+
+
+def onnxruntime_shapes(path: str, model) -> dict[str, tuple[int, ...]]:
+    """Every tensor's shape from one onnxruntime run on zero inputs (the bound shapes); {} if it cannot run."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return {}
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    have = {o.name for o in probe.graph.output}
+    for node in probe.graph.node:
+        for out in node.output:
+            if out and out not in have:
+                probe.graph.output.append(helper.make_empty_tensor_value_info(out))
+                have.add(out)
+    feeds = {}
+    inits = {t.name for t in model.graph.initializer}
+    for vi in model.graph.input:
+        if vi.name in inits:
+            continue
+        t = vi.type.tensor_type
+        shape = [d.dim_value for d in t.shape.dim]
+        feeds[vi.name] = np.zeros(shape, dtype=helper.tensor_dtype_to_np_dtype(t.elem_type))
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    opts.log_severity_level = 3
+    try:
+        sess = ort.InferenceSession(probe.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+        names = [o.name for o in sess.get_outputs()]
+        outs = sess.run(names, feeds)
+    except Exception:
+        return {}
+    return {n: tuple(np.shape(v)) for n, v in zip(names, outs) if isinstance(v, np.ndarray)}
