@@ -143,6 +143,8 @@ class OnnxModel:
             return False
         if node.op_type in SHAPE_READERS:
             return self.concrete(node.input[0])
+        if node.op_type == "CastLike":  # the second input gives only its (static) element type
+            return node.input[0] in self.static
         return all(x in self.static for x in node_reads(node))
 
     # -- queries ---------------------------------------------------------------

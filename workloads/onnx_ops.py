@@ -44,11 +44,14 @@ NORMS = {"BatchNormalization", "InstanceNormalization", "GroupNormalization", "L
          "SimplifiedLayerNormalization", "SkipSimplifiedLayerNormalization", "RMSNormalization",
          "LRN", "MeanVarianceNormalization"}
 GEMMS = {"Conv", "ConvTranspose", "Gemm", "MatMul", "MatMulInteger", "QLinearConv", "QLinearMatMul",
-         "MatMulNBits", "Einsum", "ConvInteger"}
+         "MatMulNBits", "Einsum", "ConvInteger", "QGemm"}
 RECURRENT = {"LSTM": 4, "GRU": 3, "RNN": 1}
 RESIZES = {"Resize", "Upsample"}
 SOFTMAXES = {"Softmax", "LogSoftmax"}
-LOWERED = (ELEMENTWISE | REDUCTIONS | SHAPE_OPS | INDEX_OPS | PASS_THROUGH | POOLS | NORMS | GEMMS
+QLINEAR_VECTOR = {"QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu", "QLinearConcat",
+                  "QLinearGlobalAveragePool", "QLinearAveragePool", "QLinearSoftmax", "QLinearReduceMean",
+                  "QLinearWhere"}
+LOWERED = (QLINEAR_VECTOR | ELEMENTWISE | REDUCTIONS | SHAPE_OPS | INDEX_OPS | PASS_THROUGH | POOLS | NORMS | GEMMS
            | set(RECURRENT) | RESIZES | SOFTMAXES)
 #: ONNX element types of quantized tensors -> archsim precision
 QUANT_TYPES = {2: "uint8", 3: "int8", 21: "uint4", 22: "int4"}
@@ -157,12 +160,14 @@ class Lowerer:
             return self._pool(node)
         if t in RECURRENT:
             return self._recurrent(node)
+        if t.startswith("QLinear"):  # onnxruntime's quantized vector ops: the same op on int8 tensors
+            return self._qlinear_vector(node)
         if t in RESIZES:
             return self._vector(node, fn="resize", inputs=[node.input[0]])
         return self._vector(node, fn=f"vector:{t}")  # unknown_ops="vector"
 
     def _pass_through(self, node) -> None:
-        src = self._dynamic(node)
+        src = self._dynamic(node, node.input[:1])
         if not src:
             return
         if src[0] in self.produced:
@@ -306,6 +311,22 @@ class Lowerer:
         if node.input[3] in self.m.static:
             prec["weight_precision"] = QUANT_TYPES.get(self.m.types.get(node.input[3], 3), "int8")
         self._MatMul(node, node.input[0], node.input[3], prec)
+
+    def _QGemm(self, node) -> None:
+        """onnxruntime's quantized Gemm: inputs A, a_scale, a_zp, B, b_scale, b_zp, C, y_scale, y_zp."""
+        a = attrs(node)
+        ta, tb = bool(a.get("transA", 0)), bool(a.get("transB", 0))
+        sa, sb = self._shape(node.input[0], node), self._shape(node.input[3], node)
+        mm, k = (sa[1], sa[0]) if ta else sa
+        n = sb[0] if tb else sb[1]
+        b_param = node.input[3] in self.m.static
+        prec = {"act_precision": QUANT_TYPES.get(self.m.types.get(node.input[0], 3), "int8")}
+        if b_param:
+            prec["weight_precision"] = QUANT_TYPES.get(self.m.types.get(node.input[3], 3), "int8")
+        inputs = [node.input[0]] + ([] if b_param else [node.input[3]])
+        self._add(MatMul, node, inputs, [node.output[0]], precision=prec, batch=1, m=mm, k=k, n=n, transpose_a=ta,
+                  transpose_b=tb, weight_is_param=b_param, bias=b_param and len(node.input) > 6 and
+                  bool(node.input[6]), weight_name=self._weight_name(node.input[3]) if b_param else "")
 
     def _MatMulNBits(self, node) -> None:
         """onnxruntime's block-quantized weight GEMM: ``bits``-bit weights with one scale per
@@ -464,6 +485,20 @@ class Lowerer:
         for k, o in enumerate(node.output[1:], 1):  # TopK's indices and the like: same op
             if o:
                 self.produced[o] = self.m.names[id(node)]
+
+    def _qlinear_vector(self, node) -> None:
+        """QLinearAdd / QLinearMul / QLinearSigmoid / QLinearConcat / QLinearGlobalAveragePool ...: the
+        float op on int8 codes; the scales and zero points are constants."""
+        base = node.op_type[len("QLinear"):]
+        prec = {"act_precision": QUANT_TYPES.get(self.m.types.get(node.input[0], 3), "int8")}
+        dyn = self._dynamic(node)
+        out = self._shape(node.output[0], node)
+        if base == "Concat":
+            self._add(ShapeOp, node, dyn, [node.output[0]], precision=prec, fn="concat",
+                      in_shapes=tuple(self._shape(x, node) for x in dyn), out_shapes=(out,))
+            return
+        self._add(Elementwise, node, dyn, [node.output[0]], precision=prec, fn=base.lower(), shape=out,
+                  num_inputs=len(dyn), in_shapes=tuple(self._shape(x, node) for x in dyn))
 
     def _Softmax(self, node) -> None:
         shape = self._shape(node.input[0], node)

@@ -60,18 +60,19 @@ def parse_bindings(value, key: str, path: str, parse_value) -> dict:
 
 
 def shape_value(v):
-    """``(2, 3, 48)`` from ``"2x3x48"``, ``[2, 3, 48]`` or ``7``; None if not positive integers."""
+    """``(2, 3, 48)`` from ``"2x3x48"``, ``[2, 3, 48]`` or ``7`` (``()`` / ``"scalar"``: a scalar);
+    None if not positive integers."""
     if isinstance(v, bool):
         return None
     if isinstance(v, int):
         v = [v]
     if isinstance(v, str):
-        v = v.lower().replace("*", "x").split("x") if v.strip() else []
+        v = v.lower().replace("*", "x").split("x") if v.strip() not in ("", "()", "[]", "scalar") else []
     try:
         dims = tuple(int(str(d).strip()) for d in v)
     except (TypeError, ValueError):
         return None
-    return dims if dims and all(d > 0 for d in dims) else None
+    return dims if all(d > 0 for d in dims) else None  # () is a scalar
 
 
 def scalar_value(v):
@@ -136,7 +137,7 @@ def bind_inputs(path: str, model, *, input_shapes: dict, input_values: dict, dim
                 raise WorkloadError(f"{path}: {key}.{name}: the model has no input {name!r} (inputs: {have})")
     for name, value in input_values.items():
         _input_to_constant(path, model, inputs[name], value, input_shapes.get(name))
-        del inputs[name]
+    inputs = {vi.name: vi for vi in model.graph.input if vi.name not in inits and vi.name not in input_values}
     for name, shape in input_shapes.items():
         if name not in inputs:
             continue
