@@ -179,21 +179,25 @@ def test_transformer_block(tmp_path):
 
 def _with_unknown(tmp_path):
     nodes = [
-        helper.make_node("Hardmax", ["x"], ["a"], name="lrn1"),
+        helper.make_node("Hardmax2", ["x"], ["a"], name="lrn1", domain="com.example"),
         helper.make_node("Relu", ["a"], ["b"], name="relu"),
-        helper.make_node("Shrink", ["b"], ["c"], name="inorm"),
-        helper.make_node("Hardmax", ["c"], ["y"], name="lrn2"),
+        helper.make_node("Shrink2", ["b"], ["c"], name="inorm", domain="com.example"),
+        helper.make_node("Hardmax2", ["c"], ["y"], name="lrn2", domain="com.example"),
     ]
     graph = helper.make_graph(nodes, "odd", [helper.make_tensor_value_info("x", F, [1, 4, 6, 6])],
-                              [helper.make_tensor_value_info("y", F, None)], [_init("s", (4,)), _init("bb", (4,))])
-    return _save(tmp_path, graph, "odd.onnx")
+                              [helper.make_tensor_value_info("y", F, [1, 4, 6, 6])], [_init("s", (4,)), _init("bb", (4,))],
+                              value_info=[helper.make_tensor_value_info(t, F, [1, 4, 6, 6]) for t in "ac"])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)])
+    path = tmp_path / "odd.onnx"
+    onnx.save(model, path)
+    return str(path)
 
 
 def test_unknown_ops_are_one_error(tmp_path):
     path = _with_unknown(tmp_path)
     with pytest.raises(WorkloadError) as err:
         workloads.load(path)
-    assert re.fullmatch(r".*odd\.onnx: cannot lower ONNX op\(s\): Hardmax \(lrn1, lrn2\); Shrink "
+    assert re.fullmatch(r".*odd\.onnx: cannot lower ONNX op\(s\): Hardmax2 \(lrn1, lrn2\); Shrink2 "
                         r"\(inorm\); expected supported ops \(or pass unknown_ops='vector', --unknown-ops vector, to run "
                         r"them on the vector unit\)", str(err.value))
     assert "\n" not in str(err.value)
@@ -201,7 +205,7 @@ def test_unknown_ops_are_one_error(tmp_path):
 
 def test_unknown_ops_as_vector(tmp_path):
     g = workloads.load(_with_unknown(tmp_path), unknown_ops="vector")
-    assert [op.fn for op in g.ops()] == ["vector:Hardmax", "relu", "vector:Shrink", "vector:Hardmax"]
+    assert [op.fn for op in g.ops()] == ["vector:Hardmax2", "relu", "vector:Shrink2", "vector:Hardmax2"]
     assert g.op("lrn1").output_shape() == (1, 4, 6, 6)
     assert g.total_macs() == 0
 

@@ -34,6 +34,7 @@ from math import prod
 from pathlib import Path
 
 import onnx
+from onnx import numpy_helper
 
 from archsim.errors import WorkloadError
 from workloads.graph import Graph
@@ -75,16 +76,27 @@ def load_onnx(path: str, *, unknown_ops: str = "error", dims=None, input_shapes=
     _load_external_data(path, model)
     if seq is not None and seq_len is not None and seq != seq_len:
         raise WorkloadError(f"{path}: seq: conflicts with seq_len={seq_len!r}")
-    nodes_in_file = len(model.graph.node)
+    nodes_in_file = _count_nodes(model.graph)
+    values = parse_bindings(input_values, "input_value", path, scalar_value)
     bind_inputs(path, model, input_shapes=parse_bindings(input_shapes, "input_shape", path, shape_value),
-                input_values=parse_bindings(input_values, "input_value", path, scalar_value),
+                input_values=values,
                 dims=parse_bindings(dims, "dims", path, lambda v: v if isinstance(v, int) else dim_value(v)),
                 batch=batch, seq_len=seq_len if seq_len is not None else seq)
+    inits = {t.name for t in model.graph.initializer}
+    bound = {vi.name: [d.dim_value for d in vi.type.tensor_type.shape.dim] for vi in model.graph.input
+             if vi.name not in inits}
+    bound.update({name: list(numpy_helper.to_array(t).shape) for t in model.graph.initializer
+                  for name in values if t.name == name})
     m, steps = resolve(path, model)
     precision = dict(weight_precision=weight_precision, act_precision=act_precision, acc_precision=acc_precision)
     graph = Graph(Path(path).stem or model.graph.name or "onnx")
-    graph.import_report = _lower(path, m, graph, precision, unknown_ops, steps, nodes_in_file)
+    report = _lower(path, m, graph, precision, unknown_ops, steps, nodes_in_file)
+    graph.import_report = {**report, "input_shapes": bound, "input_values": values}
     return graph
+
+
+def _count_nodes(graph) -> int:
+    return sum(1 + sum(_count_nodes(g) for g in subgraphs(n)) for n in graph.node)
 
 
 def _load_external_data(path: str, model) -> None:
@@ -192,7 +204,8 @@ def coverage_line(report: dict) -> str:
     """One line: 'lowered 412 of 415 nodes; 3 substituted on the vector unit (...); 100.0% of MACs accounted'."""
     dynamic = report["lowered"] + sum(s["count"] for s in report["substituted"])
     static = sum(d["count"] for d in report["dropped_static"])
-    parts = [f"lowered {report['lowered']} of {dynamic} compute nodes ({static} static nodes folded away)"]
+    parts = [f"lowered {report['lowered']} of {dynamic} compute nodes ({report['nodes_in_file']} nodes in the file "
+             f"with subgraphs; {static} static nodes left out, the rest folded by shape resolution)"]
     if report["substituted"]:
         listed = ", ".join(f"{s['op']} x{s['count']}" for s in report["substituted"])
         parts.append(f"{sum(s['count'] for s in report['substituted'])} substituted on the vector unit "

@@ -29,22 +29,27 @@ ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Pow", "Relu", "Gelu", "Sigmoid", "Ta
                "Max", "Min", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or",
                "Xor", "Softplus", "Elu", "Selu", "Celu", "PRelu", "Mish", "Sin", "Cos", "Floor",
                "Ceil", "Round", "Sign", "Mod", "IsNaN", "IsInf", "ThresholdedRelu", "BitShift", "Mean", "Sum",
-               "FastGelu", "QuickGelu", "BiasGelu", "Swish", "Silu"}
+               "FastGelu", "QuickGelu", "BiasGelu", "Swish", "Silu", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh",
+               "Atanh", "Asinh", "Acosh", "BitwiseAnd", "BitwiseOr", "BitwiseNot", "BitwiseXor", "Shrink"}
 REDUCTIONS = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2", "ReduceL1",
-              "ReduceSumSquare", "ReduceLogSumExp", "ArgMax", "ArgMin", "CumSum", "TopK"}
+              "ReduceSumSquare", "ReduceLogSumExp", "ReduceLogSum", "ArgMax", "ArgMin", "CumSum", "TopK", "Hardmax",
+              "LpNormalization", "GlobalLpPool", "RotaryEmbedding", "GridSample", "RoiAlign", "MaxRoiPool",
+              "NonMaxSuppression", "Unique", "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
+              "BiasAdd", "BiasSplitGelu"}
 SHAPE_OPS = {"Flatten", "Reshape", "Transpose", "Concat", "Split", "Gather", "GatherElements", "GatherND",
              "Squeeze", "Unsqueeze", "Slice", "Expand", "Tile", "Pad", "DepthToSpace", "SpaceToDepth",
-             "ScatterND", "ScatterElements", "Compress", "ReverseSequence"}
+             "ScatterND", "ScatterElements", "Scatter", "Compress", "ReverseSequence"}
 #: index and shape-building ops that compute on the vector unit when their inputs are activations
 INDEX_OPS = {"Range", "Trilu", "ConstantOfShape", "NonZero", "OneHot", "EyeLike", "Shape", "Size"}
 PASS_THROUGH = {"Identity", "Dropout", "Cast", "CastLike", "QuantizeLinear", "DequantizeLinear",
                 "DynamicQuantizeLinear", "Optional", "OptionalGetElement"}
 POOLS = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool"}
 NORMS = {"BatchNormalization", "InstanceNormalization", "GroupNormalization", "LayerNormalization",
-         "SimplifiedLayerNormalization", "SkipSimplifiedLayerNormalization", "RMSNormalization",
+         "SimplifiedLayerNormalization", "RMSNormalization",
          "LRN", "MeanVarianceNormalization"}
 GEMMS = {"Conv", "ConvTranspose", "Gemm", "MatMul", "MatMulInteger", "QLinearConv", "QLinearMatMul",
-         "MatMulNBits", "Einsum", "ConvInteger", "QGemm"}
+         "MatMulNBits", "Einsum", "ConvInteger", "QGemm", "FusedConv", "FusedMatMul", "MatMulIntegerToFloat",
+         "DynamicQuantizeMatMul", "MatMulBnb4"}
 RECURRENT = {"LSTM": 4, "GRU": 3, "RNN": 1}
 RESIZES = {"Resize", "Upsample"}
 SOFTMAXES = {"Softmax", "LogSoftmax"}
@@ -311,6 +316,44 @@ class Lowerer:
         if node.input[3] in self.m.static:
             prec["weight_precision"] = QUANT_TYPES.get(self.m.types.get(node.input[3], 3), "int8")
         self._MatMul(node, node.input[0], node.input[3], prec)
+
+    _FusedConv = _Conv  # onnxruntime's Conv + activation
+
+    def _FusedMatMul(self, node) -> None:
+        """onnxruntime's MatMul with ``transA`` / ``transB`` on the last two dims and a scale ``alpha``."""
+        a = attrs(node)
+        if a.get("transA", 0) or a.get("transBatchA", 0) or a.get("transBatchB", 0):
+            raise WorkloadError("transA / transBatchA / transBatchB: archsim lowers FusedMatMul with transB only; "
+                                "export without onnxruntime's graph optimizations")
+        if not a.get("transB", 0):
+            return self._MatMul(node)
+        sa, sb = self._shape(node.input[0], node), self._shape(node.input[1], node)
+        b_param = node.input[1] in self.m.static
+        if b_param and len(sb) == 2:
+            self._add(MatMul, node, [node.input[0]], [node.output[0]], batch=1, m=prod(sa[:-1]), k=sa[-1], n=sb[0],
+                      transpose_b=True, weight_is_param=True, weight_name=self._weight_name(node.input[1]))
+            return
+        lead = tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
+        self._add(MatMul, node, [node.input[0], node.input[1]], [node.output[0]], batch=prod(lead), m=sa[-2],
+                  k=sa[-1], n=sb[-2], transpose_b=True, weight_is_param=False)
+
+    def _MatMulIntegerToFloat(self, node) -> None:
+        self._MatMulInteger(node)
+
+    def _DynamicQuantizeMatMul(self, node) -> None:
+        prec = {"act_precision": "int8"}
+        if node.input[1] in self.m.static:
+            prec["weight_precision"] = QUANT_TYPES.get(self.m.types.get(node.input[1], 3), "int8")
+        self._MatMul(node, node.input[0], node.input[1], prec)
+
+    def _MatMulBnb4(self, node) -> None:
+        a = attrs(node)
+        k, n, block = int(a["K"]), int(a["N"]), int(a.get("block_size", 64))
+        sa = self._shape(node.input[0], node)
+        fmt = "fp4_e2m1" if int(a.get("quant_type", 1)) == 0 else "int4"  # 0: FP4, 1: NF4 (4-bit codes)
+        name = self._add(MatMul, node, [node.input[0]], [node.output[0]], precision={"weight_precision": fmt},
+                         batch=1, m=prod(sa[:-1]), k=k, n=n, weight_is_param=True, weight_name=node.input[1])
+        self.weight_formats.append({"layer": name, "weights": fmt, "group_size": block})
 
     def _QGemm(self, node) -> None:
         """onnxruntime's quantized Gemm: inputs A, a_scale, a_zp, B, b_scale, b_zp, C, y_scale, y_zp."""
