@@ -438,6 +438,11 @@ class Lowerer:
             t = nxt.output[0]
             break
         while True:
+            guard = self._nan_guard(t)
+            if guard:  # torch's SDPA export: Where(IsNaN(p), 0, p) after the softmax
+                chain += guard
+                t = guard[1].output[0]
+                continue
             nxt = self.m.only_consumer(t)
             if nxt is None:
                 return False
@@ -477,6 +482,19 @@ class Lowerer:
             self.absorbed.add(id(n))
             self.folded_into[id(n)] = f"{base}.attention"
         return True
+
+    def _nan_guard(self, t: str) -> list:
+        """[IsNaN, Where] when ``t`` feeds only ``Where(IsNaN(t), c, t)``, else []."""
+        users = self.m.consumers.get(t, [])
+        if len(users) != 2 or t in self.m.graph_outputs:
+            return []
+        isnan = next((u for u in users if u.op_type == "IsNaN"), None)
+        where = next((u for u in users if u.op_type == "Where"), None)
+        if isnan is None or where is None or self.m.only_consumer(isnan.output[0], "Where") is not where:
+            return []
+        if where.input[0] != isnan.output[0] or where.input[2] != t:
+            return []
+        return [isnan, where]
 
     # -- batch norm -------------------------------------------------------------
     def _bn_after(self, node):
