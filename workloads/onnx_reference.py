@@ -357,10 +357,11 @@ def _run(graph: onnx.GraphProto, feeds: dict, outer: dict, opsets, ir_version: i
             if o and o not in declared and o not in inputs:
                 g.output.append(onnx.ValueInfoProto(name=o))
                 declared.add(o)
-    if top_inputs is None:  # a subgraph's declared outputs may be typed loosely; let the runtime infer them
-        keep = [onnx.ValueInfoProto(name=o.name) for o in g.output]
-        del g.output[:]
-        g.output.extend(x for x in keep if x.name not in inputs)
+    # declared output types can be loose or wrong (an exporter's guess); let the runtime infer them all
+    keep = [onnx.ValueInfoProto(name=o.name) for o in g.output]
+    del g.output[:]
+    g.output.extend(x for x in keep if x.name not in inputs)
+    if top_inputs is None:
         del g.value_info[:]
     model = helper.make_model(g, opset_imports=opsets)
     model.ir_version = ir_version
