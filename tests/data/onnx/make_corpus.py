@@ -72,9 +72,11 @@ def _version(pkg: str) -> str | None:
 ENTRIES: dict[str, dict] = {}
 
 
-def entry(name: str, *, covers: list[str], inputs: dict, values: dict | None = None, group: str):
+def entry(name: str, *, covers: list[str], inputs: dict, values: dict | None = None, group: str,
+          attention: list | None = None):
     def deco(fn):
-        ENTRIES[name] = dict(build=fn, covers=covers, inputs=inputs, values=values or {}, group=group)
+        ENTRIES[name] = dict(build=fn, covers=covers, inputs=inputs, values=values or {}, group=group,
+                             attention=attention)
         return fn
     return deco
 
@@ -172,6 +174,15 @@ HF_SPECS = {
 #: legacy exports that need an explicit attention mask (without one, transformers' mask code calls
 #: aten::diff, which the TorchScript exporter cannot export)
 LEGACY_MASKED = ("gpt2", "llama")
+#: attention cores each model computes, from its config: (heads, kv_heads, head_dim, seq_q, seq_kv) x count.
+#: ViT sees 16 patches + CLS; T5 has encoder self (16x16), decoder self (8x8) and cross (8 queries x 16 keys).
+HF_ATTENTION = {
+    "bert": [[4, 4, 8, 16, 16]] * 2,
+    "gpt2": [[4, 4, 8, 16, 16]] * 2,
+    "llama": [[4, 2, 8, 16, 16]] * 2,  # GQA: 4 query heads share 2 KV heads
+    "vit": [[4, 4, 8, 17, 17]] * 2,
+    "t5": [[4, 4, 8, 16, 16]] * 2 + [[4, 4, 8, 8, 8]] * 2 + [[4, 4, 8, 8, 16]] * 2,
+}
 HF_OPSETS = {  # (legacy opset, dynamo opset): opsets spread over 13-21
     "bert": (13, 18), "gpt2": (14, 20), "llama": (17, 21), "vit": (15, 19), "t5": (16, 18),
 }
@@ -210,7 +221,7 @@ for _kind, (_names, _shapes, _values) in HF_SPECS.items():
         if not _dyn and _kind in LEGACY_MASKED:
             _in["attention_mask"] = _shapes["input_ids"]
         entry(f"{_kind}_{'dynamo' if _dyn else 'legacy'}", covers=["4"], inputs=_in, values=_values,
-              group="hf")(_hf_builder(_kind, _dyn))
+              group="hf", attention=HF_ATTENTION[_kind])(_hf_builder(_kind, _dyn))
 
 
 # ------------------------------------------------------------------ vision: ResNet-18 / MobileNetV2 in torch
@@ -633,11 +644,24 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+#: other bindings of the same file, each counted too: Silero VAD's 8 kHz branch (sr picks the If branch)
+VARIANTS = {
+    "silero_vad": [dict(inputs={"input": [1, 256], "state": [2, 1, 128], "sr": []}, values={"sr": 8000})],
+}
+
+
 def _count(ref, path: Path, meta: dict) -> dict:
     shapes = {k: tuple(v) for k, v in meta["inputs"].items()}
     rc = ref.count_macs(path, shapes, meta.get("values") or None)
-    return dict(reference_macs=rc.total_macs, reference_macs_by_op=rc.macs_by_op, nodes=rc.nodes,
-                unknown_ops=rc.unknown_ops)
+    out = dict(reference_macs=rc.total_macs, reference_macs_by_op=rc.macs_by_op, nodes=rc.nodes,
+               unknown_ops=rc.unknown_ops)
+    variants = []
+    for v in VARIANTS.get(path.stem, []):
+        vc = ref.count_macs(path, {k: tuple(x) for k, x in v["inputs"].items()}, v["values"] or None)
+        variants.append(dict(v, reference_macs=vc.total_macs, reference_macs_by_op=vc.macs_by_op))
+    if variants:
+        out["variants"] = variants
+    return out
 
 
 def main(argv=None) -> int:
@@ -673,6 +697,8 @@ def main(argv=None) -> int:
                 else:
                     meta = spec["build"](path)
                     meta.update(versions=versions)
+                if spec.get("attention"):
+                    meta["attention"] = spec["attention"]
                 meta.update(group=spec["group"], covers=spec["covers"],
                             inputs={k: list(v) for k, v in spec["inputs"].items()}, values=spec["values"])
                 meta.update(_count(ref, path, meta))
