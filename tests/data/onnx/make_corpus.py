@@ -417,7 +417,29 @@ def _op_models():
             mx = a.amax(dim=-1, keepdim=True)
             return a.mean(dim=1) + cs.mean() + mx.mean()
 
-    return dict(ConvT=ConvT, ResizePad=ResizePad, Recurrent=Recurrent, EinsumNorm=EinsumNorm, IndexOps=IndexOps)
+    class BnForms(nn.Module):  # BatchNormalization after a Gemm (folds), after a Relu and on an input (vector ops)
+        def __init__(self):
+            super().__init__()
+            self.bn_in = nn.BatchNorm2d(4)
+            self.conv = nn.Conv2d(4, 8, 3, padding=1)
+            self.bn_act = nn.BatchNorm2d(8)
+            self.fc = nn.Linear(8 * 6 * 6, 16)
+            self.bn_fc = nn.BatchNorm1d(16)
+
+        def forward(self, x):
+            y = self.bn_act(torch.relu(self.conv(self.bn_in(x))))
+            return self.bn_fc(self.fc(y.flatten(1)))
+
+    class Upsample(nn.Module):  # opset 9: F.interpolate exports as the old Upsample op
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(4, 4, 3)
+
+        def forward(self, x):
+            return self.conv(F.interpolate(x, scale_factor=2.0, mode="nearest"))
+
+    return dict(ConvT=ConvT, ResizePad=ResizePad, Recurrent=Recurrent, EinsumNorm=EinsumNorm, IndexOps=IndexOps,
+                BnForms=BnForms, Upsample=Upsample)
 
 
 OP_SPECS = {
@@ -430,6 +452,8 @@ OP_SPECS = {
     "index_ops": ("IndexOps", {"ids": (2, 12)}, {},
                   ["3:Gather", "3:Where", "3:Expand", "3:Range", "3:Cast", "3:Equal", "3:Not", "3:Trilu",
                    "3:CumSum", "3:ReduceMean", "3:ReduceMax"], 14, 18),
+    "bn_forms": ("BnForms", {"x": (2, 4, 6, 6)}, {}, ["3:BatchNormalization"], 15, 18),
+    "upsample": ("Upsample", {"x": (1, 4, 6, 6)}, {}, ["3:Upsample"], 9, None),
 }
 
 
@@ -445,14 +469,22 @@ def _op_builder(name: str, dynamo: bool):
         opset = o_dynamo if dynamo else o_legacy
         # a symbolic sequence dim keeps arange / ones(n, n) as Range / ConstantOfShape in the legacy export
         dyn = {"ids": {1: "sequence"}} if name == "index_ops" and not dynamo else None
-        cmd = _torch_export(m, args, path, dynamo=dynamo, opset=opset, input_names=list(shapes), dynamic_axes=dyn)
+        bn = name == "bn_forms"  # keep every BatchNormalization (PRESERVE / no folding / optimize=False)
+        if bn:
+            with torch.no_grad():
+                for mod in m.modules():
+                    if isinstance(mod, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d)):
+                        mod.running_mean.uniform_(-0.5, 0.5)
+                        mod.running_var.uniform_(0.5, 2.0)
+        cmd = _torch_export(m, args, path, dynamo=dynamo, opset=opset, input_names=list(shapes), dynamic_axes=dyn,
+                            bn_preserve=bn, optimize=not bn)
         return dict(source=f"torch module {cls_name} (make_corpus.py), random weights (seed {SEED})",
                     exporter="torch.onnx dynamo" if dynamo else "torch.onnx torchscript", opset=opset, command=cmd)
     return build
 
 
 for _name, (_c, _shapes, _values, _covers, _a, _b) in OP_SPECS.items():
-    for _dyn in (False, True):
+    for _dyn in (False, True) if _b else (False,):
         entry(f"{_name}_{'dynamo' if _dyn else 'legacy'}", covers=_covers, inputs=_shapes, values=_values,
               group="ops")(_op_builder(_name, _dyn))
 
