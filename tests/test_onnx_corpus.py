@@ -139,3 +139,21 @@ def _transformer_macs(kind: str) -> int:
 def test_reference_matches_config_formula(name):
     """The independent count itself, checked against the config's formula for the transformer exports."""
     assert MANIFEST["files"][name]["reference_macs"] == _transformer_macs(name.split("_")[0])
+
+
+def test_check_catches_a_planted_deviation():
+    """The per-model check fails on 2% too few MACs, a substituted op, or a node neither lowered nor listed."""
+    class Fake:
+        def __init__(self, macs, **report):
+            self.import_report = dict(dict(substituted=[], macs_accounted_fraction=1.0, dropped_static=[],
+                                           lowered=3, nodes=3), **report)
+            self.macs = macs
+
+        def total_macs(self):
+            return self.macs
+
+    _check("fake", Fake(1000), 1000, {})
+    _check("fake", Fake(1009), 1000, {})
+    for bad in (Fake(980), Fake(1000, substituted=[{"op": "If", "count": 1}]), Fake(1000, nodes=4)):
+        with pytest.raises(AssertionError):
+            _check("fake", bad, 1000, {})

@@ -159,10 +159,8 @@ def node_macs(node: onnx.NodeProto, shape_of) -> int:
     if t in ("Gemm", "QGemm"):
         x = sh(0)
         return prod(out) * (x[0] if a.get("transA", 0) else x[1])
-    if t in ("MatMul", "MatMulInteger", "MatMulIntegerToFloat", "DynamicQuantizeMatMul"):
-        return prod(out) * sh(0)[-1]
-    if t == "QLinearMatMul":
-        return prod(out) * sh(0)[-1]
+    if t in ("MatMul", "MatMulInteger", "QLinearMatMul", "MatMulIntegerToFloat", "DynamicQuantizeMatMul"):
+        return prod(out) * sh(0)[-1]  # numpy matmul: every output element is a K-long dot product
     if t == "FusedMatMul":
         x = sh(0)
         return prod(out) * (x[-2] if a.get("transA", 0) and len(x) > 1 else x[-1])
