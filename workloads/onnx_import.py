@@ -87,10 +87,10 @@ def load_onnx(path: str, *, unknown_ops: str = "error", dims=None, input_shapes=
              if vi.name not in inits}
     bound.update({name: list(numpy_helper.to_array(t).shape) for t in model.graph.initializer
                   for name in values if t.name == name})
-    m, steps = resolve(path, model)
+    m, steps, static = resolve(path, model)
     precision = dict(weight_precision=weight_precision, act_precision=act_precision, acc_precision=acc_precision)
     graph = Graph(Path(path).stem or model.graph.name or "onnx")
-    report = _lower(path, m, graph, precision, unknown_ops, steps, nodes_in_file)
+    report = _lower(path, m, graph, precision, unknown_ops, steps, nodes_in_file, static)
     graph.import_report = {**report, "input_shapes": bound, "input_values": values}
     return graph
 
@@ -120,7 +120,7 @@ def _load_external_data(path: str, model) -> None:
 
 
 def _lower(path: str, m: OnnxModel, graph: Graph, precision: dict, unknown_ops: str, steps: list,
-           nodes_in_file: int) -> dict:
+           nodes_in_file: int, static: list) -> dict:
     """Lower every dynamic node into ``graph``; returns the import report."""
     fused = _find_layernorms(m)
     absorbed = {id(n) for group in fused.values() for n in group["nodes"]}
@@ -152,7 +152,10 @@ def _lower(path: str, m: OnnxModel, graph: Graph, precision: dict, unknown_ops: 
             raise WorkloadError(f"{path}: {m.label(node)}: malformed node ({type(err).__name__}: "
                                 f"{str(err)[:120]}); expected a node as the ONNX spec defines it") from None
         per_node[id(node)] = lower.node_macs
-    static = [n for n in m.nodes if m.is_static_node(n)]
+    final_static = [n for n in m.nodes if m.is_static_node(n)]
+    listed = {id(n) for n in static}
+    names = {n.name for n in static if n.name}
+    static = static + [n for n in final_static if id(n) not in listed and not (n.name and n.name in names)]
     substituted = []
     for t in dict.fromkeys(n.op_type for n in unknown):
         group = [n for n in unknown if n.op_type == t]
@@ -163,7 +166,7 @@ def _lower(path: str, m: OnnxModel, graph: Graph, precision: dict, unknown_ops: 
     return {
         "file": str(path),
         "nodes_in_file": nodes_in_file,
-        "nodes": len(m.nodes),
+        "nodes": len(dynamic) + len(static),  # lowered + substituted + dropped_static
         "lowered": len(dynamic) - len(unknown),
         "substituted": substituted,
         "dropped_static": dropped,

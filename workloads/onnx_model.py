@@ -94,6 +94,7 @@ class OnnxModel:
     def __init__(self, path: str, model: onnx.ModelProto, extra_shapes: dict | None = None):
         self.path = path
         self.model = model
+        self.resolution_note = ""  # why shapes are still unknown, for the error that names them
         g = model.graph
         self.opsets = {imp.domain or "": imp.version for imp in model.opset_import}
         self.nodes = list(g.node)
@@ -126,10 +127,12 @@ class OnnxModel:
         for node in self.nodes:
             if self._node_is_static(node):
                 self.static.update(o for o in node.output if o)
-            if node.op_type == "Constant":
-                value = self.value(node.output[0])
-                if value is not None:
-                    self.shapes[node.output[0]] = tuple(value.shape)
+            if node.op_type == "Constant" or (self.is_static_node(node) and
+                                              any(o and not self.concrete(o) for o in node.output)):
+                for out in node.output:
+                    value = self.value(out) if out else None
+                    if value is not None:
+                        self.shapes[out] = tuple(value.shape)
         # exporters alias equal-valued initializers with Identity (torch: ln2.weight = Identity(ln.weight))
         self.alias: dict[str, str] = {}
         for node in self.nodes:
@@ -163,10 +166,11 @@ class OnnxModel:
         shape = self.shapes.get(tensor)
         if shape is None or any(d < 1 for d in shape):
             got = "unknown" if shape is None else "[" + ", ".join(str(d) if d > 0 else "?" for d in shape) + "]"
+            note = f" ({self.resolution_note})" if self.resolution_note else ""
             raise WorkloadError(
                 f"{self.path}: {self.label(node)}: tensor {tensor!r} has no concrete shape (got {got}) after shape "
-                f"inference, simplification and an onnxruntime run; bind the model's inputs with --input-shape "
-                f"NAME=AxBxC / --input-value NAME=V")
+                f"inference, simplification and an onnxruntime run{note}; bind the model's inputs with "
+                f"--input-shape NAME=AxBxC / --input-value NAME=V")
         return shape or (1,)
 
     def elements(self, tensor: str) -> int | None:
@@ -215,7 +219,7 @@ class OnnxModel:
             except Exception:  # external data not loaded, or a type numpy lacks
                 return None
         node = self.producer.get(tensor)
-        if node is None or tensor not in self.static or subgraphs(node):
+        if node is None or tensor not in self.static:
             return None
         if node.op_type == "Shape":
             shape = self.shapes[node.input[0]]
@@ -224,9 +228,9 @@ class OnnxModel:
             return np.array(shape[start:end], np.int64)
         if node.op_type == "Size":
             return np.array(prod(self.shapes[node.input[0]]), np.int64)
-        inputs = [x for x in node.input if x]
+        reads = node_reads(node)
         feeds = {}
-        for x in inputs:
+        for x in reads:
             v = self.value(x)
             if v is None:
                 return None
@@ -236,7 +240,10 @@ class OnnxModel:
 
             domain = node.domain or ""
             opsets = {domain: self.opsets.get(domain, onnx.defs.onnx_opset_version())}
-            outs = ReferenceEvaluator(node, opsets=opsets).run(None, feeds)
+            if subgraphs(node):  # a static If / Loop: a one-node model whose inputs include the outer reads
+                outs = ReferenceEvaluator(_one_node_model(node, feeds, self.model), opsets=None).run(None, feeds)
+            else:
+                outs = ReferenceEvaluator(node, opsets=opsets).run(None, feeds)
         except Exception:  # an op the reference evaluator lacks: the value stays unknown
             return None
         for name, out in zip(node.output, outs):
@@ -244,3 +251,11 @@ class OnnxModel:
                 self._values.setdefault(name, np.asarray(out))
         out = np.asarray(outs[list(node.output).index(tensor)])
         return out if out.size <= MAX_EVAL_ELEMENTS else None
+
+
+def _one_node_model(node, feeds: dict, model) -> onnx.ModelProto:
+    inputs = [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.asarray(v).dtype),
+                                            list(np.shape(v))) for name, v in feeds.items()]
+    outputs = [helper.make_empty_tensor_value_info(o) for o in node.output if o]
+    graph = helper.make_graph([node], "static", inputs, outputs)
+    return helper.make_model(graph, opset_imports=list(model.opset_import), ir_version=model.ir_version)

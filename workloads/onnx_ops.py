@@ -467,14 +467,18 @@ class Lowerer:
         batch, heads = (lead[0], lead[1]) if len(lead) == 2 else (1, lead[0])
         name = self.m.names[id(nxt)]
         base = self.m.names[id(node)]
+        k_src, kv_heads = self._kv_source(b_name, batch, heads, skv, d)
+        v_src, v_heads = self._kv_source(v_name, batch, heads, skv, d)
+        if v_heads != kv_heads:
+            k_src, v_src, kv_heads = b_name, v_name, heads
         q = self._add(ShapeOp, node, [a_name], [], name=f"{base}.q", fn="reshape", in_shapes=(tuple(sa),),
                       out_shapes=((batch, sq, heads * d),))
-        k = self._add(ShapeOp, node, [b_name], [], name=f"{base}.k", fn="transpose", in_shapes=(tuple(sb),),
-                      out_shapes=((batch, skv, heads * d),))
-        v = self._add(ShapeOp, node, [v_name], [], name=f"{base}.v", fn="reshape", in_shapes=(tuple(sv),),
-                      out_shapes=((batch, skv, heads * d),))
+        k = self._add(ShapeOp, node, [k_src], [], name=f"{base}.k", fn="transpose",
+                      in_shapes=(self._shape(k_src, node),), out_shapes=((batch, skv, kv_heads * d),))
+        v = self._add(ShapeOp, node, [v_src], [], name=f"{base}.v", fn="reshape",
+                      in_shapes=(self._shape(v_src, nxt),), out_shapes=((batch, skv, kv_heads * d),))
         attn = self._add(Attention, node, ["@" + q, "@" + k, "@" + v], [], name=f"{base}.attention",
-                         batch=batch, heads=heads, kv_heads=heads, seq_q=sq, seq_kv=skv, head_dim=d,
+                         batch=batch, heads=heads, kv_heads=kv_heads, seq_q=sq, seq_kv=skv, head_dim=d,
                          causal=False)
         self._add(ShapeOp, nxt, ["@" + attn], [nxt.output[0]], name=name, fn="reshape",
                   in_shapes=((batch, sq, heads * d),), out_shapes=(tuple(so),))
@@ -482,6 +486,28 @@ class Lowerer:
             self.absorbed.add(id(n))
             self.folded_into[id(n)] = f"{base}.attention"
         return True
+
+    def _kv_source(self, tensor: str, batch: int, heads: int, seq: int, d: int) -> tuple[str, int]:
+        """Grouped-query attention: the K or V tensor before ``repeat_kv`` (``Unsqueeze -> Expand ->
+        Reshape`` of ``[B, kv_heads, S, D]``) and kv_heads; else (``tensor``, heads)."""
+        t = tensor
+        for _ in range(8):
+            node = self.m.producer.get(t)
+            if node is None or node.op_type not in ("Reshape", "Transpose", "Expand", "Unsqueeze", "Mul", "Div",
+                                                    "Identity", "Cast"):
+                break
+            if node.op_type in ("Mul", "Div") and not all(x in self.m.static for x in node.input[1:]):
+                break
+            if node.op_type == "Unsqueeze":
+                src = node.input[0]
+                shape = self.m.shapes.get(src)
+                if shape is not None and len(shape) == 4 and self.m.concrete(src):
+                    b, kvh, s, dd = shape
+                    if (b, s, dd) == (batch, seq, d) and 0 < kvh < heads and heads % kvh == 0:
+                        return src, kvh
+                break
+            t = node.input[0]
+        return tensor, heads
 
     def _nan_guard(self, t: str) -> list:
         """[IsNaN, Where] when ``t`` feeds only ``Where(IsNaN(t), c, t)``, else []."""

@@ -253,11 +253,19 @@ def unresolved(m: OnnxModel) -> list:
             (subgraphs(n) or any(o and not m.concrete(o) for o in n.output))]
 
 
-def resolve(path: str, model) -> tuple[OnnxModel, list[str]]:
-    """The shape-resolved graph of a bound model and the steps that were needed."""
+def resolve(path: str, model) -> tuple[OnnxModel, list[str], list]:
+    """The shape-resolved graph of a bound model, the steps that were needed, and the provably
+    static nodes of the bound graph (before any folding: what the import leaves out)."""
     steps: list[str] = []
     model = infer(path, model)
-    m = _fold_ifs(path, model, steps)
+    first = OnnxModel(path, model)
+    static = [n for n in first.nodes if first.is_static_node(n)]
+    m = _fold_ifs(path, model, steps, first)
+    if unresolved(m):
+        folded = fold_constants(m)
+        if folded is not None:
+            steps.append("constants folded")
+            m = _fold_ifs(path, infer(path, folded), steps)
     if unresolved(m) and weights_loaded(model):
         simplified = simplify(model)
         if simplified is not None:
@@ -267,16 +275,38 @@ def resolve(path: str, model) -> tuple[OnnxModel, list[str]]:
             m = _fold_ifs(path, model, steps)
     left = unresolved(m)
     if left and any(not subgraphs(n) for n in left) and weights_loaded(model):
-        shapes = onnxruntime_shapes(path, m.model)
+        shapes, error = onnxruntime_shapes(path, m.model)
         if shapes:
             steps.append("onnxruntime")
             m = OnnxModel(path, m.model, extra_shapes=shapes)
-    return m, steps
+        else:
+            m.resolution_note = f"the onnxruntime run on zero inputs failed: {error}"
+    return m, steps, static
 
 
-def _fold_ifs(path: str, model, steps: list[str]) -> OnnxModel:
+def fold_constants(m: OnnxModel):
+    """A copy of the model where static nodes with small known values are initializers (so shape
+    inference sees them, e.g. a Loop's result); None when there is nothing to fold."""
+    values = {}
+    for node in m.nodes:
+        if m.is_static_node(node) and node.op_type not in ("Constant",) and node.output[0] not in m.init:
+            outs = [m.value(o) for o in node.output if o]
+            if all(v is not None for v in outs):
+                values.update({o: v for o, v in zip([o for o in node.output if o], outs)})
+    if not values:
+        return None
+    model = onnx.ModelProto()
+    model.CopyFrom(m.model)
+    keep = [n for n in model.graph.node if not all(o in values for o in n.output if o)]
+    del model.graph.node[:]
+    model.graph.node.extend(keep)
+    model.graph.initializer.extend(numpy_helper.from_array(np.asarray(v), k) for k, v in values.items())
+    return model
+
+
+def _fold_ifs(path: str, model, steps: list[str], m: OnnxModel | None = None) -> OnnxModel:
     """Replace each If whose condition is a known constant by its branch, until none is left."""
-    m = OnnxModel(path, model)
+    m = m or OnnxModel(path, model)
     for _ in range(64):
         chosen = {}
         for node in m.nodes:
@@ -331,7 +361,6 @@ def inline_ifs(m: OnnxModel, chosen: dict[int, bool]):
                                               name=f"{prefix}{out}"))
     del g.node[:]
     g.node.extend(nodes)
-    del g.value_info[:]
     return model
 
 
@@ -366,12 +395,13 @@ def simplify(model) -> tuple[str, object] | None:
     return None
 
 
-def onnxruntime_shapes(path: str, model) -> dict[str, tuple[int, ...]]:
-    """Every tensor's shape from one onnxruntime run on zero inputs (the bound shapes); {} if it cannot run."""
+def onnxruntime_shapes(path: str, model) -> tuple[dict[str, tuple[int, ...]], str]:
+    """Every tensor's shape from one onnxruntime run on zero inputs (the bound shapes), and why not
+    ({}, reason) when it cannot run."""
     try:
         import onnxruntime as ort
     except ImportError:
-        return {}
+        return {}, "onnxruntime is not installed"
     probe = onnx.ModelProto()
     probe.CopyFrom(model)
     have = {o.name for o in probe.graph.output}
@@ -396,6 +426,7 @@ def onnxruntime_shapes(path: str, model) -> dict[str, tuple[int, ...]]:
         sess = ort.InferenceSession(probe.SerializeToString(), opts, providers=["CPUExecutionProvider"])
         names = [o.name for o in sess.get_outputs()]
         outs = sess.run(names, feeds)
-    except Exception:
-        return {}
-    return {n: tuple(np.shape(v)) for n, v in zip(names, outs) if isinstance(v, np.ndarray)}
+    except Exception as err:  # onnxruntime raises its own types
+        text = str(err).replace("\n", " ")
+        return {}, (text[text.find("]") + 1:] if text.startswith("[") else text).strip()[:160]
+    return {n: tuple(np.shape(v)) for n, v in zip(names, outs) if isinstance(v, np.ndarray)}, ""
