@@ -387,3 +387,28 @@ def test_matmulnbits_sets_the_weight_format_and_group_size(tmp_path):
     assert (op.m, op.k, op.n, op.weight_precision, op.act_precision) == (3, k, n, "int4", "bf16")
     assert g.import_report["weight_formats"] == [{"layer": "q4", "weights": "int4", "group_size": block}]
     assert g.total_macs() == 3 * k * n == _reference(path)
+
+
+def test_loop_with_a_bound_trip_count_is_unrolled(tmp_path):
+    """torch.jit.script's ``for _ in range(n): h = relu(h @ W)`` with a scan output per step."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"], name="keep"),
+         helper.make_node("MatMul", ["h_in", "w"], ["mm"], name="mm"),
+         helper.make_node("Relu", ["mm"], ["h_out"], name="relu"),
+         helper.make_node("Identity", ["h_out"], ["scan"], name="scan")],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("h_in", F, [2, 16])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h_out", F, [2, 16]), helper.make_tensor_value_info("scan", F, [2, 16])])
+    nodes = [helper.make_node("Loop", ["n", "true", "x"], ["y", "steps"], name="loop", body=body)]
+    inits = [numpy_helper.from_array(np.array(True), "true"), _w("w", (16, 16))]
+    path = _save(tmp_path, nodes, [("x", F, [2, 16]), ("n", TensorProto.INT64, [])], inits, outputs=("y", "steps"))
+    g = workloads.load(path, input_values={"n": 3})
+    assert g.total_macs() == 3 * 2 * 16 * 16 == _reference(path, input_values={"n": 3})
+    assert g.op("loop/steps").output_shape() == (3, 2, 16)
+    assert "Loop x1 unrolled (3 iterations)" in g.import_report["shape_resolution"]
+    assert g.total_params() == 256  # one W, shared by the iterations
+    with pytest.raises(WorkloadError, match=r"node loop \(Loop\): its trip count or condition depends on the input "
+                                            r"data; bind n with --input-value"):
+        workloads.load(path)

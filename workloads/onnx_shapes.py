@@ -304,32 +304,69 @@ def fold_constants(m: OnnxModel):
     return model
 
 
+#: most Loop iterations unrolled (all Loops of a model together)
+MAX_UNROLLED_ITERATIONS = 4096
+
+
 def _fold_ifs(path: str, model, steps: list[str], m: OnnxModel | None = None) -> OnnxModel:
-    """Replace each If whose condition is a known constant by its branch, until none is left."""
+    """Replace each If whose condition is a known constant by its branch, and unroll each Loop whose
+    trip count and condition are known constants, until none is left."""
     m = m or OnnxModel(path, model)
+    unrolled = 0
     for _ in range(64):
-        chosen = {}
+        chosen, loops = {}, {}
         for node in m.nodes:
+            if m.is_static_node(node):
+                continue
             if node.op_type == "If" and node.input[0] in m.static:
                 cond = m.value(node.input[0])
                 if cond is not None and cond.size == 1:
                     chosen[id(node)] = bool(cond.reshape(-1)[0])
-        if not chosen:
+            if node.op_type == "Loop" and node.input[0] and all(x in m.static for x in node.input[:2] if x):
+                trips = m.value(node.input[0])
+                cond = m.value(node.input[1]) if node.input[1] else np.array(True)
+                if trips is not None and trips.size == 1 and cond is not None and cond.size == 1:
+                    loops[id(node)] = int(trips.reshape(-1)[0]) if bool(cond.reshape(-1)[0]) else 0
+        if not chosen and not loops:
             return m
-        steps.append(f"If x{len(chosen)} folded")
-        model = infer(path, inline_ifs(m, chosen))
+        unrolled += sum(loops.values())
+        if unrolled > MAX_UNROLLED_ITERATIONS:
+            raise WorkloadError(f"{path}: Loop: {unrolled} iterations to unroll; archsim unrolls at most "
+                                f"{MAX_UNROLLED_ITERATIONS} (bind a smaller trip count with --input-value)")
+        if chosen:
+            steps.append(f"If x{len(chosen)} folded")
+        if loops:
+            steps.append(f"Loop x{len(loops)} unrolled ({sum(loops.values())} iterations)")
+        model = infer(path, inline_ifs(m, chosen, loops))
         m = OnnxModel(path, model)
+        _check_loop_conditions(path, m)
     return m
 
 
-def inline_ifs(m: OnnxModel, chosen: dict[int, bool]):
-    """A copy of the model where each If in ``chosen`` (id -> condition) is replaced by its branch."""
+def _check_loop_conditions(path: str, m: OnnxModel) -> None:
+    """An unrolled Loop is right only if its body's condition stayed true: it must be a known constant."""
+    for node in m.nodes:
+        if node.op_type == "Identity" and node.name.endswith("/loop_condition"):
+            value = m.value(node.input[0]) if node.input[0] in m.static else None
+            if value is None or not bool(np.asarray(value).reshape(-1)[0]):
+                loop = node.name.rsplit("/", 2)[0]
+                raise WorkloadError(f"{path}: node {loop} (Loop): its condition depends on the input data (it "
+                                    f"may stop early); archsim unrolls a Loop only when its condition is constant")
+
+
+def inline_ifs(m: OnnxModel, chosen: dict[int, bool], loops: dict[int, int] | None = None):
+    """A copy of the model where each If in ``chosen`` (id -> condition) is replaced by its branch,
+    and each Loop in ``loops`` (id -> trip count) by that many copies of its body."""
     model = onnx.ModelProto()
     model.CopyFrom(m.model)
     g = model.graph
     nodes = []
     used = {o for n in m.nodes for o in n.output} | {i.name for i in g.input} | set(m.init)
+    loops = loops or {}
     for node in m.nodes:
+        if id(node) in loops:
+            nodes += _unroll_loop(m, node, loops[id(node)], g)
+            continue
         if id(node) not in chosen:
             nodes.append(node)
             continue
@@ -362,6 +399,78 @@ def inline_ifs(m: OnnxModel, chosen: dict[int, bool]):
     del g.node[:]
     g.node.extend(nodes)
     return model
+
+
+def _unroll_loop(m: OnnxModel, node, trips: int, g) -> list:
+    """``trips`` renamed copies of a Loop's body: iteration i reads the constant i and the state
+    iteration i-1 carried out; scan outputs are stacked along a new axis 0."""
+    body = next(a.g for a in node.attribute if a.name == "body")
+    base = m.names[id(node)]
+    carried_in = [x for x in node.input[2:]]
+    n_carried = len(carried_in)
+    opset = m.opsets.get("", 13)
+    state = list(carried_in)
+    scans: list[list[str]] = [[] for _ in body.output[1 + n_carried:]]
+    out_nodes = []
+    for i in range(trips):
+        prefix = f"{base}/iter{i}/"
+        rename = {}
+        iter_name = prefix + "iteration"
+        g.initializer.append(numpy_helper.from_array(np.array(i, np.int64), iter_name))
+        rename[body.input[0].name] = iter_name
+        if len(body.input) > 1:
+            rename[body.input[1].name] = node.input[1] if node.input[1] else _true(g, prefix)
+        for vi, src in zip(body.input[2:], state):
+            rename[vi.name] = src
+        for t in body.initializer:
+            copy = onnx.TensorProto()
+            copy.CopyFrom(t)
+            copy.name = rename[t.name] = prefix + t.name
+            g.initializer.append(copy)
+        for inner in body.node:
+            for o in inner.output:
+                if o:
+                    rename[o] = prefix + o
+        for inner in body.node:
+            copy = onnx.NodeProto()
+            copy.CopyFrom(inner)
+            copy.name = prefix + (inner.name or inner.op_type)
+            copy.input[:] = [rename.get(x, x) for x in inner.input]
+            copy.output[:] = [rename.get(x, x) for x in inner.output]
+            _rename_subgraph_reads(copy, rename)
+            out_nodes.append(copy)
+        cond_out = rename.get(body.output[0].name, body.output[0].name)
+        out_nodes.append(helper.make_node("Identity", [cond_out], [prefix + "loop_condition"],
+                                          name=prefix + "loop_condition"))
+        state = [rename.get(o.name, o.name) for o in body.output[1:1 + n_carried]]
+        for k, o in enumerate(body.output[1 + n_carried:]):
+            scans[k].append(rename.get(o.name, o.name))
+    outs = list(node.output)
+    for out, src in zip(outs[:n_carried], state):
+        if out:
+            out_nodes.append(helper.make_node("Identity", [src], [out], name=f"{base}/{out}"))
+    axes = f"{base}/axes0"
+    if opset >= 13 and any(scans):
+        g.initializer.append(numpy_helper.from_array(np.array([0], np.int64), axes))
+    for k, out in enumerate(outs[n_carried:]):
+        if not out or not scans[k]:
+            continue
+        stacked = []
+        for i, src in enumerate(scans[k]):
+            name = f"{base}/scan{k}_{i}"
+            if opset >= 13:
+                out_nodes.append(helper.make_node("Unsqueeze", [src, axes], [name], name=name))
+            else:
+                out_nodes.append(helper.make_node("Unsqueeze", [src], [name], name=name, axes=[0]))
+            stacked.append(name)
+        out_nodes.append(helper.make_node("Concat", stacked, [out], name=f"{base}/{out}", axis=0))
+    return out_nodes
+
+
+def _true(g, prefix: str) -> str:
+    name = prefix + "true"
+    g.initializer.append(numpy_helper.from_array(np.array(True), name))
+    return name
 
 
 def _rename_subgraph_reads(node, rename: dict) -> None:
