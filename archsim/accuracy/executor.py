@@ -382,8 +382,37 @@ def onnxruntime_outputs(model, feeds: dict) -> dict[str, np.ndarray]:
     opts.inter_op_num_threads = 1
     sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     names = [o.name for o in sess.get_outputs()]
-    outs = sess.run(names, {k: np.asarray(v, np.float32) for k, v in feeds.items()})
+    kinds = {i.name: i.type for i in sess.get_inputs()}
+    outs = sess.run(names, {k: np.asarray(v, _ORT_TYPES.get(kinds.get(k), np.float32)) for k, v in feeds.items()})
     return dict(zip(names, outs))
+
+
+_ORT_TYPES = {"tensor(float)": np.float32, "tensor(int64)": np.int64, "tensor(int32)": np.int32,
+              "tensor(bool)": np.bool_, "tensor(float16)": np.float16, "tensor(double)": np.float64,
+              "tensor(uint8)": np.uint8, "tensor(int8)": np.int8}
+
+
+def imported_feeds(model, imported: dict, seed: int) -> dict[str, np.ndarray]:
+    """Inputs at the shapes the run's import bound (``SimResult.imported``): standard-normal float
+    tensors, zero integer tensors (ids, masks), and the ``--input-value`` control inputs as given."""
+    from onnx import helper
+
+    inits = {t.name for t in model.graph.initializer}
+    rng = np.random.default_rng(seed)
+    shapes, values = imported.get("input_shapes", {}), imported.get("input_values", {})
+    feeds = {}
+    for vi in model.graph.input:
+        if vi.name in inits or vi.name not in shapes:
+            continue
+        dtype = helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
+        shape = tuple(shapes[vi.name])
+        if vi.name in values:
+            feeds[vi.name] = np.full(shape, values[vi.name], dtype=dtype)
+        elif np.issubdtype(dtype, np.floating):
+            feeds[vi.name] = rng.standard_normal(shape).astype(np.float32)
+        else:
+            feeds[vi.name] = np.zeros(shape, dtype=dtype)
+    return feeds
 
 
 def run_network(model, feeds: dict, prec: Precision, policy=None, reference: dict | None = None,
