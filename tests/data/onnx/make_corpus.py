@@ -23,11 +23,18 @@ made it, the input shapes / values to bind, sha256, bytes, and the MAC count
 of :mod:`workloads.onnx_reference` (onnxruntime run, shapes observed; shares
 no code with archsim's importer).
 
-Run (heavy packages are not CI dependencies; any venv with them)::
+Reproducibility (checked with ``--out``): the TorchScript exports, the
+quantized models and the third-party files regenerate byte for byte; the
+dynamo exports carry their source stack traces (line numbers of this script)
+in metadata, so their bytes change when this file is edited; every MAC count
+stays the same.
+
+Run (heavy packages are not CI dependencies: ``pip install -e .[corpus]`` or any venv with them)::
 
     python tests/data/onnx/make_corpus.py            # everything
     python tests/data/onnx/make_corpus.py --only bert_legacy,silero_vad
     python tests/data/onnx/make_corpus.py --manifest-only   # recount the files present
+    python tests/data/onnx/make_corpus.py --out /tmp/corpus   # regenerate elsewhere (to compare sha256)
 """
 from __future__ import annotations
 
@@ -45,7 +52,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
-MANIFEST = HERE / "MANIFEST.json"
 SEED = 0
 
 
@@ -701,9 +707,13 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="", help="comma-separated entry names")
     ap.add_argument("--with-rec", action="store_true", help="also extract PP-OCRv4 rec (10.9 MB)")
     ap.add_argument("--manifest-only", action="store_true", help="recount the files present; build nothing")
+    ap.add_argument("--out", type=Path, default=HERE, help="folder to write to (default: beside this script)")
     args = ap.parse_args(argv)
+    out_dir = args.out.resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifest_path = out_dir / "MANIFEST.json"
     ref = _reference_module()
-    manifest = json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {"files": {}}
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {"files": {}}
     only = [x for x in args.only.split(",") if x]
     versions = dict(python=platform.python_version(), torch=_version("torch"), transformers=_version("transformers"),
                     onnx=_version("onnx"), onnxruntime=_version("onnxruntime"), onnxscript=_version("onnxscript"))
@@ -719,7 +729,7 @@ def main(argv=None) -> int:
                             group="third-party")
             else:
                 spec = ENTRIES[name]
-            path = HERE / f"{name}.onnx"
+            path = out_dir / f"{name}.onnx"
             old = manifest["files"].get(f"{name}.onnx", {})
             try:
                 if args.manifest_only:
@@ -751,7 +761,7 @@ def main(argv=None) -> int:
     manifest["files"] = dict(sorted(manifest["files"].items()))
     manifest["total_bytes"] = sum(m["bytes"] for m in manifest["files"].values())
     manifest["generator"] = "tests/data/onnx/make_corpus.py"
-    MANIFEST.write_text(json.dumps(manifest, indent=1, sort_keys=False) + "\n")
+    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=False) + "\n")
     print(f"{len(manifest['files'])} files, {manifest['total_bytes'] / 1e6:.2f} MB; failed: {failures or 'none'}")
     return 0
 
