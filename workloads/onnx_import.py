@@ -70,10 +70,10 @@ def load_onnx(path: str, *, unknown_ops: str = "error", dims=None, input_shapes=
         model = onnx.load_model_from_string(data)
     except Exception as err:  # protobuf raises several types for a corrupt file
         raise WorkloadError(f"{path}: not a readable ONNX model ({type(err).__name__})") from None
+    del data  # the parsed model holds its own copy of the weights
     if not model.graph.node:
         raise WorkloadError(f"{path}: the ONNX graph has no nodes; expected a model")
     _check_structure(path, model)
-    _load_external_data(path, model)
     if seq is not None and seq_len is not None and seq != seq_len:
         raise WorkloadError(f"{path}: seq: conflicts with seq_len={seq_len!r}")
     nodes_in_file = _count_nodes(model.graph)
@@ -87,7 +87,7 @@ def load_onnx(path: str, *, unknown_ops: str = "error", dims=None, input_shapes=
              if vi.name not in inits}
     bound.update({name: list(numpy_helper.to_array(t).shape) for t in model.graph.initializer
                   for name in values if t.name == name})
-    m, steps, static = resolve(path, model)
+    m, steps, static = resolve(path, model, load_weights=lambda mm: _load_external_data(path, mm))
     precision = dict(weight_precision=weight_precision, act_precision=act_precision, acc_precision=acc_precision)
     graph = Graph(Path(path).stem or model.graph.name or "onnx")
     report = _lower(path, m, graph, precision, unknown_ops, steps, nodes_in_file, static)
@@ -100,8 +100,8 @@ def _count_nodes(graph) -> int:
 
 
 def _load_external_data(path: str, model) -> None:
-    """Load external weights when they are small enough to hold (they let onnxslim / onnxruntime resolve
-    shapes); a graph whose external weights are large is imported without its weights."""
+    """Load external weights, when shapes need them (onnxslim / onnxruntime) and they are small enough
+    to hold; a graph whose external weights are large is imported without its weights."""
     from archsim.inputs import MAX_ONNX_BYTES, max_input_bytes
 
     if weights_loaded(model):
@@ -275,19 +275,30 @@ def _check_structure(path: str, model) -> None:
             if out:
                 producer[out] = i
     known = {t.name for t in model.graph.input} | {t.name for t in model.graph.initializer} | set(producer)
-    edges = nx.DiGraph()
+    succ: dict[int, set[int]] = {i: set() for i in range(len(nodes))}
+    indegree = [0] * len(nodes)
     for i, node in enumerate(nodes):
-        edges.add_node(i)
         for inp in node.input:
             if inp and inp not in known:
                 raise WorkloadError(f"{path}: node {names[id(node)]} ({node.op_type}) reads {inp!r}, which no node, "
                                     "graph input or initializer provides")
-            if inp in producer:
-                edges.add_edge(producer[inp], i)
-    try:
+            if inp in producer and i not in succ[producer[inp]]:
+                succ[producer[inp]].add(i)
+                indegree[i] += 1
+    ready = [i for i, d in enumerate(indegree) if d == 0]  # Kahn's algorithm: linear in the graph
+    done = 0
+    while ready:
+        i = ready.pop()
+        done += 1
+        for j in succ[i]:
+            indegree[j] -= 1
+            if indegree[j] == 0:
+                ready.append(j)
+    cycle = None
+    if done < len(nodes):  # name one cycle among the nodes left
+        left = {i for i, d in enumerate(indegree) if d > 0}
+        edges = nx.DiGraph((i, j) for i in left for j in succ[i] if j in left)
         cycle = nx.find_cycle(edges)
-    except nx.NetworkXNoCycle:
-        cycle = None
     if cycle:
         ring = " -> ".join(names[id(nodes[a])] for a, _ in cycle) + f" -> {names[id(nodes[cycle[0][0]])]}"
         raise WorkloadError(f"{path}: the ONNX graph has a cycle ({ring}); expected a DAG")

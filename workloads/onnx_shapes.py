@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+from math import prod
+
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper, shape_inference
@@ -235,11 +237,43 @@ def positive_dim(path: str, key: str, value) -> int:
 
 
 # ----------------------------------------------------------------------------- resolving
+#: initializers above this many elements are given to shape inference as typed inputs, without data
+SKELETON_MIN_ELEMENTS = 4096
+
+
 def infer(path: str, model):
+    """``model`` with the shapes ONNX shape inference (with data propagation) finds. Inference runs on a
+    skeleton whose large initializers are typed inputs without data, so weights are neither serialized
+    nor copied (a BERT-base export's 440 MB)."""
+    big = [t for t in model.graph.initializer
+           if prod(t.dims) > SKELETON_MIN_ELEMENTS or t.data_location == onnx.TensorProto.EXTERNAL]
+    target = model
+    if big:
+        g = model.graph
+        skeleton = onnx.ModelProto(ir_version=max(model.ir_version, 4), producer_name=model.producer_name)
+        skeleton.opset_import.extend(model.opset_import)
+        skeleton.functions.extend(model.functions)
+        sg = skeleton.graph
+        sg.name = g.name
+        sg.node.extend(g.node)
+        sg.output.extend(g.output)
+        sg.value_info.extend(g.value_info)
+        names = {t.name for t in big}
+        sg.initializer.extend(t for t in g.initializer if t.name not in names)
+        sg.input.extend(i for i in g.input if i.name not in names)
+        sg.input.extend(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in big)
+        target = skeleton
     try:
-        return shape_inference.infer_shapes(model, data_prop=True)
+        inferred = shape_inference.infer_shapes(target, data_prop=True)
     except Exception as err:
         raise WorkloadError(f"{path}: ONNX shape inference failed: {str(err).splitlines()[0]}") from None
+    if not big:
+        return inferred
+    del model.graph.value_info[:]
+    model.graph.value_info.extend(inferred.graph.value_info)
+    del model.graph.output[:]
+    model.graph.output.extend(inferred.graph.output)
+    return model
 
 
 def weights_loaded(model) -> bool:
@@ -253,7 +287,7 @@ def unresolved(m: OnnxModel) -> list:
             (subgraphs(n) or any(o and not m.concrete(o) for o in n.output))]
 
 
-def resolve(path: str, model) -> tuple[OnnxModel, list[str], list]:
+def resolve(path: str, model, load_weights=None) -> tuple[OnnxModel, list[str], list]:
     """The shape-resolved graph of a bound model, the steps that were needed, and the provably
     static nodes of the bound graph (before any folding: what the import leaves out)."""
     steps: list[str] = []
@@ -266,6 +300,9 @@ def resolve(path: str, model) -> tuple[OnnxModel, list[str], list]:
         if folded is not None:
             steps.append("constants folded")
             m = _fold_ifs(path, infer(path, folded), steps)
+    if unresolved(m) and not weights_loaded(m.model) and load_weights is not None:
+        load_weights(m.model)
+        model = m.model
     if unresolved(m) and weights_loaded(model):
         simplified = simplify(model)
         if simplified is not None:
