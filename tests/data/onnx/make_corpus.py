@@ -89,7 +89,7 @@ def entry(name: str, *, covers: list[str], inputs: dict, values: dict | None = N
 
 def _torch_export(module, args: tuple, path: Path, *, dynamo: bool, opset: int, input_names: list[str],
                   dynamic_axes: dict | None = None, bn_preserve: bool = False, kwargs: dict | None = None,
-                  optimize: bool = True) -> str:
+                  optimize: bool = True, dynamic_shapes=None) -> str:
     """Export with one of torch.onnx's exporters; returns the command as text for the manifest."""
     import torch
 
@@ -97,9 +97,11 @@ def _torch_export(module, args: tuple, path: Path, *, dynamo: bool, opset: int, 
     module.eval()
     if dynamo:
         torch.onnx.export(module, args, str(path), dynamo=True, opset_version=opset, input_names=input_names,
-                          kwargs=kwargs, external_data=False, optimize=optimize)
+                          kwargs=kwargs, external_data=False, optimize=optimize, dynamic_shapes=dynamic_shapes)
         cmd = (f"torch.onnx.export(model, args, {path.name!r}, dynamo=True, opset_version={opset}, "
-               f"input_names={input_names}, external_data=False, optimize={optimize})")
+               f"input_names={input_names}, external_data=False, optimize={optimize}"
+               + (", dynamic_shapes=((({1: Dim('sequence', min=2, max=64)}, ...),)" if dynamic_shapes else "")
+               + ")")
     else:
         extra = {}
         if bn_preserve:
@@ -189,12 +191,14 @@ HF_ATTENTION = {
     "vit": [[4, 4, 8, 17, 17]] * 2,
     "t5": [[4, 4, 8, 16, 16]] * 2 + [[4, 4, 8, 8, 8]] * 2 + [[4, 4, 8, 8, 16]] * 2,
 }
+#: also exported by dynamo with a symbolic sequence dim (<kind>_dynamo_symbolic; <kind>_dynamo is static)
+DYNAMO_DYNAMIC = ("gpt2", "llama")
 HF_OPSETS = {  # (legacy opset, dynamo opset): opsets spread over 13-21
     "bert": (13, 18), "gpt2": (14, 20), "llama": (17, 21), "vit": (15, 19), "t5": (16, 18),
 }
 
 
-def _hf_builder(kind: str, dynamo: bool):
+def _hf_builder(kind: str, dynamo: bool, symbolic_seq: bool = False):
     def build(path: Path) -> dict:
         import torch
 
@@ -211,8 +215,12 @@ def _hf_builder(kind: str, dynamo: bool):
         dyn = None
         if not dynamo and kind in ("bert", "gpt2"):  # symbolic dims the user must bind
             dyn = {n: {0: "batch", 1: "sequence"} for n in names}
+        dyn_shapes = None
+        if symbolic_seq:  # torch.export specializes size-1 dims, so only the sequence
+            seq = torch.export.Dim("sequence", min=2, max=64)
+            dyn_shapes = (tuple({1: seq} for _ in names),)  # one spec per element of forward's *xs
         cmd = _torch_export(_Wrap(inner, fwd), args, path, dynamo=dynamo, opset=opset, input_names=names,
-                            dynamic_axes=dyn)
+                            dynamic_axes=dyn, dynamic_shapes=dyn_shapes)
         return dict(source=f"transformers {type(inner).__name__}, tiny config, random weights (seed {SEED}), "
                            f"attn_implementation={attn!r}",
                     config={k: v for k, v in cfg.to_diff_dict().items()
@@ -228,6 +236,9 @@ for _kind, (_names, _shapes, _values) in HF_SPECS.items():
             _in["attention_mask"] = _shapes["input_ids"]
         entry(f"{_kind}_{'dynamo' if _dyn else 'legacy'}", covers=["4"], inputs=_in, values=_values,
               group="hf", attention=HF_ATTENTION[_kind])(_hf_builder(_kind, _dyn))
+    if _kind in DYNAMO_DYNAMIC:
+        entry(f"{_kind}_dynamo_symbolic", covers=["4", "2:symbolic dims"], inputs=dict(_shapes), values=_values,
+              group="hf", attention=HF_ATTENTION[_kind])(_hf_builder(_kind, True, symbolic_seq=True))
 
 
 # ------------------------------------------------------------------ vision: ResNet-18 / MobileNetV2 in torch
