@@ -303,7 +303,7 @@ def resolve(path: str, model, load_weights=None) -> tuple[OnnxModel, list[str], 
     if unresolved(m) and not weights_loaded(m.model) and load_weights is not None:
         load_weights(m.model)
         model = m.model
-    if unresolved(m) and weights_loaded(model):
+    if unresolved(m) and weights_loaded(model) and _inputs_small(model):
         simplified = simplify(model)
         if simplified is not None:
             tool, model = simplified
@@ -319,6 +319,12 @@ def resolve(path: str, model, load_weights=None) -> tuple[OnnxModel, list[str], 
         else:
             m.resolution_note = f"the onnxruntime run on zero inputs failed: {error}"
     return m, steps, static
+
+
+def _inputs_small(model) -> bool:
+    inits = {t.name for t in model.graph.initializer}
+    return all(prod(d.dim_value for d in vi.type.tensor_type.shape.dim) <= MAX_PROBE_ELEMENTS
+               for vi in model.graph.input if vi.name not in inits)
 
 
 def fold_constants(m: OnnxModel):
@@ -340,6 +346,9 @@ def fold_constants(m: OnnxModel):
     model.graph.initializer.extend(numpy_helper.from_array(np.asarray(v), k) for k, v in values.items())
     return model
 
+
+#: largest input (elements) the onnxruntime shape probe and the simplifiers are run on
+MAX_PROBE_ELEMENTS = 1 << 28
 
 #: most Loop iterations unrolled (all Loops of a model together)
 MAX_UNROLLED_ITERATIONS = 4096
@@ -563,6 +572,8 @@ def onnxruntime_shapes(path: str, model) -> tuple[dict[str, tuple[int, ...]], st
             continue
         t = vi.type.tensor_type
         shape = [d.dim_value for d in t.shape.dim]
+        if prod(shape) > MAX_PROBE_ELEMENTS:
+            return {}, f"input {vi.name} {shape} is too large to run ({prod(shape):,} elements)"
         feeds[vi.name] = np.zeros(shape, dtype=helper.tensor_dtype_to_np_dtype(t.elem_type))
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
