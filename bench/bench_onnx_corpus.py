@@ -10,17 +10,20 @@ recorded by make_corpus.py), their ratio, and the import time (best of
 reference count instead of trusting the manifest.
 
     python bench/bench_onnx_corpus.py [--only NAME,...] [--reps 1] [--markdown]
+
+``ARCHSIM_ONNX_CORPUS=DIR`` reads another folder made by ``make_corpus.py --out DIR``.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT / "tests" / "data" / "onnx"
+CORPUS = Path(os.environ.get("ARCHSIM_ONNX_CORPUS") or ROOT / "tests" / "data" / "onnx")
 
 
 def _row(name: str, meta: dict, args) -> dict:

@@ -18,12 +18,15 @@ decomposition) becomes the zoo's Attention ops with the heads, KV heads
 (GQA), head size and sequence lengths of the model's config (``attention`` in
 the manifest, written from the config by hand).
 
-One test per model, so each failing model shows by name.
+One test per model, so each failing model shows by name. ``ARCHSIM_ONNX_CORPUS=DIR``
+runs the same tests on another folder made by ``make_corpus.py --out DIR``
+(e.g. with ``--with-rec``, the 10.9 MB PP-OCRv4 rec left out of the repo).
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -31,7 +34,8 @@ import pytest
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
-CORPUS = Path(__file__).parent / "data" / "onnx"
+REPO_CORPUS = Path(__file__).parent / "data" / "onnx"
+CORPUS = Path(os.environ.get("ARCHSIM_ONNX_CORPUS") or REPO_CORPUS)
 MANIFEST = json.loads((CORPUS / "MANIFEST.json").read_text())
 FILES = sorted(MANIFEST["files"])
 VARIANTS = [(f, i) for f in FILES for i in range(len(MANIFEST["files"][f].get("variants", [])))]
@@ -66,7 +70,7 @@ def bindings(meta: dict) -> tuple[dict, dict]:
 
 def test_corpus_is_small_and_intact():
     total = sum((CORPUS / f).stat().st_size for f in FILES)
-    assert total < 20_000_000, f"corpus is {total / 1e6:.1f} MB; the issue asks for well under 20 MB"
+    assert total < 20_000_000 or CORPUS != REPO_CORPUS, f"corpus is {total / 1e6:.1f} MB; the issue asks for well under 20 MB"
     assert total == MANIFEST["total_bytes"]
     for f in FILES:
         assert hashlib.sha256((CORPUS / f).read_bytes()).hexdigest() == MANIFEST["files"][f]["sha256"], f
