@@ -198,3 +198,10 @@ def test_cli_prints_the_count(tmp_path, capsys):
     onnx.save(_if_model(), str(path))
     assert main([str(path), "--input-value", "flag=1"]) == 0
     assert f"{8 * 16:,} MACs" in capsys.readouterr().out
+
+
+def test_einsum_three_operands_contract_left_to_right():
+    # ij,jk,kl->il with i=2, j=3, k=4, l=5: (ij,jk) over i,j,k = 24, then (ik,kl) over i,k,l = 40
+    node = helper.make_node("Einsum", ["a", "b", "c"], ["y"], equation="ij,jk,kl->il")
+    m = _model([node], [_vi("a", [2, 3]), _vi("b", [3, 4]), _vi("c", [4, 5])], [_vi("y", None)], opset=12)
+    assert count_macs(m).total_macs == 2 * 3 * 4 + 2 * 4 * 5
