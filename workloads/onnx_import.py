@@ -207,8 +207,7 @@ def coverage_line(report: dict) -> str:
     """One line: 'lowered 412 of 415 nodes; 3 substituted on the vector unit (...); 100.0% of MACs accounted'."""
     dynamic = report["lowered"] + sum(s["count"] for s in report["substituted"])
     static = sum(d["count"] for d in report["dropped_static"])
-    parts = [f"lowered {report['lowered']} of {dynamic} compute nodes ({report['nodes_in_file']} nodes in the file "
-             f"with subgraphs; {static} static nodes left out, the rest folded by shape resolution)"]
+    parts = [f"lowered {report['lowered']} of {dynamic} compute nodes, {static} static nodes left out"]
     if report["substituted"]:
         listed = ", ".join(f"{s['op']} x{s['count']}" for s in report["substituted"])
         parts.append(f"{sum(s['count'] for s in report['substituted'])} substituted on the vector unit "

@@ -140,6 +140,7 @@ def bind_inputs(path: str, model, *, input_shapes: dict, input_values: dict, dim
     for name, value in input_values.items():
         _input_to_constant(path, model, inputs[name], value, input_shapes.get(name))
     inputs = {vi.name: vi for vi in model.graph.input if vi.name not in inits and vi.name not in input_values}
+    learned: dict[str, int] = {}
     for name, shape in input_shapes.items():
         if name not in inputs:
             continue
@@ -154,11 +155,20 @@ def bind_inputs(path: str, model, *, input_shapes: dict, input_values: dict, dim
                     and declared[i].dim_value != size:
                 raise WorkloadError(f"{path}: input_shape.{name}: dim {i} is fixed at {declared[i].dim_value} "
                                     f"in the model, got {size}")
+            param = declared[i].dim_param.strip() if declared is not None and declared[i].HasField("dim_param") else ""
+            if param and param not in ANONYMOUS_DIMS:  # a named dim: the other inputs that use it get it too
+                if learned.setdefault(param, size) != size:
+                    raise WorkloadError(f"{path}: input_shape.{name}: dim {param!r} is {learned[param]} in another "
+                                        f"input's shape, got {size}")
         t.shape.Clear()
         for size in shape:
             t.shape.dim.add().dim_value = size
     symbolic = symbolic_dims(model)
     bound = bind_dims(path, symbolic, dims, batch, seq_len, check_missing=False)
+    for param, size in learned.items():
+        if bound.setdefault(param, size) != size:
+            raise WorkloadError(f"{path}: dims.{param}: {bound[param]} conflicts with the input shapes given "
+                                f"({param} = {size})")
     unbound, anonymous = [], False
     for vi in inputs.values():
         t = vi.type.tensor_type
