@@ -536,6 +536,12 @@ def _rename_subgraph_reads(node, rename: dict) -> None:
             _rename_subgraph_reads(inner, rename)
 
 
+#: onnxslim passes left out: only its constant folding and shape inference are wanted. Fusion renames and
+#: merges ops, and dead-node / common-subexpression elimination and weight tying would remove work the
+#: exported graph does (and the independent count counts)
+SLIM_SKIPPED = ["graph_fusion", "dead_node_elimination", "subexpression_elimination", "weight_tying"]
+
+
 def simplify(model) -> tuple[str, object] | None:
     """(tool, simplified model) from onnxslim, else onnxsim; None when neither manages."""
     quiet = io.StringIO()
@@ -543,7 +549,7 @@ def simplify(model) -> tuple[str, object] | None:
         import onnxslim
 
         with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
-            out = onnxslim.slim(model)
+            out = onnxslim.slim(model, skip_optimizations=SLIM_SKIPPED)
         if isinstance(out, onnx.ModelProto) and out.graph.node:
             return "onnxslim", out
     except Exception:  # a tool's failure only means the next step must resolve the shapes
