@@ -201,23 +201,34 @@ def _batchnorm(x, scale, bias, mean, var, node):
     return (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps) * scale.reshape(shape) + bias.reshape(shape)
 
 
-def _reference_node(node, ins, opsets):
-    """One node run by onnx's reference evaluator (fp32): the ops that are not GEMMs and that this
-    executor does not write out in numpy (Resize, Pad, Gather, Where, LSTM, InstanceNorm, ...)."""
+def _reference_node(node, feeds: dict, model):
+    """One node run in fp32 by onnx's reference evaluator, else by onnxruntime (its com.microsoft ops):
+    the ops that are not GEMMs and that this executor does not write out in numpy (Resize, Pad, Gather,
+    Where, LSTM, InstanceNorm, an If / Loop with the outer tensors its subgraphs read, ...)."""
+    from onnx import helper
     from onnx.reference import ReferenceEvaluator
 
-    names = [x for x in node.input if x]
-    feeds = {}
-    for name, value in zip(node.input, ins):
-        if name:
-            feeds[name] = value
+    inputs = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape))
+              for k, v in feeds.items()]
+    outputs = [helper.make_empty_tensor_value_info(o) for o in node.output if o]
+    one = helper.make_model(helper.make_graph([node], "node", inputs, outputs),
+                            opset_imports=list(model.opset_import), ir_version=model.ir_version)
     try:
-        sess = ReferenceEvaluator(node, opsets=opsets)
-        outs = sess.run(None, {k: feeds[k] for k in names})
-    except Exception as err:  # the reference evaluator raises many types
-        raise ValueError(f"{node.name or node.op_type}: op {node.op_type} cannot be evaluated "
-                         f"({type(err).__name__}: {str(err).splitlines()[0][:120] if str(err) else ''})") from None
-    return outs
+        outs = ReferenceEvaluator(one).run(None, feeds)
+    except Exception as first:  # the reference evaluator lacks the op (or one of its attributes)
+        try:
+            import onnxruntime as ort
+
+            opts = ort.SessionOptions()
+            opts.log_severity_level = 3
+            sess = ort.InferenceSession(one.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+            outs = sess.run(None, feeds)
+        except Exception:  # neither can: report the reference evaluator's reason
+            text = str(first).splitlines()[0][:120] if str(first) else ""
+            raise ValueError(f"{node.name or node.op_type}: op {node.op_type} cannot be evaluated "
+                             f"({type(first).__name__}: {text})") from None
+    names = [o for o in node.output if o]
+    return dict(zip(names, outs))
 
 
 def _maxpool(x, node):
@@ -273,7 +284,6 @@ def execute(model, feeds: dict, prec: Precision | None = None, policy=None,
     env = {i.name: _as_value(numpy_helper.to_array(i)) for i in model.graph.initializer}
     params = set(env)
     env.update({k: _as_value(np.asarray(v)) for k, v in feeds.items()})
-    opsets = {imp.domain or "": imp.version for imp in model.opset_import}
     gemm_outputs = {}
     nodes = list(model.graph.node)
     names = _node_names(nodes)
@@ -321,7 +331,8 @@ def execute(model, feeds: dict, prec: Precision | None = None, policy=None,
         elif op == "Constant" and _attr(node, "value") is not None:
             y = numpy_helper.to_array(_attr(node, "value"))
         elif op == "Shape":
-            y = np.asarray(ins[0].shape, np.int64)
+            start, end = _attr(node, "start", 0), _attr(node, "end", None)
+            y = np.asarray(ins[0].shape[start:end], np.int64)
         elif op in ("Squeeze", "Unsqueeze"):
             axes = _attr(node, "axes") if len(ins) < 2 else [int(v) for v in ins[1]]
             y = np.squeeze(ins[0], tuple(axes)) if op == "Squeeze" and axes else (
@@ -347,11 +358,13 @@ def execute(model, feeds: dict, prec: Precision | None = None, policy=None,
         elif op == "BatchNormalization":
             y = _batchnorm(*ins[:5], node)
         else:
-            outs = _reference_node(node, [_for_reference(v) for v in ins], opsets)
-            for name, value in zip(node.output[1:], outs[1:]):
-                if name:
-                    env[name] = _as_value(np.asarray(value))
-            y = outs[0]
+            from workloads.onnx_model import node_reads
+
+            outs = _reference_node(node, {x: _for_reference(env[x]) for x in dict.fromkeys(node_reads(node))},
+                                   model)
+            for name, value in outs.items():
+                env[name] = _as_value(np.asarray(value))
+            y = outs[node.output[0]]
         y = _as_value(np.asarray(y))
         env[node.output[0]] = y
         if op in GEMM_OPS:
