@@ -48,7 +48,7 @@ def test_input_shape_binds_unnamed_dims_in_the_api_and_a_sweep_specs_text(tmp_pa
     path = _cls_like(tmp_path)
     with pytest.raises(WorkloadError) as err:
         workloads.load(path)
-    assert str(err.value).endswith("cls.onnx: input(s) x [?, 3, ?, ?] have dims without a value; expected "
+    assert str(err.value).endswith("cls.onnx: input(s) x [-1, 3, ?, ?] have dims without a value; expected "
                                    "--input-shape NAME=AxBxC (input_shapes={'NAME': (A, B, C)}), --dim NAME=VALUE "
                                    "for named dims, or --batch / --seq for batch and sequence dims")
     assert workloads.load(path, input_shapes={"x": (1, 3, 48, 192)}).total_macs() == CLS_MACS
@@ -61,7 +61,7 @@ def test_input_shape_binds_unnamed_dims_in_the_api_and_a_sweep_specs_text(tmp_pa
 
 
 @pytest.mark.parametrize("bad,message", [
-    ({"x": (1, 3, 48)}, "input_shape.x: the input has 4 dims [?, 3, ?, ?], got 3 (1x3x48)"),
+    ({"x": (1, 3, 48)}, "input_shape.x: the input has 4 dims [-1, 3, ?, ?], got 3 (1x3x48)"),
     ({"x": (1, 4, 48, 192)}, "input_shape.x: dim 1 is fixed at 3 in the model, got 4"),
     ({"z": (1,)}, "input_shape.z: the model has no input 'z' (inputs: x)"),
     ("x=1x3xAx4", "input_shape.x: expected a shape AxBxC of positive integers (e.g. 1x3x48x192), got '1x3xAx4'"),

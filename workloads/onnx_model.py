@@ -27,6 +27,9 @@ NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "Random
 SHAPE_READERS = {"Shape", "Size"}
 #: largest tensor (elements) whose value is evaluated: shape arithmetic, masks of small models
 MAX_EVAL_ELEMENTS = 1 << 20
+#: static ops whose output is a view of their first input's values (see OnnxModel.param_source)
+PARAM_VIEWS = {"Identity", "Cast", "Reshape", "Transpose", "Slice", "Squeeze", "Unsqueeze", "DequantizeLinear",
+               "Flatten"}
 _FLOAT_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16,
                 onnx.TensorProto.DOUBLE}
 
@@ -177,10 +180,29 @@ class OnnxModel:
         shape = self.shapes.get(tensor)
         return None if shape is None or any(d < 1 for d in shape) else prod(shape)
 
+    def param_source(self, tensor: str) -> str:
+        """The initializer a static tensor is a view of (itself, or through Identity / Cast / Reshape /
+        Transpose / Slice / Squeeze / Unsqueeze / DequantizeLinear: a position table sliced to the
+        sequence, a transposed or dequantized weight), else ''."""
+        for _ in range(16):
+            tensor = self.alias.get(tensor, tensor)
+            if tensor in self.init:
+                return tensor
+            node = self.producer.get(tensor)
+            if node is None or tensor not in self.static or node.op_type not in PARAM_VIEWS:
+                return ""
+            tensor = node.input[0]
+        return ""
+
     def param_size(self, tensor: str) -> int:
-        """Elements of an initializer that counts as a parameter (non-scalar float), else 0."""
-        t = self.init.get(self.alias.get(tensor, tensor))
-        if t is None or t.data_type not in _FLOAT_TYPES:
+        """Elements of the initializer (non-scalar float, or quantized and dequantized) a static tensor
+        reads as a parameter, else 0."""
+        source = self.param_source(tensor)
+        t = self.init.get(source)
+        if t is None:
+            return 0
+        dequantized = source != tensor and self.types.get(tensor) in _FLOAT_TYPES
+        if t.data_type not in _FLOAT_TYPES and not dequantized:
             return 0
         size = prod(t.dims)
         return size if size > 1 else 0

@@ -138,12 +138,7 @@ class Lowerer:
         return {"weight_precision": fmt} if fmt in PRECISIONS else {}
 
     def _weight_name(self, tensor: str) -> str:
-        node = self.m.producer.get(tensor)
-        while node is not None and node.op_type in ("DequantizeLinear", "Transpose", "Identity", "Cast", "Reshape") \
-                and node.input[0] in self.m.static:
-            tensor = node.input[0]
-            node = self.m.producer.get(tensor)
-        return self.m.alias.get(tensor, tensor)
+        return self.m.param_source(tensor) or self.m.alias.get(tensor, tensor)
 
     # -- dispatch ---------------------------------------------------------------
     def node(self, node) -> None:
@@ -554,7 +549,7 @@ class Lowerer:
         dyn = self._dynamic(node)
         static = [x for x in node.input if x and x in self.m.static]
         const = sum(self.m.param_size(x) for x in static)
-        names = [x for x in static if self.m.param_size(x)]
+        names = [self._weight_name(x) for x in static if self.m.param_size(x)]
         out = self._shape(node.output[0], node)
         shapes = [self._shape(x, node) for x in dyn]
         if all(shapes_fit(s, out) for s in shapes):

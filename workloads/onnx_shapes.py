@@ -122,8 +122,8 @@ def symbolic_dims(model) -> list[str]:
 
 
 def _dim_text(d) -> str:
-    if d.HasField("dim_value") and d.dim_value > 0:
-        return str(d.dim_value)
+    if d.HasField("dim_value"):
+        return str(d.dim_value)  # a 0 or negative one is shown as it is
     return d.dim_param if d.HasField("dim_param") and d.dim_param else "?"
 
 
