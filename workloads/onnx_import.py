@@ -197,6 +197,8 @@ def _branch_error(path: str, m: OnnxModel, node) -> str:
         elif t in m.producer:
             todo += [x for x in m.producer[t].input if x and x not in m.static]
     what = {"If": "its condition", "Loop": "its trip count or condition"}.get(node.op_type, "its body")
+    if m.resolution_note:
+        what += f" ({m.resolution_note})"
     hint = (f"bind {', '.join(sorted(roots))} with --input-value NAME=V or --input-shape NAME=AxB so that it "
             f"folds" if roots else "archsim folds If / Loop only when they are constant; export the model "
             f"without data-dependent control flow")

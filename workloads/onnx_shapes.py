@@ -320,15 +320,36 @@ def resolve(path: str, model, load_weights=None) -> tuple[OnnxModel, list[str], 
             steps.append(tool)
             model = infer(path, model)
             m = _fold_ifs(path, model, steps)
-    left = unresolved(m)
-    if left and any(not subgraphs(n) for n in left) and weights_loaded(model):
-        shapes, error = onnxruntime_shapes(path, m.model)
-        if shapes:
-            steps.append("onnxruntime")
-            m = OnnxModel(path, m.model, extra_shapes=shapes)
-        else:
+    for _ in range(8):  # an If whose condition reads a shape only onnxruntime sees: fold, then look again
+        if not unresolved(m) or not weights_loaded(m.model):
+            break
+        observed, error = onnxruntime_shapes(path, m.model)
+        if not observed:
             m.resolution_note = f"the onnxruntime run on zero inputs failed: {error}"
+            break
+        steps.append("onnxruntime")
+        m = OnnxModel(path, m.model, extra_shapes={k: v.shape for k, v in observed.items()})
+        if not any(n.op_type in ("If", "Loop") and not m.is_static_node(n) and n.input[0] in m.static
+                   for n in m.nodes):
+            break
+        _record_shapes(m.model, observed)
+        m = _fold_ifs(path, infer(path, m.model), steps)
     return m, steps, static
+
+
+def _record_shapes(model, observed: dict) -> None:
+    """Write onnxruntime's observed shapes and types into the graph's value_info (they survive folding)."""
+    known = {vi.name for vi in model.graph.value_info if vi.type.tensor_type.HasField("shape")
+             and all(d.HasField("dim_value") for d in vi.type.tensor_type.shape.dim)}
+    outputs = {o.name for o in model.graph.output}
+    for name, value in observed.items():
+        if name in known or name in outputs:
+            continue
+        try:
+            elem = helper.np_dtype_to_tensor_dtype(value.dtype)
+        except (KeyError, TypeError, ValueError):
+            continue
+        model.graph.value_info.append(helper.make_tensor_value_info(name, elem, list(value.shape)))
 
 
 def _inputs_small(model) -> bool:
@@ -566,9 +587,9 @@ def simplify(model) -> tuple[str, object] | None:
     return None
 
 
-def onnxruntime_shapes(path: str, model) -> tuple[dict[str, tuple[int, ...]], str]:
-    """Every tensor's shape from one onnxruntime run on zero inputs (the bound shapes), and why not
-    ({}, reason) when it cannot run."""
+def onnxruntime_shapes(path: str, model) -> tuple[dict[str, np.ndarray], str]:
+    """Every tensor from one onnxruntime run on zero inputs (the bound shapes; the importer reads their
+    shapes and types), and why not ({}, reason) when it cannot run."""
     try:
         import onnxruntime as ort
     except ImportError:
@@ -600,6 +621,8 @@ def onnxruntime_shapes(path: str, model) -> tuple[dict[str, tuple[int, ...]], st
         names = [o.name for o in sess.get_outputs()]
         outs = sess.run(names, feeds)
     except Exception as err:  # onnxruntime raises its own types
-        text = str(err).replace("\n", " ")
-        return {}, (text[text.find("]") + 1:] if text.startswith("[") else text).strip()[:160]
-    return {n: tuple(np.shape(v)) for n, v in zip(names, outs) if isinstance(v, np.ndarray)}, ""
+        import re
+
+        text = re.sub(r"^\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*\w+\s*:\s*", "", str(err).replace("\n", " "))
+        return {}, text.strip()[:160]
+    return {n: v for n, v in zip(names, outs) if isinstance(v, np.ndarray)}, ""
