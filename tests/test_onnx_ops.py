@@ -412,3 +412,24 @@ def test_loop_with_a_bound_trip_count_is_unrolled(tmp_path):
     with pytest.raises(WorkloadError, match=r"node loop \(Loop\): its trip count or condition depends on the input "
                                             r"data; bind n with --input-value"):
         workloads.load(path)
+
+
+def test_a_shape_seen_only_on_zero_inputs_folds_nothing(tmp_path):
+    """Range(0, max(x) + 3) has 3 elements on the zero inputs onnxruntime runs, but its length is data:
+    an If on that length is not provably constant, so it is an error, not a silent pick of a branch."""
+    nodes = [
+        helper.make_node("ReduceMax", ["x"], ["mx"], name="max", keepdims=0),
+        helper.make_node("Cast", ["mx"], ["mxi"], name="to_int", to=TensorProto.INT64),
+        helper.make_node("Add", ["mxi", "three"], ["lim"], name="plus3"),
+        helper.make_node("Range", ["zero", "lim", "one"], ["r"], name="range"),
+        helper.make_node("Shape", ["r"], ["rs"], name="len"),
+        helper.make_node("Equal", ["rs", "three_1d"], ["eq"], name="is3"),
+        helper.make_node("Squeeze", ["eq"], ["cond"], name="cond"),
+        helper.make_node("If", ["cond"], ["y"], name="branch", then_branch=_branch("then", "wa", "ya"),
+                         else_branch=_branch("else", "wb", "yb")),
+    ]
+    inits = [_i64("zero", 0), _i64("one", 1), _i64("three", 3), _i64("three_1d", [3]), _w("wa", (8, 16)),
+             _w("wb", (8, 16))]
+    path = _save(tmp_path, nodes, [("x", F, [4, 8])], inits)
+    with pytest.raises(WorkloadError, match=r"node branch \(If\): its condition depends on the input data; bind x "):
+        workloads.load(path)

@@ -108,9 +108,11 @@ class OnnxModel:
             self.shapes[vi.name] = vi_shape(vi)
             if vi.type.HasField("tensor_type"):
                 self.types[vi.name] = vi.type.tensor_type.elem_type
+        self.observed: set[str] = set()  # tensors whose shapes only an onnxruntime run on zero inputs gave
         for name, shape in (extra_shapes or {}).items():
             if self.shapes.get(name) is None or 0 in self.shapes[name]:
-                self.shapes[name] = shape
+                self.shapes[name] = tuple(shape)
+                self.observed.add(name)
         self.init: dict[str, onnx.TensorProto] = {t.name: t for t in g.initializer}
         for t in g.initializer:
             self.shapes[t.name] = tuple(t.dims)
@@ -147,8 +149,8 @@ class OnnxModel:
             return True
         if node.op_type in NONDETERMINISTIC:
             return False
-        if node.op_type in SHAPE_READERS:
-            return self.concrete(node.input[0])
+        if node.op_type in SHAPE_READERS:  # a shape seen on zero inputs is not provably the shape
+            return self.concrete(node.input[0]) and node.input[0] not in self.observed
         if node.op_type == "CastLike":  # the second input gives only its (static) element type
             return node.input[0] in self.static
         return all(x in self.static for x in node_reads(node))

@@ -320,36 +320,16 @@ def resolve(path: str, model, load_weights=None) -> tuple[OnnxModel, list[str], 
             steps.append(tool)
             model = infer(path, model)
             m = _fold_ifs(path, model, steps)
-    for _ in range(8):  # an If whose condition reads a shape only onnxruntime sees: fold, then look again
-        if not unresolved(m) or not weights_loaded(m.model):
-            break
+    if unresolved(m) and weights_loaded(m.model):
         observed, error = onnxruntime_shapes(path, m.model)
-        if not observed:
+        if observed:
+            steps.append("onnxruntime")
+            # shapes seen on zero inputs are data-dependent: they size the ops, but a Shape of them is not
+            # static, so nothing (an If's condition, a Reshape's target) is folded on them
+            m = OnnxModel(path, m.model, extra_shapes={k: v.shape for k, v in observed.items()})
+        else:
             m.resolution_note = f"the onnxruntime run on zero inputs failed: {error}"
-            break
-        steps.append("onnxruntime")
-        m = OnnxModel(path, m.model, extra_shapes={k: v.shape for k, v in observed.items()})
-        if not any(n.op_type in ("If", "Loop") and not m.is_static_node(n) and n.input[0] in m.static
-                   for n in m.nodes):
-            break
-        _record_shapes(m.model, observed)
-        m = _fold_ifs(path, infer(path, m.model), steps)
     return m, steps, static
-
-
-def _record_shapes(model, observed: dict) -> None:
-    """Write onnxruntime's observed shapes and types into the graph's value_info (they survive folding)."""
-    known = {vi.name for vi in model.graph.value_info if vi.type.tensor_type.HasField("shape")
-             and all(d.HasField("dim_value") for d in vi.type.tensor_type.shape.dim)}
-    outputs = {o.name for o in model.graph.output}
-    for name, value in observed.items():
-        if name in known or name in outputs:
-            continue
-        try:
-            elem = helper.np_dtype_to_tensor_dtype(value.dtype)
-        except (KeyError, TypeError, ValueError):
-            continue
-        model.graph.value_info.append(helper.make_tensor_value_info(name, elem, list(value.shape)))
 
 
 def _inputs_small(model) -> bool:
