@@ -353,7 +353,7 @@ def test_qdq_pairs_run_at_the_int8_they_declare(tmp_path):
 
 
 def test_integer_gemms_and_qlinear_ops(tmp_path):
-    u8, i8 = TensorProto.UINT8, TensorProto.INT8
+    u8 = TensorProto.UINT8
     s = lambda n: numpy_helper.from_array(np.array(0.1, np.float32), n)  # noqa: E731
     z = lambda n, t=np.uint8: numpy_helper.from_array(np.array(0, t), n)  # noqa: E731
     nodes = [

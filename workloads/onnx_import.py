@@ -200,8 +200,8 @@ def _branch_error(path: str, m: OnnxModel, node) -> str:
     if m.resolution_note:
         what += f" ({m.resolution_note})"
     hint = (f"bind {', '.join(sorted(roots))} with --input-value NAME=V or --input-shape NAME=AxB so that it "
-            f"folds" if roots else "archsim folds If / Loop only when they are constant; export the model "
-            f"without data-dependent control flow")
+            "folds" if roots else "archsim folds If / Loop only when they are constant; export the model "
+            "without data-dependent control flow")
     return f"{path}: {m.label(node)}: {what} depends on the input data; {hint}"
 
 
