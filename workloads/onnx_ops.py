@@ -401,6 +401,11 @@ class Lowerer:
         size.update({c: max(size.get(c, 1), d) for c, d in zip(terms[1], sb)})
         out = set(rhs) if "->" in eq else {c for c in size if (terms[0] + terms[1]).count(c) == 1}
         A, B = set(terms[0]), set(terms[1])
+        lone = sorted((A ^ B) - out)
+        if lone:
+            raise WorkloadError(f"equation {eq!r}: index {', '.join(lone)} is summed out of one operand alone; "
+                                f"archsim lowers an Einsum whose every index is in the output or in both operands "
+                                f"(reduce that operand first: ReduceSum, then Einsum)")
         batch = prod(size[c] for c in A & B & out)
         k = prod(size[c] for c in (A & B) - out)
         m = prod(size[c] for c in A - B)
