@@ -367,6 +367,9 @@ def execute(model, feeds: dict, prec: Precision | None = None, policy=None,
             y = outs[node.output[0]]
         y = _as_value(np.asarray(y))
         env[node.output[0]] = y
+        if op not in GEMM_OPS and op != "Constant" and all(x in params for x in node.input if x) and \
+                any(x for x in node.input):  # a view of weights (DequantizeLinear(W), Transpose(W)): weights
+            params.update(o for o in node.output if o)
         if op in GEMM_OPS:
             gemm_outputs[names[id(node)]] = y
     return {o.name: env[o.name] for o in model.graph.output}, gemm_outputs
