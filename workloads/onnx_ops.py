@@ -101,8 +101,8 @@ class Lowerer:
 
     def _fit(self, ref: str, want: tuple, name: str, node) -> str:
         """``ref``, or a free reshape of it to ``want`` when it holds the same elements in another layout."""
-        producer, _, index = ref.rpartition(":") if ":" in ref and ref.rpartition(":")[2].isdigit() else (ref, "", "0")
-        have = tuple(self.graph.op(producer).output_shapes()[int(index or 0)])
+        producer, index = (ref, "0") if ref in self.graph else ref.rsplit(":", 1)  # "op" or "op:k"
+        have = tuple(self.graph.op(producer).output_shapes()[int(index)])
         if shapes_fit(have, want):
             return ref
         if prod(have) != prod(want):
