@@ -179,7 +179,8 @@ def test_recurrent_layers_are_per_step_gate_gemms(tmp_path, op, gates):
         assert g.inputs_of(f"rnn.d0.h_proj{t}") == [f"rnn.d0.cell{t - 1}"]
     assert g.inputs_of("rnn.d1.h_proj3") == ["rnn.d1.cell4"]  # backward runs from the last step
     assert g.op("rnn.y").output_shape() == (seq, dirs, batch, hid)
-    assert g.total_params() == dirs * gates * hid * (isz + hid) + dirs * gates * hid  # W, R and one bias
+    # W and R, and the two biases Wb and Rb of B [dirs, 2*gates*H]; the steps share R
+    assert g.total_params() == dirs * gates * hid * (isz + hid) + dirs * 2 * gates * hid
 
 
 # ----------------------------------------------------------------------------- If / Loop

@@ -719,8 +719,8 @@ class Lowerer:
                 xt = self._add(ShapeOp, node, ["@" + xproj], [], name=f"{p}.x{t}", fn="slice",
                                in_shapes=((1, seq * batch, gates * hidden),), out_shapes=((batch, gates * hidden),))
                 rec = self._add(MatMul, node, ["@" + prev] if prev else [], [], name=f"{p}.h_proj{t}", batch=1,
-                                m=batch, k=hidden, n=gates * hidden, weight_is_param=True,
-                                weight_name=f"{node.input[2]}[{d}]")
+                                m=batch, k=hidden, n=gates * hidden, weight_is_param=True, bias=has_bias,
+                                weight_name=f"{node.input[2]}[{d}]")  # R and its bias Rb, shared by the steps
                 cell = self._add(Elementwise, node, ["@" + xt, "@" + rec], [], name=f"{p}.cell{t}",
                                  fn=f"{node.op_type.lower()}_cell", shape=(batch, hidden), num_inputs=2,
                                  in_shapes=((batch, gates * hidden), (1, batch, gates * hidden)))
