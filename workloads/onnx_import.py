@@ -152,10 +152,6 @@ def _lower(path: str, m: OnnxModel, graph: Graph, precision: dict, unknown_ops: 
             raise WorkloadError(f"{path}: {m.label(node)}: malformed node ({type(err).__name__}: "
                                 f"{str(err)[:120]}); expected a node as the ONNX spec defines it") from None
         per_node[id(node)] = lower.node_macs
-    final_static = [n for n in m.nodes if m.is_static_node(n)]
-    listed = {id(n) for n in static}
-    names = {n.name for n in static if n.name}
-    static = static + [n for n in final_static if id(n) not in listed and not (n.name and n.name in names)]
     substituted = []
     for t in dict.fromkeys(n.op_type for n in unknown):
         group = [n for n in unknown if n.op_type == t]

@@ -268,8 +268,10 @@ class OnnxModel:
                 outs = ReferenceEvaluator(_one_node_model(node, feeds, self.model), opsets=None).run(None, feeds)
             else:
                 outs = ReferenceEvaluator(node, opsets=opsets).run(None, feeds)
-        except Exception:  # an op the reference evaluator lacks: the value stays unknown
-            return None
+        except Exception:  # an op (or a case) the reference evaluator lacks: ask onnxruntime
+            outs = _onnxruntime_node(node, feeds, self.model)
+            if outs is None:
+                return None
         for name, out in zip(node.output, outs):
             if name and name != tensor:
                 self._values.setdefault(name, np.asarray(out))
@@ -283,3 +285,17 @@ def _one_node_model(node, feeds: dict, model) -> onnx.ModelProto:
     outputs = [helper.make_empty_tensor_value_info(o) for o in node.output if o]
     graph = helper.make_graph([node], "static", inputs, outputs)
     return helper.make_model(graph, opset_imports=list(model.opset_import), ir_version=model.ir_version)
+
+
+def _onnxruntime_node(node, feeds: dict, model) -> list | None:
+    """The outputs of one node run by onnxruntime on ``feeds``, else None."""
+    try:
+        import onnxruntime as ort
+
+        opts = ort.SessionOptions()
+        opts.log_severity_level = 3
+        one = _one_node_model(node, feeds, model)
+        sess = ort.InferenceSession(one.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+        return sess.run(None, feeds)
+    except Exception:  # onnxruntime cannot run it either: the value stays unknown
+        return None

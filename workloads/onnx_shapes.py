@@ -298,18 +298,29 @@ def unresolved(m: OnnxModel) -> list:
 
 
 def resolve(path: str, model, load_weights=None) -> tuple[OnnxModel, list[str], list]:
-    """The shape-resolved graph of a bound model, the steps that were needed, and the provably
-    static nodes of the bound graph (before any folding: what the import leaves out)."""
+    """The shape-resolved graph of a bound model, the steps that were needed, and the provably static
+    nodes of every round (what the import leaves out, whether or not a later round folded them away)."""
     steps: list[str] = []
+    for vi in [*model.graph.output, *model.graph.value_info]:  # a declared -1 (paddle2onnx) is unknown, not a size
+        for d in vi.type.tensor_type.shape.dim:
+            if d.HasField("dim_value") and d.dim_value <= 0:
+                d.Clear()
     model = infer(path, model)
-    first = OnnxModel(path, model)
-    static = [n for n in first.nodes if first.is_static_node(n)]
-    m = _fold_ifs(path, model, steps, first)
-    if unresolved(m):
-        folded = fold_constants(m)
-        if folded is not None:
-            steps.append("constants folded")
-            m = _fold_ifs(path, infer(path, folded), steps)
+    seen: dict[str, onnx.NodeProto] = {}  # static nodes of every round, by their first output
+
+    def note(mm: OnnxModel) -> OnnxModel:
+        for n in mm.nodes:
+            if mm.is_static_node(n) and any(n.output):
+                seen.setdefault(next(o for o in n.output if o), n)
+        return mm
+
+    m = _fold_ifs(path, model, steps, OnnxModel(path, model), note)
+    for _ in range(8):  # each round's shapes can make more Shape nodes static
+        folded = fold_constants(m) if unresolved(m) else None
+        if folded is None:
+            break
+        steps.append("constants folded")
+        m = _fold_ifs(path, infer(path, folded), steps, note=note)
     if unresolved(m) and not weights_loaded(m.model) and load_weights is not None:
         load_weights(m.model)
         model = m.model
@@ -319,7 +330,7 @@ def resolve(path: str, model, load_weights=None) -> tuple[OnnxModel, list[str], 
             tool, model = simplified
             steps.append(tool)
             model = infer(path, model)
-            m = _fold_ifs(path, model, steps)
+            m = _fold_ifs(path, model, steps, note=note)
     if unresolved(m) and weights_loaded(m.model):
         observed, error = onnxruntime_shapes(path, m.model)
         if observed:
@@ -329,7 +340,9 @@ def resolve(path: str, model, load_weights=None) -> tuple[OnnxModel, list[str], 
             m = OnnxModel(path, m.model, extra_shapes={k: v.shape for k, v in observed.items()})
         else:
             m.resolution_note = f"the onnxruntime run on zero inputs failed: {error}"
-    return m, steps, static
+    dynamic = {o for n in m.nodes if not m.is_static_node(n) for o in n.output if o}
+    note(m)
+    return m, steps, [n for key, n in seen.items() if key not in dynamic]
 
 
 def _inputs_small(model) -> bool:
@@ -355,7 +368,17 @@ def fold_constants(m: OnnxModel):
     del model.graph.node[:]
     model.graph.node.extend(keep)
     model.graph.initializer.extend(numpy_helper.from_array(np.asarray(v), k) for k, v in values.items())
+    _drop_partial_value_info(model)
     return model
+
+
+def _drop_partial_value_info(model) -> None:
+    """Forget value_info entries with unknown dims, so that shape inference fills them afresh (it keeps
+    an existing ``unk__0`` dim rather than refine it)."""
+    keep = [vi for vi in model.graph.value_info if vi.type.tensor_type.HasField("shape") and
+            all(d.HasField("dim_value") and d.dim_value > 0 for d in vi.type.tensor_type.shape.dim)]
+    del model.graph.value_info[:]
+    model.graph.value_info.extend(keep)
 
 
 #: largest input (elements) the onnxruntime shape probe and the simplifiers are run on
@@ -365,10 +388,12 @@ MAX_PROBE_ELEMENTS = 1 << 28
 MAX_UNROLLED_ITERATIONS = 4096
 
 
-def _fold_ifs(path: str, model, steps: list[str], m: OnnxModel | None = None) -> OnnxModel:
+def _fold_ifs(path: str, model, steps: list[str], m: OnnxModel | None = None, note=None) -> OnnxModel:
     """Replace each If whose condition is a known constant by its branch, and unroll each Loop whose
     trip count and condition are known constants, until none is left."""
     m = m or OnnxModel(path, model)
+    if note is not None:
+        note(m)
     unrolled = 0
     for _ in range(64):
         chosen, loops = {}, {}
@@ -396,6 +421,8 @@ def _fold_ifs(path: str, model, steps: list[str], m: OnnxModel | None = None) ->
             steps.append(f"Loop x{len(loops)} unrolled ({sum(loops.values())} iterations)")
         model = infer(path, inline_ifs(m, chosen, loops))
         m = OnnxModel(path, model)
+        if note is not None:
+            note(m)
         _check_loop_conditions(path, m)
     return m
 
@@ -455,6 +482,7 @@ def inline_ifs(m: OnnxModel, chosen: dict[int, bool], loops: dict[int, int] | No
                                               name=f"{prefix}{out}"))
     del g.node[:]
     g.node.extend(nodes)
+    _drop_partial_value_info(model)
     return model
 
 
