@@ -308,10 +308,12 @@ def resolve(path: str, model, load_weights=None) -> tuple[OnnxModel, list[str], 
     model = infer(path, model)
     seen: dict[str, onnx.NodeProto] = {}  # static nodes of every round, by their first output
 
-    def note(mm: OnnxModel) -> OnnxModel:
+    def note(mm: OnnxModel) -> OnnxModel:  # a stub per node (op type, name, outputs): the model changes
         for n in mm.nodes:
             if mm.is_static_node(n) and any(n.output):
-                seen.setdefault(next(o for o in n.output if o), n)
+                key = next(o for o in n.output if o)
+                if key not in seen:
+                    seen[key] = helper.make_node(n.op_type, [], list(n.output), name=n.name, domain=n.domain)
         return mm
 
     m = _fold_ifs(path, model, steps, OnnxModel(path, model), note)
@@ -352,8 +354,8 @@ def _inputs_small(model) -> bool:
 
 
 def fold_constants(m: OnnxModel):
-    """A copy of the model where static nodes with small known values are initializers (so shape
-    inference sees them, e.g. a Loop's result); None when there is nothing to fold."""
+    """The model (changed in place) with the static nodes whose small values are known made initializers
+    (so shape inference sees them, e.g. a Loop's result); None when there is nothing to fold."""
     values = {}
     for node in m.nodes:
         if m.is_static_node(node) and node.op_type not in ("Constant",) and node.output[0] not in m.init:
@@ -362,9 +364,8 @@ def fold_constants(m: OnnxModel):
                 values.update({o: v for o, v in zip([o for o in node.output if o], outs)})
     if not values:
         return None
-    model = onnx.ModelProto()
-    model.CopyFrom(m.model)
-    keep = [n for n in model.graph.node if not all(o in values for o in n.output if o)]
+    model = m.model  # changed in place: a copy would duplicate the weights (``m`` is not used again)
+    keep = [_copy_node(n) for n in model.graph.node if not all(o in values for o in n.output if o)]
     del model.graph.node[:]
     model.graph.node.extend(keep)
     model.graph.initializer.extend(numpy_helper.from_array(np.asarray(v), k) for k, v in values.items())
@@ -439,10 +440,9 @@ def _check_loop_conditions(path: str, m: OnnxModel) -> None:
 
 
 def inline_ifs(m: OnnxModel, chosen: dict[int, bool], loops: dict[int, int] | None = None):
-    """A copy of the model where each If in ``chosen`` (id -> condition) is replaced by its branch,
-    and each Loop in ``loops`` (id -> trip count) by that many copies of its body."""
-    model = onnx.ModelProto()
-    model.CopyFrom(m.model)
+    """The model (changed in place; ``m`` is not used again) where each If in ``chosen`` (id -> condition)
+    is replaced by its branch, and each Loop in ``loops`` (id -> trip count) by that many copies of its body."""
+    model = m.model
     g = model.graph
     nodes = []
     used = {o for n in m.nodes for o in n.output} | {i.name for i in g.input} | set(m.init)
@@ -452,7 +452,7 @@ def inline_ifs(m: OnnxModel, chosen: dict[int, bool], loops: dict[int, int] | No
             nodes += _unroll_loop(m, node, loops[id(node)], g)
             continue
         if id(node) not in chosen:
-            nodes.append(node)
+            nodes.append(_copy_node(node))
             continue
         a = {x.name: x for x in node.attribute}
         branch = a["then_branch" if chosen[id(node)] else "else_branch"].g
@@ -484,6 +484,12 @@ def inline_ifs(m: OnnxModel, chosen: dict[int, bool], loops: dict[int, int] | No
     g.node.extend(nodes)
     _drop_partial_value_info(model)
     return model
+
+
+def _copy_node(node) -> onnx.NodeProto:
+    copy = onnx.NodeProto()
+    copy.CopyFrom(node)
+    return copy
 
 
 def _unroll_loop(m: OnnxModel, node, trips: int, g) -> list:
