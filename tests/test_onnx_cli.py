@@ -223,3 +223,23 @@ def test_an_input_shape_binds_the_named_dims_other_inputs_share(tmp_path):
     assert g.import_report["input_shapes"] == {"ids": [2, 7], "mask": [2, 7]}
     with pytest.raises(WorkloadError, match=r"dims\.sequence: 9 conflicts with the input shapes given \(sequence = 7\)"):
         workloads.load(path, input_shapes={"ids": (2, 7)}, dims={"sequence": 9})
+
+
+def test_input_value_on_the_command_line_picks_the_branch(tmp_path, capsys):
+    """``--input-value sr=8000`` makes Silero-style ``If(sr == 16000)`` fold to its 8 kHz branch."""
+    def branch(name, w, out):
+        node = helper.make_node("MatMul", ["x", w], [out], name=f"{name}_mm")
+        return helper.make_graph([node], name, [], [helper.make_tensor_value_info(out, F, None)])
+
+    nodes = [helper.make_node("Equal", ["sr", "k16"], ["cond"], name="is_16k"),
+             helper.make_node("If", ["cond"], ["y"], name="branch", then_branch=branch("then", "wa", "ya"),
+                              else_branch=branch("else", "wb", "yb"))]
+    inits = [numpy_helper.from_array(np.array(16000, np.int64), "k16"), _w("wa", (8, 16)), _w("wb", (8, 4))]
+    ins = [helper.make_tensor_value_info("x", F, ["n", 8]), helper.make_tensor_value_info("sr", TensorProto.INT64, [])]
+    graph = helper.make_graph(nodes, "g", ins, [helper.make_tensor_value_info("y", F, None)], inits)
+    path = str(tmp_path / "vad.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    assert main(["workload", "show", path, "--input-shape", "x=2x8", "--input-value", "sr=8000", "--check"]) == 0
+    out = capsys.readouterr().out
+    assert f"total: 1 ops, {2 * 8 * 4:,} MACs" in out
+    assert "independent count (onnxruntime shapes) 64 MACs; difference 0.00%" in out
