@@ -85,6 +85,7 @@ def test_run_writes_the_import_section_and_prints_the_coverage_line(tmp_path, ca
     # six nodes lowered: the BatchNormalization is folded into the conv before it
     assert (imp["nodes"], imp["lowered"], imp["substituted"], imp["macs_accounted_fraction"]) == (6, 6, [], 1.0)
     assert imp["macs"] == report["macs"] == CLS_MACS
+    assert imp["macs_by_op"] == {"Conv": 48 * 192 * 8 * 27, "Gemm": 16}
     assert "## " in (out / "summary.md").read_text() and "| import | lowered 6 of 6" in (out / "summary.md").read_text()
 
 

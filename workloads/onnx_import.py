@@ -157,6 +157,10 @@ def _lower(path: str, m: OnnxModel, graph: Graph, precision: dict, unknown_ops: 
         group = [n for n in unknown if n.op_type == t]
         substituted.append({"op": t, "count": len(group), "macs": None,
                             "nodes": [m.names[id(n)] for n in group]})
+    macs_by_op: dict[str, int] = {}
+    for node in dynamic:
+        if per_node.get(id(node)):
+            macs_by_op[node.op_type] = macs_by_op.get(node.op_type, 0) + per_node[id(node)]
     dropped = [{"op": t, "count": sum(1 for n in static if n.op_type == t)}
                for t in dict.fromkeys(n.op_type for n in static)]
     return {
@@ -167,6 +171,7 @@ def _lower(path: str, m: OnnxModel, graph: Graph, precision: dict, unknown_ops: 
         "substituted": substituted,
         "dropped_static": dropped,
         "macs": graph.total_macs(),
+        "macs_by_op": macs_by_op,  # by the ONNX op type whose node made them (an attention pattern: MatMul)
         "macs_accounted_fraction": None if unknown else 1.0,
         "shape_resolution": ["onnx shape inference", *steps],
         "weight_formats": lower.weight_formats,

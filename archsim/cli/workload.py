@@ -117,8 +117,10 @@ def _check(source: str, graph) -> int:
     if unknown:
         print("check: the independent count does not know " + ", ".join(f"{t} x{n}" for t, n in unknown.items()))
     if diff > CHECK_REL_TOL:
-        by_op = ", ".join(f"{t} {m:,}" for t, m in sorted(ref.macs_by_op.items(), key=lambda kv: -kv[1]))
-        print(f"check: FAILED: the counts differ by more than {100 * CHECK_REL_TOL:g}% (independent count by "
-              f"op: {by_op})")
+        def by_op(table: dict) -> str:
+            return ", ".join(f"{t} {m:,}" for t, m in sorted(table.items(), key=lambda kv: -kv[1])) or "none"
+
+        print(f"check: FAILED: the counts differ by more than {100 * CHECK_REL_TOL:g}% (by op: archsim "
+              f"{by_op(report.get('macs_by_op', {}))}; independent count {by_op(ref.macs_by_op)})")
         return 1
     return 0
