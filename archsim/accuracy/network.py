@@ -94,7 +94,12 @@ def add_network_sqnr(result, arch, workload: str, options: dict, *, seed: int = 
     from mappers.precision_policy import load_policy
 
     model = onnx.load(workload)
-    feeds = input_feeds(model, _bound_dims(model, workload, options), seed)
+    if getattr(result, "imported", None):  # the shapes and values the run's import bound
+        from archsim.accuracy.executor import imported_feeds
+
+        feeds = imported_feeds(model, result.imported, seed)
+    else:
+        feeds = input_feeds(model, _bound_dims(model, workload, options), seed)
     policy = load_policy(policy_path) if policy_path else None
     precisions = layer_precisions(result, arch, policy)
     try:
