@@ -9,6 +9,7 @@ component                 count                                   figure (tech k
 any compute component     units of it (the model's)               its own key, e.g. ``add.int8``
 ``pe_registers``          datapath register bits (the model's)    ``reg.bit`` um2
 fixed parts               e.g. a GPU die, with its source          as given
+template units            e.g. SIMD PEs (count, um2 each, source)  the template's, 45 nm-scaled
 ``sram``                  bytes of each buffer                    SRAM um2/byte by macro size
 ``vector_unit``           vector lanes                            ``vector.lane`` um2
 ========================  ======================================  ==========================
@@ -89,13 +90,17 @@ class AreaInputs:
     a register file), each priced at that key like a MAC;
     ``register_bits``: flip-flops of the datapath (priced at ``reg.bit``);
     ``fixed_um2``: components given as an area with its source, e.g. a GPU
-    die from its preset: ``{"gpu_die": (826e6, "NVIDIA A100 whitepaper")}``.
+    die from its preset: ``{"gpu_die": (826e6, "NVIDIA A100 whitepaper")}``;
+    ``units``: components counted in units whose area the template derives
+    itself, ``{component: (count, um2 per unit, source)}``, e.g. SIMD PEs priced
+    from synthesis by their format set (``archsim/templates/simd/area.py``).
     """
 
     macs: dict[str, int] = field(default_factory=dict)
     register_bits: int = 0
     components: dict[str, float] = field(default_factory=dict)
     fixed_um2: dict[str, tuple[float, str]] = field(default_factory=dict)
+    units: dict[str, tuple[float, float, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -157,6 +162,9 @@ def area_breakdown(arch: Any) -> list[AreaItem]:
         items.append(AreaItem("pe_registers", inputs.register_bits, unit, "reg.bit", source))
     for component, (um2, source) in sorted(inputs.fixed_um2.items()):
         items.append(AreaItem(component, 1, float(um2), component, source))
+    for component, (count, unit, source) in sorted(inputs.units.items()):
+        scaled = f", scaled x{figures.scale:.3g} from 45 nm" if figures.scale != 1 else ""
+        items.append(AreaItem(component, count, float(unit) * figures.scale, component, source + scaled))
     for name, buffer in sorted(arch.buffers.items()):
         macro = buffer.bytes / max(1, int(buffer.banks))
         unit, source = figures.sram_per_byte(macro)

@@ -88,6 +88,7 @@ def simulate(
     if not result.workload_name:
         result.workload_name = str(getattr(graph, "name", "") or workload)
     result.arch = arch_spec.to_dict()
+    result.imported = dict(getattr(graph, "import_report", None) or {})
     result.options = {"workload": workload_opts, "mapper": mapper_opts, "overrides": _overrides_list(overrides),
                       "detailed": detailed}
     return result

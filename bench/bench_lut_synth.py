@@ -17,7 +17,8 @@ definition is in :mod:`rtl.lut.mac_baseline`):
   tile_n / b x group_k`` multipliers: the same peak ``tile_m * tile_n *
   group_k / b`` MACs/cycle (one design per A and b: W1.58 and W2 share one);
 
-and prints one table: generic cells (``synth -flatten -lut 4``: multipliers in
+(a pair-built LUT core against the GENERAL MAC core: for the like-for-like pairings, and
+per MAC/s with Fmax, see ``bench/bench_lut_like_for_like.py``) and prints one table: generic cells (``synth -flatten -lut 4``: multipliers in
 logic, no DSP), ECP5 LUT / FF / DSP (``synth_ecp5``), nextpnr Fmax (``--pnr``),
 and the compute density = peak MACs/cycle per 1000 generic 4-input LUTs, with
 the LUT/MAC density ratio.
@@ -161,6 +162,9 @@ def main(argv=None) -> int:
             print(f"{wname:<6} | " + " | ".join(f"{c:<22}" for c in cells))
         print("(energy per MAC of the same designs, from gate-level simulation of their synthesized netlists: "
               "bench/bench_lut_energy.py)")
+        print("(these pair a LUT core built for ONE W x A with the GENERAL MAC core, per LUT4 at any clock; like for "
+              "like -- a MAC core specialized to the same pair, the multi-format LUT core vs the general MAC core, "
+              "per MAC/s with Fmax -- see bench/bench_lut_like_for_like.py)")
     print(f"({time.perf_counter() - t0:.0f} s; results cached under the archsim synth cache)")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1, default=str) + "\n")

@@ -27,7 +27,7 @@ import mappers
 from archsim.engine import clear_cache
 
 HERE = Path(__file__).resolve().parent
-TOPOLOGIES = HERE.parent / "tests" / "data" / "scalesim_reference" / "topologies"
+TOPOLOGIES = HERE.parent / "archsim" / "validate" / "scalesim_reference" / "topologies"
 
 
 def _scalesim_runner():
@@ -39,7 +39,7 @@ def _scalesim_runner():
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--topology", default="vit_s", help="a topology in tests/data/scalesim_reference/topologies")
+    ap.add_argument("--topology", default="vit_s", help="a topology in archsim/validate/scalesim_reference/topologies")
     ap.add_argument("--array", type=int, default=32, help="square array size (32 or 128 have presets)")
     ap.add_argument("--dataflow", choices=["os", "ws", "is"], default="ws")
     ap.add_argument("--venv", type=Path, default=Path("/tmp/scalesim-venv"))

@@ -4,7 +4,7 @@ SCALE-Sim (scalesim-project/SCALE-Sim, PyPI ``scalesim``) is an independent
 oracle for the systolic template's fold timing. This script runs it, in its
 default stall-free mode (``InterfaceBandwidth = CALC``), on every topology in
 ``/work/shared/scalesim_topologies`` (or ``--topologies``) for each array size
-and dataflow, and writes ``tests/data/scalesim_reference/<topology>.csv`` with
+and dataflow, and writes ``archsim/validate/scalesim_reference/<topology>.csv`` with
 one row per (array, dataflow, layer)::
 
     rows,cols,dataflow,layer,total_cycles
@@ -34,7 +34,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_TOPOLOGIES = Path("/work/shared/scalesim_topologies")
-OUT_DIR = REPO / "tests" / "data" / "scalesim_reference"
+OUT_DIR = REPO / "archsim" / "validate" / "scalesim_reference"
 
 # GEMM-form topologies (``-i gemm``: Layer, M, N, K); all others are conv form.
 GEMM_TOPOLOGIES = {"gemm256", "vit_s"}

@@ -206,18 +206,24 @@ class SystolicMapper(Mapper):
         R, C = self.R, self.C
         hide = self.preload == "double_buffered" and plan.dataflow != "os"
         df = plan.dataflow
+        wbits = self._packed_bits(g)
         cache: dict = {}
 
         def split(sm, sk, sn, acc):  # the middle of the stream: every WS/IS fold hidden when double-buffered
             key = (sm, sk, sn, acc)
             if key not in cache:
-                cache[key] = _folds(df, R, C, sm, sk, sn, acc, hide)
+                cache[key] = _folds(df, R, C, sm, sk, sn, acc, hide, wbits)
             return cache[key]
 
         cut = periodic_slice(g, plan, split, self.layout, PERIOD_STEPS)
         if cut is not None and self.period_error_bound(g, plan, cut[1], est) > PERIOD_ERROR * est["est_cycles"]:
             return None
         return cut
+
+    def _packed_bits(self, g: Gemm) -> int:
+        """:func:`packed_weight_bits` of ``g`` on this array."""
+        width = getattr(self.arch.params, "weight_precision", None)
+        return packed_weight_bits(g, precision_bits(width)) if width else 0
 
     def _column_groups(self, low):
         """``(low, G)``: ``low`` with its single GEMM split into ``G`` column groups
@@ -245,11 +251,12 @@ class SystolicMapper(Mapper):
         R, C = self.R, self.C
         hide_ok = self.preload == "double_buffered" and plan.dataflow != "os"
         df = plan.dataflow
+        wbits = self._packed_bits(g)
 
         cache: dict = {}
 
         def folds(sm, sk, sn, acc, hidden):
-            return _folds(df, R, C, sm, sk, sn, acc, hidden)
+            return _folds(df, R, C, sm, sk, sn, acc, hidden, wbits)
 
         def split(sm, sk, sn, acc):
             key = (sm, sk, sn, acc)
@@ -442,16 +449,24 @@ class SystolicMapper(Mapper):
         return plan, est
 
 
-def _folds(df: str, R: int, C: int, sm: int, sk: int, sn: int, acc: bool, hidden: bool) -> list:
-    """The array folds of one ``sm x sk x sn`` buffer tile in SCALE-Sim's order (module docstring)."""
+def _folds(df: str, R: int, C: int, sm: int, sk: int, sn: int, acc: bool, hidden: bool, wbits: int = 0) -> list:
+    """The array folds of one ``sm x sk x sn`` buffer tile in SCALE-Sim's order (module docstring);
+    ``wbits``: packed bits per weight in the buffer (0: the array's own width)."""
     if df == "ws":
-        return [SystolicTile("ws", sm, min(R, sk - k0), min(C, sn - n0), acc or k0 > 0, hidden)
+        return [SystolicTile("ws", sm, min(R, sk - k0), min(C, sn - n0), acc or k0 > 0, hidden, wbits)
                 for n0 in range(0, sn, C) for k0 in range(0, sk, R)]
     if df == "is":
-        return [SystolicTile("is", min(C, sm - m0), min(R, sk - k0), sn, acc or k0 > 0, hidden)
+        return [SystolicTile("is", min(C, sm - m0), min(R, sk - k0), sn, acc or k0 > 0, hidden, wbits)
                 for m0 in range(0, sm, C) for k0 in range(0, sk, R)]
-    return [SystolicTile("os", min(R, sm - m0), sk, min(C, sn - n0), acc)
+    return [SystolicTile("os", min(R, sm - m0), sk, min(C, sn - n0), acc, False, wbits)
             for n0 in range(0, sn, C) for m0 in range(0, sm, R)]
+
+
+def packed_weight_bits(g: Gemm, array_weight_bits: int) -> int:
+    """Bits per weight of ``g``'s B operand as the weight buffer holds it when narrower than the
+    array's operands (packed sub-byte codes, as they come from DRAM); 0 = the array's own width."""
+    bits = precision_bits(g.b_precision)
+    return bits if bits < array_weight_bits else 0
 
 
 def make_mapper(arch, options) -> SystolicMapper:

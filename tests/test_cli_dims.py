@@ -122,7 +122,7 @@ def _doc_commands():
     """(file, arch, [--set values]) of every `archsim ... --arch X ... --set K=V` in README and docs/."""
     found = []
     for path in [os.path.join(ROOT, "README.md"), *sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))]:
-        text = open(path, encoding="utf-8").read()
+        text = open(path, encoding="utf-8").read().replace("\\\n", " ")  # shell line continuations
         for line in text.splitlines():
             if "archsim " not in line or "--set" not in line or "--arch" not in line:
                 continue

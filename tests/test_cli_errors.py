@@ -10,7 +10,7 @@ import yaml
 from archsim.cli import main
 
 PRESETS = Path(__file__).parent.parent / "archsim" / "presets"
-GEMM256 = str(Path(__file__).parent / "data" / "scalesim_reference" / "topologies" / "gemm256.csv")
+GEMM256 = str(Path(__file__).resolve().parents[1] / "archsim" / "validate" / "scalesim_reference" / "topologies" / "gemm256.csv")
 
 
 def run_error(capsys, *argv) -> str:

@@ -11,7 +11,7 @@ import pytest
 import archsim
 from archsim.cli import main
 
-GEMM256 = str(Path(__file__).parent / "data" / "scalesim_reference" / "topologies" / "gemm256.csv")
+GEMM256 = str(Path(__file__).resolve().parents[1] / "archsim" / "validate" / "scalesim_reference" / "topologies" / "gemm256.csv")
 
 
 def run_cli(capsys, *argv):

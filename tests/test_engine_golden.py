@@ -8,7 +8,7 @@ import pytest
 import archsim
 from archsim.report.writers import compute_report_text
 
-TOPO = Path(__file__).parent / "data" / "scalesim_reference" / "topologies"
+TOPO = Path(__file__).resolve().parents[1] / "archsim" / "validate" / "scalesim_reference" / "topologies"
 
 
 @pytest.mark.parametrize("topology, preset, scalesim_total", [

@@ -111,15 +111,15 @@ def test_cli_rejects_a_pair_the_core_lacks(capsys):
 
 def test_presets_and_area():
     names = [n for n in preset_names() if n.startswith("lut-")]
-    assert {"lut-m2n8k4-ecp5", "lut-m2n64k4", "lut-baseline-mac-16x16-a8", "lut-baseline-mac-16x16-a16"} <= set(names)
-    lut, base = load_arch("lut-m2n64k4"), load_arch("lut-baseline-mac-16x16-a8")
+    assert {"lut-m2n8k4-ecp5", "lut-m2n64k4", "lut-baseline-mac-2x128-a8", "lut-baseline-mac-2x128-a16"} <= set(names)
+    lut, base = load_arch("lut-m2n64k4"), load_arch("lut-baseline-mac-2x128-a8")
     # equal peak MACs/cycle at 2-bit weights (the baselines' definition)
     assert lut.model().peak_macs_per_cycle("ternary") == base.model().peak_macs_per_cycle() == 256
     items = {i.component: i for i in area_breakdown(lut)}
     # 128 LUT units, int datapath: 7 x 11-bit MUX2 (1.862 um2) + 11-bit negate + 2 32-bit adders (137 um2)
     assert items["lut_units.int"].um2 == pytest.approx(128 * (7 * 11 * 1.862 + 11 * 137 / 32 + 2 * 137))
     assert "lut_units.fp32" in items and "pe_registers" in items
-    a16 = {i.component: i for i in area_breakdown(load_arch("lut-baseline-mac-16x16-a16"))}
+    a16 = {i.component: i for i in area_breakdown(load_arch("lut-baseline-mac-2x128-a16"))}
     # priced as an fp16 MAC: Horowitz ISSCC 2014 (45 nm) 16b FP mult + 32b FP add, read from the
     # generic-45nm table's multiplier and adder entries (not its MAC entries)
     generic = load_tech("generic-45nm").area_um2

@@ -11,7 +11,7 @@ from mappers.lower import Gather, Gemm, VectorWork, lower_op
 from workloads.ops import (Attention, Conv2d, Elementwise, Embedding, LayerNorm, MatMul, Pool, RMSNorm,
                            ShapeOp, Softmax)
 
-RESNET18_CSV = Path(__file__).resolve().parent / "data" / "scalesim_reference" / "topologies" / "Resnet18.csv"
+RESNET18_CSV = Path(__file__).resolve().parents[1] / "archsim" / "validate" / "scalesim_reference" / "topologies" / "Resnet18.csv"
 
 
 def _csv_row(name):

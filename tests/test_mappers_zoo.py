@@ -11,7 +11,7 @@ from archsim.program import Compute, Load, Store
 from archsim.spec import load_arch
 from mappers.verify import layer_violations
 
-TOPOLOGIES = Path(__file__).resolve().parent / "data" / "scalesim_reference" / "topologies"
+TOPOLOGIES = Path(__file__).resolve().parents[1] / "archsim" / "validate" / "scalesim_reference" / "topologies"
 
 
 def _unique(program):

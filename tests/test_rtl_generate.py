@@ -15,9 +15,9 @@ from rtl import design_for, write_outputs
 from rtl.systolic import SystolicConfig
 
 PORTS = [
-    "clk", "rst", "cmd__payload", "cmd__valid", "cmd__ready", "wr__en", "wr__buf", "wr__addr", "wr__data",
-    "rd__en", "rd__addr", "rd__data", "rd__valid", "busy", "tile_start", "tile_done", "tile_cycles",
-    "tiles_done", "error",
+    "clk", "rst", "cmd__payload", "cmd__valid", "cmd__ready", "wr__payload", "wr__valid", "wr__ready",
+    "rd_addr__payload", "rd_addr__valid", "rd_addr__ready", "rd_data__payload", "rd_data__valid", "rd_data__ready",
+    "busy", "done", "tile_cycles", "tiles_done", "error", "tile_start",
 ]
 
 
@@ -26,8 +26,9 @@ def test_port_list_is_stable_and_in_the_verilog(tmp_path):
     design = design_for(SystolicParams(rows=2, cols=3, dataflow="ws"))
     ports = {p.name: p for p in design.ports()}
     assert list(ports) == PORTS
-    assert ports["wr__data"].width == max(3 * 8, 3 * 32)  # max(lanes * lane bits, cols * acc bits)
-    assert ports["rd__data"].width == 3 * 32
+    # buf (2) + addr (6) + data: max(lanes * lane bits, cols * acc bits)
+    assert ports["wr__payload"].width == 2 + 6 + max(3 * 8, 3 * 32)
+    assert ports["rd_data__payload"].width == 3 * 32
     # the command payload: dataflow (2) + m, k, n (dim bits: 64-entry buffers -> 7) + 2 flags + 3 addresses (6)
     assert ports["cmd__payload"].width == 2 + 3 * 7 + 2 + 3 * 6
     files = write_outputs(design, tmp_path)
@@ -88,7 +89,7 @@ def test_cli_generate(tmp_path, capsys):
                  "--out", str(out)]) == 0
     assert (out / "archsim_systolic.v").exists() and (out / "archsim_systolic.core").exists()
     assert json.loads((out / "archsim_systolic.json").read_text())["params"]["rows"] == 2
-    assert "archsim_systolic (19 ports)" in capsys.readouterr().out
+    assert "archsim_systolic (20 ports)" in capsys.readouterr().out
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys):

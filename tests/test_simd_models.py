@@ -8,6 +8,7 @@ import pytest
 from archsim.numerics import get_format
 from archsim.spec import load_arch
 from archsim.templates.simd import conformance
+from archsim.templates.simd.model import mult_action
 from archsim.templates.simd.params import SimdParams
 from archsim.templates.simd.reference import check
 from archsim.templates.simd.tile import SimdTile
@@ -168,7 +169,10 @@ def test_actions_count_macs_adds_and_registers():
     assert act["simd.add.int32"] == 6 * 4 * 2  # 6 outputs x 4 steps x L = 2
     assert act["simd.reg_bit"] == 48 * 16 + 6 * 64
     serial = _model(pes=4, multiplier="bit_serial").tile_actions(SimdTile(2, 8, 3, "int4", "fp8_e4m3"))
-    assert serial["simd.partial_add.8b"] == 48 * 4
+    assert serial["simd.partial_add.fp8"] == 48 * 4  # a float activation: float adds, one per weight bit
+    assert "simd.partial_add.8b" not in serial
+    ints = _model(pes=4, multiplier="shift_add").tile_actions(SimdTile(2, 8, 3, "int4", "int8"))
+    assert ints["simd.partial_add.8b"] == 48 * 4 and not any(k.startswith("simd.mult") for k in ints)
     assert _model(pes=4).peak_macs_per_cycle("int4") == 4 * 2  # int4 weights x the arch's int8 activations
     assert _model(pes=4, activation_format="int4", weight_format="int4").peak_macs_per_cycle() == 16
 
@@ -190,6 +194,12 @@ def test_every_action_has_a_cited_energy():
         assert arch.tech.energy(f"simd.mult.int{bits}") == pytest.approx(int8 * (bits / 8) ** 2, rel=0.01)
     for bits in (4, 8):
         assert arch.tech.energy(f"simd.mult.fp{bits}") == pytest.approx(fp16 * (bits / 16) ** 2, rel=0.01)
+    # shift-add int4 x fp16: four fp16 adds per product, Horowitz's 16b FP add 0.4 pJ each (~1.6 pJ, issue 22),
+    # not four 16-bit integer adds (0.24 pJ)
+    mixpe = _model(pes=4, multiplier="shift_add", formats=["int4", "fp16"], weight_format="int4",
+                   activation_format="fp16")
+    name, count = mult_action(SimdTile(1, 1, 1, "int4", "fp16"), mixpe.params)
+    assert count * arch.tech.energy(name) == pytest.approx(4 * 0.4)
     big = load_arch("simd-1024")
     assert {k: v for k, v in big.tech.energy_pj.items() if k.startswith("simd.")} == \
         {k: v for k, v in arch.tech.energy_pj.items() if k.startswith("simd.")}

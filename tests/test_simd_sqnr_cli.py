@@ -149,8 +149,7 @@ def test_missing_onnxruntime_is_one_line(capsys, tmp_path, mlp_path, monkeypatch
 
 
 def test_an_op_the_executor_lacks_is_one_line_and_common_ones_run(capsys, tmp_path):
-    """Tanh / Sub / Div / Constant run (values vs numpy by hand); an op the importer lowers but the
-    value executor lacks (Where) is one line naming the node."""
+    """Tanh / Sub / Div / Constant run (values vs numpy by hand); so does Where."""
     from onnx import TensorProto, helper, numpy_helper
 
     w = np.random.default_rng(2).standard_normal((8, 6)).astype(np.float32)
@@ -188,5 +187,6 @@ def test_an_op_the_executor_lacks_is_one_line_and_common_ones_run(capsys, tmp_pa
     code = main(["run", "--arch", "simd-edge", "--workload", bad, "--out", str(tmp_path / "bad"), "--no-plots",
                  "--quiet", "--sqnr"])
     _, err = capsys.readouterr()
-    assert code == 2 and len(err.strip().splitlines()) == 1
-    assert "--sqnr: " in err and "pick: op Where is not supported by the accuracy executor" in err
+    # Where runs now (onnx's reference evaluator for the executor's non-GEMM ops); an op nothing can
+    # evaluate is one line: tests/test_onnx_executor.py
+    assert code == 0, err

@@ -92,7 +92,7 @@ def test_gemm256_scalesim_readme_figures():
     # Worked by hand: WS 32x32, 256^3: (256/32)^2 = 64 folds of 2*32+32+256-2 = 350 -> 22400;
     # SCALE-Sim reports 22399 (index of the last cycle). OS: 64 folds of 256+32+32-2 = 318 -> 20352
     # (SCALE-Sim: 20351). IS is WS with A and W swapped: (256/32)^2 = 64 folds of 2*32+32+256-2 = 350
-    # -> 22400 (SCALE-Sim: 22399). Figures in tests/data/scalesim_reference/gemm256.csv.
+    # -> 22400 (SCALE-Sim: 22399). Figures in archsim/validate/scalesim_reference/gemm256.csv.
     p = SystolicParams(rows=32, cols=32)
     assert gemm_fold_cycles(256, 256, 256, p, "ws") == 64 * (2 * 32 + 32 + 256 - 2) == 22400
     assert gemm_fold_cycles(256, 256, 256, p, "os") == 64 * (256 + 32 + 32 - 2) == 20352

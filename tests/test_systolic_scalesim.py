@@ -1,6 +1,6 @@
 """Systolic fold timing vs SCALE-Sim v3's own output (an independent oracle).
 
-``tests/data/scalesim_reference/<topology>.csv`` holds SCALE-Sim 3.0.0's
+``archsim/validate/scalesim_reference/<topology>.csv`` holds SCALE-Sim 3.0.0's
 per-layer "Total Cycles" (stall-free CALC mode), produced by
 ``bench/scalesim_reference.py``; ``topologies/`` holds the SCALE-Sim input
 files they were run on. Each layer is turned into a GEMM here, with
@@ -16,7 +16,7 @@ import pytest
 
 from archsim.templates.systolic import SystolicParams, gemm_fold_cycles, scalesim_total_cycles
 
-DATA = Path(__file__).parent / "data" / "scalesim_reference"
+DATA = Path(__file__).resolve().parents[1] / "archsim" / "validate" / "scalesim_reference"
 GEMM_FORM = {"gemm256", "vit_s"}  # "Layer, M, N, K," files (SCALE-Sim -i gemm)
 
 

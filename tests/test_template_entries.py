@@ -303,14 +303,15 @@ def test_catches_a_detailed_model_without_reference(toy_registered):
 
 
 def _hook_names() -> set[str]:
-    """Every hook the base classes declare (methods and attributes a template may override)."""
+    """Every hook the base classes declare (methods and attributes a template may override); of
+    RtlDesign's, the optional ones (its required methods -- check, ports, ... -- are common words)."""
     from archsim.templates.base import TemplateModel, TemplateOptions, TemplateParams
     from mappers.registry import Mapper
 
     names = set()
-    for cls in (TemplateParams, TemplateModel, TemplateOptions, Mapper, RtlDesign):
+    for cls in (TemplateParams, TemplateModel, TemplateOptions, Mapper):
         names |= {n for n in vars(cls) if not n.startswith("_")}
-    return names | {"units", "output_ops"}
+    return names | {"units", "output_ops", "target_options", "cosim_items", "sim_sources"}
 
 
 #: shared code: everything but the template packages (archsim/templates/<name>/, mappers/<name>.py, rtl/<name>/)

@@ -10,7 +10,7 @@ from archsim.errors import WorkloadError
 
 DATA = Path(__file__).parent / "data" / "workloads"
 # the SCALE-Sim topology files, one copy shared with the engine golden tests
-TOPO = Path(__file__).parent / "data" / "scalesim_reference" / "topologies"
+TOPO = Path(__file__).resolve().parents[1] / "archsim" / "validate" / "scalesim_reference" / "topologies"
 EXAMPLE = Path(workloads.__file__).parent / "examples" / "tiny_cnn.yaml"
 
 

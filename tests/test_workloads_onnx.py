@@ -165,9 +165,10 @@ def test_transformer_block(tmp_path):
     assert not any(op.kind == "elementwise" and op.fn in ("sqrt", "pow", "reduce_mean") for op in g.ops())
     ln1 = g.op("ln1_mean")
     assert (ln1.shape, ln1.normalized_size, ln1.affine) == ((1, 8, 16), 16, True)
-    qk, av = g.op("qk"), g.op("av")
-    assert (qk.batch, qk.m, qk.k, qk.n, qk.weight_is_param) == (2, 8, 8, 8, False)
-    assert (av.batch, av.m, av.k, av.n, av.weight_is_param) == (2, 8, 8, 8, False)
+    # QK^T, scale, softmax, AV: the zoo's attention op (batch 1, 2 heads of 8, 8 queries and keys)
+    attn = g.op("qk.attention")
+    assert (attn.kind, attn.batch, attn.heads, attn.seq_q, attn.seq_kv, attn.head_dim) == ("attention", 1, 2, 8, 8, 8)
+    assert not any(op.kind == "softmax" for op in g.ops())
     assert g.op("q_proj").weight_is_param and (g.op("q_proj").m, g.op("q_proj").k) == (8, 16)
     # MACs: 4 projections 8*16*16; QK^T and AV 2 heads * 8*8*8 each; MLP 2 * 8*16*64
     assert g.total_macs() == 4 * 8 * 16 * 16 + 2 * (2 * 8 * 8 * 8) + 2 * 8 * 16 * 64 == 26_624
@@ -178,21 +179,25 @@ def test_transformer_block(tmp_path):
 
 def _with_unknown(tmp_path):
     nodes = [
-        helper.make_node("LRN", ["x"], ["a"], name="lrn1", size=3),
+        helper.make_node("Hardmax2", ["x"], ["a"], name="lrn1", domain="com.example"),
         helper.make_node("Relu", ["a"], ["b"], name="relu"),
-        helper.make_node("InstanceNormalization", ["b", "s", "bb"], ["c"], name="inorm"),
-        helper.make_node("LRN", ["c"], ["y"], name="lrn2", size=3),
+        helper.make_node("Shrink2", ["b"], ["c"], name="inorm", domain="com.example"),
+        helper.make_node("Hardmax2", ["c"], ["y"], name="lrn2", domain="com.example"),
     ]
     graph = helper.make_graph(nodes, "odd", [helper.make_tensor_value_info("x", F, [1, 4, 6, 6])],
-                              [helper.make_tensor_value_info("y", F, None)], [_init("s", (4,)), _init("bb", (4,))])
-    return _save(tmp_path, graph, "odd.onnx")
+                              [helper.make_tensor_value_info("y", F, [1, 4, 6, 6])], [_init("s", (4,)), _init("bb", (4,))],
+                              value_info=[helper.make_tensor_value_info(t, F, [1, 4, 6, 6]) for t in "ac"])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)])
+    path = tmp_path / "odd.onnx"
+    onnx.save(model, path)
+    return str(path)
 
 
 def test_unknown_ops_are_one_error(tmp_path):
     path = _with_unknown(tmp_path)
     with pytest.raises(WorkloadError) as err:
         workloads.load(path)
-    assert re.fullmatch(r".*odd\.onnx: cannot lower ONNX op\(s\): LRN \(lrn1, lrn2\); InstanceNormalization "
+    assert re.fullmatch(r".*odd\.onnx: cannot lower ONNX op\(s\): Hardmax2 \(lrn1, lrn2\); Shrink2 "
                         r"\(inorm\); expected supported ops \(or pass unknown_ops='vector', --unknown-ops vector, to run "
                         r"them on the vector unit\)", str(err.value))
     assert "\n" not in str(err.value)
@@ -200,7 +205,7 @@ def test_unknown_ops_are_one_error(tmp_path):
 
 def test_unknown_ops_as_vector(tmp_path):
     g = workloads.load(_with_unknown(tmp_path), unknown_ops="vector")
-    assert [op.fn for op in g.ops()] == ["vector:LRN", "relu", "vector:InstanceNormalization", "vector:LRN"]
+    assert [op.fn for op in g.ops()] == ["vector:Hardmax2", "relu", "vector:Shrink2", "vector:Hardmax2"]
     assert g.op("lrn1").output_shape() == (1, 4, 6, 6)
     assert g.total_macs() == 0
 

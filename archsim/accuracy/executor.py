@@ -136,20 +136,99 @@ def _attr(node, name, default=None):
 
 
 def _conv(x, w, bias, node, gemm):
+    """1-D or 2-D convolution (groups, dilations, explicit pads) as im2col GEMMs, one per group."""
+    if x.ndim == 3:  # 1-D: H = 1
+        node1 = _conv1d_as_2d(node)
+        return _conv(x[:, :, None, :], w[:, :, None, :], bias, node1, gemm)[:, :, 0, :]
     kh, kw = w.shape[2:]
     sh, sw = _attr(node, "strides", [1, 1])
-    pads = _attr(node, "pads", [0, 0, 0, 0])
+    dh, dw = _attr(node, "dilations", [1, 1])
+    pads = _auto_pads(node, x.shape[2:], (kh, kw), (sh, sw), (dh, dw))
     group = _attr(node, "group", 1)
-    if group != 1:
-        raise ValueError(f"{node.name}: grouped Conv is not supported by the accuracy executor")
     xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
-    win = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw]
+    span = ((kh - 1) * dh + 1, (kw - 1) * dw + 1)
+    win = np.lib.stride_tricks.sliding_window_view(xp, span, axis=(2, 3))[:, :, ::sh, ::sw, ::dh, ::dw]
     n, c, ho, wo = win.shape[:4]
-    cols = win.transpose(0, 2, 3, 1, 4, 5).reshape(n * ho * wo, c * kh * kw)
-    y = gemm(cols, w.reshape(w.shape[0], -1).T, True)
+    cg, og = c // group, w.shape[0] // group
+    outs = []
+    for g in range(group):
+        cols = win[:, g * cg:(g + 1) * cg].transpose(0, 2, 3, 1, 4, 5).reshape(n * ho * wo, cg * kh * kw)
+        outs.append(gemm(cols, w[g * og:(g + 1) * og].reshape(og, -1).T, True))
+    y = np.concatenate(outs, axis=1)
     if bias is not None:
         y = y + bias
     return y.reshape(n, ho, wo, -1).transpose(0, 3, 1, 2)
+
+
+def _conv1d_as_2d(node):
+    """A copy of a 1-D Conv node with its attributes given for H = 1."""
+    from onnx import helper
+
+    copy = helper.make_node(node.op_type, list(node.input), list(node.output), name=node.name)
+    for key, default in (("strides", [1]), ("dilations", [1]), ("kernel_shape", None)):
+        v = _attr(node, key, default)
+        if v is not None:
+            copy.attribute.append(helper.make_attribute(key, [1] + list(v)))
+    p = _attr(node, "pads")
+    if p is not None:
+        copy.attribute.append(helper.make_attribute("pads", [0, p[0], 0, p[1]]))
+    for key in ("group", "auto_pad"):
+        v = _attr(node, key)
+        if v is not None:
+            copy.attribute.append(helper.make_attribute(key, v))
+    return copy
+
+
+def _auto_pads(node, size, kernel, strides, dilations):
+    """(top, left, bottom, right) from ``pads`` or ``auto_pad``."""
+    auto = _attr(node, "auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        pads = []
+        for n, k, s, d in zip(size, kernel, strides, dilations):
+            total = max((-(-n // s) - 1) * s + (k - 1) * d + 1 - n, 0)
+            small, big = total // 2, total - total // 2
+            pads.append((small, big) if auto == "SAME_UPPER" else (big, small))
+        return (pads[0][0], pads[1][0], pads[0][1], pads[1][1])
+    if auto == "VALID":
+        return (0, 0, 0, 0)
+    return tuple(_attr(node, "pads", [0, 0, 0, 0]))
+
+
+def _batchnorm(x, scale, bias, mean, var, node):
+    eps = _attr(node, "epsilon", 1e-5)
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    return (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps) * scale.reshape(shape) + bias.reshape(shape)
+
+
+def _reference_node(node, feeds: dict, model):
+    """One node run in fp32 by onnx's reference evaluator, else by onnxruntime (its com.microsoft ops):
+    the ops that are not GEMMs and that this executor does not write out in numpy (Resize, Pad, Gather,
+    Where, LSTM, InstanceNorm, an If / Loop with the outer tensors its subgraphs read, ...)."""
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+
+    inputs = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape))
+              for k, v in feeds.items()]
+    outputs = [helper.make_empty_tensor_value_info(o) for o in node.output if o]
+    one = helper.make_model(helper.make_graph([node], "node", inputs, outputs),
+                            opset_imports=list(model.opset_import), ir_version=model.ir_version)
+    try:
+        outs = ReferenceEvaluator(one).run(None, feeds)
+    except Exception as first:  # the reference evaluator lacks the op (or one of its attributes)
+        try:
+            import onnxruntime as ort
+
+            opts = ort.SessionOptions()
+            opts.log_severity_level = 3
+            sess = ort.InferenceSession(one.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+            outs = sess.run(None, feeds)
+        except Exception:  # neither can: report the reference evaluator's reason
+            text = str(first).splitlines()[0][:120] if str(first) else ""
+            raise ValueError(f"{node.name or node.op_type}: op {node.op_type} cannot be evaluated "
+                             f"({type(first).__name__}: {text})") from None
+    names = [o for o in node.output if o]
+    return dict(zip(names, outs))
 
 
 def _maxpool(x, node):
@@ -187,7 +266,6 @@ _ELEMENTWISE = {
     "Relu": lambda x: np.maximum(x, 0.0), "Sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)), "Tanh": np.tanh,
     "Sqrt": np.sqrt, "Exp": np.exp, "Log": np.log, "Neg": np.negative, "Abs": np.abs,
     "Reciprocal": lambda x: 1.0 / x, "Erf": _erf, "Identity": lambda x: x, "Dropout": lambda x, *_: x,
-    "Cast": lambda x: x,
 }
 
 
@@ -203,9 +281,9 @@ def execute(model, feeds: dict, prec: Precision | None = None, policy=None,
     from workloads.onnx_import import _node_names
 
     prec = prec or Precision()
-    env = {i.name: numpy_helper.to_array(i).astype(np.float64) for i in model.graph.initializer}
+    env = {i.name: _as_value(numpy_helper.to_array(i)) for i in model.graph.initializer}
     params = set(env)
-    env.update({k: np.asarray(v, np.float64) for k, v in feeds.items()})
+    env.update({k: _as_value(np.asarray(v)) for k, v in feeds.items()})
     gemm_outputs = {}
     nodes = list(model.graph.node)
     names = _node_names(nodes)
@@ -244,16 +322,17 @@ def execute(model, feeds: dict, prec: Precision | None = None, policy=None,
                 a3, w3 = a.reshape((-1,) + a.shape[-2:]), w.reshape((-1,) + w.shape[-2:])
                 y = np.stack([gemm(a3[i], w3[i], node.input[1] in params) for i in range(a3.shape[0])])
                 y = y.reshape(a.shape[:-1] + (w.shape[-1],))
-        elif op in _ELEMENTWISE:
+        elif op in _ELEMENTWISE and all(v is None or np.issubdtype(v.dtype, np.floating) for v in ins):
             y = _ELEMENTWISE[op](*ins)
         elif op == "Gelu":
             x = ins[0]
             y = 0.5 * x * (1.0 + (np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3))
                                   if _attr(node, "approximate", b"none") in (b"tanh", "tanh") else _erf(x / np.sqrt(2))))
-        elif op == "Constant":
-            y = numpy_helper.to_array(_attr(node, "value")).astype(np.float64)
+        elif op == "Constant" and _attr(node, "value") is not None:
+            y = numpy_helper.to_array(_attr(node, "value"))
         elif op == "Shape":
-            y = np.asarray(ins[0].shape, np.float64)
+            start, end = _attr(node, "start", 0), _attr(node, "end", None)
+            y = np.asarray(ins[0].shape[start:end], np.int64)
         elif op in ("Squeeze", "Unsqueeze"):
             axes = _attr(node, "axes") if len(ins) < 2 else [int(v) for v in ins[1]]
             y = np.squeeze(ins[0], tuple(axes)) if op == "Squeeze" and axes else (
@@ -268,8 +347,6 @@ def execute(model, feeds: dict, prec: Precision | None = None, policy=None,
         elif op == "Flatten":
             axis = _attr(node, "axis", 1)
             y = ins[0].reshape(int(np.prod(ins[0].shape[:axis])), -1)
-        elif op == "Reshape":
-            y = ins[0].reshape([int(d) for d in ins[1]])
         elif op == "Transpose":
             y = ins[0].transpose(_attr(node, "perm"))
         elif op == "Concat":
@@ -277,14 +354,39 @@ def execute(model, feeds: dict, prec: Precision | None = None, policy=None,
         elif op == "Softmax":
             y = _softmax(ins[0], node)
         elif op == "LayerNormalization":
-            y = _layernorm(ins[0], ins[1], ins[2], node)
+            y = _layernorm(ins[0], ins[1], ins[2] if len(ins) > 2 else 0.0, node)
+        elif op == "BatchNormalization":
+            y = _batchnorm(*ins[:5], node)
         else:
-            raise ValueError(f"{names[id(node)]}: op {op} is not supported by the accuracy executor")
-        y = np.asarray(y, np.float64).astype(np.float32).astype(np.float64)  # tensors between ops are fp32
+            from workloads.onnx_model import node_reads
+
+            outs = _reference_node(node, {x: _for_reference(env[x]) for x in dict.fromkeys(node_reads(node))},
+                                   model)
+            for name, value in outs.items():
+                env[name] = _as_value(np.asarray(value))
+            y = outs[node.output[0]]
+        y = _as_value(np.asarray(y))
         env[node.output[0]] = y
+        if op not in GEMM_OPS and op != "Constant" and all(x in params for x in node.input if x) and \
+                any(x for x in node.input):  # a view of weights (DequantizeLinear(W), Transpose(W)): weights
+            params.update(o for o in node.output if o)
         if op in GEMM_OPS:
             gemm_outputs[names[id(node)]] = y
     return {o.name: env[o.name] for o in model.graph.output}, gemm_outputs
+
+
+def _as_value(x: np.ndarray) -> np.ndarray:
+    """Float tensors as fp32 values held in float64 (tensors between ops are fp32); integer and bool
+    tensors (ids, shapes, masks) unchanged."""
+    if np.issubdtype(x.dtype, np.floating):
+        return x.astype(np.float32).astype(np.float64)
+    return x
+
+
+def _for_reference(x):
+    if x is None:
+        return None
+    return x.astype(np.float32) if np.issubdtype(x.dtype, np.floating) else x
 
 
 def onnxruntime_outputs(model, feeds: dict) -> dict[str, np.ndarray]:
@@ -296,8 +398,37 @@ def onnxruntime_outputs(model, feeds: dict) -> dict[str, np.ndarray]:
     opts.inter_op_num_threads = 1
     sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     names = [o.name for o in sess.get_outputs()]
-    outs = sess.run(names, {k: np.asarray(v, np.float32) for k, v in feeds.items()})
+    kinds = {i.name: i.type for i in sess.get_inputs()}
+    outs = sess.run(names, {k: np.asarray(v, _ORT_TYPES.get(kinds.get(k), np.float32)) for k, v in feeds.items()})
     return dict(zip(names, outs))
+
+
+_ORT_TYPES = {"tensor(float)": np.float32, "tensor(int64)": np.int64, "tensor(int32)": np.int32,
+              "tensor(bool)": np.bool_, "tensor(float16)": np.float16, "tensor(double)": np.float64,
+              "tensor(uint8)": np.uint8, "tensor(int8)": np.int8}
+
+
+def imported_feeds(model, imported: dict, seed: int) -> dict[str, np.ndarray]:
+    """Inputs at the shapes the run's import bound (``SimResult.imported``): standard-normal float
+    tensors, zero integer tensors (ids, masks), and the ``--input-value`` control inputs as given."""
+    from onnx import helper
+
+    inits = {t.name for t in model.graph.initializer}
+    rng = np.random.default_rng(seed)
+    shapes, values = imported.get("input_shapes", {}), imported.get("input_values", {})
+    feeds = {}
+    for vi in model.graph.input:
+        if vi.name in inits or vi.name not in shapes:
+            continue
+        dtype = helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
+        shape = tuple(shapes[vi.name])
+        if vi.name in values:
+            feeds[vi.name] = np.full(shape, values[vi.name], dtype=dtype)
+        elif np.issubdtype(dtype, np.floating):
+            feeds[vi.name] = rng.standard_normal(shape).astype(np.float32)
+        else:
+            feeds[vi.name] = np.zeros(shape, dtype=dtype)
+    return feeds
 
 
 def run_network(model, feeds: dict, prec: Precision, policy=None, reference: dict | None = None,
@@ -316,10 +447,12 @@ def run_network(model, feeds: dict, prec: Precision, policy=None, reference: dic
 
 
 def attach_sqnr(result, layer_sqnr_db: dict[str, float]) -> int:
-    """Set ``sqnr_db`` on the layers of a :class:`~archsim.report.SimResult` by name; returns how many."""
+    """Set ``sqnr_db`` on the layers of a :class:`~archsim.report.SimResult` by name; returns how many.
+    Layers without MACs are skipped: an attention pattern's AV MatMul is the attention op's free
+    reshape of the same name (its values are the attention op's, which runs at the activations' format)."""
     hits = 0
     for layer in result.layers:
-        if layer.name in layer_sqnr_db:
+        if layer.name in layer_sqnr_db and layer.macs:
             layer.sqnr_db = float(layer_sqnr_db[layer.name])
             hits += 1
     return hits

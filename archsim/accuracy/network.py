@@ -95,7 +95,12 @@ def add_network_sqnr(result, arch, workload: str, options: dict, *, seed: int = 
     from archsim.spec.precision_policy import load_policy
 
     model = onnx.load(workload)
-    feeds = input_feeds(model, _bound_dims(model, workload, options), seed)
+    if getattr(result, "imported", None):  # the shapes and values the run's import bound
+        from archsim.accuracy.executor import imported_feeds
+
+        feeds = imported_feeds(model, result.imported, seed)
+    else:
+        feeds = input_feeds(model, _bound_dims(model, workload, options), seed)
     policy_src = policy_path if policy_path is not None else options.get("precision_policy")
     policy = load_policy(policy_src) if policy_src else None
     precisions = layer_precisions(result, arch, policy)

@@ -47,6 +47,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g = sub.add_parser("generate", help="write Verilog, a FuseSoC .core and a JSON manifest")
     _common(g)
     g.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    g.add_argument("--wrapper", choices=["none", "axi"], default="none",
+                   help="none (default): the engine's own ports; axi: AXI4-Lite registers and AXI4-Stream data "
+                   "around it (designs with the host interface; docs/rtl_host_interface.md)")
     g.set_defaults(func=cmd_generate)
 
     c = sub.add_parser("cosim", help="replay tile commands on the RTL and compare with the models")
@@ -66,11 +69,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--waves", action="store_true", help="write a waveform (FST for Icarus, VCD for Verilator)")
     c.add_argument("--build-dir", metavar="DIR", help="simulator build folder (default: a cache under /tmp)")
     c.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+    c.add_argument("--verilog", nargs="+", metavar="FILE",
+                   help="co-simulate your own Verilog instead of archsim's: it must implement the host interface "
+                   "(docs/rtl_host_interface.md) for --arch; a waveform is always written")
+    c.add_argument("--top", metavar="NAME", help="top module of the --verilog files")
     c.set_defaults(func=cmd_cosim)
 
     s = sub.add_parser("synth", help="synthesize with yosys (and place & route with nextpnr-ecp5)")
     _common(s)
     s.add_argument("--target", default="ecp5", choices=["ecp5", "generic"], help="yosys flow (default ecp5)")
+    s.add_argument("--wrapper", choices=["none", "axi"], default="none",
+                   help="none (default) or axi: synthesize the design inside its AXI wrapper (as rtl generate)")
     s.add_argument("--pnr", action="store_true", help="place and route on an ECP5-85k (out of context): Fmax")
     s.add_argument("--freq", type=float, default=200.0, metavar="MHZ", help="nextpnr target clock (default 200)")
     s.add_argument("--seed", type=int, default=1, help="nextpnr seed (default 1)")
@@ -104,7 +113,12 @@ def _design(args, target: str | None = None):
         if not name:
             raise SpecError(f"--banks: the {arch.template} RTL has no banks")
         options[name] = args.banks
-    return arch, design_for(arch, options or None)
+    design = design_for(arch, options or None)
+    if getattr(args, "wrapper", "none") == "axi":  # rtl generate --wrapper axi
+        from rtl.lib.axi_design import axi_wrapped
+
+        design = axi_wrapped(design)
+    return arch, design
 
 
 def design_label(arch, overrides) -> str:
@@ -129,6 +143,10 @@ def cmd_generate(args) -> int:
 
 
 def cmd_cosim(args) -> int:
+    if args.verilog or args.top:  # bring your own RTL (rtl.cosim.byo)
+        from rtl.cosim.byo import cosim_cli
+
+        return cosim_cli(args)
     from rtl.api import run_cosim
 
     from archsim.outputs import check_owned_file, write_owned_json

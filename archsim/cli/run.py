@@ -143,20 +143,29 @@ def add_precision_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_onnx_args(p: argparse.ArgumentParser) -> None:
-    """``--dim NAME=VALUE`` (repeatable) and ``--unknown-ops`` for ONNX workloads."""
+    """``--dim NAME=VALUE``, ``--input-shape NAME=AxBxC``, ``--input-value NAME=V`` (repeatable) and
+    ``--unknown-ops`` for ONNX workloads."""
     p.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE", dest="dims",
                    help="ONNX: bind a symbolic input dim, e.g. --dim N=8 (repeatable; --batch / --seq bind "
                    "the usual batch and sequence names)")
+    p.add_argument("--input-shape", action="append", default=[], metavar="NAME=AxBxC", dest="input_shapes",
+                   help="ONNX: bind an input's whole shape, whatever its dims are called (named, ?, -1 or "
+                   "unnamed), e.g. --input-shape x=1x3x48x192 (repeatable)")
+    p.add_argument("--input-value", action="append", default=[], metavar="NAME=V", dest="input_values",
+                   help="ONNX: give a control input a value, e.g. --input-value sr=16000 (it becomes a constant, "
+                   "so the If it decides folds; repeatable)")
     p.add_argument("--unknown-ops", choices=["error", "vector"], dest="unknown_ops",
-                   help="ONNX: ops archsim cannot lower are an error (default) or run as generic vector work")
+                   help="ONNX: ops archsim cannot lower are an error (default) or run as generic vector work "
+                   "(listed in the summary, their MACs not counted)")
 
 
 def onnx_options(args: argparse.Namespace) -> dict:
     """Loader options of :func:`add_onnx_args`' flags."""
-    from workloads.onnx_import import parse_dim_args
+    from workloads.onnx_import import parse_onnx_args
 
     workload = getattr(args, "workload", None) or getattr(args, "source", "")
-    out = parse_dim_args(args.dims, workload)
+    out = parse_onnx_args(workload, dims=args.dims, input_shapes=getattr(args, "input_shapes", ()),
+                          input_values=getattr(args, "input_values", ()))
     if args.unknown_ops is not None:
         out["unknown_ops"] = args.unknown_ops
     return out

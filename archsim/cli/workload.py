@@ -29,6 +29,9 @@ def register(subparsers) -> None:
     from archsim.cli.run import add_onnx_args
 
     add_onnx_args(show)
+    show.add_argument("--check", action="store_true",
+                      help="ONNX: count the MACs a second, independent way (one onnxruntime run with every "
+                      "intermediate shape exposed) and print both counts; exit 1 if they differ by more than 1%%")
     show.set_defaults(func=_show)
 
     lst = sub.add_parser("list", help="names of the zoo models")
@@ -75,4 +78,49 @@ def _show(args: argparse.Namespace) -> int:
     total_bytes = sum(sum(op.operand_bytes().values()) for op in graph.ops())
     print(f"total: {len(graph)} ops, {graph.total_macs():,} MACs, {graph.total_params():,} params "
           f"(shared weights counted once), {total_bytes:,} operand bytes")
+    report = getattr(graph, "import_report", None)
+    if report:
+        from workloads.onnx_import import coverage_line
+
+        print(f"import: {coverage_line(report)}")
+    if getattr(args, "check", False):
+        return _check(args.source, graph)
+    return 0
+
+
+#: largest relative difference --check accepts between archsim's MACs and the independent count
+CHECK_REL_TOL = 0.01
+
+
+def _check(source: str, graph) -> int:
+    """Print archsim's MACs beside an independent count (:func:`workloads.onnx_reference.count_macs`)."""
+    from archsim.errors import WorkloadError
+
+    report = getattr(graph, "import_report", None)
+    if report is None:
+        raise WorkloadError(f"--check: counts the MACs of an ONNX model a second way; {source} is not a .onnx file")
+    try:
+        from workloads.onnx_reference import count_macs
+    except ImportError:
+        raise WorkloadError("--check: needs workloads.onnx_reference (the independent counter)") from None
+    shapes = {k: tuple(v) for k, v in report.get("input_shapes", {}).items() if k not in report.get("input_values", {})}
+    try:
+        ref = count_macs(source, input_shapes=shapes, input_values=report.get("input_values") or None)
+    except Exception as err:  # onnxruntime and the counter raise their own types
+        text = (str(err).splitlines() or [""])[0][:200]
+        raise WorkloadError(f"--check: the independent count failed on {source}: {type(err).__name__}: {text}") from None
+    ours, theirs = graph.total_macs(), ref.total_macs
+    diff = abs(ours - theirs) / theirs if theirs else (0.0 if ours == 0 else float("inf"))
+    print(f"check: archsim {ours:,} MACs; independent count (onnxruntime shapes) {theirs:,} MACs; "
+          f"difference {100 * diff:.2f}%")
+    unknown = getattr(ref, "unknown_ops", {})
+    if unknown:
+        print("check: the independent count does not know " + ", ".join(f"{t} x{n}" for t, n in unknown.items()))
+    if diff > CHECK_REL_TOL:
+        def by_op(table: dict) -> str:
+            return ", ".join(f"{t} {m:,}" for t, m in sorted(table.items(), key=lambda kv: -kv[1])) or "none"
+
+        print(f"check: FAILED: the counts differ by more than {100 * CHECK_REL_TOL:g}% (by op: archsim "
+              f"{by_op(report.get('macs_by_op', {}))}; independent count {by_op(ref.macs_by_op)})")
+        return 1
     return 0

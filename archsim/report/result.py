@@ -139,6 +139,9 @@ class SimResult:
     options: dict[str, Any] = field(default_factory=dict)  # workload / mapper options of the run
     trace: list = field(default_factory=list)  # recorded timelines of the first layers (not in to_dict)
     trace_layers: int = 0
+    #: how an ONNX workload was imported (``workloads.onnx_import``: nodes, lowered, substituted,
+    #: dropped_static, macs_accounted_fraction); report.json's ``import`` section, {} otherwise
+    imported: dict[str, Any] = field(default_factory=dict)
 
     @property
     def tokens(self) -> int:
@@ -251,6 +254,7 @@ class SimResult:
             "arch": _jsonable(self.arch),
             "options": _jsonable(self.options),
             "layers": [l.to_dict() for l in self.layers],
+            **({"import": _jsonable(self.imported)} if self.imported else {}),
         }
 
 

@@ -147,6 +147,10 @@ def summary_rows(result: SimResult) -> list[tuple[str, str]]:
         ("DRAM traffic", memory_traffic_text(result)),
         ("SRAM traffic", fmt.nbytes(result.sram_bytes)),
     ]
+    if result.imported:
+        from workloads.onnx_import import coverage_line
+
+        rows.append(("import", coverage_line(result.imported)))
     fused = sum(1 for l in result.layers if l.mapping.get("fused_into"))
     if fused:
         rows.append(("fused element-wise ops", f"{fused} (in the array's output path; --no-fusion to separate)"))

@@ -48,6 +48,14 @@ class TemplateParams:
         raise ValueError(f"template params {type(self).__name__} have a fixed precision; "
                          f"--weights/--activations do not apply")
 
+    def reshapes(self, macs_per_cycle: float) -> list[dict[str, Any]]:
+        """The shapes and mapping options worth searching for this design built with
+        ``macs_per_cycle`` peak MACs per cycle at its own precision, each as ``load_arch``
+        overrides (bare param / option names), the one closest to this instance first
+        (``archsim compare --iso / --tune``; read through :func:`reshapes`).
+        Default ``[]``: the design cannot be reshaped."""
+        return []
+
 
 class TemplateOptions:
     """Base class of a template's own mapper options (a frozen dataclass subclassing
@@ -152,6 +160,15 @@ def compute_formats(model: TemplateModel, weights: str, activations: str) -> tup
     """(weights, activations) format ``model``'s hardware computes a layer of those formats in."""
     formats = model.compute_formats(weights, activations)
     return (weights, activations) if formats is None else formats
+
+
+def reshapes(params: TemplateParams, macs_per_cycle: float) -> list[dict[str, Any]]:
+    """Overrides that rebuild ``params``' design with ``macs_per_cycle`` peak MACs per cycle, one
+    per shape / mapping option worth searching, the closest to ``params`` first: the template's
+    :meth:`TemplateParams.reshapes` hook; ``[]`` when the template has no reshapes or no shape
+    with exactly that peak. Shared code (``archsim compare``) reshapes through this and never
+    names a template's parameters."""
+    return [dict(v) for v in params.reshapes(macs_per_cycle)]
 
 
 class Conformance(Protocol):

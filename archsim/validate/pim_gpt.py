@@ -42,8 +42,11 @@ SMOLLM2 = {
     "smollm2-135m": dict(hidden=576, layers=30, heads=9, kv_heads=3, ffn=1536, vocab=49152),
     "smollm2-1.7b": dict(hidden=2048, layers=24, heads=32, kv_heads=32, ffn=8192, vocab=49152),
 }
-SPEEDUP_TOL = 0.65  # see docs/pim.md, "PIM-GPT": our level is 2.2-2.4x below the paper's
-ENERGY_TOL = 0.80
+SPEEDUP_TOL = 0.25  # the level misses by 2.2-2.4x: shown as "differs" with the reason (LEVEL_GAP)
+ENERGY_TOL = 0.25
+LEVEL_GAP = ("level 2.2-4.4x below the paper: the paper's T4 ran an older fp32 software stack whose per-token host "
+             "work archsim's calibrated T4 (SmolLM2 on a T4, 76 us/kernel) does not have; our PIM charges column "
+             "reads at 1.5 pJ/bit (docs/pim.md, PIM-GPT). The spread over the models agrees.")
 SPREAD_TOL = 0.20
 T4_CHECK_TOL = 0.15
 
@@ -142,12 +145,12 @@ def claims_from(rows, check_ms: float) -> list[Claim]:
     note = (f"pim-gpt-gddr6 bf16 vs gpu-t4 fp16 (roofline x 0.69 + {calibrated_dispatch_us():.0f} us host "
             f"dispatch/kernel overlapped, 70 W busy / idle_power_w waiting), decode KV {KV_LEN}, 8 paper models")
     out = [
-        Claim(GROUP, "speedup over T4, smallest of 8 (level gap, docs/pim.md)", min(sp), SPEEDUP[0], SPEEDUP_TOL, PAPER, "x", note),
-        Claim(GROUP, "speedup over T4, largest of 8 (level gap)", max(sp), SPEEDUP[1], SPEEDUP_TOL, PAPER, "x", note),
+        Claim(GROUP, "speedup over T4, smallest of 8 (level gap, docs/pim.md)", min(sp), SPEEDUP[0], SPEEDUP_TOL, PAPER, "x", note, explained=LEVEL_GAP),
+        Claim(GROUP, "speedup over T4, largest of 8 (level gap)", max(sp), SPEEDUP[1], SPEEDUP_TOL, PAPER, "x", note, explained=LEVEL_GAP),
         Claim(GROUP, "speedup spread (largest / smallest)", max(sp) / min(sp), SPEEDUP[1] / SPEEDUP[0], SPREAD_TOL,
               PAPER, "", "the spread over the models agrees; the level does not (docs/pim.md)"),
-        Claim(GROUP, "energy eff. over T4, smallest (level gap)", min(en), ENERGY[0], ENERGY_TOL, PAPER, "x", note),
-        Claim(GROUP, "energy eff. over T4, largest (level gap)", max(en), ENERGY[1], ENERGY_TOL, PAPER, "x", note),
+        Claim(GROUP, "energy eff. over T4, smallest (level gap)", min(en), ENERGY[0], ENERGY_TOL, PAPER, "x", note, explained=LEVEL_GAP),
+        Claim(GROUP, "energy eff. over T4, largest (level gap)", max(en), ENERGY[1], ENERGY_TOL, PAPER, "x", note, explained=LEVEL_GAP),
         Claim(GROUP, "energy spread (largest / smallest)", max(en) / min(en), ENERGY[1] / ENERGY[0], SPREAD_TOL,
               PAPER, "", "PIM column reads at the pre-GSA 1.5 pJ/bit set the level (docs/pim.md)"),
         Claim(GROUP, "T4 SmolLM2-1.7B decode step (held out)", check_ms, measured_ms("smollm2-1.7b"), T4_CHECK_TOL,

@@ -25,16 +25,17 @@ issues the buffer reads; ``FETCH_LATENCY`` cycles later the operands sit in the 
 registers, and one cycle after that the partial sums take the registered products. Tile-local
 cycle ``x`` of the contract is the cycle ``FETCH_LATENCY + 1 - P`` after the fetch-level cycle
 in which the FSM counter equals ``x`` (with ``P = 0`` the operands run one cycle ahead and the
-product register is hidden). ``tile_start`` is high in tile cycle 0, ``tile_done`` in the cycle
+product register is hidden). ``tile_start`` is high in tile cycle 0, ``done`` (the controller's ``tile_done``) in the cycle
 the tile's last output is presented at the bottom of the array. All arithmetic is two's
 complement and wraps at the accumulator width, like archsim's models.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import Out
 
+from rtl.lib.host import host_members
 from rtl.systolic.array import SystolicArray
 from rtl.systolic.buffers import LaneBuffer, OutputBuffer
 from rtl.systolic.config import (  # noqa: F401 - re-exported: the public names of the design
@@ -55,18 +56,13 @@ from rtl.systolic.controller import TileController
 
 
 def systolic_signature(cfg: SystolicConfig) -> wiring.Signature:
-    """The top module's interface (besides ``clk`` and ``rst``), in documented order."""
-    return wiring.Signature({
-        "cmd": In(command_signature(cfg)),  # cmd__valid / cmd__ready / cmd__payload (command_layout)
-        "wr": In(write_signature(cfg)),  # host -> left / top / out buffer, all lanes at once
-        "rd": In(read_signature(cfg)),  # output buffer read (data one cycle after en)
-        "busy": Out(1),
-        "tile_start": Out(1),
-        "tile_done": Out(1),
-        "tile_cycles": Out(32),
-        "tiles_done": Out(32),
-        "error": Out(1),
-    })
+    """The top module's interface (besides ``clk`` and ``rst``): the host signature of
+    :mod:`rtl.lib.host` (command payload: :func:`command_layout`; ``wr`` buffers: 0 = left,
+    1 = top, 2 = out) plus ``tile_start``, a debug port the host interface does not need."""
+    members = host_members(command_layout(cfg), buf_bits=2, addr_bits=cfg.addr_bits,
+                           wr_data_bits=cfg.wr_data_bits, rd_data_bits=cfg.rd_data_bits)
+    members["tile_start"] = Out(1)
+    return wiring.Signature(members)
 
 
 class SystolicAccelerator(wiring.Component):
@@ -92,17 +88,33 @@ class SystolicAccelerator(wiring.Component):
         m.submodules.out_buf = out = OutputBuffer(cfg)
 
         wiring.connect(m, wiring.flipped(self.cmd), ctrl.cmd)
+        wr = self.wr.payload
+        m.d.comb += self.wr.ready.eq(1)  # a write takes one cycle, always (out: only while busy is low)
         for buf in (left.wr, top.wr, out.wr):
-            m.d.comb += [buf.en.eq(self.wr.en), buf.buf.eq(self.wr.buf), buf.addr.eq(self.wr.addr),
-                         buf.data.eq(self.wr.data)]
-        wiring.connect(m, wiring.flipped(self.rd), out.rd)
+            m.d.comb += [buf.en.eq(self.wr.valid), buf.buf.eq(wr.buf), buf.addr.eq(wr.addr), buf.data.eq(wr.data)]
+        # result reads: the output buffer answers one cycle after the request; a result the host
+        # does not take at once waits in `held`, and no request is taken while one waits
+        held = Signal(cfg.rd_data_bits)
+        held_valid = Signal()
+        fresh = out.rd.valid
+        m.d.comb += [
+            self.rd_addr.ready.eq(~held_valid & (~fresh | self.rd_data.ready)),
+            out.rd.en.eq(self.rd_addr.valid & self.rd_addr.ready),
+            out.rd.addr.eq(self.rd_addr.payload),
+            self.rd_data.valid.eq(fresh | held_valid),
+            self.rd_data.payload.eq(Mux(held_valid, held, out.rd.data)),
+        ]
+        with m.If(fresh & ~self.rd_data.ready):
+            m.d.sync += [held.eq(out.rd.data), held_valid.eq(1)]
+        with m.Elif(held_valid & self.rd_data.ready):
+            m.d.sync += held_valid.eq(0)
         m.d.comb += [
             left.addr.eq(ctrl.left_addr), top.addr.eq(ctrl.top_addr),
             array.left_data.eq(left.data), array.top_data.eq(top.data),
             array.left_ok.eq(ctrl.left_ok), array.top_ok.eq(ctrl.top_ok),
             array.shift.eq(ctrl.shift), array.swap.eq(ctrl.swap), array.os.eq(ctrl.os), array.os_acc.eq(ctrl.os_acc),
             out.token.eq(ctrl.out_token), out.value.eq(array.col_q), ctrl.out_busy.eq(out.busy),
-            self.busy.eq(ctrl.busy), self.tile_start.eq(ctrl.tile_start), self.tile_done.eq(ctrl.tile_done),
+            self.busy.eq(ctrl.busy), self.tile_start.eq(ctrl.tile_start), self.done.eq(ctrl.tile_done),
             self.tile_cycles.eq(ctrl.tile_cycles), self.tiles_done.eq(ctrl.tiles_done), self.error.eq(ctrl.error),
         ]
         if cfg.has_os:

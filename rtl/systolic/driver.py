@@ -4,10 +4,13 @@
 as many tiles as fit into the local buffers (a *batch*), writes their
 operands through the write port, issues their commands back to back (so a
 ``preload_hidden`` tile's shadow load overlaps the previous tile, as on the
-real array), waits for ``busy`` to fall, and reads the results back. A
-monitor samples ``tile_start`` / ``tile_done`` every cycle, so each tile's
-cycles are measured by the testbench from the ports, and compared with the
-design's own ``tile_cycles`` counter.
+real array), waits for ``busy`` to fall, and reads the results back. It uses
+only the host signature (:mod:`rtl.lib.host`), so it drives any RTL that
+implements it (``archsim rtl cosim --verilog``). A monitor samples ``done``
+every cycle and reads the hardware's ``tile_cycles`` counter the cycle after:
+that count is the tile's measured cycles. A design that also has a
+``tile_start`` port (archsim's own) is timed from its ports too
+(``port_cycles``), and the checker asks the two to agree.
 
 Buffer layout per tile (lane = array row for "left", array column for
 "top" and "out"; ``a`` = address offset from the tile's base)::
@@ -20,6 +23,7 @@ Buffer layout per tile (lane = array row for "left", array column for
 from __future__ import annotations
 
 from cocotb.triggers import FallingEdge, RisingEdge
+from cocotb.utils import get_sim_time
 from rtl.cosim.progress import tile_done
 from rtl.design import pack_lanes
 
@@ -80,11 +84,13 @@ def psum_rows(tile: dict) -> list[list[int]]:
 class _Monitor:
     def __init__(self, dut, tiles: int = 0):
         self.dut = dut
+        self.has_start = hasattr(dut, "tile_start")
         self.tiles = tiles
         self.cycle = 0
         self.starts: list[int] = []
         self.dones: list[int] = []
         self.hw_cycles: list[int] = []
+        self.done_ns: list[float] = []
 
     async def run(self):
         dut = self.dut
@@ -94,22 +100,45 @@ class _Monitor:
             if pending_hw:
                 self.hw_cycles.append(_u(dut.tile_cycles))
                 pending_hw = False
-            if _u(dut.tile_start):
+            if self.has_start and _u(dut.tile_start):
                 self.starts.append(self.cycle)
-            if _u(dut.tile_done):
+            if _u(dut.done):
                 self.dones.append(self.cycle)
+                self.done_ns.append(get_sim_time(unit="ns"))
                 tile_done(len(self.dones), self.tiles)  # progress per tile, as the array finishes it
                 pending_hw = True
             self.cycle += 1
 
 
-async def _write(dut, buf: str, addr: int, word: int):
-    dut.wr__en.value = 1
-    dut.wr__buf.value = BUF[buf]
-    dut.wr__addr.value = addr
-    dut.wr__data.value = word
+async def _write(dut, layout: list, buf: str, addr: int, word: int):
+    """One beat on the ``wr`` stream (waits for ``wr__ready``)."""
+    dut.wr__payload.value = pack_command(layout, {"buf": BUF[buf], "addr": addr, "data": word})
+    dut.wr__valid.value = 1
+    while True:
+        await FallingEdge(dut.clk)
+        if _u(dut.wr__ready):
+            break
     await RisingEdge(dut.clk)
-    dut.wr__en.value = 0
+    dut.wr__valid.value = 0
+
+
+async def _read(dut, addr: int, limit: int = 1000) -> int:
+    """One request on ``rd_addr`` and its answer on ``rd_data``."""
+    dut.rd_addr__payload.value = addr
+    dut.rd_addr__valid.value = 1
+    for _ in range(limit):
+        await FallingEdge(dut.clk)
+        if _u(dut.rd_addr__ready):
+            break
+    await RisingEdge(dut.clk)
+    dut.rd_addr__valid.value = 0
+    for _ in range(limit):
+        await FallingEdge(dut.clk)
+        if _u(dut.rd_data__valid):
+            word = _u(dut.rd_data__payload)
+            await RisingEdge(dut.clk)  # rd_data__ready is held high: the word is taken at this edge
+            return word
+    raise TimeoutError(f"no rd_data within {limit} cycles of reading address {addr}")
 
 
 def pack_command(layout: list, fields: dict[str, int]) -> int:
@@ -142,9 +171,89 @@ async def _wait_idle(dut, limit: int) -> bool:
     return False
 
 
-async def run_job(dut, job: dict) -> dict:
-    import cocotb
+def port_problem(dut, cmd_layout: list, wr_layout: list, rd_bits: int) -> str:
+    """Why the top module cannot be driven (a missing host port or a payload of the wrong width), or ""."""
+    from rtl.lib.host import HOST_PORTS
 
+    missing = [p for p in HOST_PORTS if not hasattr(dut, p)]
+    if missing:
+        return (f"the top module lacks host port(s) {', '.join(missing)} "
+                "(docs/rtl_host_interface.md lists the ports)")
+    want = {"cmd__payload": sum(f[2] for f in cmd_layout), "wr__payload": sum(f[2] for f in wr_layout),
+            "rd_data__payload": rd_bits}
+    for name, bits in want.items():
+        got = len(getattr(dut, name))
+        if got != bits:
+            return f"port {name} is {got} bits wide, this arch needs {bits} (docs/rtl_host_interface.md)"
+    return ""
+
+
+class DirectHost:
+    """Drives the host signature's ports directly; tile cycles from ``done`` and ``tile_cycles``."""
+
+    max_batch = None  # no limit beyond the buffers
+
+    def __init__(self, dut, job: dict):
+        self.dut = dut
+        self.job = job
+        self.cmd_layout = job["command_layout"]
+        self.wr_layout = [tuple(f) for f in job["write_layout"]]
+        self.mon = _Monitor(dut, len(job["tiles"]))
+        self.first_done = 0
+
+    async def start(self, rd_bits: int) -> str:
+        import cocotb
+
+        dut = self.dut
+        problem = port_problem(dut, self.cmd_layout, self.wr_layout, rd_bits)
+        if problem:
+            return problem
+        for name in ("cmd__valid", "wr__valid", "rd_addr__valid"):
+            getattr(dut, name).value = 0
+        dut.rd_data__ready.value = 1
+        await RisingEdge(dut.clk)
+        cocotb.start_soon(self.mon.run())
+        return ""
+
+    async def write_rows(self, buf: str, base: int, words: list[int]):
+        for a, word in enumerate(words):
+            await _write(self.dut, self.wr_layout, buf, base + a, word)
+
+    async def issue(self, fields: dict[str, int]):
+        await _issue(self.dut, pack_command(self.cmd_layout, fields))
+
+    def begin_batch(self):
+        self.first_done = len(self.mon.dones)
+
+    async def wait_idle(self, limit: int) -> bool:
+        ok = await _wait_idle(self.dut, limit)
+        await FallingEdge(self.dut.clk)  # let the monitor record the last tile_cycles
+        return ok
+
+    async def read_rows(self, base: int, count: int) -> list[int]:
+        return [await _read(self.dut, base + a) for a in range(count)]
+
+    async def batch_timing(self, count: int) -> list[dict]:
+        mon, out = self.mon, []
+        for idx in range(count):
+            k = self.first_done + idx
+            start = mon.starts[k] if k < len(mon.starts) else None
+            done = mon.dones[k] if k < len(mon.dones) else None
+            out.append({
+                "start_cycle": start,
+                "done_cycle": done,
+                "cycles": mon.hw_cycles[k] if k < len(mon.hw_cycles) else None,  # the hardware's counter
+                "port_cycles": (done - start + 1) if start is not None and done is not None else None,
+                "gap_before": (start - mon.dones[k - 1] - 1) if k > 0 and start is not None else None,
+                "done_ns": mon.done_ns[k] if k < len(mon.done_ns) else None,
+            })
+        return out
+
+    async def finish(self) -> dict:
+        return {"error_flag": _u(self.dut.error), "cycles_total": self.mon.cycle}
+
+
+async def run_job(dut, job: dict) -> dict:
     cfg = job["config"]
     R, C = cfg["rows"], cfg["cols"]
     lw = max(cfg["input_bits"], cfg["weight_bits"])
@@ -153,11 +262,15 @@ async def run_job(dut, job: dict) -> dict:
     depth = {"left": cfg["left_depth"], "top": cfg["top_depth"], "out": cfg["out_depth"]}
     tiles = job["tiles"]
 
-    for name in ("cmd__valid", "wr__en", "rd__en"):
-        getattr(dut, name).value = 0
-    await RisingEdge(dut.clk)
-    mon = _Monitor(dut, len(tiles))
-    cocotb.start_soon(mon.run())
+    if job.get("host") == "axi":  # through the AXI wrapper (rtl.lib.axi)
+        from rtl.lib.axi_host import AxiHost
+
+        host = AxiHost(dut, job)
+    else:
+        host = DirectHost(dut, job)
+    problem = await host.start(C * ab)
+    if problem:
+        return {"error": problem, "tiles": []}
 
     results: list[dict] = []
     i = 0
@@ -169,7 +282,7 @@ async def run_job(dut, job: dict) -> dict:
             chained = bool(tiles[j].get("chain")) and bool(batch)
             need = {"left": len(lay["left"]), "top": R if tiles[j]["dataflow"] != "os" else len(lay["top"]),
                     "out": 0 if chained else lay["out_rows"]}
-            if any(used[b] + need[b] > depth[b] for b in used):
+            if any(used[b] + need[b] > depth[b] for b in used) or len(batch) == (host.max_batch or -1):
                 break
             base = dict(used)
             if chained:  # accumulate in place onto the previous tile's results
@@ -183,53 +296,34 @@ async def run_job(dut, job: dict) -> dict:
 
         # ---- load operands (and initial partial sums) ----
         for j, lay, base in batch:
-            for a, row in enumerate(lay["left"]):
-                await _write(dut, "left", base["left"] + a, _pack(row, lw))
-            for a, row in enumerate(lay["top"]):
-                await _write(dut, "top", base["top"] + a, _pack(row, lw))
+            await host.write_rows("left", base["left"], [_pack(row, lw) for row in lay["left"]])
+            await host.write_rows("top", base["top"], [_pack(row, lw) for row in lay["top"]])
             if tiles[j]["accumulate"] and not lay["chained"]:
-                for a, row in enumerate(psum_rows(tiles[j])):
-                    await _write(dut, "out", base["out"] + a, _pack(row, ab))
+                await host.write_rows("out", base["out"], [_pack(row, ab) for row in psum_rows(tiles[j])])
 
         # ---- run the batch back to back ----
-        first_start = len(mon.starts)
+        host.begin_batch()
         budget = 1000
         for j, lay, base in batch:
             t = tiles[j]
             budget += 4 * (R + t["m"] + t["k"] + t["n"] + R + C + P)
-            await _issue(dut, pack_command(job["command_layout"], {
+            await host.issue({
                 "dataflow": DATAFLOW_CODES[t["dataflow"]],
                 "m": t["m"], "k": t["k"], "n": t["n"],
                 "accumulate": int(t["accumulate"]),
                 "preload_hidden": int(t.get("preload_hidden", False)),
                 "left_base": base["left"], "top_base": base["top"], "out_base": base["out"],
-            }))
-        if not await _wait_idle(dut, budget):
+            })
+        if not await host.wait_idle(budget):
             return {"error": f"design still busy {budget} cycles after the commands of tiles {i}..{batch[-1][0]}",
                     "tiles": results}
-        await FallingEdge(dut.clk)  # let the monitor record the last tile_cycles
+        timing = await host.batch_timing(len(batch))
 
         # ---- read back (a tile whose results the next tile accumulated onto is gone: skip it) ----
         for idx, (j, lay, base) in enumerate(batch):
-            rows = []
             overwritten = idx + 1 < len(batch) and batch[idx + 1][1]["chained"]
-            for a in range(0 if overwritten else lay["out_rows"]):
-                dut.rd__en.value = 1
-                dut.rd__addr.value = base["out"] + a
-                await RisingEdge(dut.clk)
-                dut.rd__en.value = 0
-                await FallingEdge(dut.clk)
-                rows.append(_unpack(_u(dut.rd__data), C, ab))
-            k = first_start + idx
-            start = mon.starts[k] if k < len(mon.starts) else None
-            done = mon.dones[k] if k < len(mon.dones) else None
-            results.append({
-                "out": None if overwritten else out_rows_to_tile(tiles[j], rows),
-                "start_cycle": start,
-                "done_cycle": done,
-                "cycles": (done - start + 1) if start is not None and done is not None else None,
-                "hw_cycles": mon.hw_cycles[k] if k < len(mon.hw_cycles) else None,
-                "gap_before": (start - mon.dones[k - 1] - 1) if k > 0 and start is not None else None,
-            })
+            words = await host.read_rows(base["out"], 0 if overwritten else lay["out_rows"])
+            rows = [_unpack(w, C, ab) for w in words]
+            results.append({"out": None if overwritten else out_rows_to_tile(tiles[j], rows), **timing[idx]})
         i = batch[-1][0] + 1
-    return {"tiles": results, "error_flag": _u(dut.error), "cycles_total": mon.cycle}
+    return {"tiles": results, **await host.finish()}

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from rtl.design import CosimReport, Port, RtlDesign, TileCheck
+from rtl.lib.host import HOST_PORT_DOCS, payload_shape
 from rtl.systolic.design import (
     SystolicAccelerator,
     SystolicConfig,
@@ -16,31 +17,25 @@ from rtl.systolic.design import (
 )
 
 PORT_DOCS = {
-    "clk": "clock (rising edge)",
-    "rst": "synchronous reset, active high",
-    "cmd__valid": "command stream: a command is taken when cmd__valid and cmd__ready are high at a rising edge",
-    "cmd__ready": "high when the two-entry command queue has room",
+    **HOST_PORT_DOCS,
     "cmd__payload": "the tile command, fields from bit 0 up: dataflow (2 bits: 0 = ws, 1 = os, 2 = is), "
                     "m, k, n (dw bits each: out[m x n] (+)= A[m x k] . W[k x n]), accumulate (1: out += A.W, "
                     "read-modify-write of the output buffer), preload_hidden (1: the stationary operand was "
                     "loaded into the shadow bank behind the previous tile; double_buffered builds, ws/is), "
                     "left_base, top_base, out_base (aw bits each: the tile's first buffer addresses)",
-    "wr__en": "write one entry (all lanes) of the buffer selected by wr__buf",
-    "wr__buf": "0 = left buffer (one lane per array row), 1 = top buffer (one lane per array column), "
-               "2 = output buffer (one lane per column; only while busy is low)",
-    "wr__addr": "buffer address",
-    "wr__data": "lane i at bits [i*W, (i+1)*W) (W = lane width for left/top, accumulator width for out); "
-                "two's complement",
-    "rd__en": "read one output buffer entry (only while busy is low)",
-    "rd__addr": "output buffer address",
-    "rd__data": "all output lanes of the entry read, lane c at bits [c*acc, (c+1)*acc); valid with rd__valid",
-    "rd__valid": "rd__data holds the entry asked for in the previous cycle",
-    "busy": "a command is queued or running, or results are still being written",
-    "tile_start": "high in tile-local cycle 0 (first preload shift, or first streaming cycle if hidden)",
-    "tile_done": "high in the cycle the tile's last output is presented at the bottom of the array",
-    "tile_cycles": "cycles of the last finished tile (tile_start .. tile_done inclusive), hardware counter",
-    "tiles_done": "number of finished tiles since reset",
+    "wr__ready": "always high: a write takes one cycle",
+    "wr__payload": "buf (2 bits: 0 = left buffer, one lane per array row; 1 = top buffer, one lane per array "
+                   "column; 2 = output buffer, one lane per column, only while busy is low), addr (aw bits), "
+                   "data (lane i at bits [i*W, (i+1)*W), W = lane width for left/top, accumulator width for "
+                   "out; two's complement)",
+    "rd_addr__payload": "output buffer address (read only while busy is low)",
+    "rd_data__payload": "all output lanes of the entry read, lane c at bits [c*acc, (c+1)*acc)",
+    "done": "high in the cycle the tile's last output is presented at the bottom of the array",
+    "tile_cycles": "cycles of the last finished tile (tile_start .. done inclusive), hardware counter; "
+                   "updated the cycle after done",
     "error": "sticky: a command had an unsupported dataflow, a zero dimension or an impossible preload_hidden",
+    "tile_start": "debug, not part of the host interface: high in tile-local cycle 0 (first preload shift, "
+                  "or first streaming cycle if hidden)",
 }
 
 
@@ -50,6 +45,8 @@ class SystolicDesign(RtlDesign):
     template = "systolic"
     toplevel = "archsim_systolic"
     driver = "rtl.systolic.driver:run_job"
+    #: the driver uses only the host signature (rtl.lib.host): user Verilog can be co-simulated with it
+    host_interface = True
     depth_options = ("left_depth", "top_depth", "out_depth")
 
     @staticmethod
@@ -130,7 +127,10 @@ class SystolicDesign(RtlDesign):
             tiles.append(entry)
         layout = command_layout(self.cfg)
         fields = [(name, field.offset, field.width) for name, field in layout]
-        return {"driver": self.driver, "config": self.cfg.as_dict(), "command_layout": fields, "tiles": tiles}
+        wr = payload_shape(systolic_signature(self.cfg).members["wr"])
+        wr_fields = [(name, field.offset, field.width) for name, field in wr]
+        return {"driver": self.driver, "config": self.cfg.as_dict(), "command_layout": fields,
+                "write_layout": wr_fields, "tiles": tiles}
 
     def output_origin(self, tile, i: int, j: int) -> tuple[int, int, int]:
         """(PE row, PE col, tile cycle) where ``out[i, j]`` is presented, per the timing contract."""
@@ -176,7 +176,7 @@ class SystolicDesign(RtlDesign):
                 continue
             g = got[idx]
             mismatch = ""
-            extra = {"hw_cycles": g.get("hw_cycles"), "start_cycle": g.get("start_cycle"),
+            extra = {"port_cycles": g.get("port_cycles"), "start_cycle": g.get("start_cycle"),
                      "gap_before": g.get("gap_before")}
             if g.get("out") is None:  # accumulated onto in place by the next tile: checked through it
                 report.tiles.append(TileCheck(idx, label + " (in place)", g.get("cycles"), fast.tile_cycles(tile),
@@ -198,9 +198,11 @@ class SystolicDesign(RtlDesign):
                 extra["model_trace"] = extra_trace
             check = TileCheck(idx, label, g.get("cycles"), fast.tile_cycles(tile), det_cycles,
                               not mismatch, mismatch, extra)
-            if g.get("hw_cycles") is not None and g.get("cycles") is not None and g["hw_cycles"] != g["cycles"]:
+            # rtl cycles are the hardware's tile_cycles counter; a design with a tile_start port is also
+            # timed from its ports (start .. done), and the two must agree
+            if g.get("port_cycles") is not None and g.get("cycles") is not None and g["port_cycles"] != g["cycles"]:
                 check.values_ok = False
                 check.mismatch = (check.mismatch + "; " if check.mismatch else "") + (
-                    f"tile_cycles counter says {g['hw_cycles']}, ports say {g['cycles']}")
+                    f"tile_cycles counter says {g['cycles']}, ports (tile_start .. done) say {g['port_cycles']}")
             report.tiles.append(check)
         return report

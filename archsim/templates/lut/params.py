@@ -9,6 +9,7 @@ passes). The timing and value contract is in :mod:`archsim.templates.lut.tile`.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from archsim.templates.base import TemplateParams
 
@@ -123,3 +124,25 @@ class LutParams(TemplateParams):
             raise ValueError(f"precision: the lut core runs weights {'/'.join(self.weight_formats)} x activations "
                              f"{'/'.join(self.activation_formats)}, got {weights}/{activations}")
         return replace(self, weight_format=weights, activation_format=activations)
+
+    def reshapes(self, macs_per_cycle: float) -> list[dict]:
+        """``tile_m x tile_n`` (``tile_m`` <= 16) with ``tile_m * tile_n * group_k / b == macs_per_cycle``
+        at this core's weight format (``b`` bit planes), each with the spec's own ``precompute_fusion``
+        and with it off and on, as overrides; the precompute unit keeps its entries per cycle per
+        activation row (the table build stays as hidden as in this core). The shape closest to this
+        one's aspect ratio first (:func:`archsim.templates.base.reshapes`); [] if none has that peak."""
+        from archsim.templates.lut.tile import PLANES
+
+        cells = macs_per_cycle * PLANES[self.weight_format] / self.group_k  # tile_m * tile_n
+        n_cells = int(round(cells))
+        if n_cells < 1 or abs(n_cells - cells) > 1e-9:
+            return []
+        shapes = [(m, n_cells // m) for m in range(1, min(16, n_cells) + 1) if n_cells % m == 0]
+        aspect = self.tile_m / self.tile_n
+        shapes.sort(key=lambda mn: abs(math.log(mn[0] / mn[1] / aspect)))
+        out = []
+        for m, n in shapes:
+            shape = {"tile_m": m, "tile_n": n,
+                     "precompute_entries_per_cycle": max(1, round(self.precompute_entries_per_cycle * m / self.tile_m))}
+            out += [shape, {**shape, "precompute_fusion": False}, {**shape, "precompute_fusion": True}]
+        return out

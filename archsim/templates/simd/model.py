@@ -32,13 +32,22 @@ def lane_mode(weights: str, activations: str, params: SimdParams) -> str:
     return f"fp{b}"
 
 
+def partial_add_action(activation_format: str) -> str:
+    """The add a shift-add / bit-serial multiplier makes per weight bit: an integer add of the
+    activation's width (``simd.partial_add.<ab>b``) for integer activations, a float add of
+    that width (``simd.partial_add.fp<ab>``) otherwise: a float activation shifted by a weight
+    bit is an exponent increment, and the partial sums are float adds (MixPE's W4A16 order)."""
+    b = bits_of(activation_format)
+    return f"simd.partial_add.{b}b" if get_format(activation_format).kind == "int" else f"simd.partial_add.fp{b}"
+
+
 def mult_action(tile: SimdTile, params: SimdParams) -> tuple[str, int]:
     """(action name, count) of the tile's multiplies: an array multiplier per lane product
     (``simd.mult.<mode>``), or, for integer weights on a shift-add / bit-serial
-    multiplier, one activation-width add per weight bit (``simd.partial_add.<ab>b``)."""
+    multiplier, one activation-width add per weight bit (:func:`partial_add_action`)."""
     macs = tile.m * tile.k * tile.n
     if params.multiplier != "array" and not params.dequant and get_format(tile.weight_format).kind == "int":
-        return f"simd.partial_add.{bits_of(tile.activation_format)}b", macs * bits_of(tile.weight_format)
+        return partial_add_action(tile.activation_format), macs * bits_of(tile.weight_format)
     return f"simd.mult.{lane_mode(tile.weight_format, tile.activation_format, params)}", macs
 
 
@@ -149,16 +158,13 @@ class SimdModel(TemplateModel):
 
     # -- area and reports -----------------------------------------------------------
     def area_inputs(self):
-        """One ``lane_bits``-wide MAC per PE (the reconfigurable lanes share it) priced at the
-        widest float (or int) MAC of that width, plus operand, group and output registers."""
+        """``pes`` PEs, each priced from synthesis of the RTL PE by its format set and multiplier
+        (:mod:`archsim.templates.simd.area`; the cells include the PE's registers)."""
         from archsim.area import AreaInputs
+        from archsim.templates.simd.area import pe_um2
 
-        p = self.params
-        floats = any(get_format(f).kind != "int" for f in p.formats) or p.dequant
-        width = 8 if p.lane_bits <= 8 else 16 if p.lane_bits <= 16 else 32
-        mac = {8: "fp8_e4m3", 16: "fp16", 32: "fp32"}[width] if floats else f"int{width}"
-        regs = p.pes * (2 * p.lane_bits + 64 + 32)
-        return AreaInputs(macs={mac: p.pes}, register_bits=regs)
+        unit, source = pe_um2(self.params)
+        return AreaInputs(units={"simd_pe": (self.params.pes, unit, source)})
 
     def report_extras(self, result) -> dict:
         p = self.params

@@ -204,8 +204,8 @@ class SystolicModel(TemplateModel):
           ``mult_pipeline_stages=1``; plus the preload shifts of the stationary
           operand (row r of it is written r+1 times on its way down);
         - ``sram_read_bytes.input`` / ``.weight``: each operand element read
-          once per tile; ``sram_write_bytes.output``: ``m*n`` accumulator-width
-          results; ``sram_read_bytes.output``: the same when accumulating
+          once per tile (weights at the tile's packed ``weight_bits`` when set);
+          ``sram_write_bytes.output``: ``m*n`` accumulator-width results; ``sram_read_bytes.output``: the same when accumulating
           (partial sums read back).
         """
         p = self.params
@@ -226,7 +226,8 @@ class SystolicModel(TemplateModel):
             f"mac.{wider}": macs,
             "pe_reg_access": per_mac * macs + preload,
             "sram_read_bytes.input": m * k * in_b,
-            "sram_read_bytes.weight": k * n * w_b,
+            "sram_read_bytes.weight": (-(-k * n * tile.weight_bits // 8) if tile.weight_bits  # packed codes
+                                       else k * n * w_b),
             "sram_write_bytes.output": m * n * acc_b,
             "sram_read_bytes.output": m * n * acc_b if tile.accumulate else 0,
         }

@@ -19,6 +19,7 @@ folds minus one, see ``docs/systolic_timing.md``).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from archsim.numerics import bits_of
@@ -123,3 +124,16 @@ class SystolicParams(TemplateParams):
         acc = min((a for a in ACC_PRECISIONS if PRECISION_BITS[a] >= product and PRECISION_BITS[a] >= 32),
                   key=lambda a: PRECISION_BITS[a])
         return replace(self, weight_precision=weights, input_precision=activations, acc_precision=acc)
+
+    def reshapes(self, macs_per_cycle: float) -> list[dict]:
+        """Every ``rows x cols`` with ``rows * cols == macs_per_cycle`` x every dataflow (``auto``
+        included), as overrides; the shape closest to this one's aspect ratio with its own dataflow
+        first (:func:`archsim.templates.base.reshapes`). [] for a non-integer peak."""
+        macs = int(round(macs_per_cycle))
+        if macs < 1 or abs(macs - macs_per_cycle) > 1e-9:
+            return []
+        shapes = [(r, macs // r) for r in range(1, macs + 1) if macs % r == 0]
+        aspect = self.rows / self.cols
+        shapes.sort(key=lambda rc: abs(math.log(rc[0] / rc[1] / aspect)))
+        flows = [self.dataflow] + [d for d in DATAFLOWS + ("auto",) if d != self.dataflow]
+        return [{"rows": r, "cols": c, "dataflow": d} for r, c in shapes for d in flows]

@@ -110,6 +110,11 @@ class SystolicTile:
         WS/IS with ``preload="double_buffered"`` only: the stationary operand
         was preloaded behind the previous tile, so this tile skips the R
         preload cycles.
+    weight_bits : int
+        Bits per weight as the weight buffer holds them: packed sub-byte
+        codes (ternary: 2) sign-extended at the array's edge, so the tile
+        reads ``ceil(k * n * weight_bits / 8)`` weight bytes; 0 = the array's
+        own ``weight_precision``. Timing and values do not depend on it.
     """
 
     dataflow: str
@@ -118,6 +123,7 @@ class SystolicTile:
     n: int
     accumulate: bool = False
     preload_hidden: bool = False
+    weight_bits: int = 0
 
     def streamed(self) -> int:
         """Length of the streamed dimension (m for WS, n for IS, k for OS)."""

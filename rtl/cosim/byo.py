@@ -1,0 +1,140 @@
+"""Bring your own RTL: co-simulate a user's Verilog that implements the host signature.
+
+``run_user_verilog(arch, files, top, items)`` builds the user's files with the chosen
+simulator, replays the arch template's tile commands on module ``top`` through the host
+interface (:mod:`rtl.lib.host`, ``docs/rtl_host_interface.md``) with the template's own
+cocotb driver, and checks values and the hardware's ``tile_cycles`` counter against the
+models, exactly as for archsim's own RTL. A waveform is recorded by default, so that the
+first mismatching tile can be found in it (:func:`first_mismatch` gives the tile, what
+differs and the simulation time of its ``done``). ``archsim rtl cosim --verilog FILE...
+--top NAME`` is the command line.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from archsim.errors import SpecError
+from rtl.cosim.harness import CosimRun, run_job
+from rtl.design import CosimReport
+
+
+@dataclass
+class UserRun:
+    """A user design's report and the raw run (its waveform, the driver's result)."""
+
+    report: CosimReport
+    run: CosimRun
+
+    def first_mismatch(self) -> str:
+        return first_mismatch(self.report, self.run)
+
+
+def _design(arch: Any, options: Any = None):
+    from rtl.generate import design_for
+
+    return require_host(design_for(arch, options))
+
+
+def require_host(design):
+    """``design`` if its co-simulation driver uses only the host signature, else a one-line error."""
+    if not getattr(design, "host_interface", False):
+        raise SpecError(f"--verilog: the {design.template} RTL's tile commands are not driven through the host "
+                        "interface yet; templates that are: systolic")
+    return design
+
+
+def read_sources(files: list[str]) -> dict[str, str]:
+    """The user's Verilog files by build-folder name (``user<i>_<basename>``, order kept)."""
+    if not files:
+        raise SpecError("--verilog: expected one or more Verilog files")
+    sources = {}
+    for i, name in enumerate(files):
+        path = Path(name)
+        if not path.is_file():
+            raise SpecError(f"--verilog: {name}: no such file")
+        try:
+            sources[f"user{i}_{path.name}"] = path.read_text()
+        except (OSError, UnicodeDecodeError) as err:
+            raise SpecError(f"--verilog: {name}: cannot read it as text ({err})") from None
+    return sources
+
+
+def run_user_verilog(arch: Any, files: list[str], top: str, items: list, *, sim: str = "icarus",
+                     waves: bool = True, build_dir=None, quiet: bool = True, progress=None,
+                     options: Any = None) -> UserRun:
+    """Replay ``items`` on the user's module ``top`` (see the module docstring)."""
+    if not top or not top.replace("_", "a").replace("$", "a").isalnum():
+        raise SpecError(f"--top: expected a Verilog module name, got {top!r}")
+    design = _design(arch, options)
+    sources = read_sources(files)
+    job = design.make_job(items)
+    # the harness builds "<top>.v" plus extra sources: here "<top>.v" only names where the files came from
+    header = "// archsim rtl cosim --verilog: user sources " + ", ".join(str(f) for f in files) + "\n"
+    run = run_job(header, top, job, sim=sim, waves=waves, build_dir=build_dir, quiet=quiet,
+                  extra_sources=sources, progress=progress)
+    report = design.check(items, run.result, sim=sim)
+    report.design = f"{top} (user Verilog)"
+    report.build_s, report.run_s = run.build_s, run.run_s
+    report.waves = str(run.waves) if run.waves else None
+    return UserRun(report, run)
+
+
+def first_mismatch(report: CosimReport, run: CosimRun | None = None) -> str:
+    """One line on the first tile that differs from the models ("" when all match)."""
+    if report.error:
+        return f"no tile checked: {report.error}"
+    bad = next((t for t in report.tiles if not t.ok), None)
+    if bad is None:
+        return ""
+    what = bad.mismatch if not bad.values_ok else (
+        f"cycles: tile_cycles counter {bad.rtl_cycles}, models {bad.fast_cycles} (fast) / {bad.detailed_cycles} "
+        "(detailed)")
+    line = f"first mismatching tile: {bad.index} ({bad.label}): {what}"
+    tiles = (run.result.get("tiles") if run else None) or []
+    done_ns = tiles[bad.index].get("done_ns") if bad.index < len(tiles) else None
+    if done_ns is not None:
+        line += f"; its done pulse at {done_ns:g} ns"
+    if report.waves:
+        line += f"; waveform {report.waves}"
+    return line
+
+
+def cosim_cli(args) -> int:
+    """``archsim rtl cosim --verilog FILE... --top NAME --arch SPEC``: print the report and the
+    first mismatching tile; exit status 0 when every tile matches."""
+    from archsim.cli.rtl import _design as cli_design
+    from archsim.cli.rtl import design_label
+    from archsim.outputs import OutputDir, check_owned_file, write_owned_json
+
+    if not args.verilog or not args.top:
+        raise SpecError("--verilog FILE... and --top NAME go together (your Verilog and its top module)")
+    if args.tiles < 1:
+        raise SpecError(f"--tiles: expected a positive integer, got {args.tiles}")
+    if args.max_stream < 1:
+        raise SpecError(f"--max-stream: expected a positive integer, got {args.max_stream}")
+    if args.json is not None:
+        check_owned_file(args.json)
+    if args.build_dir is not None:
+        OutputDir(args.build_dir, "rtl cosim")
+    read_sources(args.verilog)  # a missing file is named before anything is built
+    arch, design = cli_design(args)
+    require_host(design)
+    items = design.cosim_items(args.source, tiles=args.tiles, seed=args.seed, max_stream=args.max_stream,
+                               arch=arch, workload=args.workload, layer=args.layer)
+    if not items:
+        raise SpecError(f"source {args.source!r} gave no tiles")
+    user = run_user_verilog(arch, args.verilog, args.top, items, sim=args.sim, waves=True,
+                            build_dir=args.build_dir, options=design.options)
+    print(f"{args.top} (your Verilog: {', '.join(args.verilog)}) as {design_label(arch, args.overrides)} on {args.sim}, "
+          f"{len(items)} tiles from {args.source}")
+    print(user.report.summary())
+    line = user.first_mismatch()
+    if line:
+        print(line)
+    if args.json:
+        out = user.report.as_dict()
+        out["first_mismatch"] = line
+        write_owned_json(args.json, out, "rtl cosim")
+    return 0 if user.report.ok else 1
