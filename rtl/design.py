@@ -251,7 +251,7 @@ class RtlDesign:
         for ``archsim rtl cosim``. Every design must override it (the entry-completeness
         test checks it); the default refuses with the reason."""
         raise ArchsimError(f"{type(self).__name__} ({self.template or '?'} RTL) has no cosim_items: "
-                                  f"`archsim rtl cosim` cannot draw tiles for it (override RtlDesign.cosim_items)")
+                           f"`archsim rtl cosim` cannot draw tiles for it (override RtlDesign.cosim_items)")
 
     def make_job(self, items: list[tuple[Any, dict]]) -> dict[str, Any]:  # pragma: no cover - abstract
         raise NotImplementedError
