@@ -165,13 +165,9 @@ def _construct_float(loader: yaml.SafeLoader, node: yaml.Node) -> float:
 
 
 def _check_unique_keys(loader: yaml.SafeLoader, node: yaml.MappingNode) -> None:
-    """Refuse a mapping whose keys are not unique, as YAML 1.2 requires (PyYAML keeps the last silently).
-
-    Keys brought in by a merge (``<<: *base``) may be overridden: that is what merging is for."""
+    """Refuse a mapping whose keys are not unique, as YAML 1.2 requires (PyYAML keeps the last silently)."""
     seen: dict[Any, yaml.Node] = {}
     for key_node, _ in node.value:
-        if key_node.tag == "tag:yaml.org,2002:merge":
-            continue
         key = loader.construct_object(key_node, deep=True)
         try:
             first = seen.setdefault(key, key_node)

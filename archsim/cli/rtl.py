@@ -86,8 +86,8 @@ def _design(args, target: str | None = None):
     from archsim.spec import load_arch
     from rtl.generate import design_class, design_for, target_options
 
-    if args.depth is not None and args.depth < 1:
-        raise SpecError(f"--depth: expected a positive integer, got {args.depth}")
+    if args.depth is not None and not 1 <= args.depth <= MAX_RTL_DEPTH:
+        raise SpecError(f"--depth: expected 1..{MAX_RTL_DEPTH} entries per lane, got {args.depth}")
     arch = load_arch(args.arch, args.overrides)
     options = target_options(arch, target) if target else {}
     if args.depth is not None:
@@ -104,7 +104,22 @@ def _design(args, target: str | None = None):
         if not name:
             raise SpecError(f"--banks: the {arch.template} RTL has no banks")
         options[name] = args.banks
-    return arch, design_for(arch, options or None)
+    design = design_for(arch, options or None)
+    check_rtl_size(design)
+    return arch, design
+
+
+#: entries per lane of a generated local buffer: the 256x256 preset uses 1024; a depth of 1e8
+#: would have the generator build (and the simulator hold) gigabytes before any error
+MAX_RTL_DEPTH = 65536
+
+
+def check_rtl_size(design) -> None:
+    """Refuse a design whose local buffers are deeper than :data:`MAX_RTL_DEPTH` (from any source:
+    ``--depth``, ``--set`` or the spec) before any hardware is built."""
+    for key, value in design.config_dict().items():
+        if key.endswith("_depth") and isinstance(value, int) and value > MAX_RTL_DEPTH:
+            raise SpecError(f"rtl {key}: expected at most {MAX_RTL_DEPTH} entries per lane, got {value:,}")
 
 
 def design_label(arch, overrides) -> str:
@@ -135,6 +150,8 @@ def cmd_cosim(args) -> int:
 
     if args.tiles < 1:
         raise SpecError(f"--tiles: expected a positive integer, got {args.tiles}")
+    if args.seed < 0:
+        raise SpecError(f"--seed: expected a non-negative integer, got {args.seed}")
     if args.max_stream < 1:
         raise SpecError(f"--max-stream: expected a positive integer, got {args.max_stream}")
     if args.json is not None:
