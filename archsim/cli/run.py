@@ -119,6 +119,12 @@ def _slug(text: str) -> str:
 
 
 def run_name(arch_name: str, workload: str) -> str:
+    from workloads.zoo import canonical_name
+
+    try:
+        workload = canonical_name(workload)  # ResNet50, resnet-50: one folder, resnet50
+    except ArchsimError:
+        pass  # a file
     return f"{_slug(arch_name)}-{_slug(workload)}"
 
 
