@@ -248,7 +248,7 @@ RAY_SWEEP = textwrap.dedent("""
     from test_dse_helpers import fake_loader, no_workload_check, fake_metrics
 
     def slow(task):
-        with open(os.path.join(sys.argv[2], str(os.getpid())), "w"):
+        with open(os.path.join({pids!r}, str(os.getpid())), "w"):  # runs in a Ray worker: no sys.argv
             pass
         time.sleep(60)
         return fake_metrics(task)
@@ -263,8 +263,10 @@ def test_ray_workers_die_with_a_sigkilled_sweep(tmp_path):
     pids = tmp_path / "pids"
     pids.mkdir()
     script = tmp_path / "ray_sweep.py"
-    script.write_text(RAY_SWEEP.format(tests=str(ROOT / "tests"), spec=SPEC))
-    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "out"), str(pids)], cwd=ROOT,
+    script.write_text(RAY_SWEEP.format(tests=str(ROOT / "tests"), spec=SPEC, pids=str(pids)))
+    path = os.pathsep.join(p for p in (str(ROOT / "tests"), str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "out")], cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": path},  # Ray's workers import the helpers too
                             start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
@@ -279,4 +281,7 @@ def test_ray_workers_die_with_a_sigkilled_sweep(tmp_path):
             time.sleep(0.2)
         assert not [w for w in workers if _ppid(w) is not None]
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # Ray's own processes, if any are left
+        except ProcessLookupError:
+            pass
