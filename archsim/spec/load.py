@@ -826,7 +826,13 @@ def load_arch(name_or_path: Any, overrides: Any = ()) -> ArchSpec:
     try:
         return _build_arch_any_tech(raw, where, source, default_name)
     except _Bad as bad:
-        raise SpecError(f"{where}: {bad.key}: {bad.message}" if bad.key else f"{where}: {bad.message}") from None
+        key, message = _one_line(str(bad.key or "")), _one_line(str(bad.message))
+        raise SpecError(f"{where}: {key}: {message}" if key else f"{where}: {message}") from None
+
+
+def _one_line(text: str) -> str:
+    """``text`` with control characters escaped (a key may be any YAML string, newlines included)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _build_arch_any_tech(raw: Any, where: str, source: str, default_name: str) -> ArchSpec:
