@@ -167,6 +167,32 @@ def test_the_memory_guard_stops_a_block_whose_resident_memory_grows():
     assert peak < 1024 * 2**20  # stopped within a few polls of the limit
 
 
+UNDER_ULIMIT = textwrap.dedent("""
+    import resource, sys, time
+    from archsim.engine.guard import ResourceLimitError, _statm, memory_guard
+    resource.setrlimit(resource.RLIMIT_AS, (_statm(0) + 400 * 2**20, resource.RLIM_INFINITY))
+    blocks = []
+    try:
+        with memory_guard():
+            for _ in range(100):
+                blocks.append(b"x" * (10 * 2**20))
+                time.sleep(0.005)
+    except ResourceLimitError as err:
+        print(err)
+    except MemoryError:
+        print("MemoryError")
+""")
+
+
+def test_under_ulimit_v_the_guard_stops_before_a_memory_error(tmp_path):
+    if not Path("/proc/self/statm").exists():
+        pytest.skip("no /proc/self/statm")
+    out = subprocess.run([sys.executable, "-c", UNDER_ULIMIT], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.stdout.startswith("run too large: the simulator's address space reached "), out.stdout + out.stderr
+    assert "raise ulimit -v" in out.stdout
+
+
 def test_the_memory_guard_stops_a_simulation(monkeypatch):
     import archsim
     from archsim.engine.guard import ResourceLimitError, rss_bytes

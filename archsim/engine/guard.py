@@ -26,7 +26,9 @@ Estimates can miss (a template whose tiles or commands grow faster than its MACs
 process's resident memory (``/proc/self/statm``) every :data:`RSS_POLL_S` seconds and, above the
 limit, stops the run with the same one-line error instead of a late ``MemoryError`` or the OOM
 killer. The limit is ``ARCHSIM_MEMORY_LIMIT`` (bytes) if set, else the resident memory at the start
-plus :data:`AVAILABLE_FRACTION` of the memory then available (``MemAvailable``).
+plus :data:`AVAILABLE_FRACTION` of the memory then available (``MemAvailable``); under
+``ulimit -v`` the address space is also kept below that fraction of the limit, where allocations
+would fail with a late ``MemoryError``.
 """
 from __future__ import annotations
 
@@ -108,13 +110,28 @@ AVAILABLE_FRACTION = 0.9
 _STOP_SIGNAL = signal.SIGUSR2  # delivered to the main thread by _thread.interrupt_main, never by the kernel
 
 
-def rss_bytes() -> int | None:
-    """This process's resident memory in bytes (Linux ``/proc``), or None where unknown."""
+def _statm(field: int) -> int | None:
     try:
         with open("/proc/self/statm", "rb") as fh:
-            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            return int(fh.read().split()[field]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return None
+
+
+def rss_bytes() -> int | None:
+    """This process's resident memory in bytes (Linux ``/proc``), or None where unknown."""
+    return _statm(1)
+
+
+def _address_space_cap() -> int | None:
+    """90 % of ``ulimit -v`` (RLIMIT_AS) when one is set: past it allocations fail with MemoryError."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        return None
+    return None if soft in (resource.RLIM_INFINITY, -1) or soft <= 0 else int(AVAILABLE_FRACTION * soft)
 
 
 def _available_bytes() -> int | None:
@@ -163,20 +180,25 @@ def memory_guard(limit: int | None = None):
         return
     seen: list[int] = []
     done = threading.Event()
+    as_cap = _address_space_cap()  # under `ulimit -v`, stop before the allocations fail
 
     def stop(signum, frame):  # runs in the main thread
         from archsim.fmt import nbytes
 
+        if seen[1] == "rss":
+            what, limit, how = "resident memory", cap, "set ARCHSIM_MEMORY_LIMIT (bytes)"
+        else:
+            what, limit, how = "address space", as_cap, "raise ulimit -v"
         raise ResourceLimitError(
-            f"run too large: the simulator's resident memory reached {nbytes(seen[0])}, above the limit of "
-            f"{nbytes(cap)}; reduce the batch or input size, or set ARCHSIM_MEMORY_LIMIT (bytes) if this "
-            "machine can take it")
+            f"run too large: the simulator's {what} reached {nbytes(seen[0])}, above the limit of "
+            f"{nbytes(limit)}; reduce the batch or input size, or {how} if this machine can take it")
 
     def watch() -> None:
         while not done.wait(RSS_POLL_S):
             rss = rss_bytes()
-            if rss is not None and rss > cap:
-                seen.append(rss)
+            vsz = _statm(0) if as_cap else None
+            if rss is not None and rss > cap or vsz is not None and vsz > as_cap:
+                seen.extend((rss, "rss") if rss is not None and rss > cap else (vsz, "as"))
                 _thread.interrupt_main(_STOP_SIGNAL)
                 return
 
