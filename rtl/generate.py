@@ -4,6 +4,7 @@
 ``write_outputs(design, out_dir)`` writes::
 
     <out>/<top>.v         the top module (Amaranth -> Verilog; clk, rst + the documented ports)
+    <out>/<top>.vlt       Verilator lint waivers of what the Amaranth back end emits (rtl.lint)
     <out>/<top>.core      FuseSoC CAPI2 core (fileset, Icarus / Verilator / yosys targets)
     <out>/<top>.json      manifest: template, params, ports (name, direction, width, meaning)
     <out>/*_model.v       simulation models of FPGA primitives the Verilog instantiates, if any
@@ -70,7 +71,11 @@ filesets:
     files:
       - {top}.v
     file_type: verilogSource
-{model_set}
+{model_set}  lint_waivers:
+    files:
+      - {top}.vlt
+    file_type: vlt
+
 targets:
   default: &default
     filesets: [rtl]
@@ -84,11 +89,12 @@ targets:
         iverilog_options: [-g2012]
   lint:
     <<: *default
+    filesets: [lint_waivers, rtl]
     default_tool: verilator
     tools:
       verilator:
         mode: lint-only
-        verilator_options: [-Wno-fatal]
+        verilator_options: [-Wall]
   synth:
     <<: *default
     default_tool: yosys
@@ -106,8 +112,12 @@ def write_outputs(design: RtlDesign, out_dir: str | Path) -> dict[str, Path]:
     from archsim.outputs import OutputDir
 
     top = design.toplevel
+    from rtl.lint import design_waivers, waivers_for
+
+    verilog = design.verilog()
     texts = {
-        "verilog": (f"{top}.v", design.verilog()),
+        "verilog": (f"{top}.v", verilog),
+        "waivers": (f"{top}.vlt", waivers_for(verilog, design_waivers(design))),
         "core": (f"{top}.core", fusesoc_core(design)),
         "manifest": (f"{top}.json", json.dumps(design.manifest(), indent=2) + "\n"),
     }

@@ -1,8 +1,8 @@
 """Verilator lint of generated Verilog, and the waiver file shipped beside it.
 
-Amaranth 0.5 writes Verilog through yosys ``write_verilog``; Verilator's ``-Wall`` flags four
-constructs that this back end emits in every design (and one-file-per-design naming) that are defined, intended semantics
-(the reasons are in :data:`CATEGORY_REASONS` and docs/rtl.md "Lint"). ``waivers_for(verilog_text)``
+Amaranth 0.5 writes Verilog through yosys ``write_verilog``; Verilator's ``-Wall`` flags constructs
+that this back end emits in every design, and the one-file-per-design layout; all are defined,
+intended semantics (the reasons are in :data:`CATEGORY_REASONS` and docs/rtl.md "Lint"). ``waivers_for(verilog_text)``
 returns a Verilator configuration (``.vlt``) that waives those categories for the design's file only,
 plus every WIDTHTRUNC **by line**, and only on lines of the two shapes proven harmless
 (:data:`TRUNC_REASONS`). Any other warning -- an UNDRIVEN output, a WIDTHTRUNC of another shape,
