@@ -74,6 +74,8 @@ _LOGNOT = re.compile(r"^\s*assign\s+\S+\s*=\s*!\s*([^=].*);\s*$")
 _TERM = re.compile(r"^(\\\S+|[A-Za-z_][\w$]*|\d+'[bhdo][0-9a-fA-FxXzZ_]+)\s*(?:\[(\d+)(?::(\d+))?\])?$")
 _SHIFT = re.compile(r"^\s*assign\s+(\\\S+|[\w$]+)\s*=\s*(\$signed\()?\s*(\\\S+|[\w$]+|\d+'[bhdo][0-9a-fA-FxXzZ_]+)\s*\)?"
                     r"\s*>>>?\s*\S[^;]*;\s*$")
+#: categories waived only when their construct is in the text (so no entry is vacuous)
+_ONLY_WITH = {"CASEINCOMPLETE": re.compile(r"^\s*casez?\s*\(", re.M)}
 _SIZED = re.compile(r"^(\d+)'[bhdo]")
 
 
@@ -143,7 +145,8 @@ def _ranges(numbers: list[int]) -> list[tuple[int, int]]:
 
 def waiver_entries(verilog_text: str, extra: tuple[Waiver, ...] = ()) -> list[Waiver]:
     """The generic category waivers, the by-line WIDTHTRUNC waivers of ``verilog_text``, then ``extra``."""
-    entries = [Waiver(rule, reason) for rule, reason in CATEGORY_REASONS.items()]
+    entries = [Waiver(rule, reason) for rule, reason in CATEGORY_REASONS.items()
+               if rule not in _ONLY_WITH or _ONLY_WITH[rule].search(verilog_text)]
     for shape, numbers in truncation_lines(verilog_text).items():
         entries += [Waiver("WIDTHTRUNC", f"{shape}: {TRUNC_REASONS[shape]}", lines=r) for r in _ranges(numbers)]
     return entries + list(extra)

@@ -1,0 +1,166 @@
+"""Verilator -Wall lint of every template's generated Verilog with the shipped waivers (rtl.lint).
+
+Each run lints the Verilog the current code generates (so a datapath rewrite is checked as is):
+zero warnings with the waivers, and no waiver is vacuous -- each entry covers a warning that the
+raw lint reports, and removing entries brings their warnings back. A planted real truncation and a
+planted undriven signal stay visible through the waivers.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from archsim.cli import main
+from archsim.spec import load_arch
+from archsim.templates.lut import conformance
+from rtl.generate import design_for, write_outputs
+from rtl.lint import (CATEGORY_REASONS, design_waivers, lint_verilog, top_module, truncation_lines, waiver_entries,
+                      waivers_for)
+
+#: each template's small configuration (base preset, overrides)
+SMALL = {
+    "systolic": ("systolic-32x32-ws", {"rows": 4, "cols": 4}),
+    "simd": ("simd-edge", {"pes": 2}),
+    "lut": (conformance.base_arch, dict(conformance.rtl_arch)),
+    "pim": ("pim-gpt-gddr6", {}),
+    "attention": ("fusemax-edge", {"rows": 2, "cols": 2, "pe1d": 2}),
+}
+
+_LINTED: dict[str, tuple] = {}
+
+
+def _linted(template: str):
+    """(Verilog text, waiver entries, raw lint, waived lint) of the template's small design, once per session."""
+    if template not in _LINTED:
+        base, overrides = SMALL[template]
+        design = design_for(load_arch(base, overrides))
+        text = design.verilog()
+        extra = design_waivers(design)
+        raw = lint_verilog(text, None, design.sim_sources())
+        waived = lint_verilog(text, waivers_for(text, extra), design.sim_sources())
+        _LINTED[template] = (text, waiver_entries(text, extra), raw, waived)
+    return _LINTED[template]
+
+
+def _covers(entry, warning) -> bool:
+    rule, _, line = warning
+    return rule == entry.rule and (entry.lines is None or entry.lines[0] <= line <= entry.lines[1])
+
+
+# ---- pure Python: the shapes the by-line WIDTHTRUNC waivers accept ---------------------------------
+
+SNIPPET = """module top(a, c, clk);
+  input [7:0] a;
+  input [2:0] c;
+  input clk;
+  wire one;
+  wire [1:0] n;
+  wire z;
+  wire [7:0] full;
+  wire y;
+  assign z = ! a;
+  assign y = ! one;
+  assign one = a >> c;
+  assign full = a >> c;
+  assign n = a + a;
+  assign z = ! { one, a[3:0] };
+  assign z = ! a[5];
+endmodule
+"""
+
+
+def test_truncation_lines_accept_only_the_harmless_shapes():
+    found = truncation_lines(SNIPPET)
+    # multi-bit logical NOT (lines 10, 15); a 1-bit operand (11, 16) draws no warning and is not listed
+    assert found["lognot"] == [10, 15]
+    # a shift into a narrower result is bit_select's lowering (12); the same width (13) is not a truncation;
+    # a truncating add (14) is not a shape we waive
+    assert found["bit_select"] == [12]
+    vlt = waivers_for(SNIPPET)
+    assert vlt.startswith("`verilator_config\n")
+    assert 'lint_off -rule WIDTHTRUNC -file "*top.v" -lines 12\n' in vlt
+    assert "-lines 14" not in vlt
+    assert 'lint_off -rule WIDTHTRUNC -file "*top.v"\n' not in vlt  # never a blanket WIDTHTRUNC
+    for rule in set(CATEGORY_REASONS) - {"CASEINCOMPLETE"}:  # once, for the design's own file, with its reason
+        assert vlt.count(f'lint_off -rule {rule} -file "*top.v"\n') == 1
+        assert f"// {rule}: " in vlt
+    assert "CASEINCOMPLETE" not in vlt  # no case statement in the text: no case waiver
+    assert 'lint_off -rule CASEINCOMPLETE -file "*top.v"' in waivers_for(SNIPPET.replace(
+        "endmodule", "  always @* begin\n    casez (c)\n    endcase\n  end\nendmodule"))
+
+
+# ---- Verilator on every template -------------------------------------------------------------------
+
+@pytest.mark.verilog
+@pytest.mark.parametrize("template", list(SMALL))
+def test_design_is_lint_clean_and_no_waiver_is_vacuous(template):
+    text, entries, raw, waived = _linted(template)
+    assert waived.count == 0, f"{template}: {waived.per_rule()}\n{waived.output[:3000]}"
+    assert raw.count > 0  # the raw Verilog does draw warnings: the waivers do the work
+    by_line = [e for e in entries if e.lines]
+    for entry in by_line:  # every by-line entry covers a warning of the raw lint
+        assert any(_covers(entry, w) for w in raw.warnings), f"{template}: vacuous {entry}"
+    # and each raw warning is covered by some entry (Verilator agrees with our reading of the text)
+    assert all(any(_covers(e, w) for e in entries) for w in raw.warnings)
+    # removing the WIDTHTRUNC entries brings back exactly the raw WIDTHTRUNC warnings
+    if raw.per_rule()["WIDTHTRUNC"]:
+        fewer = "".join(e.vlt(f"*{top_module(text)}.v") + "\n" for e in entries if e.rule != "WIDTHTRUNC")
+        again = lint_verilog(text, "`verilator_config\n" + fewer)
+        assert dict(again.per_rule()) == {"WIDTHTRUNC": raw.per_rule()["WIDTHTRUNC"]}
+
+
+@pytest.mark.verilog
+def test_every_category_waiver_covers_warnings_of_some_template():
+    seen = set()
+    for template in SMALL:
+        seen |= set(_linted(template)[2].per_rule())
+    assert set(CATEGORY_REASONS) <= seen, f"vacuous categories: {set(CATEGORY_REASONS) - seen}"
+
+
+@pytest.mark.verilog
+def test_removing_any_one_waiver_of_the_systolic_design_shows_a_warning():
+    text, entries, raw, _ = _linted("systolic")
+    for drop in entries:
+        rest = "`verilator_config\n" + "".join(e.vlt("*archsim_systolic.v") + "\n" for e in entries if e != drop)
+        result = lint_verilog(text, rest)
+        assert result.count > 0 and set(result.per_rule()) == {drop.rule}, drop
+
+
+@pytest.mark.verilog
+def test_real_truncation_and_undriven_signal_stay_visible():
+    text = _linted("systolic")[0]
+    cut = text.index("endmodule")  # inside the top module (the first)
+    planted = (text[:cut] + "  wire [3:0] planted_trunc;\n  assign planted_trunc = {4'h0, rst, 3'h0} + 8'h1;\n"
+               "  wire [3:0] planted_undriven;\n  assign tile_start_planted = planted_undriven[0];\n"
+               + text[cut:])
+    planted = planted.replace("module archsim_systolic(", "module archsim_systolic(tile_start_planted, ", 1)
+    planted = planted.replace("  input clk;", "  output tile_start_planted;\n  wire tile_start_planted;\n  input clk;", 1)
+    result = lint_verilog(planted, waivers_for(planted))
+    assert result.per_rule()["WIDTHTRUNC"] == 1 and result.per_rule()["UNDRIVEN"] == 1, result.per_rule()
+
+
+@pytest.mark.verilog
+def test_generate_ships_the_waivers_and_the_cli_lints(tmp_path, capsys):
+    design = design_for(load_arch("systolic-32x32-ws", {"rows": 2, "cols": 2}))
+    files = write_outputs(design, tmp_path)
+    assert files["waivers"].name == "archsim_systolic.vlt"
+    assert files["waivers"].read_text() == waivers_for(files["verilog"].read_text())
+    core = files["core"].read_text()
+    assert "- archsim_systolic.vlt" in core and "file_type: vlt" in core and "[lint_waivers, rtl]" in core
+    assert main(["rtl", "lint", "--arch", "systolic-32x32-ws", "--set", "rows=2", "--set", "cols=2"]) == 0
+    assert "0 warnings" in capsys.readouterr().out
+    assert main(["rtl", "lint", "--arch", "systolic-32x32-ws", "--set", "rows=2", "--set", "cols=2",
+                 "--no-waivers"]) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"^  PROCASSINIT +\d+$", out, re.M) and re.search(r"^  WIDTHTRUNC +\d+$", out, re.M)
+
+
+def test_missing_verilator_is_one_line(monkeypatch, tmp_path, capsys):
+    import rtl.lint
+
+    monkeypatch.setattr(rtl.lint.shutil, "which", lambda name: None)
+    monkeypatch.setattr(rtl.lint.sys, "executable", str(tmp_path / "python"))
+    assert main(["rtl", "lint", "--arch", "systolic-32x32-ws", "--set", "rows=2", "--set", "cols=2"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "verilator-cli not found" in err
