@@ -15,16 +15,17 @@ from archsim.cli import main
 from archsim.spec import load_arch
 from archsim.templates.lut import conformance
 from rtl.generate import design_for, write_outputs
-from rtl.lint import (CATEGORY_REASONS, design_waivers, lint_verilog, top_module, truncation_lines, waiver_entries,
+from rtl.lint import (CATEGORY_REASONS, MODEL_REASONS, design_waivers, lint_verilog, top_module, truncation_lines, waiver_entries,
                       waivers_for)
 
 #: each template's small configuration (base preset, overrides)
 SMALL = {
-    "systolic": ("systolic-32x32-ws", {"rows": 4, "cols": 4}),
-    "simd": ("simd-edge", {"pes": 2}),
-    "lut": (conformance.base_arch, dict(conformance.rtl_arch)),
-    "pim": ("pim-gpt-gddr6", {}),
-    "attention": ("fusemax-edge", {"rows": 2, "cols": 2, "pe1d": 2}),
+    "systolic": ("systolic-32x32-ws", {"rows": 4, "cols": 4}, None),
+    "systolic_os_dsp": ("systolic-32x32-os", {"rows": 2, "cols": 2}, {"multiplier": "ecp5_dsp"}),  # + MULT18X18D model
+    "simd": ("simd-edge", {"pes": 2}, None),
+    "lut": (conformance.base_arch, dict(conformance.rtl_arch), None),
+    "pim": ("pim-gpt-gddr6", {}, None),
+    "attention": ("fusemax-edge", {"rows": 2, "cols": 2, "pe1d": 2}, None),
 }
 
 _LINTED: dict[str, tuple] = {}
@@ -33,14 +34,20 @@ _LINTED: dict[str, tuple] = {}
 def _linted(template: str):
     """(Verilog text, waiver entries, raw lint, waived lint) of the template's small design, once per session."""
     if template not in _LINTED:
-        base, overrides = SMALL[template]
-        design = design_for(load_arch(base, overrides))
+        base, overrides, options = SMALL[template]
+        design = design_for(load_arch(base, overrides), options)
         text = design.verilog()
         extra = design_waivers(design)
-        raw = lint_verilog(text, None, design.sim_sources())
-        waived = lint_verilog(text, waivers_for(text, extra), design.sim_sources())
+        models = design.sim_sources()
+        raw = lint_verilog(text, None, models)
+        waived = lint_verilog(text, waivers_for(text, extra, models=tuple(models)), models)
         _LINTED[template] = (text, waiver_entries(text, extra), raw, waived)
     return _LINTED[template]
+
+
+def _design_models(template: str) -> dict[str, str]:
+    base, overrides, options = SMALL[template]
+    return design_for(load_arch(base, overrides), options).sim_sources()
 
 
 def _covers(entry, warning) -> bool:
@@ -82,12 +89,12 @@ def test_truncation_lines_accept_only_the_harmless_shapes():
     assert 'lint_off -rule WIDTHTRUNC -file "*top.v" -lines 12\n' in vlt
     assert "-lines 14" not in vlt
     assert 'lint_off -rule WIDTHTRUNC -file "*top.v"\n' not in vlt  # never a blanket WIDTHTRUNC
-    for rule in set(CATEGORY_REASONS) - {"CASEINCOMPLETE"}:  # once, for the design's own file, with its reason
+    for rule in set(CATEGORY_REASONS) - {"CASEINCOMPLETE", "CASEOVERLAP"}:  # once, for the design's own file, with its reason
         assert vlt.count(f'lint_off -rule {rule} -file "*top.v"\n') == 1
         assert f"// {rule}: " in vlt
-    assert "CASEINCOMPLETE" not in vlt  # no case statement in the text: no case waiver
-    assert 'lint_off -rule CASEINCOMPLETE -file "*top.v"' in waivers_for(SNIPPET.replace(
-        "endmodule", "  always @* begin\n    casez (c)\n    endcase\n  end\nendmodule"))
+    assert "CASEINCOMPLETE" not in vlt and "CASEOVERLAP" not in vlt  # no case statement: no case waivers
+    with_case = waivers_for(SNIPPET.replace("endmodule", "  always @* begin\n    casez (c)\n    endcase\n  end\nendmodule"))
+    assert 'lint_off -rule CASEINCOMPLETE -file "*top.v"' in with_case and "-rule CASEOVERLAP" in with_case
 
 
 # ---- Verilator on every template -------------------------------------------------------------------
@@ -101,21 +108,29 @@ def test_design_is_lint_clean_and_no_waiver_is_vacuous(template):
     by_line = [e for e in entries if e.lines]
     for entry in by_line:  # every by-line entry covers a warning of the raw lint
         assert any(_covers(entry, w) for w in raw.warnings), f"{template}: vacuous {entry}"
-    # and each raw warning is covered by some entry (Verilator agrees with our reading of the text)
-    assert all(any(_covers(e, w) for e in entries) for w in raw.warnings)
+    # each raw warning of the design's file is covered by some entry (Verilator agrees with our reading of
+    # the text); the others are in primitive models, under MODEL_REASONS
+    ours = [w for w in raw.warnings if w[1] == f"{top_module(text)}.v"]
+    assert all(any(_covers(e, w) for e in entries) for w in ours)
+    assert all(w[0] in MODEL_REASONS for w in raw.warnings if w not in ours)
     # removing the WIDTHTRUNC entries brings back exactly the raw WIDTHTRUNC warnings
     if raw.per_rule()["WIDTHTRUNC"]:
         fewer = "".join(e.vlt(f"*{top_module(text)}.v") + "\n" for e in entries if e.rule != "WIDTHTRUNC")
-        again = lint_verilog(text, "`verilator_config\n" + fewer)
+        models = tuple(sorted({w[1] for w in raw.warnings if w not in ours}))
+        fewer += "".join(f'lint_off -file "*{m}"\n' for m in models)
+        again = lint_verilog(text, "`verilator_config\n" + fewer, {m: _design_models(template)[m] for m in models})
         assert dict(again.per_rule()) == {"WIDTHTRUNC": raw.per_rule()["WIDTHTRUNC"]}
 
 
 @pytest.mark.verilog
 def test_every_category_waiver_covers_warnings_of_some_template():
-    seen = set()
+    seen, seen_in_models = set(), set()
     for template in SMALL:
-        seen |= set(_linted(template)[2].per_rule())
+        text, _, raw, _ = _linted(template)
+        seen |= {rule for rule, file, _ in raw.warnings if file == f"{top_module(text)}.v"}
+        seen_in_models |= {rule for rule, file, _ in raw.warnings if file != f"{top_module(text)}.v"}
     assert set(CATEGORY_REASONS) <= seen, f"vacuous categories: {set(CATEGORY_REASONS) - seen}"
+    assert set(MODEL_REASONS) == seen_in_models
 
 
 @pytest.mark.verilog
