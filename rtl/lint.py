@@ -13,6 +13,7 @@ returning :class:`Waiver` items, each with its reason); none does today.
 """
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
@@ -88,8 +89,62 @@ _TERM = re.compile(r"^(\\\S+|[A-Za-z_][\w$]*|\d+'[bhdo][0-9a-fA-FxXzZ_]+)\s*(?:\
 _SHIFT = re.compile(r"^\s*assign\s+(\\\S+|[\w$]+)\s*=\s*(\$signed\()?\s*(\\\S+|[\w$]+|\d+'[bhdo][0-9a-fA-FxXzZ_]+)\s*\)?"
                     r"\s*>>>?\s*\S[^;]*;\s*$")
 #: categories waived only when their construct is in the text (so no entry is vacuous)
-_CASE = re.compile(r"^\s*casez?\s*\(", re.M)
-_ONLY_WITH = {"CASEINCOMPLETE": _CASE, "CASEOVERLAP": _CASE}
+_MODULE_LINE = re.compile(r"^module\s", re.M)
+_ONLY_WITH = {"CASEINCOMPLETE": lambda text: case_findings(text)["incomplete"] > 0,
+              "CASEOVERLAP": lambda text: case_findings(text)["overlap"] > 0,
+              "DECLFILENAME": lambda text: len(_MODULE_LINE.findall(text)) > 1}
+_CASE_HEAD = re.compile(r"^\s*casez?\s*\(")
+_CASE_ITEM = re.compile(r"^\s*((?:\d+'[bhd][0-9a-fA-F?_]+\s*,\s*)*\d+'[bhd][0-9a-fA-F?_]+)\s*:")
+_CONST = re.compile(r"(\d+)'([bhd])([0-9a-fA-F?_]+)")
+
+
+def _cube(item: str) -> str | None:
+    """A case item as a string of '0', '1', '?' (MSB first); None when it is not a plain constant."""
+    bits, base, digits = _CONST.fullmatch(item.strip()).groups()
+    width, digits = int(bits), digits.replace("_", "")
+    if base == "d":
+        return format(int(digits), f"0{width}b")[-width:] if digits.isdigit() else None
+    text = digits if base == "b" else "".join("????" if d == "?" else format(int(d, 16), "04b") for d in digits)
+    return text.rjust(width, "0")[-width:]
+
+
+def _covers_all(cubes: list[str]) -> bool:
+    """Whether the union of the cubes is every value (Shannon expansion on the first fixed bit)."""
+    if not cubes:
+        return False
+    if any(set(c) <= {"?"} for c in cubes):
+        return True
+    pos = next(i for i in range(len(cubes[0])) if any(c[i] != "?" for c in cubes))
+    return all(_covers_all([c[:pos] + c[pos + 1:] for c in cubes if c[pos] in (bit, "?")]) for bit in "01")
+
+
+def _overlap(a: str, b: str) -> bool:
+    return all(x == y or "?" in (x, y) for x, y in zip(a, b))
+
+
+@functools.lru_cache(maxsize=4)
+def case_findings(verilog_text: str) -> dict[str, int]:
+    """Case statements (yosys writes them with constant items) that are incomplete (no default and the
+    items do not cover every value) or whose items overlap; what Verilator's CASEINCOMPLETE and
+    CASEOVERLAP report, so that a category is waived only in a design that has it."""
+    found = {"incomplete": 0, "overlap": 0}
+    stack: list[tuple[list[str], list[bool]]] = []
+    for line in verilog_text.splitlines():
+        if _CASE_HEAD.match(line):
+            stack.append(([], [False]))
+        elif stack and line.strip() == "endcase":
+            cubes, default = stack.pop()
+            if not default[0] and None not in cubes and not _covers_all(cubes):
+                found["incomplete"] += 1
+            if None not in cubes and any(_overlap(a, b) for i, a in enumerate(cubes) for b in cubes[i + 1:]):
+                found["overlap"] += 1
+        elif stack and line.strip().startswith("default"):
+            stack[-1][1][0] = True
+        elif stack:
+            item = _CASE_ITEM.match(line)
+            if item:
+                stack[-1][0].extend(_cube(c) for c in item.group(1).split(","))
+    return found
 _SIZED = re.compile(r"^(\d+)'[bhdo]")
 
 
@@ -160,7 +215,7 @@ def _ranges(numbers: list[int]) -> list[tuple[int, int]]:
 def waiver_entries(verilog_text: str, extra: tuple[Waiver, ...] = ()) -> list[Waiver]:
     """The generic category waivers, the by-line WIDTHTRUNC waivers of ``verilog_text``, then ``extra``."""
     entries = [Waiver(rule, reason) for rule, reason in CATEGORY_REASONS.items()
-               if rule not in _ONLY_WITH or _ONLY_WITH[rule].search(verilog_text)]
+               if rule not in _ONLY_WITH or _ONLY_WITH[rule](verilog_text)]
     for shape, numbers in truncation_lines(verilog_text).items():
         entries += [Waiver("WIDTHTRUNC", f"{shape}: {TRUNC_REASONS[shape]}", lines=r) for r in _ranges(numbers)]
     return entries + list(extra)

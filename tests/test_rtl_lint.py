@@ -15,7 +15,7 @@ from archsim.cli import main
 from archsim.spec import load_arch
 from archsim.templates.lut import conformance
 from rtl.generate import design_for, write_outputs
-from rtl.lint import (CATEGORY_REASONS, MODEL_REASONS, design_waivers, lint_verilog, top_module, truncation_lines, waiver_entries,
+from rtl.lint import (CATEGORY_REASONS, MODEL_REASONS, case_findings, design_waivers, lint_verilog, top_module, truncation_lines, waiver_entries,
                       waivers_for)
 
 #: each template's small configuration (base preset, overrides)
@@ -89,12 +89,39 @@ def test_truncation_lines_accept_only_the_harmless_shapes():
     assert 'lint_off -rule WIDTHTRUNC -file "*top.v" -lines 12\n' in vlt
     assert "-lines 14" not in vlt
     assert 'lint_off -rule WIDTHTRUNC -file "*top.v"\n' not in vlt  # never a blanket WIDTHTRUNC
-    for rule in set(CATEGORY_REASONS) - {"CASEINCOMPLETE", "CASEOVERLAP"}:  # once, for the design's own file, with its reason
+    for rule in set(CATEGORY_REASONS) - {"CASEINCOMPLETE", "CASEOVERLAP", "DECLFILENAME"}:  # once, own file, reason
         assert vlt.count(f'lint_off -rule {rule} -file "*top.v"\n') == 1
         assert f"// {rule}: " in vlt
-    assert "CASEINCOMPLETE" not in vlt and "CASEOVERLAP" not in vlt  # no case statement: no case waivers
-    with_case = waivers_for(SNIPPET.replace("endmodule", "  always @* begin\n    casez (c)\n    endcase\n  end\nendmodule"))
-    assert 'lint_off -rule CASEINCOMPLETE -file "*top.v"' in with_case and "-rule CASEOVERLAP" in with_case
+    # no case statement, one module: no case or file-name waivers
+    assert "CASEINCOMPLETE" not in vlt and "CASEOVERLAP" not in vlt and "DECLFILENAME" not in vlt
+    assert "-rule DECLFILENAME" in waivers_for(SNIPPET + "module sub();\nendmodule\n")
+
+
+def _case(*items: str, default: bool = False) -> str:
+    body = "".join(f"      {i}:\n          q = 1'h1;\n" for i in items) + ("      default:\n          q = 1'h0;\n" if default else "")
+    return f"module top(c);\n  input [2:0] c;\n  reg q;\n  always @* begin\n    casez (c)\n{body}    endcase\n  end\nendmodule\n"
+
+
+CASES = [
+    (("3'b?1?", "3'b1??"), False, True, True),       # 3'b000 uncovered; 3'b110 matches both (Elif priority)
+    (("3'b0??", "3'b1??"), False, False, False),     # complete, disjoint
+    (("3'h0", "3'h1", "3'h2"), True, False, False),  # default: complete
+    (("3'b??1", "3'b??0", "3'b1?0"), False, False, True),
+    (("3'h0, 3'h1", "3'b01?", "3'b1??"), False, False, False),
+]
+
+
+@pytest.mark.parametrize("items, default, incomplete, overlap", CASES)
+def test_case_findings_match_the_items(items, default, incomplete, overlap):
+    found = case_findings(_case(*items, default=default))
+    assert found == {"incomplete": int(incomplete), "overlap": int(overlap)}
+
+
+@pytest.mark.verilog
+@pytest.mark.parametrize("items, default, incomplete, overlap", CASES)
+def test_case_findings_agree_with_verilator(items, default, incomplete, overlap):
+    rules = lint_verilog(_case(*items, default=default), None).per_rule()
+    assert (rules["CASEINCOMPLETE"], rules["CASEOVERLAP"]) == (int(incomplete), int(overlap))
 
 
 # ---- Verilator on every template -------------------------------------------------------------------
@@ -105,8 +132,7 @@ def test_design_is_lint_clean_and_no_waiver_is_vacuous(template):
     text, entries, raw, waived = _linted(template)
     assert waived.count == 0, f"{template}: {waived.per_rule()}\n{waived.output[:3000]}"
     assert raw.count > 0  # the raw Verilog does draw warnings: the waivers do the work
-    by_line = [e for e in entries if e.lines]
-    for entry in by_line:  # every by-line entry covers a warning of the raw lint
+    for entry in entries:  # every entry (category or by line) covers a warning of the raw lint
         assert any(_covers(entry, w) for w in raw.warnings), f"{template}: vacuous {entry}"
     # each raw warning of the design's file is covered by some entry (Verilator agrees with our reading of
     # the text); the others are in primitive models, under MODEL_REASONS
