@@ -86,8 +86,8 @@ _MODULE = re.compile(r"^module\s+([A-Za-z_][\w$]*)\s*\(", re.M)
 _DECL = re.compile(r"^\s*(?:wire|reg|input|output|inout)\s+(?:signed\s+)?(?:\[(\d+):(\d+)\]\s*)?(\\\S+|[\w$]+)\s*[;=]")
 _LOGNOT = re.compile(r"^\s*assign\s+\S+\s*=\s*!\s*([^=].*);\s*$")
 _TERM = re.compile(r"^(\\\S+|[A-Za-z_][\w$]*|\d+'[bhdo][0-9a-fA-FxXzZ_]+)\s*(?:\[(\d+)(?::(\d+))?\])?$")
-_SHIFT = re.compile(r"^\s*assign\s+(\\\S+|[\w$]+)\s*=\s*(\$signed\()?\s*(\\\S+|[\w$]+|\d+'[bhdo][0-9a-fA-FxXzZ_]+)\s*\)?"
-                    r"\s*>>>?\s*\S[^;]*;\s*$")
+_SHIFT = re.compile(r"^\s*assign\s+(\\\S+|[\w$]+)\s*=\s*(\$signed\()?\s*"
+                    r"(\\\S+|[\w$]+|\d+'[bhdo][0-9a-fA-FxXzZ_]+)\s*\)?\s*>>>?\s*\S[^;]*;\s*$")
 #: categories waived only when their construct is in the text (so no entry is vacuous)
 _MODULE_LINE = re.compile(r"^module\s", re.M)
 _ONLY_WITH = {"CASEINCOMPLETE": lambda text: case_findings(text)["incomplete"] > 0,
@@ -298,10 +298,9 @@ def lint_verilog(verilog_text: str, waivers: str | None, extra_sources: dict[str
         except subprocess.TimeoutExpired:
             raise ToolError(f"verilator lint of {top} took over {timeout_s:.0f} s") from None
     output = proc.stdout + proc.stderr
-    errors = [e for e in _ERROR.findall(output) if not e.startswith("%Error: Exiting due to")]
-    if errors or proc.returncode not in (0,):
-        first = errors[0] if errors else output.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
-        raise ToolError(f"verilator lint of {top} failed: {first if isinstance(first, str) else first[0]}")
+    if proc.returncode != 0 or _ERROR.search(output):
+        errors = _ERROR.findall(output) or output.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
+        raise ToolError(f"verilator lint of {top} failed: {errors[0]}")
     return LintResult([(r, f, int(n)) for r, f, n in _WARNING.findall(output)], output)
 
 
@@ -313,5 +312,6 @@ def lint_design(design, waived: bool = True) -> LintResult:
     return lint_verilog(text, waivers, models)
 
 
-__all__ = ["CATEGORY_REASONS", "MODEL_REASONS", "TRUNC_REASONS", "LintResult", "Waiver", "design_waivers", "lint_design",
-           "lint_verilog", "top_module", "truncation_lines", "waiver_entries", "waivers_for"]
+__all__ = ["CATEGORY_REASONS", "MODEL_REASONS", "TRUNC_REASONS", "LintResult", "Waiver", "case_findings",
+           "design_waivers", "lint_design", "lint_verilog", "top_module", "truncation_lines", "waiver_entries",
+           "waivers_for"]

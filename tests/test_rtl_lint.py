@@ -12,16 +12,18 @@ import re
 import pytest
 
 from archsim.cli import main
+from archsim.errors import ToolError
 from archsim.spec import load_arch
 from archsim.templates.lut import conformance
 from rtl.generate import design_for, write_outputs
-from rtl.lint import (CATEGORY_REASONS, MODEL_REASONS, case_findings, design_waivers, lint_verilog, top_module, truncation_lines, waiver_entries,
-                      waivers_for)
+from rtl.lint import (CATEGORY_REASONS, MODEL_REASONS, case_findings, design_waivers, lint_verilog, top_module,
+                      truncation_lines, waiver_entries, waivers_for)
 
 #: each template's small configuration (base preset, overrides)
 SMALL = {
     "systolic": ("systolic-32x32-ws", {"rows": 4, "cols": 4}, None),
-    "systolic_os_dsp": ("systolic-32x32-os", {"rows": 2, "cols": 2}, {"multiplier": "ecp5_dsp"}),  # + MULT18X18D model
+    # OS dataflow (If/Elif casez) with the ECP5 multiplier (+ MULT18X18D_model.v)
+    "systolic_os_dsp": ("systolic-32x32-os", {"rows": 2, "cols": 2}, {"multiplier": "ecp5_dsp"}),
     "simd": ("simd-edge", {"pes": 2}, None),
     "lut": (conformance.base_arch, dict(conformance.rtl_arch), None),
     "pim": ("pim-gpt-gddr6", {}, None),
@@ -98,8 +100,10 @@ def test_truncation_lines_accept_only_the_harmless_shapes():
 
 
 def _case(*items: str, default: bool = False) -> str:
-    body = "".join(f"      {i}:\n          q = 1'h1;\n" for i in items) + ("      default:\n          q = 1'h0;\n" if default else "")
-    return f"module top(c);\n  input [2:0] c;\n  reg q;\n  always @* begin\n    casez (c)\n{body}    endcase\n  end\nendmodule\n"
+    body = "".join(f"      {i}:\n          q = 1'h1;\n" for i in items)
+    body += "      default:\n          q = 1'h0;\n" if default else ""
+    return (f"module top(c);\n  input [2:0] c;\n  reg q;\n  always @* begin\n    casez (c)\n{body}"
+            "    endcase\n  end\nendmodule\n")
 
 
 CASES = [
@@ -176,7 +180,8 @@ def test_real_truncation_and_undriven_signal_stay_visible():
                "  wire [3:0] planted_undriven;\n  assign tile_start_planted = planted_undriven[0];\n"
                + text[cut:])
     planted = planted.replace("module archsim_systolic(", "module archsim_systolic(tile_start_planted, ", 1)
-    planted = planted.replace("  input clk;", "  output tile_start_planted;\n  wire tile_start_planted;\n  input clk;", 1)
+    planted = planted.replace("  input clk;", "  output tile_start_planted;\n  wire tile_start_planted;\n"
+                              "  input clk;", 1)
     result = lint_verilog(planted, waivers_for(planted))
     assert result.per_rule()["WIDTHTRUNC"] == 1 and result.per_rule()["UNDRIVEN"] == 1, result.per_rule()
 
@@ -195,6 +200,12 @@ def test_generate_ships_the_waivers_and_the_cli_lints(tmp_path, capsys):
                  "--no-waivers"]) == 1
     out = capsys.readouterr().out
     assert re.search(r"^  PROCASSINIT +\d+$", out, re.M) and re.search(r"^  WIDTHTRUNC +\d+$", out, re.M)
+
+
+@pytest.mark.verilog
+def test_verilator_error_is_one_line():
+    with pytest.raises(ToolError, match=r"^verilator lint of top failed: %Error: [^\n]*$"):
+        lint_verilog("module top(a);\n  input a;\n  assign b = ;\nendmodule\n", None)
 
 
 def test_missing_verilator_is_one_line(monkeypatch, tmp_path, capsys):
