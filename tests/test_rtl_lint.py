@@ -200,6 +200,9 @@ def test_generate_ships_the_waivers_and_the_cli_lints(tmp_path, capsys):
                  "--no-waivers"]) == 1
     out = capsys.readouterr().out
     assert re.search(r"^  PROCASSINIT +\d+$", out, re.M) and re.search(r"^  WIDTHTRUNC +\d+$", out, re.M)
+    assert main(["rtl", "lint", "--arch", "systolic-32x32-ws", "--set", "rows=2", "--set", "cols=2",
+                 "--wrapper", "axi"]) == 0  # the AXI wrapper's Verilog is clean with its waivers too
+    assert "archsim_systolic_axi, verilator -Wall with archsim_systolic_axi.vlt: 0 warnings" in capsys.readouterr().out
 
 
 @pytest.mark.verilog

@@ -91,6 +91,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     lint = sub.add_parser("lint", help="Verilator -Wall lint of the Verilog with its shipped waivers (rtl.lint)")
     _common(lint)
+    lint.add_argument("--wrapper", choices=["none", "axi"], default="none",
+                      help="none (default) or axi: lint the design inside its AXI wrapper (as rtl generate)")
     lint.add_argument("--no-waivers", action="store_true", help="lint without the .vlt waivers (raw counts)")
     lint.set_defaults(func=cmd_lint)
 
