@@ -111,14 +111,14 @@ def write_outputs(design: RtlDesign, out_dir: str | Path) -> dict[str, Path]:
     a folder holding the user's own files is refused; each file replaces archsim's
     previous one atomically."""
     from archsim.outputs import OutputDir
-
-    top = design.toplevel
     from rtl.lint import design_waivers, waivers_for
 
+    top = design.toplevel
     verilog = design.verilog()
     texts = {
         "verilog": (f"{top}.v", verilog),
-        "waivers": (f"{top}.vlt", waivers_for(verilog, design_waivers(design), models=tuple(design.sim_sources()))),
+        "waivers": (f"{top}.vlt", waivers_for(verilog, design_waivers(design),
+                                              models=tuple(design.sim_sources()))),
         "core": (f"{top}.core", fusesoc_core(design)),
         "manifest": (f"{top}.json", json.dumps(design.manifest(), indent=2) + "\n"),
     }
