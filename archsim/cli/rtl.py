@@ -7,6 +7,7 @@ Examples::
     archsim rtl cosim --arch my.yaml --source resnet50 --sim verilator --waves
     archsim rtl synth --arch systolic-32x32-ws --set rows=8 --set cols=8 --target ecp5 --pnr --json synth.json
     archsim rtl generate --arch pim-hbm2 --out build/pim
+    archsim rtl lint --arch systolic-32x32-ws --set rows=4 --set cols=4
     archsim rtl cosim --arch pim-hbm2 --tiles 4 --source program --workload gpt2
 """
 from __future__ import annotations
@@ -96,6 +97,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--json", metavar="FILE", help="write the figures as JSON to FILE ('-': print JSON on stdout "
                    "instead of the table)")
     s.set_defaults(func=cmd_synth)
+
+    lint = sub.add_parser("lint", help="Verilator -Wall lint of the Verilog with its shipped waivers (rtl.lint)")
+    _common(lint)
+    lint.add_argument("--wrapper", choices=["none", "axi"], default="none",
+                      help="none (default) or axi: lint the design inside its AXI wrapper (as rtl generate)")
+    lint.add_argument("--no-waivers", action="store_true", help="lint without the .vlt waivers (raw counts)")
+    lint.set_defaults(func=cmd_lint)
 
     p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
 
@@ -260,6 +268,21 @@ def cmd_synth(args) -> int:
     if args.json:
         write_owned_json(args.json, result, "rtl synth")
     return 0
+
+
+def cmd_lint(args) -> int:
+    """Warnings per rule; exit 1 when any remain."""
+    from rtl.lint import lint_design, verilator_command
+
+    verilator_command()  # one-line error before elaborating when Verilator is missing
+    arch, design = _design(args)
+    result = lint_design(design, waived=not args.no_waivers)
+    waivers = "without waivers" if args.no_waivers else f"with {design.toplevel}.vlt"
+    print(f"{design_label(arch, args.overrides)}: {design.toplevel}, verilator -Wall {waivers}: "
+          f"{result.count} warnings")
+    for rule, n in result.per_rule().most_common():
+        print(f"  {rule:<16} {n}")
+    return 0 if result.count == 0 else 1
 
 
 def synth_table(result: dict) -> str:
