@@ -13,7 +13,8 @@ is read through :func:`read_input_bytes` / :func:`read_input_text`, which
 :func:`load_yaml_text` parses YAML with YAML 1.2 core-schema scalars: ``1:30``
 stays the string ``"1:30"`` (YAML 1.1 reads 90), ``yes``/``no``/``on``/``off``
 stay strings, ``010`` is 10; nesting deeper than :data:`MAX_YAML_DEPTH` is an
-error instead of a ``RecursionError``.
+error instead of a ``RecursionError``; duplicate keys, control characters and aliases expanding
+to more than :data:`MAX_YAML_NODES` values are one-line errors.
 
 :func:`excerpt` quotes a user's text in an error as a short printable snippet,
 so a message never echoes a whole line of an arbitrary file.
@@ -33,6 +34,7 @@ from archsim.errors import ArchsimError
 DEFAULT_MAX_INPUT_BYTES = 64 * 1024 * 1024
 MAX_ONNX_BYTES = 2 * 1024 * 1024 * 1024  # protobuf's own limit
 MAX_YAML_DEPTH = 100
+MAX_YAML_NODES = 1_000_000  # values after alias expansion; a large workload file has tens of thousands
 EXCERPT_CHARS = 32
 
 
@@ -162,6 +164,29 @@ def _construct_float(loader: yaml.SafeLoader, node: yaml.Node) -> float:
     return float(text)
 
 
+def _check_unique_keys(loader: yaml.SafeLoader, node: yaml.MappingNode) -> None:
+    """Refuse a mapping whose keys are not unique, as YAML 1.2 requires (PyYAML keeps the last silently)."""
+    seen: dict[Any, yaml.Node] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            first = seen.setdefault(key, key_node)
+        except TypeError:  # an unhashable key: PyYAML's own message follows
+            continue
+        if first is not key_node:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {excerpt(key)} (first on line {first.start_mark.line + 1}; "
+                "YAML keys must be unique)", key_node.start_mark)
+
+
+def _construct_yaml_map(loader: yaml.SafeLoader, node: yaml.MappingNode):
+    data: dict = {}
+    yield data
+    _check_unique_keys(loader, node)
+    data.update(loader.construct_mapping(node))
+
+
+Yaml12Loader.add_constructor("tag:yaml.org,2002:map", _construct_yaml_map)
 Yaml12Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 Yaml12Loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
 
@@ -186,6 +211,38 @@ def _depth(node: yaml.Node, limit: int) -> int:
                 stack.append((key, level + 1))
                 stack.append((value, level + 1))
     return deepest
+
+
+def expanded_nodes(node: yaml.Node, limit: int) -> int:
+    """Nodes of the document with every alias expanded (a value used twice counts twice), stopping
+    past ``limit``; a self-referring alias counts as past it.
+
+    PyYAML builds an aliased value once and shares it, so a "billion laughs" file loads fast; but
+    anything that walks or prints the value (an error message, a name) expands it and hangs."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(node, False)]
+    while stack:
+        current, children_done = stack.pop()
+        key = id(current)
+        if key in sizes:
+            continue
+        kids = ([c for pair in current.value for c in pair] if isinstance(current, yaml.MappingNode)
+                else list(current.value) if isinstance(current, yaml.SequenceNode) else [])
+        if children_done:
+            active.discard(key)
+            sizes[key] = min(limit + 1, 1 + sum(sizes[id(k)] for k in kids))
+            continue
+        if key in active:  # reached again while building itself: an alias inside its own anchor
+            return limit + 1
+        active.add(key)
+        stack.append((current, True))
+        for kid in kids:
+            if id(kid) in active:
+                return limit + 1
+            if id(kid) not in sizes:
+                stack.append((kid, False))
+    return sizes[id(node)]
 
 
 def flow_depth(text: str) -> int:
@@ -218,13 +275,21 @@ def load_yaml_text(text: str, where: str, error: Callable[[str], ArchsimError] =
     ``syntax`` formats a syntax error's text after ``<where>: line N: ``."""
     if flow_depth(text) > MAX_YAML_DEPTH:  # fail fast: pyyaml would recurse a thousand frames first
         raise error(f"{where}: YAML nested too deeply (more than {MAX_YAML_DEPTH} levels)")
-    loader = Yaml12Loader(text)
+    try:
+        loader = Yaml12Loader(text)
+    except yaml.reader.ReaderError as err:  # raised on construction: a character YAML does not allow
+        line = text.count("\n", 0, err.position) + 1
+        raise error(f"{where}: line {line}: control character {excerpt(chr(err.character))} is not allowed "
+                    "in YAML (quote it as an escape, e.g. \"\\t\")") from None
     try:
         node = loader.get_single_node()  # pyyaml composes recursively: RecursionError is caught below
         if node is None:
             return None
         if _depth(node, MAX_YAML_DEPTH) > MAX_YAML_DEPTH:
             raise error(f"{where}: YAML nested too deeply (more than {MAX_YAML_DEPTH} levels)")
+        if expanded_nodes(node, MAX_YAML_NODES) > MAX_YAML_NODES:
+            raise error(f"{where}: YAML aliases expand to more than {MAX_YAML_NODES:,} values "
+                        "(an alias bomb?); write the values out or use fewer aliases")
         return loader.construct_document(node)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
@@ -237,5 +302,6 @@ def load_yaml_text(text: str, where: str, error: Callable[[str], ArchsimError] =
         loader.dispose()
 
 
-__all__ = ["DEFAULT_MAX_INPUT_BYTES", "MAX_ONNX_BYTES", "MAX_YAML_DEPTH", "Yaml12Loader", "excerpt", "flow_depth",
+__all__ = ["DEFAULT_MAX_INPUT_BYTES", "MAX_ONNX_BYTES", "MAX_YAML_DEPTH", "MAX_YAML_NODES", "Yaml12Loader", "excerpt",
+           "expanded_nodes", "flow_depth",
            "load_yaml_text", "max_input_bytes", "read_input_bytes", "read_input_text"]

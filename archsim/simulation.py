@@ -80,11 +80,12 @@ def simulate(
     if not hasattr(graph, "ops"):
         raise ArchsimError(f"expected a workload Graph, a zoo name or a file path, got {type(workload).__name__}")
     import mappers
-    from archsim.engine.guard import check_work
+    from archsim.engine.guard import check_work, memory_guard
 
     check_work(graph, arch_spec, work_limit)  # refuse a run beyond the work limit before it grows
-    program = mappers.compile(graph, arch_spec, **mapper_opts)
-    result = run_program(program, arch_spec, detailed=detailed, progress=progress, trace_layers=trace_layers)
+    with memory_guard():  # and stop one whose real memory grows beyond the machine's
+        program = mappers.compile(graph, arch_spec, **mapper_opts)
+        result = run_program(program, arch_spec, detailed=detailed, progress=progress, trace_layers=trace_layers)
     if not result.workload_name:
         result.workload_name = str(getattr(graph, "name", "") or workload)
     result.arch = arch_spec.to_dict()

@@ -57,7 +57,8 @@ def test_run_unknown_set_key(capsys, tmp_path):
 
 def test_workload_show_unknown_parameter(capsys):
     line = run_error(capsys, "workload", "show", "resnet50", "--seq", "4")
-    assert re.fullmatch(r"archsim: error: resnet50: unknown parameter 'seq_len'; expected one of .*", line)
+    assert re.fullmatch(r"archsim: error: resnet50: parameter 'seq_len' \(--seq\) does not apply to this model; "
+                        r"its parameters: batch, image_size, .*", line)
 
 
 def test_rtl_generate_bad_option(capsys, tmp_path):

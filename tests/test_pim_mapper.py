@@ -55,7 +55,7 @@ def test_capacity_error_is_one_line():
     with pytest.raises(MappingError) as err:
         check_graph(g, HBM2)
     msg = str(err.value)
-    assert re.match(r"^llama2_7b: weights \(12\.\d\d GiB\) \+ KV cache \(0\.50 GiB\) do not fit the 4\.00 GiB "
+    assert re.match(r"^llama2-7b: weights \(12\.\d\d GiB\) \+ KV cache \(0\.50 GiB\) do not fit the 4\.00 GiB "
                     r"of pim-hbm2's PIM DRAM$", msg)
     with pytest.raises(MappingError, match=r"do not fit the 4\.00 GiB of pim-hbm2's PIM DRAM$"):
         run_program(mappers.compile(g, HBM2), HBM2)

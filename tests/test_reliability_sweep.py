@@ -88,12 +88,21 @@ SLOW_SWEEP = textwrap.dedent("""
 """)
 
 
+def as_a_terminal_job() -> None:
+    """In the child before exec: SIGINT at its default, as for a command typed at a terminal.
+
+    A disposition of "ignore" survives exec, and Python then installs no KeyboardInterrupt
+    handler; a test suite started as a background job (``cmd &`` in a script, nohup, some CI
+    runners) has SIGINT ignored, so without this the sweep ignores the Ctrl-C under test."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_stops_in_seconds_keeps_finished_points_and_says_how_to_resume(tmp_path):
     out = tmp_path / "out"
     script = tmp_path / "slow.py"
     script.write_text(SLOW_SWEEP.format(tests=str(ROOT / "tests"), spec=SPEC))
     proc = subprocess.Popen([sys.executable, str(script), str(out)], cwd=ROOT, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=as_a_terminal_job)
     jsonl = out / "results.jsonl"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and len(valid_records(jsonl)) < 4:
@@ -206,3 +215,73 @@ def test_disk_full_mid_sweep_then_resume_records_every_point_once(tmp_path, monk
     assert result.reused == 3 and result.ran == 9
     keys = [r["key"] for r in valid_records(tmp_path / "results.jsonl")]
     assert len(keys) == len(set(keys)) == 12
+
+
+RAY_WORKER = textwrap.dedent("""
+    import socket, sys, time
+    from archsim.dse._backends import _RayWorker
+    _RayWorker(None, (socket.gethostname(), int(sys.argv[1])))
+    print("up", flush=True)
+    time.sleep(30)
+""")
+
+
+def test_a_ray_worker_on_the_drivers_host_exits_when_the_driver_is_killed():
+    driver = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    worker = subprocess.Popen([sys.executable, "-c", RAY_WORKER, str(driver.pid)], cwd=ROOT, stdout=subprocess.PIPE)
+    try:
+        assert worker.stdout.readline().strip() == b"up"
+        time.sleep(0.7)
+        assert worker.poll() is None  # the driver lives: the worker stays
+        driver.kill()
+        driver.wait()
+        assert worker.wait(timeout=5) == 1
+    finally:
+        driver.kill()
+        worker.kill()
+
+
+RAY_SWEEP = textwrap.dedent("""
+    import os, sys, time
+    sys.path.insert(0, {tests!r})
+    from archsim.dse import build_plan, parse_sweep, run_sweep
+    from test_dse_helpers import fake_loader, no_workload_check, fake_metrics
+
+    def slow(task):
+        with open(os.path.join({pids!r}, str(os.getpid())), "w"):  # runs in a Ray worker: no sys.argv
+            pass
+        time.sleep(60)
+        return fake_metrics(task)
+
+    plan = build_plan(parse_sweep({spec!r}, source="r.yaml"), loader=fake_loader, workload_check=no_workload_check)
+    run_sweep(plan.spec, sys.argv[1], plan=plan, evaluate=slow, backend="ray", workers=2, progress=False, plots=False)
+""")
+
+
+def test_ray_workers_die_with_a_sigkilled_sweep(tmp_path):
+    pytest.importorskip("ray")
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    script = tmp_path / "ray_sweep.py"
+    script.write_text(RAY_SWEEP.format(tests=str(ROOT / "tests"), spec=SPEC, pids=str(pids)))
+    path = os.pathsep.join(p for p in (str(ROOT / "tests"), str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "out")], cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": path},  # Ray's workers import the helpers too
+                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(os.listdir(pids)) < 2:
+            assert proc.poll() is None
+            time.sleep(0.2)
+        workers = [int(p) for p in os.listdir(pids)]
+        assert len(workers) == 2
+        os.kill(proc.pid, signal.SIGKILL)  # the driver only
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_ppid(w) is not None for w in workers):
+            time.sleep(0.2)
+        assert not [w for w in workers if _ppid(w) is not None]
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # Ray's own processes, if any are left
+        except ProcessLookupError:
+            pass

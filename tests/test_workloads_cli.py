@@ -12,7 +12,7 @@ EXAMPLE = Path(workloads.__file__).parent / "examples" / "tiny_cnn.yaml"
 def test_list(capsys):
     assert main(["workload", "list"]) == 0
     names = capsys.readouterr().out.split()
-    assert names == workloads.zoo_names() and "llama2_7b" in names
+    assert names == workloads.zoo_names() and "llama2-7b" in names
 
 
 def test_show_yaml_table(capsys):
@@ -36,7 +36,7 @@ def test_show_decode_params(capsys):
 def test_show_errors_are_one_line(capsys):
     assert main(["workload", "show", "resnet50", "--seq", "4"]) == 2
     err = capsys.readouterr().err
-    assert err == ("archsim: error: resnet50: unknown parameter 'seq_len'; expected one of batch, image_size, "
-                   "num_classes, weight_precision, act_precision, acc_precision\n")
+    assert err == ("archsim: error: resnet50: parameter 'seq_len' (--seq) does not apply to this model; its "
+                   "parameters: batch, image_size, num_classes, weight_precision, act_precision, acc_precision\n")
     assert main(["workload", "show", "nope.onnx"]) == 2
     assert capsys.readouterr().err == "archsim: error: nope.onnx: no such workload file\n"

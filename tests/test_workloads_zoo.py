@@ -142,8 +142,10 @@ def test_precisions_flow_to_ops():
 
 
 @pytest.mark.parametrize("params,message", [
-    ({"seq_len": 8}, r"^resnet50: unknown parameter 'seq_len'; expected one of batch, image_size, num_classes, "
-                     r"weight_precision, act_precision, acc_precision$"),
+    ({"seq_len": 8}, r"^resnet50: parameter 'seq_len' \(--seq\) does not apply to this model; its parameters: "
+                     r"batch, image_size, num_classes, weight_precision, act_precision, acc_precision$"),
+    ({"depth": 8}, r"^resnet50: unknown parameter 'depth'; expected one of batch, image_size, num_classes, "
+                   r"weight_precision, act_precision, acc_precision$"),
     ({"batch": 0}, r"^resnet50: batch: expected a positive integer, got 0$"),
     ({"weight_precision": "int7"}, r"^resnet50: weight_precision: expected one of int1, .*, got 'int7'$"),
 ])
@@ -167,8 +169,11 @@ def test_bad_phase_params():
 
 
 def test_unknown_name_lists_zoo():
-    with pytest.raises(WorkloadError, match=r"^unknown workload 'resnet51'; expected a zoo name \(resnet18, "):
+    with pytest.raises(WorkloadError, match=r"^unknown workload 'resnet51' \(did you mean 'resnet50' or 'resnet18'\?\); "
+                                            r"expected a zoo name \(resnet18, "):
         workloads.load("resnet51")
+    with pytest.raises(WorkloadError, match=r"^unknown workload 'qwerty'; expected a zoo name \(resnet18, "):
+        workloads.load("qwerty")
     assert "gpt2-xl" in workloads.zoo_names() and "decoder" in workloads.zoo_names()
     assert workloads.load("GPT2_XL", seq=2).total_params() == 1_557_611_200  # '-'/'_' and case fold
 
@@ -183,3 +188,23 @@ def test_every_zoo_model_validates_and_orders_deterministically():
     g = workloads.load("resnet18")
     g.validate()
     assert [op.name for op in g.ops()][:4] == ["conv1", "relu", "maxpool", "layer1.0.conv1"]
+
+
+@pytest.mark.parametrize("typed, canonical", [("ResNet50", "resnet50"), ("resnet-50", "resnet50"),
+                                              ("bert_base", "bert-base"), ("BERT-base", "bert-base"),
+                                              ("gpt2_medium", "gpt2-medium"), ("llama2_7b", "llama2-7b"),
+                                              ("bitnet_b1.58_2b", "bitnet-b1.58-2b")])
+def test_one_canonical_name_however_typed(typed, canonical):
+    from workloads.zoo import canonical_name
+
+    assert canonical_name(typed) == canonical
+    assert canonical in workloads.zoo_names() and typed not in workloads.zoo_names() or typed == canonical
+    assert all(name == name.lower() and "_" not in name for name in workloads.zoo_names())  # one style
+
+
+def test_aliases_share_one_output_folder():
+    from archsim.cli.run import run_name
+
+    folders = {run_name("systolic-32x32-ws", typed) for typed in ("ResNet50", "resnet-50", "resnet_50", "resnet50")}
+    assert folders == {"systolic-32x32-ws-resnet50"}
+    assert workloads.load("ResNet50").name == "resnet50"

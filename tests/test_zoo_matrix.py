@@ -34,8 +34,8 @@ from workloads.zoo import builder_params
 CAPACITY_RE = re.compile(r"^(\S+): weights \(([\d.]+) GiB\) \+ KV cache \(([\d.]+) GiB\) do not fit the "
                          r"([\d.]+) GiB of (\S+)'s PIM DRAM$")
 #: workloads of the default run on every preset
-REPRESENTATIVE = (("resnet18", None), ("vit_b16", None), ("bert_base", None), ("gpt2", "decode"),
-                  ("attn_bert", None))
+REPRESENTATIVE = (("resnet18", None), ("vit-b16", None), ("bert-base", None), ("gpt2", "decode"),
+                  ("attn-bert", None))
 #: preset every workload runs on in the default run (a closed-form model: fast)
 CHEAP_PRESET = "gpu-a100"
 

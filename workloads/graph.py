@@ -28,6 +28,11 @@ from workloads.ops import Op
 from workloads.precision import tensor_bytes
 
 
+#: ops whose NCHW input must be exactly the producer's output (a conv over a silently reshaped or
+#: batch-broadcast tensor computes something else than the file says)
+STRICT_INPUT_KINDS = ("conv2d", "pool")
+
+
 def shapes_fit(produced: Sequence[int], expected: Sequence[int]) -> bool:
     """Whether a tensor of shape ``produced`` can feed an input of shape ``expected``."""
     produced, expected = tuple(produced), tuple(expected)
@@ -110,6 +115,12 @@ class Graph:
             raise WorkloadError(
                 f"graph {self.name!r}: shape mismatch {producer} -> {consumer}: {producer} produces "
                 f"{list(shape)} but {consumer} ({dst.kind}) expects input {port} of {list(want)}")
+        if dst.kind in STRICT_INPUT_KINDS and tuple(shape) != want:  # NCHW: no implicit reshape or batch broadcast
+            what = ("batch" if len(shape) == len(want) == 4 and shape[1:] == want[1:] else
+                    "channels" if len(shape) == len(want) == 4 and shape[1] != want[1] else "shape")
+            raise WorkloadError(
+                f"graph {self.name!r}: {what} mismatch {producer} -> {consumer}: {producer} produces "
+                f"{list(shape)} but {consumer} ({dst.kind}) expects exactly {list(want)} (NCHW)")
 
     # -- reading ---------------------------------------------------------------
     def __len__(self) -> int:

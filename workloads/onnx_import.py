@@ -64,6 +64,7 @@ def load_onnx(path: str, *, unknown_ops: str = "error", dims=None, input_shapes=
     if unknown_ops not in ("error", "vector"):
         raise WorkloadError(f"{path}: unknown_ops: expected 'error' or 'vector', got {unknown_ops!r}")
     from archsim.inputs import MAX_ONNX_BYTES, max_input_bytes, read_input_bytes
+    from workloads.onnx_checks import check_versions
 
     data = read_input_bytes(path, what="ONNX", limit=max_input_bytes(MAX_ONNX_BYTES), error=WorkloadError)
     try:
@@ -71,6 +72,7 @@ def load_onnx(path: str, *, unknown_ops: str = "error", dims=None, input_shapes=
     except Exception as err:  # protobuf raises several types for a corrupt file
         raise WorkloadError(f"{path}: not a readable ONNX model ({type(err).__name__})") from None
     del data  # the parsed model holds its own copy of the weights
+    check_versions(path, model)  # workloads/onnx_checks.py
     if not model.graph.node:
         raise WorkloadError(f"{path}: the ONNX graph has no nodes; expected a model")
     _check_structure(path, model)

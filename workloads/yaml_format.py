@@ -158,6 +158,9 @@ def _infer(kind: str, fields: dict, shapes: list[tuple[int, ...]]) -> None:
     elif kind == "attention":
         if "heads" not in fields:
             raise _Fail("heads: expected the number of heads (attention needs it to split Q)")
+        for key in ("heads", "kv_heads", "head_dim", "seq_q", "seq_kv", "batch"):
+            if key in fields:
+                _int(key, fields[key])
         if "head_dim" in fields and "seq_q" in fields and "seq_kv" in fields:
             return
         need(2)

@@ -1,5 +1,10 @@
 """Progress on stderr with tqdm: shown on a terminal, silent when stderr is not
-one (pipes, CI logs) or with ``--quiet``.
+one (pipes, CI logs) or with ``--quiet``; the long RTL steps (:class:`Stages`,
+:class:`Count`) print plain lines instead when stderr is not a terminal: once a
+step has run :data:`PLAIN_FIRST_S` seconds, a line naming it, then one every
+:data:`PLAIN_EVERY_S` seconds, and a closing line with the stage times; so a log
+shows that a job of minutes is alive, without carriage-return redraws, while a
+quick command (or one that fails at once) stays as quiet as before.
 
 - :class:`LayerProgress`: the ``progress(done, total, name)`` callback of
   :func:`archsim.simulate`, one bar per run titled with the network's name;
@@ -17,6 +22,25 @@ import time
 
 def add_quiet(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output on stderr")
+
+
+PLAIN_FIRST_S = 5.0
+PLAIN_EVERY_S = 30.0
+
+
+def _plain(quiet: bool) -> bool:
+    """Plain progress lines: not --quiet, and stderr is not a terminal."""
+    if quiet:
+        return False
+    isatty = getattr(sys.stderr, "isatty", None)
+    try:
+        return not (isatty and isatty())
+    except ValueError:  # a closed stream
+        return False
+
+
+def _line(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 def _disable(quiet: bool):
@@ -60,15 +84,21 @@ class Stages:
 
         self.bar = tqdm(total=len(names), desc=desc, unit="stage", file=sys.stderr, leave=False,
                         disable=_disable(quiet), bar_format="{desc}: {n}/{total} stages{postfix} [{elapsed}]")
+        self.desc, self.names = desc, list(names)
+        self.plain = _plain(quiet)
         self.times: dict[str, float] = {}
         self.current: str | None = None
         self.since = 0.0
+        self.began = time.perf_counter()
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._ticker = None
         self.closed = False
-        if not self.bar.disable:
-            self._ticker = threading.Thread(target=self._tick, args=(refresh_s,), daemon=True)
+        self._next_line = 0.0  # plain mode: when the running stage is reported next
+        self._lines = 0
+        if not self.bar.disable or self.plain:
+            self._ticker = threading.Thread(target=self._tick, args=(min(refresh_s, 1.0) if self.plain else refresh_s,),
+                                            daemon=True)
             self._ticker.start()
 
     def start(self, name: str) -> None:
@@ -76,6 +106,7 @@ class Stages:
         with self._lock:
             self._finish()
             self.current, self.since = name, time.perf_counter()
+            self._next_line = self.since + PLAIN_FIRST_S
             self._show()
 
     def _finish(self) -> None:
@@ -93,6 +124,13 @@ class Stages:
     def _tick(self, refresh_s: float) -> None:
         while not self._stop.wait(refresh_s):
             with self._lock:
+                now = time.perf_counter()
+                if self.plain and self.current and now >= self._next_line:
+                    step = (f"stage {self.names.index(self.current) + 1}/{len(self.names)}, "
+                            if self.current in self.names else "")
+                    _line(f"{self.desc}: {step}{self.current} running, {now - self.since:.0f}s")
+                    self._next_line = now + PLAIN_EVERY_S
+                    self._lines += 1
                 self._show()
 
     def close(self, finished: bool = True) -> None:
@@ -106,6 +144,9 @@ class Stages:
         if finished:
             self._finish()
         self.bar.close()
+        if self.plain and finished and (self._lines or time.perf_counter() - self.began >= PLAIN_FIRST_S):
+            done = ", ".join(f"{k} {v:.1f}s" for k, v in self.times.items())
+            _line(f"{self.desc}: done in {time.perf_counter() - self.began:.1f}s ({done})")
 
     def __enter__(self) -> "Stages":
         return self
@@ -124,6 +165,10 @@ class Count:
         # every update drawn: they come at most ~10 per second (rtl.cosim.progress polls)
         self.bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, disable=_disable(quiet),
                         mininterval=0, miniters=1)
+        self.desc, self.unit, self.total, self.done = desc, unit, total, 0
+        self.plain = _plain(quiet)
+        self._next_line = time.perf_counter() + PLAIN_FIRST_S
+        self._lines = 0
 
     def __call__(self, done: int, total: int) -> None:
         self.to(done, total)
@@ -131,9 +176,18 @@ class Count:
     def to(self, done: int, total: int | None = None) -> None:
         if total is not None and total != self.bar.total:
             self.bar.total = total
+            self.total = total
         self.bar.update(done - self.bar.n)
+        self.done = done
+        if self.plain and time.perf_counter() >= self._next_line:
+            self._next_line = time.perf_counter() + PLAIN_EVERY_S
+            self._lines += 1
+            _line(f"{self.desc}: {done}/{self.total} {self.unit}s")
 
     def close(self) -> None:
+        if self.plain and self._lines:
+            _line(f"{self.desc}: {self.done}/{self.total} {self.unit}s")
+            self.plain = False
         self.bar.close()
 
     def __enter__(self) -> "Count":

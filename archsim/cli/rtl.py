@@ -7,6 +7,7 @@ Examples::
     archsim rtl cosim --arch my.yaml --source resnet50 --sim verilator --waves
     archsim rtl synth --arch systolic-32x32-ws --set rows=8 --set cols=8 --target ecp5 --pnr --json synth.json
     archsim rtl generate --arch pim-hbm2 --out build/pim
+    archsim rtl lint --arch systolic-32x32-ws --set rows=4 --set cols=4
     archsim rtl cosim --arch pim-hbm2 --tiles 4 --source program --workload gpt2
 """
 from __future__ import annotations
@@ -44,7 +45,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               "models under cocotb, and synthesize it with yosys / nextpnr.")
     sub = p.add_subparsers(dest="rtl_command", metavar="ACTION")
 
-    g = sub.add_parser("generate", help="write Verilog, a FuseSoC .core and a JSON manifest")
+    g = sub.add_parser("generate", help="write Verilog, a FuseSoC .core and a JSON manifest",
+                       description="Elaborate the arch spec's RTL (Amaranth) and write the top module's Verilog, a "
+                       "FuseSoC .core (Icarus, Verilator and yosys targets) and a JSON manifest of the parameters and "
+                       "ports into --out. Progress on stderr (-q: none).")
     _common(g)
     g.add_argument("--out", required=True, metavar="DIR", help="output folder")
     g.add_argument("--wrapper", choices=["none", "axi"], default="none",
@@ -52,7 +56,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "around it (designs with the host interface; docs/rtl_host_interface.md)")
     g.set_defaults(func=cmd_generate)
 
-    c = sub.add_parser("cosim", help="replay tile commands on the RTL and compare with the models")
+    c = sub.add_parser("cosim", help="replay tile commands on the RTL and compare with the models",
+                       description="Co-simulate the generated RTL under cocotb (Icarus or Verilator): replay tiles "
+                       "(random, from a compiled workload, or a real layer) and compare every value and cycle count "
+                       "with archsim's models. Exit status 1 if any tile differs. Progress on stderr (-q: none).")
     _common(c)
     c.add_argument("--tiles", type=int, default=8, metavar="N", help="number of tiles (default 8)")
     c.add_argument("--source", default="random", metavar="SRC",
@@ -75,7 +82,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--top", metavar="NAME", help="top module of the --verilog files")
     c.set_defaults(func=cmd_cosim)
 
-    s = sub.add_parser("synth", help="synthesize with yosys (and place & route with nextpnr-ecp5)")
+    s = sub.add_parser("synth", help="synthesize with yosys (and place & route with nextpnr-ecp5)",
+                       description="Synthesize the generated Verilog with yosys (ECP5 or generic cells) and report "
+                       "cells, LUTs, DSPs and memory; with --pnr, place and route on an ECP5-85k with nextpnr for an "
+                       "out-of-context Fmax. Results are cached. Progress on stderr (-q: none).")
     _common(s)
     s.add_argument("--target", default="ecp5", choices=["ecp5", "generic"], help="yosys flow (default ecp5)")
     s.add_argument("--wrapper", choices=["none", "axi"], default="none",
@@ -88,6 +98,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "instead of the table)")
     s.set_defaults(func=cmd_synth)
 
+    lint = sub.add_parser("lint", help="Verilator -Wall lint of the Verilog with its shipped waivers (rtl.lint)")
+    _common(lint)
+    lint.add_argument("--wrapper", choices=["none", "axi"], default="none",
+                      help="none (default) or axi: lint the design inside its AXI wrapper (as rtl generate)")
+    lint.add_argument("--no-waivers", action="store_true", help="lint without the .vlt waivers (raw counts)")
+    lint.set_defaults(func=cmd_lint)
+
     p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
 
 
@@ -97,6 +114,8 @@ def _design(args, target: str | None = None):
 
     if args.depth is not None and args.depth < 1:
         raise SpecError(f"--depth: expected a positive integer, got {args.depth}")
+    if args.depth is not None and args.depth > MAX_RTL_DEPTH:
+        raise SpecError(f"--depth: expected at most {MAX_RTL_DEPTH} entries per lane, got {args.depth}")
     arch = load_arch(args.arch, args.overrides)
     options = target_options(arch, target) if target else {}
     if args.depth is not None:
@@ -114,11 +133,25 @@ def _design(args, target: str | None = None):
             raise SpecError(f"--banks: the {arch.template} RTL has no banks")
         options[name] = args.banks
     design = design_for(arch, options or None)
+    check_rtl_size(design)
     if getattr(args, "wrapper", "none") == "axi":  # rtl generate --wrapper axi
         from rtl.lib.axi_design import axi_wrapped
 
         design = axi_wrapped(design)
     return arch, design
+
+
+#: entries per lane of a generated local buffer: the 256x256 preset uses 1024; a depth of 1e8
+#: would have the generator build (and the simulator hold) gigabytes before any error
+MAX_RTL_DEPTH = 65536
+
+
+def check_rtl_size(design) -> None:
+    """Refuse a design whose local buffers are deeper than :data:`MAX_RTL_DEPTH` (from any source:
+    ``--depth``, ``--set`` or the spec) before any hardware is built."""
+    for key, value in design.config_dict().items():
+        if key.endswith("_depth") and isinstance(value, int) and value > MAX_RTL_DEPTH:
+            raise SpecError(f"rtl {key}: expected at most {MAX_RTL_DEPTH} entries per lane, got {value:,}")
 
 
 def design_label(arch, overrides) -> str:
@@ -133,10 +166,15 @@ def design_label(arch, overrides) -> str:
 def cmd_generate(args) -> int:
     from rtl.generate import write_outputs
 
-    arch, design = _design(args)
-    files = write_outputs(design, args.out)
+    with Stages("rtl generate", ["design", "Verilog", "files"], args.quiet) as stages:
+        stages.start("design")
+        arch, design = _design(args)
+        stages.start("Verilog")
+        design.verilog()  # the long step (Amaranth elaboration and yosys); write_outputs reuses it
+        stages.start("files")
+        files = write_outputs(design, args.out)
     ports = design.ports()
-    print(f"{arch.name}: {design.toplevel} ({len(ports)} ports)")
+    print(f"{design_label(arch, args.overrides)}: {design.toplevel} ({len(ports)} ports)")
     for kind, path in files.items():
         print(f"  {kind:<8} {path}")
     return 0
@@ -153,6 +191,8 @@ def cmd_cosim(args) -> int:
 
     if args.tiles < 1:
         raise SpecError(f"--tiles: expected a positive integer, got {args.tiles}")
+    if args.seed < 0:
+        raise SpecError(f"--seed: expected a non-negative integer, got {args.seed}")
     if args.max_stream < 1:
         raise SpecError(f"--max-stream: expected a positive integer, got {args.max_stream}")
     if args.json is not None:
@@ -228,6 +268,21 @@ def cmd_synth(args) -> int:
     if args.json:
         write_owned_json(args.json, result, "rtl synth")
     return 0
+
+
+def cmd_lint(args) -> int:
+    """Warnings per rule; exit 1 when any remain."""
+    from rtl.lint import lint_design, verilator_command
+
+    verilator_command()  # one-line error before elaborating when Verilator is missing
+    arch, design = _design(args)
+    result = lint_design(design, waived=not args.no_waivers)
+    waivers = "without waivers" if args.no_waivers else f"with {design.toplevel}.vlt"
+    print(f"{design_label(arch, args.overrides)}: {design.toplevel}, verilator -Wall {waivers}: "
+          f"{result.count} warnings")
+    for rule, n in result.per_rule().most_common():
+        print(f"  {rule:<16} {n}")
+    return 0 if result.count == 0 else 1
 
 
 def synth_table(result: dict) -> str:

@@ -179,6 +179,12 @@ def _slug(text: str) -> str:
 
 
 def run_name(arch_name: str, workload: str) -> str:
+    from workloads.zoo import canonical_name
+
+    try:
+        workload = canonical_name(workload)  # ResNet50, resnet-50: one folder, resnet50
+    except ArchsimError:
+        pass  # a file
     return f"{_slug(arch_name)}-{_slug(workload)}"
 
 
@@ -204,6 +210,9 @@ def run(args: argparse.Namespace) -> int:
     from archsim.report.writers import RUN_FILES
 
     OutputDir.check(out_dir, RUN_FILES)  # refuse a user's folder before simulating, not after
+    from archsim.report.run_lock import hold_run_lock
+
+    _folder_lock = hold_run_lock(out_dir)  # one run per folder; released when run() returns  # noqa: F841
     progress = LayerProgress(f"{arch.name} x {_slug(args.workload)}", quiet=args.quiet)
     try:
         result = simulate(args.workload, arch, detailed=args.detailed, progress=progress,

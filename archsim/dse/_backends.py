@@ -13,6 +13,7 @@ import ctypes.util
 import multiprocessing
 import os
 import signal
+import socket
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -51,14 +52,29 @@ def _die_with_parent(parent_pid: int) -> None:
         pass
     if os.getppid() != parent_pid:  # the parent died before prctl took effect
         os._exit(1)
+    _exit_when(lambda: os.getppid() != parent_pid)
+
+
+def _exit_when(gone) -> None:
+    """A daemon thread that ends this process (``os._exit(1)``) once ``gone()`` is true."""
 
     def watch() -> None:
         while True:
             time.sleep(PARENT_POLL_S)
-            if os.getppid() != parent_pid:
+            if gone():
                 os._exit(1)
 
     threading.Thread(target=watch, name="archsim-parent-watch", daemon=True).start()
+
+
+def _pid_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
 
 
 def _kill_workers(pool: ProcessPoolExecutor) -> None:
@@ -131,8 +147,15 @@ class LocalBackend:
 class _RayWorker:
     """A Ray actor: one long-lived worker that keeps its caches across chunks."""
 
-    def __init__(self, evaluate: Evaluate):
+    def __init__(self, evaluate: Evaluate, driver: tuple[str, int] | None = None):
         self.evaluate = evaluate
+        # die with the driver (the sweep process), SIGKILL included, when on the driver's host:
+        # the raylet is the actor's parent, so PR_SET_PDEATHSIG cannot name the driver
+        if driver is not None and driver[0] == socket.gethostname():
+            _exit_when(lambda: _pid_gone(driver[1]))
+
+    def pid(self) -> int:
+        return os.getpid()
 
     def run(self, chunk: list[Any]) -> list[dict]:
         return run_chunk(self.evaluate, chunk)
@@ -169,7 +192,8 @@ class RayBackend:
             cpus = int(ray.cluster_resources().get("CPU", 1)) or 1
             count = max(1, min(self.workers or cpus, len(chunks)))
             actor_cls = ray.remote(num_cpus=1)(_RayWorker)
-            actors = [actor_cls.remote(evaluate) for _ in range(count)]
+            driver = (socket.gethostname(), os.getpid())
+            actors = [actor_cls.remote(evaluate, driver) for _ in range(count)]
             pool = ActorPool(actors)
             for chunk in chunks:
                 pool.submit(lambda actor, c: actor.run.remote(c), chunk)

@@ -139,6 +139,25 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def metric_text(metric: str, value: float) -> str:
+    """A metric's value with its unit (the column name carries it: ``energy_pj``, ``latency_s`` ...)."""
+    from archsim import fmt
+
+    if metric == "energy_pj":
+        return fmt.energy_pj(value)
+    if metric == "latency_s":
+        return fmt.seconds(value)
+    if metric == "edp_pj_s":
+        return f"{value * 1e-12:.4g} J·s"
+    if metric == "area_mm2":
+        return f"{value:.4g} mm²"
+    if metric == "utilization":
+        return fmt.percent(value)
+    if metric == "cycles" or metric.startswith("synth_"):
+        return fmt.count(value)
+    return _fmt(value)
+
+
 def summary_table(spec: SweepSpec, rows: list[dict], fronts: dict[str, list[dict]], axis_keys: tuple[str, ...]) -> str:
     """Best point per objective and the front size, per workload."""
     lines = []
@@ -163,7 +182,8 @@ def summary_table(spec: SweepSpec, rows: list[dict], fronts: dict[str, list[dict
             pick = min if objective.sense == "min" else max
             row, value = pick(values, key=lambda rv: (rv[1], rv[0]["index"]))
             config = " ".join(f"{k}={row.get(k)}" for k in axis_keys)
-            table.append((f"{objective.written or objective.metric} ({objective.sense})", _fmt(value), config))
+            table.append((f"{objective.written or objective.metric} ({objective.sense})",
+                          metric_text(objective.metric, value), config))
         widths = [max(len(t[i]) for t in table) for i in range(3)]
         for i, t in enumerate(table):
             lines.append("  " + "  ".join(cell.ljust(w) for cell, w in zip(t, widths)).rstrip())

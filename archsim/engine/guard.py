@@ -20,11 +20,23 @@ the sequence at once), so the limit
 sits above every shipped preset x zoo model (the largest, llama3_8b on
 lut-m2n8k4-ecp5, is 3e10) while a batch of 10^9 (4e15) or an image size of
 10^6 (8e13) is refused in milliseconds instead of growing without bound.
+
+Estimates can miss (a template whose tiles or commands grow faster than its MACs), so
+:func:`memory_guard` also measures: around the compile and the run, a watchdog thread reads the
+process's resident memory (``/proc/self/statm``) every :data:`RSS_POLL_S` seconds and, above the
+limit, stops the run with the same one-line error instead of a late ``MemoryError`` or the OOM
+killer. The limit is ``ARCHSIM_MEMORY_LIMIT`` (bytes) if set, else the resident memory at the start
+plus :data:`AVAILABLE_FRACTION` of the memory then available (``MemAvailable``); under
+``ulimit -v`` the address space is also kept below that fraction of the limit, where allocations
+would fail with a late ``MemoryError``.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import signal
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,5 +105,113 @@ def check_work(graph: Any, arch: Any, limit: float | None = None) -> WorkEstimat
     return est
 
 
+RSS_POLL_S = 0.05
+AVAILABLE_FRACTION = 0.9
+_STOP_SIGNAL = signal.SIGUSR2  # delivered to the main thread by _thread.interrupt_main, never by the kernel
+
+
+def _statm(field: int) -> int | None:
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            return int(fh.read().split()[field]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def rss_bytes() -> int | None:
+    """This process's resident memory in bytes (Linux ``/proc``), or None where unknown."""
+    return _statm(1)
+
+
+def _address_space_cap() -> int | None:
+    """90 % of ``ulimit -v`` (RLIMIT_AS) when one is set: past it allocations fail with MemoryError."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        return None
+    return None if soft in (resource.RLIM_INFINITY, -1) or soft <= 0 else int(AVAILABLE_FRACTION * soft)
+
+
+def _available_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def memory_limit_bytes(limit: int | None = None) -> int | None:
+    """``limit`` if given, else ``ARCHSIM_MEMORY_LIMIT`` if set, else resident + 90 % of available
+    memory now; None where the memory cannot be read (not Linux)."""
+    if limit is None:
+        text = os.environ.get("ARCHSIM_MEMORY_LIMIT", "").strip()
+        if text:
+            try:
+                limit = int(float(text))
+            except ValueError:
+                raise ResourceLimitError(f"ARCHSIM_MEMORY_LIMIT: expected a number of bytes, got {text[:20]!r}") from None
+            if limit <= 0:
+                raise ResourceLimitError(f"ARCHSIM_MEMORY_LIMIT: expected a positive number of bytes, got {text[:20]!r}")
+            return limit
+        rss, available = rss_bytes(), _available_bytes()
+        if rss is None or available is None:
+            return None
+        return rss + int(AVAILABLE_FRACTION * available)
+    return int(limit)
+
+
+@contextlib.contextmanager
+def memory_guard(limit: int | None = None):
+    """Stop the code in the ``with`` block with :class:`ResourceLimitError` once this process's
+    resident memory is above the limit (:func:`memory_limit_bytes`).
+
+    Only in the main thread (the stop is a signal handler); elsewhere, or where memory cannot be
+    read, the block runs unguarded."""
+    import _thread
+
+    cap = memory_limit_bytes(limit)
+    if cap is None or threading.current_thread() is not threading.main_thread() or rss_bytes() is None:
+        yield
+        return
+    seen: list[int] = []
+    done = threading.Event()
+    as_cap = _address_space_cap()  # under `ulimit -v`, stop before the allocations fail
+
+    def stop(signum, frame):  # runs in the main thread
+        from archsim.fmt import nbytes
+
+        if seen[1] == "rss":
+            what, limit, how = "resident memory", cap, "set ARCHSIM_MEMORY_LIMIT (bytes)"
+        else:
+            what, limit, how = "address space", as_cap, "raise ulimit -v"
+        raise ResourceLimitError(
+            f"run too large: the simulator's {what} reached {nbytes(seen[0])}, above the limit of "
+            f"{nbytes(limit)}; reduce the batch or input size, or {how} if this machine can take it")
+
+    def watch() -> None:
+        while not done.wait(RSS_POLL_S):
+            rss = rss_bytes()
+            vsz = _statm(0) if as_cap else None
+            if rss is not None and rss > cap or vsz is not None and vsz > as_cap:
+                seen.extend((rss, "rss") if rss is not None and rss > cap else (vsz, "as"))
+                _thread.interrupt_main(_STOP_SIGNAL)
+                return
+
+    previous = signal.signal(_STOP_SIGNAL, stop)
+    watcher = threading.Thread(target=watch, name="archsim-memory-guard", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
+        signal.signal(_STOP_SIGNAL, previous)
+
+
 __all__ = ["DEFAULT_WORK_LIMIT_CYCLES", "ResourceLimitError", "WorkEstimate", "check_work", "estimate_work",
-           "work_limit"]
+           "memory_guard", "memory_limit_bytes", "rss_bytes", "work_limit"]

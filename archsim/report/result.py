@@ -149,6 +149,13 @@ class SimResult:
         workloads without token embeddings, e.g. CNNs."""
         return max([l.tokens for l in self.layers] + [0])
 
+    @property
+    def total_energy_pj(self) -> float:
+        """Everything the run spends: the commands' energy plus the background energy a template
+        adds (``extras["background_energy_pj"]``: PIM's DRAM refresh and standby over the run).
+        The summary's energy and energy per token are both of this total."""
+        return self.energy_pj + float(self.extras.get("background_energy_pj", 0.0) or 0.0)
+
     def token_rates(self, energy_pj: float | None = None) -> dict[str, float]:
         """``tokens``, ``tokens_per_s`` and ``energy_per_token_pj`` (of ``energy_pj``,
         default the run's energy); empty for workloads without tokens."""

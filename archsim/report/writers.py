@@ -102,9 +102,37 @@ def compute_report_text(result: SimResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: unit suffixes of extras' names: the value is formatted by it and the label drops it
+_UNIT_SUFFIXES = ("_per_s", "_pj", "_bytes", "_s", "_fraction")
+#: labels of extras whose name alone reads poorly
+_EXTRA_LABELS = {
+    "tokens_per_s": "tokens per second",
+    "attention_array2d_mac_utilization": "attention layers' 2D-array utilization",
+    "peak_macs_per_cycle": "peak MACs per cycle",
+}
+
+
+def _extra_label(key: str) -> str:
+    """An extra's name as a label: its unit suffix dropped (the value carries the unit), words spaced."""
+    if key in _EXTRA_LABELS:
+        return _EXTRA_LABELS[key]
+    for suffix in _UNIT_SUFFIXES:
+        if key.endswith(suffix) and len(key) > len(suffix):
+            key = key[: -len(suffix)]
+            break
+    return key.replace("_", " ")
+
+
 def _extra(key: str, value) -> str:
-    """A template extra by the unit its name carries (``_pj``, ``_bytes``, ``_per_s``, ``_s``, ``_fraction``)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """A template extra by the unit its name carries (``_pj``, ``_bytes``, ``_per_s``, ``_s``,
+    ``_fraction`` or ``utilization``); yes/no for a flag, ``label value, ...`` for a group."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        return ", ".join(f"{_extra_label(str(k))} {_extra(str(k), v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_extra(key, v) for v in value)
+    if not isinstance(value, (int, float)):
         return str(value)
     if key.endswith("_pj"):
         return fmt.energy_pj(value)
@@ -114,9 +142,38 @@ def _extra(key: str, value) -> str:
         return f"{fmt.number(value)} /s"
     if key.endswith("_s"):
         return fmt.seconds(value)
-    if key.endswith("_fraction"):
+    if key.endswith(("_fraction", "utilization")):
         return fmt.percent(value)
     return fmt.number(value)
+
+
+def datapath_precision(result: SimResult) -> str | None:
+    """The arch's arithmetic precision when its params name one (``precision`` or ``mac_precision``), else None."""
+    params = (result.arch or {}).get("params") or {}
+    for key in ("precision", "mac_precision"):
+        if isinstance(params.get(key), str):
+            return params[key]
+    return None
+
+
+def precision_text(result: SimResult) -> str:
+    """The workload's (weights/activations) formats, and the datapath's when it computes in another one."""
+    pairs = result.precisions
+    text = ", ".join(pairs) or "-"
+    datapath = datapath_precision(result)
+    if datapath and pairs and any(pair != f"{datapath}/{datapath}" for pair in pairs):
+        text += f" (the workload's formats; the datapath computes in {datapath})"
+    return text
+
+
+def energy_text(result: SimResult) -> str:
+    """The run's energy, one definition: everything the run spends, the template's background
+    energy included (PIM's DRAM refresh and standby over the run), with the split stated."""
+    background = float(result.extras.get("background_energy_pj", 0.0) or 0.0)
+    if not background:
+        return fmt.energy_pj(result.energy_pj)
+    return (f"{fmt.energy_pj(result.total_energy_pj)} ({fmt.energy_pj(result.energy_pj)} per command + "
+            f"{fmt.energy_pj(background)} DRAM background)")
 
 
 def memory_traffic_text(result: SimResult) -> str:
@@ -141,9 +198,9 @@ def summary_rows(result: SimResult) -> list[tuple[str, str]]:
         ("stall cycles", fmt.count(result.stall_cycles)),
         ("latency", f"{fmt.seconds(result.latency_s)} at {result.clock_mhz:g} MHz"),
         ("MACs", fmt.count(result.macs)),
-        ("precision (weights/activations)", ", ".join(result.precisions) or "-"),
+        ("precision (weights/activations)", precision_text(result)),
         ("utilization", fmt.percent(result.utilization)),
-        ("energy", fmt.energy_pj(result.energy_pj)),
+        ("energy", energy_text(result)),
         ("DRAM traffic", memory_traffic_text(result)),
         ("SRAM traffic", fmt.nbytes(result.sram_bytes)),
     ]
@@ -154,8 +211,15 @@ def summary_rows(result: SimResult) -> list[tuple[str, str]]:
     fused = sum(1 for l in result.layers if l.mapping.get("fused_into"))
     if fused:
         rows.append(("fused element-wise ops", f"{fused} (in the array's output path; --no-fusion to separate)"))
+    tokens = result.tokens
     for k, v in sorted(result.extras.items()):
-        rows.append((k, _extra(k, v)))
+        if k == "background_energy_pj":
+            continue  # part of the energy row
+        if k == "energy_per_token_pj" and tokens:
+            v = result.total_energy_pj / tokens  # of the energy row, whatever the template computed
+        if k.endswith("utilization") and isinstance(v, float) and fmt.percent(v) == fmt.percent(result.utilization):
+            continue  # the same figure as the utilization row
+        rows.append((_extra_label(k), _extra(k, v)))
     return rows
 
 

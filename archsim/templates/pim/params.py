@@ -50,6 +50,7 @@ MAC_PRECISIONS = ("int8", "bf16")
 ACC_PRECISION = {"int8": "int32", "bf16": "fp32"}
 ELEMENT_BYTES = {name: bits_of(name) // 8 for name in ("int8", "bf16")}  # the registry's widths
 ACC_BYTES = {"int8": 4, "bf16": 4}
+MAX_CHANNELS = 65536  # channels x stacks: 5 HBM stacks are 80, a 64-stack system 1024
 
 TIMING_NAMES = ("tRCD", "tRCDWR", "tRP", "tRAS", "tRTP", "tWR", "tCCD_S", "tCCD_L", "tRRD", "tRRD_L", "tFAW", "tWTR",
                 "tWTR_S", "tRTW", "tRASmax", "tPPD", "tREFI", "tRFC", "tRFCpb", "tRREFD", "tCL", "act_bus_cycles")
@@ -142,6 +143,8 @@ class PimParams(TemplateParams):
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{key}: expected a positive integer, got {v!r}")
+        if self.n_channels > MAX_CHANNELS:  # the model keeps one unit per channel: 1e20 would never finish
+            raise ValueError(f"channels: expected channels x stacks <= {MAX_CHANNELS}, got {self.n_channels:.3g}")
         v = self.mac_pipeline_cycles
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise ValueError(f"mac_pipeline_cycles: expected an integer >= 0, got {v!r}")
