@@ -16,7 +16,7 @@ import argparse
 import time
 
 from archsim.numerics import bits_of
-from archsim.templates.simd.compare import ECP5_PC10, mixpe_vs_dequant, xrnpe_rows
+from archsim.validate._simd_compare import ECP5_PC10, mixpe_vs_dequant, xrnpe_rows
 
 
 def xrnpe_table() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from archsim.templates.simd import compare
+from archsim.validate import _simd_compare as compare
 
 
 def test_xrnpe_rows_are_single_buildable_pes():

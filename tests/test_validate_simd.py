@@ -12,7 +12,7 @@ import dataclasses
 
 import pytest
 
-from archsim.templates.simd import compare
+from archsim.validate import _simd_compare as compare
 from archsim.validate import simd
 
 

@@ -44,7 +44,7 @@ from workloads.onnx_shapes import (BATCH_DIM_NAMES, SEQ_DIM_NAMES, bind_dims, bi
                                    parse_bindings, resolve, scalar_value, shape_value, symbolic_dims,
                                    weights_loaded)
 
-__all__ = ["load_onnx", "parse_dim_args", "parse_onnx_args", "coverage_line", "symbolic_dims", "bind_dims",
+__all__ = ["load_onnx", "parse_dim_args", "parse_onnx_args", "symbolic_dims", "bind_dims",
            "BATCH_DIM_NAMES", "SEQ_DIM_NAMES"]
 
 _node_names = node_names  # the accuracy executor names layers the same way
@@ -206,21 +206,6 @@ def _branch_error(path: str, m: OnnxModel, node) -> str:
             "folds" if roots else "archsim folds If / Loop only when they are constant; export the model "
             "without data-dependent control flow")
     return f"{path}: {m.label(node)}: {what} depends on the input data; {hint}"
-
-
-def coverage_line(report: dict) -> str:
-    """One line: 'lowered 412 of 415 nodes; 3 substituted on the vector unit (...); 100.0% of MACs accounted'."""
-    dynamic = report["lowered"] + sum(s["count"] for s in report["substituted"])
-    static = sum(d["count"] for d in report["dropped_static"])
-    parts = [f"lowered {report['lowered']} of {dynamic} compute nodes, {static} static nodes left out"]
-    if report["substituted"]:
-        listed = ", ".join(f"{s['op']} x{s['count']}" for s in report["substituted"])
-        parts.append(f"{sum(s['count'] for s in report['substituted'])} substituted on the vector unit "
-                     f"({listed}; their MACs are not counted)")
-    frac = report["macs_accounted_fraction"]
-    parts.append(f"{100 * frac:.1f}% of MACs accounted" if frac is not None else "MACs of the substituted "
-                 "nodes unknown")
-    return "; ".join(parts)
 
 
 def parse_onnx_args(workload: str, dims=(), input_shapes=(), input_values=()) -> dict:

@@ -80,7 +80,7 @@ def _show(args: argparse.Namespace) -> int:
           f"(shared weights counted once), {total_bytes:,} operand bytes")
     report = getattr(graph, "import_report", None)
     if report:
-        from workloads.onnx_import import coverage_line
+        from archsim.report.writers import coverage_line
 
         print(f"import: {coverage_line(report)}")
     if getattr(args, "check", False):

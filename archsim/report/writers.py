@@ -102,6 +102,21 @@ def compute_report_text(result: SimResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+def coverage_line(report: dict) -> str:
+    """One line: 'lowered 412 of 415 nodes; 3 substituted on the vector unit (...); 100.0% of MACs accounted'."""
+    dynamic = report["lowered"] + sum(s["count"] for s in report["substituted"])
+    static = sum(d["count"] for d in report["dropped_static"])
+    parts = [f"lowered {report['lowered']} of {dynamic} compute nodes, {static} static nodes left out"]
+    if report["substituted"]:
+        listed = ", ".join(f"{s['op']} x{s['count']}" for s in report["substituted"])
+        parts.append(f"{sum(s['count'] for s in report['substituted'])} substituted on the vector unit "
+                     f"({listed}; their MACs are not counted)")
+    frac = report["macs_accounted_fraction"]
+    parts.append(f"{100 * frac:.1f}% of MACs accounted" if frac is not None else "MACs of the substituted "
+                 "nodes unknown")
+    return "; ".join(parts)
+
+
 #: unit suffixes of extras' names: the value is formatted by it and the label drops it
 _UNIT_SUFFIXES = ("_per_s", "_pj", "_bytes", "_s", "_fraction")
 #: labels of extras whose name alone reads poorly
@@ -205,8 +220,6 @@ def summary_rows(result: SimResult) -> list[tuple[str, str]]:
         ("SRAM traffic", fmt.nbytes(result.sram_bytes)),
     ]
     if result.imported:
-        from workloads.onnx_import import coverage_line
-
         rows.append(("import", coverage_line(result.imported)))
     fused = sum(1 for l in result.layers if l.mapping.get("fused_into"))
     if fused:

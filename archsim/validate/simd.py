@@ -11,7 +11,7 @@ Published figures (the papers' abstracts):
   and an FPGA co-processor with 1.4x fewer LUTs and 1.77x fewer FFs than
   state-of-the-art accelerators (VCU129).
 
-archsim's side (:mod:`archsim.templates.simd.compare`): MixPE's PE (shift-add,
+archsim's side (:mod:`archsim.validate._simd_compare`): MixPE's PE (shift-add,
 integer MAC per group of 128, scale once per group) against the
 dequantize-then-fp16 baseline at equal PE-array area, W4A8 Llama-3-8B prefill
 (512 tokens) on simd-1024; the reconfigurable PE against a multi-format PE
@@ -41,7 +41,7 @@ _XRNPE_AREA = ("XR-NPE's RMMEC shares mantissa multipliers across formats; archs
 
 
 def claims() -> list[Claim]:
-    from archsim.templates.simd.compare import ECP5_PC10, MULTI_FORMAT_ECP5, mixpe_vs_dequant, xrnpe_rows
+    from archsim.validate._simd_compare import ECP5_PC10, MULTI_FORMAT_ECP5, mixpe_vs_dequant, xrnpe_rows
 
     w4a8 = mixpe_vs_dequant("simd-1024", "int4", "int8", 128, "llama3_8b", "prefill", 512)
     setup = (f"W4A8 g128 Llama-3-8B prefill 512, simd-1024: MixPE {w4a8.mixpe_pes} PEs vs dequant "
