@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from archsim.numerics._base import Format
+from archsim.numerics._bitmod import bitmod_formats, quantize_groups, quantize_mixture, sqnr_db
 from archsim.numerics._float import Float32, MiniFloat
 from archsim.numerics._int import IntFormat, LevelFormat
 from archsim.numerics._mx import MxFormat, mx_formats
@@ -51,6 +52,7 @@ def _registry() -> dict[str, Format]:
         Float32(),
         *(Posit(n, es) for n, es in ((4, 1), (8, 0), (8, 2), (16, 1), (16, 2))),
         *mx_formats().values(),
+        *bitmod_formats(),
     ]
     return {f.name: f for f in formats}
 
@@ -108,4 +110,5 @@ def to_fixed(fmt: Format | str, codes, frac_bits: int | None = None) -> np.ndarr
     return np.vectorize(int, otypes=[object])(scaled)
 
 
-__all__ = ["Format", "bits_of", "exact_frac_bits", "format_names", "get_format", "to_fixed"]
+__all__ = ["Format", "bits_of", "exact_frac_bits", "format_names", "get_format", "quantize_groups",
+           "quantize_mixture", "sqnr_db", "to_fixed"]
