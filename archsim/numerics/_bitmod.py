@@ -100,13 +100,17 @@ def _groups(w: np.ndarray, group_size: int) -> np.ndarray:
 def quantize_groups(w, fmt: Format, group_size: int = GROUP_SIZE) -> tuple[np.ndarray, np.ndarray]:
     """``w`` (rows x cols) quantized to ``fmt`` per group of ``group_size`` consecutive weights of a row.
 
-    Symmetric absmax scaling, as the paper's code: ``scale = max|group| / max|fmt value|``,
+    Symmetric absmax scaling, as the paper's code: ``scale = max|group| / qmax`` with
+    ``qmax`` the largest magnitude of ``fmt`` (for ints the largest positive: -2^(b-1) unused),
     each weight rounded to ``scale * v`` for the nearest value ``v``. Returns
     (dequantized weights of ``w``'s shape, scales of shape rows x groups). An all-zero
     group gets scale 1 (every weight exactly 0)."""
     g = _groups(w, group_size)
-    finite = fmt.decode(np.arange(1 << fmt.bits))
-    qmax = float(np.abs(finite[np.isfinite(finite)]).max())
+    if fmt.kind in ("int", "uint"):
+        qmax = fmt.max_value  # symmetric INT: two's complement's extra negative code is left unused
+    else:
+        finite = fmt.decode(np.arange(1 << fmt.bits))
+        qmax = float(np.abs(finite[np.isfinite(finite)]).max())
     amax = np.abs(g).max(axis=-1, keepdims=True)
     scale = np.where(amax > 0, amax / qmax, 1.0)
     deq = fmt.round_to(g / scale) * scale
