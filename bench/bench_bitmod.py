@@ -16,13 +16,19 @@ from __future__ import annotations
 import argparse
 import time
 
+import numpy as np
+
+from archsim.numerics import get_format, quantize_mixture
+from archsim.numerics._bitmod import MIXTURES
 from archsim.validate.bitmod import BASELINES, best_fp3_ea_special, llama3_8b_like_weights, sqnr_table
 
 ROWS = {
     3: [("int3", "INT3 g128 (symmetric, +-3)"), ("fp3_e2m0", "FP3 g128 (0, +-1, +-2, +-4)"),
-        ("fp3_er_pos", "FP3-ER+ alone"), ("fp3_ea_pos", "FP3-EA+ alone"), ("bitmod3", "BitMoD-3 mixture (ER+-, EA+-)")],
+        ("fp3_er_pos", "FP3-ER+ alone"), ("fp3_ea_pos", "FP3-EA+ alone"), ("er3", "ER+- mixture"),
+        ("ea3", "EA+- mixture"), ("bitmod3", "BitMoD-3 mixture (ER+-, EA+-)")],
     4: [("int4", "INT4 g128 (symmetric, +-7)"), ("fp4_e2m1", "FP4 E2M1 g128"),
-        ("fp4_er_pos", "FP4-ER+ alone"), ("fp4_ea_pos", "FP4-EA+ alone"), ("bitmod4", "BitMoD-4 mixture (ER+-, EA+-)")],
+        ("fp4_er_pos", "FP4-ER+ alone"), ("fp4_ea_pos", "FP4-EA+ alone"), ("er4", "ER+- mixture"),
+        ("ea4", "EA+- mixture"), ("bitmod4", "BitMoD-4 mixture (ER+-, EA+-)")],
 }
 
 
@@ -43,6 +49,11 @@ def main() -> None:
             paper = "best at this width" if key.startswith("bitmod") else ""
             print(f"{label:34s} {table[key]:8.2f} {table[key] - best:+14.2f}  {paper}")
         print()
+    for bits in (3, 4):
+        mix = [get_format(n) for n in MIXTURES[bits]]
+        idx = np.concatenate([quantize_mixture(w, mix)[1].ravel() for w in weights.values()])
+        share = ", ".join(f"{n} {np.mean(idx == i):.0%}" for i, n in enumerate(MIXTURES[bits]))
+        print(f"groups choosing each {bits}-bit type: {share}")
     print(f"FP3 extra-asymmetry value with least error among 5..9: {best_fp3_ea_special(weights):g} "
           f"(paper's choice: 6, on real LLM weights)")
     print(f"[{time.perf_counter() - t0:.1f} s]")

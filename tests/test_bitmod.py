@@ -114,5 +114,7 @@ def test_mixture_matches_a_numpy_brute_force_and_beats_every_single_type():
 def test_bad_shapes_say_what_was_expected():
     with pytest.raises(ValueError, match="multiple of group_size"):
         quantize_groups(np.zeros((2, 100)), get_format("int4"), 128)
+    with pytest.raises(ValueError, match="finite weights"):
+        quantize_groups(np.full((1, 128), np.nan), get_format("int4"))
     with pytest.raises(ValueError, match="at least one format"):
         quantize_mixture(np.zeros((1, 128)), [])

@@ -106,6 +106,8 @@ def quantize_groups(w, fmt: Format, group_size: int = GROUP_SIZE) -> tuple[np.nd
     (dequantized weights of ``w``'s shape, scales of shape rows x groups). An all-zero
     group gets scale 1 (every weight exactly 0)."""
     g = _groups(w, group_size)
+    if not np.isfinite(g).all():
+        raise ValueError("group quantization needs finite weights; got NaN or inf")
     if fmt.kind in ("int", "uint"):
         qmax = fmt.max_value  # symmetric INT: two's complement's extra negative code is left unused
     else:

@@ -60,7 +60,8 @@ def _pooled_sqnr(weights: dict[str, np.ndarray], quantize) -> float:
 
 
 def sqnr_table(weights: dict[str, np.ndarray] | None = None, group_size: int = GROUP_SIZE) -> dict[str, float]:
-    """SQNR (dB, pooled over the tensors) of each single type and of BitMoD's mixture, per bit width."""
+    """SQNR (dB, pooled over the tensors) of each single type and of the mixtures, per bit width:
+    ``bitmod<b>`` (ER+-, EA+-: the paper's), ``er<b>`` (ER+- only) and ``ea<b>`` (EA+- only)."""
     weights = llama3_8b_like_weights() if weights is None else weights
     table = {}
     for bits in (3, 4):
@@ -70,8 +71,10 @@ def sqnr_table(weights: dict[str, np.ndarray] | None = None, group_size: int = G
         for name in MIXTURES[bits]:
             fmt = get_format(name)
             table[name] = _pooled_sqnr(weights, lambda w, f=fmt: quantize_groups(w, f, group_size)[0])
-        mix = [get_format(n) for n in MIXTURES[bits]]
-        table[f"bitmod{bits}"] = _pooled_sqnr(weights, lambda w, m=mix: quantize_mixture(w, m, group_size)[0])
+        for key, names in ((f"bitmod{bits}", MIXTURES[bits]), (f"er{bits}", MIXTURES[bits][:2]),
+                           (f"ea{bits}", MIXTURES[bits][2:])):
+            mix = [get_format(n) for n in names]
+            table[key] = _pooled_sqnr(weights, lambda w, m=mix: quantize_mixture(w, m, group_size)[0])
     return table
 
 
