@@ -67,6 +67,7 @@ def simulate(
     mapper_names = option_names(arch_spec.template)
     mapper_opts = {k: v for k, v in options.items() if k in mapper_names and v is not None}
     workload_opts = {k: v for k, v in options.items() if k not in mapper_names and v is not None}
+    transform = workload_opts.pop("transform", None)  # "draco" or "draco:group_width=4" (workloads.transforms)
     if isinstance(workload, (str, bytes)) or hasattr(workload, "__fspath__"):
         import workloads
 
@@ -79,6 +80,11 @@ def simulate(
         graph = workload
     if not hasattr(graph, "ops"):
         raise ArchsimError(f"expected a workload Graph, a zoo name or a file path, got {type(workload).__name__}")
+    if transform is not None:
+        from workloads.transforms import apply, parse_spec
+
+        name, params = parse_spec(str(transform))
+        graph = apply(graph, name, **params)
     import mappers
     from archsim.engine.guard import check_work, memory_guard
 

@@ -98,3 +98,15 @@ def test_draco_refuses_bad_input():
         parse_spec("draco:group_width")
     assert parse_spec("draco:group_width=8") == ("draco", {"group_width": 8})
     assert parse_spec("draco") == ("draco", {})
+
+
+def test_transform_through_api_and_cli(capsys, tmp_path):
+    from archsim.cli import main
+
+    base = archsim.simulate("mobilenet-v1", ARRAY, overrides=SIZE_64)
+    out = archsim.simulate("mobilenet-v1", ARRAY, overrides=SIZE_64, transform="draco:group_width=4")
+    assert sum(l.macs for l in out.layers) == sum(l.macs for l in base.layers) + 3 * MOBILENET_DW_MACS
+    code = main(["run", "--workload", "mobilenet-v1", "--arch", ARRAY, "--transform", "draco:group_width=3",
+                 "--out", str(tmp_path / "run"), "-q", "--no-plots"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.count("\n") == 0 and "not divisible by group_width=3" in err
