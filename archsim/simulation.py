@@ -81,10 +81,9 @@ def simulate(
     if not hasattr(graph, "ops"):
         raise ArchsimError(f"expected a workload Graph, a zoo name or a file path, got {type(workload).__name__}")
     if transform is not None:
-        from workloads.transforms import apply, parse_spec
+        from workloads.transforms import apply_spec
 
-        name, params = parse_spec(str(transform))
-        graph = apply(graph, name, **params)
+        graph = apply_spec(graph, transform)
     import mappers
     from archsim.engine.guard import check_work, memory_guard
 

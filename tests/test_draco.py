@@ -120,3 +120,12 @@ def test_draco_layer_fast_equals_detailed(dataflow):
     fast, detailed = archsim.simulate(g, ARRAY, overrides=over), archsim.simulate(g, ARRAY, overrides=over, detailed=True)
     assert fast.layers[0].cycles == detailed.layers[0].cycles
     assert fast.layers[0].compute_cycles == detailed.layers[0].compute_cycles
+
+
+def test_transform_in_compare(capsys):
+    from archsim.cli import main
+
+    code = main(["compare", "--workload", "mobilenet-v1", "--arch", ARRAY, "--arch", "systolic-32x32-os",
+                 "--transform", "draco:group_width=3"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "block1.dw: 32 channels are not divisible by group_width=3" in err

@@ -18,7 +18,7 @@ from workloads.transforms.draco import draco
 
 TRANSFORMS: dict[str, Callable[..., Graph]] = {"draco": draco}
 
-__all__ = ["TRANSFORMS", "apply", "draco", "parse_spec"]
+__all__ = ["TRANSFORMS", "apply", "apply_spec", "draco", "parse_spec"]
 
 
 def apply(graph: Graph, name: str, **params) -> Graph:
@@ -43,3 +43,11 @@ def parse_spec(spec: str) -> tuple[str, dict[str, int]]:
             raise WorkloadError(f"--transform {spec!r}: expected NAME or NAME:key=INT[,key=INT], got {item!r}")
         params[key.strip()] = int(value)
     return name.strip(), params
+
+
+def apply_spec(graph: Graph, spec: str | None) -> Graph:
+    """``graph`` rewritten by the transform named in ``spec`` (``--transform``); ``None``: unchanged."""
+    if spec is None:
+        return graph
+    name, params = parse_spec(str(spec))
+    return apply(graph, name, **params)
