@@ -52,7 +52,8 @@ def simulate(
     **options
         Mapper options (``objective``, ``conv_lowering`` and the template's own,
         e.g. systolic ``dataflow``; :func:`mappers.options.option_names`) go to
-        ``mappers.compile``; the rest to ``workloads.load``.
+        ``mappers.compile``; ``transform`` (``"draco:group_width=4"``) rewrites the graph
+        before mapping (:mod:`workloads.transforms`); the rest go to ``workloads.load``.
     """
     from archsim.engine import run_program
     from archsim.spec import load_arch
