@@ -5,7 +5,8 @@ Per layer: ``util`` = MACs / (4096 PEs x cycles) (DRAM stalls included: the figu
 follows) and ``map`` = fraction of PEs a tile maps (SCALE-Sim's mapping efficiency), for the
 network as published (g=1) and after ``workloads.transforms.draco`` (g = ``--group-width``).
 Then the summary: average PE utilization (mean over MAC layers, and MAC-weighted = total MACs /
-(4096 x total cycles)) and latency per dataflow, the best-against-best gains, a sweep of
+(4096 x total cycles), and the stall-free mean of SCALE-Sim's compute utilization) and latency per
+dataflow, the best-against-best gains, a sweep of
 group widths, and the paper's 41.8 % / 42.6 % (against row-stationary, which archsim cannot
 model: see archsim/validate/draco.py).
 
@@ -36,14 +37,15 @@ def _layer_table(workload: str, group_width: int) -> None:
 
 def _summary(workload: str, group_width: int) -> None:
     print(f"\n{workload}: summary on 64x64 int8 (systolic-32x32-ws with rows=64 cols=64)")
-    print(f"{'dataflow':<9}{'g':>3}{'MACs':>14}{'cycles':>12}{'mean util':>11}{'MAC-wtd util':>14}{'dw mean util':>14}")
+    print(f"{'dataflow':<9}{'g':>3}{'MACs':>14}{'cycles':>12}{'mean util':>11}{'MAC-wtd util':>14}{'dw mean util':>14}{'stall-free':>12}")
     for g in (1, group_width):
         for df in D.DATAFLOWS:
             r = D.run(workload, df, g)
             macs = sum(x.macs for x in r.layers)
             dw = [x.utilization for x in r.layers if x.kind == "dw"]
             print(f"{df.upper():<9}{g:>3}{macs:>14,}{r.total_cycles:>12,}{r.mean_utilization:>11.2%}"
-                  f"{macs / (D.PE_COUNT * r.total_cycles):>14.2%}{sum(dw) / len(dw):>14.2%}")
+                  f"{macs / (D.PE_COUNT * r.total_cycles):>14.2%}{sum(dw) / len(dw):>14.2%}"
+                  f"{sum(x.compute_utilization for x in r.layers) / len(r.layers):>12.2%}")
     g = D.gains(workload, group_width)
     print(f"best against best: base {g['base'].dataflow.upper()} vs DRACO g={group_width} "
           f"{g['draco'].dataflow.upper()}: mean-util gain {g['util_gain']:+.1%} "

@@ -58,6 +58,7 @@ class LayerRow:
     cycles: int
     utilization: float         # macs / (PEs * cycles)
     mapping_efficiency: float  # fraction of PEs a tile maps
+    compute_utilization: float  # macs / (PEs * compute-busy cycles): stall-free, SCALE-Sim's "Compute Util"
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,8 @@ def run(workload: str, dataflow: str, group_width: int = 1) -> Run:
         graph = draco(graph, group_width=group_width)
     result = archsim.simulate(graph, ARCH, overrides=[*ARRAY_OVERRIDES, f"dataflow={dataflow}"])
     rows = tuple(LayerRow(layer.name, _kind(graph.op(layer.name)), layer.macs, layer.cycles,
-                          layer.macs / (PE_COUNT * layer.cycles), layer.mapping_efficiency)
+                          layer.macs / (PE_COUNT * layer.cycles), layer.mapping_efficiency,
+                          layer.compute_utilization)
                  for layer in result.layers if layer.macs > 0 and graph.op(layer.name).kind in ("conv2d", "matmul"))
     return Run(workload, dataflow, group_width, rows, sum(layer.cycles for layer in result.layers))
 
