@@ -37,7 +37,8 @@ def _layer_table(workload: str, group_width: int) -> None:
 
 def _summary(workload: str, group_width: int) -> None:
     print(f"\n{workload}: summary on 64x64 int8 (systolic-32x32-ws with rows=64 cols=64)")
-    print(f"{'dataflow':<9}{'g':>3}{'MACs':>14}{'cycles':>12}{'mean util':>11}{'MAC-wtd util':>14}{'dw mean util':>14}{'stall-free':>12}")
+    print(f"{'dataflow':<9}{'g':>3}{'MACs':>14}{'cycles':>12}{'mean util':>11}{'MAC-wtd util':>14}"
+          f"{'dw mean util':>14}{'stall-free':>12}")
     for g in (1, group_width):
         for df in D.DATAFLOWS:
             r = D.run(workload, df, g)

@@ -117,7 +117,8 @@ def test_draco_layer_fast_equals_detailed(dataflow):
     # the transform adds no mapping: the grouped conv runs on the existing path, whose levels agree
     g = draco(_dw_layer(16, 14), group_width=4)
     over = SIZE_64 + [f"dataflow={dataflow}"]
-    fast, detailed = archsim.simulate(g, ARRAY, overrides=over), archsim.simulate(g, ARRAY, overrides=over, detailed=True)
+    fast = archsim.simulate(g, ARRAY, overrides=over)
+    detailed = archsim.simulate(g, ARRAY, overrides=over, detailed=True)
     assert fast.layers[0].cycles == detailed.layers[0].cycles
     assert fast.layers[0].compute_cycles == detailed.layers[0].compute_cycles
 
