@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 
+from archsim.errors import ArchsimError
 from archsim.validate import draco as D
 
 
@@ -63,7 +64,7 @@ def _sweep(workload: str) -> None:
     for g in (1, 2, 4, 8, 16):
         try:
             gain = D.gains(workload, g)
-        except Exception as exc:  # a width that does not divide every depthwise layer: say so, go on
+        except ArchsimError as exc:  # a width that does not divide every depthwise layer: say so, go on
             print(f"{g:>3}  skipped: {exc}")
             continue
         macs = sum(x.macs for x in gain["draco"].layers)
@@ -79,11 +80,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-layers", action="store_true", help="summary and sweep only")
     args = ap.parse_args(argv)
     names = ["mobilenet-v1", "efficientnet-b0"] if args.workload == "both" else [args.workload]
-    for name in names:
-        if not args.no_layers:
-            _layer_table(name, args.group_width)
-        _summary(name, args.group_width)
-        _sweep(name)
+    try:
+        for name in names:
+            if not args.no_layers:
+                _layer_table(name, args.group_width)
+            _summary(name, args.group_width)
+            _sweep(name)
+    except ArchsimError as exc:
+        print(f"bench_draco: error: {exc}")
+        return 2
     print(f"\npaper ({D.PAPER}): MobileNetV1 on 64x64, DRACO vs row-stationary: "
           f"+{D.PAPER_UTIL_GAIN:.1%} average PE utilization, -{D.PAPER_LATENCY_GAIN:.1%} latency")
     return 0
