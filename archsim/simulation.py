@@ -52,7 +52,8 @@ def simulate(
     **options
         Mapper options (``objective``, ``conv_lowering`` and the template's own,
         e.g. systolic ``dataflow``; :func:`mappers.options.option_names`) go to
-        ``mappers.compile``; the rest to ``workloads.load``.
+        ``mappers.compile``; ``transform`` (``"draco:group_width=4"``) rewrites the graph
+        before mapping (:mod:`workloads.transforms`); the rest go to ``workloads.load``.
     """
     from archsim.engine import run_program
     from archsim.spec import load_arch
@@ -67,6 +68,7 @@ def simulate(
     mapper_names = option_names(arch_spec.template)
     mapper_opts = {k: v for k, v in options.items() if k in mapper_names and v is not None}
     workload_opts = {k: v for k, v in options.items() if k not in mapper_names and v is not None}
+    transform = workload_opts.pop("transform", None)  # "draco" or "draco:group_width=4" (workloads.transforms)
     if isinstance(workload, (str, bytes)) or hasattr(workload, "__fspath__"):
         import workloads
 
@@ -79,6 +81,10 @@ def simulate(
         graph = workload
     if not hasattr(graph, "ops"):
         raise ArchsimError(f"expected a workload Graph, a zoo name or a file path, got {type(workload).__name__}")
+    if transform is not None:
+        from workloads.transforms import apply_spec
+
+        graph = apply_spec(graph, transform)
     import mappers
     from archsim.engine.guard import check_work, memory_guard
 

@@ -334,7 +334,12 @@ def compare(args: argparse.Namespace) -> dict[str, Any]:
             except SpecError:
                 if not args.allow_mixed_precision:
                     raise
+    transform = options.pop("transform", None)
     graph = workloads.load(args.workload, **options)
+    if transform is not None:
+        from workloads.transforms import apply_spec
+
+        graph = apply_spec(graph, transform)
     stored = graph_formats(graph)
     precisions = [compute_precision(a, graph) for a in archs]
     exact = [all(widens_exactly(g, c) for g, c in zip(stored, prec) if g != "none") for prec in precisions]

@@ -64,13 +64,15 @@ def add_workload_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--phase", choices=["prefill", "decode"], help="LLM phase")
     p.add_argument("--kv-len", type=int, dest="kv_len", help="KV-cache length (decode)")
     p.add_argument("--image-size", type=int, dest="image_size", help="input image size (CNNs, ViT)")
+    p.add_argument("--transform", metavar="NAME[:key=INT,...]",
+                   help="rewrite the workload before mapping (workloads.transforms), e.g. draco:group_width=4")
     add_onnx_args(p)
 
 
 def workload_options(args: argparse.Namespace) -> dict:
     """Loader options of :func:`add_workload_args`' flags (the ones given)."""
     options = {"batch": args.batch, "seq": args.seq, "phase": args.phase, "kv_len": args.kv_len,
-               "image_size": args.image_size, **onnx_options(args)}
+               "image_size": args.image_size, "transform": getattr(args, "transform", None), **onnx_options(args)}
     return {k: v for k, v in options.items() if v is not None}
 
 

@@ -19,6 +19,7 @@ from archsim.errors import WorkloadError
 from workloads.graph import Graph
 from workloads.zoo.attn import attention_block
 from workloads.zoo.bert import bert_base
+from workloads.zoo.efficientnet import efficientnet_b0
 from workloads.zoo.gpt2 import gpt2
 from workloads.zoo.gpt3 import gpt3
 from workloads.zoo.llama import decoder, llama2_7b, llama3_8b
@@ -32,6 +33,7 @@ _ZOO: dict[str, Callable[..., Graph]] = {
     "resnet18": resnet18,
     "resnet50": resnet50,
     "mobilenet-v1": mobilenet_v1,
+    "efficientnet-b0": efficientnet_b0,
     "vit-b16": vit_b16,
     "bert-base": bert_base,
     "gpt2": partial(gpt2, size="small"),
