@@ -1,8 +1,11 @@
 """Tile-command controller of the systolic design: command queue, tile FSM, operand fetch.
 
-Commands arrive on a ``lib.stream`` (valid/ready; a two-entry queue). Each is decoded into its
-schedule (preload length, streamed length, window boundaries, last cycle) when it is taken, so
-launching a tile is a register copy. Pipeline levels: the *fetch* level (the FSM; it issues
+Commands arrive on a ``lib.stream`` (valid/ready) into a command register, then a two-entry
+queue. A taken command is registered as it arrives and decoded into its schedule (preload length,
+streamed length, window boundaries, last cycle; one adder deep) on its way from that register into
+the queue, so no logic hangs off the command ports and launching a tile is a register copy. On an
+idle engine a tile's fetch starts ``COMMAND_LATENCY_CYCLES`` after its command is taken; behind a
+running tile the decode overlaps it (tiles run back to back, as the models count them). Pipeline levels: the *fetch* level (the FSM; it issues
 the buffer reads), the operand side ``FETCH_LATENCY`` cycles later (the read data in the
 array's edge registers; shift / swap / os), and the partial-sum side one cycle after that
 (the registered products meet the partial sums; OS flags). Tile-local cycle ``x`` of the
@@ -61,8 +64,8 @@ class TileController(wiring.Component):
         cmd = self.cmd.payload
 
         # ---------------- command queue (two pending entries: nxt = head, q1) ----------------
-        # an entry holds the command and its decoded schedule (computed once, on accept, so
-        # that launching a tile is a plain register copy)
+        # an entry holds the command and its decoded schedule (computed once, as the command moves
+        # in from the command register, so that launching a tile is a plain register copy)
         DERIVED = dict(os=1, L=cw, S=cw, last=cw, last_m1=cw, stream_end=cw, out_start=cw, out_len=cw,
                        out_end=cw, S_m1=cw, out_len_m1=cw, pre_skip=cw, lim_left=dw, lim_top=dw, lim_out=dw,
                        end0=1, pre0=1, top_last=aw, stream_end_m1=cw, out_start_m1=cw, out_end_m1=cw,
@@ -154,8 +157,8 @@ class TileController(wiring.Component):
 
         incoming = {k: raw[k] for k in ("df", "m", "k", "n", "acc", "hidden", "left_base", "top_base", "out_base")}
         incoming.update(decode(raw))
-        # q1's fields load on every accept (cmd.ready = q1 empty), so only the valid bits and the
-        # head's enable depend on launch
+        # q1's fields load on every accept (the register moves only into an empty q1), so only the
+        # valid bits and the head's enable depend on launch
         fields = [k for k in nxt if k != "valid"]
         with m.If(accept):
             m.d.sync += [q1[k].eq(incoming[k]) for k in fields]
