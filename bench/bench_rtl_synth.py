@@ -35,10 +35,9 @@ def wrapped_verilog(params, options, wrap: str) -> tuple[str, str, dict]:
 
         design = axi_wrapped(design)
     if wrap == "regs":
-        from rtl.lib.port_regs import port_regs_verilog
+        from rtl.lib.port_regs import port_regs_top
 
-        top = f"{design.toplevel}_regs"
-        return port_regs_verilog(design.component(), top), top, design.config_dict()
+        return (*port_regs_top(design), design.config_dict())
     return design.verilog(), design.toplevel, design.config_dict()
 
 

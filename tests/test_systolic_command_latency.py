@@ -7,9 +7,6 @@ tile it starts back to back. ``PortRegs`` (rtl/lib/port_regs.py) delays every po
 from __future__ import annotations
 
 import pytest
-from amaranth.hdl import Module, Signal
-from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from archsim.templates.systolic import SystolicParams
@@ -83,34 +80,3 @@ def test_commands_queued_behind_a_tile_start_back_to_back(dataflow, preload, hid
     for i, t in enumerate(tiles):
         tile = SystolicTile(dataflow=t["dataflow"], m=1, k=1, n=1, preload_hidden=t["preload_hidden"])
         assert dones[i] - starts[i] + 1 == tile_cycles(tile, params)
-
-
-class _Adder(wiring.Component):
-    def __init__(self):
-        super().__init__({"a": In(8), "b": In(8), "s": Out(9)})
-
-    def elaborate(self, platform):
-        m = Module()
-        m.d.comb += self.s.eq(self.a + self.b)
-        return m
-
-
-def test_port_regs_delay_inputs_and_outputs_by_one_cycle_each():
-    from rtl.lib.port_regs import PortRegs
-
-    dut = PortRegs(_Adder())
-    seen = []
-
-    async def bench(ctx):
-        for cyc in range(6):
-            ctx.set(dut.a, 10 * cyc)
-            ctx.set(dut.b, 1)
-            seen.append(ctx.get(dut.s))
-            await ctx.tick()
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
-    # cycle c shows the sum of the inputs set in cycle c - 2 (in register, out register)
-    assert seen == [0, 0, 1, 11, 21, 31]

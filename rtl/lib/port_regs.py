@@ -42,3 +42,9 @@ def port_regs_verilog(component: wiring.Component, name: str) -> str:
     from amaranth.back import verilog as amaranth_verilog
 
     return amaranth_verilog.convert(PortRegs(component), name=name, emit_src=False)
+
+
+def port_regs_top(design) -> tuple[str, str]:
+    """(Verilog, top module name ``<top>_regs``) of an :class:`~rtl.design.RtlDesign` behind port registers."""
+    top = f"{design.toplevel}_regs"
+    return port_regs_verilog(design.component(), top), top
