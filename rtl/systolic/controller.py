@@ -5,10 +5,12 @@ queue. A taken command is registered as it arrives and decoded into its schedule
 streamed length, window boundaries, last cycle; one adder deep) on its way from that register into
 the queue, so no logic hangs off the command ports and launching a tile is a register copy. On an
 idle engine a tile's fetch starts ``COMMAND_LATENCY_CYCLES`` after its command is taken; behind a
-running tile the decode overlaps it (tiles run back to back, as the models count them). Pipeline levels: the *fetch* level (the FSM; it issues
-the buffer reads), the operand side ``FETCH_LATENCY`` cycles later (the read data in the
-array's edge registers; shift / swap / os), and the partial-sum side one cycle after that
-(the registered products meet the partial sums; OS flags). Tile-local cycle ``x`` of the
+running tile the decode overlaps it (tiles run back to back, as the models count them).
+
+Pipeline levels: the *fetch* level (the FSM; it issues the buffer reads), the operand side
+``FETCH_LATENCY`` cycles later (the read data in the array's edge registers; shift / swap / os),
+and the partial-sum side one cycle after that (the registered products meet the partial sums;
+OS flags). Tile-local cycle ``x`` of the
 timing contract is ``FETCH_LATENCY + 1 - P`` cycles after the fetch-level cycle in which the
 FSM counter equals ``x`` (output tokens, ``tile_start``, ``tile_done``): with ``P = 0`` the
 operands run one cycle ahead of the contract and the product register is hidden.
