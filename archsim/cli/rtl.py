@@ -88,8 +88,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        "out-of-context Fmax. Results are cached. Progress on stderr (-q: none).")
     _common(s)
     s.add_argument("--target", default="ecp5", choices=["ecp5", "generic"], help="yosys flow (default ecp5)")
-    s.add_argument("--wrapper", choices=["none", "axi"], default="none",
-                   help="none (default) or axi: synthesize the design inside its AXI wrapper (as rtl generate)")
+    s.add_argument("--wrapper", choices=["none", "axi", "regs"], default="none",
+                   help="none (default); axi: synthesize the design inside its AXI wrapper (as rtl generate); "
+                   "regs: every port behind a register (rtl/lib/port_regs.py), so Fmax includes port paths")
     s.add_argument("--pnr", action="store_true", help="place and route on an ECP5-85k (out of context): Fmax")
     s.add_argument("--freq", type=float, default=200.0, metavar="MHZ", help="nextpnr target clock (default 200)")
     s.add_argument("--seed", type=int, default=1, help="nextpnr seed (default 1)")
@@ -253,9 +254,13 @@ def cmd_synth(args) -> int:
         stages.start("design")
         arch, design = _design(args, target=args.target)
         stages.start("Verilog")
-        verilog = design.verilog()
+        verilog, top = design.verilog(), design.toplevel
+        if args.wrapper == "regs":  # for timing only: not a design to simulate
+            from rtl.lib.port_regs import port_regs_top
+
+            verilog, top = port_regs_top(design)
         # "yosys", then "nextpnr" (or "cached") as synthesize_verilog reaches them
-        result = synthesize_verilog(verilog, design.toplevel, target=args.target, pnr=args.pnr,
+        result = synthesize_verilog(verilog, top, target=args.target, pnr=args.pnr,
                                     freq_mhz=args.freq, seed=args.seed, use_cache=not args.no_cache,
                                     progress=stages.start)
     label = design_label(arch, args.overrides)

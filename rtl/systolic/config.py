@@ -15,6 +15,11 @@ DATAFLOW_CODES = {"ws": 0, "os": 1, "is": 2}
 BUFFER_CODES = {"left": 0, "top": 1, "out": 2}
 #: cycles from the fetch level (buffer read issued) to the array level (operand in the edge register)
 FETCH_LATENCY = 3
+#: cycles from a taken command (the clock edge with cmd.valid & cmd.ready) to its tile's fetch-level
+#: cycle 0 on an idle engine: the command register, the decoded queue head, the launch. Behind a
+#: running tile (commands queued back to back) they overlap it and cost nothing; the models time
+#: tiles from contract cycle 0 (``tile_start``), so they count neither these nor FETCH_LATENCY
+COMMAND_LATENCY_CYCLES = 3
 MULTIPLIERS = ("inferred", "ecp5_dsp")
 RAM_STYLES = ("auto", "block", "distributed")
 

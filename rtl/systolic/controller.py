@@ -1,11 +1,16 @@
 """Tile-command controller of the systolic design: command queue, tile FSM, operand fetch.
 
-Commands arrive on a ``lib.stream`` (valid/ready; a two-entry queue). Each is decoded into its
-schedule (preload length, streamed length, window boundaries, last cycle) when it is taken, so
-launching a tile is a register copy. Pipeline levels: the *fetch* level (the FSM; it issues
-the buffer reads), the operand side ``FETCH_LATENCY`` cycles later (the read data in the
-array's edge registers; shift / swap / os), and the partial-sum side one cycle after that
-(the registered products meet the partial sums; OS flags). Tile-local cycle ``x`` of the
+Commands arrive on a ``lib.stream`` (valid/ready) into a command register, then a two-entry
+queue. A taken command is registered as it arrives and decoded into its schedule (preload length,
+streamed length, window boundaries, last cycle; one adder deep) on its way from that register into
+the queue, so no logic hangs off the command ports and launching a tile is a register copy. On an
+idle engine a tile's fetch starts ``COMMAND_LATENCY_CYCLES`` after its command is taken; behind a
+running tile the decode overlaps it (tiles run back to back, as the models count them).
+
+Pipeline levels: the *fetch* level (the FSM; it issues the buffer reads), the operand side
+``FETCH_LATENCY`` cycles later (the read data in the array's edge registers; shift / swap / os),
+and the partial-sum side one cycle after that (the registered products meet the partial sums;
+OS flags). Tile-local cycle ``x`` of the
 timing contract is ``FETCH_LATENCY + 1 - P`` cycles after the fetch-level cycle in which the
 FSM counter equals ``x`` (output tokens, ``tile_start``, ``tile_done``): with ``P = 0`` the
 operands run one cycle ahead of the contract and the product register is hidden.
@@ -61,8 +66,8 @@ class TileController(wiring.Component):
         cmd = self.cmd.payload
 
         # ---------------- command queue (two pending entries: nxt = head, q1) ----------------
-        # an entry holds the command and its decoded schedule (computed once, on accept, so
-        # that launching a tile is a plain register copy)
+        # an entry holds the command and its decoded schedule (computed once, as the command moves
+        # in from the command register, so that launching a tile is a plain register copy)
         DERIVED = dict(os=1, L=cw, S=cw, last=cw, last_m1=cw, stream_end=cw, out_start=cw, out_len=cw,
                        out_end=cw, S_m1=cw, out_len_m1=cw, pre_skip=cw, lim_left=dw, lim_top=dw, lim_out=dw,
                        end0=1, pre0=1, top_last=aw, stream_end_m1=cw, out_start_m1=cw, out_end_m1=cw,
@@ -85,22 +90,58 @@ class TileController(wiring.Component):
                 fields[key] = Signal(width, name=f"{prefix}_{key}")
             return fields
 
+        # ---------------- command register (the port side of the decode pipeline) ----------------
+        # a taken command is registered as it arrives (with its streamed length and dataflow
+        # flags: one mux level from the ports); its schedule is decoded from this register into
+        # the queue a cycle later. No path starts at cmd.payload and ends past this register, so
+        # a host driving the payload from its own registers (the AXI wrapper) adds no logic depth.
+        raw = dict(
+            valid=Signal(name="cr_valid"), df=Signal(2, name="cr_dataflow"), m=Signal(dw, name="cr_m"),
+            k=Signal(dw, name="cr_k"), n=Signal(dw, name="cr_n"), acc=Signal(name="cr_accumulate"),
+            preload_hidden=Signal(name="cr_preload_hidden"), hidden=Signal(name="cr_hidden"),
+            left_base=Signal(aw, name="cr_left_base"), top_base=Signal(aw, name="cr_top_base"),
+            out_base=Signal(aw, name="cr_out_base"), is_os=Signal(name="cr_os"), is_is=Signal(name="cr_is"),
+            no_preload=Signal(name="cr_no_preload"), S=Signal(dw, name="cr_S"),
+        )
+        in_os = cmd.dataflow == DATAFLOW_CODES["os"]
+        in_is = cmd.dataflow == DATAFLOW_CODES["is"]
+        in_hidden = cmd.preload_hidden & ~in_os & int(cfg.double_buffered)
+        taken = dict(
+            df=cmd.dataflow, m=cmd.m, k=cmd.k, n=cmd.n, acc=cmd.accumulate, preload_hidden=cmd.preload_hidden,
+            hidden=in_hidden, left_base=cmd.left_base, top_base=cmd.top_base, out_base=cmd.out_base,
+            is_os=in_os, is_is=in_is, no_preload=in_hidden | in_os,
+            S=Mux(in_os, cmd.k, Mux(in_is, cmd.n, cmd.m)),
+        )
+
         def decode(c):
-            """The schedule of a command (see the timing contract): expressions of its fields."""
-            is_os = c["df"] == DATAFLOW_CODES["os"]
-            is_is = c["df"] == DATAFLOW_CODES["is"]
-            L = Mux(c["hidden"] | is_os, 0, R)
-            S = Mux(is_os, c["k"], Mux(is_is, c["n"], c["m"]))
-            out_start = Mux(is_os, c["k"] - 1 + P, L + (R - 1 + P))
-            out_len = Mux(is_os, R, S)
-            last = L + S + (R + C - 3 + P)
+            """The schedule of a registered command (see the timing contract).
+
+            Every field is the streamed length ``S`` (or one other field) plus a constant chosen by
+            two flags (OS; no preload), so the decode is one adder deep: ``L`` is ``R`` or 0,
+            ``last = L + S + R + C - 3 + P``, and the output window starts at ``S - 1 + P`` (OS)
+            or ``L + R - 1 + P`` (WS / IS) and lasts ``R`` (OS) or ``S`` rows.
+            """
+            is_os, L0, S = c["is_os"], c["no_preload"], c["S"]
+
+            def s_plus(base):  # L + S + base, L = R unless no preload
+                return Mux(L0, S + base, S + (base + R))
+
+            def s_eq(base):  # L + S + base == 0
+                return Mux(L0, S == -base, S == -(base + R))
+
+            lag = R + C - 3 + P
+            win_os = P - 1  # OS window start: S - 1 + P
+            win = R - 1 + P  # WS / IS window start: L + R - 1 + P (a constant per L)
             return dict(
-                os=is_os, L=L, S=S, last=last, last_m1=last - 1, stream_end=L + S, out_start=out_start,
-                out_len=out_len, out_end=out_start + out_len, S_m1=S - 1, out_len_m1=out_len - 1,
-                pre_skip=R - c["k"], lim_left=Mux(is_os, c["m"], c["k"]), lim_top=Mux(is_is, c["m"], c["n"]),
-                lim_out=Mux(is_is, c["m"], c["n"]), end0=last == 0, pre0=L != 0,
-                top_last=(c["top_base"] + (R - 1))[:aw], stream_end_m1=L + S - 1,
-                out_start_m1=out_start - 1, out_end_m1=out_start + out_len - 1, str0=L == 0, ow0=out_start == 0,
+                os=is_os, L=Mux(L0, 0, R), S=S, last=s_plus(lag), last_m1=s_plus(lag - 1), stream_end=s_plus(0),
+                out_start=Mux(is_os, S + win_os, Mux(L0, win, win + R)),
+                out_len=Mux(is_os, R, S), out_end=s_plus(R - 1 + P), S_m1=S - 1, out_len_m1=Mux(is_os, R - 1, S - 1),
+                pre_skip=R - c["k"], lim_left=Mux(is_os, c["m"], c["k"]), lim_top=Mux(c["is_is"], c["m"], c["n"]),
+                lim_out=Mux(c["is_is"], c["m"], c["n"]), end0=s_eq(lag), pre0=~L0,
+                top_last=(c["top_base"] + (R - 1))[:aw], stream_end_m1=s_plus(-1),
+                out_start_m1=Mux(is_os, S + (win_os - 1), Mux(L0, win - 1, win + R - 1)),
+                out_end_m1=s_plus(R - 2 + P), str0=L0,
+                ow0=Mux(is_os, S == -win_os, Mux(L0, int(win == 0), int(win + R == 0))),
             )
 
         nxt = cmd_fields("nxt")
@@ -108,17 +149,18 @@ class TileController(wiring.Component):
         nxt_loaded = Signal()
         launch = Signal()
         error = Signal()
-        m.d.comb += [self.cmd.ready.eq(~q1["valid"]), self.error.eq(error)]
+        # the register takes a command while it is empty or moving into the queue (q1 empty)
+        m.d.comb += [self.cmd.ready.eq(~raw["valid"] | ~q1["valid"]), self.error.eq(error)]
+        take = self.cmd.valid & self.cmd.ready
+        accept = raw["valid"] & ~q1["valid"]  # the registered command moves into the queue
+        with m.If(take):
+            m.d.sync += [raw[k].eq(v) for k, v in taken.items()]
+        m.d.sync += raw["valid"].eq(take | (raw["valid"] & ~accept))
 
-        incoming = dict(
-            df=cmd.dataflow, m=cmd.m, k=cmd.k, n=cmd.n, acc=cmd.accumulate,
-            hidden=cmd.preload_hidden & (cmd.dataflow != DATAFLOW_CODES["os"]) & int(cfg.double_buffered),
-            left_base=cmd.left_base, top_base=cmd.top_base, out_base=cmd.out_base,
-        )
-        incoming.update(decode(incoming))
-        accept = self.cmd.valid & self.cmd.ready
-        # q1's fields load on every accept (cmd.ready = q1 empty), so only the valid bits and the
-        # head's enable depend on launch
+        incoming = {k: raw[k] for k in ("df", "m", "k", "n", "acc", "hidden", "left_base", "top_base", "out_base")}
+        incoming.update(decode(raw))
+        # q1's fields load on every accept (the register moves only into an empty q1), so only the
+        # valid bits and the head's enable depend on launch
         fields = [k for k in nxt if k != "valid"]
         with m.If(accept):
             m.d.sync += [q1[k].eq(incoming[k]) for k in fields]
@@ -132,12 +174,11 @@ class TileController(wiring.Component):
 
         supported = Signal()
         m.d.comb += supported.eq(
-            Cat(*[cmd.dataflow == DATAFLOW_CODES[d] for d in cfg.dataflows]).any()
+            Cat(*[raw["df"] == DATAFLOW_CODES[d] for d in cfg.dataflows]).any()
         )
         with m.If(accept):
-            bad_hidden = cmd.preload_hidden & ((cmd.dataflow == DATAFLOW_CODES["os"])
-                                                    | int(not cfg.double_buffered))
-            zero_dim = (cmd.m == 0) | (cmd.k == 0) | (cmd.n == 0)
+            bad_hidden = raw["preload_hidden"] & (raw["is_os"] | int(not cfg.double_buffered))
+            zero_dim = (raw["m"] == 0) | (raw["k"] == 0) | (raw["n"] == 0)
             with m.If(~supported | bad_hidden | zero_dim):
                 m.d.sync += error.eq(1)
 
@@ -434,6 +475,6 @@ class TileController(wiring.Component):
             self.tile_done.eq(tile_done),
             self.tile_cycles.eq(last_cycles),
             self.tiles_done.eq(tiles),
-            self.busy.eq(nxt["valid"] | q1["valid"] | ld_run | Cat(*run_d).any() | self.out_busy),
+            self.busy.eq(raw["valid"] | nxt["valid"] | q1["valid"] | ld_run | Cat(*run_d).any() | self.out_busy),
         ]
         return m
