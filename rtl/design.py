@@ -174,8 +174,26 @@ class RtlDesign:
         raise NotImplementedError
 
     def source_files(self) -> list[str]:
-        """Python files whose change must invalidate cached Verilog."""
-        return [inspect.getfile(type(self)), inspect.getfile(self.component_class())]
+        """Python files whose change must invalidate cached Verilog: every loaded module of the ``rtl``
+        package, of ``archsim.numerics`` and of this template's ``archsim.templates`` package, once the
+        design's own modules are imported (what elaboration reads; a superset, never a hand list)."""
+        import importlib
+        import sys
+
+        importlib.import_module(type(self).__module__)
+        importlib.import_module(self.component_class().__module__)
+        root = Path(__file__).resolve().parents[1]
+        prefixes = ("rtl.", "archsim.numerics", f"archsim.templates.{self.template}")
+        files = set()
+        for mod in list(sys.modules.values()):
+            f = getattr(mod, "__file__", None)
+            name = getattr(mod, "__name__", "")
+            if not f or not (name == "rtl" or name.startswith(prefixes)):
+                continue
+            p = Path(f).resolve()
+            if root in p.parents:
+                files.add(str(p))
+        return sorted(files)
 
     def component_class(self) -> type:
         """The class of :meth:`component` (its source file keys the Verilog cache)."""

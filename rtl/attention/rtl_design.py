@@ -11,7 +11,6 @@ the tile's ``tile_start .. tile_done`` on the RTL against
 """
 from __future__ import annotations
 
-import inspect
 from dataclasses import asdict, fields
 from typing import Any
 
@@ -109,13 +108,6 @@ class AttentionDesign(RtlDesign):
 
     def component(self):
         return AttentionArray(self.cfg)
-
-    def source_files(self) -> list[str]:
-        import rtl.attention.design as d
-        import rtl.attention.fp as f
-        import rtl.pim.fp as pf
-
-        return [inspect.getfile(d), inspect.getfile(f), inspect.getfile(pf), __file__]
 
     def config_dict(self) -> dict[str, Any]:
         out = asdict(self.params)

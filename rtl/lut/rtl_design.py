@@ -3,7 +3,6 @@ LUT models (fast: :mod:`archsim.templates.lut.values` / :mod:`~archsim.templates
 detailed: :class:`archsim.templates.lut.detailed.LutArrayDetailed`)."""
 from __future__ import annotations
 
-import inspect
 from math import ceil
 from typing import Any
 
@@ -92,16 +91,6 @@ class LutDesign(RtlDesign):
 
     def component(self) -> LutCore:
         return LutCore(self.cfg)
-
-    def source_files(self) -> list[str]:
-        import rtl.attention.fp as af
-        import rtl.lut.arith as a
-        import rtl.lut.design as d
-        import rtl.pim.fp as f
-        import rtl.simd.arith as sa
-
-        return [inspect.getfile(d), inspect.getfile(a), inspect.getfile(f), inspect.getfile(af),
-                inspect.getfile(sa), __file__]
 
     def config_dict(self) -> dict[str, Any]:
         return self.cfg.as_dict()

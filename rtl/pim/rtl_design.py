@@ -6,7 +6,6 @@ fast: :func:`archsim.templates.pim.fast.tile_cycles` and
 :func:`archsim.templates.pim.values.gemv_dot`)."""
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import numpy as np
@@ -94,13 +93,6 @@ class PimDesign(RtlDesign):
 
     def component(self):
         return PimBankUnit(self.params) if self.banks == 1 else PimChannelUnit(self.params, self.banks)
-
-    def source_files(self) -> list[str]:
-        import rtl.pim.channel as c
-        import rtl.pim.design as d
-        import rtl.pim.fp as f
-
-        return [inspect.getfile(d), inspect.getfile(f), inspect.getfile(c), __file__]
 
     def config_dict(self) -> dict[str, Any]:
         from dataclasses import asdict

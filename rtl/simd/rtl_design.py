@@ -1,7 +1,6 @@
 """The simd template's entry in the RTL registry: ports, buffer layout of a tile, checks."""
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import numpy as np
@@ -73,13 +72,6 @@ class SimdDesign(RtlDesign):
         """The top module with the PEs as instances of ``archsim_simd_pe``, then that module (converted
         once, whatever ``pes``); the base class caches it on disk by configuration and source hash."""
         return array_verilog(self.cfg, self.toplevel)
-
-    def source_files(self) -> list[str]:
-        import rtl.pim.fp as pf
-        import rtl.simd.arith as a
-        import rtl.simd.design as d
-
-        return [inspect.getfile(d), inspect.getfile(a), inspect.getfile(pf), __file__]
 
     def config_dict(self) -> dict[str, Any]:
         out = self.cfg.as_dict()

@@ -1,7 +1,6 @@
 """The systolic template's entry in the RTL registry: ports, job encoding, checks."""
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import numpy as np
@@ -72,19 +71,6 @@ class SystolicDesign(RtlDesign):
 
     def component(self) -> SystolicAccelerator:
         return SystolicAccelerator(self.cfg)
-
-    def source_files(self) -> list[str]:
-        import rtl.systolic.array
-        import rtl.systolic.buffers
-        import rtl.systolic.config
-        import rtl.systolic.controller
-        import rtl.systolic.design
-        import rtl.systolic.ecp5
-        import rtl.systolic.pe
-
-        mods = (rtl.systolic.array, rtl.systolic.buffers, rtl.systolic.config, rtl.systolic.controller,
-                rtl.systolic.design, rtl.systolic.ecp5, rtl.systolic.pe)
-        return [inspect.getfile(mod) for mod in mods] + [__file__]
 
     def sim_sources(self) -> dict[str, str]:
         if self.cfg.multiplier == "ecp5_dsp":
