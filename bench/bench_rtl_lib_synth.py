@@ -8,7 +8,7 @@ Usage: python bench/bench_rtl_lib_synth.py [--unit fp32_add --unit bf16_mul ...]
        [--timeout 900] [--json F]
 Units: fp32_add fp32_mul bf16_add bf16_mul fp16_add fp16_mul e4m3_add e4m3_mul e5m2_mul
        fp32_add_finite fp32_mul_finite bf16_mul_fp32 i64_to_fp32 lzc48 posit16_decode exp2_4 int8_mac.
-Default: every unit at stages 1 and its maximum. Run one at a time (a 2-core shared machine); results cached.
+Default: every unit at stages 1, half its maximum and its maximum. Run one at a time (a 2-core shared machine); results cached.
 """
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def run(name: str, stages: int, timeout_s: float) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--unit", action="append", choices=list(UNITS))
-    ap.add_argument("--stages", type=int, action="append", help="default: 1 and the unit's maximum")
+    ap.add_argument("--stages", type=int, action="append", help="default: 1, half the maximum and the maximum")
     ap.add_argument("--timeout", type=float, default=900.0)
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args()
@@ -82,7 +82,7 @@ def main() -> None:
         probe = UNITS[name](1)
         probe._MustUse__silence = True
         max_stages = probe.max_stages
-        for s in args.stages or sorted({1, max_stages}):
+        for s in args.stages or sorted({1, max(1, max_stages // 2), max_stages}):
             if s > max_stages:
                 continue
             r = run(name, s, args.timeout)

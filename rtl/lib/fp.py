@@ -32,37 +32,49 @@ N_CLAMP = 300
 
 # ----------------------------------------------------------------------------- finite fp32 datapaths
 
-def fp32_add_finite(m: Module, a, b, name: str, pipe: Pipe | None = None):
-    """fp32 bits of ``a + b`` (finite 32-bit patterns). Cut points: after the alignment, after the add,
-    and round_pack_fp32's."""
-    mag_a, mag_b = a[:31], b[:31]
-    swap = mag_b > mag_a
-    x = Signal(32, name=f"{name}_x")  # larger magnitude
-    y = Signal(32, name=f"{name}_y")
-    m.d.comb += [x.eq(Mux(swap, b, a)), y.eq(Mux(swap, a, b))]
-    ex, ey = x[23:31], y[23:31]
-    exe = Signal(9, name=f"{name}_exe")
-    eye = Signal(9, name=f"{name}_eye")
-    m.d.comb += [exe.eq(Mux(ex == 0, 1, ex)), eye.eq(Mux(ey == 0, 1, ey))]
-    mx = Cat(Const(0, 3), x[:23], ex != 0)  # 27 bits: hidden bit at P = 26
-    my = Cat(Const(0, 3), y[:23], ey != 0)
-    d = Signal(9, name=f"{name}_d")
-    m.d.comb += d.eq(exe - eye)
-    dc = Signal(range(W + 1), name=f"{name}_dc")
-    m.d.comb += dc.eq(Mux(d > W, W, d))
-    ya = Signal(W, name=f"{name}_ya")
+def _align_add(m: Module, a, b, n: int, eb: int, mb: int, name: str, pipe: Pipe | None):
+    """``(sign, exe, total)`` of ``a + b`` (``n``-bit IEEE-style patterns, ``eb`` / ``mb`` fields):
+    ``total`` (``mb + 5`` bits: carry, hidden bit, fraction, guard, round, sticky) times
+    ``2**(exe - bias - mb - 3)`` rounds like the exact sum. Cut points: after the magnitude compare
+    and exponent differences, after the alignment shift, after the add."""
+    width = mb + 5
+    swap = Signal(name=f"{name}_swap")
+    m.d.comb += swap.eq(b[:n - 1] > a[:n - 1])
+    ea, eb_ = a[mb:mb + eb], b[mb:mb + eb]
+    exa = Signal(eb + 1, name=f"{name}_exa")
+    exb = Signal(eb + 1, name=f"{name}_exb")
+    m.d.comb += [exa.eq(Mux(ea == 0, 1, ea)), exb.eq(Mux(eb_ == 0, 1, eb_))]
+    dab = Signal(range(width + 1), name=f"{name}_dab")  # the alignment if a is the larger (clamped), and if b
+    dba = Signal(range(width + 1), name=f"{name}_dba")
+    m.d.comb += [dab.eq(Mux(exa - exb > width, width, (exa - exb)[:dab.shape().width])),
+                 dba.eq(Mux(exb - exa > width, width, (exb - exa)[:dba.shape().width]))]
+    a, b, swap, exa, exb, dab, dba = cut(pipe, a, b, swap, exa, exb, dab, dba)
+    x = Signal(n, name=f"{name}_x")  # larger magnitude
+    y = Signal(n, name=f"{name}_y")
+    exe = Signal(eb + 1, name=f"{name}_exe")
+    dc = Signal(range(width + 1), name=f"{name}_dc")
+    m.d.comb += [x.eq(Mux(swap, b, a)), y.eq(Mux(swap, a, b)), exe.eq(Mux(swap, exb, exa)),
+                 dc.eq(Mux(swap, dba, dab))]
+    mx = Cat(Const(0, 3), x[:mb], x[mb:mb + eb] != 0)
+    my = Cat(Const(0, 3), y[:mb], y[mb:mb + eb] != 0)
+    ya = Signal(width, name=f"{name}_ya")
     m.d.comb += ya.eq(my >> dc)
-    y_sticky = (my & ~(Const((1 << W) - 1, W) << dc)[:W]) != 0  # the bits shifted out
-    yal = Signal(W, name=f"{name}_yal")
-    m.d.comb += yal.eq(ya | y_sticky)
-    xs, ys, mx, yal, exe = cut(pipe, x[31], y[31], mx, yal, exe)
-    total = Signal(W, name=f"{name}_sum")
+    yal = Signal(width, name=f"{name}_yal")
+    m.d.comb += yal.eq(ya | ((my & ~(Const((1 << width) - 1, width) << dc)[:width]) != 0))  # sticky: bits out
+    xs, ys, mx, yal, exe = cut(pipe, x[n - 1], y[n - 1], mx, yal, exe)
+    total = Signal(width, name=f"{name}_sum")
     m.d.comb += total.eq(Mux(xs ^ ys, mx - yal, mx + yal))
-    sign = Signal(name=f"{name}_sign")
-    m.d.comb += sign.eq(Mux(total == 0, xs & ys, xs))
+    sign = Signal(name=f"{name}_sign")  # an exact zero sum (x - y, equal magnitudes) is +0 unless both are -0
+    m.d.comb += sign.eq(Mux((xs ^ ys) & (mx == yal), 0, xs))
+    return cut(pipe, sign, exe, total)
+
+
+def fp32_add_finite(m: Module, a, b, name: str, pipe: Pipe | None = None):
+    """fp32 bits of ``a + b`` (finite 32-bit patterns). Cut points: the alignment's three, and
+    round_pack_fp32's."""
+    sign, exe, total = _align_add(m, a, b, 32, 8, 23, name, pipe)
     exp = Signal(signed(EW), name=f"{name}_exp")
     m.d.comb += exp.eq(exe)
-    sign, exp, total = cut(pipe, sign, exp, total)
     return round_pack_fp32(m, sign, exp, total, name, pipe)
 
 
@@ -85,17 +97,35 @@ def narrow_mul_fp32(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None =
     return round_pack_fp32(m, sign, exp, sig, name, pipe)
 
 
+def wide_mul(m: Module, x, y, wx: int, wy: int, name: str, pipe: Pipe | None = None):
+    """Unsigned ``x * y``; operands wider than 18 bits are split in 17-bit pieces whose partial
+    products (one 18x18 DSP each) meet at a cut point before their sum. Cut points: 1 if split, else 0."""
+    if wx <= 18 and wy <= 18:
+        return x * y
+    def pieces(v, w):
+        return [(v[i:min(i + 17, w)], i) for i in range(0, w, 17)]
+    parts = [(px * py, sx + sy) for px, sx in pieces(x, wx) for py, sy in pieces(y, wy)]
+    regs = cut(pipe, *(p for p, _ in parts))
+    total = 0
+    for r, (_, shift) in zip(regs, parts):
+        total = total + (r << shift)
+    out = Signal(wx + wy, name=f"{name}_wm")
+    m.d.comb += out.eq(total)
+    return out
+
+
 def fp32_mul_finite(m: Module, a, b, name: str, pipe: Pipe | None = None):
-    """fp32 bits of ``a * b`` (finite 32-bit patterns, subnormals included). Cut points: after the
-    product, after the normalization, and round_pack_fp32's."""
+    """fp32 bits of ``a * b`` (finite 32-bit patterns, subnormals included). Cut points: the partial
+    products', after the product, after the normalization, and round_pack_fp32's."""
     ea, eb = a[23:31], b[23:31]
     ma = Cat(a[:23], ea != 0)
     mb = Cat(b[:23], eb != 0)
-    prod = Signal(48, name=f"{name}_p")
-    m.d.comb += prod.eq(ma * mb)
     exp0 = Signal(signed(EW), name=f"{name}_e0")
     m.d.comb += exp0.eq(Mux(ea == 0, 1, ea) + Mux(eb == 0, 1, eb) - 127)
-    sign, prod, exp0 = cut(pipe, a[31] ^ b[31], prod, exp0)
+    c_s, c_e = carry(pipe, a[31] ^ b[31]), carry(pipe, exp0)
+    prod = Signal(48, name=f"{name}_p")
+    m.d.comb += prod.eq(wide_mul(m, ma, mb, 24, 24, name, pipe))
+    sign, prod, exp0 = cut(pipe, drop(pipe, c_s), prod, drop(pipe, c_e))
     # normalise first (subnormal operands): leading one to bit 46 or 47
     lz = lzc(m, prod, 47, f"{name}_lz")
     norm = Signal(48, name=f"{name}_n")
@@ -247,7 +277,9 @@ def product(m: Module, a: Decoded, b: Decoded, wa: int, wb: int, name: str, sig_
     p = Signal(wa + wb, name=f"{name}_p")
     if sig_product is None:  # the multiplier's operands registered first (a DSP's input register)
         sa, sb, ec, sc, nan, inf = cut(pipe, a.sig, b.sig, e, s, nan, inf)
-        m.d.comb += p.eq(sa * sb)
+        cc = [carry(pipe, v) for v in (ec, sc, nan, inf)]
+        m.d.comb += p.eq(wide_mul(m, sa, sb, wa, wb, name, pipe))
+        ec, sc, nan, inf = (drop(pipe, c) for c in cc)
     else:
         ec, sc, nan, inf = cut(pipe, e, s, nan, inf)
         m.d.comb += p.eq(sig_product)
@@ -287,42 +319,16 @@ def fp_mul(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None = None):
 
 def fp_add(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None = None):
     """Bits of ``a + b`` in the IEEE-style float ``f`` (one rounding; ``-0`` only for ``-0 + -0``).
-    Cut points: after the alignment, after the add, and round_pack's."""
+    Cut points: the alignment's three, and round_pack's."""
     mb, eb, n = f.mbits, f.ebits, f.bits
-    width = mb + 5  # carry, hidden bit, mb fraction bits, guard, round, sticky
     da, db = decode(m, f, a, f"{name}_a"), decode(m, f, b, f"{name}_b")
-    nan = da.nan | db.nan | (da.inf & db.inf & (a[n - 1] != b[n - 1]))
-    inf = da.inf | db.inf
-    inf_sign = Mux(da.inf, a[n - 1], b[n - 1])
-    swap = b[:n - 1] > a[:n - 1]
-    x = Signal(n, name=f"{name}_x")  # larger magnitude
-    y = Signal(n, name=f"{name}_y")
-    m.d.comb += [x.eq(Mux(swap, b, a)), y.eq(Mux(swap, a, b))]
-    ex, ey = x[mb:mb + eb], y[mb:mb + eb]
-    exe = Signal(eb + 1, name=f"{name}_exe")
-    eye = Signal(eb + 1, name=f"{name}_eye")
-    m.d.comb += [exe.eq(Mux(ex == 0, 1, ex)), eye.eq(Mux(ey == 0, 1, ey))]
-    mx = Cat(Const(0, 3), x[:mb], ex != 0)
-    my = Cat(Const(0, 3), y[:mb], ey != 0)
-    d = Signal(eb + 1, name=f"{name}_d")
-    m.d.comb += d.eq(exe - eye)
-    dc = Signal(range(width + 1), name=f"{name}_dc")
-    m.d.comb += dc.eq(Mux(d > width, width, d))
-    ya = Signal(width, name=f"{name}_ya")
-    m.d.comb += ya.eq(my >> dc)
-    yal = Signal(width, name=f"{name}_yal")
-    m.d.comb += yal.eq(ya | ((my & ~(Const((1 << width) - 1, width) << dc)[:width]) != 0))
-    xs, ys, mx, yal, exe, nan, inf, inf_sign = cut(pipe, x[n - 1], y[n - 1], mx, yal, exe, nan, inf, inf_sign)
-    total = Signal(width, name=f"{name}_sum")
-    m.d.comb += total.eq(Mux(xs ^ ys, mx - yal, mx + yal))
-    sign = Signal(name=f"{name}_sign")
-    m.d.comb += sign.eq(Mux(total == 0, xs & ys, xs))
+    flags = [carry(pipe, v) for v in (da.nan | db.nan | (da.inf & db.inf & (a[n - 1] != b[n - 1])),
+                                      da.inf | db.inf, Mux(da.inf, a[n - 1], b[n - 1]))]
+    sign, exe, total = _align_add(m, a, b, n, eb, mb, name, pipe)
     exp = Signal(signed(EXP_W), name=f"{name}_exp")
     m.d.comb += exp.eq(exe - (f.bias + mb + 3))
-    sign, exp, total, nan, inf, inf_sign = cut(pipe, sign, exp, total, nan, inf, inf_sign)
-    c = [carry(pipe, v) for v in (nan, inf, inf_sign)]
-    finite = round_pack(m, sign, exp, total, width, f"{name}_rp", eb, mb, f.specials, pipe)
-    nan, inf, inf_sign = (drop(pipe, v) for v in c)
+    finite = round_pack(m, sign, exp, total, mb + 5, f"{name}_rp", eb, mb, f.specials, pipe)
+    nan, inf, inf_sign = (drop(pipe, c) for c in flags)
     return special(m, nan, inf if f.specials == "ieee" else Const(0, 1), inf_sign, finite, name, f)
 
 
