@@ -337,3 +337,17 @@ def test_no_template_rtl_imports_another_template():
                     if parts[0] == "rtl" and len(parts) > 1 and parts[1] in templates and parts[1] != t:
                         bad.append(f"{f.relative_to(root)} imports {name}")
     assert not bad, bad
+
+
+@pytest.mark.parametrize("preset,over", [("systolic-32x32-ws", {}), ("simd-edge", {}), ("pim-hbm2", {}),
+                                         ("lut-m2n8k4-ecp5", {}), ("fusemax-edge", {"rows": 2, "cols": 2, "pe1d": 2})])
+def test_the_verilog_cache_key_covers_the_library(preset, over):
+    """Every template's cached Verilog is keyed on the rtl/lib modules it is built from (and its own)."""
+    from archsim.spec import load_arch
+    from rtl import design_for
+
+    design = design_for(load_arch(preset, over))
+    files = {Path(f).relative_to(Path(__file__).resolve().parents[1]).as_posix() for f in design.source_files()}
+    assert f"rtl/{design.template}/rtl_design.py" in files
+    if design.template != "systolic":  # the systolic array is integer-only: no floating-point library
+        assert {"rtl/lib/fp.py", "rtl/lib/round.py", "rtl/lib/lzc.py"} <= files

@@ -2,7 +2,7 @@
 tiles (operands + one command each), comparison with the fast and detailed models.
 
 Values are compared bit for bit with the models (the RTL computes the
-template's fp32 arithmetic, :mod:`rtl.attention.fp`); each tile's report also
+template's fp32 arithmetic, :mod:`rtl.lib.fp`); each tile's report also
 carries its error against the independent float64 reference and the derived
 bound (:func:`archsim.templates.attention.reference.error_bound`). Cycles are
 the tile's ``tile_start .. tile_done`` on the RTL against
