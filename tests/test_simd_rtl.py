@@ -255,10 +255,7 @@ def test_every_precision_mode_of_the_edge_preset(icarus, depth):
     {"pes": 3, "multiplier": "bit_serial", "pipeline_cycles": 8, "group_size": 4,
      "formats": ["int2", "int4", "int8", "fp8_e4m3"]},
     {"pes": 2, "dequant": True, "pipeline_cycles": 12, "formats": ["int4", "fp8_e4m3", "fp16"]},
-    {"pes": 2, "pipeline_cycles": 21, "group_size": 4, "formats": ["int4", "int8", "fp8_e4m3", "bf16"]},
-    {"pes": 2, "dequant": True, "pipeline_cycles": 25, "formats": ["int4", "fp8_e4m3", "fp16"]},
-], ids=["bit_serial", "shift_add", "dequant", "lane32-pipe6", "bit_serial-pipe8", "dequant-pipe12",
-        "pipe21-scale-and-i2f-cuts", "dequant-pipe25"])
+], ids=["bit_serial", "shift_add", "dequant", "lane32-pipe6", "bit_serial-pipe8", "dequant-pipe12"])
 def test_multiplier_styles_dequant_and_wider_lanes(icarus, overrides):
     from rtl.simd.sources import random_items
 
@@ -297,13 +294,10 @@ def test_extra_pipeline_stages_are_added_in_a_fixed_order():
     assert cuts(4) == ()
     assert cuts(5) == ("prod",)
     assert cuts(8) == ("prod", "group_src", "group_res", "decode")
-    assert cuts(10) == ("prod", "group_src", "group_res", "decode", "tree0", "tree1")  # 8 lanes: 3 levels
-    # then the seven cut points inside the scale multiply and the four inside int64 -> fp32 (rtl.lib)
-    assert cuts(21) == cuts(30) == cuts(10) + ("scale",) * 7 + ("i2f",) * 4
+    assert cuts(10) == cuts(20) == ("prod", "group_src", "group_res", "decode", "tree0", "tree1")  # 8 lanes: 3 levels
     # 32-bit lanes: 16 int2 lanes, 4 levels -> 3 inner cuts, the middle one (after level 1) first
-    assert cuts(20, lane_bits=32)[4:7] == ("tree1", "tree0", "tree2")
-    assert cuts(20, formats=["int16", "bf16"], weight_format="int16", activation_format="int16")[4:] == \
-        ("scale",) * 7 + ("i2f",) * 4
+    assert cuts(20, lane_bits=32)[4:] == ("tree1", "tree0", "tree2")
+    assert cuts(20, formats=["int16", "bf16"], weight_format="int16", activation_format="int16")[4:] == ()
 
 
 def test_what_the_rtl_cannot_build_is_a_one_line_error():

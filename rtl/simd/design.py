@@ -61,20 +61,13 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.lib import fp
 from rtl.lib.formats import EXP_W, Decoded, FormatHw, decode, decode_fp32
-from rtl.lib.pipe import Pipe, carry, drop
 
 #: latency of the datapath from a step's issue to its output's write (stages 1..4), without extra cuts
 DATAPATH_STAGES = 4
 #: the extra register stages ``pipeline_cycles > 4`` adds, in this order (see :attr:`SimdConfig.cuts`):
 #: after the lane products; after the group sum's int64 -> fp32 conversion; after the group scale
-#: multiply; after the operand decode; between levels of the lane tree; then inside the group scale
-#: multiply (its rtl.lib cut points, :data:`SCALE_CUTS`) and inside the int64 -> fp32 conversion
-#: (:data:`I2F_CUTS`)
-CUT_ORDER = ("prod", "group_src", "group_res", "decode", "tree", "scale", "i2f")
-#: cut points of the fp32 scale multiply (rtl.lib.fp.fp32_mul: operands, partial products, product,
-#: round-and-pack's four) and of the int64 -> fp32 conversion (round-and-pack's four)
-SCALE_CUTS = 7
-I2F_CUTS = 4
+#: multiply; after the operand decode; between levels of the lane tree
+CUT_ORDER = ("prod", "group_src", "group_res", "decode", "tree")
 DIM_BITS = 16  # width of cmd_m / cmd_n / cmd_k / cmd_g
 BUF_CODES = {"operands": 0, "scales": 1, "outputs": 2}
 
@@ -191,8 +184,7 @@ class SimdConfig:
         order they are added (:data:`CUT_ORDER`; the tree cuts nearest the middle of the tree first).
         Cycles beyond the cuts this PE has are plain latency (``tile_done`` waits)."""
         inner = sorted(range(self.tree_levels - 1), key=lambda lev: (abs(lev - (self.tree_levels - 2) / 2), lev))
-        order = [c for c in CUT_ORDER[:4]] + [f"tree{lev}" for lev in inner] + ["scale"] * SCALE_CUTS \
-            + ["i2f"] * I2F_CUTS
+        order = [c for c in CUT_ORDER if c != "tree"] + [f"tree{lev}" for lev in inner]
         return tuple(order[:max(0, self.pipeline_cycles - DATAPATH_STAGES)])
 
     def cut_count(self, *names: str) -> int:
@@ -443,27 +435,19 @@ class SimdPE(wiring.Component):
         acc_base = Signal(OW, name="out_base")
         m.d.comb += acc_base.eq(Mux(self.s3_first_g, init, outs))
         grp_src = Signal(32, name="group_sum_f")  # float outputs: every float mode, and int x int with G > 0
-        n_i2f, n_scale = cfg.cut_count("i2f"), cfg.cut_count("scale")
-        gacc_f_d = _delayed(m, gacc_f, n_i2f, "gacc_f_i2f")  # beside the conversion's cuts
         if cfg.has_int:
-            pipe = Pipe(m, n_i2f, I2F_CUTS, "i2f_cut")
-            conv = fp.int_to_fp(m, gacc_i, 64, "i2f", pipe=pipe)
-            pipe.finish()
-            m.d.comb += grp_src.eq(Mux(int_mode, conv, gacc_f_d) if cfg.float_lanes else conv)
+            conv = fp.int_to_fp32(m, gacc_i, 64, "i2f")
+            m.d.comb += grp_src.eq(Mux(int_mode, conv, gacc_f) if cfg.float_lanes else conv)
         else:
-            m.d.comb += grp_src.eq(gacc_f_d)
+            m.d.comb += grp_src.eq(gacc_f)
         grp_src = _delayed(m, grp_src, cfg.cut_count("group_src"), "group_src")
-        if cfg.dequant:  # no scale multiply; its cuts are plain registers
-            grp_res = _delayed(m, grp_src, cfg.cut_count("group_res") + n_scale, "group_res")
+        if cfg.dequant:  # no scale multiply; the group_res cut is a plain register
+            grp_res = _delayed(m, grp_src, cfg.cut_count("group_res"), "group_res")
         else:
-            pipe = Pipe(m, n_scale, SCALE_CUTS, "scale_cut")
-            c_src, c_zero = carry(pipe, grp_src), carry(pipe, self.g_zero)
-            scaled = fp.fp32_mul(m, grp_src, self.scale, "scale", pipe=pipe)
-            pipe.finish()
-            grp_res = _delayed(m, Mux(drop(pipe, c_zero), drop(pipe, c_src), scaled), cfg.cut_count("group_res"),
-                               "group_res")
+            scaled = fp.fp32_mul(m, grp_src, self.scale, "scale")
+            grp_res = _delayed(m, Mux(self.g_zero, grp_src, scaled), cfg.cut_count("group_res"), "group_res")
         new_f = fp.fp32_add(m, acc_base[:32], grp_res, "oadd")
-        gsum_i = _delayed(m, gacc_i, cfg.cut_count("group_src", "group_res", "scale", "i2f"), "gacc_i")
+        gsum_i = _delayed(m, gacc_i, cfg.cut_count("group_src", "group_res"), "gacc_i")
         with m.If(self.s3_v & self.s3_gend):
             if cfg.has_int:
                 with m.If(int_mode & self.g_zero):
@@ -588,8 +572,7 @@ class SimdArray(wiring.Component):
         # cut delays stage 2, the group cuts delay the scale read and the output stage
         d_dec = cfg.cut_count("decode")
         d_s1 = cfg.cut_count("decode", "prod", "tree")
-        d_grp_src = cfg.cut_count("group_src", "i2f")
-        d_grp = cfg.cut_count("group_src", "group_res", "scale", "i2f")
+        d_grp_src, d_grp = cfg.cut_count("group_src"), cfg.cut_count("group_src", "group_res")
         pe_s1 = {"v": _delayed(m, s1["v"], d_dec, "s1m_v"), "first_bit": _delayed(m, s1["first_bit"], d_dec, "s1m_fb"),
                  "bit": _delayed(m, s1_bit, d_dec, "s1m_bit"), "mask": _delayed(m, s1_mask, d_dec, "s1m_mask")}
         s2 = {k: Signal(name=f"s2_{k}") for k in ("v", "gstart", "gend", "rend", "first_g")}
