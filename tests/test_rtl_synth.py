@@ -29,6 +29,44 @@ def test_generic_2x2_counts_are_sane():
     assert r["params"]["rows"] == 2
 
 
+def test_generic_reports_logic_levels():
+    """--target generic: the longest register-to-register path in 4-LUT cells (yosys ltp), and the clock the
+    levels-per-ns rule allows. An unpipelined multiply-add chain is deeper than a registered one."""
+    from rtl.lib.units import FpMul
+    from amaranth.back import verilog
+
+    from rtl.synth import LUT4_LEVELS_PER_NS, synthesize_verilog
+
+    levels = {}
+    for stages in (1, 4):
+        text = verilog.convert(FpMul("fp8_e4m3", stages), name="m", emit_src=False)
+        r = synthesize_verilog(text, "m", target="generic")
+        levels[stages] = r["logic_levels"]
+        assert r["levels_clock_mhz"] == round(1000.0 * LUT4_LEVELS_PER_NS / r["logic_levels"], 1)
+    assert 2 <= levels[4] < levels[1]
+
+
+def test_generic_ltp_text_is_parsed():
+    from rtl.synth import logic_levels
+
+    text = "Longest topological path in t (length=6):\n    0: \\ra [6]\n"
+    assert logic_levels(text) == {"logic_levels": 6, "levels_clock_mhz": round(10000 / 6, 1)}
+    assert logic_levels("no path") == {}
+
+
+def test_a_webassembly_trap_is_named(tmp_path):
+    """The yowasp build's out-of-memory trap becomes one line naming the cause and the fix."""
+    import sys
+
+    from rtl.synth import run_tool
+
+    cmd = [sys.executable, "-c", "import sys; sys.stderr.write('wasmtime._trap.Trap: error while executing at wasm "
+           "backtrace:\\n    0: 0x1 - <unknown>!yosys\\n'); sys.exit(1)"]
+    with pytest.raises(ToolError, match=r"^yosys failed: the WebAssembly build \(yowasp\) trapped, most likely at "
+                                        r"its 4 GiB memory limit.*apt-get install -y yosys"):
+        run_tool(cmd, tmp_path, "yosys", 30)
+
+
 def test_ecp5_one_dsp_per_mac_and_cache(monkeypatch):
     import rtl.synth
 

@@ -130,7 +130,8 @@ def _comb_eval(build, vectors):
 def test_lane_product_is_the_exactly_rounded_fp32_product(wf, af):
     from amaranth import Signal
 
-    from rtl.simd.arith import FormatHw, decode, product
+    from rtl.lib.formats import FormatHw, decode
+    from rtl.lib.fp import product
 
     W, A = FormatHw.of(wf), FormatHw.of(af)
 
@@ -149,7 +150,8 @@ def test_lane_product_is_the_exactly_rounded_fp32_product(wf, af):
 def test_fp32_add_mul_and_conversions_follow_numpy():
     from amaranth import Signal
 
-    from rtl.simd.arith import FormatHw, fp32_add, fp32_mul, fp32_to_small, int_to_fp32
+    from rtl.lib.formats import FormatHw
+    from rtl.lib.fp import fp32_add, fp32_mul, fp32_to_small, int_to_fp32
 
     rng = np.random.default_rng(3)
     x = rng.integers(0, 1 << 32, 120, dtype=np.uint64).astype(np.uint32)

@@ -4,7 +4,7 @@ a ``pe1d``-lane 1D array and the online-softmax rescale state, running FuseMax
 
 Timing is the template's contract (:mod:`archsim.templates.attention.tile`);
 values are the template's fp32 arithmetic (:mod:`archsim.templates.attention.values`,
-:mod:`rtl.attention.fp`), so the RTL is compared bit for bit with the models.
+:mod:`rtl.lib.fp`), so the RTL is compared bit for bit with the models.
 
 Structure (``R x C`` array, ``P`` 1D lanes, ``E`` MACs per exp, ``D`` the
 largest head dim built):
@@ -46,8 +46,8 @@ from amaranth import Array, Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.attention import fp
-from rtl.attention.fp import exp2_coefficient_bits
+from rtl.lib import fp
+from rtl.lib.exp import exp2_coefficient_bits, exp2_poly
 
 # controller states
 IDLE, SLOTS, DRAIN, FIN, F_QK, F_QKD, F_SM, F_AV, F_AVD, CAP = range(10)
@@ -278,7 +278,7 @@ class AttentionArray(wiring.Component):
                     m.d.comb += [ma.eq(Pr[i][j]), mb.eq(Fr[i][j])]
                 with m.Else():
                     m.d.comb += [ma.eq(p_av), mb.eq(_wide(vcol[j]))]
-                prod = fp.fp32_mul(m, ma, mb, f"{nm}_mul")
+                prod = fp.fp32_mul_finite(m, ma, mb, f"{nm}_mul")
                 ld = fp.ldexp(m, Pr[i][j], Nr[i][j], f"{nm}_ld")
                 aa = Signal(32, name=f"{nm}_aa")
                 ab = Signal(32, name=f"{nm}_ab")
@@ -292,9 +292,9 @@ class AttentionArray(wiring.Component):
                     m.d.comb += [aa.eq(chain), ab.eq(ld)]
                 with m.Else():
                     m.d.comb += [aa.eq(chain), ab.eq(prod)]
-                add = fp.fp32_add(m, aa, ab, f"{nm}_add")
+                add = fp.fp32_add_finite(m, aa, ab, f"{nm}_add")
                 n_fp, n_int = fp.rint(m, add, f"{nm}_rint")
-                f = fp.fp32_add(m, add, fp.fp32_neg(n_fp), f"{nm}_frac")
+                f = fp.fp32_add_finite(m, add, fp.fp32_neg(n_fp), f"{nm}_frac")
                 nxt = Signal(32, name=f"{nm}_chain")
                 m.d.comb += nxt.eq(Mux(colvalid[j], add, chain))
                 chain = nxt
@@ -377,11 +377,11 @@ class AttentionArray(wiring.Component):
                     m.d.comb += [aa.eq(Mux(cc == 0, 0, chain)), ab.eq(sbuf[si])]
                 with m.Case(OP_FMULN):
                     m.d.comb += [ma.eq(sbuf[si]), mb.eq(l_state[ii])]
-            prod = fp.fp32_mul(m, ma, mb, f"{nm}_mul")
+            prod = fp.fp32_mul_finite(m, ma, mb, f"{nm}_mul")
             with m.If(op1 == OP_FMULX):
                 m.d.comb += [aa.eq(prod), ab.eq(fp.fp32_neg(mc_state[ii]))]
-            add = fp.fp32_add(m, aa, ab, f"{nm}_add")
-            ex = fp.exp2_poly(m, add, E, f"{nm}_exp")
+            add = fp.fp32_add_finite(m, aa, ab, f"{nm}_add")
+            ex = exp2_poly(m, add, E, f"{nm}_exp")
             rc = fp.recip(m, l_state[ii], f"{nm}_recip")
             bmv = bmA[r1[0]][ii]
             mx = fp.fp32_max(m, m_state[ii], bmv, f"{nm}_max")
@@ -480,7 +480,7 @@ class AttentionArray(wiring.Component):
         fi = Signal(range(R + 1))
         fe = Signal(range(D + 1))
         fr = fp.recip(m, res_l[fp_ * R + fi], "fin_recip")
-        fo = fp.fp32_mul(m, res_o[(fp_ * R + fi) * D + fe], fr, "fin_mul")
+        fo = fp.fp32_mul_finite(m, res_o[(fp_ * R + fi) * D + fe], fr, "fin_mul")
 
         # ------------------------------------------------------------------ main controller
         slot_last = slot == nb_all + 2

@@ -2,7 +2,7 @@
 tiles (operands + one command each), comparison with the fast and detailed models.
 
 Values are compared bit for bit with the models (the RTL computes the
-template's fp32 arithmetic, :mod:`rtl.attention.fp`); each tile's report also
+template's fp32 arithmetic, :mod:`rtl.lib.fp`); each tile's report also
 carries its error against the independent float64 reference and the derived
 bound (:func:`archsim.templates.attention.reference.error_bound`). Cycles are
 the tile's ``tile_start .. tile_done`` on the RTL against
@@ -11,14 +11,13 @@ the tile's ``tile_start .. tile_done`` on the RTL against
 """
 from __future__ import annotations
 
-import inspect
 from dataclasses import asdict, fields
 from typing import Any
 
 import numpy as np
 
 from archsim.errors import SpecError
-from rtl.design import CosimReport, Port, RtlDesign, TileCheck
+from rtl.design import Port, RtlDesign, TileModels
 from rtl.attention.design import AttentionArray, AttentionRtlConfig, attention_signature
 from rtl.design import pack_lanes
 
@@ -110,13 +109,6 @@ class AttentionDesign(RtlDesign):
     def component(self):
         return AttentionArray(self.cfg)
 
-    def source_files(self) -> list[str]:
-        import rtl.attention.design as d
-        import rtl.attention.fp as f
-        import rtl.pim.fp as pf
-
-        return [inspect.getfile(d), inspect.getfile(f), inspect.getfile(pf), __file__]
-
     def config_dict(self) -> dict[str, Any]:
         out = asdict(self.params)
         out.update({f.name: getattr(self.cfg, f.name) for f in fields(self.cfg)})
@@ -189,56 +181,38 @@ class AttentionDesign(RtlDesign):
         return {"driver": self.driver, "head_dim_max": self.cfg.head_dim_max, "kick": kick,
                 "tiles": [self.encode(t, o) for t, o in items]}
 
+    def tile_models(self, tile, ops):
+        from archsim.templates.attention.model import AttentionModel
+
+        model = getattr(self, "_model", None)
+        if model is None:
+            model = self._model = AttentionModel(self.params)
+        det_vals, det_cycles = model.detailed_tile(tile, ops)
+        return TileModels(np.asarray(model.tile_values(tile, ops), np.float32), model.tile_cycles(tile),
+                          np.asarray(det_vals, np.float32), int(det_cycles))
+
+    def rtl_tile_values(self, tile, g):
+        rows = np.array(g["rows"], np.uint64) if g["rows"] else np.zeros((0, 0), np.uint64)
+        return (rows[:, :tile.head_dim].astype(np.uint32).view(np.float32) if rows.size
+                else np.zeros((0, tile.head_dim), np.float32))
+
+    def tile_extra(self, tile, ops, g):
+        return {"hw_tile_cycles": g.get("hw_cycles")}
+
+    def value_extra(self, tile, ops, vals):
+        from archsim.templates.attention.reference import error_bound, reference_attention
+
+        ref = reference_attention(ops["q"], ops["k"], ops["v"])
+        bound = error_bound(ops["q"], ops["k"], ops["v"], self.params.cols, self.params.exp_macs)
+        err = np.abs(vals.astype(np.float64) - ref).max(axis=1)
+        return {"max_abs_error": float(err.max()), "error_over_bound": float((err / bound).max())}
+
+    def tile_flag(self, g, extra):
+        return "the array flagged the command (error)" if g.get("error") else ""
+
     @staticmethod
     def label(tile) -> str:
         extra = "" if tile.drain else " nodrain"
         extra += f" x{tile.passes}" if tile.passes > 1 else ""
         return f"{tile.mapping} q={tile.q_rows} L={tile.kv_len} d={tile.head_dim}{extra}"
 
-    def check(self, items, result, sim="icarus") -> CosimReport:
-        from archsim.templates.attention.model import AttentionModel
-        from archsim.templates.attention.reference import error_bound, reference_attention
-
-        model = AttentionModel(self.params)
-        got = result.get("tiles", [])
-        report = CosimReport(design=self.template, sim=sim, tiles=[], error=result.get("error", ""))
-        for idx, (tile, ops) in enumerate(items):
-            fast_vals = np.asarray(model.tile_values(tile, ops), np.float32)
-            det_vals, det_cycles = model.detailed_tile(tile, ops)
-            fast_cycles = model.tile_cycles(tile)
-            label = self.label(tile)
-            if idx >= len(got):
-                report.tiles.append(TileCheck(idx, label, None, fast_cycles, det_cycles, False,
-                                              "no result from the RTL"))
-                continue
-            g = got[idx]
-            rows = np.array(g["rows"], np.uint64) if g["rows"] else np.zeros((0, 0), np.uint64)
-            vals = (rows[:, :tile.head_dim].astype(np.uint32).view(np.float32) if rows.size
-                    else np.zeros((0, tile.head_dim), np.float32))
-            want = fast_vals.view(np.uint32)
-            mismatch = ""
-            if not np.array_equal(np.asarray(det_vals, np.float32).view(np.uint32), want):
-                mismatch = "fast and detailed models disagree on values (model bug)"
-            elif vals.shape != fast_vals.shape:
-                mismatch = f"{vals.shape} outputs read, expected {fast_vals.shape}"
-            else:
-                diff = np.argwhere(vals.view(np.uint32) != want)
-                if len(diff):
-                    r, e = (int(x) for x in diff[0])
-                    mismatch = (f"out[{r},{e}] = {vals[r, e]!r}, expected {fast_vals[r, e]!r} (archsim models); "
-                                f"{len(diff)} of {want.size} values differ")
-            if g.get("error"):
-                mismatch = (mismatch + "; " if mismatch else "") + "the array flagged the command (error)"
-            extra: dict[str, Any] = {"hw_tile_cycles": g.get("hw_cycles")}
-            if vals.shape == fast_vals.shape:
-                ref = reference_attention(ops["q"], ops["k"], ops["v"])
-                bound = error_bound(ops["q"], ops["k"], ops["v"], self.params.cols, self.params.exp_macs)
-                err = np.abs(vals.astype(np.float64) - ref).max(axis=1)
-                extra.update(max_abs_error=float(err.max()), error_over_bound=float((err / bound).max()))
-            rtl_cycles = g.get("cycles")
-            if rtl_cycles is not None and g.get("hw_cycles") != rtl_cycles:
-                mismatch = (mismatch + "; " if mismatch else "") + \
-                    f"hardware counter {g.get('hw_cycles')} != measured {rtl_cycles}"
-            report.tiles.append(TileCheck(idx, label, rtl_cycles, fast_cycles, int(det_cycles), not mismatch,
-                                          mismatch, extra))
-        return report

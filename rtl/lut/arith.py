@@ -6,14 +6,15 @@ Each arithmetic has the five operations the datapath uses (the contract in
 bit 0), ``add`` (table build, ``acc + r``), ``double_add`` (``rne(2*p + t)``,
 the bit-serial shift-add), ``half_sub`` (``rne(p - S) * 0.5``) and ``zero``.
 Values are bit vectors of the storage width ``width``: two's complement for
-integers, fp32 bit patterns for floats. The fp32 add is the shared one of
-:mod:`rtl.pim.fp`; doubling and halving are exact / RNE bit manipulations here.
+integers, fp32 bit patterns for floats. The fp32 add, doubling, halving
+and fp16 -> fp32 are the shared ones of :mod:`rtl.lib.fp`.
 """
 from __future__ import annotations
 
 from amaranth import Cat, Const, Module, Mux, Signal, signed
 
-from rtl.pim import fp
+from rtl.lib import fp
+from rtl.lib.fp import fp16_to_fp32, fp32_double, fp32_half  # noqa: F401 - the LUT datapath's helpers
 
 
 class IntArith:
@@ -54,35 +55,6 @@ class IntArith:
         return out
 
 
-def fp32_double(x):
-    """Bits of ``2 * x`` (exact below overflow): exponent + 1, or a subnormal's magnitude << 1."""
-    mag = x[:31]
-    return Cat(Mux(x[23:31] != 0, mag + (1 << 23), mag << 1)[:31], x[31])
-
-
-def fp32_half(m: Module, x, name: str):
-    """Bits of ``x * 0.5`` rounded to nearest even (exact unless the result is subnormal)."""
-    mag = x[:31]
-    low = Signal(31, name=f"{name}_low")
-    # exponent field <= 1: the magnitude (hidden bit included for exponent 1) shifts right, ties to even
-    m.d.comb += low.eq((mag >> 1) + (mag[0] & mag[1]))
-    out = Signal(32, name=name)
-    m.d.comb += out.eq(Cat(Mux(x[23:31] > 1, (mag - (1 << 23))[:31], low), x[31]))
-    return out
-
-
-def fp16_to_fp32(m: Module, h, name: str):
-    """Exact fp32 bits of an fp16 pattern (finite values; subnormals normalized)."""
-    e, f = h[10:15], h[:10]
-    out = Signal(32, name=name)
-    # subnormal: leading one of f at bit p -> exponent p + 103, fraction = bits below p, left-aligned
-    sub = Const(0, 31)
-    for p in range(10):
-        sub = Mux(f[p], Cat(Const(0, 23 - p), f[:p], Const(p + 103, 8)), sub)
-    m.d.comb += out.eq(Cat(Mux(e == 0, sub, Cat(Const(0, 13), f, (e + 112)[:8])), h[15]))
-    return out
-
-
 class FpArith:
     """fp32 arithmetic, round to nearest even on every add (numpy float32 semantics)."""
 
@@ -95,15 +67,15 @@ class FpArith:
         return out
 
     def add(self, m: Module, x, y, name: str):
-        return fp.fp32_add(m, x[:32], y[:32], name)
+        return fp.fp32_add_finite(m, x[:32], y[:32], name)
 
     def double_add(self, m: Module, p, t, name: str):
         d = Signal(32, name=f"{name}_2p")
         m.d.comb += d.eq(fp32_double(p[:32]))
-        return fp.fp32_add(m, d, t[:32], name)
+        return fp.fp32_add_finite(m, d, t[:32], name)
 
     def half_sub(self, m: Module, p, s, name: str):
-        diff = fp.fp32_add(m, p[:32], Cat(s[:31], ~s[31]), f"{name}_d")
+        diff = fp.fp32_add_finite(m, p[:32], Cat(s[:31], ~s[31]), f"{name}_d")
         return fp32_half(m, diff, name)
 
     def activation(self, m: Module, code, afmt_fp16, name: str):

@@ -38,9 +38,8 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from rtl.attention.fp import fp32_mul
 from rtl.lut.arith import FpArith, IntArith
-from rtl.simd.arith import int_to_fp32
+from rtl.lib.fp import fp32_mul_finite as fp32_mul, int_to_fp32
 
 #: command codes of the weight / activation formats
 WFMT = {"int1": 0, "ternary": 1, "int2": 2, "int3": 3, "int4": 4}

@@ -16,7 +16,7 @@ int1 or the 2-bit range of ternary into the multipliers, which a core serving
 every weight format cannot do). With a weight format the core dequantizes b-bit
 codes itself (int1: +-1; ternary / intb: two's complement) to int8 or fp16. It
 multiplies (int8 x int8 -> int16 exact; fp16 x fp16 -> fp32, exact, rounded
-by :func:`rtl.pim.fp._round_pack`), sums the ``group_k`` products of each
+by :func:`rtl.lib.fp.narrow_mul_fp32`), sums the ``group_k`` products of each
 (m, n) with an adder tree (int exact; fp32 adds RNE, pairwise) and adds the
 sum into its accumulator (int32 / fp32; ``first`` restarts from the sum).
 Pipeline: products, tree, accumulator (3 register stages).
@@ -27,23 +27,10 @@ from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.pim import fp
+from rtl.lib import fp
+from rtl.lib.formats import FP16
 
 PLANES = {"int1": 1, "ternary": 2, "int2": 2, "int3": 3, "int4": 4}
-
-
-def fp16_mul(m: Module, a, b, name: str):
-    """fp32 bits of fp16 ``a`` x fp16 ``b`` (exact product of finite values)."""
-    ea, eb = a[10:15], b[10:15]
-    ma, mb = Cat(a[:10], ea != 0), Cat(b[:10], eb != 0)
-    prod = Signal(22, name=f"{name}_p")
-    m.d.comb += prod.eq(ma * mb)
-    exp = Signal(signed(11), name=f"{name}_e")
-    # prod * 2**(ea' + eb' - 50) as sig = prod << 6 with the hidden bit at 26: exp = ea' + eb' + 97
-    m.d.comb += exp.eq(Mux(ea == 0, 1, ea) + Mux(eb == 0, 1, eb) + 97)
-    sig = Signal(28, name=f"{name}_sig")
-    m.d.comb += sig.eq(prod << 6)
-    return fp._round_pack(m, a[15] ^ b[15], exp, sig, name)
 
 
 def int_to_fp16(code, bits: int, int1: bool):
@@ -119,7 +106,7 @@ class MacBaseline(wiring.Component):
                     if integer:
                         m.d.sync += p.eq(acts[r][j].as_signed() * deq[j][c].as_signed())
                     else:
-                        m.d.sync += p.eq(fp16_mul(m, acts[r][j], deq[j][c], f"mul_r{r}_c{c}_j{j}"))
+                        m.d.sync += p.eq(fp.narrow_mul_fp32(m, FP16, acts[r][j], deq[j][c], f"mul_r{r}_c{c}_j{j}"))
                     prods.append(p)
                 level, lvl = prods, 0  # stage 2: pairwise adder tree
                 while len(level) > 1:
@@ -128,7 +115,7 @@ class MacBaseline(wiring.Component):
                         if integer:
                             nxt.append(level[i] + level[i + 1])
                         else:
-                            nxt.append(fp.fp32_add(m, level[i], level[i + 1], f"add_r{r}_c{c}_l{lvl}_{i}"))
+                            nxt.append(fp.fp32_add_finite(m, level[i], level[i + 1], f"add_r{r}_c{c}_l{lvl}_{i}"))
                     if len(level) % 2:
                         nxt.append(level[-1])
                     level, lvl = nxt, lvl + 1
@@ -139,7 +126,7 @@ class MacBaseline(wiring.Component):
                     if integer:
                         m.d.sync += acc.eq(Mux(f2, 0, acc) + total)
                     else:
-                        m.d.sync += acc.eq(fp.fp32_add(m, Mux(f2, 0, acc), total, f"acc_r{r}_c{c}_add"))
+                        m.d.sync += acc.eq(fp.fp32_add_finite(m, Mux(f2, 0, acc), total, f"acc_r{r}_c{c}_add"))
                 outs.append(acc)
         m.d.comb += self.out.eq(Cat(*outs))
         return m

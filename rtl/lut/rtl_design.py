@@ -3,14 +3,13 @@ LUT models (fast: :mod:`archsim.templates.lut.values` / :mod:`~archsim.templates
 detailed: :class:`archsim.templates.lut.detailed.LutArrayDetailed`)."""
 from __future__ import annotations
 
-import inspect
 from math import ceil
 from typing import Any
 
 import numpy as np
 
 from archsim.errors import SpecError
-from rtl.design import CosimReport, Port, RtlDesign, TileCheck
+from rtl.design import Port, RtlDesign, TileModels
 from rtl.lut.design import ACC_BITS, AFMT, BUFS, WFMT, LutConfig, LutCore, lut_signature
 from rtl.design import pack_lanes
 
@@ -92,16 +91,6 @@ class LutDesign(RtlDesign):
 
     def component(self) -> LutCore:
         return LutCore(self.cfg)
-
-    def source_files(self) -> list[str]:
-        import rtl.attention.fp as af
-        import rtl.lut.arith as a
-        import rtl.lut.design as d
-        import rtl.pim.fp as f
-        import rtl.simd.arith as sa
-
-        return [inspect.getfile(d), inspect.getfile(a), inspect.getfile(f), inspect.getfile(af),
-                inspect.getfile(sa), __file__]
 
     def config_dict(self) -> dict[str, Any]:
         return self.cfg.as_dict()
@@ -197,6 +186,22 @@ class LutDesign(RtlDesign):
     def make_job(self, items) -> dict[str, Any]:
         return {"driver": self.driver, "tiles": [self.encode(t, o) for t, o in items]}
 
+    def model_results(self, items):
+        from archsim.templates.lut.detailed import LutArrayDetailed
+        from archsim.templates.lut.tile import tile_cycles
+        from archsim.templates.lut.values import tile_values
+
+        detailed = LutArrayDetailed(self.params)
+        for tile, ops in items:
+            det_vals, det_cycles = detailed.run_tile(tile, ops)
+            yield TileModels(tile_values(tile, ops, self.params), tile_cycles(tile, self.params), det_vals, det_cycles)
+
+    def rtl_tile_values(self, tile, g):
+        return self.rtl_values(tile, g["out"])
+
+    def comparable(self, tile, values, rtl=False):
+        return value_bits(values, self.int_output(tile))
+
     def rtl_values(self, tile, words: list[int]) -> np.ndarray:
         """The tile's outputs from the output buffer entries read back."""
         c = self.cfg
@@ -224,43 +229,3 @@ class LutDesign(RtlDesign):
         return (f"{tile.weight_format}x{tile.activation_format} m={tile.m} k={tile.k} n={tile.n}"
                 + (" acc" if tile.accumulate else "") + (" pre" if tile.precomputed else ""))
 
-    def check(self, items, result, sim="icarus") -> CosimReport:
-        from archsim.templates.lut.detailed import LutArrayDetailed
-        from archsim.templates.lut.tile import tile_cycles
-        from archsim.templates.lut.values import tile_values
-
-        got = result.get("tiles", [])
-        report = CosimReport(design=self.template, sim=sim, tiles=[], error=result.get("error", ""))
-        if result.get("error_flag"):
-            report.error = "the design raised its error flag (unsupported command)"
-        detailed = LutArrayDetailed(self.params)
-        for idx, (tile, ops) in enumerate(items):
-            label = self.label(tile)
-            integer = self.int_output(tile)
-            fast_vals = tile_values(tile, ops, self.params)
-            fast_cycles = tile_cycles(tile, self.params)
-            det_vals, det_cycles = detailed.run_tile(tile, ops)
-            if idx >= len(got):
-                report.tiles.append(TileCheck(idx, label, None, fast_cycles, det_cycles, False,
-                                              "no result from the RTL"))
-                continue
-            g = got[idx]
-            want = value_bits(fast_vals, integer)
-            mismatch = ""
-            if not np.array_equal(value_bits(det_vals, integer), want):
-                mismatch = "fast and detailed models disagree on values (model bug)"
-            else:
-                vals = self.rtl_values(tile, g["out"])
-                diff = np.argwhere(value_bits(vals, integer) != want)
-                if len(diff):
-                    i, j = (int(v) for v in diff[0])
-                    mismatch = (f"out[{i},{j}] = {vals[i, j]!r}, expected {fast_vals[i, j]!r} (archsim models); "
-                                f"{len(diff)} of {want.size} values differ")
-            check = TileCheck(idx, label, g.get("cycles"), fast_cycles, det_cycles, not mismatch, mismatch,
-                              {"hw_cycles": g.get("hw_cycles")})
-            if g.get("hw_cycles") != g.get("cycles"):
-                check.values_ok = False
-                check.mismatch = (check.mismatch + "; " if check.mismatch else "") + (
-                    f"tile_cycles counter says {g.get('hw_cycles')}, ports say {g.get('cycles')}")
-            report.tiles.append(check)
-        return report

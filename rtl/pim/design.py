@@ -20,7 +20,7 @@ mac_stages`` cycles after ``dram_rd``), and the column sum is added into
 its accumulator at the edge ``tCL`` cycles after the command
 (``mac_pipeline_cycles = 1``: visible the cycle after). int8: exact products, int32 wrap; bf16:
 fp32 products, fp32 tree and accumulators, round to nearest even
-(:mod:`rtl.pim.fp`). The first MAC after an RDACC starts a new group: the
+(:mod:`rtl.lib.fp`). The first MAC after an RDACC starts a new group: the
 accumulators restart from zero.
 """
 from __future__ import annotations
@@ -29,7 +29,8 @@ from amaranth import Array, Cat, Module, Mux, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.pim import fp
+from rtl.lib import fp
+from rtl.lib.formats import BF16
 
 ACT, PRE, REF = 1, 2, 3
 MAC, GBWR, RDACC = 1, 2, 3
@@ -193,7 +194,7 @@ class PimBankUnit(wiring.Component):
         for lane in range(E):
             wl, xl = w_col[lb * lane:lb * lane + lb], x_col[lb * lane:lb * lane + lb]
             if bf16:
-                prods.append(fp.bf16_mul(m, wl, xl, f"prod{lane}"))
+                prods.append(fp.narrow_mul_fp32(m, BF16, wl, xl, f"prod{lane}"))
             else:
                 prods.append(wl.as_signed() * xl.as_signed())
         prods = cut(prods, "prod")
@@ -201,7 +202,7 @@ class PimBankUnit(wiring.Component):
         level = 0
         while len(prods) > 1:
             if bf16:
-                prods = [fp.fp32_add(m, prods[i], prods[i + 1], f"tree{level}_{i // 2}")
+                prods = [fp.fp32_add_finite(m, prods[i], prods[i + 1], f"tree{level}_{i // 2}")
                          for i in range(0, len(prods), 2)]
             else:
                 prods = [prods[i] + prods[i + 1] for i in range(0, len(prods), 2)]
@@ -215,7 +216,7 @@ class PimBankUnit(wiring.Component):
         fresh = Signal(init=1)
         old = Signal(32)
         m.d.comb += old.eq(Mux(fresh, 0, accs[a[last]]))
-        new = fp.fp32_add(m, old, col_sum, "acc_add") if bf16 else (old.as_signed() + col_sum.as_signed())[:32]
+        new = fp.fp32_add_finite(m, old, col_sum, "acc_add") if bf16 else (old.as_signed() + col_sum.as_signed())[:32]
         with m.If(v[last]):
             with m.If(fresh):
                 for i in range(self.A):

@@ -6,13 +6,12 @@ fast: :func:`archsim.templates.pim.fast.tile_cycles` and
 :func:`archsim.templates.pim.values.gemv_dot`)."""
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import numpy as np
 
 from archsim.errors import SpecError
-from rtl.design import CosimReport, Port, RtlDesign, TileCheck
+from rtl.design import Port, RtlDesign, TileModels
 from rtl.pim.channel import PimChannelUnit, channel_signature, check_channel
 from rtl.pim.design import LANE_BITS, PimBankUnit, mac_stages, pim_signature
 from rtl.design import pack_lanes
@@ -95,13 +94,6 @@ class PimDesign(RtlDesign):
     def component(self):
         return PimBankUnit(self.params) if self.banks == 1 else PimChannelUnit(self.params, self.banks)
 
-    def source_files(self) -> list[str]:
-        import rtl.pim.channel as c
-        import rtl.pim.design as d
-        import rtl.pim.fp as f
-
-        return [inspect.getfile(d), inspect.getfile(f), inspect.getfile(c), __file__]
-
     def config_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
 
@@ -128,6 +120,45 @@ class PimDesign(RtlDesign):
         from rtl.pim.sources import cosim_items
 
         return cosim_items(self.params, source, banks=self.banks, **kwargs)
+
+    #: the bank unit has no tile-cycle counter: its cycles are the last output / ready edge on the ports
+    has_cycle_counter = False
+
+    def rtl_tiles(self, result):
+        return result.get("streams", [])
+
+    def tile_models(self, tile, ops):
+        from archsim.templates.pim.commands import run_detailed
+        from archsim.templates.pim.fast import tile_cycles
+        from archsim.templates.pim.values import gemv_dot
+
+        p = self.params
+        w = np.asarray(ops["weight"])
+        x = np.asarray(ops["input"]).reshape(-1)
+        det_vals, det_cycles, _cmds = run_detailed(tile, p, w, x)
+        return TileModels(gemv_dot(w, x, p.column_elements, p.mac_precision), tile_cycles(tile, p), det_vals, det_cycles)
+
+    def rtl_cycles(self, g):
+        last_out = max([o[0] for o in g["outputs"]] + [0])
+        return max(last_out, g.get("ready_at") or 0)
+
+    def rtl_tile_values(self, tile, g):
+        return self.rtl_values(tile, g)
+
+    def comparable(self, tile, values, rtl=False):
+        return _bits(values, self.params.mac_precision)
+
+    def value_name(self, at):
+        return f"row {at[1]}"
+
+    def tile_extra(self, tile, ops, g):
+        return {"ready_at": g.get("ready_at")}
+
+    def tile_flag(self, g, extra):
+        if g.get("error") and not g.get("error_before"):
+            extra["trace"] = g.get("trace", [])
+            return "the unit flagged a timing violation (error)"
+        return ""
 
     @staticmethod
     def label(tile) -> str:
@@ -206,47 +237,3 @@ class PimDesign(RtlDesign):
             pos += ncols * lanes
         return out
 
-    def check(self, items, result, sim="icarus") -> CosimReport:
-        from archsim.templates.pim.commands import run_detailed
-        from archsim.templates.pim.fast import tile_cycles
-        from archsim.templates.pim.values import gemv_dot
-
-        p = self.params
-        prec = p.mac_precision
-        got = result.get("streams", [])
-        report = CosimReport(design=self.template, sim=sim, tiles=[], error=result.get("error", ""))
-        for idx, (tile, ops) in enumerate(items):
-            w = np.asarray(ops["weight"])
-            x = np.asarray(ops["input"]).reshape(-1)
-            det_vals, det_cycles, _cmds = run_detailed(tile, p, w, x)
-            fast_vals = gemv_dot(w, x, p.column_elements, prec)
-            fast_cycles = tile_cycles(tile, p)
-            label = self.label(tile)
-            if idx >= len(got):
-                report.tiles.append(TileCheck(idx, label, None, fast_cycles, det_cycles, False,
-                                              "no result from the RTL"))
-                continue
-            g = got[idx]
-            extra: dict[str, Any] = {"ready_at": g.get("ready_at")}
-            last_out = max([o[0] for o in g["outputs"]] + [0])
-            rtl_cycles = max(last_out, g.get("ready_at") or 0)
-            mismatch = ""
-            try:
-                vals = self.rtl_values(tile, g)
-            except ValueError as err:
-                vals, mismatch = None, str(err)
-            want = _bits(fast_vals, prec)
-            if not np.array_equal(_bits(det_vals, prec), want):
-                mismatch = "fast and detailed models disagree on values (model bug)"
-            elif vals is not None:
-                diff = np.argwhere(_bits(vals, prec) != want)
-                if len(diff):
-                    b, r = (int(v) for v in diff[0])
-                    mismatch = (f"row {r} = {vals[b, r]!r}, expected {fast_vals[b, r]!r} (archsim models); "
-                                f"{len(diff)} of {want.size} values differ")
-            if g.get("error") and not g.get("error_before"):
-                mismatch = (mismatch + "; " if mismatch else "") + "the unit flagged a timing violation (error)"
-                extra["trace"] = g.get("trace", [])
-            report.tiles.append(TileCheck(idx, label, rtl_cycles, fast_cycles, det_cycles, not mismatch,
-                                          mismatch, extra))
-        return report

@@ -1,6 +1,6 @@
 """RTL of the simd template: the mixed-precision SIMD PE array (``SimdArray``: buffers, tile
 controller, ``P`` instances of the PE module ``archsim_simd_pe``), its arithmetic
-(:mod:`rtl.simd.arith`) and its entry in the design registry (``Template(rtl=...)`` ->
+(:mod:`rtl.lib.fp`) and its entry in the design registry (``Template(rtl=...)`` ->
 :class:`rtl.simd.rtl_design.SimdDesign`). See ``docs/simd_rtl.md``.
 """
 from rtl.simd.design import SimdArray, SimdConfig, SimdPE, SimdRtlOptions, modes

@@ -59,8 +59,8 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from rtl.simd import arith
-from rtl.simd.arith import FormatHw
+from rtl.lib import fp
+from rtl.lib.formats import EXP_W, Decoded, FormatHw, decode, decode_fp32
 
 #: latency of the datapath from a step's issue to its output's write (stages 1..4), without extra cuts
 DATAPATH_STAGES = 4
@@ -231,7 +231,7 @@ def _cut_decoded(m: Module, d, on: bool, name: str):
     regs = [Signal(v.shape(), name=f"{name}_r{k}") for k, v in zip("nies", (d.nan, d.inf, d.sign, d.exp))]
     regs.append(Signal(d.sig.shape(), name=f"{name}_rm"))
     m.d.sync += [r.eq(v) for r, v in zip(regs, (d.nan, d.inf, d.sign, d.exp, d.sig))]
-    return arith.Decoded(*regs)
+    return Decoded(*regs)
 
 
 PE_TOP = "archsim_simd_pe"
@@ -302,10 +302,10 @@ class SimdPE(wiring.Component):
         decs = {}
         for fname, f in fmts.items():
             code = word[j * f.bits:(j + 1) * f.bits]
-            decs[fname] = (f, arith.decode(m, f, code, f"{name}_{fname}"))
+            decs[fname] = (f, decode(m, f, code, f"{name}_{fname}"))
         sw = max(f.sig_bits for f, _ in decs.values())
-        out = arith.Decoded(Signal(name=f"{name}_nan"), Signal(name=f"{name}_inf"), Signal(name=f"{name}_s"),
-                            Signal(signed(arith.EXP_W), name=f"{name}_e"), Signal(sw, name=f"{name}_m"))
+        out = Decoded(Signal(name=f"{name}_nan"), Signal(name=f"{name}_inf"), Signal(name=f"{name}_s"),
+                            Signal(signed(EXP_W), name=f"{name}_e"), Signal(sw, name=f"{name}_m"))
         fields = None
         for fname, (_f, d) in decs.items():  # a chain of muxes on per-format select registers
             vals = (d.nan, d.inf, d.sign, d.exp, d.sig)
@@ -322,11 +322,11 @@ class SimdPE(wiring.Component):
     def _dequant_weight(self, m, word, scale, j, lane_modes, regs, name):
         """Lane ``j``'s dequantized weight ``round_to(dequant_format, rne(decode(w) * scale))``, decoded."""
         w, ww = self._lane_decode(m, word, "w", j, lane_modes, regs, f"{name}_raw")
-        s = arith.decode_fp32(m, scale, f"{name}_sc")
-        prod32, _p, _s = arith.product(m, w, s, ww, 24, f"{name}_ws")
+        s = decode_fp32(m, scale, f"{name}_sc")
+        prod32, _p, _s = fp.product(m, w, s, ww, 24, f"{name}_ws")
         df = FormatHw.of(self.cfg.dequant_format)
-        code = arith.fp32_to_small(m, prod32, df, f"{name}_dq")
-        return arith.decode(m, df, code, f"{name}_dw"), df.sig_bits
+        code = fp.fp32_to_small(m, prod32, df, f"{name}_dq")
+        return decode(m, df, code, f"{name}_dw"), df.sig_bits
 
     def _sig_product(self, m, a, aw, w, ww, name):
         """``a.sig * w.sig`` by the configured multiplier (the bit-serial one completes on the last bit)."""
@@ -374,7 +374,7 @@ class SimdPE(wiring.Component):
             w = _cut_decoded(m, w, "decode" in cfg.cuts, f"{name}_w")
             sig_p = self._sig_product(m, a, aw, w, ww, name)
             if cfg.dequant or any(not md.integer for md in lane_modes):
-                pf, praw, psign = arith.product(m, a, w, aw, ww, f"{name}_prod", sig_product=sig_p)
+                pf, praw, psign = fp.product(m, a, w, aw, ww, f"{name}_prod", sig_product=sig_p)
                 pfm = Signal(32, name=f"{name}_pf")
                 m.d.comb += pfm.eq(Mux(self.s1_mask[j], pf, 0))
                 prods_f.append(pfm)
@@ -401,7 +401,7 @@ class SimdPE(wiring.Component):
                     continue
                 has_right = regs.reg(f"t{lev}_{i // 2}_r", 1,
                                      lambda md, lev=lev, i=i: i + 1 < _level_nodes(md.lanes, lev))
-                total = arith.fp32_add(m, node[i], node[i + 1], f"t{lev}_{i // 2}") \
+                total = fp.fp32_add(m, node[i], node[i + 1], f"t{lev}_{i // 2}") \
                     if cfg.float_lanes else Const(0, 32)
                 sel = Signal(32, name=f"t{lev}_{i // 2}_o")
                 m.d.comb += sel.eq(Mux(has_right, total, node[i]))
@@ -423,7 +423,7 @@ class SimdPE(wiring.Component):
         gacc_i = Signal(signed(64), name="gacc_i")
         with m.If(self.s2_v):
             if cfg.float_lanes:
-                m.d.sync += gacc_f.eq(arith.fp32_add(m, Mux(self.s2_gstart, 0, gacc_f), cs_f, "gadd"))
+                m.d.sync += gacc_f.eq(fp.fp32_add(m, Mux(self.s2_gstart, 0, gacc_f), cs_f, "gadd"))
             if cfg.has_int:
                 m.d.sync += gacc_i.eq(Mux(self.s2_gstart, 0, gacc_i) + cs_i)
 
@@ -436,7 +436,7 @@ class SimdPE(wiring.Component):
         m.d.comb += acc_base.eq(Mux(self.s3_first_g, init, outs))
         grp_src = Signal(32, name="group_sum_f")  # float outputs: every float mode, and int x int with G > 0
         if cfg.has_int:
-            conv = arith.int_to_fp32(m, gacc_i, 64, "i2f")
+            conv = fp.int_to_fp32(m, gacc_i, 64, "i2f")
             m.d.comb += grp_src.eq(Mux(int_mode, conv, gacc_f) if cfg.float_lanes else conv)
         else:
             m.d.comb += grp_src.eq(gacc_f)
@@ -444,9 +444,9 @@ class SimdPE(wiring.Component):
         if cfg.dequant:  # no scale multiply; the group_res cut is a plain register
             grp_res = _delayed(m, grp_src, cfg.cut_count("group_res"), "group_res")
         else:
-            scaled = arith.fp32_mul(m, grp_src, self.scale, "scale")
+            scaled = fp.fp32_mul(m, grp_src, self.scale, "scale")
             grp_res = _delayed(m, Mux(self.g_zero, grp_src, scaled), cfg.cut_count("group_res"), "group_res")
-        new_f = arith.fp32_add(m, acc_base[:32], grp_res, "oadd")
+        new_f = fp.fp32_add(m, acc_base[:32], grp_res, "oadd")
         gsum_i = _delayed(m, gacc_i, cfg.cut_count("group_src", "group_res"), "gacc_i")
         with m.If(self.s3_v & self.s3_gend):
             if cfg.has_int:

@@ -1,13 +1,12 @@
 """The simd template's entry in the RTL registry: ports, buffer layout of a tile, checks."""
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import numpy as np
 
 from archsim.errors import SpecError
-from rtl.design import CosimReport, Port, RtlDesign, TileCheck
+from rtl.design import Port, RtlDesign, TileModels
 from rtl.simd.design import DIM_BITS, SimdArray, SimdConfig, SimdRtlOptions, array_verilog, simd_signature
 from rtl.design import pack_lanes
 
@@ -73,13 +72,6 @@ class SimdDesign(RtlDesign):
         """The top module with the PEs as instances of ``archsim_simd_pe``, then that module (converted
         once, whatever ``pes``); the base class caches it on disk by configuration and source hash."""
         return array_verilog(self.cfg, self.toplevel)
-
-    def source_files(self) -> list[str]:
-        import rtl.pim.fp as pf
-        import rtl.simd.arith as a
-        import rtl.simd.design as d
-
-        return [inspect.getfile(d), inspect.getfile(a), inspect.getfile(pf), __file__]
 
     def config_dict(self) -> dict[str, Any]:
         out = self.cfg.as_dict()
@@ -193,6 +185,22 @@ class SimdDesign(RtlDesign):
             return np.array([v - (1 << 64) if v >> 63 else v for v in raw], np.int64).reshape(tile.m, tile.n)
         return np.array([v & 0xFFFFFFFF for v in raw], np.uint32).view(np.float32).reshape(tile.m, tile.n)
 
+    def tile_models(self, tile, ops):
+        return TileModels(*self.models(tile, ops))
+
+    def rtl_tile_values(self, tile, g):
+        return self.rtl_values(tile, g["words"])
+
+    def comparable(self, tile, values, rtl=False):
+        return _comparable(values, canonical=not rtl)
+
+    def tile_extra(self, tile, ops, g):
+        return {"hw_cycles": g.get("hw_cycles"), "take_to_start": g.get("take_to_start")}
+
+    def locate(self, tile, ops, at, extra):
+        o = at[0] * tile.n + at[1]
+        return f"PE {o % self.cfg.pes} round {o // self.cfg.pes}"
+
     def models(self, tile, ops):
         """(fast values, fast cycles, detailed values, detailed cycles) of archsim's models."""
         from archsim.templates.simd.model import SimdModel
@@ -203,40 +211,6 @@ class SimdDesign(RtlDesign):
         fast_vals = np.asarray(model.tile_values(tile, ops))
         det_vals, det_cycles = model.detailed_tile(tile, ops)
         return fast_vals, model.tile_cycles(tile), np.asarray(det_vals), det_cycles
-
-    def check(self, items, result, sim="icarus") -> CosimReport:
-        got = result.get("tiles", [])
-        report = CosimReport(design=self.template, sim=sim, tiles=[], error=result.get("error", ""))
-        for idx, (tile, ops) in enumerate(items):
-            label = self.label(tile)
-            fast_vals, fast_cycles, det_vals, det_cycles = self.models(tile, ops)
-            if idx >= len(got):
-                report.tiles.append(TileCheck(idx, label, None, fast_cycles, det_cycles, False,
-                                              "no result from the RTL"))
-                continue
-            g = got[idx]
-            vals = self.rtl_values(tile, g["words"])
-            want = _comparable(fast_vals)
-            mismatch = ""
-            if not np.array_equal(_comparable(det_vals), want):
-                mismatch = "fast and detailed models disagree on values (model bug)"
-            else:
-                diff = np.argwhere(_comparable(vals, canonical=False) != want)
-                if len(diff):
-                    i, j = (int(v) for v in diff[0])
-                    o = i * tile.n + j
-                    mismatch = (f"out[{i},{j}] = {vals[i, j]!r}, expected {fast_vals[i, j]!r} (archsim models); "
-                                f"PE {o % self.cfg.pes} round {o // self.cfg.pes}; "
-                                f"{len(diff)} of {want.size} values differ")
-            extra = {"hw_cycles": g.get("hw_cycles"), "take_to_start": g.get("take_to_start")}
-            check = TileCheck(idx, label, g.get("cycles"), fast_cycles, det_cycles, not mismatch, mismatch, extra)
-            if g.get("hw_cycles") != g.get("cycles"):
-                check.values_ok = False
-                check.mismatch = (check.mismatch + "; " if check.mismatch else "") + (
-                    f"tile_cycles counter says {g.get('hw_cycles')}, ports say {g.get('cycles')}")
-            report.tiles.append(check)
-        return report
-
 
 def _comparable(values: np.ndarray, canonical: bool = True) -> np.ndarray:
     """Bit patterns (fp32: -0 != +0; ``canonical``: any NaN as the canonical one, which is what the

@@ -1,12 +1,11 @@
 """The systolic template's entry in the RTL registry: ports, job encoding, checks."""
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import numpy as np
 
-from rtl.design import CosimReport, Port, RtlDesign, TileCheck
+from rtl.design import IN_PLACE, Port, RtlDesign, TileModels
 from rtl.lib.host import HOST_PORT_DOCS, payload_shape
 from rtl.systolic.design import (
     SystolicAccelerator,
@@ -70,19 +69,6 @@ class SystolicDesign(RtlDesign):
     def component(self) -> SystolicAccelerator:
         return SystolicAccelerator(self.cfg)
 
-    def source_files(self) -> list[str]:
-        import rtl.systolic.array
-        import rtl.systolic.buffers
-        import rtl.systolic.config
-        import rtl.systolic.controller
-        import rtl.systolic.design
-        import rtl.systolic.ecp5
-        import rtl.systolic.pe
-
-        mods = (rtl.systolic.array, rtl.systolic.buffers, rtl.systolic.config, rtl.systolic.controller,
-                rtl.systolic.design, rtl.systolic.ecp5, rtl.systolic.pe)
-        return [inspect.getfile(mod) for mod in mods] + [__file__]
-
     def sim_sources(self) -> dict[str, str]:
         if self.cfg.multiplier == "ecp5_dsp":
             from rtl.systolic.ecp5 import mult18x18d_sim_model
@@ -132,6 +118,46 @@ class SystolicDesign(RtlDesign):
         return {"driver": self.driver, "config": self.cfg.as_dict(), "command_layout": fields,
                 "write_layout": wr_fields, "tiles": tiles}
 
+    @staticmethod
+    def label(tile) -> str:
+        return (f"{tile.dataflow} m={tile.m} k={tile.k} n={tile.n}"
+                + (" acc" if tile.accumulate else "") + (" hidden" if tile.preload_hidden else ""))
+
+    def model_results(self, items):
+        from archsim.templates.systolic.detailed import detailed_sequence
+        from archsim.templates.systolic.fast import SystolicModel
+
+        fast = SystolicModel(self.params)
+        for (tile, ops), (det_vals, det_cycles) in zip(items, detailed_sequence(self.params, items)):
+            yield TileModels(fast.tile_values(tile, ops).astype(np.int64), fast.tile_cycles(tile),
+                             np.asarray(det_vals, dtype=np.int64), det_cycles)
+
+    def rtl_tile_values(self, tile, g):
+        return IN_PLACE if g.get("out") is None else np.asarray(g["out"], dtype=np.int64)
+
+    # the driver reads each tile's cycles off the hardware counter (``cycles``, the host interface's
+    # tile_cycles) and, where it sees the debug tile_start port, also from the ports (``port_cycles``)
+    def rtl_cycles(self, g):
+        return g.get("cycles")
+
+    def counter_cycles(self, g):
+        return g.get("cycles")
+
+    def port_cycles(self, g):
+        return g.get("port_cycles")
+
+    def tile_extra(self, tile, ops, g):
+        return {"port_cycles": g.get("port_cycles"), "start_cycle": g.get("start_cycle"),
+                "gap_before": g.get("gap_before")}
+
+    def locate(self, tile, ops, at, extra):
+        i, j = at
+        r, c, cyc = self.output_origin(tile, i, j)
+        trace = self.model_trace(tile, ops, cyc)
+        if trace:
+            extra["model_trace"] = trace
+        return f"presented by PE({r},{c}) in tile cycle {cyc}"
+
     def output_origin(self, tile, i: int, j: int) -> tuple[int, int, int]:
         """(PE row, PE col, tile cycle) where ``out[i, j]`` is presented, per the timing contract."""
         R, P = self.cfg.rows, self.cfg.mult_pipeline_stages
@@ -154,55 +180,3 @@ class SystolicDesign(RtlDesign):
             return []
         return lines[max(0, cycle - context):cycle + context + 1]
 
-    def check(self, items, result, sim="icarus") -> CosimReport:
-        from archsim.templates.systolic.detailed import detailed_sequence
-        from archsim.templates.systolic.fast import SystolicModel
-
-        fast = SystolicModel(self.params)
-        detailed = detailed_sequence(self.params, items)
-        got = result.get("tiles", [])
-        report = CosimReport(design=self.template, sim=sim, tiles=[], error=result.get("error", ""))
-        if result.get("error_flag"):
-            report.error = "the design raised its error flag (unsupported command)"
-        for idx, (tile, ops) in enumerate(items):
-            extra_trace = None
-            label = (f"{tile.dataflow} m={tile.m} k={tile.k} n={tile.n}"
-                     + (" acc" if tile.accumulate else "") + (" hidden" if tile.preload_hidden else ""))
-            want = fast.tile_values(tile, ops).astype(np.int64)
-            det_vals, det_cycles = detailed[idx]
-            if idx >= len(got):
-                report.tiles.append(TileCheck(idx, label, None, fast.tile_cycles(tile), det_cycles, False,
-                                              "no result from the RTL"))
-                continue
-            g = got[idx]
-            mismatch = ""
-            extra = {"port_cycles": g.get("port_cycles"), "start_cycle": g.get("start_cycle"),
-                     "gap_before": g.get("gap_before")}
-            if g.get("out") is None:  # accumulated onto in place by the next tile: checked through it
-                report.tiles.append(TileCheck(idx, label + " (in place)", g.get("cycles"), fast.tile_cycles(tile),
-                                              det_cycles, True, "", extra))
-                continue
-            out = np.asarray(g["out"], dtype=np.int64)
-            if not np.array_equal(np.asarray(det_vals, dtype=np.int64), want):
-                mismatch = "fast and detailed models disagree on values (model bug)"
-            diff = np.argwhere(out != want) if out.shape == want.shape else None
-            if out.shape != want.shape:
-                mismatch = f"output shape {out.shape}, expected {want.shape}"
-            elif diff is not None and len(diff):
-                i, j = (int(v) for v in diff[0])
-                r, c, cyc = self.output_origin(tile, i, j)
-                mismatch = (f"out[{i},{j}] = {out[i, j]}, expected {want[i, j]} (archsim fast model); "
-                            f"presented by PE({r},{c}) in tile cycle {cyc}; {len(diff)} of {want.size} values differ")
-                extra_trace = self.model_trace(tile, ops, cyc)
-            if mismatch and extra_trace:
-                extra["model_trace"] = extra_trace
-            check = TileCheck(idx, label, g.get("cycles"), fast.tile_cycles(tile), det_cycles,
-                              not mismatch, mismatch, extra)
-            # rtl cycles are the hardware's tile_cycles counter; a design with a tile_start port is also
-            # timed from its ports (start .. done), and the two must agree
-            if g.get("port_cycles") is not None and g.get("cycles") is not None and g["port_cycles"] != g["cycles"]:
-                check.values_ok = False
-                check.mismatch = (check.mismatch + "; " if check.mismatch else "") + (
-                    f"tile_cycles counter says {g['cycles']}, ports (tile_start .. done) say {g['port_cycles']}")
-            report.tiles.append(check)
-        return report

@@ -1,0 +1,100 @@
+"""ECP5 resources and Fmax of the rtl/lib arithmetic units at each pipeline depth (yosys synth_ecp5 +
+nextpnr-ecp5, 85k, out of context).
+
+Each unit is wrapped with a register on every input (so every timed path is register to register,
+the unit's own ``stages`` registers included) and synthesized at the ``stages`` asked for.
+
+Usage: python bench/bench_rtl_lib_synth.py [--unit fp32_add --unit bf16_mul ...] [--stages 1 --stages 3]
+       [--timeout 900] [--json F]
+Units: fp32_add fp32_mul bf16_add bf16_mul fp16_add fp16_mul e4m3_add e4m3_mul e5m2_mul
+       fp32_add_finite fp32_mul_finite bf16_mul_fp32 i64_to_fp32 lzc48 posit16_decode exp2_4 int8_mac.
+Default: every unit at stages 1, half its maximum and its maximum. Run one at a time (a 2-core shared machine); results cached.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from amaranth import Module, Signal
+from amaranth.back import verilog
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.lib import units as U
+from rtl.synth import synthesize_verilog
+
+UNITS = {
+    "fp32_add": lambda s: U.FpAdd("fp32", s), "fp32_mul": lambda s: U.FpMul("fp32", s),
+    "bf16_add": lambda s: U.FpAdd("bf16", s), "bf16_mul": lambda s: U.FpMul("bf16", s),
+    "fp16_add": lambda s: U.FpAdd("fp16", s), "fp16_mul": lambda s: U.FpMul("fp16", s),
+    "e4m3_add": lambda s: U.FpAdd("fp8_e4m3", s), "e4m3_mul": lambda s: U.FpMul("fp8_e4m3", s),
+    "e5m2_mul": lambda s: U.FpMul("fp8_e5m2", s),
+    "fp32_add_finite": lambda s: U.Fp32AddFinite(s), "fp32_mul_finite": lambda s: U.Fp32MulFinite(s),
+    "bf16_mul_fp32": lambda s: U.NarrowMulFp32("bf16", s), "i64_to_fp32": lambda s: U.IntToFp(64, "fp32", s),
+    "lzc48": lambda s: U.Lzc(48, s), "posit16_decode": lambda s: U.PositDecode(16, 1, s),
+    "exp2_4": lambda s: U.Exp2(4, s), "int8_mac": lambda s: U.IntMac(8, 8, 32, s),
+}
+
+
+class InputRegistered(wiring.Component):
+    """``unit`` with a register on each input port (its outputs are the top's)."""
+
+    def __init__(self, unit):
+        self.unit = unit
+        sig = {name: (In(m.shape) if m.flow == wiring.In else Out(m.shape))
+               for name, m in unit.signature.members.items()}
+        super().__init__(sig)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.unit = u = self.unit
+        for name, member in u.signature.members.items():
+            if member.flow == wiring.In:
+                r = Signal(member.shape, name=f"{name}_q")
+                m.d.sync += r.eq(getattr(self, name))
+                m.d.comb += getattr(u, name).eq(r)
+            else:
+                m.d.comb += getattr(self, name).eq(getattr(u, name))
+        return m
+
+
+def run(name: str, stages: int, timeout_s: float) -> dict:
+    top = InputRegistered(UNITS[name](stages))
+    text = verilog.convert(top, name="lib_unit", emit_src=False)
+    t0 = time.perf_counter()
+    r = synthesize_verilog(text, "lib_unit", target="ecp5", pnr=True, timeout_s=timeout_s)
+    return {"unit": name, "stages": stages, "latency": top.unit.latency, "luts": r["luts"], "ffs": r["ffs"],
+            "dsps": r["dsps"], "fmax_mhz": r["fmax_mhz"], "seconds": round(time.perf_counter() - t0, 1),
+            "critical_path": r.get("critical_path")}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--unit", action="append", choices=list(UNITS))
+    ap.add_argument("--stages", type=int, action="append", help="default: 1, half the maximum and the maximum")
+    ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("--json", metavar="FILE")
+    args = ap.parse_args()
+    rows = []
+    print(f"{'unit':16} {'stages':>6} {'LUT4':>6} {'FF':>6} {'DSP':>4} {'Fmax MHz':>9} {'wall s':>7}")
+    for name in args.unit or list(UNITS):
+        probe = UNITS[name](1)
+        probe._MustUse__silence = True
+        max_stages = probe.max_stages
+        for s in args.stages or sorted({1, max(1, max_stages // 2), max_stages}):
+            if s > max_stages:
+                continue
+            r = run(name, s, args.timeout)
+            rows.append(r)
+            c = r.get("critical_path") or {}
+            cp = f"{c.get('from')} -> {c.get('to')} ({c.get('logic_ns')} ns logic)" if c else ""
+            print(f"{name:16} {s:>6} {r['luts']:>6} {r['ffs']:>6} {r['dsps']:>4} {r['fmax_mhz']:>9.1f} {r['seconds']:>7}  {cp}",
+                  flush=True)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,390 @@
+"""Floating-point arithmetic builders, bit-exact with numpy / ml-dtypes (round to nearest even on
+every result, gradual underflow).
+
+Two families:
+
+- finite fp32 datapaths (the PIM MAC, the attention array, the LUT core): :func:`fp32_add_finite`,
+  :func:`fp32_mul_finite`, :func:`narrow_mul_fp32` (bf16 / fp16 x same -> fp32, exact product,
+  one rounding), ``max`` / ``neg`` / ``rint`` / ``ldexp`` / ``recip``, doubling and halving, and
+  fp16 -> fp32. No infinities or NaNs on input; an overflowing result saturates to inf's encoding.
+- IEEE with specials (the SIMD PE and the library units): :func:`product` (any two decoded operands
+  -> fp32), :func:`fp32_mul`, :func:`fp32_add`, and the format-generic :func:`fp_mul`,
+  :func:`fp_add` (fp8 e4m3 / e5m2, fp16, bf16, fp32 in and out), :func:`int_to_fp`,
+  :func:`fp_to_int`, :func:`fp32_to_small`. NaN results are the format's canonical quiet NaN.
+
+Every builder adds logic to an Amaranth ``Module`` and returns the result bits;
+those taking ``pipe`` have cut points (:mod:`rtl.lib.pipe`) and no output register.
+"""
+from __future__ import annotations
+
+from amaranth import Cat, Const, Module, Mux, Signal, signed
+
+from rtl.lib.formats import EXP_W, FP32, Decoded, FormatHw, decode, decode_fp32
+from rtl.lib.lzc import lzc
+from rtl.lib.pipe import Pipe, carry, cut, drop
+from rtl.lib.round import EW, P, W, round_pack, round_pack_fp32
+
+QNAN = 0x7FC00000
+F32_ZERO = 0
+#: |n| of ``rint`` is clamped to this (2**-300 and 2**300 are outside fp32 anyway)
+N_CLAMP = 300
+
+
+# ----------------------------------------------------------------------------- finite fp32 datapaths
+
+def _align_add(m: Module, a, b, n: int, eb: int, mb: int, name: str, pipe: Pipe | None):
+    """``(sign, exe, total)`` of ``a + b`` (``n``-bit IEEE-style patterns, ``eb`` / ``mb`` fields):
+    ``total`` (``mb + 5`` bits: carry, hidden bit, fraction, guard, round, sticky) times
+    ``2**(exe - bias - mb - 3)`` rounds like the exact sum. Cut points: after the magnitude compare
+    and exponent differences, after the alignment shift, after the add."""
+    width = mb + 5
+    swap = Signal(name=f"{name}_swap")
+    m.d.comb += swap.eq(b[:n - 1] > a[:n - 1])
+    ea, eb_ = a[mb:mb + eb], b[mb:mb + eb]
+    exa = Signal(eb + 1, name=f"{name}_exa")
+    exb = Signal(eb + 1, name=f"{name}_exb")
+    m.d.comb += [exa.eq(Mux(ea == 0, 1, ea)), exb.eq(Mux(eb_ == 0, 1, eb_))]
+    dab = Signal(range(width + 1), name=f"{name}_dab")  # the alignment if a is the larger (clamped), and if b
+    dba = Signal(range(width + 1), name=f"{name}_dba")
+    m.d.comb += [dab.eq(Mux(exa - exb > width, width, (exa - exb)[:dab.shape().width])),
+                 dba.eq(Mux(exb - exa > width, width, (exb - exa)[:dba.shape().width]))]
+    a, b, swap, exa, exb, dab, dba = cut(pipe, a, b, swap, exa, exb, dab, dba)
+    x = Signal(n, name=f"{name}_x")  # larger magnitude
+    y = Signal(n, name=f"{name}_y")
+    exe = Signal(eb + 1, name=f"{name}_exe")
+    dc = Signal(range(width + 1), name=f"{name}_dc")
+    m.d.comb += [x.eq(Mux(swap, b, a)), y.eq(Mux(swap, a, b)), exe.eq(Mux(swap, exb, exa)),
+                 dc.eq(Mux(swap, dba, dab))]
+    mx = Cat(Const(0, 3), x[:mb], x[mb:mb + eb] != 0)
+    my = Cat(Const(0, 3), y[:mb], y[mb:mb + eb] != 0)
+    ya = Signal(width, name=f"{name}_ya")
+    m.d.comb += ya.eq(my >> dc)
+    yal = Signal(width, name=f"{name}_yal")
+    m.d.comb += yal.eq(ya | ((my & ~(Const((1 << width) - 1, width) << dc)[:width]) != 0))  # sticky: bits out
+    xs, ys, mx, yal, exe = cut(pipe, x[n - 1], y[n - 1], mx, yal, exe)
+    total = Signal(width, name=f"{name}_sum")
+    m.d.comb += total.eq(Mux(xs ^ ys, mx - yal, mx + yal))
+    sign = Signal(name=f"{name}_sign")  # an exact zero sum (x - y, equal magnitudes) is +0 unless both are -0
+    m.d.comb += sign.eq(Mux((xs ^ ys) & (mx == yal), 0, xs))
+    return cut(pipe, sign, exe, total)
+
+
+def fp32_add_finite(m: Module, a, b, name: str, pipe: Pipe | None = None):
+    """fp32 bits of ``a + b`` (finite 32-bit patterns). Cut points: the alignment's three, and
+    round_pack_fp32's."""
+    sign, exe, total = _align_add(m, a, b, 32, 8, 23, name, pipe)
+    exp = Signal(signed(EW), name=f"{name}_exp")
+    m.d.comb += exp.eq(exe)
+    return round_pack_fp32(m, sign, exp, total, name, pipe)
+
+
+def narrow_mul_fp32(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None = None):
+    """fp32 bits of ``a x b`` for finite operands in the narrow float ``f`` (bf16, fp16): the product
+    is exact, then rounded once. Cut points: after the product, and round_pack_fp32's."""
+    mb, eb = f.mbits, f.ebits
+    if 2 * mb > P:
+        raise ValueError(f"narrow_mul_fp32: {f.name} products do not fit the fp32 rounding window")
+    ea, eb_ = a[mb:mb + eb], b[mb:mb + eb]
+    ma, mbv = Cat(a[:mb], ea != 0), Cat(b[:mb], eb_ != 0)
+    prod = Signal(2 * mb + 2, name=f"{name}_p")
+    m.d.comb += prod.eq(ma * mbv)
+    exp = Signal(signed(EW), name=f"{name}_e")
+    # prod * 2**(ea' + eb' - 2 bias - 2 mb) = sig * 2**(exp - 127 - P) with sig = prod << (P - 2 mb)
+    m.d.comb += exp.eq(Mux(ea == 0, 1, ea) + Mux(eb_ == 0, 1, eb_) + (127 - 2 * f.bias))
+    sig = Signal(W, name=f"{name}_sig")
+    m.d.comb += sig.eq(prod << (P - 2 * mb))
+    sign, exp, sig = cut(pipe, a[f.bits - 1] ^ b[f.bits - 1], exp, sig)
+    return round_pack_fp32(m, sign, exp, sig, name, pipe)
+
+
+def wide_mul(m: Module, x, y, wx: int, wy: int, name: str, pipe: Pipe | None = None):
+    """Unsigned ``x * y``; operands wider than 18 bits are split in 17-bit pieces whose partial
+    products (one 18x18 DSP each) meet at a cut point before their sum. Cut points: 1 if split, else 0."""
+    if wx <= 18 and wy <= 18:
+        return x * y
+    def pieces(v, w):
+        return [(v[i:min(i + 17, w)], i) for i in range(0, w, 17)]
+    parts = [(px * py, sx + sy) for px, sx in pieces(x, wx) for py, sy in pieces(y, wy)]
+    regs = cut(pipe, *(p for p, _ in parts))
+    total = 0
+    for r, (_, shift) in zip(regs, parts):
+        total = total + (r << shift)
+    out = Signal(wx + wy, name=f"{name}_wm")
+    m.d.comb += out.eq(total)
+    return out
+
+
+def fp32_mul_finite(m: Module, a, b, name: str, pipe: Pipe | None = None):
+    """fp32 bits of ``a * b`` (finite 32-bit patterns, subnormals included). Cut points: the partial
+    products', after the product, after the normalization, and round_pack_fp32's."""
+    ea, eb = a[23:31], b[23:31]
+    ma = Cat(a[:23], ea != 0)
+    mb = Cat(b[:23], eb != 0)
+    exp0 = Signal(signed(EW), name=f"{name}_e0")
+    m.d.comb += exp0.eq(Mux(ea == 0, 1, ea) + Mux(eb == 0, 1, eb) - 127)
+    c_s, c_e = carry(pipe, a[31] ^ b[31]), carry(pipe, exp0)
+    prod = Signal(48, name=f"{name}_p")
+    m.d.comb += prod.eq(wide_mul(m, ma, mb, 24, 24, name, pipe))
+    sign, prod, exp0 = cut(pipe, drop(pipe, c_s), prod, drop(pipe, c_e))
+    # normalise first (subnormal operands): leading one to bit 46 or 47
+    lz = lzc(m, prod, 47, f"{name}_lz")
+    norm = Signal(48, name=f"{name}_n")
+    m.d.comb += norm.eq(Mux(prod[47], prod, (prod << lz)[:48]))
+    exp = Signal(signed(EW), name=f"{name}_e")
+    m.d.comb += exp.eq(exp0 - Mux(prod[47], 0, lz))
+    sig = Signal(W, name=f"{name}_sig")  # hidden bit at 46 -> P; 20 bits below the window become sticky
+    m.d.comb += sig.eq(norm[20:48] | (norm[:20] != 0))
+    sign, exp, sig = cut(pipe, sign, exp, sig)
+    return round_pack_fp32(m, sign, exp, sig, name, pipe)
+
+
+def fp32_neg(a):
+    return Cat(a[:31], ~a[31])
+
+
+def _key(x):
+    """Unsigned key ordered like the fp32 values (finite values)."""
+    return Mux(x[31], ~x, x | 0x80000000)
+
+
+def fp32_max(m: Module, a, b, name: str):
+    out = Signal(32, name=name)
+    m.d.comb += out.eq(Mux(_key(b)[:32] > _key(a)[:32], b, a))
+    return out
+
+
+def rint(m: Module, x, name: str, pipe: Pipe | None = None):
+    """``(n as fp32 bits, n as a signed integer clamped to +-300)``, ``n = rint(x)`` half to even.
+    Cut points: round_pack_fp32's."""
+    e = x[23:31]
+    mant = Cat(x[:23], Const(1, 1))  # 24 bits (x normal in the range that matters; subnormals round to 0)
+    sh = Signal(range(32), name=f"{name}_sh")  # right shift that leaves the integer part: 150 - e, 1..24
+    sh1 = Signal(range(32), name=f"{name}_sh1")
+    shl = Signal(range(32), name=f"{name}_shl")
+    m.d.comb += [sh.eq(150 - e), sh1.eq(149 - e), shl.eq(e - 125)]
+    ipart = Signal(25, name=f"{name}_ip")
+    m.d.comb += ipart.eq(mant >> sh)
+    half = Signal(name=f"{name}_half")
+    rest = Signal(name=f"{name}_rest")
+    m.d.comb += [half.eq((mant >> sh1)[0]),
+                 rest.eq(((mant << shl)[:24]) != 0)]  # bits below the half bit
+    mag = Signal(25, name=f"{name}_mag")
+    with m.If(e >= 150):  # an integer already
+        m.d.comb += mag.eq(N_CLAMP + 1)
+    with m.Elif(e < 126):  # |x| < 1/2
+        m.d.comb += mag.eq(0)
+    with m.Else():
+        m.d.comb += mag.eq(ipart + (half & (rest | ipart[0])))
+    big = Signal(name=f"{name}_big")
+    m.d.comb += big.eq(e >= 150)
+    n_int = Signal(signed(11), name=f"{name}_ni")
+    clamped = Mux(mag > N_CLAMP, N_CLAMP, mag[:10])
+    m.d.comb += n_int.eq(Mux(x[31], -clamped, clamped))
+    # n as fp32: exact (|n| <= 2**23); -0.0 for a negative x that rounds to 0, as numpy
+    c_int, c_big, c_x = carry(pipe, n_int), carry(pipe, big), carry(pipe, x)
+    packed = round_pack_fp32(m, x[31], Const(150, signed(EW)), (mag << 3)[:W], f"{name}_nf", pipe)
+    n_int, big, x = drop(pipe, c_int), drop(pipe, c_big), drop(pipe, c_x)
+    n_fp = Signal(32, name=f"{name}_nfp")
+    m.d.comb += n_fp.eq(Mux(big, x, packed))
+    return n_fp, n_int
+
+
+def ldexp(m: Module, p, n, name: str, pipe: Pipe | None = None):
+    """fp32 bits of ``p * 2**n`` (``p`` normal, ``n`` signed), rounded like numpy's ``ldexp``.
+    Cut points: round_pack_fp32's."""
+    exp = Signal(signed(EW), name=f"{name}_e")
+    m.d.comb += exp.eq(p[23:31] + n)
+    sig = Cat(Const(0, 3), p[:23], p[23:31] != 0, Const(0, 1))
+    return round_pack_fp32(m, p[31], exp, sig, name, pipe)
+
+
+def recip(m: Module, a, name: str, pipe: Pipe | None = None):
+    """fp32 bits of ``1 / a`` (``a`` normal), correctly rounded. Cut points: round_pack_fp32's."""
+    mant = Cat(a[:23], Const(1, 1))
+    q = Signal(27, name=f"{name}_q")
+    r = Signal(24, name=f"{name}_r")
+    num = Const(1 << 49, 50)
+    m.d.comb += [q.eq(num // mant), r.eq(num % mant)]
+    exp = Signal(signed(EW), name=f"{name}_e")
+    m.d.comb += exp.eq(254 - a[23:31])
+    sig = Signal(W, name=f"{name}_sig")
+    m.d.comb += sig.eq(q | (r != 0))
+    return round_pack_fp32(m, a[31], exp, sig, name, pipe)
+
+
+def fp32_double(x):
+    """Bits of ``2 * x`` (exact below overflow): exponent + 1, or a subnormal's magnitude << 1."""
+    mag = x[:31]
+    return Cat(Mux(x[23:31] != 0, mag + (1 << 23), mag << 1)[:31], x[31])
+
+
+def fp32_half(m: Module, x, name: str):
+    """Bits of ``x * 0.5`` rounded to nearest even (exact unless the result is subnormal)."""
+    mag = x[:31]
+    low = Signal(31, name=f"{name}_low")
+    # exponent field <= 1: the magnitude (hidden bit included for exponent 1) shifts right, ties to even
+    m.d.comb += low.eq((mag >> 1) + (mag[0] & mag[1]))
+    out = Signal(32, name=name)
+    m.d.comb += out.eq(Cat(Mux(x[23:31] > 1, (mag - (1 << 23))[:31], low), x[31]))
+    return out
+
+
+def fp16_to_fp32(m: Module, h, name: str):
+    """Exact fp32 bits of an fp16 pattern (finite values; subnormals normalized)."""
+    e, f = h[10:15], h[:10]
+    out = Signal(32, name=name)
+    # subnormal: leading one of f at bit p -> exponent p + 103, fraction = bits below p, left-aligned
+    sub = Const(0, 31)
+    for p in range(10):
+        sub = Mux(f[p], Cat(Const(0, 23 - p), f[:p], Const(p + 103, 8)), sub)
+    m.d.comb += out.eq(Cat(Mux(e == 0, sub, Cat(Const(0, 13), f, (e + 112)[:8])), h[15]))
+    return out
+
+
+# ----------------------------------------------------------------------------- IEEE, with specials
+
+def nan_code(f: FormatHw) -> int:
+    """The canonical quiet NaN of ``f`` (``fn`` formats: the all-ones code of the positive sign)."""
+    emax = (1 << f.ebits) - 1
+    if f.specials == "fn":
+        return (emax << f.mbits) | ((1 << f.mbits) - 1)
+    return (emax << f.mbits) | (1 << (f.mbits - 1))
+
+
+def special(m: Module, nan, inf, sign, finite, name: str, f: FormatHw = FP32):
+    """``finite`` unless ``nan`` (canonical NaN) or ``inf`` (signed inf; ``fn`` formats have none)."""
+    out = Signal(f.bits, name=name)
+    inf_code = Cat(Const(0, f.mbits), Const((1 << f.ebits) - 1, f.ebits), sign)
+    m.d.comb += out.eq(Mux(nan, nan_code(f), Mux(inf, inf_code, finite)))
+    return out
+
+
+def product(m: Module, a: Decoded, b: Decoded, wa: int, wb: int, name: str, sig_product=None,
+            pipe: Pipe | None = None, out: FormatHw = FP32):
+    """Bits of ``a * b`` in ``out`` (default fp32) rounded once (RNE); also the exact unsigned product
+    and its sign. Cut points: before and after the multiplier, and round_pack's.
+
+    ``sig_product``: ``a.sig * b.sig`` computed elsewhere (shift-and-add, bit-serial); default a multiplier.
+    """
+    e = Signal(signed(EXP_W + 1), name=f"{name}_e")
+    m.d.comb += e.eq(a.exp + b.exp)
+    s = Signal(name=f"{name}_s")
+    m.d.comb += s.eq(a.sign ^ b.sign)
+    za = (a.sig == 0) & ~a.nan & ~a.inf
+    zb = (b.sig == 0) & ~b.nan & ~b.inf
+    nan = a.nan | b.nan | (a.inf & zb) | (b.inf & za)
+    inf = a.inf | b.inf
+    p = Signal(wa + wb, name=f"{name}_p")
+    if sig_product is None:  # the multiplier's operands registered first (a DSP's input register)
+        sa, sb, ec, sc, nan, inf = cut(pipe, a.sig, b.sig, e, s, nan, inf)
+        cc = [carry(pipe, v) for v in (ec, sc, nan, inf)]
+        m.d.comb += p.eq(wide_mul(m, sa, sb, wa, wb, name, pipe))
+        ec, sc, nan, inf = (drop(pipe, c) for c in cc)
+    else:
+        ec, sc, nan, inf = cut(pipe, e, s, nan, inf)
+        m.d.comb += p.eq(sig_product)
+    pc, ec, sc, nan, inf = cut(pipe, p, ec, sc, nan, inf)
+    c_nan, c_inf = carry(pipe, nan), carry(pipe, inf)
+    finite = round_pack(m, sc, ec, pc, wa + wb, f"{name}_rp", out.ebits, out.mbits, out.specials, pipe)
+    nan, inf = drop(pipe, c_nan), drop(pipe, c_inf)
+    sign = finite[out.bits - 1]
+    return special(m, nan, inf, sign, finite, name, out), p, s
+
+
+def fp32_mul(m: Module, x, y, name: str, pipe: Pipe | None = None):
+    """fp32 bits of ``x * y`` (fp32 bit patterns), IEEE with RNE. Cut points: :func:`product`'s three."""
+    return product(m, decode_fp32(m, x, f"{name}_x"), decode_fp32(m, y, f"{name}_y"), 24, 24, name,
+                   pipe=pipe)[0]
+
+
+def fp32_add(m: Module, x, y, name: str, pipe: Pipe | None = None):
+    """fp32 bits of ``x + y``: :func:`fp32_add_finite` plus inf / NaN (canonical NaN)."""
+    def cls(v):
+        return (v[23:31] == 255) & (v[:23] != 0), (v[23:31] == 255) & (v[:23] == 0)
+
+    xn, xi = cls(x)
+    yn, yi = cls(y)
+    nan = carry(pipe, xn | yn | (xi & yi & (x[31] != y[31])))
+    inf = carry(pipe, xi | yi)
+    inf_sign = carry(pipe, Mux(xi, x[31], y[31]))
+    finite = fp32_add_finite(m, x, y, f"{name}_f", pipe)
+    return special(m, drop(pipe, nan), drop(pipe, inf), drop(pipe, inf_sign), finite, name)
+
+
+def fp_mul(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None = None):
+    """Bits of ``a * b`` in the IEEE-style float ``f`` (one rounding). Cut points: :func:`product`'s."""
+    da, db = decode(m, f, a, f"{name}_a"), decode(m, f, b, f"{name}_b")
+    return product(m, da, db, f.sig_bits, f.sig_bits, name, pipe=pipe, out=f)[0]
+
+
+def fp_add(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None = None):
+    """Bits of ``a + b`` in the IEEE-style float ``f`` (one rounding; ``-0`` only for ``-0 + -0``).
+    Cut points: the alignment's three, and round_pack's."""
+    mb, eb, n = f.mbits, f.ebits, f.bits
+    da, db = decode(m, f, a, f"{name}_a"), decode(m, f, b, f"{name}_b")
+    flags = [carry(pipe, v) for v in (da.nan | db.nan | (da.inf & db.inf & (a[n - 1] != b[n - 1])),
+                                      da.inf | db.inf, Mux(da.inf, a[n - 1], b[n - 1]))]
+    sign, exe, total = _align_add(m, a, b, n, eb, mb, name, pipe)
+    exp = Signal(signed(EXP_W), name=f"{name}_exp")
+    m.d.comb += exp.eq(exe - (f.bias + mb + 3))
+    finite = round_pack(m, sign, exp, total, mb + 5, f"{name}_rp", eb, mb, f.specials, pipe)
+    nan, inf, inf_sign = (drop(pipe, c) for c in flags)
+    return special(m, nan, inf if f.specials == "ieee" else Const(0, 1), inf_sign, finite, name, f)
+
+
+def fp32_to_small(m: Module, x, f: FormatHw, name: str):
+    """Code of fp32 ``x`` rounded (RNE) to the IEEE-style format ``f`` (fp16, bf16): inf -> inf, NaN -> NaN."""
+    d = decode_fp32(m, x, f"{name}_in")
+    finite = round_pack(m, d.sign, d.exp, d.sig, 24, f"{name}_rp", f.ebits, f.mbits)
+    emax = (1 << f.ebits) - 1
+    out = Signal(f.bits, name=name)
+    m.d.comb += out.eq(Mux(d.nan, Cat(Const(1 << (f.mbits - 1), f.mbits), Const(emax, f.ebits), Const(0, 1)),
+                           Mux(d.inf, Cat(Const(0, f.mbits), Const(emax, f.ebits), d.sign), finite)))
+    return out
+
+
+def int_to_fp(m: Module, v, width: int, name: str, f: FormatHw = FP32, pipe: Pipe | None = None):
+    """Bits of the signed ``width``-bit integer ``v`` in the float ``f`` (RNE). Cut points: round_pack's."""
+    s = v[width - 1]
+    mag = Signal(width, name=f"{name}_abs")
+    m.d.comb += mag.eq(Mux(s, (0 - v.as_signed())[:width], v[:width]))
+    return round_pack(m, s, Const(0, signed(EXP_W)), mag, width, name, f.ebits, f.mbits, f.specials, pipe)
+
+
+def int_to_fp32(m: Module, v, width: int, name: str):
+    """fp32 bits of the signed ``width``-bit integer ``v`` (RNE)."""
+    return int_to_fp(m, v, width, name)
+
+
+def fp_to_int(m: Module, f: FormatHw, x, width: int, name: str, pipe: Pipe | None = None):
+    """The signed ``width``-bit integer nearest ``x`` (ties to even), saturated to the range; NaN -> 0.
+    Cut points: after the shift."""
+    d = decode(m, f, x, f"{name}_d")
+    sw = f.sig_bits
+    big_w = width + 1  # enough to see saturation
+    # x = sig * 2**exp: exp >= 0 shifts left (saturates once past width), exp < 0 shifts right with rounding
+    left = Signal(big_w + sw, name=f"{name}_l")
+    ls = Signal(range(big_w + 1), name=f"{name}_ls")
+    m.d.comb += ls.eq(Mux(d.exp > big_w, big_w, d.exp[:ls.shape().width]))
+    m.d.comb += left.eq(d.sig << ls)
+    rs = Signal(range(sw + 3), name=f"{name}_rs")
+    m.d.comb += rs.eq(Mux(-d.exp > sw + 2, sw + 2, (-d.exp)[:rs.shape().width]))
+    ext = Cat(Const(0, 2), d.sig)  # two bits below: guard, sticky
+    sh = Signal(sw + 2, name=f"{name}_sh")
+    m.d.comb += sh.eq(ext >> rs)
+    lost = (sh << rs)[:sw + 2] != ext
+    ip = sh[2:]
+    up = sh[1] & (sh[0] | lost | ip[0])
+    mag = Signal(big_w + sw, name=f"{name}_mag")
+    m.d.comb += mag.eq(Mux(d.exp >= 0, left, ip + up))
+    over = Mux(d.exp > big_w, d.sig != 0, mag[width - 1:] != 0)  # |x| >= 2**(width-1)
+    sign, mag, over, nan, inf = cut(pipe, d.sign, mag, over, d.nan, d.inf)
+    lim_hi, lim_lo = (1 << (width - 1)) - 1, 1 << (width - 1)
+    out = Signal(signed(width), name=name)
+    with m.If(nan):
+        m.d.comb += out.eq(0)
+    with m.Elif(over | inf):
+        m.d.comb += out.eq(Mux(sign, -lim_lo, lim_hi))  # -2**(width-1) itself is exact there too
+    with m.Else():
+        m.d.comb += out.eq(Mux(sign, -mag[:width].as_signed(), mag[:width]))
+    return out

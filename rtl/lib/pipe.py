@@ -1,0 +1,88 @@
+"""Register cut points of a combinational arithmetic builder, so one builder serves every pipeline depth.
+
+A builder (``fp_mul``, ``round_pack``, ...) calls :func:`cut` with every value
+still needed downstream at each of its natural cut points; a :class:`Pipe` made
+with ``stages`` registers ``stages`` of those points (spread evenly, the last
+one -- the output -- first) and passes the others through. Values that bypass a
+nested builder ride along with :func:`carry`. The builder's latency is
+therefore exactly ``stages`` cycles, which is what a unit declares and what the
+templates' models read. ``pipe=None`` means combinational (no cut registers).
+"""
+from __future__ import annotations
+
+from amaranth import Module, Signal
+
+
+def chosen_cuts(stages: int, n_cuts: int) -> frozenset[int]:
+    """Indices (0-based, in call order) of the ``stages`` cut points out of ``n_cuts`` that register.
+
+    Evenly spread, ending at the last point: 1 of 4 -> {3}; 2 of 4 -> {1, 3}; 4 of 4 -> all.
+    """
+    if isinstance(stages, bool) or not isinstance(stages, int) or not 0 <= stages <= n_cuts:
+        raise ValueError(f"stages: expected an integer 0..{n_cuts} (this unit has {n_cuts} cut points), "
+                         f"got {stages!r}")
+    return frozenset(round((i + 1) * n_cuts / stages) - 1 for i in range(stages))
+
+
+class Carried:
+    """A value carried across cut points (:func:`carry`); read ``.value`` where it is used."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+class Pipe:
+    """The cut points of one builder call: ``stages`` of its ``n_cuts`` points become registers."""
+
+    def __init__(self, m: Module, stages: int, n_cuts: int, name: str, domain: str = "sync", en=None):
+        self.m, self.name, self.domain, self.en = m, name, domain, en
+        self.n_cuts, self.stages = n_cuts, stages
+        self._chosen = chosen_cuts(stages, n_cuts)
+        self._next = 0
+        self._carried: list[Carried] = []
+
+    def cut(self, *values):
+        """The values after this cut point: registered copies if it is chosen, else the values themselves."""
+        i = self._next
+        if i >= self.n_cuts:
+            raise RuntimeError(f"{self.name}: more than the {self.n_cuts} declared cut points")
+        self._next += 1
+        if i not in self._chosen:
+            return values
+        for k, c in enumerate(self._carried):
+            c.value = self._register(c.value, f"{self.name}_c{i}_carry{k}")
+        return tuple(self._register(v, f"{self.name}_c{i}_{k}") for k, v in enumerate(values))
+
+    def _register(self, v, name: str):
+        r = Signal(v.shape(), name=name)
+        if self.en is None:
+            self.m.d[self.domain] += r.eq(v)
+        else:
+            with self.m.If(self.en):
+                self.m.d[self.domain] += r.eq(v)
+        return r
+
+    def finish(self):
+        """Check that the builder used every declared cut point (a miscount would change the latency)."""
+        if self._next != self.n_cuts:
+            raise RuntimeError(f"{self.name}: {self._next} cut points used, {self.n_cuts} declared")
+
+
+def cut(pipe: Pipe | None, *values):
+    """``pipe.cut(*values)``, or the values unchanged without a pipe (combinational builder)."""
+    return values if pipe is None else pipe.cut(*values)
+
+
+def carry(pipe: Pipe | None, value) -> Carried:
+    """Carry ``value`` across the cut points of the builders called next (until :func:`drop`)."""
+    c = Carried(value)
+    if pipe is not None:
+        pipe._carried.append(c)
+    return c
+
+
+def drop(pipe: Pipe | None, c: Carried):
+    """Stop carrying ``c``; its value now (registered as often as the cuts passed)."""
+    if pipe is not None:
+        pipe._carried.remove(c)
+    return c.value

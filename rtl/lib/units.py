@@ -1,0 +1,256 @@
+"""The library's arithmetic units as pipelined Amaranth components.
+
+Each unit takes its operands with ``in_valid`` and presents the result with
+``out_valid`` exactly :attr:`Unit.latency` (= ``stages``) cycles later, every
+cycle (no stalls). ``stages`` picks how many of the builder's cut points
+(:mod:`rtl.lib.pipe`) are registers, the output first; ``max_stages`` is how
+many there are. ``stages=0`` is combinational.
+"""
+from __future__ import annotations
+
+from amaranth import Module, Mux, Shape, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.lib import fp
+from rtl.lib.exp import exp2_poly
+from rtl.lib.formats import EXP_W, FLOATS, FormatHw, decode
+from rtl.lib.lzc import lzc
+from rtl.lib.pipe import Pipe
+from rtl.lib.round import round_pack
+
+
+def _count_cuts(build, inputs: dict[str, Shape]) -> int:
+    """Cut points ``build`` uses (a dry run into a scratch module)."""
+    m = Module()
+    m._MustUse__silence = True  # a scratch module, never elaborated
+    pipe = Pipe(m, 0, 1 << 30, "count")
+    build(m, {k: Signal(s, name=k) for k, s in inputs.items()}, pipe)
+    return pipe._next
+
+
+class Unit(wiring.Component):
+    """Operands in, results ``latency`` cycles later. Subclasses set ``inputs`` / ``outputs``
+    (name -> shape) and :meth:`build` (the combinational builder with cut points)."""
+
+    inputs: dict[str, Shape]
+    outputs: dict[str, Shape]
+
+    def __init__(self, stages: int):
+        #: cut points of the builder plus the output register
+        self.max_stages = _count_cuts(self.build, self.inputs) + 1
+        if isinstance(stages, bool) or not isinstance(stages, int) or not 0 <= stages <= self.max_stages:
+            raise ValueError(f"{type(self).__name__}: stages expected an integer 0..{self.max_stages}, got {stages!r}")
+        self.stages = stages
+        ports = {"in_valid": In(1), "out_valid": Out(1)}
+        ports.update({k: In(s) for k, s in self.inputs.items()})
+        ports.update({k: Out(s) for k, s in self.outputs.items()})
+        super().__init__(ports)
+
+    @property
+    def latency(self) -> int:
+        """Cycles from operands to result (the declared latency a model reads)."""
+        return self.stages
+
+    def build(self, m: Module, ins: dict, pipe: Pipe | None) -> dict:
+        raise NotImplementedError
+
+    def elaborate(self, platform):
+        m = Module()
+        pipe = Pipe(m, self.stages, self.max_stages, "u")
+        outs = self.build(m, {k: getattr(self, k) for k in self.inputs}, pipe)
+        names = list(self.outputs)
+        regs = pipe.cut(*(outs[k] for k in names))  # the output register (the last cut point)
+        pipe.finish()
+        valid = self.in_valid
+        for i in range(self.stages):  # the valid bit: one register per chosen cut
+            v = Signal(name=f"valid_{i}")
+            m.d.sync += v.eq(valid)
+            valid = v
+        m.d.comb += self.out_valid.eq(valid)
+        for k, v in zip(names, regs):
+            m.d.comb += getattr(self, k).eq(v)
+        return m
+
+
+class FpMul(Unit):
+    """``a * b`` in the float ``fmt`` (fp8_e4m3, fp8_e5m2, fp16, bf16, fp32), one RNE rounding."""
+
+    def __init__(self, fmt: str, stages: int = 1):
+        self.fmt = _float(fmt)
+        self.inputs = {"a": Shape(self.fmt.bits), "b": Shape(self.fmt.bits)}
+        self.outputs = {"out": Shape(self.fmt.bits)}
+        super().__init__(stages)
+
+    def build(self, m, ins, pipe):
+        return {"out": fp.fp_mul(m, self.fmt, ins["a"], ins["b"], "mul", pipe)}
+
+
+class FpAdd(Unit):
+    """``a + b`` in the float ``fmt``, one RNE rounding."""
+
+    def __init__(self, fmt: str, stages: int = 1):
+        self.fmt = _float(fmt)
+        self.inputs = {"a": Shape(self.fmt.bits), "b": Shape(self.fmt.bits)}
+        self.outputs = {"out": Shape(self.fmt.bits)}
+        super().__init__(stages)
+
+    def build(self, m, ins, pipe):
+        return {"out": fp.fp_add(m, self.fmt, ins["a"], ins["b"], "add", pipe)}
+
+
+class NarrowMulFp32(Unit):
+    """Finite bf16 / fp16 ``a * b`` -> fp32 (exact product, one rounding): the MAC multiplier."""
+
+    def __init__(self, fmt: str, stages: int = 1):
+        self.fmt = _float(fmt)
+        self.inputs = {"a": Shape(self.fmt.bits), "b": Shape(self.fmt.bits)}
+        self.outputs = {"out": Shape(32)}
+        super().__init__(stages)
+
+    def build(self, m, ins, pipe):
+        return {"out": fp.narrow_mul_fp32(m, self.fmt, ins["a"], ins["b"], "mul", pipe)}
+
+
+class Fp32AddFinite(Unit):
+    """Finite fp32 ``a + b`` (the datapaths' adder)."""
+
+    inputs = {"a": Shape(32), "b": Shape(32)}
+    outputs = {"out": Shape(32)}
+
+    def build(self, m, ins, pipe):
+        return {"out": fp.fp32_add_finite(m, ins["a"], ins["b"], "add", pipe)}
+
+
+class Fp32MulFinite(Unit):
+    """Finite fp32 ``a * b`` (subnormals included)."""
+
+    inputs = {"a": Shape(32), "b": Shape(32)}
+    outputs = {"out": Shape(32)}
+
+    def build(self, m, ins, pipe):
+        return {"out": fp.fp32_mul_finite(m, ins["a"], ins["b"], "mul", pipe)}
+
+
+class Lzc(Unit):
+    """Leading zeros of a ``width``-bit value (``width`` if zero)."""
+
+    def __init__(self, width: int, stages: int = 1):
+        self.width = width
+        self.inputs = {"a": Shape(width)}
+        self.outputs = {"out": Shape.cast(range(width + 1))}
+        super().__init__(stages)
+
+    def build(self, m, ins, pipe):
+        return {"out": lzc(m, ins["a"], self.width, "lzc")}
+
+
+class RoundPack(Unit):
+    """``(-1)**sign * sig * 2**exp`` (``sig`` ``width`` bits, ``exp`` signed) to the float ``fmt``, RNE."""
+
+    def __init__(self, width: int, fmt: str = "fp32", stages: int = 1):
+        self.width, self.fmt = width, _float(fmt)
+        self.inputs = {"sign": Shape(1), "exp": signed(EXP_W), "sig": Shape(width)}
+        self.outputs = {"out": Shape(self.fmt.bits)}
+        super().__init__(stages)
+
+    def build(self, m, ins, pipe):
+        f = self.fmt
+        return {"out": round_pack(m, ins["sign"], ins["exp"], ins["sig"], self.width, "rp", f.ebits, f.mbits,
+                                  f.specials, pipe)}
+
+
+class IntToFp(Unit):
+    """Signed ``width``-bit integer to the float ``fmt``, RNE."""
+
+    def __init__(self, width: int, fmt: str = "fp32", stages: int = 1):
+        self.width, self.fmt = width, _float(fmt)
+        self.inputs = {"a": signed(width)}
+        self.outputs = {"out": Shape(self.fmt.bits)}
+        super().__init__(stages)
+
+    def build(self, m, ins, pipe):
+        return {"out": fp.int_to_fp(m, ins["a"], self.width, "i2f", self.fmt, pipe)}
+
+
+class FpToInt(Unit):
+    """The float ``fmt`` to the nearest signed ``width``-bit integer (ties to even), saturating; NaN -> 0."""
+
+    def __init__(self, fmt: str, width: int, stages: int = 1):
+        self.width, self.fmt = width, _float(fmt)
+        self.inputs = {"a": Shape(self.fmt.bits)}
+        self.outputs = {"out": signed(width)}
+        super().__init__(stages)
+
+    def build(self, m, ins, pipe):
+        return {"out": fp.fp_to_int(m, self.fmt, ins["a"], self.width, "f2i", pipe)}
+
+
+class PositDecode(Unit):
+    """A posit(``bits``, ``es``) code to ``(nar, sign, exp, sig)``: value ``(-1)**sign * sig * 2**exp``."""
+
+    def __init__(self, bits: int, es: int, stages: int = 1):
+        self.fmt = FormatHw(f"posit{bits}_{es}", bits, "posit", es=es)
+        self.inputs = {"a": Shape(bits)}
+        self.outputs = {"nar": Shape(1), "sign": Shape(1), "exp": signed(EXP_W), "sig": Shape(self.fmt.sig_bits)}
+        super().__init__(stages)
+
+    def build(self, m, ins, pipe):
+        d = decode(m, self.fmt, ins["a"], "pd", pipe)
+        return {"nar": d.nan, "sign": d.sign, "exp": d.exp, "sig": d.sig}
+
+
+class Exp2(Unit):
+    """fp32 ``exp2(x)`` as the attention design computes it (:mod:`rtl.lib.exp`), ``exp_macs`` Horner terms."""
+
+    inputs = {"a": Shape(32)}
+    outputs = {"out": Shape(32)}
+
+    def __init__(self, exp_macs: int, stages: int = 1):
+        self.exp_macs = exp_macs
+        super().__init__(stages)
+
+    def build(self, m, ins, pipe):
+        return {"out": exp2_poly(m, ins["a"], self.exp_macs, "exp2", pipe)}
+
+
+class IntMac(wiring.Component):
+    """``acc = (first ? 0 : acc) + a * b`` on signed integers, a ``stages``-deep pipeline:
+    ``stages=1`` multiplies and accumulates in one cycle, ``stages=2`` registers the product first.
+    ``acc`` shows the sum including an operand pair ``latency`` cycles after it entered."""
+
+    def __init__(self, a_bits: int, b_bits: int, acc_bits: int, stages: int = 2):
+        if stages not in (1, 2):
+            raise ValueError(f"IntMac: stages expected 1 or 2, got {stages!r}")
+        self.stages, self.max_stages = stages, 2
+        self.acc_bits = acc_bits
+        super().__init__({"in_valid": In(1), "first": In(1), "a": In(signed(a_bits)), "b": In(signed(b_bits)),
+                          "acc": Out(signed(acc_bits)), "out_valid": Out(1)})
+
+    @property
+    def latency(self) -> int:
+        return self.stages
+
+    def elaborate(self, platform):
+        m = Module()
+        prod = Signal(signed(len(self.a) + len(self.b)), name="prod")
+        valid, first = self.in_valid, self.first
+        if self.stages == 2:
+            v1, f1 = Signal(), Signal()
+            m.d.sync += [prod.eq(self.a * self.b), v1.eq(valid), f1.eq(first)]
+            valid, first = v1, f1
+        else:
+            m.d.comb += prod.eq(self.a * self.b)
+        acc = Signal(signed(self.acc_bits), name="acc_r")
+        ov = Signal()
+        m.d.sync += ov.eq(valid)
+        with m.If(valid):
+            m.d.sync += acc.eq(Mux(first, 0, acc) + prod)
+        m.d.comb += [self.acc.eq(acc), self.out_valid.eq(ov)]
+        return m
+
+
+def _float(name: str) -> FormatHw:
+    if name not in FLOATS:
+        raise ValueError(f"format: expected one of {', '.join(FLOATS)}, got {name!r}")
+    return FLOATS[name]

@@ -1,0 +1,353 @@
+"""rtl/lib arithmetic units (amaranth.sim) against numpy / ml-dtypes / softposit, at several pipeline
+depths: results bit for bit (every NaN as NaN) and exactly ``latency`` cycles after the operands.
+
+References: IEEE results of an operation on two format values are computed in float64 and rounded
+to the format by numpy / ml-dtypes (float64 holds fp8 / fp16 / bf16 products exactly; a float64 sum
+then rounding to a format of p <= 11 bits is correct by Figueroa's double-rounding theorem, 53 >= 2p + 2
+and 24 >= 2p + 2 for ml-dtypes' float32 step); fp32 operations are numpy float32's own."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import ml_dtypes as md
+import numpy as np
+import pytest
+
+from amaranth.sim import Simulator
+
+DTYPES = {"fp8_e4m3": (md.float8_e4m3fn, np.uint8), "fp8_e5m2": (md.float8_e5m2, np.uint8),
+          "fp16": (np.float16, np.uint16), "bf16": (md.bfloat16, np.uint16), "fp32": (np.float32, np.uint32)}
+
+
+def simulate(unit, ops: dict[str, np.ndarray], outs=("out",)) -> dict[str, list[int]]:
+    """Feed one operand set per cycle; collect each output when ``out_valid``; check the latency."""
+    n = len(next(iter(ops.values())))
+    got: dict[str, list[int]] = {k: [] for k in outs}
+    issue_cycle, out_cycle = [], []
+
+    async def tb(ctx):
+        cycle = 0
+        while len(out_cycle) < n:
+            if len(issue_cycle) < n:
+                i = len(issue_cycle)
+                for k, v in ops.items():
+                    ctx.set(getattr(unit, k), int(v[i]))
+                ctx.set(unit.in_valid, 1)
+                issue_cycle.append(cycle)
+            else:
+                ctx.set(unit.in_valid, 0)
+            if unit.stages:
+                await ctx.tick()
+                cycle += 1
+            if ctx.get(unit.out_valid):
+                out_cycle.append(cycle)
+                for k in outs:
+                    got[k].append(ctx.get(getattr(unit, k)))
+            if not unit.stages:
+                cycle += 1
+            assert cycle < n + unit.stages + 4, "no result"
+
+    sim = Simulator(unit)
+    if unit.stages:
+        sim.add_clock(1e-6)
+    sim.add_testbench(tb)
+    sim.run()
+    assert [o - i for i, o in zip(issue_cycle, out_cycle)] == [unit.latency] * n
+    return got
+
+
+def as_signed(v: int, bits: int) -> int:
+    """``v`` as a signed ``bits``-bit value (amaranth.sim already returns signed ports signed)."""
+    return v - (1 << bits) if v >= 0 and v >> (bits - 1) else v
+
+
+def assert_same_float(got_bits, want, fmt: str):
+    dt, ut = DTYPES[fmt]
+    got = np.asarray(got_bits, dtype=np.uint64).astype(ut).view(dt)
+    want = np.asarray(want, dtype=dt)
+    gn, wn = np.isnan(got.astype(np.float64)), np.isnan(want.astype(np.float64))
+    assert (gn == wn).all(), f"NaN mismatch at {np.flatnonzero(gn != wn)[:5]}"
+    bad = np.flatnonzero(~wn & (got.view(ut) != want.view(ut)))
+    assert bad.size == 0, f"{fmt}: {bad.size} mismatches, first at {bad[0]}: got {got[bad[0]]} want {want[bad[0]]}"
+
+
+def random_codes(fmt: str, n: int, seed: int) -> np.ndarray:
+    """Random codes, biased towards interesting ones: zeros, specials, subnormals, near-equal exponents."""
+    _, ut = DTYPES[fmt]
+    bits = np.dtype(ut).itemsize * 8
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, 1 << bits, n, dtype=np.uint64)
+    mb = {"fp8_e4m3": 3, "fp8_e5m2": 2, "fp16": 10, "bf16": 7, "fp32": 23}[fmt]
+    low = rng.random(n) < 0.15  # subnormals and zeros
+    codes[low] &= (1 << mb) - 1 | (1 << (bits - 1))
+    return codes
+
+
+def reference(fmt: str, op: str, a_codes, b_codes):
+    dt, ut = DTYPES[fmt]
+    a = np.asarray(a_codes, dtype=np.uint64).astype(ut).view(dt)
+    b = np.asarray(b_codes, dtype=np.uint64).astype(ut).view(dt)
+    with np.errstate(all="ignore"):
+        if fmt == "fp32":
+            return a * b if op == "mul" else a + b
+        x, y = a.astype(np.float64), b.astype(np.float64)
+        return (x * y if op == "mul" else x + y).astype(dt)
+
+
+def pairs(fmt, n, seed, exhaustive=False):
+    if exhaustive:
+        a, b = np.meshgrid(np.arange(256), np.arange(256))
+        return a.ravel(), b.ravel()
+    a = random_codes(fmt, n, seed)
+    b = random_codes(fmt, n, seed + 1)
+    near = np.random.default_rng(seed).random(n) < 0.3  # the other operand close in magnitude: cancellations
+    b[near] = (a[near] ^ (1 << (np.dtype(DTYPES[fmt][1]).itemsize * 8 - 1))) + np.random.default_rng(seed).integers(
+        -3, 4, int(near.sum())).astype(np.uint64)
+    b &= (1 << (np.dtype(DTYPES[fmt][1]).itemsize * 8)) - 1
+    return a, b
+
+
+# ----------------------------------------------------------------------------- fp add / mul
+
+
+@pytest.mark.parametrize("fmt", list(DTYPES))
+@pytest.mark.parametrize("op", ["mul", "add"])
+def test_fp_units_random(fmt, op):
+    from rtl.lib.units import FpAdd, FpMul
+
+    cls = FpMul if op == "mul" else FpAdd
+    a, b = pairs(fmt, 200, 7)
+    for stages in (1, cls(fmt, 0).max_stages):
+        unit = cls(fmt, stages)
+        got = simulate(unit, {"a": a, "b": b})
+        assert_same_float(got["out"], reference(fmt, op, a, b), fmt)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["fp8_e4m3", "fp8_e5m2"])
+@pytest.mark.parametrize("op", ["mul", "add"])
+def test_fp8_units_exhaustive(fmt, op):
+    from rtl.lib.units import FpAdd, FpMul
+
+    unit = (FpMul if op == "mul" else FpAdd)(fmt, 2)
+    a, b = pairs(fmt, 0, 0, exhaustive=True)
+    got = simulate(unit, {"a": a, "b": b})
+    assert_same_float(got["out"], reference(fmt, op, a, b), fmt)
+
+
+def test_planted_rounding_error_is_caught():
+    """The comparison fails on a result off by one ulp (the test can fail)."""
+    a = np.array([0x3F800000], np.uint64)
+    with pytest.raises(AssertionError):
+        assert_same_float([0x3F800001], reference("fp32", "mul", a, a), "fp32")
+
+
+@pytest.mark.parametrize("fmt", ["bf16", "fp16"])
+def test_narrow_mul_to_fp32(fmt):
+    """Finite bf16 / fp16 x same -> fp32: the exact product rounded once (float64 holds it exactly)."""
+    from rtl.lib.units import NarrowMulFp32
+
+    dt, ut = DTYPES[fmt]
+    a, b = pairs(fmt, 400, 3)
+    finite = np.isfinite(a.astype(ut).view(dt).astype(np.float64)) & np.isfinite(b.astype(ut).view(dt).astype(np.float64))
+    a, b = a[finite], b[finite]
+    want = (a.astype(ut).view(dt).astype(np.float64) * b.astype(ut).view(dt).astype(np.float64)).astype(np.float32)
+    for stages in (0, 2, 4):
+        got = simulate(NarrowMulFp32(fmt, stages), {"a": a, "b": b})
+        fin = np.isfinite(want)
+        assert_same_float(np.asarray(got["out"])[fin], want[fin], "fp32")
+
+
+@pytest.mark.parametrize("op", ["add", "mul"])
+def test_fp32_finite_units(op):
+    from rtl.lib.units import Fp32AddFinite, Fp32MulFinite
+
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal(400) * 10.0 ** rng.integers(-30, 30, 400)).astype(np.float32)
+    y = (rng.standard_normal(400) * 10.0 ** rng.integers(-30, 30, 400)).astype(np.float32)
+    y[:50] = -x[:50] * np.float32(1.0000001)
+    x[50:60] = np.float32(1e-40)  # subnormal operands
+    with np.errstate(all="ignore"):
+        want = x + y if op == "add" else x * y
+    keep = np.isfinite(want)
+    a, b = x[keep].view(np.uint32), y[keep].view(np.uint32)
+    cls = Fp32AddFinite if op == "add" else Fp32MulFinite
+    for stages in (0, 2, cls(0).max_stages):
+        got = simulate(cls(stages), {"a": a, "b": b})
+        assert_same_float(got["out"], want[keep], "fp32")
+
+
+# ----------------------------------------------------------------------------- lzc, round-and-pack, conversions
+
+
+def test_lzc_exhaustive_8_and_random_47():
+    from rtl.lib.units import Lzc
+
+    v = np.arange(256)
+    got = simulate(Lzc(8, 1), {"a": v})["out"]
+    assert got == [8 - int(x).bit_length() for x in v]
+    rng = np.random.default_rng(1)
+    v = [int(x) >> int(s) for x, s in zip(rng.integers(0, 1 << 47, 200, dtype=np.uint64), rng.integers(0, 47, 200))]
+    got = simulate(Lzc(47, 0), {"a": np.array(v, dtype=object)})["out"]
+    assert got == [47 - x.bit_length() for x in v]
+
+
+@pytest.mark.parametrize("fmt", ["fp32", "fp16"])
+def test_round_pack_random(fmt):
+    """Exact ``sig * 2**exp`` (48-bit sig: exact in float64) rounded by numpy's float64 -> fp32 / fp16."""
+    from rtl.lib.units import RoundPack
+
+    rng = np.random.default_rng(5)
+    n = 400
+    sig = [int(x) >> int(s) for x, s in zip(rng.integers(0, 1 << 48, n, dtype=np.uint64), rng.integers(0, 48, n))]
+    lo, hi = (-200, 100) if fmt == "fp32" else (-40, 10)
+    exp = rng.integers(lo, hi, n)
+    sign = rng.integers(0, 2, n)
+    with np.errstate(all="ignore"):
+        want = np.array([(-1.0) ** s * float(g) * 2.0 ** int(e) for s, g, e in zip(sign, sig, exp)]).astype(DTYPES[fmt][0])
+    for stages in (0, 3):
+        got = simulate(RoundPack(48, fmt, stages),
+                       {"sign": sign, "exp": np.array([int(e) & 0xFFF for e in exp]), "sig": np.array(sig, dtype=object)})
+        assert_same_float(got["out"], want, fmt)
+
+
+@pytest.mark.parametrize("fmt", ["fp32", "fp16", "bf16"])
+def test_int_to_fp(fmt):
+    from rtl.lib.units import IntToFp
+
+    rng = np.random.default_rng(2)
+    v = np.concatenate([np.arange(-128, 128), rng.integers(-(1 << 15), 1 << 15, 200)])
+    dt = DTYPES[fmt][0]
+    want = v.astype(np.float32).astype(dt)  # |v| < 2**16: exact in float32, one rounding to the format
+    for stages in (0, 3):
+        got = simulate(IntToFp(16, fmt, stages), {"a": v & 0xFFFF})
+        assert_same_float(got["out"], want, fmt)
+
+
+def test_int32_to_fp32():
+    from rtl.lib.units import IntToFp
+
+    v = np.random.default_rng(4).integers(-(1 << 31), 1 << 31, 300)
+    got = simulate(IntToFp(32, "fp32", 2), {"a": v & 0xFFFFFFFF})
+    assert_same_float(got["out"], v.astype(np.float64).astype(np.float32), "fp32")
+
+
+@pytest.mark.parametrize("fmt", ["fp16", "fp32", "fp8_e4m3"])
+def test_fp_to_int(fmt):
+    """Nearest int, ties to even (numpy rint), saturated to int16; NaN -> 0."""
+    from rtl.lib.units import FpToInt
+
+    dt, ut = DTYPES[fmt]
+    codes = np.arange(256) if fmt == "fp8_e4m3" else random_codes(fmt, 400, 9)
+    vals = codes.astype(ut).view(dt).astype(np.float64)
+    if fmt == "fp32":
+        vals[:100] = np.random.default_rng(0).integers(-70000, 70000, 100) / 2.0  # ties and saturation
+        codes[:100] = vals[:100].astype(np.float32).view(np.uint32)
+    want = np.where(np.isnan(vals), 0, np.clip(np.rint(np.nan_to_num(vals, posinf=1e300, neginf=-1e300)),
+                                               -(1 << 15), (1 << 15) - 1)).astype(np.int64)
+    for stages in (0, 2):
+        got = simulate(FpToInt(fmt, 16, stages), {"a": codes})["out"]
+        assert [as_signed(g, 16) for g in got] == want.tolist()
+
+
+@pytest.mark.parametrize("bits,es", [(8, 0), (8, 2), (16, 1)])
+def test_posit_decode(bits, es):
+    """Every posit8 code / random posit16 codes decoded to sign * sig * 2**exp = softposit's value
+    (posit8 es=2, which softposit lacks: archsim.numerics' numpy decoder, NaR as inf)."""
+    softposit = pytest.importorskip("softposit")
+    from rtl.lib.units import PositDecode
+
+    codes = np.arange(256) if bits == 8 else np.random.default_rng(3).integers(0, 1 << 16, 500)
+    if es == 2:
+        from archsim.numerics import get_format
+
+        ref = [np.inf if np.isnan(v) else float(v) for v in get_format("posit8_2").decode(codes)]
+    else:
+        ref = [float(softposit.posit8(bits=int(c))) if bits == 8 else float(softposit.posit16(bits=int(c)))
+               for c in codes]
+    for stages in (0, 2):
+        got = simulate(PositDecode(bits, es, stages), {"a": codes}, outs=("nar", "sign", "exp", "sig"))
+        for i, r in enumerate(ref):
+            if got["nar"][i]:
+                assert np.isinf(r), codes[i]  # softposit decodes NaR to inf
+                continue
+            val = (-1) ** got["sign"][i] * got["sig"][i] * 2.0 ** as_signed(got["exp"][i], 12)
+            assert val == r, (int(codes[i]), val, r)
+
+
+def test_exp2_matches_the_attention_model():
+    """The exp unit against the template's numpy exp2_poly (fp32 every step), and close to 2**x."""
+    from archsim.templates.attention.values import exp2_poly
+    from rtl.lib.units import Exp2
+
+    x = -np.abs(np.random.default_rng(8).standard_normal(40).astype(np.float32) * 20)
+    x[:5] = [0.0, -0.5, -1.5, -126.7, -2.5]
+    want = exp2_poly(x, 4)
+    assert np.allclose(want, np.exp2(x.astype(np.float64)), rtol=1e-3, atol=1e-38)
+    for stages in (6, Exp2(4, 0).max_stages):
+        got = simulate(Exp2(4, stages), {"a": x.view(np.uint32)})
+        assert_same_float(got["out"], want, "fp32")
+
+
+@pytest.mark.parametrize("stages", [1, 2])
+def test_int_mac(stages):
+    from rtl.lib.units import IntMac
+
+    rng = np.random.default_rng(6)
+    n = 200
+    a, b = rng.integers(-128, 128, n), rng.integers(-128, 128, n)
+    first = (rng.random(n) < 0.1).astype(int)
+    first[0] = 1
+    want, acc = [], 0
+    for x, y, f in zip(a, b, first):
+        acc = (0 if f else acc) + int(x) * int(y)
+        want.append(acc)
+    unit = IntMac(8, 8, 32, stages)
+    got = simulate(unit, {"a": a & 0xFF, "b": b & 0xFF, "first": first}, outs=("acc",))
+    assert [as_signed(g, 32) for g in got["acc"]] == want
+
+
+def test_stages_out_of_range_is_refused():
+    from rtl.lib.units import FpMul
+
+    with pytest.raises(ValueError, match="stages"):
+        FpMul("fp16", 99)
+    with pytest.raises(ValueError, match="format"):
+        FpMul("fp12", 1)
+
+
+# ----------------------------------------------------------------------------- package structure
+
+
+def test_no_template_rtl_imports_another_template():
+    """rtl/<template>/ may import rtl.lib, rtl.cosim, rtl's shared modules and itself, never another template."""
+    root = Path(__file__).resolve().parents[1] / "rtl"
+    shared = {"lib", "cosim"}
+    templates = {p.name for p in root.iterdir() if p.is_dir() and (p / "__init__.py").exists()} - shared
+    assert {"systolic", "simd", "pim", "lut", "attention"} <= templates
+    bad = []
+    for t in sorted(templates | {"lib"}):
+        for f in (root / t).rglob("*.py"):
+            for node in ast.walk(ast.parse(f.read_text())):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                    [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+                for name in names:
+                    parts = name.split(".")
+                    if parts[0] == "rtl" and len(parts) > 1 and parts[1] in templates and parts[1] != t:
+                        bad.append(f"{f.relative_to(root)} imports {name}")
+    assert not bad, bad
+
+
+@pytest.mark.parametrize("preset,over", [("systolic-32x32-ws", {}), ("simd-edge", {}), ("pim-hbm2", {}),
+                                         ("lut-m2n8k4-ecp5", {}), ("fusemax-edge", {"rows": 2, "cols": 2, "pe1d": 2})])
+def test_the_verilog_cache_key_covers_the_library(preset, over):
+    """Every template's cached Verilog is keyed on the rtl/lib modules it is built from (and its own)."""
+    from archsim.spec import load_arch
+    from rtl import design_for
+
+    design = design_for(load_arch(preset, over))
+    files = {Path(f).relative_to(Path(__file__).resolve().parents[1]).as_posix() for f in design.source_files()}
+    assert f"rtl/{design.template}/rtl_design.py" in files
+    if design.template != "systolic":  # the systolic array is integer-only: no floating-point library
+        assert {"rtl/lib/fp.py", "rtl/lib/round.py", "rtl/lib/lzc.py"} <= files
