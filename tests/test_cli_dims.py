@@ -130,6 +130,8 @@ def _doc_commands():
             cmd = re.sub(r"\[[^\]]*\]", "", cmd)  # optional parts: [--sim verilator]
             words = shlex.split(cmd)
             arch = words[words.index("--arch") + 1]
+            if arch.isupper():  # a placeholder in a usage line (--arch SPEC), not a command to run
+                continue
             sets = [words[i + 1] for i, w in enumerate(words) if w in ("--set", "--set-a", "--set-b")]
             found.append((os.path.basename(path), arch, sets))
     return found

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import math
 
 import numpy as np
@@ -106,7 +107,9 @@ def test_sqnr_per_layer_and_output_match_numpy(capsys, tmp_path, mlp_path):
     assert "sqnr_db" not in layers["relu1"] and rows["relu1"]["sqnr_db"] == ""
     assert report["extras"]["output_sqnr_db"] == pytest.approx(out_db, abs=1e-3)
     assert report["extras"]["top1_agreement"] == pytest.approx(top1)
-    assert "output_sqnr_db" in text and "top1_agreement" in text
+    assert re.search(rf"output SQNR +{out_db:.1f} dB", text), text
+    shown = re.search(r"top-1 agreement with fp32 +([0-9.]+) %", text)
+    assert shown and float(shown.group(1)) == pytest.approx(100 * top1, abs=0.05), text
 
 
 def test_sqnr_follows_the_precision_policy_and_seed(capsys, tmp_path, mlp_path):

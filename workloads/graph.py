@@ -33,6 +33,11 @@ from workloads.precision import tensor_bytes
 STRICT_INPUT_KINDS = ("conv2d", "pool")
 
 
+def _unit_dims_only(produced: Sequence[int], expected: Sequence[int]) -> bool:
+    """Whether two shapes differ only by size-1 dims (the same data, no element moved)."""
+    return [d for d in produced if d != 1] == [d for d in expected if d != 1]
+
+
 def shapes_fit(produced: Sequence[int], expected: Sequence[int]) -> bool:
     """Whether a tensor of shape ``produced`` can feed an input of shape ``expected``."""
     produced, expected = tuple(produced), tuple(expected)
@@ -115,7 +120,9 @@ class Graph:
             raise WorkloadError(
                 f"graph {self.name!r}: shape mismatch {producer} -> {consumer}: {producer} produces "
                 f"{list(shape)} but {consumer} ({dst.kind}) expects input {port} of {list(want)}")
-        if dst.kind in STRICT_INPUT_KINDS and tuple(shape) != want:  # NCHW: no implicit reshape or batch broadcast
+        if dst.kind in STRICT_INPUT_KINDS and tuple(shape) != want and not _unit_dims_only(shape, want):
+            # NCHW: no implicit reshape or batch broadcast (inserting size-1 dims, as a Conv1d lowered
+            # to a conv2d over [N, C, 1, L] does, moves no data and is allowed)
             what = ("batch" if len(shape) == len(want) == 4 and shape[1:] == want[1:] else
                     "channels" if len(shape) == len(want) == 4 and shape[1] != want[1] else "shape")
             raise WorkloadError(

@@ -118,12 +118,14 @@ def coverage_line(report: dict) -> str:
 
 
 #: unit suffixes of extras' names: the value is formatted by it and the label drops it
-_UNIT_SUFFIXES = ("_per_s", "_pj", "_bytes", "_s", "_fraction")
+_UNIT_SUFFIXES = ("_per_s", "_pj", "_bytes", "_s", "_fraction", "_db")
 #: labels of extras whose name alone reads poorly
 _EXTRA_LABELS = {
     "tokens_per_s": "tokens per second",
     "attention_array2d_mac_utilization": "attention layers' 2D-array utilization",
     "peak_macs_per_cycle": "peak MACs per cycle",
+    "output_sqnr_db": "output SQNR",
+    "top1_agreement": "top-1 agreement with fp32",
 }
 
 
@@ -157,8 +159,10 @@ def _extra(key: str, value) -> str:
         return f"{fmt.number(value)} /s"
     if key.endswith("_s"):
         return fmt.seconds(value)
-    if key.endswith(("_fraction", "utilization")):
+    if key.endswith(("_fraction", "utilization", "agreement")):
         return fmt.percent(value)
+    if key.endswith("_db"):
+        return f"{value:.1f} dB"
     return fmt.number(value)
 
 
