@@ -1,0 +1,97 @@
+"""The three allocations of the ``allocation`` mapper option: greedy, ilp, heuristic.
+
+- ``greedy`` is archsim's behaviour today (not the paper's baselines): layer by layer,
+  each layer (a GEMM with its fused element-wise chain, or an unfused op) loads its
+  inputs from DRAM and stores its output to DRAM (:func:`layer_by_layer_traffic`).
+  Its plan is the residency that implies (a tensor on chip only where its op needs it).
+- ``ilp`` is the optimal residency and eviction plan for the graph's operator order
+  (:mod:`mappers.allocation.ilp`).
+- ``heuristic`` is a divide-and-conquer for graphs too big for one ILP: starting
+  from the greedy plan it re-solves the ILP over windows of ``window`` steps, the
+  residency outside the window pinned to the current plan. Each window's old plan is
+  feasible, so the traffic never rises: ilp <= heuristic <= greedy.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from archsim.errors import MappingError
+from archsim.spec.model import OUTPUT_OPS
+from mappers.allocation.ilp import solve
+from mappers.allocation.problem import Plan, Problem, Traffic, build_problem, traffic
+from mappers.fusion import plan_fusion
+
+ALLOCATIONS = ("greedy", "ilp", "heuristic")
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """A plan with its traffic and solve time (``optimal``: the ILP proved it)."""
+
+    method: str
+    plan: Plan
+    traffic: Traffic
+    solve_s: float
+    optimal: bool
+
+
+def greedy_plan(problem: Problem) -> Plan:
+    """archsim's layer-by-layer plan: a tensor is resident only where its op needs it."""
+    return tuple(frozenset(s for s in t.steps if s not in problem.streamed and (s == t.producer or s in t.readers))
+                 for t in problem.tensors)
+
+
+def layer_by_layer_traffic(problem: Problem) -> Traffic:
+    """Today's traffic: every intermediate stored once and loaded by each reading layer."""
+    compulsory, extra = problem.weight_bytes, 0
+    for t in problem.tensors:
+        if t.is_output:
+            compulsory += t.size_bytes
+        elif t.is_input:
+            compulsory += t.size_bytes
+            extra += (len(t.readers) - 1) * t.size_bytes
+        else:
+            extra += (1 + len(t.readers)) * t.size_bytes
+    return Traffic(compulsory, extra)
+
+
+def heuristic_plan(problem: Problem, window: int = 24, time_limit_s: float = 60.0) -> tuple[Plan, bool]:
+    """Divide and conquer: the ILP over consecutive windows of ``window`` steps (see module doc)."""
+    plan = list(greedy_plan(problem))
+    all_optimal = True
+    n = len(problem.order)
+    for lo in range(0, n, window):
+        hi = min(n, lo + window)
+        fixed = {(i, s): int(s in plan[i]) for i, t in enumerate(problem.tensors)
+                 for s in t.steps if not lo <= s < hi}
+        if len(fixed) == sum(len(t.steps) for t in problem.tensors):
+            continue
+        sol = solve(problem, fixed, time_limit_s)
+        all_optimal &= sol.optimal
+        if traffic(problem, sol.plan).non_compulsory_bytes <= traffic(problem, tuple(plan)).non_compulsory_bytes:
+            plan = list(sol.plan)
+    return tuple(plan), all_optimal
+
+
+def allocate(problem: Problem, method: str, *, window: int = 24, time_limit_s: float = 120.0) -> Allocation:
+    """The ``method`` allocation of ``problem``."""
+    t0 = time.perf_counter()
+    if method == "greedy":
+        plan, optimal = greedy_plan(problem), False
+        return Allocation(method, plan, layer_by_layer_traffic(problem), time.perf_counter() - t0, optimal)
+    elif method == "ilp":
+        sol = solve(problem, time_limit_s=time_limit_s)
+        plan, optimal = sol.plan, sol.optimal
+    elif method == "heuristic":
+        plan, optimal = heuristic_plan(problem, window, time_limit_s)
+        optimal = False
+    else:
+        raise MappingError(f"allocation: expected one of {', '.join(ALLOCATIONS)}, got {method!r}")
+    return Allocation(method, plan, traffic(problem, plan), time.perf_counter() - t0, optimal)
+
+
+def plan_allocation(graph, capacity_bytes: int, method: str = "ilp", output_ops=OUTPUT_OPS, **kw) -> Allocation:
+    """Allocate ``graph`` for ``capacity_bytes`` with ``method``, element-wise ops fused into
+    their GEMM where an output unit with ``output_ops`` runs them (:mod:`mappers.fusion`)."""
+    return allocate(build_problem(graph, capacity_bytes, plan_fusion(graph, output_ops).fused_into), method, **kw)

@@ -1,0 +1,188 @@
+"""The scratchpad allocation problem of a graph under one operator order, and its traffic.
+
+A COSMA-style model (Li, Gupta, Malik, "Combined Scheduling, Memory Allocation and
+Tensor Replacement for Minimizing Off-Chip Data Accesses of DNN Accelerators",
+arXiv:2311.18246, 2023) of the activation tensors between ops:
+
+- one op runs per step; at its step its input and output tensors must be in the
+  scratchpad, unless they alone exceed it (the op is *streamed*: the mapper tiles it
+  through DRAM, so its tensors may stay off chip and each read of them is a DRAM read);
+- a tensor lives from its producer's step (or, for a graph input, its first reader's)
+  to its last reader's; a plan says at which of those steps it is resident;
+- traffic: a graph input's first read and a graph output's write are *compulsory*;
+  everything else is *non-compulsory*: an intermediate tensor that is ever off chip in
+  its live range is written once (tensors are immutable), and every reload (resident at a
+  step, not at the one before) or streamed read of a non-resident tensor is a read.
+
+Weights are streamed from DRAM once per op (compulsory) and not placed in the
+scratchpad; addresses (fragmentation) are not modelled: a plan fits when the
+resident bytes fit. Both are stated differences from the paper.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+
+from archsim.errors import MappingError
+from workloads.precision import tensor_bytes
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """An activation tensor: ``producer`` step (None: graph input), sorted ``reader`` steps."""
+
+    name: str
+    size_bytes: int
+    producer: int | None
+    readers: tuple[int, ...]
+
+    @property
+    def first(self) -> int:
+        return self.producer if self.producer is not None else self.readers[0]
+
+    @property
+    def last(self) -> int:
+        return self.readers[-1] if self.readers else self.first
+
+    @property
+    def steps(self) -> range:
+        return range(self.first, self.last + 1)
+
+    @property
+    def is_input(self) -> bool:
+        return self.producer is None
+
+    @property
+    def is_output(self) -> bool:
+        return not self.readers
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Tensors of a graph under ``order`` (op names by step) for ``capacity_bytes``."""
+
+    order: tuple[str, ...]
+    tensors: tuple[Tensor, ...]
+    capacity_bytes: int
+    weight_bytes: int
+    #: steps whose op's own tensors exceed the scratchpad (tiled through DRAM)
+    streamed: frozenset[int] = field(default_factory=frozenset)
+
+    def touched(self, step: int) -> list[int]:
+        """Indices of the tensors op ``step`` reads or writes."""
+        return [i for i, t in enumerate(self.tensors) if t.producer == step or step in t.readers]
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Off-chip bytes of a plan."""
+
+    compulsory_bytes: int
+    non_compulsory_bytes: int
+
+    @property
+    def total_bytes(self) -> int:
+        return self.compulsory_bytes + self.non_compulsory_bytes
+
+
+#: a plan: for each tensor (by index), the steps of its live range at which it is resident
+Plan = tuple[frozenset[int], ...]
+
+
+def build_problem(graph, capacity_bytes: int, fused_into: dict[str, str] | None = None) -> Problem:
+    """The allocation problem of ``graph`` for a scratchpad of ``capacity_bytes``.
+
+    Ops run in the graph's topological order. Ops with ``kind == "shape"`` are free views
+    (they pass their input through); an op in ``fused_into`` (:func:`mappers.fusion.plan_fusion`)
+    runs in the step of the GEMM it is fused into, and the tensors inside such a chain never
+    leave the array's output path.
+    """
+    if not isinstance(capacity_bytes, int) or isinstance(capacity_bytes, bool) or capacity_bytes <= 0:
+        raise MappingError(f"scratchpad capacity: expected a positive number of bytes, got {capacity_bytes!r}")
+    fused_into = fused_into or {}
+    ops = [op for op in graph.ops() if op.kind != "shape"]
+    roots = [op for op in ops if op.name not in fused_into]
+    step_of = {op.name: s for s, op in enumerate(roots)}
+    step_of.update({name: step_of[root] for name, root in fused_into.items()})
+    alias = _shape_aliases(graph)
+    tensors: dict[str, dict] = {}
+    weight_bytes, seen_weights = 0, set()
+    for op in ops:
+        s = step_of[op.name]
+        if not op.weight_name or op.weight_name not in seen_weights:
+            weight_bytes += op.operand_bytes()["weight"]
+            seen_weights.add(op.weight_name)
+        for k, shape in enumerate(op.output_shapes()):
+            tensors[f"{op.name}:{k}"] = {"size": tensor_bytes(prod(shape), op.act_precision), "producer": s,
+                                         "readers": [], "internal": False}
+        for port, ref in enumerate(graph.inputs_of(op.name)):
+            if ref is None:  # a graph input read by this port alone
+                shape = op.input_shapes()[port]
+                tensors[f"{op.name}.in{port}"] = {"size": tensor_bytes(prod(shape), op.act_precision),
+                                                  "producer": None, "readers": [s], "internal": False}
+                continue
+            key = alias(ref)
+            if key is None or key not in tensors:
+                raise MappingError(f"allocation: {op.name} reads {ref!r}, which no op before it produces")
+            if tensors[key]["producer"] == s:  # inside a fused chain
+                tensors[key]["internal"] = True
+            elif s not in tensors[key]["readers"]:
+                tensors[key]["readers"].append(s)
+    out = tuple(Tensor(n, d["size"], d["producer"], tuple(sorted(d["readers"])))
+                for n, d in tensors.items() if not (d["internal"] and not d["readers"]))
+    problem = Problem(tuple(op.name for op in roots), out, capacity_bytes, weight_bytes)
+    streamed = frozenset(s for s in range(len(roots))
+                         if sum(out[i].size_bytes for i in problem.touched(s)) > capacity_bytes)
+    return Problem(problem.order, out, capacity_bytes, weight_bytes, streamed)
+
+
+def _shape_aliases(graph):
+    """``ref -> "producer:k"`` of the non-shape op a reference resolves to through shape ops."""
+    def resolve(ref: str) -> str | None:
+        name, _, k = ref.partition(":")
+        op = graph.op(name)
+        if op.kind != "shape":
+            return f"{name}:{k or 0}"
+        feeds = [r for r in graph.inputs_of(name) if r is not None]
+        return resolve(feeds[0]) if feeds else None
+    return resolve
+
+
+def check_plan(problem: Problem, plan: Plan) -> None:
+    """Raise MappingError if ``plan`` overfills the scratchpad or leaves a needed tensor off chip."""
+    for s in range(len(problem.order)):
+        held = sum(t.size_bytes for t, r in zip(problem.tensors, plan) if s in r)
+        if held > problem.capacity_bytes:
+            raise MappingError(f"allocation plan holds {held} B at step {s} ({problem.order[s]}), "
+                               f"over the {problem.capacity_bytes} B scratchpad")
+        if s not in problem.streamed:
+            for i in problem.touched(s):
+                if s not in plan[i]:
+                    raise MappingError(f"allocation plan leaves {problem.tensors[i].name} off chip at "
+                                       f"step {s} ({problem.order[s]}), which needs it")
+    for t, r in zip(problem.tensors, plan):
+        if not r <= set(t.steps):
+            raise MappingError(f"allocation plan holds {t.name} outside its live range")
+
+
+def traffic(problem: Problem, plan: Plan) -> Traffic:
+    """Compulsory and non-compulsory DRAM bytes of ``plan`` (checked first)."""
+    check_plan(problem, plan)
+    compulsory, extra = problem.weight_bytes, 0
+    for t, r in zip(problem.tensors, plan):
+        if t.is_output:
+            compulsory += t.size_bytes
+            continue
+        reads = 0
+        for s in t.steps:
+            if s in r and s != t.producer and (s == t.first or s - 1 not in r):
+                reads += 1  # a (re)load
+            elif s not in r and s in t.readers:
+                reads += 1  # a streamed read
+        if t.is_input:
+            compulsory += t.size_bytes
+            reads -= 1
+        elif any(s not in r for s in t.steps):
+            extra += t.size_bytes  # written back once
+        extra += reads * t.size_bytes
+    return Traffic(compulsory, extra)
