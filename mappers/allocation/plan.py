@@ -22,7 +22,7 @@ from mappers.allocation.ilp import solve
 from mappers.allocation.problem import Plan, Problem, Traffic, build_problem, traffic
 from mappers.fusion import plan_fusion
 
-ALLOCATIONS = ("greedy", "ilp", "heuristic")
+from archsim.spec.options import ALLOCATIONS  # the mapper option's values
 
 
 @dataclass(frozen=True)
@@ -57,11 +57,13 @@ def layer_by_layer_traffic(problem: Problem) -> Traffic:
 
 
 def heuristic_plan(problem: Problem, window: int = 24, time_limit_s: float = 60.0) -> tuple[Plan, bool]:
-    """Divide and conquer: the ILP over consecutive windows of ``window`` steps (see module doc)."""
+    """Divide and conquer: the ILP over windows of ``window`` steps, swept twice (the second
+    sweep offset by half a window, so tensors cut by one window boundary are re-decided)."""
     plan = list(greedy_plan(problem))
     all_optimal = True
     n = len(problem.order)
-    for lo in range(0, n, window):
+    starts = [lo for shift in (0, window // 2) for lo in range(shift, n, window)]  # overlapping sweeps
+    for lo in starts:
         hi = min(n, lo + window)
         fixed = {(i, s): int(s in plan[i]) for i, t in enumerate(problem.tensors)
                  for s in t.steps if not lo <= s < hi}
