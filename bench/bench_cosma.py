@@ -6,7 +6,7 @@ NOT the paper's baselines), the divide-and-conquer heuristic and the ILP, the IL
 reduction vs greedy, and the ILP solve time (HiGHS, one thread). Paper: -84% non-compulsory
 accesses on average vs existing methods (heuristic: -85% on NAS graphs).
 
-    python bench/bench_cosma.py
+    python bench/bench_cosma.py   (about a minute: the NAS graph's joint ILP stops at its limit)
 """
 from __future__ import annotations
 
@@ -14,7 +14,14 @@ from mappers.allocation.study import mean_reduction, study
 
 
 def main() -> None:
-    rows = study()
+    for schedule in (False, True):
+        print("ILP over " + ("operator order, residency and eviction (30 s limit per problem)" if schedule
+                             else "residency and eviction in the graph's operator order"))
+        table(study(schedule=schedule, time_limit_s=30.0))
+        print()
+
+
+def table(rows) -> None:
     print(f"{'network':14s} {'SPM KiB':>7s} {'compuls. KiB':>12s} {'greedy KiB':>10s} {'heur. KiB':>9s} "
           f"{'ILP KiB':>8s} {'ILP vs greedy':>13s} {'heur. vs greedy':>15s} {'ILP solve s':>11s}")
     for r in rows:

@@ -105,6 +105,48 @@ def test_ilp_equals_brute_force_optimum(capacity):
     assert round(sol.objective_bytes) == best
 
 
+def _two_branches():
+    """x feeds two branches a1 -> a2 and b1 -> b2 (300 B then 10 B), summed by s; added
+    interleaved, so the graph's own order holds both 300 B tensors at once."""
+    g = Graph("two_branches")
+    g.add(_ew("a1", 300, 100), [None])
+    g.add(_ew("b1", 300, 100), [None])
+    g.add(_ew("a2", 10, 300), ["a1"])
+    g.add(_ew("b2", 10, 300), ["b1"])
+    g.add(_ew("s", 10, 10, 10), ["a2", "b2"])
+    return g
+
+
+def _topological_orders(problem):
+    n = len(problem.order)
+    for perm in itertools.permutations(range(n)):
+        try:
+            yield problem.reordered(list(perm))
+        except MappingError:
+            continue
+
+
+@pytest.mark.parametrize("graph", [_branchy, _two_branches])
+@pytest.mark.parametrize("capacity", [320, 400, 450, 650, 700])
+def test_joint_order_ilp_equals_brute_force_over_orders(graph, capacity):
+    from mappers.allocation.schedule import solve_schedule
+
+    base = build_problem(graph(), capacity)
+    best = min(_simulated_extra_bytes(p, plan) for p in _topological_orders(base) for plan in _all_valid_plans(p))
+    ordered, sol = solve_schedule(base)
+    assert sol.optimal
+    assert _simulated_extra_bytes(ordered, sol.plan) == best == round(sol.objective_bytes)
+
+
+def test_choosing_the_order_beats_the_graph_order():
+    """Two branches: run each to its 10 B end before starting the other (brute force says so too)."""
+    problem = build_problem(_two_branches(), 450)
+    fixed = min(_simulated_extra_bytes(problem, p) for p in _all_valid_plans(problem))
+    joint = plan_allocation(_two_branches(), 450, "ilp")
+    assert joint.traffic.non_compulsory_bytes < fixed
+    assert plan_allocation(_two_branches(), 450, "ilp", schedule=False).traffic.non_compulsory_bytes == fixed
+
+
 def test_brute_force_sees_a_tight_scratchpad():
     """The optimum of the branchy graph falls as the scratchpad grows (the test can fail)."""
     small = build_problem(_branchy(), 400)
@@ -127,11 +169,19 @@ def _graph(name):
 @pytest.mark.parametrize("capacity_kib", [64, 256, 1024])
 def test_ilp_le_heuristic_le_greedy(name, capacity_kib):
     g = _graph(name)
-    got = {m: plan_allocation(g, capacity_kib << 10, m) for m in ("greedy", "heuristic", "ilp")}
+    got = {m: plan_allocation(g, capacity_kib << 10, m, **({"schedule": False} if m == "ilp" else {}))
+           for m in ("greedy", "heuristic", "ilp")}
     nc = {m: a.traffic.non_compulsory_bytes for m, a in got.items()}
     assert nc["ilp"] <= nc["heuristic"] <= nc["greedy"]
     assert len({a.traffic.compulsory_bytes for a in got.values()}) == 1
     assert got["ilp"].optimal
+
+
+def test_joint_order_ilp_le_graph_order_ilp_on_resnet():
+    g = _graph("resnet50")
+    joint = plan_allocation(g, 512 << 10, "ilp", time_limit_s=60)
+    assert joint.optimal
+    assert joint.traffic.non_compulsory_bytes <= plan_allocation(g, 512 << 10, "ilp", schedule=False).traffic.non_compulsory_bytes
 
 
 def test_greedy_plan_traffic_never_exceeds_layer_by_layer():

@@ -33,20 +33,56 @@ def _highspy():
     return highspy
 
 
+class _Model:
+    """A MIP built row by row, solved by HiGHS (one thread, zero gap)."""
+
+    def __init__(self, hs):
+        self.hs, self.inf = hs, hs.kHighsInf
+        self.cost, self.lower, self.upper, self.integer = [], [], [], []
+        self.rows: list[tuple[float, float, list[tuple[int, float]]]] = []
+
+    def col(self, cost: float, lo: float, hi: float, is_int: bool) -> int:
+        self.cost.append(cost); self.lower.append(lo); self.upper.append(hi); self.integer.append(is_int)
+        return len(self.cost) - 1
+
+    def row(self, lo: float, hi: float, terms: list[tuple[int, float]]) -> None:
+        self.rows.append((lo, hi, terms))
+
+    def solve(self, time_limit_s: float) -> tuple[list[float], float, bool]:
+        """``(column values, objective, proven optimal)``; MappingError if no plan was found."""
+        hs = self.hs
+        lp = hs.HighsLp()
+        lp.num_col_, lp.num_row_ = len(self.cost), len(self.rows)
+        lp.col_cost_, lp.col_lower_, lp.col_upper_ = self.cost, self.lower, self.upper
+        lp.row_lower_ = [lo for lo, _, _ in self.rows]
+        lp.row_upper_ = [hi for _, hi, _ in self.rows]
+        lp.a_matrix_.format_ = hs.MatrixFormat.kRowwise
+        start, index, value = [0], [], []
+        for _, _, terms in self.rows:
+            index += [c for c, _ in terms]; value += [v for _, v in terms]; start.append(len(index))
+        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = start, index, value
+        lp.integrality_ = [hs.HighsVarType.kInteger if k else hs.HighsVarType.kContinuous for k in self.integer]
+        h = hs.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("mip_rel_gap", 0.0)
+        h.setOptionValue("time_limit", float(time_limit_s))
+        h.setOptionValue("threads", 1)
+        h.passModel(lp)
+        h.run()
+        status = h.getModelStatus()
+        if status not in (hs.HighsModelStatus.kOptimal, hs.HighsModelStatus.kTimeLimit) \
+                or h.getInfo().primal_solution_status != 2:
+            raise MappingError(f"allocation ILP: HiGHS found no plan ({h.modelStatusToString(status)})")
+        return list(h.getSolution().col_value), h.getInfo().objective_function_value, \
+            status == hs.HighsModelStatus.kOptimal
+
+
 def solve(problem: Problem, fixed: dict[tuple[int, int], int] | None = None,
           time_limit_s: float = 120.0) -> Solution:
     """Minimise the non-compulsory traffic of ``problem`` (``fixed``: ``(tensor, step) -> 0/1``)."""
-    hs = _highspy()
+    m = _Model(_highspy())
     fixed = fixed or {}
-    cost, lower, upper, integer = [], [], [], []
-    rows: list[tuple[float, float, list[tuple[int, float]]]] = []
-
-    def col(c: float, lo: float, hi: float, is_int: bool) -> int:
-        cost.append(c); lower.append(lo); upper.append(hi); integer.append(is_int)
-        return len(cost) - 1
-
     r: dict[tuple[int, int], int] = {}
-    inf = hs.kHighsInf
     for i, t in enumerate(problem.tensors):
         size = float(t.size_bytes)
         for s in t.steps:
@@ -56,49 +92,27 @@ def solve(problem: Problem, fixed: dict[tuple[int, int], int] | None = None,
                 lo = hi = float(fixed[i, s])
                 if need and hi < 1:
                     raise MappingError(f"allocation: {t.name} pinned off chip at step {s}, which needs it")
-            r[i, s] = col(0.0, lo, hi, True)
+            r[i, s] = m.col(0.0, lo, hi, True)
         if t.is_output:
             continue
         for s in t.steps:
             paid = size if not (t.is_input and s == t.first) else 0.0
             if s != t.producer:  # a (re)load
-                l_ = col(paid, 0.0, 1.0, False)
+                load = m.col(paid, 0.0, 1.0, False)
                 prev = [(r[i, s - 1], 1.0)] if s != t.first else []
-                rows.append((0.0, inf, [(l_, 1.0), (r[i, s], -1.0)] + prev))
+                m.row(0.0, m.inf, [(load, 1.0), (r[i, s], -1.0)] + prev)
             if s in problem.streamed and s in t.readers:  # a read of a tensor left off chip
-                q = col(paid, 0.0, 1.0, False)
-                rows.append((1.0, inf, [(q, 1.0), (r[i, s], 1.0)]))
+                q = m.col(paid, 0.0, 1.0, False)
+                m.row(1.0, m.inf, [(q, 1.0), (r[i, s], 1.0)])
         if not t.is_input:
-            w = col(size, 0.0, 1.0, False)
+            w = m.col(size, 0.0, 1.0, False)
             for s in t.steps:
-                rows.append((1.0, inf, [(w, 1.0), (r[i, s], 1.0)]))
+                m.row(1.0, m.inf, [(w, 1.0), (r[i, s], 1.0)])
     for s in range(len(problem.order)):
-        terms = [(r[i, s], float(t.size_bytes)) for i, t in enumerate(problem.tensors) if (i, s) in r]
-        rows.append((-inf, float(problem.capacity_bytes), terms))
-
-    lp = hs.HighsLp()
-    lp.num_col_, lp.num_row_ = len(cost), len(rows)
-    lp.col_cost_, lp.col_lower_, lp.col_upper_ = cost, lower, upper
-    lp.row_lower_ = [lo for lo, _, _ in rows]
-    lp.row_upper_ = [hi for _, hi, _ in rows]
-    lp.a_matrix_.format_ = hs.MatrixFormat.kRowwise
-    start, index, value = [0], [], []
-    for _, _, terms in rows:
-        index += [c for c, _ in terms]; value += [v for _, v in terms]; start.append(len(index))
-    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = start, index, value
-    lp.integrality_ = [hs.HighsVarType.kInteger if k else hs.HighsVarType.kContinuous for k in integer]
-    h = hs.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("mip_rel_gap", 0.0)
-    h.setOptionValue("time_limit", float(time_limit_s))
-    h.setOptionValue("threads", 1)
-    h.passModel(lp)
+        m.row(-m.inf, float(problem.capacity_bytes),
+              [(r[i, s], float(t.size_bytes)) for i, t in enumerate(problem.tensors) if (i, s) in r])
     t0 = time.perf_counter()
-    h.run()
+    x, objective, optimal = m.solve(time_limit_s)
     elapsed = time.perf_counter() - t0
-    status = h.getModelStatus()
-    if status not in (hs.HighsModelStatus.kOptimal, hs.HighsModelStatus.kTimeLimit) or h.getInfo().primal_solution_status != 2:
-        raise MappingError(f"allocation ILP: HiGHS found no plan ({h.modelStatusToString(status)})")
-    x = h.getSolution().col_value
     plan = tuple(frozenset(s for s in t.steps if x[r[i, s]] > 0.5) for i, t in enumerate(problem.tensors))
-    return Solution(plan, h.getInfo().objective_function_value, status == hs.HighsModelStatus.kOptimal, elapsed)
+    return Solution(plan, objective, optimal, elapsed)

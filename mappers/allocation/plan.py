@@ -4,8 +4,9 @@
   each layer (a GEMM with its fused element-wise chain, or an unfused op) loads its
   inputs from DRAM and stores its output to DRAM (:func:`layer_by_layer_traffic`).
   Its plan is the residency that implies (a tensor on chip only where its op needs it).
-- ``ilp`` is the optimal residency and eviction plan for the graph's operator order
-  (:mod:`mappers.allocation.ilp`).
+- ``ilp`` is the optimal operator order, residency and eviction plan
+  (:mod:`mappers.allocation.schedule`); with ``schedule=False`` the optimal residency and
+  eviction for the graph's own order (:mod:`mappers.allocation.ilp`, much smaller).
 - ``heuristic`` is a divide-and-conquer for graphs too big for one ILP: starting
   from the greedy plan it re-solves the ILP over windows of ``window`` steps, the
   residency outside the window pinned to the current plan. Each window's old plan is
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from archsim.errors import MappingError
 from archsim.spec.model import OUTPUT_OPS
 from mappers.allocation.ilp import solve
+from mappers.allocation.schedule import solve_schedule
 from mappers.allocation.problem import Plan, Problem, Traffic, build_problem, traffic
 from mappers.fusion import plan_fusion
 
@@ -27,13 +29,15 @@ from archsim.spec.options import ALLOCATIONS  # the mapper option's values
 
 @dataclass(frozen=True)
 class Allocation:
-    """A plan with its traffic and solve time (``optimal``: the ILP proved it)."""
+    """A plan with its traffic and solve time (``optimal``: the ILP proved it); ``problem``
+    is the one the plan is for (its ``order`` is the chosen operator order)."""
 
     method: str
     plan: Plan
     traffic: Traffic
     solve_s: float
     optimal: bool
+    problem: Problem | None = None
 
 
 def greedy_plan(problem: Problem) -> Plan:
@@ -76,21 +80,28 @@ def heuristic_plan(problem: Problem, window: int = 24, time_limit_s: float = 60.
     return tuple(plan), all_optimal
 
 
-def allocate(problem: Problem, method: str, *, window: int = 24, time_limit_s: float = 120.0) -> Allocation:
-    """The ``method`` allocation of ``problem``."""
+def allocate(problem: Problem, method: str, *, window: int = 24, time_limit_s: float = 120.0,
+             schedule: bool = True) -> Allocation:
+    """The ``method`` allocation of ``problem`` (``schedule``: the ILP also chooses the order;
+    if it stops at ``time_limit_s`` unproven, the better of its plan and the graph order's)."""
     t0 = time.perf_counter()
     if method == "greedy":
         plan, optimal = greedy_plan(problem), False
-        return Allocation(method, plan, layer_by_layer_traffic(problem), time.perf_counter() - t0, optimal)
+        return Allocation(method, plan, layer_by_layer_traffic(problem), time.perf_counter() - t0, optimal, problem)
     elif method == "ilp":
         sol = solve(problem, time_limit_s=time_limit_s)
         plan, optimal = sol.plan, sol.optimal
+        if schedule:
+            ordered, joint = solve_schedule(problem, time_limit_s)
+            if joint.optimal or traffic(ordered, joint.plan).non_compulsory_bytes < traffic(problem, plan).non_compulsory_bytes:
+                problem, plan = ordered, joint.plan
+            optimal = joint.optimal  # over all orders
     elif method == "heuristic":
         plan, optimal = heuristic_plan(problem, window, time_limit_s)
         optimal = False
     else:
         raise MappingError(f"allocation: expected one of {', '.join(ALLOCATIONS)}, got {method!r}")
-    return Allocation(method, plan, traffic(problem, plan), time.perf_counter() - t0, optimal)
+    return Allocation(method, plan, traffic(problem, plan), time.perf_counter() - t0, optimal, problem)
 
 
 def plan_allocation(graph, capacity_bytes: int, method: str = "ilp", output_ops=OUTPUT_OPS, **kw) -> Allocation:

@@ -68,6 +68,19 @@ class Problem:
     #: steps whose op's own tensors exceed the scratchpad (tiled through DRAM)
     streamed: frozenset[int] = field(default_factory=frozenset)
 
+    def reordered(self, order: list[int]) -> "Problem":
+        """The same problem with the ops run in ``order`` (old step indices, a topological order)."""
+        if sorted(order) != list(range(len(self.order))):
+            raise MappingError(f"allocation: an order must list each of the {len(self.order)} steps once")
+        new = {old: s for s, old in enumerate(order)}
+        tensors = tuple(Tensor(t.name, t.size_bytes, None if t.producer is None else new[t.producer],
+                               tuple(sorted(new[r] for r in t.readers))) for t in self.tensors)
+        for t in tensors:
+            if t.producer is not None and t.readers and t.readers[0] <= t.producer:
+                raise MappingError(f"allocation: the order reads {t.name} before producing it")
+        return Problem(tuple(self.order[old] for old in order), tensors, self.capacity_bytes, self.weight_bytes,
+                       frozenset(new[s] for s in self.streamed))
+
     def touched(self, step: int) -> list[int]:
         """Indices of the tensors op ``step`` reads or writes."""
         return [i for i, t in enumerate(self.tensors) if t.producer == step or step in t.readers]

@@ -43,12 +43,15 @@ class Row:
         return None if base == 0 else 1 - self.non_compulsory_bytes[method] / base
 
 
-def study(networks=NETWORKS, capacities_kib=CAPACITIES_KIB) -> list[Row]:
+def study(networks=NETWORKS, capacities_kib=CAPACITIES_KIB, schedule: bool = False,
+          time_limit_s: float = 120.0) -> list[Row]:
+    """Rows of greedy, heuristic and ILP traffic (``schedule``: the ILP also chooses the order)."""
     rows = []
     for name in networks:
         graph = build_network(name)
         for kib in capacities_kib:
-            got = {m: plan_allocation(graph, kib << 10, m) for m in ALLOCATIONS}
+            got = {m: plan_allocation(graph, kib << 10, m, schedule=schedule, time_limit_s=time_limit_s)
+                   if m == "ilp" else plan_allocation(graph, kib << 10, m) for m in ALLOCATIONS}
             rows.append(Row(name, kib, got["greedy"].traffic.compulsory_bytes,
                             {m: a.traffic.non_compulsory_bytes for m, a in got.items()},
                             got["ilp"].solve_s, got["ilp"].optimal))
