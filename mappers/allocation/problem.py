@@ -118,7 +118,7 @@ def build_problem(graph, capacity_bytes: int, fused_into: dict[str, str] | None 
     step_of = {op.name: s for s, op in enumerate(roots)}
     step_of.update({name: step_of[root] for name, root in fused_into.items()})
     alias = _shape_aliases(graph)
-    tensors: dict[str, dict] = {}
+    tensors: dict[tuple[str, str, int], dict] = {}  # ("out", op, k) or ("in", op, port) -> fields
     weight_bytes, seen_weights = 0, set()
     for op in ops:
         s = step_of[op.name]
@@ -126,22 +126,23 @@ def build_problem(graph, capacity_bytes: int, fused_into: dict[str, str] | None 
             weight_bytes += op.operand_bytes()["weight"]
             seen_weights.add(op.weight_name)
         for k, shape in enumerate(op.output_shapes()):
-            tensors[f"{op.name}:{k}"] = {"size": tensor_bytes(prod(shape), op.act_precision), "producer": s,
+            tensors["out", op.name, k] = {"size": tensor_bytes(prod(shape), op.act_precision), "producer": s,
                                          "readers": [], "internal": False}
         for port, ref in enumerate(graph.inputs_of(op.name)):
-            if ref is None:  # a graph input read by this port alone
-                shape = op.input_shapes()[port]
-                tensors[f"{op.name}.in{port}"] = {"size": tensor_bytes(prod(shape), op.act_precision),
-                                                  "producer": None, "readers": [s], "internal": False}
-                continue
-            key = alias(ref)
-            if key is None or key not in tensors:
-                raise MappingError(f"allocation: {op.name} reads {ref!r}, which no op before it produces")
-            if tensors[key]["producer"] == s:  # inside a fused chain
-                tensors[key]["internal"] = True
-            elif s not in tensors[key]["readers"]:
-                tensors[key]["readers"].append(s)
-    out = tuple(Tensor(n, d["size"], d["producer"], tuple(sorted(d["readers"])))
+            keys = [("in", op.name, port)] if ref is None else alias(ref)
+            for key in keys:
+                if key not in tensors and key[0] == "in":  # a graph input, read by this port alone
+                    owner = graph.op(key[1])
+                    tensors[key] = {"size": tensor_bytes(prod(owner.input_shapes()[key[2]]), owner.act_precision),
+                                    "producer": None, "readers": [], "internal": False}
+                if key not in tensors:
+                    raise MappingError(f"allocation: {op.name} reads {ref!r}, which no op before it produces")
+                if tensors[key]["producer"] == s:  # inside a fused chain
+                    tensors[key]["internal"] = True
+                elif s not in tensors[key]["readers"]:
+                    tensors[key]["readers"].append(s)
+    out = tuple(Tensor(f"{n[1]}:{n[2]}" if n[0] == "out" else f"{n[1]} input {n[2]}", d["size"], d["producer"],
+                       tuple(sorted(d["readers"])))
                 for n, d in tensors.items() if not (d["internal"] and not d["readers"]))
     problem = Problem(tuple(op.name for op in roots), out, capacity_bytes, weight_bytes)
     streamed = frozenset(s for s in range(len(roots))
@@ -150,14 +151,20 @@ def build_problem(graph, capacity_bytes: int, fused_into: dict[str, str] | None 
 
 
 def _shape_aliases(graph):
-    """``ref -> "producer:k"`` of the non-shape op a reference resolves to through shape ops."""
-    def resolve(ref: str) -> str | None:
-        name, _, k = ref.partition(":")
+    """``ref -> tensor keys`` a reference reads, through shape ops: a concat reads all its
+    inputs; a split's part reads its whole input (an overestimate, stated in docs/cosma.md);
+    an unfed port of a shape op is a graph input ``("in", op, port)``."""
+    def resolve(ref: str) -> list[tuple[str, str, int]]:
+        name, _, k = (ref, "", "0") if ref in graph else ref.rpartition(":")
         op = graph.op(name)
         if op.kind != "shape":
-            return f"{name}:{k or 0}"
-        feeds = [r for r in graph.inputs_of(name) if r is not None]
-        return resolve(feeds[0]) if feeds else None
+            return [("out", name, int(k))]
+        keys: list[tuple[str, str, int]] = []
+        for port, feed in enumerate(graph.inputs_of(name)):
+            for key in ([("in", name, port)] if feed is None else resolve(feed)):
+                if key not in keys:
+                    keys.append(key)
+        return keys
     return resolve
 
 
