@@ -7,10 +7,11 @@
 - ``ilp`` is the optimal operator order, residency and eviction plan
   (:mod:`mappers.allocation.schedule`); with ``schedule=False`` the optimal residency and
   eviction for the graph's own order (:mod:`mappers.allocation.ilp`, much smaller).
-- ``heuristic`` is a divide-and-conquer for graphs too big for one ILP: starting
-  from the greedy plan it re-solves the ILP over windows of ``window`` steps, the
-  residency outside the window pinned to the current plan. Each window's old plan is
-  feasible, so the traffic never rises: ilp <= heuristic <= greedy.
+- ``heuristic`` is a divide-and-conquer for graphs too big for the joint ILP: starting
+  from the greedy plan it re-solves the joint ILP over windows of ``window`` steps (their
+  ops reordered among them), the residency outside the window pinned to the current plan.
+  Each window's old plan is feasible, so the traffic never rises: heuristic <= greedy, and
+  ilp <= heuristic when the joint ILP is proven optimal.
 """
 from __future__ import annotations
 
@@ -60,27 +61,22 @@ def layer_by_layer_traffic(problem: Problem) -> Traffic:
     return Traffic(compulsory, extra)
 
 
-def heuristic_plan(problem: Problem, window: int = 24, time_limit_s: float = 60.0) -> tuple[Plan, bool]:
-    """Divide and conquer: the ILP over windows of ``window`` steps, swept twice (the second
-    sweep offset by half a window, so tensors cut by one window boundary are re-decided)."""
-    plan = list(greedy_plan(problem))
-    all_optimal = True
+def heuristic_plan(problem: Problem, window: int = 16, time_limit_s: float = 60.0) -> tuple[Problem, Plan]:
+    """Divide and conquer: the joint order + residency ILP over windows of ``window`` steps
+    (the ops of a window reordered among its steps, residency elsewhere pinned), swept twice,
+    the second sweep offset by half a window; a window's result is kept only if no worse."""
+    plan = greedy_plan(problem)
+    cost = traffic(problem, plan).non_compulsory_bytes
     n = len(problem.order)
-    starts = [lo for shift in (0, window // 2) for lo in range(shift, n, window)]  # overlapping sweeps
-    for lo in starts:
-        hi = min(n, lo + window)
-        fixed = {(i, s): int(s in plan[i]) for i, t in enumerate(problem.tensors)
-                 for s in t.steps if not lo <= s < hi}
-        if len(fixed) == sum(len(t.steps) for t in problem.tensors):
-            continue
-        sol = solve(problem, fixed, time_limit_s)
-        all_optimal &= sol.optimal
-        if traffic(problem, sol.plan).non_compulsory_bytes <= traffic(problem, tuple(plan)).non_compulsory_bytes:
-            plan = list(sol.plan)
-    return tuple(plan), all_optimal
+    for lo in [lo for shift in (0, window // 2) for lo in range(shift, n, window)]:
+        ordered, sol = solve_schedule(problem, time_limit_s, (lo, min(n, lo + window)), plan)
+        got = traffic(ordered, sol.plan).non_compulsory_bytes
+        if got <= cost:
+            problem, plan, cost = ordered, sol.plan, got
+    return problem, plan
 
 
-def allocate(problem: Problem, method: str, *, window: int = 24, time_limit_s: float = 120.0,
+def allocate(problem: Problem, method: str, *, window: int = 16, time_limit_s: float = 120.0,
              schedule: bool = True) -> Allocation:
     """The ``method`` allocation of ``problem`` (``schedule``: the ILP also chooses the order;
     if it stops at ``time_limit_s`` unproven, the better of its plan and the graph order's)."""
@@ -97,8 +93,7 @@ def allocate(problem: Problem, method: str, *, window: int = 24, time_limit_s: f
                 problem, plan = ordered, joint.plan
             optimal = joint.optimal  # over all orders
     elif method == "heuristic":
-        plan, optimal = heuristic_plan(problem, window, time_limit_s)
-        optimal = False
+        (problem, plan), optimal = heuristic_plan(problem, window, time_limit_s), False
     else:
         raise MappingError(f"allocation: expected one of {', '.join(ALLOCATIONS)}, got {method!r}")
     return Allocation(method, plan, traffic(problem, plan), time.perf_counter() - t0, optimal, problem)

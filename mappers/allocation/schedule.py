@@ -15,7 +15,7 @@ import time
 
 from archsim.errors import MappingError
 from mappers.allocation.ilp import Solution, _highspy, _Model
-from mappers.allocation.problem import Problem
+from mappers.allocation.problem import Plan, Problem
 
 
 def _windows(problem: Problem) -> tuple[list[tuple[int, int]], dict[int, set[int]]]:
@@ -33,11 +33,17 @@ def _windows(problem: Problem) -> tuple[list[tuple[int, int]], dict[int, set[int
     return [(len(ancestors[v]), n - 1 - len(descendants[v])) for v in range(n)], preds
 
 
-def solve_schedule(problem: Problem, time_limit_s: float = 120.0) -> tuple[Problem, Solution]:
-    """The best order and plan: ``(problem reordered, its solution)``."""
+def solve_schedule(problem: Problem, time_limit_s: float = 120.0, window: tuple[int, int] | None = None,
+                   pinned: Plan | None = None) -> tuple[Problem, Solution]:
+    """The best order and plan: ``(problem reordered, its solution)``. With ``window = (lo, hi)``
+    only the ops at steps ``lo..hi-1`` move (among those steps) and residency outside them is
+    pinned to ``pinned`` (the divide-and-conquer heuristic's subproblem)."""
     hs = _highspy()
     n = len(problem.order)
     win, preds = _windows(problem)
+    if window is not None:
+        lo_w, hi_w = window
+        win = [(max(a, lo_w), min(b, hi_w - 1)) if lo_w <= v < hi_w else (v, v) for v, (a, b) in enumerate(win)]
     m = _Model(hs)
     x = {(v, s): m.col(0.0, 0.0, 1.0, True) for v in range(n) for s in range(win[v][0], win[v][1] + 1)}
 
@@ -61,7 +67,11 @@ def solve_schedule(problem: Problem, time_limit_s: float = 120.0) -> tuple[Probl
         hi = max([win[v][1] for v in t.readers] + ([win[t.producer][1]] if t.producer is not None else []))
         users = ([t.producer] if t.producer is not None else []) + list(t.readers)
         for s in range(lo, hi + 1):
-            r[i, s] = m.col(0.0, 0.0, 1.0, True)
+            if window is not None and not window[0] <= s < window[1]:
+                held = float(s in pinned[i])
+                r[i, s] = m.col(0.0, held, held, True)
+            else:
+                r[i, s] = m.col(0.0, 0.0, 1.0, True)
             if t.producer is not None:
                 m.row(-m.inf, 0.0, [(r[i, s], 1.0)] + cum(t.producer, s, -1.0))
             for v in users:

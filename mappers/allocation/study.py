@@ -44,17 +44,19 @@ class Row:
 
 
 def study(networks=NETWORKS, capacities_kib=CAPACITIES_KIB, schedule: bool = False,
-          time_limit_s: float = 120.0) -> list[Row]:
-    """Rows of greedy, heuristic and ILP traffic (``schedule``: the ILP also chooses the order)."""
+          time_limit_s: float = 120.0, methods=ALLOCATIONS) -> list[Row]:
+    """Rows of the ``methods``' traffic (``schedule``: the ILP also chooses the order; a method
+    left out has no entry, and ``ilp_solve_s`` is NaN without the ILP)."""
     rows = []
     for name in networks:
         graph = build_network(name)
         for kib in capacities_kib:
             got = {m: plan_allocation(graph, kib << 10, m, schedule=schedule, time_limit_s=time_limit_s)
-                   if m == "ilp" else plan_allocation(graph, kib << 10, m) for m in ALLOCATIONS}
+                   if m == "ilp" else plan_allocation(graph, kib << 10, m) for m in ("greedy", *methods)}
+            ilp = got.get("ilp")
             rows.append(Row(name, kib, got["greedy"].traffic.compulsory_bytes,
                             {m: a.traffic.non_compulsory_bytes for m, a in got.items()},
-                            got["ilp"].solve_s, got["ilp"].optimal))
+                            ilp.solve_s if ilp else float("nan"), bool(ilp and ilp.optimal)))
     return rows
 
 
