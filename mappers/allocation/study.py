@@ -36,6 +36,7 @@ class Row:
     non_compulsory_bytes: dict[str, int]
     ilp_solve_s: float
     ilp_optimal: bool
+    heuristic_solve_s: float = float("nan")
 
     def reduction(self, method: str, against: str = "greedy") -> float | None:
         """Fractional reduction of non-compulsory bytes of ``method`` vs ``against`` (None if that is 0)."""
@@ -56,7 +57,8 @@ def study(networks=NETWORKS, capacities_kib=CAPACITIES_KIB, schedule: bool = Fal
             ilp = got.get("ilp")
             rows.append(Row(name, kib, got["greedy"].traffic.compulsory_bytes,
                             {m: a.traffic.non_compulsory_bytes for m, a in got.items()},
-                            ilp.solve_s if ilp else float("nan"), bool(ilp and ilp.optimal)))
+                            ilp.solve_s if ilp else float("nan"), bool(ilp and ilp.optimal),
+                            got["heuristic"].solve_s if "heuristic" in got else float("nan")))
     return rows
 
 
