@@ -20,8 +20,8 @@ from archsim.validate import Claim
 SOURCE = ("Li, Gupta, Malik, COSMA, arXiv:2311.18246 (2023), abstract: optimal solution in seconds; "
           "-84% non-compulsory accesses on average vs existing methods; the divide-and-conquer "
           "heuristic -85% on NAS-generated DNNs")
-BASELINE = ("against archsim's layer-by-layer greedy, not the paper's baselines; graph order fixed, "
-            "weights outside the scratchpad, sizes 256 KiB-2 MiB (see docs/cosma.md)")
+BASELINE = ("against archsim's layer-by-layer greedy, not the paper's baselines; weights outside the "
+            "scratchpad, no addresses, sizes 256 KiB-2 MiB (see docs/cosma.md)")
 
 
 def claims() -> list[Claim]:
