@@ -89,7 +89,8 @@ def allocate(problem: Problem, method: str, *, window: int = 16, time_limit_s: f
         plan, optimal = sol.plan, sol.optimal
         if schedule:
             ordered, joint = solve_schedule(problem, time_limit_s)
-            if joint.optimal or traffic(ordered, joint.plan).non_compulsory_bytes < traffic(problem, plan).non_compulsory_bytes:
+            better = traffic(ordered, joint.plan).non_compulsory_bytes < traffic(problem, plan).non_compulsory_bytes
+            if joint.optimal or better:
                 problem, plan = ordered, joint.plan
             optimal = joint.optimal  # over all orders
     elif method == "heuristic":
