@@ -249,3 +249,19 @@ def test_mapper_option_is_validated_and_refused_until_wired():
     with pytest.raises(MappingError, match="^allocation: 'ilp' plans are computed by mappers.allocation"):
         mappers.compile(_chain(), load_arch("systolic-32x32-ws"), allocation="ilp")
     assert mappers.compile(_chain(), load_arch("systolic-32x32-ws"), allocation="greedy").layers
+
+
+@pytest.mark.parametrize("name,capacity_kib", [("resnet50", 256), ("nas", 256), ("mobilenet-v1", 512)])
+def test_addresses_never_overlap_and_peak_is_at_least_the_resident_bytes(name, capacity_kib):
+    from mappers.allocation.addresses import assign_addresses
+
+    a = plan_allocation(_graph(name), capacity_kib << 10, "ilp", schedule=False)
+    placements, peak = assign_addresses(a.problem, a.plan)
+    size = [t.size_bytes for t in a.problem.tensors]
+    for p, q in itertools.combinations(placements, 2):
+        if p.first <= q.last and q.first <= p.last:  # live together: disjoint byte ranges
+            assert p.offset_bytes + size[p.tensor] <= q.offset_bytes or q.offset_bytes + size[q.tensor] <= p.offset_bytes
+    held = max(sum(t.size_bytes for t, r in zip(a.problem.tensors, a.plan) if s in r)
+               for s in range(len(a.problem.order)))
+    assert peak >= held
+    assert sum(p.last - p.first + 1 for p in placements) == sum(len(r) for r in a.plan)  # every resident step placed

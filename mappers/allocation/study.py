@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mappers.allocation.addresses import assign_addresses
 from mappers.allocation.plan import ALLOCATIONS, plan_allocation
 
 #: network -> how it is built (a CNN, a thin-backbone CNN, a NAS-style many-branch graph, a transformer)
@@ -37,6 +38,8 @@ class Row:
     ilp_solve_s: float
     ilp_optimal: bool
     heuristic_solve_s: float = float("nan")
+    #: scratchpad bytes the ILP plan needs once each resident run gets an address (first fit)
+    ilp_address_peak_bytes: int = 0
 
     def reduction(self, method: str, against: str = "greedy") -> float | None:
         """Fractional reduction of non-compulsory bytes of ``method`` vs ``against`` (None if that is 0)."""
@@ -58,7 +61,8 @@ def study(networks=NETWORKS, capacities_kib=CAPACITIES_KIB, schedule: bool = Fal
             rows.append(Row(name, kib, got["greedy"].traffic.compulsory_bytes,
                             {m: a.traffic.non_compulsory_bytes for m, a in got.items()},
                             ilp.solve_s if ilp else float("nan"), bool(ilp and ilp.optimal),
-                            got["heuristic"].solve_s if "heuristic" in got else float("nan")))
+                            got["heuristic"].solve_s if "heuristic" in got else float("nan"),
+                            assign_addresses(ilp.problem, ilp.plan)[1] if ilp else 0))
     return rows
 
 
