@@ -265,3 +265,15 @@ def test_addresses_never_overlap_and_peak_is_at_least_the_resident_bytes(name, c
                for s in range(len(a.problem.order)))
     assert peak >= held
     assert sum(p.last - p.first + 1 for p in placements) == sum(len(r) for r in a.plan)  # every resident step placed
+
+
+def test_fit_addresses_trades_traffic_for_a_placement_that_fits():
+    from mappers.allocation.addresses import assign_addresses
+
+    raw = plan_allocation(_graph("resnet50"), 256 << 10, "ilp", schedule=False)
+    assert assign_addresses(raw.problem, raw.plan)[1] > 256 << 10  # fragmentation: the raw plan does not place
+    fitted = plan_allocation(_graph("resnet50"), 256 << 10, "ilp", schedule=False, addresses=True)
+    assert assign_addresses(fitted.problem, fitted.plan)[1] <= 256 << 10
+    assert raw.traffic.non_compulsory_bytes <= fitted.traffic.non_compulsory_bytes \
+        < plan_allocation(_graph("resnet50"), 256 << 10, "greedy").traffic.non_compulsory_bytes
+    assert not fitted.optimal

@@ -78,8 +78,10 @@ class _Model:
 
 
 def solve(problem: Problem, fixed: dict[tuple[int, int], int] | None = None,
-          time_limit_s: float = 120.0) -> Solution:
-    """Minimise the non-compulsory traffic of ``problem`` (``fixed``: ``(tensor, step) -> 0/1``)."""
+          time_limit_s: float = 120.0, capacity_scale: float = 1.0) -> Solution:
+    """Minimise the non-compulsory traffic of ``problem`` (``fixed``: ``(tensor, step) -> 0/1``).
+    ``capacity_scale < 1`` leaves headroom for fragmentation: each step may hold that share of
+    the scratchpad (or its op's own tensors, if more)."""
     m = _Model(_highspy())
     fixed = fixed or {}
     r: dict[tuple[int, int], int] = {}
@@ -109,7 +111,9 @@ def solve(problem: Problem, fixed: dict[tuple[int, int], int] | None = None,
             for s in t.steps:
                 m.row(1.0, m.inf, [(w, 1.0), (r[i, s], 1.0)])
     for s in range(len(problem.order)):
-        m.row(-m.inf, float(problem.capacity_bytes),
+        own = 0 if s in problem.streamed else sum(problem.tensors[i].size_bytes for i in problem.touched(s))
+        limit = min(problem.capacity_bytes, max(own, capacity_scale * problem.capacity_bytes))
+        m.row(-m.inf, float(limit),
               [(r[i, s], float(t.size_bytes)) for i, t in enumerate(problem.tensors) if (i, s) in r])
     t0 = time.perf_counter()
     x, objective, optimal = m.solve(time_limit_s)

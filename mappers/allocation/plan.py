@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from archsim.errors import MappingError
 from archsim.spec.model import OUTPUT_OPS
+from mappers.allocation.addresses import assign_addresses
 from mappers.allocation.ilp import solve
 from mappers.allocation.schedule import solve_schedule
 from mappers.allocation.problem import Plan, Problem, Traffic, build_problem, traffic
@@ -76,10 +77,24 @@ def heuristic_plan(problem: Problem, window: int = 16, time_limit_s: float = 60.
     return problem, plan
 
 
+def fit_addresses(problem: Problem, plan: Plan, time_limit_s: float = 120.0) -> tuple[Plan, int]:
+    """``(plan, address peak bytes)``: ``plan`` if its first-fit addresses fit the scratchpad,
+    else the residency ILP re-solved in ``problem``'s order with less capacity per step
+    (95%, 90%, ... 50%) until they do; the last try if none does (the peak says so)."""
+    peak = assign_addresses(problem, plan)[1]
+    scale = 1.0
+    while peak > problem.capacity_bytes and scale > 0.5:
+        scale -= 0.05
+        plan = solve(problem, time_limit_s=time_limit_s, capacity_scale=scale).plan
+        peak = assign_addresses(problem, plan)[1]
+    return plan, peak
+
+
 def allocate(problem: Problem, method: str, *, window: int = 16, time_limit_s: float = 120.0,
-             schedule: bool = True) -> Allocation:
+             schedule: bool = True, addresses: bool = False) -> Allocation:
     """The ``method`` allocation of ``problem`` (``schedule``: the ILP also chooses the order;
-    if it stops at ``time_limit_s`` unproven, the better of its plan and the graph order's)."""
+    if it stops at ``time_limit_s`` unproven, the better of its plan and the graph order's;
+    ``addresses``: a plan whose first-fit addresses fit, :func:`fit_addresses`)."""
     t0 = time.perf_counter()
     if method == "greedy":
         plan, optimal = greedy_plan(problem), False
@@ -97,6 +112,10 @@ def allocate(problem: Problem, method: str, *, window: int = 16, time_limit_s: f
         (problem, plan), optimal = heuristic_plan(problem, window, time_limit_s), False
     else:
         raise MappingError(f"allocation: expected one of {', '.join(ALLOCATIONS)}, got {method!r}")
+    if addresses and method != "greedy":
+        fitted, _ = fit_addresses(problem, plan, time_limit_s)
+        if fitted is not plan:
+            plan, optimal = fitted, False
     return Allocation(method, plan, traffic(problem, plan), time.perf_counter() - t0, optimal, problem)
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mappers.allocation.addresses import assign_addresses
-from mappers.allocation.plan import ALLOCATIONS, plan_allocation
+from mappers.allocation.plan import ALLOCATIONS, fit_addresses, plan_allocation
+from mappers.allocation.problem import traffic
 
 #: network -> how it is built (a CNN, a thin-backbone CNN, a NAS-style many-branch graph, a transformer)
 NETWORKS = ("resnet50", "mobilenet-v1", "nas-4x6", "bert-base")
@@ -40,6 +41,8 @@ class Row:
     heuristic_solve_s: float = float("nan")
     #: scratchpad bytes the ILP plan needs once each resident run gets an address (first fit)
     ilp_address_peak_bytes: int = 0
+    #: non-compulsory bytes of the ILP plan re-solved until its first-fit addresses fit
+    ilp_fitted_bytes: int = 0
 
     def reduction(self, method: str, against: str = "greedy") -> float | None:
         """Fractional reduction of non-compulsory bytes of ``method`` vs ``against`` (None if that is 0)."""
@@ -62,8 +65,14 @@ def study(networks=NETWORKS, capacities_kib=CAPACITIES_KIB, schedule: bool = Fal
                             {m: a.traffic.non_compulsory_bytes for m, a in got.items()},
                             ilp.solve_s if ilp else float("nan"), bool(ilp and ilp.optimal),
                             got["heuristic"].solve_s if "heuristic" in got else float("nan"),
-                            assign_addresses(ilp.problem, ilp.plan)[1] if ilp else 0))
+                            assign_addresses(ilp.problem, ilp.plan)[1] if ilp else 0,
+                            _fitted_bytes(ilp) if ilp else 0))
     return rows
+
+
+def _fitted_bytes(ilp) -> int:
+    plan, peak = fit_addresses(ilp.problem, ilp.plan)
+    return traffic(ilp.problem, plan).non_compulsory_bytes if peak <= ilp.problem.capacity_bytes else -1
 
 
 def mean_reduction(rows: list[Row], method: str) -> float:
