@@ -68,6 +68,9 @@ def compile(graph, arch, **options) -> Program:  # noqa: A001 - public name fixe
         Unknown option or value, or a layer that cannot fit the arch.
     """
     opts = make_options(arch, options)
+    if opts.allocation != "greedy":  # refuse rather than silently map layer by layer
+        raise MappingError(f"allocation: {opts.allocation!r} plans are computed by mappers.allocation "
+                           "(bench/bench_cosma.py) but not yet applied to a Program's DRAM traffic; use 'greedy'")
     module = get_mapper_module(arch.template)
     mapper = module.make_mapper(arch, opts)
     if not isinstance(mapper, Mapper):  # its hooks are called, never probed

@@ -85,7 +85,7 @@ def test_objectives_and_constraints():
     (spec(constraints=["area is small"]), r"sw\.yaml: constraints\[0\]: expected 'metric <op> number' .*, got 'area is small'"),
     (spec(constraints=["speed <= 4"]), r"sw\.yaml: constraints\[0\]: unknown metric 'speed'; .*"),
     (spec(area="yosys"), r"sw\.yaml: area: expected 'model' or 'synth', got 'yosys'"),
-    (spec(simulate={"seq_len": 4}), r"sw\.yaml: simulate\.seq_len: unknown option; expected one of detailed, weights, activations, objective, conv_lowering, fusion \(workload parameters go with the workload, .*\)"),
+    (spec(simulate={"seq_len": 4}), r"sw\.yaml: simulate\.seq_len: unknown option; expected one of detailed, weights, activations, objective, conv_lowering, fusion, allocation \(workload parameters go with the workload, .*\)"),
     (spec(set={"rows": 4}), r"sw\.yaml: axes\.rows: also given in set; a parameter is either swept or fixed"),
 ])
 def test_errors_are_one_line(data, message):

@@ -369,7 +369,7 @@ def test_objective_energy_moves_fewer_dram_bytes():
 
 def test_unknown_option_and_value_errors():
     arch = make_arch()
-    with pytest.raises(MappingError, match=r"^unknown mapper option 'dataflw' for template 'systolic'; expected one of objective, conv_lowering, fusion, dataflow, scalesim_compat$"):
+    with pytest.raises(MappingError, match=r"^unknown mapper option 'dataflw' for template 'systolic'; expected one of objective, conv_lowering, fusion, allocation, dataflow, scalesim_compat$"):
         mappers.compile(FakeGraph([]), arch, dataflw="ws")
     with pytest.raises(MappingError, match=r"^objective: expected one of cycles, energy, got 'speed'$"):
         mappers.compile(FakeGraph([]), arch, objective="speed")

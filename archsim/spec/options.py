@@ -24,8 +24,10 @@ from archsim.errors import MappingError
 CONV_LOWERINGS = ("im2col_padded", "scalesim")
 
 OBJECTIVES = ("cycles", "energy")
+#: which inter-layer tensors stay in the scratchpad (:mod:`mappers.allocation`)
+ALLOCATIONS = ("greedy", "ilp", "heuristic")
 #: options every template takes
-COMMON_OPTIONS = ("objective", "conv_lowering", "fusion")
+COMMON_OPTIONS = ("objective", "conv_lowering", "fusion", "allocation")
 
 
 @dataclass(frozen=True)
@@ -45,12 +47,17 @@ class MapOptions:
         Run element-wise ops in the array's output path where the arch's
         ``output_ops`` has them (:mod:`mappers.fusion`); False (``--no-fusion``)
         runs every one as its own vector pass.
+    allocation : "greedy" | "ilp" | "heuristic"
+        Which inter-layer tensors stay in the scratchpad: greedy is layer by layer
+        (every layer's output stored to DRAM); ilp / heuristic are COSMA's plans
+        (:mod:`mappers.allocation`), computed by that pass but not yet applied to a Program.
     """
 
     objective: str = "cycles"
     conv_lowering: str | None = None
     template: Any = None
     fusion: bool = True
+    allocation: str = "greedy"
 
 
 def option_names(template_name: str) -> tuple[str, ...]:
@@ -94,6 +101,9 @@ def options_for(template_name: str, spec_options: dict | None, overrides: dict |
     fusion = merged.get("fusion", True)
     if not isinstance(fusion, bool):
         raise MappingError(f"fusion: expected true or false, got {fusion!r}")
+    allocation = merged.get("allocation") or "greedy"
+    if allocation not in ALLOCATIONS:
+        raise MappingError(f"allocation: expected one of {', '.join(ALLOCATIONS)}, got {allocation!r}")
     template = None
     if cls is not None:
         try:
@@ -101,7 +111,7 @@ def options_for(template_name: str, spec_options: dict | None, overrides: dict |
             template.validate()  # TemplateOptions hook (no check by default)
         except (TypeError, ValueError) as err:
             raise MappingError(str(err)) from None
-    return MapOptions(objective, conv, template, fusion)
+    return MapOptions(objective, conv, template, fusion, allocation)
 
 
 def option_fields(template_name: str) -> list[tuple[str, bool, str]]:

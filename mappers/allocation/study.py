@@ -1,0 +1,81 @@
+"""The COSMA reproduction study: traffic of each allocation on the paper's kinds of networks.
+
+Shared by ``bench/bench_cosma.py`` (the table) and ``archsim.validate.cosma`` (the claims).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mappers.allocation.addresses import assign_addresses
+from mappers.allocation.plan import ALLOCATIONS, fit_addresses, plan_allocation
+from mappers.allocation.problem import traffic
+
+#: network -> how it is built (a CNN, a thin-backbone CNN, a NAS-style many-branch graph, a transformer)
+NETWORKS = ("resnet50", "mobilenet-v1", "nas-4x6", "bert-base")
+#: scratchpad sizes studied
+CAPACITIES_KIB = (256, 512, 1024, 2048)
+
+
+def build_network(name: str):
+    """The graph of a study network (zoo name, or ``nas-CxB``: :func:`~mappers.allocation.synthetic.nas_cells`)."""
+    if name.startswith("nas-"):
+        from mappers.allocation.synthetic import nas_cells
+
+        cells, branches = (int(v) for v in name[4:].split("x"))
+        return nas_cells(cells, branches, size=56)
+    from workloads.zoo import build
+
+    return build(name)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One network at one scratchpad size: non-compulsory bytes per allocation, ILP solve time."""
+
+    network: str
+    capacity_kib: int
+    compulsory_bytes: int
+    non_compulsory_bytes: dict[str, int]
+    ilp_solve_s: float
+    ilp_optimal: bool
+    heuristic_solve_s: float = float("nan")
+    #: scratchpad bytes the ILP plan needs once each resident run gets an address (first fit)
+    ilp_address_peak_bytes: int = 0
+    #: non-compulsory bytes of the ILP plan re-solved until its first-fit addresses fit
+    ilp_fitted_bytes: int = 0
+
+    def reduction(self, method: str, against: str = "greedy") -> float | None:
+        """Fractional reduction of non-compulsory bytes of ``method`` vs ``against`` (None if that is 0)."""
+        base = self.non_compulsory_bytes[against]
+        return None if base == 0 else 1 - self.non_compulsory_bytes[method] / base
+
+
+def study(networks=NETWORKS, capacities_kib=CAPACITIES_KIB, schedule: bool = False,
+          time_limit_s: float = 120.0, methods=ALLOCATIONS) -> list[Row]:
+    """Rows of the ``methods``' traffic (``schedule``: the ILP also chooses the order; a method
+    left out has no entry, and ``ilp_solve_s`` is NaN without the ILP)."""
+    rows = []
+    for name in networks:
+        graph = build_network(name)
+        for kib in capacities_kib:
+            got = {m: plan_allocation(graph, kib << 10, m, schedule=schedule, time_limit_s=time_limit_s)
+                   if m == "ilp" else plan_allocation(graph, kib << 10, m) for m in ("greedy", *methods)}
+            ilp = got.get("ilp")
+            rows.append(Row(name, kib, got["greedy"].traffic.compulsory_bytes,
+                            {m: a.traffic.non_compulsory_bytes for m, a in got.items()},
+                            ilp.solve_s if ilp else float("nan"), bool(ilp and ilp.optimal),
+                            got["heuristic"].solve_s if "heuristic" in got else float("nan"),
+                            assign_addresses(ilp.problem, ilp.plan)[1] if ilp else 0,
+                            _fitted_bytes(ilp) if ilp else 0))
+    return rows
+
+
+def _fitted_bytes(ilp) -> int:
+    plan, peak = fit_addresses(ilp.problem, ilp.plan)
+    return traffic(ilp.problem, plan).non_compulsory_bytes if peak <= ilp.problem.capacity_bytes else -1
+
+
+def mean_reduction(rows: list[Row], method: str) -> float:
+    """Mean over rows (with non-zero greedy traffic) of ``method``'s reduction vs greedy."""
+    values = [r.reduction(method) for r in rows if r.reduction(method) is not None]
+    return sum(values) / len(values)

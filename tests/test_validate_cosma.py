@@ -1,0 +1,32 @@
+"""``archsim validate --only cosma``: the COSMA claims agree with the paper's figures within
+their tolerance, and a planted deviation is caught."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from archsim.validate import groups, run
+
+pytest.importorskip("highspy")
+
+
+@pytest.fixture(scope="module")
+def claims():
+    return run("cosma")
+
+
+def test_cosma_claims_pass(claims):
+    assert "cosma" in groups()
+    assert len(claims) == 3
+    for c in claims:
+        assert c.passed, f"{c.name}: ours {c.ours} vs published {c.published} (tol {c.rel_tol})"
+        assert "arXiv:2311.18246" in c.source
+    assert [c.published for c in claims] == [84.0, 85.0, 1.0]  # the paper's abstract
+
+
+def test_a_planted_deviation_fails(claims):
+    c = claims[0]
+    wrong = dataclasses.replace(c, ours=c.published * (1 - 2 * c.rel_tol - 0.01), explained="")
+    assert not wrong.passed
+    assert wrong.status == "FAIL"
