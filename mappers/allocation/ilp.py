@@ -24,6 +24,29 @@ class Solution:
     solve_s: float
 
 
+def new_highs(hs):
+    """A ``Highs`` instance without its copyright banner: HiGHS prints it from C++ to standard output
+    once per process, which would corrupt a report written to stdout (``archsim validate --json``)."""
+    import os
+    import sys
+
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no file descriptor 1: nothing to protect
+        return hs.Highs()
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        h = hs.Highs()
+        h.setOptionValue("output_flag", False)
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+    return h
+
+
 def _highspy():
     try:
         import highspy
@@ -62,7 +85,7 @@ class _Model:
             index += [c for c, _ in terms]; value += [v for _, v in terms]; start.append(len(index))
         lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = start, index, value
         lp.integrality_ = [hs.HighsVarType.kInteger if k else hs.HighsVarType.kContinuous for k in self.integer]
-        h = hs.Highs()
+        h = new_highs(hs)
         h.setOptionValue("output_flag", False)
         h.setOptionValue("mip_rel_gap", 0.0)
         h.setOptionValue("time_limit", float(time_limit_s))
