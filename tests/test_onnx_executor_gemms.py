@@ -1,4 +1,4 @@
-"""ConvTranspose, Einsum and LSTM in the value executor (--sqnr) run their GEMMs at the layer's formats.
+"""ConvTranspose, Einsum and LSTM / GRU / RNN in the value executor (--sqnr) run their GEMMs at the layer's formats.
 
 Each op is checked twice against references written here, independently of
 archsim/accuracy/executor.py:
@@ -193,3 +193,58 @@ def test_lstm_options_the_executor_does_not_run_are_refused():
     model = _model([node], [("x", [3, 1, 2])], {"w": np.ones((1, 8, 2)), "r": np.ones((1, 8, 2))})
     with pytest.raises(ValueError, match="clipped: LSTM clip / input_forget: not run by the executor"):
         execute(model, {"x": np.ones((3, 1, 2), np.float32)}, INT8)
+
+
+def _gru_rnn_ref(op, x, w, r, b, h0, before_reset: bool, quant: bool):
+    """ONNX GRU (gates z, r, h) / RNN (Tanh), forward then reverse, quantized like the LSTM above; a GRU
+    without ``linear_before_reset`` runs its h-gate GEMM on ``r * h`` (its own activation scale)."""
+    seq, batch, _ = x.shape
+    gates = 3 if op == "GRU" else 1
+    dirs, hid = w.shape[0], w.shape[1] // gates
+    qa, qw = (q_act, q_cols) if quant else ((lambda v: v), (lambda v: v))
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    y = np.zeros((seq, dirs, batch, hid))
+    for d in range(dirs):
+        wb, rb = b[d, :gates * hid], b[d, gates * hid:]
+        xw = (qa(x.reshape(seq * batch, -1)) @ qw(w[d].T)).reshape(seq, batch, -1) + wb
+        h = h0[d]
+        for t in (range(seq) if d == 0 else reversed(range(seq))):
+            if op == "RNN":
+                h = np.tanh(xw[t] + qa(h) @ qw(r[d].T) + rb)
+            elif before_reset:
+                hr = qa(h) @ qw(r[d].T) + rb
+                z, rr = sig(xw[t][:, :hid] + hr[:, :hid]), sig(xw[t][:, hid:2 * hid] + hr[:, hid:2 * hid])
+                h = (1 - z) * np.tanh(xw[t][:, 2 * hid:] + rr * hr[:, 2 * hid:]) + z * h
+            else:
+                zr = qa(h) @ qw(r[d, :2 * hid].T) + rb[:2 * hid]
+                z, rr = sig(xw[t][:, :hid] + zr[:, :hid]), sig(xw[t][:, hid:2 * hid] + zr[:, hid:])
+                hh = qa(rr * h) @ qw(r[d, 2 * hid:].T) + rb[2 * hid:]
+                h = (1 - z) * np.tanh(xw[t][:, 2 * hid:] + hh) + z * h
+            y[t, d] = h
+    return y
+
+
+@pytest.mark.parametrize("op,before_reset", [("GRU", 0), ("GRU", 1), ("RNN", 0)])
+def test_gru_and_rnn_gemms_are_quantized(op, before_reset):
+    rng = np.random.default_rng(5)
+    seq, batch, isz, hidden, dirs = 4, 3, 5, 4, 2
+    gates = 3 if op == "GRU" else 1
+    x = rng.standard_normal((seq, batch, isz)).astype(np.float32)
+    inits = {"w": rng.standard_normal((dirs, gates * hidden, isz)) * 0.5,
+             "r": rng.standard_normal((dirs, gates * hidden, hidden)) * 0.5,
+             "b": rng.standard_normal((dirs, 2 * gates * hidden)) * 0.1}
+    h0 = rng.standard_normal((dirs, batch, hidden)).astype(np.float32)
+    extra = {"linear_before_reset": before_reset} if op == "GRU" else {}
+    node = helper.make_node(op, ["x", "w", "r", "b", "", "h0"], ["y", "yh"], name="rec", hidden_size=hidden,
+                            direction="bidirectional", **extra)
+    model = _model([node], [("x", list(x.shape)), ("h0", list(h0.shape))], inits, outputs=("y", "yh"))
+    feeds = {"x": x, "h0": h0}
+    fp32 = _check_fp32(model, feeds)
+    args = [_f32(v) for v in (x, inits["w"], inits["r"], inits["b"], h0)]
+    assert np.allclose(_gru_rnn_ref(op, *args, bool(before_reset), quant=False), fp32["y"], rtol=1e-5, atol=1e-5)
+    want = _gru_rnn_ref(op, *args, bool(before_reset), quant=True)
+    out, layers = execute(model, feeds, INT8)
+    assert np.allclose(out["y"], _f32(want), rtol=1e-5, atol=1e-6)
+    assert np.allclose(out["yh"][1], _f32(want[0, 1]), rtol=1e-5, atol=1e-6)  # reverse ends at step 0
+    assert {"rec.d0.x_proj", "rec.d1.h_proj0"} <= set(layers)
+    assert 15 < sqnr_db(fp32["y"], out["y"]) < 60

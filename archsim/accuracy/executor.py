@@ -2,7 +2,8 @@
 
 :func:`run_network` executes an ONNX graph with numpy (vectorized; the ops the
 networks of :mod:`archsim.templates.simd.onnx_nets` and similar exports use) once in fp32 and once with
-every GEMM (Conv, Gemm, MatMul, and the GEMMs the importer lowers ConvTranspose, Einsum and LSTM to:
+every GEMM (Conv, Gemm, MatMul, and the GEMMs the importer lowers ConvTranspose, Einsum and LSTM /
+GRU / RNN to:
 ``[N*H*W, Cin/g] x [Cin/g, (Cout/g)*kH*kW]`` then col2im, the pairwise chain of
 :mod:`workloads.onnx_einsum`, the input projection of all steps and each step's
 ``h[t-1] x R^T``) computed at ``weights`` x ``activations``:
@@ -35,7 +36,7 @@ from archsim.numerics import get_format
 
 GEMM_OPS = ("Conv", "Gemm", "MatMul")
 #: ops whose GEMMs run at the layer's formats too (recorded under the importer's layer names)
-LOWERED_GEMM_OPS = ("ConvTranspose", "Einsum", "LSTM")
+LOWERED_GEMM_OPS = ("ConvTranspose", "Einsum", "LSTM", "GRU", "RNN")
 QUANTIZED_OPS = GEMM_OPS + LOWERED_GEMM_OPS
 
 
@@ -213,54 +214,79 @@ def _einsum(node, operands, params_in, gemm_for):
     return cur, steps
 
 
-def _lstm(node, ins, gemm_for):
-    """LSTM (gates i, o, f, c; peepholes) as the importer lowers it: per direction the input projection of
-    all steps ``[seq*batch, I] x W^T`` (layer ``.x_proj``) and per step ``h[t-1] x R^T`` (``.h_proj{t}``),
-    each at the layer's formats. ``gemm_for(suffix) -> gemm``; returns (Y, Y_h, Y_c, {suffix: GEMM
-    output}). Non-default activations, ``clip``, ``input_forget`` and short ``sequence_lens`` are refused."""
-    label = node.name or node.op_type
+#: the activations each recurrent op runs by default (the only ones the executor runs), and its gate count
+_RECURRENT = {"LSTM": (["Sigmoid", "Tanh", "Tanh"], 4), "GRU": (["Sigmoid", "Tanh"], 3), "RNN": (["Tanh"], 1)}
+
+
+def _recurrent(node, ins, gemm_for):
+    """LSTM (gates i, o, f, c; peepholes), GRU (z, r, h; either ``linear_before_reset``) or RNN as the
+    importer lowers them: per direction the input projection of all steps ``[seq*batch, I] x W^T``
+    (layer ``.x_proj``) and per step ``h[t-1] x R^T`` (``.h_proj{t}``; a GRU without
+    ``linear_before_reset`` multiplies ``r * h[t-1]`` by its h-gate rows), each at the layer's formats.
+    ``gemm_for(suffix) -> gemm``; returns (Y, Y_h, Y_c or None, {suffix: GEMM output}). Non-default
+    activations, ``clip``, ``input_forget`` and short ``sequence_lens`` are refused."""
+    label, op = node.name or node.op_type, node.op_type
+    default, gates = _RECURRENT[op]
     acts = _attr(node, "activations")
-    if acts is not None and [a.decode() if isinstance(a, bytes) else a for a in acts] not in (
-            ["Sigmoid", "Tanh", "Tanh"], ["Sigmoid", "Tanh", "Tanh"] * 2):
-        raise ValueError(f"{label}: LSTM activations {acts}: the executor runs the default Sigmoid/Tanh/Tanh")
+    if acts is not None and [a.decode() if isinstance(a, bytes) else a for a in acts] not in (default, default * 2):
+        raise ValueError(f"{label}: {op} activations {acts}: the executor runs the default {'/'.join(default)}")
     if _attr(node, "clip") is not None or _attr(node, "input_forget", 0):
-        raise ValueError(f"{label}: LSTM clip / input_forget: not run by the executor")
+        raise ValueError(f"{label}: {op} clip / input_forget: not run by the executor")
     x, w, r = ins[0], ins[1], ins[2]
     b, lens, h0, c0, p = (ins[i] if len(ins) > i else None for i in (3, 4, 5, 6, 7))
     layout = _attr(node, "layout", 0)
     if layout:
         x = x.transpose(1, 0, 2)
     seq, batch, isz = x.shape
-    dirs, hidden = w.shape[0], w.shape[1] // 4
+    dirs, hidden = w.shape[0], w.shape[1] // gates
     if lens is not None and np.any(np.asarray(lens) != seq):
-        raise ValueError(f"{label}: LSTM sequence_lens {list(np.asarray(lens))} shorter than the {seq} steps: "
+        raise ValueError(f"{label}: {op} sequence_lens {list(np.asarray(lens))} shorter than the {seq} steps: "
                          f"not run by the executor")
+    before_reset = bool(_attr(node, "linear_before_reset", 0))
     y = np.zeros((seq, dirs, batch, hidden))
     yh, yc, layers = np.zeros((dirs, batch, hidden)), np.zeros((dirs, batch, hidden)), {}
     sig = lambda v: 1.0 / (1.0 + np.exp(-v))  # noqa: E731
+    gh = gates * hidden
     for d in range(dirs):
         pre = f".d{d}" if dirs > 1 else ""
-        wb = b[d, :4 * hidden] if b is not None else 0.0
-        rb = b[d, 4 * hidden:] if b is not None else 0.0
+        wb = b[d, :gh] if b is not None else np.zeros(gh)
+        rb = b[d, gh:] if b is not None else np.zeros(gh)
         xproj = gemm_for(f"{pre}.x_proj")(x.reshape(seq * batch, isz), w[d].T, True) + wb
         layers[f"{pre}.x_proj"] = xproj
-        xproj = xproj.reshape(seq, batch, 4 * hidden)
+        xproj = xproj.reshape(seq, batch, gh)
         h = h0[d] if h0 is not None else np.zeros((batch, hidden))
-        c = c0[d] if c0 is not None else np.zeros((batch, hidden))
-        pi, po, pf = (p[d, k * hidden:(k + 1) * hidden] for k in range(3)) if p is not None else (0.0, 0.0, 0.0)
+        c = c0[d] if c0 is not None and op == "LSTM" else np.zeros((batch, hidden))
+        pi, po, pf = (p[d, k * hidden:(k + 1) * hidden] for k in range(3)) if p is not None and op == "LSTM" \
+            else (0.0, 0.0, 0.0)
         for t in (range(seq) if d == 0 else range(seq - 1, -1, -1)):
-            rec = gemm_for(f"{pre}.h_proj{t}")(h, r[d].T, True) + rb
-            layers[f"{pre}.h_proj{t}"] = rec
-            g = xproj[t] + rec
-            gi, go, gf, gc = (g[:, k * hidden:(k + 1) * hidden] for k in range(4))
-            i_t, f_t = sig(gi + pi * c), sig(gf + pf * c)
-            c = f_t * c + i_t * np.tanh(gc)
-            h = sig(go + po * c) * np.tanh(c)
+            gemm = gemm_for(f"{pre}.h_proj{t}")
+            xt = xproj[t]
+            if op == "GRU" and not before_reset:  # z, r from h; the h gate from r * h
+                zr = gemm(h, r[d, :2 * hidden].T, True) + rb[:2 * hidden]
+                z, rr = sig(xt[:, :hidden] + zr[:, :hidden]), sig(xt[:, hidden:2 * hidden] + zr[:, hidden:])
+                hh = gemm(rr * h, r[d, 2 * hidden:].T, True) + rb[2 * hidden:]
+                layers[f"{pre}.h_proj{t}"] = np.concatenate([zr, hh], axis=1)
+                h = (1 - z) * np.tanh(xt[:, 2 * hidden:] + hh) + z * h
+            else:
+                rec = gemm(h, r[d].T, True) + rb
+                layers[f"{pre}.h_proj{t}"] = rec
+                if op == "RNN":
+                    h = np.tanh(xt + rec)
+                elif op == "GRU":
+                    z = sig(xt[:, :hidden] + rec[:, :hidden])
+                    rr = sig(xt[:, hidden:2 * hidden] + rec[:, hidden:2 * hidden])
+                    h = (1 - z) * np.tanh(xt[:, 2 * hidden:] + rr * rec[:, 2 * hidden:]) + z * h
+                else:
+                    g = xt + rec
+                    gi, go, gf, gc = (g[:, k * hidden:(k + 1) * hidden] for k in range(4))
+                    i_t, f_t = sig(gi + pi * c), sig(gf + pf * c)
+                    c = f_t * c + i_t * np.tanh(gc)
+                    h = sig(go + po * c) * np.tanh(c)
             y[t, d] = h
         yh[d], yc[d] = h, c
     if layout:
         y, yh, yc = y.transpose(2, 0, 1, 3), yh.transpose(1, 0, 2), yc.transpose(1, 0, 2)
-    return y, yh, yc, layers
+    return y, yh, (yc if op == "LSTM" else None), layers
 
 
 # ----------------------------------------------------------------------------- the executor
@@ -481,9 +507,9 @@ def execute(model, feeds: dict, prec: Precision | None = None, policy=None,
             y, steps = _einsum(node, ins, [x in params for x in node.input],
                                lambda i, is_last: layer_gemm(name if is_last else f"{name}.step{i}"))
             gemm_outputs.update({(name if i == last else f"{name}.step{i}"): v for i, v in enumerate(steps, 1)})
-        elif op == "LSTM":
+        elif op in _RECURRENT:
             name = names[id(node)]
-            outs = _lstm(node, ins, lambda suffix: layer_gemm(name + suffix))
+            outs = _recurrent(node, ins, lambda suffix: layer_gemm(name + suffix))
             gemm_outputs.update({name + k: v for k, v in outs[3].items()})
             for out, value in zip(node.output, outs[:3]):
                 if out:
