@@ -63,7 +63,8 @@ def _conv_transpose_ref(x, w, b, stride, dil, pads, opad, group):
     """Direct definition: every input pixel scatters its kernel into the output."""
     n, cin, h, wd = x.shape
     og, kh, kw = w.shape[1:]
-    full = [(h - 1) * stride[0] + (kh - 1) * dil[0] + 1 + opad[0], (wd - 1) * stride[1] + (kw - 1) * dil[1] + 1 + opad[1]]
+    full = [(h - 1) * stride[0] + (kh - 1) * dil[0] + 1 + opad[0],
+            (wd - 1) * stride[1] + (kw - 1) * dil[1] + 1 + opad[1]]
     y = np.zeros((n, og * group, full[0], full[1]))
     cg = cin // group
     for c in range(cin):
@@ -168,7 +169,8 @@ def test_lstm_gemms_are_quantized():
     rng = np.random.default_rng(4)
     seq, batch, isz, hidden, dirs = 5, 2, 6, 4, 2
     x = rng.standard_normal((seq, batch, isz)).astype(np.float32)
-    inits = {"w": rng.standard_normal((dirs, 4 * hidden, isz)) * 0.5, "r": rng.standard_normal((dirs, 4 * hidden, hidden)) * 0.5,
+    inits = {"w": rng.standard_normal((dirs, 4 * hidden, isz)) * 0.5,
+             "r": rng.standard_normal((dirs, 4 * hidden, hidden)) * 0.5,
              "b": rng.standard_normal((dirs, 8 * hidden)) * 0.1, "p": rng.standard_normal((dirs, 3 * hidden)) * 0.1}
     h0 = rng.standard_normal((dirs, batch, hidden)).astype(np.float32)
     c0 = rng.standard_normal((dirs, batch, hidden)).astype(np.float32)

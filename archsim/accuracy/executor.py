@@ -162,7 +162,8 @@ def _conv_transpose(x, w, bias, node, gemm):
     for i in range(kh):
         for j in range(kw):
             r, c = i * d[0], j * d[1]
-            y[:, :, r:r + (h - 1) * s[0] + 1:s[0], c:c + (wd - 1) * s[1] + 1:s[1]] += col[..., i, j].transpose(0, 3, 1, 2)
+            rows, cols_ = slice(r, r + (h - 1) * s[0] + 1, s[0]), slice(c, c + (wd - 1) * s[1] + 1, s[1])
+            y[:, :, rows, cols_] += col[..., i, j].transpose(0, 3, 1, 2)
     y = y[:, :, pads[0]:full[0] - pads[2], pads[1]:full[1] - pads[3]]
     if bias is not None:
         y = y + bias.reshape(1, -1, 1, 1)
