@@ -127,16 +127,16 @@ def test_workload_show_check_prints_both_counts(tmp_path, capsys, monkeypatch):
 
 
 def test_node_errors_name_the_node_the_op_and_what_to_do(tmp_path):
-    nodes = [helper.make_node("Einsum", ["a", "b"], ["y"], name="contract", equation="...ij,...jk->...ik")]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, F, [2, 3, 3]) for n in "ab"],
+    nodes = [helper.make_node("Einsum", ["a", "b"], ["y"], name="contract", equation="ij,kl->il")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, F, [3, 3]) for n in "ab"],
                               [helper.make_tensor_value_info("y", F, None)])
     path = str(tmp_path / "e.onnx")
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     with pytest.raises(WorkloadError) as err:
         workloads.load(path)
-    assert str(err.value).endswith("e.onnx: node contract (Einsum): equation '...ij,...jk->...ik': archsim lowers an "
-                                   "Einsum of two operands with explicit indices (no '...'); rewrite it as "
-                                   "MatMul/Transpose")
+    assert str(err.value).endswith("e.onnx: node contract (Einsum): equation 'ij,kl->il': index j, k summed out "
+                                   "of one operand alone, not a GEMM (reduce that operand first: ReduceSum, then "
+                                   "Einsum); rewrite it as MatMul/Transpose/ReduceSum")
 
 
 def test_scalar_control_ops_lower_without_internal_field_names(tmp_path):

@@ -313,6 +313,35 @@ def test_einsum_is_a_batched_gemm(tmp_path):
     assert g.total_macs() == 2 * 7 * 5 * 9 and g.total_params() == 45
 
 
+def test_einsum_of_three_operands_is_a_gemm_chain(tmp_path):
+    i, j, k, l_ = 3, 4, 5, 6
+    nodes = [helper.make_node("Einsum", ["a", "b", "c"], ["y"], name="chain", equation="ij,jk,kl->il")]
+    path = _save(tmp_path, nodes, [("a", F, [i, j]), ("b", F, [j, k]), ("c", F, [k, l_])], opset=17)
+    g = workloads.load(path)
+    assert g.total_macs() == i * j * k + i * k * l_ == _reference(path)  # (ab) then (ab)c
+    first, last = g.op("chain.step1"), g.op("chain")
+    assert (first.m, first.k, first.n) == (i, j, k) and (last.m, last.k, last.n) == (i, k, l_)
+
+
+def test_einsum_with_an_ellipsis_broadcasts_its_batch(tmp_path):
+    nodes = [helper.make_node("Einsum", ["a", "b"], ["y"], name="bmm", equation="...ij,...jk->...ik")]
+    path = _save(tmp_path, nodes, [("a", F, [2, 3, 4, 5]), ("b", F, [1, 3, 5, 6])], opset=17)
+    g = workloads.load(path)
+    assert g.total_macs() == 2 * 3 * 4 * 5 * 6 == _reference(path)
+    nodes = [helper.make_node("Einsum", ["a", "w"], ["y"], name="proj", equation="...d,dh")]  # implicit output
+    path = _save(tmp_path, nodes, [("a", F, [2, 7, 5])], [_w("w", (5, 9))], name="w.onnx")
+    g = workloads.load(path)
+    assert g.total_macs() == 2 * 7 * 5 * 9 == _reference(path)
+
+
+def test_einsum_that_is_not_a_gemm_chain_is_one_clear_error(tmp_path):
+    nodes = [helper.make_node("Einsum", ["a", "b"], ["y"], name="diag", equation="ii,ij->j")]
+    path = _save(tmp_path, nodes, [("a", F, [3, 3]), ("b", F, [3, 4])], opset=17)
+    with pytest.raises(WorkloadError, match=r"node diag \(Einsum\): equation 'ii,ij->j': index i repeats in one "
+                                            r"operand \(a diagonal\), not a GEMM"):
+        workloads.load(path)
+
+
 def test_matmul_softmax_matmul_is_the_zoos_attention_op(tmp_path):
     b, h, s, d = 2, 3, 6, 4
     nodes = [helper.make_node("Transpose", ["k"], ["kt"], name="kt", perm=[0, 1, 3, 2]),

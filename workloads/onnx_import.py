@@ -30,6 +30,7 @@ condition depends on data is an error naming the inputs that decide it.
 """
 from __future__ import annotations
 
+import os
 from math import prod
 from pathlib import Path
 
@@ -38,11 +39,12 @@ from onnx import numpy_helper
 
 from archsim.errors import WorkloadError
 from workloads.graph import Graph
+from workloads.onnx_lazy import load_lazy, load_model_lazily
 from workloads.onnx_model import OnnxModel, node_names, subgraphs
 from workloads.onnx_ops import LOWERED, Lowerer
 from workloads.onnx_shapes import (BATCH_DIM_NAMES, SEQ_DIM_NAMES, bind_dims, bind_inputs, dim_value,
-                                   parse_bindings, resolve, scalar_value, shape_value, symbolic_dims,
-                                   weights_loaded)
+                                   SKELETON_MIN_ELEMENTS, parse_bindings, resolve, scalar_value, shape_value,
+                                   symbolic_dims, weights_loaded)
 
 __all__ = ["load_onnx", "parse_dim_args", "parse_onnx_args", "symbolic_dims", "bind_dims",
            "BATCH_DIM_NAMES", "SEQ_DIM_NAMES"]
@@ -52,26 +54,33 @@ _node_names = node_names  # the accuracy executor names layers the same way
 
 def load_onnx(path: str, *, unknown_ops: str = "error", dims=None, input_shapes=None, input_values=None,
               batch: int | None = None, seq_len: int | None = None, seq: int | None = None,
-              weight_precision: str = "int8", act_precision: str = "int8", acc_precision: str = "int32") -> Graph:
+              weight_precision: str = "int8", act_precision: str = "int8", acc_precision: str = "int32",
+              lazy_weights: bool = True) -> Graph:
     """A Graph from an ONNX file; see the module docstring for what is lowered how.
 
     ``dims`` binds named symbolic dims, ``input_shapes`` whole input shapes,
     ``input_values`` control inputs (each a dict, or ``"NAME=V,NAME=V"`` text as a
     sweep spec writes it); ``batch`` and ``seq_len`` (``seq`` is the same) bind
     dims named like a batch or a sequence length. ``unknown_ops="vector"`` runs
-    ops that cannot be lowered as generic vector work (and lists them).
+    ops that cannot be lowered as generic vector work (and lists them). ``lazy_weights`` leaves large
+    embedded weights in the file until a value is needed (:mod:`workloads.onnx_lazy`); the graph is the same.
     """
     if unknown_ops not in ("error", "vector"):
         raise WorkloadError(f"{path}: unknown_ops: expected 'error' or 'vector', got {unknown_ops!r}")
     from archsim.inputs import MAX_ONNX_BYTES, max_input_bytes, read_input_bytes
     from workloads.onnx_checks import check_versions
 
-    data = read_input_bytes(path, what="ONNX", limit=max_input_bytes(MAX_ONNX_BYTES), error=WorkloadError)
-    try:
-        model = onnx.load_model_from_string(data)
-    except Exception as err:  # protobuf raises several types for a corrupt file
-        raise WorkloadError(f"{path}: not a readable ONNX model ({type(err).__name__})") from None
-    del data  # the parsed model holds its own copy of the weights
+    limit = max_input_bytes(MAX_ONNX_BYTES)
+    model = None
+    if lazy_weights and os.path.isfile(path) and os.path.getsize(path) <= limit:
+        model = load_model_lazily(path, SKELETON_MIN_ELEMENTS)  # large embedded weights left in the file
+    if model is None:
+        data = read_input_bytes(path, what="ONNX", limit=limit, error=WorkloadError)
+        try:
+            model = onnx.load_model_from_string(data)
+        except Exception as err:  # protobuf raises several types for a corrupt file
+            raise WorkloadError(f"{path}: not a readable ONNX model ({type(err).__name__})") from None
+        del data  # the parsed model holds its own copy of the weights
     check_versions(path, model)  # workloads/onnx_checks.py
     if not model.graph.node:
         raise WorkloadError(f"{path}: the ONNX graph has no nodes; expected a model")
@@ -106,6 +115,7 @@ def _load_external_data(path: str, model) -> None:
     to hold; a graph whose external weights are large is imported without its weights."""
     from archsim.inputs import MAX_ONNX_BYTES, max_input_bytes
 
+    load_lazy(model, path)  # embedded weights left in the file: it was within the size limit
     if weights_loaded(model):
         return
     base = Path(path).parent

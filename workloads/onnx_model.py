@@ -19,6 +19,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from archsim.errors import WorkloadError
+from workloads.onnx_lazy import is_lazy, read_lazy
 
 #: ops whose output is random: never static even with static inputs
 NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
@@ -236,10 +237,12 @@ class OnnxModel:
     def _evaluate(self, tensor: str) -> np.ndarray | None:
         if tensor in self.init:
             t = self.init[tensor]
-            if prod(t.dims) > MAX_EVAL_ELEMENTS or t.data_location == onnx.TensorProto.EXTERNAL:
+            if prod(t.dims) > MAX_EVAL_ELEMENTS:
+                return None
+            if t.data_location == onnx.TensorProto.EXTERNAL and not is_lazy(t, self.path):
                 return None
             try:
-                return numpy_helper.to_array(t)
+                return read_lazy(t, self.path) if is_lazy(t, self.path) else numpy_helper.to_array(t)
             except Exception:  # external data not loaded, or a type numpy lacks
                 return None
         node = self.producer.get(tensor)

@@ -19,6 +19,7 @@ import numpy as np
 
 from archsim.errors import WorkloadError
 from workloads.graph import Graph, shapes_fit
+from workloads.onnx_einsum import EinsumError, einsum_plan
 from workloads.onnx_model import OnnxModel, attrs
 from workloads.ops import (Attention, Conv2d, Elementwise, Embedding, LayerNorm, MatMul, Pool, RMSNorm, ShapeOp,
                            Softmax)
@@ -383,38 +384,29 @@ class Lowerer:
         self.weight_formats.append({"layer": name, "weights": fmt, "group_size": block})
 
     def _Einsum(self, node) -> None:
-        """Two operands as one batched GEMM (MACs: the product of every index's size); one operand
-        (a transpose, a trace, a sum) on the vector unit."""
+        """Two or more operands as a chain of batched GEMMs (:mod:`workloads.onnx_einsum`; MACs: per step
+        the product of its index sizes); one operand (a transpose, a trace, a sum) on the vector unit."""
         eq = attrs(node)["equation"]
         eq = eq.decode() if isinstance(eq, bytes) else eq
-        lhs, _, rhs = eq.replace(" ", "").partition("->")
-        terms = lhs.split(",")
-        if len(terms) == 1:
+        if len(node.input) == 1:
             return self._vector(node, fn="einsum")
-        if len(terms) != 2 or "..." in eq or not rhs and "->" in eq:
-            raise WorkloadError(f"equation {eq!r}: archsim lowers an Einsum of two operands with explicit "
-                                f"indices (no '...'); rewrite it as MatMul/Transpose")
-        sa, sb = self._shape(node.input[0], node), self._shape(node.input[1], node)
-        if len(terms[0]) != len(sa) or len(terms[1]) != len(sb):
-            raise WorkloadError(f"equation {eq!r} does not match the operand ranks {len(sa)} and {len(sb)}")
-        size = dict(zip(terms[0], sa))
-        size.update({c: max(size.get(c, 1), d) for c, d in zip(terms[1], sb)})
-        out = set(rhs) if "->" in eq else {c for c in size if (terms[0] + terms[1]).count(c) == 1}
-        A, B = set(terms[0]), set(terms[1])
-        lone = sorted((A ^ B) - out)
-        if lone:
-            raise WorkloadError(f"equation {eq!r}: index {', '.join(lone)} is summed out of one operand alone; "
-                                f"archsim lowers an Einsum whose every index is in the output or in both operands "
-                                f"(reduce that operand first: ReduceSum, then Einsum)")
-        batch = prod(size[c] for c in A & B & out)
-        k = prod(size[c] for c in (A & B) - out)
-        m = prod(size[c] for c in A - B)
-        n = prod(size[c] for c in B - A)
-        b_param = node.input[1] in self.m.static
-        inputs = [node.input[0]] + ([] if b_param else [node.input[1]])
-        self._add(MatMul, node, inputs, [node.output[0]], batch=1 if b_param else batch,
-                  m=m * (batch if b_param else 1), k=k, n=n, weight_is_param=b_param,
-                  weight_name=self._weight_name(node.input[1]) if b_param else "")
+        try:
+            plan = einsum_plan(eq, [self._shape(x, node) for x in node.input])
+        except EinsumError as err:
+            raise WorkloadError(f"{err}; rewrite it as MatMul/Transpose/ReduceSum") from None
+        name = self.m.names[id(node)]
+        prev = node.input[0]
+        for i, step in enumerate(plan.steps, start=1):
+            size = plan.sizes
+            batch, m, k, n = (prod(size[c] for c in part) for part in (step.batch, step.m, step.k, step.n))
+            b_name = node.input[i]
+            b_param = b_name in self.m.static
+            last = i == len(plan.steps)
+            inputs = [prev] + ([] if b_param else [b_name])
+            prev = "@" + self._add(MatMul, node, inputs, [node.output[0]] if last else [],
+                                   name=name if last else f"{name}.step{i}", batch=1 if b_param else batch,
+                                   m=m * (batch if b_param else 1), k=k, n=n, weight_is_param=b_param,
+                                   weight_name=self._weight_name(b_name) if b_param else "")
 
     # -- attention --------------------------------------------------------------
     def _attention(self, node, a_name: str, b_name: str) -> bool:

@@ -2,7 +2,11 @@
 
 :func:`run_network` executes an ONNX graph with numpy (vectorized; the ops the
 networks of :mod:`archsim.templates.simd.onnx_nets` and similar exports use) once in fp32 and once with
-every GEMM (Conv, Gemm, MatMul) computed at ``weights`` x ``activations``:
+every GEMM (Conv, Gemm, MatMul, and the GEMMs the importer lowers ConvTranspose, Einsum and LSTM /
+GRU / RNN to:
+``[N*H*W, Cin/g] x [Cin/g, (Cout/g)*kH*kW]`` then col2im, the pairwise chain of
+:mod:`workloads.onnx_einsum`, the input projection of all steps and each step's
+``h[t-1] x R^T``) computed at ``weights`` x ``activations``:
 
 - weights: per output column (``group_size = 0``) or per group of ``G`` along K
   and column, a scale ``s = amax / max_value`` of the format (posits: ``s = rms``,
@@ -31,6 +35,9 @@ import numpy as np
 from archsim.numerics import get_format
 
 GEMM_OPS = ("Conv", "Gemm", "MatMul")
+#: ops whose GEMMs run at the layer's formats too (recorded under the importer's layer names)
+LOWERED_GEMM_OPS = ("ConvTranspose", "Einsum", "LSTM", "GRU", "RNN")
+QUANTIZED_OPS = GEMM_OPS + LOWERED_GEMM_OPS
 
 
 def sqnr_db(ref: np.ndarray, test: np.ndarray) -> float:
@@ -123,6 +130,166 @@ def _gemm(a: np.ndarray, w: np.ndarray, prec: Precision, w_is_param: bool) -> np
     return prec.exact_gemm(ca, cw, sa, sw, prec.activations, wf, G)
 
 
+def _batched(a3: np.ndarray, w3: np.ndarray, is_param: bool, gemm) -> np.ndarray:
+    """``a3`` (B, M, K) @ ``w3`` (B, K, N): one GEMM (own activation scale) per batch index."""
+    return np.stack([gemm(a3[i], w3[i], is_param) for i in range(a3.shape[0])])
+
+
+def _conv_transpose(x, w, bias, node, gemm):
+    """ConvTranspose as the importer lowers it: per group the GEMM ``[N*H*W, Cin/g] x [Cin/g,
+    (Cout/g)*kH*kW]``, then col2im (a scatter-add of each tap at ``stride``, ``dilation``), ``pads``
+    cropped (from ``output_shape`` / ``auto_pad`` when given), ``output_padding`` appended."""
+    if x.ndim == 3:  # 1-D: H = 1
+        y = _conv_transpose(x[:, :, None, :], w[:, :, None, :], bias, _conv1d_as_2d(node, transpose=True), gemm)
+        return y[:, :, 0, :]
+    if x.ndim != 4:
+        raise ValueError(f"{node.name or node.op_type}: ConvTranspose of rank {x.ndim}: expected 1-D or 2-D")
+    n, cin, h, wd = x.shape
+    kh, kw = w.shape[2:]
+    group = _attr(node, "group", 1)
+    cg, og = cin // group, w.shape[1]
+    s = _attr(node, "strides", [1, 1])
+    d = _attr(node, "dilations", [1, 1])
+    opad = _attr(node, "output_padding", [0, 0])
+    full = [(size - 1) * st + (k - 1) * dl + 1 + op for size, st, k, dl, op in zip((h, wd), s, (kh, kw), d, opad)]
+    pads = _conv_transpose_pads(node, (h, wd), s, full)
+    cols = []
+    for g in range(group):
+        a = x[:, g * cg:(g + 1) * cg].transpose(0, 2, 3, 1).reshape(n * h * wd, cg)
+        cols.append(gemm(a, w[g * cg:(g + 1) * cg].reshape(cg, og * kh * kw), True).reshape(n, h, wd, og, kh, kw))
+    col = np.concatenate(cols, axis=3)  # (n, h, w, cout, kh, kw)
+    y = np.zeros((n, col.shape[3], full[0], full[1]))
+    for i in range(kh):
+        for j in range(kw):
+            r, c = i * d[0], j * d[1]
+            rows, cols_ = slice(r, r + (h - 1) * s[0] + 1, s[0]), slice(c, c + (wd - 1) * s[1] + 1, s[1])
+            y[:, :, rows, cols_] += col[..., i, j].transpose(0, 3, 1, 2)
+    y = y[:, :, pads[0]:full[0] - pads[2], pads[1]:full[1] - pads[3]]
+    if bias is not None:
+        y = y + bias.reshape(1, -1, 1, 1)
+    return y
+
+
+def _conv_transpose_pads(node, size, strides, full):
+    """(top, left, bottom, right) cropped from the full output, per the ONNX ConvTranspose spec."""
+    auto = _attr(node, "auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    shape = _attr(node, "output_shape")
+    if shape is None and auto in ("SAME_UPPER", "SAME_LOWER"):
+        shape = [n * st for n, st in zip(size, strides)]
+    if shape is not None:
+        total = [f - o for f, o in zip(full, list(shape)[-2:])]
+        upper = auto == "SAME_UPPER"
+        start = [t // 2 if upper else t - t // 2 for t in total]
+        return (start[0], start[1], total[0] - start[0], total[1] - start[1])
+    if auto == "VALID":
+        return (0, 0, 0, 0)
+    return tuple(_attr(node, "pads", [0, 0, 0, 0]))
+
+
+def _einsum(node, operands, params_in, gemm_for):
+    """Einsum as the importer lowers it (:func:`workloads.onnx_einsum.einsum_plan`): each pairwise step a
+    batched GEMM ``(batch, M, K) x (batch, K, N)``, its second operand a weight when it is a parameter.
+    ``gemm_for(step_index, last) -> gemm``; returns the output and each step's value."""
+    from workloads.onnx_einsum import EinsumError, einsum_plan
+
+    eq = _attr(node, "equation")
+    eq = eq.decode() if isinstance(eq, bytes) else eq
+    try:
+        plan = einsum_plan(eq, [tuple(v.shape) for v in operands])
+    except EinsumError as err:
+        raise ValueError(f"{node.name or node.op_type}: {err}") from None
+    size = plan.sizes
+    cur, steps = operands[0], []
+    for i, st in enumerate(plan.steps, start=1):
+        a = np.broadcast_to(np.einsum(f"{st.a}->{st.batch}{st.m}{st.k}", cur),
+                            tuple(size[c] for c in st.batch + st.m + st.k))
+        b = np.broadcast_to(np.einsum(f"{st.b}->{st.batch}{st.k}{st.n}", operands[i]),
+                            tuple(size[c] for c in st.batch + st.k + st.n))
+        nb, nm, nk, nn = (int(np.prod([size[c] for c in part])) for part in (st.batch, st.m, st.k, st.n))
+        gemm = gemm_for(i, i == len(plan.steps))
+        y = _batched(a.reshape(nb, nm, nk), b.reshape(nb, nk, nn), params_in[i], gemm)
+        y = y.reshape(tuple(size[c] for c in st.batch + st.m + st.n))
+        cur = np.einsum(f"{st.batch}{st.m}{st.n}->{st.out}", y)
+        steps.append(cur)
+    return cur, steps
+
+
+#: the activations each recurrent op runs by default (the only ones the executor runs), and its gate count
+_RECURRENT = {"LSTM": (["Sigmoid", "Tanh", "Tanh"], 4), "GRU": (["Sigmoid", "Tanh"], 3), "RNN": (["Tanh"], 1)}
+
+
+def _recurrent(node, ins, gemm_for):
+    """LSTM (gates i, o, f, c; peepholes), GRU (z, r, h; either ``linear_before_reset``) or RNN as the
+    importer lowers them: per direction the input projection of all steps ``[seq*batch, I] x W^T``
+    (layer ``.x_proj``) and per step ``h[t-1] x R^T`` (``.h_proj{t}``; a GRU without
+    ``linear_before_reset`` multiplies ``r * h[t-1]`` by its h-gate rows), each at the layer's formats.
+    ``gemm_for(suffix) -> gemm``; returns (Y, Y_h, Y_c or None, {suffix: GEMM output}). Non-default
+    activations, ``clip``, ``input_forget`` and short ``sequence_lens`` are refused."""
+    label, op = node.name or node.op_type, node.op_type
+    default, gates = _RECURRENT[op]
+    acts = _attr(node, "activations")
+    if acts is not None and [a.decode() if isinstance(a, bytes) else a for a in acts] not in (default, default * 2):
+        raise ValueError(f"{label}: {op} activations {acts}: the executor runs the default {'/'.join(default)}")
+    if _attr(node, "clip") is not None or _attr(node, "input_forget", 0):
+        raise ValueError(f"{label}: {op} clip / input_forget: not run by the executor")
+    x, w, r = ins[0], ins[1], ins[2]
+    b, lens, h0, c0, p = (ins[i] if len(ins) > i else None for i in (3, 4, 5, 6, 7))
+    layout = _attr(node, "layout", 0)
+    if layout:
+        x = x.transpose(1, 0, 2)
+    seq, batch, isz = x.shape
+    dirs, hidden = w.shape[0], w.shape[1] // gates
+    if lens is not None and np.any(np.asarray(lens) != seq):
+        raise ValueError(f"{label}: {op} sequence_lens {list(np.asarray(lens))} shorter than the {seq} steps: "
+                         f"not run by the executor")
+    before_reset = bool(_attr(node, "linear_before_reset", 0))
+    y = np.zeros((seq, dirs, batch, hidden))
+    yh, yc, layers = np.zeros((dirs, batch, hidden)), np.zeros((dirs, batch, hidden)), {}
+    sig = lambda v: 1.0 / (1.0 + np.exp(-v))  # noqa: E731
+    gh = gates * hidden
+    for d in range(dirs):
+        pre = f".d{d}" if dirs > 1 else ""
+        wb = b[d, :gh] if b is not None else np.zeros(gh)
+        rb = b[d, gh:] if b is not None else np.zeros(gh)
+        xproj = gemm_for(f"{pre}.x_proj")(x.reshape(seq * batch, isz), w[d].T, True) + wb
+        layers[f"{pre}.x_proj"] = xproj
+        xproj = xproj.reshape(seq, batch, gh)
+        h = h0[d] if h0 is not None else np.zeros((batch, hidden))
+        c = c0[d] if c0 is not None and op == "LSTM" else np.zeros((batch, hidden))
+        pi, po, pf = (p[d, k * hidden:(k + 1) * hidden] for k in range(3)) if p is not None and op == "LSTM" \
+            else (0.0, 0.0, 0.0)
+        for t in (range(seq) if d == 0 else range(seq - 1, -1, -1)):
+            gemm = gemm_for(f"{pre}.h_proj{t}")
+            xt = xproj[t]
+            if op == "GRU" and not before_reset:  # z, r from h; the h gate from r * h
+                zr = gemm(h, r[d, :2 * hidden].T, True) + rb[:2 * hidden]
+                z, rr = sig(xt[:, :hidden] + zr[:, :hidden]), sig(xt[:, hidden:2 * hidden] + zr[:, hidden:])
+                hh = gemm(rr * h, r[d, 2 * hidden:].T, True) + rb[2 * hidden:]
+                layers[f"{pre}.h_proj{t}"] = np.concatenate([zr, hh], axis=1)
+                h = (1 - z) * np.tanh(xt[:, 2 * hidden:] + hh) + z * h
+            else:
+                rec = gemm(h, r[d].T, True) + rb
+                layers[f"{pre}.h_proj{t}"] = rec
+                if op == "RNN":
+                    h = np.tanh(xt + rec)
+                elif op == "GRU":
+                    z = sig(xt[:, :hidden] + rec[:, :hidden])
+                    rr = sig(xt[:, hidden:2 * hidden] + rec[:, hidden:2 * hidden])
+                    h = (1 - z) * np.tanh(xt[:, 2 * hidden:] + rr * rec[:, 2 * hidden:]) + z * h
+                else:
+                    g = xt + rec
+                    gi, go, gf, gc = (g[:, k * hidden:(k + 1) * hidden] for k in range(4))
+                    i_t, f_t = sig(gi + pi * c), sig(gf + pf * c)
+                    c = f_t * c + i_t * np.tanh(gc)
+                    h = sig(go + po * c) * np.tanh(c)
+            y[t, d] = h
+        yh[d], yc[d] = h, c
+    if layout:
+        y, yh, yc = y.transpose(2, 0, 1, 3), yh.transpose(1, 0, 2), yc.transpose(1, 0, 2)
+    return y, yh, (yc if op == "LSTM" else None), layers
+
+
 # ----------------------------------------------------------------------------- the executor
 
 
@@ -160,8 +327,8 @@ def _conv(x, w, bias, node, gemm):
     return y.reshape(n, ho, wo, -1).transpose(0, 3, 1, 2)
 
 
-def _conv1d_as_2d(node):
-    """A copy of a 1-D Conv node with its attributes given for H = 1."""
+def _conv1d_as_2d(node, transpose: bool = False):
+    """A copy of a 1-D Conv (ConvTranspose) node with its attributes given for H = 1."""
     from onnx import helper
 
     copy = helper.make_node(node.op_type, list(node.input), list(node.output), name=node.name)
@@ -172,6 +339,10 @@ def _conv1d_as_2d(node):
     p = _attr(node, "pads")
     if p is not None:
         copy.attribute.append(helper.make_attribute("pads", [0, p[0], 0, p[1]]))
+    for key, default in (("output_padding", [0]), ("output_shape", None)) if transpose else ():
+        v = _attr(node, key, default)
+        if v is not None:
+            copy.attribute.append(helper.make_attribute(key, [0 if key == "output_padding" else 1] + list(v)))
     for key in ("group", "auto_pad"):
         v = _attr(node, key)
         if v is not None:
@@ -291,13 +462,18 @@ def execute(model, feeds: dict, prec: Precision | None = None, policy=None,
         p = prec
         if per_layer is not None and names[id(node)] in per_layer:
             p = per_layer[names[id(node)]]
-        elif policy is not None and node.op_type in GEMM_OPS:
+        elif policy is not None and node.op_type in QUANTIZED_OPS:
             kind = "conv2d" if node.op_type == "Conv" else "matmul"
             w, a, g = policy.resolve(node.name, kind, prec.weights, prec.activations, prec.group_size)
             p = Precision(w, a, g, prec.exact_gemm, prec.dequant_format)
 
         def gemm(a, w, is_param, p=p):
             return _gemm(a, w, p, is_param)
+
+        def layer_gemm(layer: str, p=p):
+            """The GEMM of one of the layers the importer lowers this node to (its own precision)."""
+            q = per_layer[layer] if per_layer is not None and layer in per_layer else p
+            return lambda a, w, is_param: _gemm(a, w, q, is_param)
 
         ins = [env[i] if i else None for i in node.input]
         op = node.op_type
@@ -320,8 +496,26 @@ def execute(model, feeds: dict, prec: Precision | None = None, policy=None,
                 if w.ndim == 2:
                     w = np.broadcast_to(w, a.shape[:-2] + w.shape)
                 a3, w3 = a.reshape((-1,) + a.shape[-2:]), w.reshape((-1,) + w.shape[-2:])
-                y = np.stack([gemm(a3[i], w3[i], node.input[1] in params) for i in range(a3.shape[0])])
+                y = _batched(a3, w3, node.input[1] in params, gemm)
                 y = y.reshape(a.shape[:-1] + (w.shape[-1],))
+        elif op == "ConvTranspose":
+            layer = f"{names[id(node)]}.gemm"
+            y = _conv_transpose(ins[0], ins[1], ins[2] if len(ins) > 2 else None, node, layer_gemm(layer))
+            gemm_outputs[layer] = y
+        elif op == "Einsum" and len(ins) > 1:
+            name = names[id(node)]
+            last = len(ins) - 1
+            y, steps = _einsum(node, ins, [x in params for x in node.input],
+                               lambda i, is_last: layer_gemm(name if is_last else f"{name}.step{i}"))
+            gemm_outputs.update({(name if i == last else f"{name}.step{i}"): v for i, v in enumerate(steps, 1)})
+        elif op in _RECURRENT:
+            name = names[id(node)]
+            outs = _recurrent(node, ins, lambda suffix: layer_gemm(name + suffix))
+            gemm_outputs.update({name + k: v for k, v in outs[3].items()})
+            for out, value in zip(node.output, outs[:3]):
+                if out:
+                    env[out] = _as_value(value)
+            y = outs[0]
         elif op in _ELEMENTWISE and all(v is None or np.issubdtype(v.dtype, np.floating) for v in ins):
             y = _ELEMENTWISE[op](*ins)
         elif op == "Gelu":
@@ -367,7 +561,7 @@ def execute(model, feeds: dict, prec: Precision | None = None, policy=None,
             y = outs[node.output[0]]
         y = _as_value(np.asarray(y))
         env[node.output[0]] = y
-        if op not in GEMM_OPS and op != "Constant" and all(x in params for x in node.input if x) and \
+        if op not in QUANTIZED_OPS and op != "Constant" and all(x in params for x in node.input if x) and \
                 any(x for x in node.input):  # a view of weights (DequantizeLinear(W), Transpose(W)): weights
             params.update(o for o in node.output if o)
         if op in GEMM_OPS:
