@@ -118,8 +118,6 @@ KNOWN_UPWARD = {
 #: modules that import each other, arrived the same way (same rules as KNOWN_UPWARD)
 KNOWN_MUTUAL = {
     ("archsim.cli.rtl", "rtl.cosim.byo"): "see KNOWN_UPWARD rtl.cosim.byo",
-    ("rtl.lib.axi_host", "rtl.systolic.driver"): "the AXI host packs systolic commands and the systolic driver "
-                                                 "runs the AXI host: share pack_command through a third module",
 }
 
 

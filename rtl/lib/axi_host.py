@@ -80,7 +80,7 @@ class AxiHost:
         pass
 
     async def issue(self, fields: dict[str, int]):
-        from rtl.systolic.driver import pack_command
+        from rtl.lib.payload import pack_command
 
         word = pack_command(self.cmd_layout, fields)
         for i in range(self.cmd_words):

@@ -26,6 +26,7 @@ from cocotb.triggers import FallingEdge, RisingEdge
 from cocotb.utils import get_sim_time
 from rtl.cosim.progress import tile_done
 from rtl.design import pack_lanes
+from rtl.lib.payload import pack_command
 
 DATAFLOW_CODES = {"ws": 0, "os": 1, "is": 2}
 BUF = {"left": 0, "top": 1, "out": 2}
@@ -139,17 +140,6 @@ async def _read(dut, addr: int, limit: int = 1000) -> int:
             await RisingEdge(dut.clk)  # rd_data__ready is held high: the word is taken at this edge
             return word
     raise TimeoutError(f"no rd_data within {limit} cycles of reading address {addr}")
-
-
-def pack_command(layout: list, fields: dict[str, int]) -> int:
-    """The ``cmd__payload`` word: ``layout`` lists (field, bit offset, width) of the command."""
-    word = 0
-    for name, offset, width in layout:
-        value = int(fields[name])
-        if not 0 <= value < (1 << width):
-            raise ValueError(f"command field {name} = {value} does not fit {width} bits")
-        word |= value << offset
-    return word
 
 
 async def _issue(dut, payload: int):
