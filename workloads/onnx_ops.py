@@ -744,17 +744,23 @@ def _hw(values, spatial: int, default: int) -> tuple[int, int]:
     return (1, values[0]) if spatial == 1 else (values[0], values[1])
 
 
+def same_pads(auto: str, size, kernel, strides, dilations) -> tuple[int, int, int, int]:
+    """(top, left, bottom, right) of ONNX ``auto_pad`` SAME_UPPER / SAME_LOWER: output = ceil(in / stride),
+    the odd pixel at the end (UPPER) or the start (LOWER)."""
+    pads = []
+    for n, k, s, d in zip(size, kernel, strides, dilations):
+        total = max((-(-n // s) - 1) * s + (k - 1) * d + 1 - n, 0)
+        small, big = total // 2, total - total // 2
+        pads.append((small, big) if auto == "SAME_UPPER" else (big, small))
+    return (pads[0][0], pads[1][0], pads[0][1], pads[1][1])
+
+
 def _pads(a: dict, spatial: int, size, kernel, strides, dilations) -> tuple[int, int, int, int]:
     """(top, left, bottom, right) from ``pads`` or ``auto_pad``."""
     auto = a.get("auto_pad", b"NOTSET")
     auto = auto.decode() if isinstance(auto, bytes) else auto
     if auto in ("SAME_UPPER", "SAME_LOWER"):
-        pads = []
-        for n, k, s, d in zip(size, kernel, strides, dilations):
-            total = max((-(-n // s) - 1) * s + (k - 1) * d + 1 - n, 0)
-            small, big = total // 2, total - total // 2
-            pads.append((small, big) if auto == "SAME_UPPER" else (big, small))
-        return (pads[0][0], pads[1][0], pads[0][1], pads[1][1])
+        return same_pads(auto, size, kernel, strides, dilations)
     p = [int(v) for v in a.get("pads", [])]
     if not p or auto == "VALID":
         return (0, 0, 0, 0)

@@ -439,6 +439,21 @@ def _check_loop_conditions(path: str, m: OnnxModel) -> None:
                                     f"may stop early); archsim unrolls a Loop only when its condition is constant")
 
 
+def _renamed_copies(body_nodes, prefix: str, rename: dict[str, str]) -> list:
+    """Copies of a subgraph's nodes for inlining: names prefixed, tensors renamed by ``rename``
+    (also where a nested subgraph reads them)."""
+    out = []
+    for inner in body_nodes:
+        copy = onnx.NodeProto()
+        copy.CopyFrom(inner)
+        copy.name = prefix + (inner.name or inner.op_type)
+        copy.input[:] = [rename.get(x, x) for x in inner.input]
+        copy.output[:] = [rename.get(x, x) for x in inner.output]
+        _rename_subgraph_reads(copy, rename)
+        out.append(copy)
+    return out
+
+
 def inline_ifs(m: OnnxModel, chosen: dict[int, bool], loops: dict[int, int] | None = None):
     """The model (changed in place; ``m`` is not used again) where each If in ``chosen`` (id -> condition)
     is replaced by its branch, and each Loop in ``loops`` (id -> trip count) by that many copies of its body."""
@@ -468,14 +483,7 @@ def inline_ifs(m: OnnxModel, chosen: dict[int, bool], loops: dict[int, int] | No
             for o in inner.output:
                 if o:
                     rename[o] = prefix + o if o in used else o
-        for inner in branch.node:
-            copy = onnx.NodeProto()
-            copy.CopyFrom(inner)
-            copy.name = prefix + (inner.name or inner.op_type)
-            copy.input[:] = [rename.get(x, x) for x in inner.input]
-            copy.output[:] = [rename.get(x, x) for x in inner.output]
-            _rename_subgraph_reads(copy, rename)
-            nodes.append(copy)
+        nodes += _renamed_copies(branch.node, prefix, rename)
         for out, bout in zip(node.output, branch.output):
             if out:
                 nodes.append(helper.make_node("Identity", [rename.get(bout.name, bout.name)], [out],
@@ -522,14 +530,7 @@ def _unroll_loop(m: OnnxModel, node, trips: int, g) -> list:
             for o in inner.output:
                 if o:
                     rename[o] = prefix + o
-        for inner in body.node:
-            copy = onnx.NodeProto()
-            copy.CopyFrom(inner)
-            copy.name = prefix + (inner.name or inner.op_type)
-            copy.input[:] = [rename.get(x, x) for x in inner.input]
-            copy.output[:] = [rename.get(x, x) for x in inner.output]
-            _rename_subgraph_reads(copy, rename)
-            out_nodes.append(copy)
+        out_nodes += _renamed_copies(body.node, prefix, rename)
         cond_out = rename.get(body.output[0].name, body.output[0].name)
         out_nodes.append(helper.make_node("Identity", [cond_out], [prefix + "loop_condition"],
                                           name=prefix + "loop_condition"))

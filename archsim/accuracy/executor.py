@@ -355,12 +355,9 @@ def _auto_pads(node, size, kernel, strides, dilations):
     auto = _attr(node, "auto_pad", b"NOTSET")
     auto = auto.decode() if isinstance(auto, bytes) else auto
     if auto in ("SAME_UPPER", "SAME_LOWER"):
-        pads = []
-        for n, k, s, d in zip(size, kernel, strides, dilations):
-            total = max((-(-n // s) - 1) * s + (k - 1) * d + 1 - n, 0)
-            small, big = total // 2, total - total // 2
-            pads.append((small, big) if auto == "SAME_UPPER" else (big, small))
-        return (pads[0][0], pads[1][0], pads[0][1], pads[1][1])
+        from workloads.onnx_ops import same_pads
+
+        return same_pads(auto, size, kernel, strides, dilations)
     if auto == "VALID":
         return (0, 0, 0, 0)
     return tuple(_attr(node, "pads", [0, 0, 0, 0]))
