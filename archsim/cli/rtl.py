@@ -183,9 +183,7 @@ def cmd_generate(args) -> int:
 
 def cmd_cosim(args) -> int:
     if args.verilog or args.top:  # bring your own RTL (rtl.cosim.byo)
-        from rtl.cosim.byo import cosim_cli
-
-        return cosim_cli(args)
+        return cmd_cosim_verilog(args)
     from rtl.api import run_cosim
 
     from archsim.outputs import check_owned_file, write_owned_json
@@ -318,3 +316,41 @@ def synth_table(result: dict) -> str:
 __all__ = ["register"]
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(1)
+
+
+def cmd_cosim_verilog(args) -> int:
+    """``archsim rtl cosim --verilog FILE... --top NAME --arch SPEC``: print the report and the
+    first mismatching tile; exit status 0 when every tile matches."""
+    from archsim.outputs import OutputDir, check_owned_file, write_owned_json
+    from rtl.cosim.byo import read_sources, require_host, run_user_verilog
+
+    if not args.verilog or not args.top:
+        raise SpecError("--verilog FILE... and --top NAME go together (your Verilog and its top module)")
+    if args.tiles < 1:
+        raise SpecError(f"--tiles: expected a positive integer, got {args.tiles}")
+    if args.max_stream < 1:
+        raise SpecError(f"--max-stream: expected a positive integer, got {args.max_stream}")
+    if args.json is not None:
+        check_owned_file(args.json)
+    if args.build_dir is not None:
+        OutputDir(args.build_dir, "rtl cosim")
+    read_sources(args.verilog)  # a missing file is named before anything is built
+    arch, design = _design(args)
+    require_host(design)
+    items = design.cosim_items(args.source, tiles=args.tiles, seed=args.seed, max_stream=args.max_stream,
+                               arch=arch, workload=args.workload, layer=args.layer)
+    if not items:
+        raise SpecError(f"source {args.source!r} gave no tiles")
+    user = run_user_verilog(arch, args.verilog, args.top, items, sim=args.sim, waves=True,
+                            build_dir=args.build_dir, options=design.options)
+    print(f"{args.top} (your Verilog: {', '.join(args.verilog)}) as {design_label(arch, args.overrides)} on {args.sim}, "
+          f"{len(items)} tiles from {args.source}")
+    print(user.report.summary())
+    line = user.first_mismatch()
+    if line:
+        print(line)
+    if args.json:
+        out = user.report.as_dict()
+        out["first_mismatch"] = line
+        write_owned_json(args.json, out, "rtl cosim")
+    return 0 if user.report.ok else 1
