@@ -181,12 +181,10 @@ def cmd_generate(args) -> int:
     return 0
 
 
-def cmd_cosim(args) -> int:
-    if args.verilog or args.top:  # bring your own RTL (rtl.cosim.byo)
-        return cmd_cosim_verilog(args)
-    from rtl.api import run_cosim
-
-    from archsim.outputs import check_owned_file, write_owned_json
+def _check_cosim_args(args) -> None:
+    """One-line errors for ``rtl cosim``'s numeric flags and output paths, before anything is built
+    (the same for archsim's RTL and for ``--verilog``)."""
+    from archsim.outputs import OutputDir, check_owned_file
 
     if args.tiles < 1:
         raise SpecError(f"--tiles: expected a positive integer, got {args.tiles}")
@@ -197,9 +195,17 @@ def cmd_cosim(args) -> int:
     if args.json is not None:
         check_owned_file(args.json)
     if args.build_dir is not None:  # the simulator writes (and removes) files there: a folder archsim owns
-        from archsim.outputs import OutputDir
-
         OutputDir(args.build_dir, "rtl cosim")
+
+
+def cmd_cosim(args) -> int:
+    if args.verilog or args.top:  # bring your own RTL (rtl.cosim.byo)
+        return cmd_cosim_verilog(args)
+    from rtl.api import run_cosim
+
+    from archsim.outputs import write_owned_json
+
+    _check_cosim_args(args)
     bars: list = []  # the tile bar, once the simulator runs
     with Stages("rtl cosim", ["design", "tiles", f"build ({args.sim})", "start"], args.quiet) as stages:
         stages.start("design")
@@ -321,19 +327,12 @@ if __name__ == "__main__":  # pragma: no cover
 def cmd_cosim_verilog(args) -> int:
     """``archsim rtl cosim --verilog FILE... --top NAME --arch SPEC``: print the report and the
     first mismatching tile; exit status 0 when every tile matches."""
-    from archsim.outputs import OutputDir, check_owned_file, write_owned_json
+    from archsim.outputs import write_owned_json
     from rtl.cosim.byo import read_sources, require_host, run_user_verilog
 
     if not args.verilog or not args.top:
         raise SpecError("--verilog FILE... and --top NAME go together (your Verilog and its top module)")
-    if args.tiles < 1:
-        raise SpecError(f"--tiles: expected a positive integer, got {args.tiles}")
-    if args.max_stream < 1:
-        raise SpecError(f"--max-stream: expected a positive integer, got {args.max_stream}")
-    if args.json is not None:
-        check_owned_file(args.json)
-    if args.build_dir is not None:
-        OutputDir(args.build_dir, "rtl cosim")
+    _check_cosim_args(args)
     read_sources(args.verilog)  # a missing file is named before anything is built
     arch, design = _design(args)
     require_host(design)
