@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from archsim.spec import arch_from_params
 from archsim.errors import SpecError
+from archsim.spec import arch_from_params
 from archsim.spec.load import load_arch
 from archsim.templates.lut import LutModel, LutParams, LutTile
 from archsim.templates.lut.detailed import LutArrayDetailed

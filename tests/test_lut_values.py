@@ -44,7 +44,8 @@ def test_fp_rounding_follows_the_contract():
     assert LutArrayDetailed(p).run_tile(tile, ops)[0].tolist() == [[2.0 ** 24]]
     # int4 weights 7: bit-serial shift-adds of tables of [32768, 2, 2, 0]: every step exact (< 2**24)
     ops = {"input": np.array([[2.0 ** 15, 2, 2, 0]], F32), "weight": np.array([[7], [7], [7], [0]])}
-    assert LutModel(arch_from_params(p)).tile_values(LutTile(1, 4, 1, "int4", "fp16"), ops).tolist() == [[7.0 * (32768 + 4)]]
+    tile = LutTile(1, 4, 1, "int4", "fp16")
+    assert LutModel(arch_from_params(p)).tile_values(tile, ops).tolist() == [[7.0 * (32768 + 4)]]
 
 
 def test_symmetric_and_full_tables_agree_bit_for_bit():
