@@ -43,8 +43,8 @@ SUPPORTED_TEMPLATES = ("systolic", "simd")
 PLAN_SHARE = 0.5
 #: HiGHS time limit per solve (s)
 TIME_LIMIT_S = 60.0
-#: the buffer left to a layer is rounded down to this many bytes (layers share mappings)
-_GRAIN_BYTES = 4096
+#: the buffer left to a layer is rounded down to a 1/256 of the buffer (layers share mappings)
+_GRAINS = 256
 #: DRAM region of a layer's results in mappers.tiling.emit_gemm / mappers.emit.emit_vector
 #: (partial-sum spills are at 3 << 40, inputs below 2 << 40)
 _RESULT_REGION = (2 << 40, 3 << 40)
@@ -89,7 +89,8 @@ def compile_allocated(graph, arch, opts, module, fusion) -> Program:
     for s, name in enumerate(problem.order):
         resident = [i for i, r in enumerate(plan) if s in r]
         reserved = sum(problem.tensors[i].size_bytes for i in resident)
-        left = total if not reserved else (total - reserved) // _GRAIN_BYTES * _GRAIN_BYTES
+        grain = max(1, total // _GRAINS)
+        left = total if not reserved else (total - reserved) // grain * grain
         if left <= 0:
             raise MappingError(f"allocation {method}: layer {name!r} has no {buf} buffer left beside "
                                f"{reserved} B of resident tensors")
@@ -121,7 +122,7 @@ def compile_allocated(graph, arch, opts, module, fusion) -> Program:
                                                   offchip))
     summary = {
         "method": method, "buffer": buf, "buffer_bytes": total, "plan_capacity_bytes": problem.capacity_bytes,
-        "compulsory_bytes": alloc.traffic.compulsory_bytes,
+        "compulsory_bytes": alloc.traffic.compulsory_bytes, "weight_bytes": problem.weight_bytes,
         "non_compulsory_bytes": alloc.traffic.non_compulsory_bytes,
         "greedy_non_compulsory_bytes": greedy.non_compulsory_bytes,
         "solve_s": round(alloc.solve_s, 4), "compile_s": round(time.perf_counter() - t0, 4),
