@@ -189,3 +189,29 @@ def test_greedy_program_is_unchanged_by_the_option():
     assert [(l.name, l.commands, l.signature) for l in default.layers] == \
         [(l.name, l.commands, l.signature) for l in greedy.layers]
     assert default.allocation == greedy.allocation == {}
+
+
+def test_cli_allocation_flag_reports_the_plan(capsys, tmp_path):
+    import json
+    from pathlib import Path
+
+    from archsim.cli import main
+
+    tiny = str(Path(__file__).resolve().parents[1] / "workloads" / "examples" / "tiny_cnn.yaml")
+    out = {}
+    for method in ("greedy", "ilp"):
+        code = main(["run", "--arch", "systolic-32x32-ws", "--workload", tiny, "--allocation", method,
+                     "--no-plots", "--quiet", "--out", str(tmp_path / method)])
+        printed = capsys.readouterr().out
+        assert code == 0
+        out[method] = json.loads((tmp_path / method / "report.json").read_text())
+        assert ("scratchpad allocation" in printed) == (method == "ilp")
+    assert "allocation" not in out["greedy"]["options"]
+    a = out["ilp"]["options"]["allocation"]
+    assert a["method"] == "ilp" and a["buffer"] == "input" and a["solve_s"] >= 0
+    assert a["dram_bytes"] == out["ilp"]["dram_bytes"]
+    assert a["measured_non_compulsory_bytes"] == a["dram_bytes"] - a["compulsory_bytes"]
+    assert out["ilp"]["dram_bytes"] <= out["greedy"]["dram_bytes"]
+    # a bad value is one line naming the flag's choices (argparse), the spec key names the option
+    with pytest.raises(ArchsimError, match="^allocation: expected one of greedy, ilp, heuristic, got 'best'$"):
+        mappers.compile(_chain(), _arch(2048), allocation="best")
