@@ -128,7 +128,9 @@ def build_problem(graph, capacity_bytes: int, fused_into: dict[str, str] | None 
     for op in ops:
         s = step_of[op.name]
         if not op.weight_name or op.weight_name not in seen_weights:
-            weight_bytes += op.operand_bytes()["weight"]
+            # a table lookup reads the rows of its tokens, not the whole table
+            weight_bytes += (tensor_bytes(op.tokens * op.dim, op.weight_precision) if op.kind == "embedding"
+                             else op.operand_bytes()["weight"])
             seen_weights.add(op.weight_name)
         for k, shape in enumerate(op.output_shapes()):
             tensors["out", op.name, k] = {"size": tensor_bytes(prod(shape), op.act_precision), "producer": s,
