@@ -235,3 +235,32 @@ def test_transformer_program_moves_at_least_the_plans_bytes():
     assert result.dram_bytes >= a["compulsory_bytes"] + a["non_compulsory_bytes"] - biases
     assert a["non_compulsory_bytes"] < a["greedy_non_compulsory_bytes"]
     assert result.dram_bytes < greedy.dram_bytes
+
+
+def test_unified_buffer_holds_the_resident_tensors():
+    import dataclasses
+
+    from archsim.spec.model import BufferSpec
+
+    base = _arch(2048)
+    arch = dataclasses.replace(base, buffers={"unified": BufferSpec("unified", 8192, 1, 64)})
+    program = mappers.compile(_chain(), arch, allocation="ilp")
+    result = run_program(program, arch)
+    assert program.allocation["buffer"] == "unified" and program.allocation["plan_capacity_bytes"] == 4096
+    assert result.dram_bytes == COMPULSORY  # a and b never leave the chip
+
+
+def test_a_layer_that_cannot_be_tiled_beside_the_residents_is_refused(monkeypatch):
+    real = mappers.map_layer
+
+    def picky(op, arch, *args):  # a mapper that needs the whole input buffer
+        if arch.buffers["input"].bytes < 2048:
+            raise MappingError(f"{op.name}: no tile fits")
+        return real(op, arch, *args)
+
+    monkeypatch.setattr(mappers, "map_layer", picky)
+    # step a holds x and a (2 x 512 B): 1024 B of the 2048 B buffer are left
+    with pytest.raises(MappingError, match=r"^allocation ilp: layer 'a' cannot be tiled in the 1024 B of the input "
+                                           r"buffer left beside 1024 B of resident tensors \(a: no tile fits\); use "
+                                           r"allocation: greedy or a larger input buffer$"):
+        mappers.compile(_chain(), _arch(2048), allocation="ilp")
