@@ -28,6 +28,10 @@ Conventions of the emitted Program beyond :mod:`archsim.program`:
   GEMM op with fused element-wise ops after it; those ops become layers
   without commands whose ``mapping["fused_into"]`` names the GEMM.
   ``fusion=False`` turns it off.
+- Scratchpad allocation (:mod:`mappers.allocation.apply`): with ``allocation: ilp|heuristic``
+  the layers follow the plan's operator order, tensors kept on chip lose their Stores and
+  Loads, a ``<layer>.reload`` layer (op ``"reload"``) holds the reload Loads before a step, and
+  ``Program.allocation`` summarises the plan. ``greedy`` (the default) is layer by layer.
 - Layer mappings are cached by (template, op fields, options, the arch
   fields the op's mapping reads): a mapper that declares
   ``arch_key(op)`` (see :mod:`mappers.registry`) shares e.g. the mapping of
