@@ -295,7 +295,11 @@ def _shape_positions(graph, problem: Problem, fusion) -> dict[int, list[str]]:
 def measured_traffic(program: Program, result) -> dict:
     """The engine's DRAM bytes of an allocated ``program`` and what is left above the compulsory
     bytes (weights once, graph inputs once, graph outputs once): the measured non-compulsory bytes,
-    which include the tiling's re-reads that the plan does not model."""
+    which include the tiles' re-reads that the plan does not model. Weight bytes the Program never
+    loads (the plan counts biases; the mappers do not load them) are not counted as compulsory."""
     total = int(result.dram_bytes)
-    return {"dram_bytes": total,
-            "measured_non_compulsory_bytes": total - int(program.allocation["compulsory_bytes"])}
+    a = program.allocation
+    unloaded = max(0, int(a["weight_bytes"]) - int(result.dram_bytes_by_operand.get("weight", 0)))
+    compulsory = int(a["compulsory_bytes"]) - unloaded
+    return {"dram_bytes": total, "measured_compulsory_bytes": compulsory,
+            "measured_non_compulsory_bytes": total - compulsory}
