@@ -82,7 +82,7 @@ def compile(graph, arch, **options) -> Program:  # noqa: A001 - public name fixe
     if opts.allocation != "greedy":  # COSMA: order, residency and eviction applied to the Program
         from mappers.allocation.apply import compile_allocated
 
-        return compile_allocated(graph, arch, opts, module, fusion)
+        return compile_allocated(graph, arch, opts, module, mapper, fusion)
     layers: list[LayerProgram] = []
     for op in graph.ops():
         layers.append(map_layer(op, arch, opts, module, mapper, fusion))

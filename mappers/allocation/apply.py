@@ -6,7 +6,9 @@ beside the input tiles, as in Gemmini's scratchpad) or the ``unified`` one. The 
 :data:`PLAN_SHARE` of it; the rest always stays for the layers' tiles. Then, in the plan's
 operator order (dependencies checked), each layer is mapped by the template's own mapper in the
 buffer left beside the tensors resident at its step (their bytes reserved; a layer that cannot
-be tiled in what is left is refused in one line), and its commands are rewritten:
+be tiled in what is left is refused in one line; the reserved bytes reach the end of the last
+resident tensor placed by first fit, :mod:`mappers.allocation.addresses`), and its commands are
+rewritten:
 
 - a tensor the layer reads that is resident at its step: its Loads are dropped (the array
   reads the scratchpad copy); a reload (resident at a step, not at the one before; a graph
@@ -55,9 +57,10 @@ def activation_buffer(arch) -> str:
     return "unified" if BufferLayout.from_arch(arch).unified else "input"
 
 
-def compile_allocated(graph, arch, opts, module, fusion) -> Program:
+def compile_allocated(graph, arch, opts, module, base_mapper, fusion) -> Program:
     """The Program of ``graph`` on ``arch`` under ``opts.allocation`` (see the module docstring);
-    ``module`` is the template's mapper module, ``fusion`` the plan of :func:`mappers.fusion.plan_fusion`."""
+    ``module`` is the template's mapper module, ``base_mapper`` its mapper for ``arch``, ``fusion``
+    the plan of :func:`mappers.fusion.plan_fusion`."""
     from mappers import map_layer
 
     method = opts.allocation
@@ -68,7 +71,6 @@ def compile_allocated(graph, arch, opts, module, fusion) -> Program:
     t0 = time.perf_counter()
     buf = activation_buffer(arch)
     total = int(arch.buffers[buf].bytes)
-    base_mapper = module.make_mapper(arch, opts)
     lowering = base_mapper.conv_lowering
     ops = {op.name: op for op in graph.ops()}
     roots = [op for op in ops.values() if op.kind != "shape" and op.name not in fusion.fused_into]
@@ -88,7 +90,9 @@ def compile_allocated(graph, arch, opts, module, fusion) -> Program:
     reloads_total = 0
     for s, name in enumerate(problem.order):
         resident = [i for i, r in enumerate(plan) if s in r]
-        reserved = sum(problem.tensors[i].size_bytes for i in resident)
+        # the scratchpad up to the end of the last resident tensor placed at this step
+        reserved = max((p.offset_bytes + problem.tensors[p.tensor].size_bytes for p in placements
+                        if p.first <= s <= p.last), default=0)
         grain = max(1, total // _GRAINS)
         left = total if not reserved else (total - reserved) // grain * grain
         if left <= 0:
