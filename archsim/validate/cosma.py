@@ -28,18 +28,12 @@ PIPELINE_BASELINE = ("the engine's DRAM bytes of the Programs archsim compiles (
                      "input buffer): against archsim's layer-by-layer greedy, not the paper's baselines; the plan "
                      "gets half the buffer (the tiles the rest); attention's tensors stay in DRAM; the tiles' "
                      "re-reads count as non-compulsory (docs/cosma.md, bench/bench_cosma_pipeline.py)")
-BASELINE = ("the engine's DRAM bytes of the Programs archsim compiles (systolic-32x32-ws, 512 KiB-4 MiB "
-                     "input buffer, the plan given half, the tiles the rest): against archsim's layer-by-layer "
-                     "greedy, not the paper's baselines; the tiles' re-reads count as non-compulsory (see "
-                     "docs/cosma.md, bench/bench_cosma_pipeline.py)")
 BASELINE = ("against archsim's layer-by-layer greedy, not the paper's baselines; weights outside the "
             "scratchpad, no addresses, sizes 256 KiB-2 MiB (see docs/cosma.md)")
 
 
 def claims() -> list[Claim]:
-    from mappers.allocation.study import mean_reduction, study
-
-    from mappers.allocation.study import mean_pipeline_reduction, pipeline_study
+    from mappers.allocation.study import mean_pipeline_reduction, mean_reduction, pipeline_study, study
 
     rows = study(methods=("ilp",))
     pipeline = pipeline_study(networks=("resnet50", "mobilenet-v2", "bert-base"), methods=("ilp",))
@@ -54,11 +48,7 @@ def claims() -> list[Claim]:
         Claim("cosma", "real pipeline, ILP: mean reduction of the engine's non-compulsory DRAM bytes "
               "(ResNet-50, MobileNetV2, BERT-base x 4 input buffers)",
               100 * mean_pipeline_reduction(pipeline, "ilp"), 84.0, 0.15, SOURCE, unit="%",
-              explained=PIPELINE_BASELINE = ("the engine's DRAM bytes of the Programs archsim compiles (systolic-32x32-ws, 512 KiB-4 MiB "
-                     "input buffer): against archsim's layer-by-layer greedy, not the paper's baselines; the plan "
-                     "gets half the buffer (the tiles the rest); attention's tensors stay in DRAM; the tiles' "
-                     "re-reads count as non-compulsory (docs/cosma.md, bench/bench_cosma_pipeline.py)")
-BASELINE,
+              explained=PIPELINE_BASELINE,
               note="ILP Program <= greedy's in every row: "
                    + str(all(r.measured("ilp") <= r.measured("greedy") for r in pipeline))),
         Claim("cosma", "ILP (graph order) solved to proven optimality (fraction of the 16 problems)",
