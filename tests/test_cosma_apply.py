@@ -270,3 +270,18 @@ def test_a_layer_that_cannot_be_tiled_beside_the_residents_is_refused(monkeypatc
                                            r"buffer left beside 1024 B of resident tensors \(a: no tile fits\); use "
                                            r"allocation: greedy or a larger input buffer$"):
         mappers.compile(_chain(), _arch(2048), allocation="ilp")
+
+
+def test_activation_times_activation_matmul_drops_both_operands():
+    # q, k (16x32 int8, 512 B each) from two linear layers, s = q @ k^T (16x16 int8, 256 B, the graph
+    # output). Plan 1024 B: steps q and k hold two tensors; step s (q, k, s: 1280 B) is streamed,
+    # q and k stay (1024 B) and s is written out (compulsory): no Load of q or k at s
+    g = Graph("qk")
+    g.add(_lin("q"), [None])
+    g.add(_lin("k"), ["q"])
+    g.add(MatMul("s", m=16, k=32, n=16, transpose_b=True, weight_is_param=False, weight_precision="int8",
+                 act_precision="int8", acc_precision="int32"), ["q", "k"])
+    program, result = _run(g, 2048, "ilp")
+    s = next(l for l in program.layers if l.name == "s")
+    assert not [c for c in s.commands if type(c) is Load]
+    assert result.dram_bytes == A_BYTES + 2 * W_BYTES + 16 * 16  # x, the two weights, s

@@ -166,14 +166,16 @@ def _written_back(problem: Problem, plan, i: int) -> bool:
 
 def _operand_tensors(graph, problem: Problem, fusion, lowered: dict) -> list[list[tuple[tuple[str, ...], list[int]]]]:
     """Per step: ``(Load operands, tensor indices)`` of each operand class the step's layer reads:
-    the root op's activations (``input``, and ``weight`` when B is an activation) and the fused
-    ops' residual (``residual``)."""
+    the root op's activations (``input``; ``input`` and ``weight`` for ports 0 and 1 when B is
+    an activation) and the fused ops' residual (``residual``)."""
     index = {t.name: i for i, t in enumerate(problem.tensors)}
     alias = _shape_aliases(graph)
 
-    def read(name: str) -> list[int]:
+    def read(name: str, ports=None) -> list[int]:
         got = []
         for port, ref in enumerate(graph.inputs_of(name)):
+            if ports is not None and port not in ports:
+                continue
             for key in ([("in", name, port)] if ref is None else alias(ref)):
                 tname = f"{key[1]}:{key[2]}" if key[0] == "out" else f"{key[1]} input {key[2]}"
                 i = index.get(tname)
@@ -188,8 +190,10 @@ def _operand_tensors(graph, problem: Problem, fusion, lowered: dict) -> list[lis
             out.append([])
             continue
         part = lowered[name].parts[0]
-        operands = ("input", "weight") if isinstance(part, Gemm) and not part.b_is_param else ("input",)
-        classes = [(operands, read(name))]
+        if isinstance(part, Gemm) and not part.b_is_param:  # A x B, both activations (ports 0 and 1)
+            classes = [(("input",), read(name, (0,))), (("weight",), read(name, (1,)))]
+        else:
+            classes = [(("input",), read(name))]
         residual = [i for f, root in fusion.fused_into.items() if root == name for i in read(f)]
         if residual:
             classes.append((("residual",), residual))
