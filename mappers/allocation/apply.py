@@ -122,8 +122,7 @@ def compile_allocated(graph, arch, opts, module, base_mapper, fusion) -> Program
             layers.append(map_layer(ops[fused], arch_s, opts, module, mapper, fusion))
         for op in shape_after.get(s, ()):
             layers.append(map_layer(ops[op], arch, opts, module, base_mapper, fusion))
-    greedy = layer_by_layer_traffic(build_problem(graph, problem.capacity_bytes, dict(fusion.fused_into),
-                                                  offchip))
+    greedy = layer_by_layer_traffic(problem)  # what greedy leaves does not depend on the order
     summary = {
         "method": method, "buffer": buf, "buffer_bytes": total, "plan_capacity_bytes": problem.capacity_bytes,
         "compulsory_bytes": alloc.traffic.compulsory_bytes, "weight_bytes": problem.weight_bytes,
