@@ -55,9 +55,12 @@ def test_run_default_folder_and_byte_identical_reports(capsys, tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)
     args = ("run", "--arch", "systolic-32x32-ws", "--workload", GEMM256, "--no-plots", "--set", "dram.bytes_per_cycle=4")
     assert run_cli(capsys, *args)[0] == 0
-    first = (tmp_path / "sim_out" / "systolic-32x32-ws-gemm256" / "report.json").read_bytes()
+    (folder,) = os.listdir(tmp_path / "sim_out")  # --set: a hash of the options after the readable name
+    assert re.fullmatch(r"systolic-32x32-ws-gemm256-[0-9a-f]{8}", folder), folder
+    first = (tmp_path / "sim_out" / folder / "report.json").read_bytes()
     assert run_cli(capsys, *args)[0] == 0
-    assert (tmp_path / "sim_out" / "systolic-32x32-ws-gemm256" / "report.json").read_bytes() == first
+    assert os.listdir(tmp_path / "sim_out") == [folder]
+    assert (tmp_path / "sim_out" / folder / "report.json").read_bytes() == first
     report = json.loads(first)
     assert report["arch"]["dram"]["bytes_per_cycle"] == 4
     assert report["options"]["overrides"] == ["dram.bytes_per_cycle=4"]

@@ -5,7 +5,9 @@ Example::
     archsim run --arch systolic-32x32-ws --workload resnet50
     archsim run --arch my_arch.yaml --workload gpt2 --phase decode --kv-len 1023 --set rows=64
 
-Reports go to ``sim_out/<arch>-<workload>/`` (or ``--out DIR``); they are
+Reports go to ``sim_out/<arch>-<workload>[-<options>]/`` (or ``--out DIR``; :func:`run_name`
+names the folder after every option that changes the reports, so two different runs never
+share one); they are
 written into a temporary folder and swapped in at the end, so a failing run
 leaves an earlier run's folder untouched.
 """
@@ -27,14 +29,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "run",
         help="simulate a workload on an arch and write reports to sim_out/",
         description="Simulate a workload on an arch spec and write report.json, layers.csv, summary.md, "
-        "COMPUTE_REPORT.csv, trace.json and plots to sim_out/<arch>-<workload>/.",
+        "COMPUTE_REPORT.csv, trace.json and plots to sim_out/<arch>-<workload>[-<options>]/ (the common "
+        "options by value, e.g. -decode-b8-kv1023, then a short hash when --set, --dim, --detailed or a "
+        "template option is given).",
     )
     p.add_argument("--arch", required=True, metavar="NAME|FILE", help="arch preset name (see `archsim presets`) or YAML file")
     p.add_argument("--workload", required=True, metavar="NAME|FILE", help="zoo model name or .onnx/.yaml/.csv file")
     add_workload_args(p)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
                    help="override an arch spec value, e.g. rows=16 or dram.bytes_per_cycle=16 (repeatable)")
-    p.add_argument("--out", metavar="DIR", help="output folder (default: sim_out/<arch>-<workload>)")
+    p.add_argument("--out", metavar="DIR", help="output folder (default: sim_out/<arch>-<workload>[-<options>])")
     p.add_argument("--detailed", action="store_true", help="time tiles with the detailed cycle-by-cycle model")
     p.add_argument("--objective", choices=["cycles", "energy"], help="what the mapping search minimises")
     p.add_argument("--allocation", choices=["greedy", "ilp", "heuristic"],
@@ -183,14 +187,54 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", base).strip("._") or "run"
 
 
-def run_name(arch_name: str, workload: str) -> str:
+#: options shown by value in a run's folder name, in order: (option, prefix)
+READABLE_PARTS = (("phase", ""), ("batch", "b"), ("seq", "s"), ("kv_len", "kv"), ("image_size", "img"),
+                  ("transform", ""), ("weights", "w"), ("activations", "a"))
+RUN_HASH_CHARS = 8
+
+
+def run_name(arch_name: str, workload: str, identity: dict | None = None) -> str:
+    """The default folder name of a run: ``<arch>-<workload>``, then the common options by value
+    (``decode``, ``b8``, ``s128``, ``kv1023``, ``img224``, the transform, ``wint4-aint8``), then, when
+    any other option is set (``--set``, ``--dim``, a template option, ``--detailed`` ...), the first
+    :data:`RUN_HASH_CHARS` hex digits of a stable hash of the whole ``identity``
+    (:func:`run_identity`), so two runs that differ in any option never share a folder."""
     from workloads.zoo import canonical_name
 
     try:
         workload = canonical_name(workload)  # ResNet50, resnet-50: one folder, resnet50
     except ArchsimError:
         pass  # a file
-    return f"{_slug(arch_name)}-{_slug(workload)}"
+    parts = [_slug(arch_name), _slug(workload)]
+    identity = {k: v for k, v in (identity or {}).items() if v is not None}
+    readable = dict(READABLE_PARTS)
+    for key, prefix in READABLE_PARTS:
+        if key in identity:
+            parts.append(prefix + re.sub(r"[^A-Za-z0-9.]+", "_", str(identity[key])).strip("._"))
+    if any(key not in readable for key in identity):
+        from archsim.dse._hash import stable_hash
+
+        parts.append(stable_hash(identity, length=RUN_HASH_CHARS))
+    return "-".join(parts)
+
+
+def run_identity(args: argparse.Namespace, options: dict) -> dict:
+    """Every option of a run that can change its reports: the loader, mapper and template options
+    as :func:`run` passes them (``options``), ``--weights``/``--activations``, ``--set`` (in order),
+    ``--detailed``, ``--sqnr`` and its seed, and ``--trace-layers`` when not the default.
+    Not ``--out``, ``--quiet``, ``--no-plots`` or ``--work-limit`` (they change where or whether,
+    not what)."""
+    identity = dict(options)
+    identity.update({"weights": args.weights, "activations": args.activations})
+    if args.overrides:
+        identity["overrides"] = list(args.overrides)
+    if args.detailed:
+        identity["detailed"] = True
+    if getattr(args, "sqnr", False):
+        identity["sqnr_seed"] = args.sqnr_seed
+    if args.trace_layers != DEFAULT_TRACE_LAYERS:
+        identity["trace_layers"] = max(0, args.trace_layers)
+    return {k: v for k, v in identity.items() if v is not None}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -210,11 +254,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.out is not None and not args.out.strip():
         raise OutputError("--out: expected a folder name, got an empty one")
-    out_dir = args.out or os.path.join(DEFAULT_OUT_ROOT, run_name(arch.name, args.workload))
+    out_dir = args.out or os.path.join(DEFAULT_OUT_ROOT, run_name(arch.name, args.workload, run_identity(args, options)))
 
-    from archsim.report.writers import RUN_FILES
+    from archsim.report.writers import legacy_run_files
 
-    OutputDir.check(out_dir, RUN_FILES)  # refuse a user's folder before simulating, not after
+    OutputDir.check(out_dir, legacy_run_files(out_dir))  # refuse a user's folder before simulating, not after
     from archsim.report.run_lock import hold_run_lock
 
     _folder_lock = hold_run_lock(out_dir)  # one run per folder; released when run() returns  # noqa: F841
@@ -226,6 +270,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     result.options["overrides"] = list(args.overrides)
+    if options.get("transform") is not None:  # simulate() applies it before mapping; recorded here
+        result.options["transform"] = options["transform"]
+    if args.trace_layers != DEFAULT_TRACE_LAYERS:
+        result.options["trace_layers"] = max(0, args.trace_layers)
     if getattr(args, "sqnr", False):
         from archsim.accuracy.network import add_network_sqnr
 

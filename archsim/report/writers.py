@@ -370,6 +370,29 @@ def write_plots(result: SimResult, plots_dir: str) -> list[str]:
 RUN_FILES = ("report.json", "layers.csv", "summary.md", "COMPUTE_REPORT.csv", "trace.json")
 
 
+def legacy_run_files(out_dir: str | os.PathLike) -> tuple[str, ...]:
+    """The names that let a folder without archsim's marker be adopted as an older archsim's run
+    folder (:class:`archsim.outputs.OutputDir` ``legacy``): :data:`RUN_FILES`, unless its
+    ``report.json`` or ``trace.json`` is not a JSON object (then the folder is the user's: none)."""
+    from archsim.outputs import MARKER
+
+    if os.path.exists(os.path.join(out_dir, MARKER)):
+        return RUN_FILES
+    for name in ("report.json", "trace.json"):
+        path = os.path.join(out_dir, name)
+        if not os.path.isfile(path):
+            continue
+        try:
+            if os.path.getsize(path) > 512 * 1024 * 1024:
+                return ()
+            with open(path, encoding="utf-8") as handle:
+                if not isinstance(json.load(handle), dict):
+                    return ()
+        except (OSError, ValueError):
+            return ()
+    return RUN_FILES
+
+
 def write_reports(result: SimResult, out_dir: str, plots: bool = True) -> str:
     """Write all reports into ``out_dir``, a folder archsim owns (:class:`archsim.outputs.OutputDir`):
     a folder holding the user's own files is refused, and each report replaces the
@@ -377,7 +400,7 @@ def write_reports(result: SimResult, out_dir: str, plots: bool = True) -> str:
     there are left as they were."""
     from archsim.outputs import OutputDir
 
-    out = OutputDir(out_dir, "run", legacy=RUN_FILES)  # a run folder from before the marker is adopted
+    out = OutputDir(out_dir, "run", legacy=legacy_run_files(out_dir))  # a run folder from before the marker is adopted
     texts = {
         "report.json": report_json_text(result),
         "layers.csv": layers_csv_text(result),
