@@ -6,12 +6,15 @@ callable taking the parsed namespace and returning an exit status. Adding a
 subcommand means adding a module and one line to ``_SUBCOMMANDS``.
 
 User errors (:class:`archsim.errors.ArchsimError`) are printed as one line on
-stderr with exit status 2, never as a traceback.
+stderr with exit status 2, never as a traceback. Ctrl-C and SIGTERM stop any command promptly
+with one line (``archsim: interrupted`` / ``archsim: terminated``) and exit status 130 / 143,
+after every ``finally`` has run (temporary files removed, sweep workers ended).
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 
 from archsim.errors import ArchsimError
@@ -43,9 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
-    from archsim.outputs import install_sigterm_cleanup
-
-    install_sigterm_cleanup()  # SIGTERM -> exit 143 through every finally: temporary files and workers go
+    _accept_stop_signals()
     try:
         status = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, inside the handlers below, not at exit
@@ -53,8 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     except ArchsimError as err:
         return _error(str(err))
     except KeyboardInterrupt:
-        print("archsim: interrupted", file=sys.stderr)
-        return 130
+        return _stopped("interrupted", 130)
+    except SystemExit as stop:  # raised by the SIGTERM handler (archsim.outputs.install_sigterm_cleanup)
+        if stop.code == TERMINATED_STATUS:
+            return _stopped("terminated", TERMINATED_STATUS)
+        raise
     except BrokenPipeError:  # `archsim presets | head`: the reader left; stop quietly
         _silence_stdout()
         return 141
@@ -66,6 +70,34 @@ def main(argv: list[str] | None = None) -> int:
         from archsim.outputs import os_error_text
 
         return _error(f"{err.filename or 'I/O'}: {os_error_text(err)}")
+
+
+TERMINATED_STATUS = 128 + signal.SIGTERM  # 143, as a shell reports a process ended by SIGTERM
+
+
+def _accept_stop_signals() -> None:
+    """Make SIGTERM stop the command promptly: exit 143 through every ``finally`` (temporary files
+    and sweep workers go), even when the parent left SIGTERM ignored (``trap '' TERM``, some job
+    supervisors) or blocked; a run is then stoppable by anything short of SIGKILL. SIGINT keeps its
+    disposition (a shell ignores it for background jobs on purpose) but is unblocked."""
+    from archsim.outputs import install_sigterm_cleanup
+
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not the main thread, or not POSIX
+        pass
+    install_sigterm_cleanup()
+
+
+def _stopped(what: str, status: int) -> int:
+    """One line on stderr for a run stopped by Ctrl-C or SIGTERM, and its exit status."""
+    try:
+        print(f"archsim: {what}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):  # pragma: no cover - stderr closed
+        pass
+    return status
 
 
 def _error(message: str) -> int:
