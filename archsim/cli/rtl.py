@@ -167,6 +167,9 @@ def design_label(arch, overrides) -> str:
 def cmd_generate(args) -> int:
     from rtl.generate import write_outputs
 
+    from archsim.outputs import OutputDir
+
+    OutputDir.check(args.out)  # refuse a user's folder or a file before the long Verilog step, not after
     with Stages("rtl generate", ["design", "Verilog", "files"], args.quiet) as stages:
         stages.start("design")
         arch, design = _design(args)
@@ -192,6 +195,13 @@ def _check_cosim_args(args) -> None:
         raise SpecError(f"--seed: expected a non-negative integer, got {args.seed}")
     if args.max_stream < 1:
         raise SpecError(f"--max-stream: expected a positive integer, got {args.max_stream}")
+    for flag, value in (("--workload", args.workload), ("--layer", args.layer)):
+        if value is not None and args.source != "program":
+            raise SpecError(f"{flag}: used only with --source program (got --source {args.source})")
+    if args.workload is not None and not args.workload.lower().endswith((".onnx", ".yaml", ".yml", ".csv")):
+        from workloads.zoo import canonical_name
+
+        canonical_name(args.workload)  # an unknown name fails now, not after the design is built
     if args.json is not None:
         check_owned_file(args.json)
     if args.build_dir is not None:  # the simulator writes (and removes) files there: a folder archsim owns

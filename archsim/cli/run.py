@@ -233,7 +233,7 @@ def run_identity(args: argparse.Namespace, options: dict) -> dict:
     if getattr(args, "sqnr", False):
         identity["sqnr_seed"] = args.sqnr_seed
     if args.trace_layers != DEFAULT_TRACE_LAYERS:
-        identity["trace_layers"] = max(0, args.trace_layers)
+        identity["trace_layers"] = args.trace_layers
     return {k: v for k, v in identity.items() if v is not None}
 
 
@@ -242,6 +242,8 @@ def run(args: argparse.Namespace) -> int:
     from archsim.simulation import simulate
     from archsim.spec import load_arch
 
+    if args.trace_layers < 0:
+        raise ArchsimError(f"--trace-layers: expected a non-negative number of layers, got {args.trace_layers}")
     arch = load_arch(args.arch, overrides=args.overrides)
     options = {"objective": args.objective, "fusion": args.fusion, "allocation": args.allocation}
     options = {**workload_options(args), **{k: v for k, v in options.items() if v is not None},
@@ -265,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
     progress = LayerProgress(f"{arch.name} x {_slug(args.workload)}", quiet=args.quiet)
     try:
         result = simulate(args.workload, arch, detailed=args.detailed, progress=progress,
-                          trace_layers=max(0, args.trace_layers), weights=args.weights,
+                          trace_layers=args.trace_layers, weights=args.weights,
                           activations=args.activations, work_limit=args.work_limit, **options)
     finally:
         progress.close()
@@ -273,7 +275,7 @@ def run(args: argparse.Namespace) -> int:
     if options.get("transform") is not None:  # simulate() applies it before mapping; recorded here
         result.options["transform"] = options["transform"]
     if args.trace_layers != DEFAULT_TRACE_LAYERS:
-        result.options["trace_layers"] = max(0, args.trace_layers)
+        result.options["trace_layers"] = args.trace_layers
     if getattr(args, "sqnr", False):
         from archsim.accuracy.network import add_network_sqnr
 
