@@ -2,6 +2,7 @@
 no report (whole or half-written) or temporary file left in the output folder."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -67,3 +68,43 @@ def test_a_signal_stops_a_long_run_with_one_line(tmp_path, signum, status, line,
     assert err.decode().strip().splitlines() == [line]
     left = sorted(os.listdir(out_dir)) if out_dir.exists() else []
     assert not [n for n in left if n != ".archsim-output"], left  # no report and no temporary file
+
+
+def test_a_stop_while_reports_are_replaced_comes_after_the_whole_set(tmp_path, monkeypatch):
+    """A SIGTERM that arrives between two report files is handled after the last one: the folder
+    never holds one run's report.json beside an older run's layers.csv."""
+    import archsim
+    from archsim.outputs import OutputDir
+    from archsim.report.writers import RUN_FILES, write_reports
+
+    gemm = ROOT / "archsim" / "validate" / "scalesim_reference" / "topologies" / "gemm256.csv"
+    result = archsim.simulate(str(gemm), "scalesim-32x32-ws")
+    out = tmp_path / "o"
+    write_reports(result, str(out), plots=False)
+    for name in RUN_FILES:
+        (out / name).write_text("older run\n")  # stands for an earlier run's set (the marker lists them)
+
+    real_write = OutputDir.write
+
+    def write_then_stop(self, name, data):
+        path = real_write(self, name, data)
+        if name == RUN_FILES[0]:
+            signal.raise_signal(signal.SIGTERM)  # arrives right after the first file is in place
+        return path
+
+    class Stopped(Exception):
+        pass
+
+    def stop(signum, frame):
+        raise Stopped
+
+    monkeypatch.setattr(OutputDir, "write", write_then_stop)
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        with pytest.raises(Stopped):
+            write_reports(result, str(out), plots=False)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert [n for n in RUN_FILES if (out / n).read_text() == "older run\n"] == []
+    assert json.loads((out / "report.json").read_text())["total_cycles"] == 64 * 350  # 256^3 GEMM, WS: 64 x 350
+    assert not [n for n in os.listdir(out) if n.startswith(".archsim-tmp-")]

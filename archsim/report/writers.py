@@ -15,12 +15,15 @@ folder holding the user's own files, and replaces each of its files atomically.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import math
 import os
-from typing import Any
+import signal
+import threading
+from typing import Any, Iterator
 
 from archsim import fmt
 from archsim.report.result import SimResult
@@ -393,6 +396,33 @@ def legacy_run_files(out_dir: str | os.PathLike) -> tuple[str, ...]:
     return RUN_FILES
 
 
+@contextlib.contextmanager
+def stop_signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM for the block and deliver them after it, so a Ctrl-C or SIGTERM that
+    arrives while a run's reports are being replaced stops the run after the last one, not between
+    two (main thread only; elsewhere the block runs as is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+
+    def hold(signum, frame):  # noqa: ARG001 - signal handler signature
+        pending.append(signum)
+
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(signum)
+        if handler not in (signal.SIG_IGN, None):
+            previous[signum] = signal.signal(signum, hold)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if pending:
+            signal.raise_signal(pending[0])  # now handled as if it had just arrived
+
+
 def write_reports(result: SimResult, out_dir: str, plots: bool = True) -> str:
     """Write all reports into ``out_dir``, a folder archsim owns (:class:`archsim.outputs.OutputDir`):
     a folder holding the user's own files is refused, and each report replaces the
@@ -408,10 +438,11 @@ def write_reports(result: SimResult, out_dir: str, plots: bool = True) -> str:
         "COMPUTE_REPORT.csv": compute_report_text(result),
         "trace.json": trace_json_text(result),
     }
-    for name, text in texts.items():
-        out.write(name, text)
-    if plots:
-        with out.scratch() as tmp:
-            for path in write_plots(result, str(tmp)):
+    with out.scratch() as tmp:
+        plot_paths = write_plots(result, str(tmp)) if plots else []  # the slow part, before any file is replaced
+        with stop_signals_deferred():  # the set is replaced whole: never one run's report.json beside another's CSV
+            for name, text in texts.items():
+                out.write(name, text)
+            for path in plot_paths:
                 out.install(f"plots/{os.path.basename(path)}", path)
     return os.path.abspath(out_dir)
