@@ -231,6 +231,27 @@ def detailed_tile_cycles(tile, params) -> int:
     return sum(per_output for _r in range(-(-tile.outputs // params.pes))) + params.pipeline_cycles
 
 
+# ------------------------------------------------------------------ area
+
+#: generic 4-LUT cells (LUTs + flip-flops, ``synth -flatten -lut 4``, native yosys 0.23) of the RTL PE
+#: :class:`rtl.simd.bitserial.BitmodPE` per (lanes, activation bits, weight bits), run 2026-11-27 with
+#: ``python sim_out/synth_bitmod_pe.py 4 16 4`` (rtl.synth.synthesize_verilog, target generic): 2224 LUTs + 279 FFs
+SYNTH_CELLS = {(4, 16, 4): 2503}
+
+
+def pe_um2(params) -> tuple[float, str]:
+    """(um2 of one bit-serial PE at 45 nm, its source): the synthesized cells of the 4 x int16-lane
+    FP4 PE times the simd template's um2 per cell; other lane words scale the whole PE by
+    ``lane_bits / 64`` (an estimate: the control and the 64-bit accumulators do not scale)."""
+    from archsim.templates.simd.area import UM2_PER_CELL
+
+    (lanes_, ab, wb), cells = next(iter(SYNTH_CELLS.items()))
+    factor = params.lane_bits / (lanes_ * ab)
+    how = (f"{cells} generic cells of the RTL bit-serial PE ({lanes_} x int{ab} lanes, fp{wb} weights, synthesized)"
+           + (f" x lane_bits {params.lane_bits} / {lanes_ * ab} (estimate)" if factor != 1 else ""))
+    return cells * factor * UM2_PER_CELL, f"{how}; x {UM2_PER_CELL:.3f} um2/cell (the simd template's)"
+
+
 # ------------------------------------------------------------------ energy actions
 
 def tile_actions(tile, params) -> dict[str, int]:

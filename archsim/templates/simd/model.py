@@ -182,7 +182,7 @@ class SimdModel(TemplateModel):
         from archsim.area import AreaInputs
         from archsim.templates.simd.area import pe_um2
 
-        unit, source = pe_um2(self.params)
+        unit, source = (bitserial.pe_um2(self.params) if bitserial.is_bitmod(self.params) else pe_um2(self.params))
         return AreaInputs(units={"simd_pe": (self.params.pes, unit, source)})
 
     def report_extras(self, result) -> dict:
