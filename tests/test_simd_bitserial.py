@@ -47,6 +47,30 @@ def test_cycles_closed_form_by_hand(k, g, lane_bits, act, per_output):
     assert model.detailed_tile_cycles(tile) == 3 * per_output + 2
 
 
+@pytest.mark.parametrize("wf, terms", [("int2", 1), ("int4", 2), ("int8", 4), ("int16", 8)])
+def test_integer_weights_take_one_cycle_per_booth_digit(wf, terms):
+    # radix-4 Booth: ceil(wb / 2) digits, one per cycle (the authors' INT8 reader: 4 stages)
+    model = _model()
+    tile = SimdTile(1, 256, 3, wf, "int8", group_size=128)  # 3 outputs, 1 round; 2 lanes: 64 steps a group
+    assert model.tile_cycles(tile) == (64 * terms) + max(64 * terms, 8) + 8 + 2
+
+
+def test_no_group_scale_bypasses_the_dequantization():
+    # G = 0 (attention: activations as weights): one group of K, no scale, no drain
+    model = _model()
+    tile = SimdTile(2, 40, 3, "int8", "int8", group_size=0)  # 6 outputs, 2 rounds, 20 steps x 4 digits
+    assert model.tile_cycles(tile) == 2 * 20 * 4 + 2
+    rng = np.random.default_rng(5)
+    ops = {"input": rng.integers(0, 256, size=(2, 40)).astype(np.uint32),
+           "weight": rng.integers(0, 256, size=(40, 3)).astype(np.uint32)}
+    a = ops["input"].astype(np.int64)
+    w = ops["weight"].astype(np.int64)
+    a, w = np.where(a > 127, a - 256, a), np.where(w > 127, w - 256, w)
+    want = 2 * (a @ w)  # one fraction bit: units of 1/2
+    assert np.array_equal(model.tile_values(tile, ops), want)
+    assert np.array_equal(model.detailed_tile(tile, ops)[0], want)
+
+
 def test_3_and_4_bit_weights_take_the_same_cycles():
     """Every 3- and 4-bit BitMoD value x2 has at most two set bits: 2 cycles per weight either way."""
     model = _model()
@@ -99,8 +123,8 @@ def test_a_hand_worked_tile():
 
 
 def test_refusals():
-    with pytest.raises(ValueError, match="BitMoD weight type"):
-        _params(weight_format="int8").validate()
+    with pytest.raises(ValueError, match="BitMoD or integer weight type"):
+        _params(formats=FORMATS + ["fp8_e4m3"], weight_format="fp8_e4m3").validate()
     with pytest.raises(ValueError, match="integer activations"):
         _params(formats=FORMATS + ["fp16"], activation_format="fp16").validate()
     with pytest.raises(ValueError, match="group_size > 0"):
@@ -113,8 +137,6 @@ def test_refusals():
            "scale": np.array([[0.5], [1.0]], np.float32)}
     with pytest.raises(ValueError, match="8-bit unsigned integer codes"):
         model.tile_values(tile, ops)
-    with pytest.raises(ValueError, match="group_size"):
-        model.tile_values(SimdTile(1, 4, 1, "fp4_er_pos", "int8", group_size=0), ops)
 
 
 # ----------------------------------------------------------------------------- RTL (amaranth.sim)
@@ -141,10 +163,13 @@ def _cosim(count: int, seed: int, bug: str | None = None) -> tuple[int, int, int
 def test_rtl_pe_matches_the_models_on_50_tiles():
     tiles, bad_values, bad_cycles = _cosim(50, seed=1)
     assert (tiles, bad_values, bad_cycles) == (50, 0, 0)
+    kinds = {(t.weight_format[:3], bool(t.group_size)) for t, _ in bitserial.sample_tiles(
+        np.random.default_rng(1), _params(pes=2), 50)}
+    assert kinds == {("fp3", True), ("fp4", True), ("int", True), ("fp3", False), ("fp4", False), ("int", False)}
 
 
 @pytest.mark.rtl
-@pytest.mark.parametrize("bug", ["special_sign", "dequant_lsb_first", "no_wait"])
+@pytest.mark.parametrize("bug", ["special_sign", "dequant_lsb_first", "no_wait", "booth_minus_two"])
 def test_rtl_planted_bug_is_caught(bug):
     _tiles, bad_values, bad_cycles = _cosim(12, seed=2, bug=bug)
     assert bad_values + bad_cycles > 0

@@ -4,12 +4,14 @@ One PE of ``L`` lanes computing one output at a time, cycle for cycle the contra
 :mod:`archsim.templates.simd.bitserial`:
 
 - operand word (one lane step): ``L`` activation codes, ``L`` weight codes, the group's 2-bit
-  datatype selector and 8-bit scale code, ``group_last`` / ``tile_last`` flags; the PE raises
-  ``take`` in the cycle it consumes the word (the second term cycle of the step);
-- decoder: (selector, code) -> the unified representation's two terms, each a sign, a zero
-  flag and a shift (a constant table built from :mod:`archsim.numerics`' BitMoD types);
+  datatype selector and 8-bit scale code, ``group_last`` / ``tile_last`` / ``noscale`` (G = 0)
+  flags; the PE raises ``take`` in the cycle it consumes the word (the step's last term cycle);
+- decoder, one term per cycle: a BitMoD type's (selector, code) -> its two terms, each a sign, a
+  zero flag and a shift (a constant table built from :mod:`archsim.numerics`' BitMoD types); an
+  integer's radix-4 Booth digit ``term`` from code bits ``2t+1, 2t, 2t-1``, LSB first;
 - per term cycle: ``psum += sum_j +-(a_j << shift_j)`` (exact, ``ACC_BITS``-bit two's complement);
 - group end: hand the partial sum to the dequantization unit when it is free (else wait);
+  with ``noscale`` the partial sum goes straight into the output register (``done`` in that cycle);
   the unit runs ``SCALE_BITS`` cycles MSB first, ``acc = 2*acc + (bit ? psum : 0)``, and adds
   ``acc`` into the output register in its last cycle; ``done`` is high in the output's last
   cycle (the drain's last dequantization cycle).
@@ -23,12 +25,12 @@ from amaranth.hdl import Array, C, Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from archsim.numerics import bits_of
+from archsim.numerics import bits_of, get_format
 from archsim.templates.simd import bitserial
 
 ACC_BITS = 64
 #: planted bugs the co-simulation test must catch
-BUGS = ("special_sign", "dequant_lsb_first", "no_wait")
+BUGS = ("special_sign", "dequant_lsb_first", "no_wait", "booth_minus_two")
 
 
 def _term_table(wb: int) -> list[tuple[int, int, int, int, int, int]]:
@@ -46,30 +48,41 @@ def _term_table(wb: int) -> list[tuple[int, int, int, int, int, int]]:
 
 
 class BitmodPE(wiring.Component):
-    """``BitmodPE(lanes, act_bits, weight_bits)``: BitMoD's bit-serial PE, one output at a time."""
+    """``BitmodPE(lanes, act_bits, weight_format)``: BitMoD's bit-serial PE, one output at a time,
+    for one weight format (a BitMoD width's four types, or an integer width)."""
 
-    def __init__(self, lanes: int, act_bits: int, weight_bits: int, bug: str | None = None):
+    def __init__(self, lanes: int, act_bits: int, weight_format: str, bug: str | None = None):
         if bug is not None and bug not in BUGS:
             raise ValueError(f"bug: expected one of {', '.join(BUGS)}, got {bug!r}")
+        if weight_format not in bitserial.WEIGHT_FORMATS:
+            raise ValueError(f"weight_format: expected one of {', '.join(bitserial.WEIGHT_FORMATS)}, "
+                             f"got {weight_format!r}")
+        weight_bits = bits_of(weight_format)
         self.lanes, self.act_bits, self.weight_bits, self.bug = lanes, act_bits, weight_bits, bug
+        self.is_int = get_format(weight_format).kind == "int"
+        self.terms = bitserial.terms_per_weight(weight_format)
         super().__init__({
             "start": In(1), "init": In(signed(ACC_BITS)),
             "a": In(lanes * act_bits), "w": In(lanes * weight_bits), "sel": In(2),
-            "scale": In(bitserial.SCALE_BITS), "group_last": In(1), "tile_last": In(1),
+            "scale": In(bitserial.SCALE_BITS), "group_last": In(1), "tile_last": In(1), "noscale": In(1),
             "take": Out(1), "busy": Out(1), "done": Out(1), "out": Out(signed(ACC_BITS)),
         })
 
     def elaborate(self, platform):
         m = Module()
-        L, AB, WB, D = self.lanes, self.act_bits, self.weight_bits, bitserial.SCALE_BITS
-        rows = _term_table(WB)
-        if self.bug == "special_sign":  # the -0 code's special value with the wrong sign
-            half = 1 << (WB - 1)
-            rows = [(r[0], r[1] ^ (i % (1 << WB) == half), *r[2:]) for i, r in enumerate(rows)]
-        table = Array(C(nz0 | neg0 << 1 | s0 << 2 | nz1 << 5 | neg1 << 6 | s1 << 7, 10)
-                      for nz0, neg0, s0, nz1, neg1, s1 in rows)
+        L, AB, WB, D, T = self.lanes, self.act_bits, self.weight_bits, bitserial.SCALE_BITS, self.terms
+        if not self.is_int:
+            rows = _term_table(WB)
+            if self.bug == "special_sign":  # the -0 code's special value with the wrong sign
+                half = 1 << (WB - 1)
+                rows = [(r[0], r[1] ^ (i % (1 << WB) == half), *r[2:]) for i, r in enumerate(rows)]
+            table = Array(C(nz0 | neg0 << 1 | s0 << 2 | nz1 << 5 | neg1 << 6 | s1 << 7, 10)
+                          for nz0, neg0, s0, nz1, neg1, s1 in rows)
+        max_shift = 2 * T if self.is_int else 4
 
-        term = Signal()  # 0: first term cycle of the step, 1: second
+        term = Signal(range(max(T, 2)))  # the term (cycle) of the current lane step
+        last_term = Signal()
+        m.d.comb += last_term.eq(term == T - 1)
         psum = Signal(signed(ACC_BITS))
         out = Signal(signed(ACC_BITS))
         dq_busy, dq_cnt = Signal(), Signal(range(D))
@@ -81,13 +94,23 @@ class BitmodPE(wiring.Component):
         dot = []
         for j in range(L):
             a = self.a[j * AB:(j + 1) * AB].as_signed()
-            entry = Signal(10, name=f"dec{j}")
-            m.d.comb += entry.eq(table[Cat(self.w[j * WB:(j + 1) * WB], self.sel)])
-            bits = Mux(term, entry[5:10], entry[0:5])
-            nz, neg, shift = bits[0], bits[1], bits[2:5]
-            mag = Signal(signed(AB + 6), name=f"shifted{j}")
+            code = self.w[j * WB:(j + 1) * WB]
+            nz, neg = Signal(name=f"nz{j}"), Signal(name=f"neg{j}")
+            shift = Signal(range(max_shift + 1), name=f"shift{j}")
+            if self.is_int:  # radix-4 Booth digit: bits 2t+1, 2t, 2t-1 (bit -1 = 0), x2 for the fraction bit
+                triple = Signal(3, name=f"booth{j}")
+                m.d.comb += triple.eq(Cat(C(0, 1), code).bit_select(term * 2, 3))
+                two = (triple == 0b011) | ((triple == 0b100) & (self.bug != "booth_minus_two"))
+                m.d.comb += [nz.eq((triple != 0) & (triple != 0b111)), neg.eq(triple[2]),
+                             shift.eq(term * 2 + 1 + two)]
+            else:
+                entry = Signal(10, name=f"dec{j}")
+                m.d.comb += entry.eq(table[Cat(code, self.sel)])
+                bits = Mux(term, entry[5:10], entry[0:5])
+                m.d.comb += [nz.eq(bits[0]), neg.eq(bits[1]), shift.eq(bits[2:5])]
+            mag = Signal(signed(AB + max_shift + 1), name=f"shifted{j}")
             m.d.comb += mag.eq(a << shift)
-            lane = Signal(signed(AB + 7), name=f"lane{j}")
+            lane = Signal(signed(AB + max_shift + 2), name=f"lane{j}")
             m.d.comb += lane.eq(Mux(nz, Mux(neg, -mag, mag), 0))
             dot.append(lane)
         psum_next = Signal(signed(ACC_BITS))
@@ -121,11 +144,16 @@ class BitmodPE(wiring.Component):
                     m.d.sync += [out.eq(self.init), psum.eq(0), term.eq(0)]
                     m.next = "RUN"
             with m.State("RUN"):
-                m.d.comb += [self.busy.eq(1), self.take.eq(term)]
-                m.d.sync += [psum.eq(psum_next), term.eq(~term)]
-                with m.If(term):
+                m.d.comb += [self.busy.eq(1), self.take.eq(last_term)]
+                m.d.sync += [psum.eq(psum_next), term.eq(Mux(last_term, 0, term + 1))]
+                with m.If(last_term):
                     m.d.sync += [held_scale.eq(self.scale), held_last.eq(self.tile_last)]
-                    with m.If(self.group_last):
+                    with m.If(self.group_last & self.noscale):  # G = 0: no dequantization
+                        m.d.sync += [out.eq(out + psum_next), psum.eq(0)]
+                        m.d.comb += self.done.eq(self.tile_last)
+                        with m.If(self.tile_last):
+                            m.next = "IDLE"
+                    with m.Elif(self.group_last):
                         with m.If(dq_free):
                             hand_off(psum_next, self.scale)
                             with m.If(self.tile_last):
@@ -168,8 +196,9 @@ def output_words(tile, operands: dict, params, mi: int, ni: int) -> list[dict]:
                 if k < start + length:  # padded lanes: activation code 0 (value 0)
                     a |= int(A[mi, k]) << (j * ab)
                     w |= int(W[k, ni]) << (j * wb)
-            words.append({"a": a, "w": w, "sel": int(sel[g, ni]), "scale": int(scale[g, ni]),
-                          "group_last": int(s == steps - 1), "tile_last": int(g == len(groups) - 1 and s == steps - 1)})
+            words.append({"a": a, "w": w, "sel": int(sel[g, ni]), "scale": 0 if scale is None else int(scale[g, ni]),
+                          "group_last": int(s == steps - 1), "tile_last": int(g == len(groups) - 1 and s == steps - 1),
+                          "noscale": int(scale is None)})
     return words
 
 
@@ -179,7 +208,7 @@ def run_outputs(tile, operands: dict, params, bug: str | None = None) -> tuple[n
     from amaranth.sim import Simulator
 
     L = bitserial.lanes(params, tile.activation_format)
-    dut = BitmodPE(L, bits_of(tile.activation_format), bits_of(tile.weight_format), bug=bug)
+    dut = BitmodPE(L, bits_of(tile.activation_format), tile.weight_format, bug=bug)
     psum = np.asarray(operands["psum"], np.int64) if tile.accumulate else None
     outs = [(o // tile.n, o % tile.n) for o in range(tile.outputs)]
     values = np.zeros((tile.m, tile.n), np.int64)

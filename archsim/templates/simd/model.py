@@ -90,7 +90,7 @@ class SimdModel(TemplateModel):
         if p.pair_problem(w, a):
             w = p.weight_format
         if bitserial.is_bitmod(p):
-            return bitserial.peak_macs_per_cycle(p, a)
+            return bitserial.peak_macs_per_cycle(p, w, a)
         lane_count = p.lanes(w, a)
         serial = bits_of(w) if p.multiplier == "bit_serial" else 1
         return p.pes * lane_count / serial
@@ -129,7 +129,7 @@ class SimdModel(TemplateModel):
         """Useful lane products over lane slots: ``M*N*K / (rounds * P * steps * L)``."""
         p = self.params
         if bitserial.is_bitmod(p):
-            return tile.m * tile.n * tile.k * bitserial.TERMS_PER_WEIGHT / (
+            return tile.m * tile.n * tile.k * bitserial.terms_per_weight(tile.weight_format) / (
                 rounds(tile, p) * p.pes * bitserial.lanes(p, tile.activation_format)
                 * bitserial.output_cycles(tile, p))
         slots = rounds(tile, p) * p.pes * (output_steps(tile, p) // cycles_per_step(tile, p)) * lanes(tile, p)
