@@ -188,4 +188,4 @@ class SimdModel(TemplateModel):
     def report_extras(self, result) -> dict:
         p = self.params
         return {"simd_pes": p.pes, "simd_lane_bits": p.lane_bits, "simd_multiplier": p.multiplier,
-                "simd_group_size": p.group_size, "simd_dequant": p.dequant}
+                "simd_group_size": p.group_size, "simd_dequant": p.dequant, "simd_pe": p.pe}
