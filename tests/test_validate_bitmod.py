@@ -45,7 +45,7 @@ def test_pe_claims_pass_against_the_authors_simulator():
     from archsim.validate.bitmod import pe_claims
 
     claims = pe_claims()
-    assert len(claims) == 7
+    assert len(claims) == 17
     for c in claims:
         assert c.passed, f"{c.name}: ours {c.ours} vs published {c.published}"
     # a planted deviation: one cycle per weight more (3 instead of 2) fails
@@ -66,3 +66,16 @@ def test_decode_cycles_of_one_layer_by_hand():
     # the bit-parallel int4 x int16 lanes: 4 lanes, 1 cycle per step, same 64 rounds
     assert decode_compute_cycles(parallel, q) == 64 * (4096 // 4)
     assert decode_compute_cycles(fp16, q) == 64 * 4096
+
+
+def test_decode_token_cycles_by_hand():
+    from archsim.validate.bitmod import decode_models, decode_token_cycles
+
+    bitmod, _parallel, fp16 = decode_models(3)
+    # fp16 is memory-bound: 2 bytes per weight at 32 B/cycle; Llama-2-7B: 32 layers of
+    # 4 x 4096^2 + 3 x 4096 x 11008 weights, then the 32000 x 4096 lm_head
+    weights = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008) + 32000 * 4096
+    compute, dram, decode = decode_token_cycles(fp16, "llama2-7b")
+    assert dram == weights * 2 / 32 and decode == dram
+    # BitMoD w3: 3 + 10/128 bits per weight
+    assert decode_token_cycles(bitmod, "llama2-7b")[1] == weights * (3 + 10 / 128) / 8 / 32
