@@ -41,7 +41,8 @@ def _row(model, name: str) -> dict:
     macs = sum(repeat * t.k * t.n for t, repeat in decode_token_layers(model, name))
     count, um2, _src = model.area_inputs().units["simd_pe"]
     area_mm2 = count * um2 / 1e6
-    return {"compute": compute, "dram": dram, "decode": decode, "pe_uj": pe_pj / 1e6, "total_uj": (pe_pj + dram_pj) / 1e6,
+    return {"compute": compute, "dram": dram, "decode": decode, "pe_uj": pe_pj / 1e6,
+            "total_uj": (pe_pj + dram_pj) / 1e6,
             "area_mm2": area_mm2, "macs_per_cycle_mm2": macs / compute / area_mm2}
 
 
@@ -67,12 +68,14 @@ def main() -> None:
         fig7, fig8 = FIG7_DECODE_CYCLES[name], FIG8_DECODE_UJ[name]
         ours_b = decode_token_cycles(decode_models(3)[0], name)[2]
         ours_f = decode_token_cycles(decode_models(3)[2], name)[2]
-        print(f"{'':14}paper (Fig. 7 data) decode cycles per token: BitMoD w3 {fig7['bitmod_w3']:,} (archsim {ours_b:,.0f}, "
+        print(f"{'':14}paper (Fig. 7 data) decode cycles per token: BitMoD w3 {fig7['bitmod_w3']:,} "
+              f"(archsim {ours_b:,.0f}, "
               f"{(ours_b / fig7['bitmod_w3'] - 1) * 100:+.2f}%), FP16 {fig7['fp16']:,} (archsim {ours_f:,.0f}, "
               f"{(ours_f / fig7['fp16'] - 1) * 100:+.2f}%): speedup x{fig7['fp16'] / fig7['bitmod_w3']:.2f} "
               f"(archsim x{ours_f / ours_b:.2f})")
         print(f"{'':14}paper (Fig. 8 data) energy per token, on-chip / total uJ: BitMoD w3 {fig8['bitmod_w3'][0]:,} / "
-              f"{fig8['bitmod_w3'][1]:,}, FP16 {fig8['fp16'][0]:,} / {fig8['fp16'][1]:,}: x{fig8['fp16'][0] / fig8['bitmod_w3'][0]:.2f}"
+              f"{fig8['bitmod_w3'][1]:,}, FP16 {fig8['fp16'][0]:,} / {fig8['fp16'][1]:,}: "
+              f"x{fig8['fp16'][0] / fig8['bitmod_w3'][0]:.2f}"
               f" / x{fig8['fp16'][1] / fig8['bitmod_w3'][1]:.2f} less (28 nm CACTI SRAM and a 1200 pJ per 64-bit DRAM "
               f"access; archsim's 45 nm table and PE-only on-chip energy differ)")
         theirs_b = authors_decode_compute_cycles(DECODE_MODELS[name], "bitmod")

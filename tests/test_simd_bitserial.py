@@ -154,7 +154,8 @@ def _cosim(count: int, seed: int, bug: str | None = None) -> tuple[int, int, int
         bad_values += int(not np.array_equal(values, model.tile_values(tile, ops)))
         per_output = bitserial.output_cycles(tile, params)
         rounds = -(-tile.outputs // params.pes)
-        tile_ok = set(cycles) == {per_output} and rounds * per_output + params.pipeline_cycles == model.tile_cycles(tile)
+        tile_ok = (set(cycles) == {per_output}
+                   and rounds * per_output + params.pipeline_cycles == model.tile_cycles(tile))
         bad_cycles += int(not tile_ok)
     return len(items), bad_values, bad_cycles
 
@@ -180,3 +181,11 @@ def test_rtl_planted_bug_is_caught(bug):
 def test_rtl_pe_matches_the_models_on_1000_tiles():
     tiles, bad_values, bad_cycles = _cosim(1000, seed=3)
     assert (tiles, bad_values, bad_cycles) == (1000, 0, 0)
+
+
+def test_the_array_rtl_generator_refuses_the_bit_serial_pe():
+    from archsim.errors import SpecError
+    from rtl.simd.rtl_design import SimdDesign
+
+    with pytest.raises(SpecError, match="pe: bitmod has no array generator"):
+        SimdDesign(_params())

@@ -111,7 +111,8 @@ def claims() -> list[Claim]:
 
 # ----------------------------------------------------------------------------- the bit-serial PE in decode
 
-SOURCE_SIM = ("BitMoD (Chen et al., HPCA 2025, arXiv:2411.11745) authors' simulator, abdelfattah-lab/BitMoD-HPCA-25 bitmod_sim/pe_array.py "
+SOURCE_SIM = ("BitMoD (Chen et al., HPCA 2025, arXiv:2411.11745) authors' simulator, "
+              "abdelfattah-lab/BitMoD-HPCA-25 bitmod_sim/pe_array.py "
               "(pe_latency = ceil(floor(w_prec) / 2) for a bit-serial PE: 2 cycles at w_prec 3.0625 and 4.0625) "
               "and bitmod_sim/accelerator.py (_calc_tile_fc: ceil(cin / pe_dp_size) * ceil(cout / rows) * "
               "ceil(tokens / cols) tiles x pe_latency); test_bitmod.py / test_baseline.py: generation arrays "
