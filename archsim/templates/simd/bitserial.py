@@ -298,13 +298,12 @@ def pe_um2(params) -> tuple[float, str]:
 
 # ------------------------------------------------------------------ energy actions
 
-def tile_actions(tile, params) -> dict[str, int]:
+def tile_actions(tile, params, rows: int, cols: int) -> dict[str, int]:
     """One activation-width shifted add per lane per term cycle (``simd.partial_add.<ab>b``),
     int32 adds for the lane tree and group accumulator per term cycle, ``SCALE_BITS`` int32
     shift-adds per group dequantization plus one output add, register bits and SRAM bytes
-    (weights ``wb`` bits, an 8-bit scale and a 2-bit selector per group and column)."""
-    from archsim.templates.simd.model import round_operand_counts
-
+    (weights ``wb`` bits, an 8-bit scale and a 2-bit selector per group and column); ``rows`` / ``cols``:
+    the distinct A rows / W columns the rounds read (:func:`.model.round_operand_counts`)."""
     M, K, N = tile.m, tile.k, tile.n
     L, ab, wb = lanes(params, tile.activation_format), bits_of(tile.activation_format), bits_of(tile.weight_format)
     groups = tile.groups()
@@ -315,7 +314,6 @@ def tile_actions(tile, params) -> dict[str, int]:
     out = {f"simd.partial_add.{ab}b": M * K * N * terms,
            "simd.add.int32": lane_slots + outputs * len(groups) * (dequant_adds + 1)}
     out["simd.reg_bit"] = M * N * K * (wb + ab) + outputs * 64
-    rows, cols = round_operand_counts(tile, params.pes)
     out["sram_read_bytes.input"] = -(-rows * K * ab // 8)
     meta_bits = (SCALE_BITS + 2 * (tile.weight_format in BITMOD_FORMATS)) if tile.group_size else 0
     out["sram_read_bytes.weight"] = -(-cols * (K * wb + len(groups) * meta_bits) // 8)
@@ -332,11 +330,9 @@ def peak_macs_per_cycle(params, weight_format: str, activation_format: str) -> f
 # ------------------------------------------------------------------ conformance: operands, samples, reference
 
 def make_operands(tile, params, rng: np.random.Generator) -> dict:
-    """Uniform weight codes, selectors, 8-bit scale codes, integer activations, int64 psum."""
-    from archsim.templates.simd.conformance import _codes
-
+    """Uniform codes (every integer and BitMoD code is finite), selectors, 8-bit scale codes, int64 psum."""
     groups = tile.scale_groups()
-    ops = {"input": _codes(tile.activation_format, rng, (tile.m, tile.k)),
+    ops = {"input": rng.integers(0, 1 << bits_of(tile.activation_format), size=(tile.m, tile.k)).astype(np.uint32),
            "weight": rng.integers(0, 1 << bits_of(tile.weight_format), size=(tile.k, tile.n)).astype(np.uint32)}
     if tile.weight_format in BITMOD_FORMATS and rng.integers(0, 4):  # else: every group the tile's type
         ops["dtype"] = rng.integers(0, 4, size=(max(1, groups), tile.n)).astype(np.uint8)

@@ -140,7 +140,7 @@ class SimdModel(TemplateModel):
         scalings, dequantizations, PE register bits read, and SRAM bytes."""
         p = self.params
         if bitserial.is_bitmod(p):
-            return bitserial.tile_actions(tile, p)
+            return bitserial.tile_actions(tile, p, *round_operand_counts(tile, p.pes))
         M, K, N = tile.m, tile.k, tile.n
         outputs = tile.outputs
         L = lanes(tile, p)
