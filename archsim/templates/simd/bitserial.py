@@ -279,8 +279,9 @@ def detailed_tile_cycles(tile, params) -> int:
 
 #: generic 4-LUT cells (LUTs + flip-flops, ``synth -flatten -lut 4``, native yosys 0.23) of the RTL PE
 #: :class:`rtl.simd.bitserial.BitmodPE` per (lanes, activation bits, weight bits), run 2026-11-27 with
-#: ``python sim_out/synth_bitmod_pe.py 4 16 4`` (rtl.synth.synthesize_verilog, target generic): 2224 LUTs + 279 FFs
-SYNTH_CELLS = {(4, 16, 4): 2503}
+#: ``python bench/bench_bitmod_synth.py 4 16 fp4_er_pos`` (rtl.synth.synthesize_verilog, target generic):
+#: 2620 LUTs + 279 FFs (the PE built for the FP4 types)
+SYNTH_CELLS = {(4, 16, 4): 2899}
 
 
 def pe_um2(params) -> tuple[float, str]:
