@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from archsim.numerics import get_format
+from archsim.templates.simd import bitserial
 from archsim.templates.simd.tile import SimdTile, exact_integer_output
 
 base_arch = "simd-edge"
@@ -35,6 +36,9 @@ def conformance_archs() -> list[dict]:
         {"pes": 2, "lane_bits": 16, "multiplier": "shift_add", "pipeline_cycles": 0},
         {"pes": 4, "lane_bits": 16, "dequant": True, "group_size": 8},
         {"pes": 5, "lane_bits": 32, "pipeline_cycles": 1},
+        {"pes": 3, "lane_bits": 16, "pe": "bitmod", "group_size": 16, "pipeline_cycles": 2,
+         "formats": ["fp4_er_pos", "fp4_ea_neg", "fp3_ea_pos", "int8", "int4"],
+         "weight_format": "fp4_er_pos", "activation_format": "int8"},
         {"pes": 2, "lane_bits": 8, "formats": ["int2", "int4", "int8", "fp4_e2m1", "fp8_e4m3", "fp8_e5m2",
                                                "posit8_0"]},
     ]
@@ -78,6 +82,8 @@ def make_operands(tile: SimdTile, params, rng: np.random.Generator) -> dict:
 
 
 def sample_tiles(rng: np.random.Generator, params, count: int) -> list:
+    if bitserial.is_bitmod(params):
+        return bitserial.sample_tiles(rng, params, count)
     pairs = params.pairs()
     modes = mode_pairs(params)
     P = params.pes

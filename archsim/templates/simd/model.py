@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from archsim.numerics import bits_of, get_format
+from archsim.templates.simd import bitserial
 from archsim.templates.simd.detailed import SimdArrayDetailed
 from archsim.templates.simd.params import SimdParams
 from archsim.templates.simd.tile import (SimdTile, check_tile, cycles_per_step, exact_integer_output, integer_path,
@@ -88,6 +89,8 @@ class SimdModel(TemplateModel):
         w, a = (precision or p.weight_format), p.activation_format
         if p.pair_problem(w, a):
             w = p.weight_format
+        if bitserial.is_bitmod(p):
+            return bitserial.peak_macs_per_cycle(p, w, a)
         lane_count = p.lanes(w, a)
         serial = bits_of(w) if p.multiplier == "bit_serial" else 1
         return p.pes * lane_count / serial
@@ -97,24 +100,38 @@ class SimdModel(TemplateModel):
         if not isinstance(tile, SimdTile):
             raise ValueError(f"tile: expected a SimdTile, got {type(tile).__name__}")
         check_tile(tile, self.params)
+        if bitserial.is_bitmod(self.params):
+            bitserial.check_tile(tile, self.params)
 
     def tile_cycles(self, tile: SimdTile) -> int:
+        if bitserial.is_bitmod(self.params):
+            return bitserial.tile_cycles(tile, self.params)
         return tile_cycles(tile, self.params)
 
     def tile_values(self, tile: SimdTile, operands: dict) -> np.ndarray:
-        check_tile(tile, self.params)
+        self.check_tile(tile)
+        if bitserial.is_bitmod(self.params):
+            return bitserial.tile_values(tile, operands, self.params)
         return tile_values(tile, operands, self.params)
 
     def detailed_tile(self, tile: SimdTile, operands: dict):
-        check_tile(tile, self.params)
+        self.check_tile(tile)
+        if bitserial.is_bitmod(self.params):
+            return bitserial.detailed_tile(tile, operands, self.params)
         return self.detailed.run_tile(tile, operands)
 
     def detailed_tile_cycles(self, tile: SimdTile) -> int:
+        if bitserial.is_bitmod(self.params):
+            return bitserial.detailed_tile_cycles(tile, self.params)
         return self.detailed.tile_cycles(tile)
 
     def tile_pe_fraction(self, tile: SimdTile) -> float:
         """Useful lane products over lane slots: ``M*N*K / (rounds * P * steps * L)``."""
         p = self.params
+        if bitserial.is_bitmod(p):
+            return tile.m * tile.n * tile.k * bitserial.terms_per_weight(tile.weight_format) / (
+                rounds(tile, p) * p.pes * bitserial.lanes(p, tile.activation_format)
+                * bitserial.output_cycles(tile, p))
         slots = rounds(tile, p) * p.pes * (output_steps(tile, p) // cycles_per_step(tile, p)) * lanes(tile, p)
         return tile.m * tile.n * tile.k / slots
 
@@ -122,6 +139,8 @@ class SimdModel(TemplateModel):
         """Multiplies (per lane mode), fp32 / int32 adds (lane tree + accumulators), group
         scalings, dequantizations, PE register bits read, and SRAM bytes."""
         p = self.params
+        if bitserial.is_bitmod(p):
+            return bitserial.tile_actions(tile, p, *round_operand_counts(tile, p.pes))
         M, K, N = tile.m, tile.k, tile.n
         outputs = tile.outputs
         L = lanes(tile, p)
@@ -163,10 +182,10 @@ class SimdModel(TemplateModel):
         from archsim.area import AreaInputs
         from archsim.templates.simd.area import pe_um2
 
-        unit, source = pe_um2(self.params)
+        unit, source = (bitserial.pe_um2(self.params) if bitserial.is_bitmod(self.params) else pe_um2(self.params))
         return AreaInputs(units={"simd_pe": (self.params.pes, unit, source)})
 
     def report_extras(self, result) -> dict:
         p = self.params
         return {"simd_pes": p.pes, "simd_lane_bits": p.lane_bits, "simd_multiplier": p.multiplier,
-                "simd_group_size": p.group_size, "simd_dequant": p.dequant}
+                "simd_group_size": p.group_size, "simd_dequant": p.dequant, "simd_pe": p.pe}

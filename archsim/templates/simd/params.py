@@ -11,11 +11,14 @@ from dataclasses import dataclass, field, replace
 
 from archsim.numerics import bits_of, get_format
 from archsim.templates.base import TemplateParams
+from archsim.templates.simd import bitserial
 
 #: formats the template's datapath can be built for
 SUPPORTED_FORMATS = ("int2", "int4", "int8", "int16", "fp4_e2m1", "fp8_e4m3", "fp8_e5m2", "fp16", "bf16",
                      "posit8_0", "posit16_1")
 MULTIPLIERS = ("array", "shift_add", "bit_serial")
+#: PE styles: SIMD lanes (the multiplier above), or BitMoD's bit-serial PE (:mod:`.bitserial`)
+PE_STYLES = ("lanes", "bitmod")
 #: formats the dequantize-then-MAC baseline can dequantize weights to
 DEQUANT_FORMATS = ("fp16", "bf16")
 
@@ -57,6 +60,9 @@ class SimdParams(TemplateParams):
         ``fp16`` or ``bf16``.
     pipeline_cycles : int
         Fixed latency added to every tile.
+    pe : str
+        ``lanes`` (the SIMD lanes above) or ``bitmod``: BitMoD's bit-serial PE, BitMoD weight
+        types, integer activations, bit-serial per-group dequantization (:mod:`.bitserial`).
     """
 
     pes: int = 16
@@ -69,6 +75,7 @@ class SimdParams(TemplateParams):
     dequant: bool = False
     dequant_format: str = "fp16"
     pipeline_cycles: int = 4
+    pe: str = "lanes"
 
     def validate(self) -> None:
         """Raise ``ValueError("key: expected ...")`` for an impossible value."""
@@ -78,9 +85,12 @@ class SimdParams(TemplateParams):
                 raise ValueError(f"{key}: expected a positive integer, got {v!r}")
         if not 2 <= self.lane_bits <= 64:
             raise ValueError(f"lane_bits: expected 2..64, got {self.lane_bits}")
+        if self.pe not in PE_STYLES:
+            raise ValueError(f"pe: expected one of {', '.join(PE_STYLES)}, got {self.pe!r}")
+        known = SUPPORTED_FORMATS + (bitserial.WEIGHT_FORMATS if self.pe == "bitmod" else ())
         v = self.formats
-        if not isinstance(v, (list, tuple)) or not v or any(f not in SUPPORTED_FORMATS for f in v):
-            raise ValueError(f"formats: expected a non-empty list among {', '.join(SUPPORTED_FORMATS)}, got {v!r}")
+        if not isinstance(v, (list, tuple)) or not v or any(f not in known for f in v):
+            raise ValueError(f"formats: expected a non-empty list among {', '.join(known)}, got {v!r}")
         if self.multiplier not in MULTIPLIERS:
             raise ValueError(f"multiplier: expected one of {', '.join(MULTIPLIERS)}, got {self.multiplier!r}")
         v = self.group_size
@@ -90,6 +100,8 @@ class SimdParams(TemplateParams):
             raise ValueError(f"dequant: expected true or false, got {self.dequant!r}")
         if self.dequant and self.multiplier == "bit_serial":
             raise ValueError("dequant: expected false with a bit_serial multiplier (dequantized weights are floats)")
+        if self.pe == "bitmod" and (self.dequant or not self.group_size):
+            raise ValueError("pe: bitmod dequantizes per group: expected dequant false and group_size > 0")
         if self.dequant_format not in DEQUANT_FORMATS:
             raise ValueError(f"dequant_format: expected one of {', '.join(DEQUANT_FORMATS)}, "
                              f"got {self.dequant_format!r}")
@@ -109,6 +121,8 @@ class SimdParams(TemplateParams):
     def lanes(self, weight_format: str, activation_format: str) -> int:
         """Lanes per PE per cycle for this pair (0 if the datapath is too narrow)."""
         ab = bits_of(activation_format)
+        if self.pe == "bitmod":
+            return bitserial.lanes(self, activation_format)
         if self.dequant:
             return self.lane_bits // max(bits_of(self.dequant_format), ab)
         if self.multiplier == "bit_serial":
@@ -120,6 +134,8 @@ class SimdParams(TemplateParams):
         for fmt in (weight_format, activation_format):
             if fmt not in self.formats:
                 return f"{fmt} is not among formats ({', '.join(self.formats)})"
+        if self.pe == "bitmod":
+            return bitserial.pair_problem(self, weight_format, activation_format)
         if self.multiplier == "bit_serial" and not is_int(weight_format):
             return f"a bit_serial multiplier needs integer weights, got {weight_format}"
         if self.lanes(weight_format, activation_format) < 1:

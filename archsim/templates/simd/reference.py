@@ -89,8 +89,11 @@ def reference_values(tile, operands, params) -> np.ndarray:
 
 def check(tile, operands, params, values) -> None:
     """Assert ``values`` equal the reference bit for bit (same dtype, same bit patterns)."""
+    from archsim.templates.simd import bitserial
+
     with np.errstate(over="ignore", invalid="ignore"):
-        want = reference_values(tile, operands, params)
+        want = (bitserial.reference_values(tile, operands) if bitserial.is_bitmod(params)
+                else reference_values(tile, operands, params))
     got = np.asarray(values)
     assert got.dtype == want.dtype, (tile, got.dtype, want.dtype)
     if got.dtype == np.float32:
@@ -114,6 +117,6 @@ def missing_cases(params, items) -> list[str]:
         "partial last round": any(t.m * t.n % params.pes for t in tiles),
     }
     have = {(t.weight_format, t.activation_format) for t in tiles}
-    for pair in mode_pairs(params):
+    for pair in (params.pairs() if params.pe == "bitmod" else mode_pairs(params)):
         need[f"mode {pair[0]} x {pair[1]}"] = pair in have
     return [name for name, ok in need.items() if not ok]

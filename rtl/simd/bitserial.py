@@ -1,0 +1,243 @@
+"""Amaranth RTL of BitMoD's bit-serial PE (``pe: bitmod`` of the simd template) and its co-simulation.
+
+One PE of ``L`` lanes computing one output at a time, cycle for cycle the contract of
+:mod:`archsim.templates.simd.bitserial`:
+
+- operand word (one lane step): ``L`` activation codes, ``L`` weight codes, the group's 2-bit
+  datatype selector and 8-bit scale code, ``group_last`` / ``tile_last`` / ``noscale`` (G = 0)
+  flags; the PE raises ``take`` in the cycle it consumes the word (the step's last term cycle);
+- decoder, one term per cycle: a BitMoD type's (selector, code) -> its two terms, each a sign, a
+  zero flag and a shift (a constant table built from :mod:`archsim.numerics`' BitMoD types); an
+  integer's radix-4 Booth digit ``term`` from code bits ``2t+1, 2t, 2t-1``, LSB first;
+- per term cycle: ``psum += sum_j +-(a_j << shift_j)`` (exact, ``ACC_BITS``-bit two's complement);
+- group end: hand the partial sum to the dequantization unit when it is free (else wait);
+  with ``noscale`` the partial sum goes straight into the output register (``done`` in that cycle);
+  the unit runs ``SCALE_BITS`` cycles MSB first, ``acc = 2*acc + (bit ? psum : 0)``, and adds
+  ``acc`` into the output register in its last cycle; ``done`` is high in the output's last
+  cycle (the drain's last dequantization cycle).
+
+``run_outputs`` drives it with :mod:`amaranth.sim` (no Verilog simulator needed).
+"""
+from __future__ import annotations
+
+import numpy as np
+from amaranth.hdl import Array, C, Cat, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from archsim.numerics import bits_of, get_format
+from archsim.templates.simd import bitserial
+
+ACC_BITS = 64
+#: planted bugs the co-simulation test must catch
+BUGS = ("special_sign", "dequant_lsb_first", "no_wait", "booth_minus_two")
+
+
+def _term_table(wb: int) -> list[tuple[int, int, int, int, int, int]]:
+    """Per (selector << wb | code): (nz0, neg0, shift0, nz1, neg1, shift1) of the two terms."""
+    table = bitserial.w2_table(wb)
+    hi, lo = bitserial.term_split(table)
+    rows = []
+    for sel in range(4):
+        for code in range(1 << wb):
+            entry = []
+            for t in (int(hi[sel, code]), int(lo[sel, code])):
+                entry += [int(t != 0), int(t < 0), abs(t).bit_length() - 1 if t else 0]
+            rows.append(tuple(entry))
+    return rows
+
+
+class BitmodPE(wiring.Component):
+    """``BitmodPE(lanes, act_bits, weight_format)``: BitMoD's bit-serial PE, one output at a time,
+    for one weight format (a BitMoD width's four types, or an integer width)."""
+
+    def __init__(self, lanes: int, act_bits: int, weight_format: str, bug: str | None = None):
+        if bug is not None and bug not in BUGS:
+            raise ValueError(f"bug: expected one of {', '.join(BUGS)}, got {bug!r}")
+        if weight_format not in bitserial.WEIGHT_FORMATS:
+            raise ValueError(f"weight_format: expected one of {', '.join(bitserial.WEIGHT_FORMATS)}, "
+                             f"got {weight_format!r}")
+        weight_bits = bits_of(weight_format)
+        self.lanes, self.act_bits, self.weight_bits, self.bug = lanes, act_bits, weight_bits, bug
+        self.is_int = get_format(weight_format).kind == "int"
+        self.terms = bitserial.terms_per_weight(weight_format)
+        super().__init__({
+            "start": In(1), "init": In(signed(ACC_BITS)),
+            "a": In(lanes * act_bits), "w": In(lanes * weight_bits), "sel": In(2),
+            "scale": In(bitserial.SCALE_BITS), "group_last": In(1), "tile_last": In(1), "noscale": In(1),
+            "take": Out(1), "busy": Out(1), "done": Out(1), "out": Out(signed(ACC_BITS)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        L, AB, WB, D, T = self.lanes, self.act_bits, self.weight_bits, bitserial.SCALE_BITS, self.terms
+        if not self.is_int:
+            rows = _term_table(WB)
+            if self.bug == "special_sign":  # the -0 code's special value with the wrong sign
+                half = 1 << (WB - 1)
+                rows = [(r[0], r[1] ^ (i % (1 << WB) == half), *r[2:]) for i, r in enumerate(rows)]
+            table = Array(C(nz0 | neg0 << 1 | s0 << 2 | nz1 << 5 | neg1 << 6 | s1 << 7, 10)
+                          for nz0, neg0, s0, nz1, neg1, s1 in rows)
+        max_shift = 2 * T if self.is_int else 4
+
+        term = Signal(range(max(T, 2)))  # the term (cycle) of the current lane step
+        last_term = Signal()
+        m.d.comb += last_term.eq(term == T - 1)
+        psum = Signal(signed(ACC_BITS))
+        out = Signal(signed(ACC_BITS))
+        dq_busy, dq_cnt = Signal(), Signal(range(D))
+        dq_acc, dq_in = Signal(signed(ACC_BITS)), Signal(signed(ACC_BITS))
+        dq_scale = Signal(D)
+        held_scale, held_last = Signal(D), Signal()
+
+        # ---- one term cycle of the lanes
+        dot = []
+        for j in range(L):
+            a = self.a[j * AB:(j + 1) * AB].as_signed()
+            code = self.w[j * WB:(j + 1) * WB]
+            nz, neg = Signal(name=f"nz{j}"), Signal(name=f"neg{j}")
+            shift = Signal(range(max_shift + 1), name=f"shift{j}")
+            if self.is_int:  # radix-4 Booth digit: bits 2t+1, 2t, 2t-1 (bit -1 = 0), x2 for the fraction bit
+                triple = Signal(3, name=f"booth{j}")
+                m.d.comb += triple.eq(Cat(C(0, 1), code).bit_select(term * 2, 3))
+                two = (triple == 0b011) | ((triple == 0b100) & (self.bug != "booth_minus_two"))
+                m.d.comb += [nz.eq((triple != 0) & (triple != 0b111)), neg.eq(triple[2]),
+                             shift.eq(term * 2 + 1 + two)]
+            else:
+                entry = Signal(10, name=f"dec{j}")
+                m.d.comb += entry.eq(table[Cat(code, self.sel)])
+                bits = Mux(term, entry[5:10], entry[0:5])
+                m.d.comb += [nz.eq(bits[0]), neg.eq(bits[1]), shift.eq(bits[2:5])]
+            mag = Signal(signed(AB + max_shift + 1), name=f"shifted{j}")
+            m.d.comb += mag.eq(a << shift)
+            lane = Signal(signed(AB + max_shift + 2), name=f"lane{j}")
+            m.d.comb += lane.eq(Mux(nz, Mux(neg, -mag, mag), 0))
+            dot.append(lane)
+        psum_next = Signal(signed(ACC_BITS))
+        m.d.comb += psum_next.eq(psum + sum(dot))
+
+        # ---- the dequantization unit (one scale bit per cycle)
+        dq_bit = Signal()
+        if self.bug == "dequant_lsb_first":
+            m.d.comb += dq_bit.eq(dq_scale.bit_select(dq_cnt, 1))
+        else:  # MSB first: bit D-1-cnt
+            m.d.comb += dq_bit.eq(Cat(*(dq_scale[i] for i in reversed(range(D)))).bit_select(dq_cnt, 1))
+        dq_acc_next = Signal(signed(ACC_BITS))
+        m.d.comb += dq_acc_next.eq((dq_acc << 1) + Mux(dq_bit, dq_in, 0))
+        dq_last = Signal()
+        m.d.comb += dq_last.eq(dq_busy & (dq_cnt == D - 1))
+        dq_free = Signal()
+        m.d.comb += dq_free.eq(~dq_busy | dq_last | (self.bug == "no_wait"))
+        with m.If(dq_busy):
+            m.d.sync += [dq_acc.eq(dq_acc_next), dq_cnt.eq(dq_cnt + 1)]
+            with m.If(dq_last):
+                m.d.sync += [out.eq(out + dq_acc_next), dq_busy.eq(0)]
+
+        def hand_off(value, scale):
+            m.d.sync += [dq_in.eq(value), dq_scale.eq(scale), dq_acc.eq(0), dq_cnt.eq(0), dq_busy.eq(1),
+                         psum.eq(0)]
+
+        m.d.comb += [self.out.eq(out)]
+        with m.FSM():
+            with m.State("IDLE"):
+                with m.If(self.start):
+                    m.d.sync += [out.eq(self.init), psum.eq(0), term.eq(0)]
+                    m.next = "RUN"
+            with m.State("RUN"):
+                m.d.comb += [self.busy.eq(1), self.take.eq(last_term)]
+                m.d.sync += [psum.eq(psum_next), term.eq(Mux(last_term, 0, term + 1))]
+                with m.If(last_term):
+                    m.d.sync += [held_scale.eq(self.scale), held_last.eq(self.tile_last)]
+                    with m.If(self.group_last & self.noscale):  # G = 0: no dequantization
+                        m.d.sync += [out.eq(out + psum_next), psum.eq(0)]
+                        m.d.comb += self.done.eq(self.tile_last)
+                        with m.If(self.tile_last):
+                            m.next = "IDLE"
+                    with m.Elif(self.group_last):
+                        with m.If(dq_free):
+                            hand_off(psum_next, self.scale)
+                            with m.If(self.tile_last):
+                                m.next = "DRAIN"
+                        with m.Else():
+                            m.next = "WAIT"
+            with m.State("WAIT"):
+                m.d.comb += self.busy.eq(1)
+                with m.If(dq_free):
+                    hand_off(psum, held_scale)
+                    with m.If(held_last):
+                        m.next = "DRAIN"
+                    with m.Else():
+                        m.next = "RUN"
+            with m.State("DRAIN"):
+                m.d.comb += [self.busy.eq(1), self.done.eq(dq_last)]
+                with m.If(dq_last):
+                    m.next = "IDLE"
+        return m
+
+
+# ------------------------------------------------------------------ co-simulation with amaranth.sim
+
+def output_words(tile, operands: dict, params, mi: int, ni: int) -> list[dict]:
+    """The operand words (lane steps) of output ``(mi, ni)`` in issue order."""
+    L = bitserial.lanes(params, tile.activation_format)
+    ab, wb = bits_of(tile.activation_format), bits_of(tile.weight_format)
+    A = np.asarray(operands["input"]).astype(np.int64)
+    W = np.asarray(operands["weight"]).astype(np.int64)
+    sel = bitserial.selectors(tile, operands)
+    scale = bitserial.scale_codes(tile, operands)
+    groups = tile.groups()
+    words = []
+    for g, (start, length) in enumerate(groups):
+        steps = -(-length // L)
+        for s in range(steps):
+            a = w = 0
+            for j in range(L):
+                k = start + s * L + j
+                if k < start + length:  # padded lanes: activation code 0 (value 0)
+                    a |= int(A[mi, k]) << (j * ab)
+                    w |= int(W[k, ni]) << (j * wb)
+            words.append({"a": a, "w": w, "sel": int(sel[g, ni]), "scale": 0 if scale is None else int(scale[g, ni]),
+                          "group_last": int(s == steps - 1), "tile_last": int(g == len(groups) - 1 and s == steps - 1),
+                          "noscale": int(scale is None)})
+    return words
+
+
+def run_outputs(tile, operands: dict, params, bug: str | None = None) -> tuple[np.ndarray, list[int]]:
+    """Every output of ``tile`` through one RTL PE, back to back: (values int64 (M, N),
+    cycles of each output from its first RUN cycle to its ``done`` cycle inclusive)."""
+    from amaranth.sim import Simulator
+
+    L = bitserial.lanes(params, tile.activation_format)
+    dut = BitmodPE(L, bits_of(tile.activation_format), tile.weight_format, bug=bug)
+    psum = np.asarray(operands["psum"], np.int64) if tile.accumulate else None
+    outs = [(o // tile.n, o % tile.n) for o in range(tile.outputs)]
+    values = np.zeros((tile.m, tile.n), np.int64)
+    cycles: list[int] = []
+
+    async def bench(ctx):
+        for mi, ni in outs:
+            words = output_words(tile, operands, params, mi, ni)
+            ctx.set(dut.init, int(psum[mi, ni]) if psum is not None else 0)
+            ctx.set(dut.start, 1)
+            await ctx.tick()
+            ctx.set(dut.start, 0)
+            i, count = 0, 0
+            limit = 4 * bitserial.output_cycles(tile, params) + 16
+            while count < limit:
+                word = words[min(i, len(words) - 1)]
+                for name, v in word.items():
+                    ctx.set(getattr(dut, name), v)
+                take, done = ctx.get(dut.take), ctx.get(dut.done)
+                await ctx.tick()
+                count += 1
+                i += take
+                if done:
+                    break
+            cycles.append(count if count < limit else -1)
+            values[mi, ni] = ctx.get(dut.out)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return values, cycles
