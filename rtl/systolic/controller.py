@@ -426,7 +426,10 @@ class TileController(wiring.Component):
             run_d.append(reg(f"run_d{i + 1}", run_d[-1]))
         a_tile_start = late("a_tile_start", f_start, 1, contract_lag)
         a_os = late("a_os", cur_os)
-        a_os_acc = late("a_os_acc", cur_os, 1, contract_lag)
+        # carry-save PEs accumulate in the cycle their operands arrive (no product register): the
+        # partial-sum controls come with the operands, one cycle before the contract's add
+        early = int(cfg.carry_save)
+        a_os_acc = late("a_os_acc", cur_os, 1, contract_lag - early)
         # the output lane masks (c < lim) are registered: compared one stage before contract_lag
         lim_pre = late("a_lim_out", cur_lim_out, None, contract_lag - 1)
         out_lane_ok = [reg(f"out_lane_ok_{c}", c < lim_pre, 1) for c in range(C)]
@@ -434,8 +437,9 @@ class TileController(wiring.Component):
         a_shift = late("a_shift", shift_f, 1)
         a_swap = late("a_swap", swap_f, 1)
         if cfg.has_os:
-            a_first = [late(f"a_first_{r}", lf[r], 1, FETCH_LATENCY + 1) for r in range(R)]
-            a_lastf = [late(f"a_last_{r}", ll[r], 1, FETCH_LATENCY + 1) for r in range(R)]
+            flag_lag = FETCH_LATENCY + 1 - early
+            a_first = [late(f"a_first_{r}", lf[r], 1, flag_lag) for r in range(R)]
+            a_lastf = [late(f"a_last_{r}", ll[r], 1, flag_lag) for r in range(R)]
         a_o = [(late("a_o_present_0", o_present, 1, contract_lag), late("a_o_we_0", o_we, 1, contract_lag),
                 late("a_o_addr_0", (cur_out_base + orow)[:aw], aw, contract_lag),
                 late("a_o_last_0", o_last, 1, contract_lag))]

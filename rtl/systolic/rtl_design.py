@@ -54,6 +54,8 @@ class SystolicDesign(RtlDesign):
         if target != "ecp5":
             return {}
         bits = {"int8": 8, "int16": 16}
+        if params.pe_style == "tpe":  # carry-save PEs: no complete product for a DSP
+            return {"out_ram": "distributed"}
         if params.dataflow in ("ws", "is", "os") and max(bits.get(params.input_precision, 99),
                                                     bits.get(params.weight_precision, 99)) <= 18:
             return {"multiplier": "ecp5_dsp", "out_ram": "distributed"}

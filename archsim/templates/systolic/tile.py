@@ -67,6 +67,13 @@ presented in cycle ``i + j + k - 1 + P``::
 
     cycles_os = R + C + k - 2 + P
 
+**Carry-save PEs** (``params.pe_style == "tpe"``, P = 0): a PE compresses
+its operands' Booth partial products together with the partial sum (a sum
+and a carry register) in the cycle the standard PE registers its product,
+and one registered carry-propagate adder per column resolves the pair at the
+array's edge in the cycle the standard PE adds. Every value is presented in
+the same cycle as above, so the formulas hold unchanged.
+
 **Double-buffered preload** (``params.preload == "double_buffered"``): each PE
 has an active and a shadow register for the stationary operand; the preload
 always shifts into the shadow bank and the shadow is copied to the active
