@@ -19,10 +19,12 @@ Figures:
 - ``generic``: ``synth -flatten -lut 4`` (technology-independent, 4-input
   LUT mapping). ``dsps`` is 0 (multipliers become logic); ``ffs`` counts
   every flip-flop cell type.
-- ``gates``: ``synth -flatten`` then ``abc -g AND,NAND,OR,NOR,XOR,XNOR,MUX`` (two-input gates,
-  inverters, 2:1 muxes, flip-flops): ``gates`` counts them, ``gate_equivalents`` weighs them by
-  :data:`NAND2_EQUIVALENTS` (a standard-cell area proxy), ``logic_levels`` is the longest path
-  in gates.
+- ``gates``: ``synth -flatten -booth`` with Kogge-Stone carry lookahead for every adder
+  (``+/choices/kogge-stone.v``), then ``abc -g AND,NAND,OR,NOR,XOR,XNOR,MUX`` (two-input gates,
+  inverters, 2:1 muxes, flip-flops): what an ASIC flow under a timing constraint builds (Booth
+  multipliers, fast adders), in generic gates. ``gates`` counts them, ``gate_equivalents`` weighs
+  them by :data:`NAND2_EQUIVALENTS` (a standard-cell area proxy), ``logic_levels`` is the longest
+  path in gates.
 - ``premap_shifts=True`` (either target; off by default): shifters are mapped
   to gates (``proc; flatten; techmap`` of ``$shl $shr $sshl $sshr $shift
   $shiftx``) before the flow, so yosys' SAT-based ``share`` pass has none to
@@ -59,6 +61,10 @@ from archsim.cache import cache_root
 from archsim.errors import ToolError
 
 TARGETS = ("ecp5", "generic", "gates")
+
+#: the ``gates`` flow after ``synth -run :fine``: synth's fine stage with Kogge-Stone adders
+GATES_FINE = ("opt -fast -full; memory_map; opt -full; techmap -map +/techmap.v -map +/choices/kogge-stone.v; "
+              "opt -fast; abc -g AND,NAND,OR,NOR,XOR,XNOR,MUX")
 
 #: area of each gate of the ``gates`` target in NAND2 equivalents: the X1 cells of the Nangate 45 nm
 #: Open Cell Library (NangateOpenCellLibrary_typical.lib, um^2: INV 0.532, NAND2/NOR2 0.798,
@@ -230,7 +236,8 @@ def synthesize_verilog(
         versions["nextpnr-ecp5"] = _tool_version("nextpnr-ecp5")
     key_src = json.dumps(
         [_CACHE_VERSION, verilog, top, target, pnr, float(freq_mhz), seed, versions]
-        + (["premap_shifts"] if premap_shifts else []), sort_keys=True
+        + (["premap_shifts"] if premap_shifts else []) + ([GATES_FINE] if target == "gates" else []),
+        sort_keys=True
     )
     key = hashlib.sha256(key_src.encode()).hexdigest()[:24]
     cache_file = cache_dir() / f"{key}.json"
@@ -258,7 +265,7 @@ def synthesize_verilog(
         if target == "ecp5":
             script = f"read_verilog top.v; {pre}synth_ecp5 -top {top} -json netlist.json; tee -q -o stat.json stat -json"
         elif target == "gates":
-            script = (f"read_verilog top.v; {pre}synth -top {top} -flatten; abc -g AND,NAND,OR,NOR,XOR,XNOR,MUX; "
+            script = (f"read_verilog top.v; {pre}synth -top {top} -flatten -booth -run :fine; {GATES_FINE}; "
                       "opt_clean; tee -q -o stat.json stat -json; tee -q -o ltp.txt ltp -noff")
         else:
             script = (f"read_verilog top.v; {pre}synth -top {top} -flatten -lut 4; tee -q -o stat.json stat -json; "

@@ -58,7 +58,7 @@ class SystolicArray(wiring.Component):
             m.d.sync += s.eq(top_in_d[c])
             top_in.append(s)
 
-        pe = [[ProcessingElement(cfg) for _ in range(C)] for _ in range(R)]
+        pe = [[ProcessingElement(cfg, top_row=r == 0) for _ in range(C)] for r in range(R)]
         for r in range(R):
             for c in range(C):
                 p = pe[r][c]

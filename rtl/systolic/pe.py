@@ -16,7 +16,7 @@ standard PE writes its product, and the edge register in the cycle it writes its
 """
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.hdl import Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -50,8 +50,9 @@ def pe_signature(cfg: SystolicConfig) -> wiring.Signature:
 class ProcessingElement(wiring.Component):
     """One MAC of the array (see the module docstring); ``cfg`` selects the datapath."""
 
-    def __init__(self, cfg: SystolicConfig):
+    def __init__(self, cfg: SystolicConfig, top_row: bool = False):
         self.cfg = cfg
+        self.top_row = top_row  # carry-save PEs: the partial sum from above is known to be zero
         super().__init__(pe_signature(cfg))
 
     def elaborate(self, platform):
@@ -140,7 +141,9 @@ class ProcessingElement(wiring.Component):
         cfg = self.cfg
         aw = cfg.acc_bits
         rows = booth_rows(m, self.a, w, aw, "pp")
-        ws_pair = (self.psum_in, self.psum_c_in)
+        # the top row's partial sum from above is zero: leave it out of the tree (its constant rows would
+        # give flip-flops of known value, on which yosys' generic flow stops: "Conflicting init values")
+        ws_pair = (Const(0, aw), Const(0, aw)) if self.top_row else (self.psum_in, self.psum_c_in)
         if cfg.has_os:
             first = self.flags[0]  # flags arrive with the operands (see the module docstring)
             os_pair = (Mux(first, 0, self.psum), Mux(first, 0, self.psum_c))
@@ -150,7 +153,8 @@ class ProcessingElement(wiring.Component):
                 pair = os_pair
         else:
             pair = ws_pair
-        s, c = compress(m, rows + [v.as_unsigned() for v in pair], aw, "csa")
+        addends = [v.as_unsigned() for v in pair if not (isinstance(v, Const) and v.value == 0)]
+        s, c = compress(m, rows + addends, aw, "csa")
         m.d.sync += [self.psum.eq(s), self.psum_c.eq(c)]
         if cfg.has_os:
             last_q = Signal(name="last_q")
