@@ -58,6 +58,49 @@ def ours(style: str, size: int, unit: str, dataflow: str = "os") -> tuple[str, s
     return _verilog(comp, top), top
 
 
+def dot_unit(style: str, n: int = 8, lane: int = 8, acc: int = 32) -> tuple[str, str]:
+    """(Verilog, top) of an accumulating ``n``-input int8 multiplier-adder tree (a tensor core's
+    dot-product unit): ``acc += sum_i a_i * b_i`` per cycle from registered operands. ``standard``:
+    complete products, a balanced tree of carry-propagate adders, a carry-propagate accumulate.
+    ``tpe``: every product's Booth rows and the carry-save accumulator in one 3:2 tree, one
+    registered carry-propagate add on the way out (the paper's OPT1 applied to the tree)."""
+    from amaranth.hdl import Module, Signal, signed
+    from amaranth.lib import wiring
+    from amaranth.lib.wiring import In, Out
+
+    from rtl.lib.csa import booth_rows, compress
+
+    class Dot(wiring.Component):
+        def __init__(self):
+            super().__init__({"a": In(n * lane), "b": In(n * lane), "out": Out(acc)})
+
+        def elaborate(self, platform):
+            m = Module()
+            a = [Signal(signed(lane), name=f"a{i}") for i in range(n)]
+            b = [Signal(signed(lane), name=f"b{i}") for i in range(n)]
+            for i in range(n):
+                m.d.sync += [a[i].eq(self.a[i * lane:(i + 1) * lane]), b[i].eq(self.b[i * lane:(i + 1) * lane])]
+            if style == "standard":
+                terms = [a[i] * b[i] for i in range(n)]
+                while len(terms) > 1:
+                    terms = [terms[i] + terms[i + 1] if i + 1 < len(terms) else terms[i]
+                             for i in range(0, len(terms), 2)]
+                total = Signal(signed(acc), name="acc")
+                m.d.sync += total.eq(total + terms[0])
+                m.d.comb += self.out.eq(total)
+            else:
+                s, c = Signal(acc, name="acc_s"), Signal(acc, name="acc_c")
+                rows = [r for i in range(n) for r in booth_rows(m, a[i], b[i], acc, f"pp{i}")]
+                ns, nc = compress(m, rows + [s, c], acc, "t")
+                out = Signal(acc, name="cpa")
+                m.d.sync += [s.eq(ns), c.eq(nc), out.eq(s + c)]
+                m.d.comb += self.out.eq(out)
+            return m
+
+    top = f"archsim_dot{n}_{style}"
+    return _verilog(Dot(), top), top
+
+
 def dw02_tree_verilog(num_inputs: int, width: int) -> str:
     """An open stand-in for DesignWare's ``DW02_tree`` (``num_inputs`` rows of ``width`` bits to a
     carry-save pair ``OUT0 + OUT1``): archsim's 3:2 compressor tree (:func:`rtl.lib.csa.compress`)."""
@@ -133,6 +176,20 @@ def os_stream(size: int, k: int, cycles: int, flag_lag: int, seed: int = 0) -> t
     return ports, words
 
 
+def dot_energy_units(style: str, n: int = 8, cycles: int = 400, seed: int = 0) -> dict:
+    """Switching units per cycle of :func:`dot_unit` under uniformly random int8 operands."""
+    from rtl import power
+
+    verilog, top = dot_unit(style, n)
+    result = synthesize_verilog(verilog, top, target="generic", netlist=True, timeout_s=TIMEOUT_S)
+    rng = np.random.default_rng(seed)
+    words = [[int(v) for v in rng.integers(0, 1 << 62, 2)] for _ in range(cycles)]
+    words = [[w % (1 << (8 * n)) for w in row] for row in words]
+    units = power.stream_units(Path(result["netlist"]).read_text(), top, [("a", 8 * n), ("b", 8 * n)], words,
+                               warmup_cycles=4, drain_cycles=0)
+    return {"units_per_cycle": units["units"] / units["cycles"], "cycles": units["cycles"]}
+
+
 def energy_units(style: str, size: int, k: int = 16, cycles: int = 400) -> dict:
     from rtl import power
 
@@ -160,9 +217,10 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, help="also write every figure to this file")
     args = ap.parse_args(argv)
 
-    designs = [(f"archsim PE (OS)", lambda s: ours(s, args.size, "pe")),
+    designs = [("archsim PE (OS)", lambda s: ours(s, args.size, "pe")),
                (f"archsim {args.size}x{args.size} OS array", lambda s: ours(s, args.size, "array")),
                (f"archsim {args.size}x{args.size} WS array", lambda s: ours(s, args.size, "array", "ws"))]
+    designs.append(("8-input dot unit (MAT)", lambda s: dot_unit(s)))
     if args.tpe_src:
         designs.append(("authors' OS PE (OPT1)", lambda s: authors(s, args.tpe_src)))
     targets = ["gates", "generic"] + ([] if args.no_ecp5 else ["ecp5"])
@@ -198,7 +256,12 @@ def main(argv=None) -> int:
     if not args.no_energy:
         e = {s: energy_units(s, args.size) for s in ("standard", "tpe")}
         figures["energy"] = e
-        print(f"\nSwitching units per cycle, {args.size}x{args.size} OS array, random int8, k=16 reductions "
+        d = {s: dot_energy_units(s) for s in ("standard", "tpe")}
+        figures["energy_dot"] = d
+        print(f"\nSwitching units per cycle, 8-input dot unit, random int8 (generic 4-LUT netlist): standard "
+              f"{d['standard']['units_per_cycle']:.0f}, tpe {d['tpe']['units_per_cycle']:.0f}, energy efficiency "
+              f"{ratio(d['standard']['units_per_cycle'], d['tpe']['units_per_cycle'])}")
+        print(f"Switching units per cycle, {args.size}x{args.size} OS array, random int8, k=16 reductions "
               f"(generic 4-LUT netlist): standard {e['standard']['units_per_cycle']:.0f}, "
               f"tpe {e['tpe']['units_per_cycle']:.0f}, energy efficiency {ratio(e['standard']['units_per_cycle'], e['tpe']['units_per_cycle'])}")
     print("\nPaper (SMIC 28 nm, Design Compiler, 16x16 int8 OS array, each design at its own clock): "

