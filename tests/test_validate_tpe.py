@@ -49,3 +49,22 @@ def test_planted_deviation_fails(claims):
     wrong = dataclasses.replace(claims["multiplier-adder tree area efficiency, 8-input dot unit"],
                                 ours=0.5, explained="")
     assert wrong.status == "FAIL"
+
+
+@pytest.mark.synth
+@pytest.mark.verilog
+def test_recorded_pe_figures_match_a_fresh_synthesis():
+    """The recorded OS PE figures are what the gates flow gives today (a PE synthesizes in seconds)."""
+    from amaranth.back import verilog
+
+    from archsim.templates.systolic import SystolicParams
+    from rtl.synth import synthesize_verilog
+    from rtl.systolic.config import SystolicConfig
+    from rtl.systolic.pe import ProcessingElement
+
+    for style in ("standard", "tpe"):
+        cfg = SystolicConfig.from_params(SystolicParams(rows=4, cols=4, dataflow="os", pe_style=style))
+        top = f"archsim_pe_{style}"
+        text = verilog.convert(ProcessingElement(cfg), name=top, emit_src=False)
+        got = synthesize_verilog(text, top, target="gates", timeout_s=900)
+        assert (got["gate_equivalents"], got["logic_levels"]) == tpe.MEASURED["pe_os"][style]

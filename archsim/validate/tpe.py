@@ -46,7 +46,7 @@ MEASURED = {
     "array_os_4x4": {"standard": (21293.1, 47), "tpe": (29667.1, 46)},
     "array_ws_4x4": {"standard": (16218.9, 31), "tpe": (18081.4, 28)},
     "dot8": {"standard": (6390.4, 63), "tpe": (7699.9, 36)},
-    "authors_pe_os": {"standard": (None, None), "tpe": (None, None)},
+    "authors_pe_os": {"standard": (1157.3, 50), "tpe": (1514.9, 18)},
     "energy_array_os_4x4": {"standard": None, "tpe": None},
     "energy_dot8": {"standard": None, "tpe": None},
 }
