@@ -117,5 +117,13 @@ class SystolicArray(wiring.Component):
                 os_pair = (bus_s, bus_c)
                 pair = tuple(Mux(os_q, o, w) for o, w in zip(os_pair, pair)) if cfg.has_wsis else os_pair
             resolved = Signal(acc, name=f"cpa_{c}")
-            m.d.sync += resolved.eq(pair[0] + pair[1])
+            if cfg.drain_cycles:
+                # two stages: the lower half and its carry, then the upper half (registered halves)
+                h = cfg.acc_bits // 2
+                lo = Signal(h + 1, name=f"cpa_lo_{c}")
+                hi_s, hi_c = Signal(cfg.acc_bits - h, name=f"cpa_hs_{c}"), Signal(cfg.acc_bits - h, name=f"cpa_hc_{c}")
+                m.d.sync += [lo.eq(pair[0][:h] + pair[1][:h]), hi_s.eq(pair[0][h:]), hi_c.eq(pair[1][h:])]
+                m.d.sync += resolved.eq(Cat(lo[:h], hi_s + hi_c + lo[h]))
+            else:
+                m.d.sync += resolved.eq(pair[0] + pair[1])
             m.d.comb += self.col_q[c].eq(resolved)

@@ -61,6 +61,7 @@ class TileController(wiring.Component):
         cfg = self.cfg
         m = Module()
         R, C, P = cfg.rows, cfg.cols, cfg.mult_pipeline_stages
+        D = cfg.drain_cycles  # output side only: values reach the port D cycles later (pipelined edge adder)
         aw, dw = cfg.addr_bits, cfg.dim_bits
         cw = cfg.counter_bits
         cmd = self.cmd.payload
@@ -129,18 +130,18 @@ class TileController(wiring.Component):
             def s_eq(base):  # L + S + base == 0
                 return Mux(L0, S == -base, S == -(base + R))
 
-            lag = R + C - 3 + P
-            win_os = P - 1  # OS window start: S - 1 + P
-            win = R - 1 + P  # WS / IS window start: L + R - 1 + P (a constant per L)
+            lag = R + C - 3 + P + D
+            win_os = P + D - 1  # OS window start: S - 1 + P (+ D)
+            win = R - 1 + P + D  # WS / IS window start: L + R - 1 + P (+ D; a constant per L)
             return dict(
                 os=is_os, L=Mux(L0, 0, R), S=S, last=s_plus(lag), last_m1=s_plus(lag - 1), stream_end=s_plus(0),
                 out_start=Mux(is_os, S + win_os, Mux(L0, win, win + R)),
-                out_len=Mux(is_os, R, S), out_end=s_plus(R - 1 + P), S_m1=S - 1, out_len_m1=Mux(is_os, R - 1, S - 1),
+                out_len=Mux(is_os, R, S), out_end=s_plus(R - 1 + P + D), S_m1=S - 1, out_len_m1=Mux(is_os, R - 1, S - 1),
                 pre_skip=R - c["k"], lim_left=Mux(is_os, c["m"], c["k"]), lim_top=Mux(c["is_is"], c["m"], c["n"]),
                 lim_out=Mux(c["is_is"], c["m"], c["n"]), end0=s_eq(lag), pre0=~L0,
                 top_last=(c["top_base"] + (R - 1))[:aw], stream_end_m1=s_plus(-1),
                 out_start_m1=Mux(is_os, S + (win_os - 1), Mux(L0, win - 1, win + R - 1)),
-                out_end_m1=s_plus(R - 2 + P), str0=L0,
+                out_end_m1=s_plus(R - 2 + P + D), str0=L0,
                 ow0=Mux(is_os, S == -win_os, Mux(L0, int(win == 0), int(win + R == 0))),
             )
 

@@ -59,6 +59,8 @@ def conformance_archs() -> list[dict[str, Any]]:
          "acc_precision": "int16"},
         {"rows": 2, "cols": 3, "dataflow": "auto", "preload": "double_buffered", "pe_style": "tpe",
          "input_precision": "int16", "weight_precision": "int16", "acc_precision": "int64"},
+        {"rows": 3, "cols": 4, "dataflow": "auto", "preload": "double_buffered", "pe_style": "tpe_pipelined"},
+        {"rows": 1, "cols": 1, "dataflow": "auto", "preload": "serial", "pe_style": "tpe_pipelined"},
     ]
     return out
 

@@ -28,7 +28,7 @@ def _params_of(arch_or_params: Any) -> SystolicParams:
 def tile_cycles(tile: SystolicTile, params: SystolicParams) -> int:
     """Cycles of one tile (closed form of the timing contract)."""
     tile.check(params.rows, params.cols, params.preload)
-    R, C, P = params.rows, params.cols, params.mult_pipeline_stages
+    R, C, P = params.rows, params.cols, params.mult_pipeline_stages + params.drain_cycles
     if tile.dataflow == "os":
         return R + C + tile.k - 2 + P
     preload = 0 if tile.preload_hidden else R
@@ -53,7 +53,7 @@ def gemm_fold_cycles(M, K, N, params: SystolicParams, dataflow: str | None = Non
     :func:`scalesim_total_cycles`).
     """
     df = dataflow or params.dataflow
-    R, C, P = params.rows, params.cols, params.mult_pipeline_stages
+    R, C, P = params.rows, params.cols, params.mult_pipeline_stages + params.drain_cycles
     M, K, N = (np.asarray(x, dtype=np.int64) for x in (M, K, N))
     if df == "ws":
         folds, streamed, preload = _ceil_div(K, R) * _ceil_div(N, C), M, R
@@ -121,7 +121,7 @@ def _pe_register_bits(p: SystolicParams) -> int:
     preload), the product register (``mult_pipeline_stages=1``) and, with ``pe_style="tpe"``, the
     carry half of the carry-save partial sum."""
     in_b, w_b = PRECISION_BITS[p.input_precision], PRECISION_BITS[p.weight_precision]
-    bits = in_b + w_b + PRECISION_BITS[p.acc_precision] * (2 if p.pe_style == "tpe" else 1)
+    bits = in_b + w_b + PRECISION_BITS[p.acc_precision] * (1 if p.pe_style == "standard" else 2)
     if p.preload == "double_buffered":
         bits += max(in_b, w_b)
     return bits + (in_b + w_b) * p.mult_pipeline_stages
@@ -215,7 +215,7 @@ class SystolicModel(TemplateModel):
         m, k, n = tile.m, tile.k, tile.n
         macs = m * k * n
         wider = max(p.input_precision, p.weight_precision, key=lambda s: PRECISION_BITS[s])
-        per_mac = (3 if tile.dataflow == "os" else 2) + p.mult_pipeline_stages + (p.pe_style == "tpe")
+        per_mac = (3 if tile.dataflow == "os" else 2) + p.mult_pipeline_stages + (p.pe_style != "standard")
         if tile.dataflow == "ws":
             preload = n * k * (k + 1) // 2
         elif tile.dataflow == "is":

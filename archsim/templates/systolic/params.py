@@ -30,7 +30,7 @@ PRELOAD_MODES = ("serial", "double_buffered")
 #: PE microarchitectures: ``standard`` = complete multiplier, product register, carry-propagate
 #: accumulate; ``tpe`` = Wu et al.'s OPT1 (HPCA 2025): partial products compressed together with
 #: the running sum in carry-save form, the carry-propagate add deferred to the array's edge
-PE_STYLES = ("standard", "tpe")
+PE_STYLES = ("standard", "tpe", "tpe_pipelined")
 OPERAND_PRECISIONS = ("int8", "int16")
 ACC_PRECISIONS = ("int16", "int32", "int64")
 #: bits of the precisions this template's params name (from the one registry, archsim.numerics)
@@ -79,6 +79,10 @@ class SystolicParams(TemplateParams):
         cycle of the product register the standard PE has, so tiles take
         exactly the cycles of ``standard`` with ``mult_pipeline_stages=0``
         (``tpe`` needs 0). Values are identical (integer sums).
+        ``"tpe_pipelined"``: the same PEs with the edge adder in two stages
+        (lower half, then upper half with the registered carry), so the
+        deferred add is off the critical path; it costs one more cycle per
+        tile (:attr:`drain_cycles`), which the models count.
     """
 
     rows: int = 32
@@ -120,10 +124,15 @@ class SystolicParams(TemplateParams):
             raise ValueError(f"mult_pipeline_stages: expected 0 or 1, got {v!r}")
         if self.pe_style not in PE_STYLES:
             raise ValueError(f"pe_style: expected one of {', '.join(PE_STYLES)}, got {self.pe_style!r}")
-        if self.pe_style == "tpe" and self.mult_pipeline_stages != 0:
-            raise ValueError("mult_pipeline_stages: expected 0 with pe_style tpe (its PE has no product "
-                             "register; the edge's carry-propagate register takes that cycle), got "
+        if self.pe_style != "standard" and self.mult_pipeline_stages != 0:
+            raise ValueError(f"mult_pipeline_stages: expected 0 with pe_style {self.pe_style} (its PE has no "
+                             "product register; the edge's carry-propagate register takes that cycle), got "
                              f"{self.mult_pipeline_stages!r}")
+
+    @property
+    def drain_cycles(self) -> int:
+        """Cycles every tile spends in the edge adder's extra stage: 1 with ``tpe_pipelined``, else 0."""
+        return 1 if self.pe_style == "tpe_pipelined" else 0
 
     @property
     def macs(self) -> int:
