@@ -195,7 +195,7 @@ def energy_units(style: str, size: int, k: int = 16, cycles: int = 400) -> dict:
 
     verilog, top = ours(style, size, "array")
     result = synthesize_verilog(verilog, top, target="generic", netlist=True, timeout_s=TIMEOUT_S)
-    ports, words = os_stream(size, k, cycles, flag_lag=1 if style == "tpe" else 2)
+    ports, words = os_stream(size, k, cycles, flag_lag=2 if style == "standard" else 1)
     units = power.stream_units(Path(result["netlist"]).read_text(), top, ports, words,
                                warmup_cycles=2 * size + 2, drain_cycles=0)
     return {"units_per_cycle": units["units"] / units["cycles"], "cycles": units["cycles"]}
@@ -226,7 +226,8 @@ def main(argv=None) -> int:
     targets = ["gates", "generic"] + ([] if args.no_ecp5 else ["ecp5"])
     figures: dict = {}
     for label, build in designs:
-        for style in ("standard", "tpe"):
+        styles = ("standard", "tpe", "tpe_pipelined") if "array" in label else ("standard", "tpe")
+        for style in styles:
             verilog, top = build(style)
             for target in targets:
                 res = synth(verilog, top, target)
@@ -238,23 +239,25 @@ def main(argv=None) -> int:
     print("\nArea and logic depth, standard vs tpe (ratios standard / tpe: > 1 means tpe is smaller or faster)")
     print(f"{'design':28s} {'GE std':>8s} {'GE tpe':>8s} {'GE':>6s} {'lvl std':>7s} {'lvl tpe':>7s} "
           f"{'lvl':>6s} {'area eff':>8s} {'LUT4 std':>8s} {'LUT4 tpe':>8s} {'LUT lvl':>9s}")
-    for label, by in figures.items():
-        gs, gt = by["standard"]["gates"], by["tpe"]["gates"]
-        ls, lt = by["standard"]["generic"], by["tpe"]["generic"]
-        eff = (gs["gate_equivalents"] * gs["logic_levels"]) / (gt["gate_equivalents"] * gt["logic_levels"])
-        print(f"{label:28s} {gs['gate_equivalents']:8.0f} {gt['gate_equivalents']:8.0f} "
-              f"{ratio(gs['gate_equivalents'], gt['gate_equivalents']):>6s} {gs['logic_levels']:7d} "
-              f"{gt['logic_levels']:7d} {ratio(gs['logic_levels'], gt['logic_levels']):>6s} {eff:7.2f}x "
-              f"{ls['luts']:8d} {lt['luts']:8d} {ls['logic_levels']:4d}/{lt['logic_levels']:<4d}")
-        by["area_efficiency_gates"] = eff
+    for label, by in list(figures.items()):
+        for style in [s for s in by if s != "standard"]:
+            gs, gt = by["standard"]["gates"], by[style]["gates"]
+            ls, lt = by["standard"]["generic"], by[style]["generic"]
+            eff = (gs["gate_equivalents"] * gs["logic_levels"]) / (gt["gate_equivalents"] * gt["logic_levels"])
+            name = label if style == "tpe" else f"  ({style})"
+            print(f"{name:28s} {gs['gate_equivalents']:8.0f} {gt['gate_equivalents']:8.0f} "
+                  f"{ratio(gs['gate_equivalents'], gt['gate_equivalents']):>6s} {gs['logic_levels']:7d} "
+                  f"{gt['logic_levels']:7d} {ratio(gs['logic_levels'], gt['logic_levels']):>6s} {eff:7.2f}x "
+                  f"{ls['luts']:8d} {lt['luts']:8d} {ls['logic_levels']:4d}/{lt['logic_levels']:<4d}")
+            by[style]["area_efficiency_gates"] = eff
     if not args.no_ecp5:
         print("\nECP5 (synth_ecp5; the standard PE's multiplier maps to a MULT18X18D DSP)")
         for label, by in figures.items():
-            s, t = by["standard"]["ecp5"], by["tpe"]["ecp5"]
+            s, t = by["standard"]["ecp5"], by["tpe"]["ecp5"]  # (tpe_pipelined: two more flip-flop rows)
             print(f"{label:28s} std LUT4 {s['luts']:5d} CCU2C {s['carry']:4d} FF {s['ffs']:4d} DSP {s['dsps']:3d} | "
                   f"tpe LUT4 {t['luts']:5d} CCU2C {t['carry']:4d} FF {t['ffs']:4d} DSP {t['dsps']:3d}")
     if not args.no_energy:
-        e = {s: energy_units(s, args.size) for s in ("standard", "tpe")}
+        e = {s: energy_units(s, args.size) for s in ("standard", "tpe", "tpe_pipelined")}
         figures["energy"] = e
         d = {s: dot_energy_units(s) for s in ("standard", "tpe")}
         figures["energy_dot"] = d
@@ -263,7 +266,9 @@ def main(argv=None) -> int:
               f"{ratio(d['standard']['units_per_cycle'], d['tpe']['units_per_cycle'])}")
         print(f"Switching units per cycle, {args.size}x{args.size} OS array, random int8, k=16 reductions "
               f"(generic 4-LUT netlist): standard {e['standard']['units_per_cycle']:.0f}, "
-              f"tpe {e['tpe']['units_per_cycle']:.0f}, energy efficiency {ratio(e['standard']['units_per_cycle'], e['tpe']['units_per_cycle'])}")
+              f"tpe {e['tpe']['units_per_cycle']:.0f} ({ratio(e['standard']['units_per_cycle'], e['tpe']['units_per_cycle'])}), "
+              f"tpe_pipelined {e['tpe_pipelined']['units_per_cycle']:.0f} "
+              f"({ratio(e['standard']['units_per_cycle'], e['tpe_pipelined']['units_per_cycle'])})")
     print("\nPaper (SMIC 28 nm, Design Compiler, 16x16 int8 OS array, each design at its own clock): "
           "systolic array 1.27x area efficiency, 1.04x energy efficiency; multiplier-adder tree 1.56x / 1.49x.")
     if args.json:

@@ -43,8 +43,8 @@ REL_TOL = 0.15
 #: Icarus 11, 2026-11-27.
 MEASURED = {
     "pe_os": {"standard": (1329.6, 38), "tpe": (1703.6, 17)},
-    "array_os_4x4": {"standard": (21293.1, 47), "tpe": (29667.1, 46)},
-    "array_ws_4x4": {"standard": (16218.9, 31), "tpe": (18081.4, 28)},
+    "array_os_4x4": {"standard": (21293.1, 47), "tpe": (29667.1, 46), "tpe_pipelined": (30917.2, 24)},
+    "array_ws_4x4": {"standard": (16218.9, 31), "tpe": (18081.4, 28), "tpe_pipelined": (18781.4, 22)},
     "dot8": {"standard": (6390.4, 63), "tpe": (7699.9, 36)},
     "authors_pe_os": {"standard": (1157.3, 50), "tpe": (1514.9, 18)},
     "energy_array_os_4x4": {"standard": 11204.5, "tpe": 13616.9},  # 389 cycles, k = 16 reductions
@@ -55,9 +55,10 @@ SETUP = ("yosys 'gates' flow (2-input gates, NAND2 equivalents of Nangate 45 nm 
          "4x4 int8 arrays; the paper: SMIC 28 nm standard cells, 16x16, each design at its synthesized clock")
 
 
-def area_efficiency(entry: dict) -> float:
-    """(area x delay) of the standard design over the tpe design's: throughput per area at equal MACs per cycle."""
-    (ge_s, lv_s), (ge_t, lv_t) = entry["standard"], entry["tpe"]
+def area_efficiency(entry: dict, style: str = "tpe") -> float:
+    """(area x delay) of the standard design over the ``style`` design's: throughput per area at equal MACs
+    per cycle (multiply by :func:`macs_per_cycle_ratio` for a style that adds cycles)."""
+    (ge_s, lv_s), (ge_t, lv_t) = entry["standard"], entry[style]
     return (ge_s * lv_s) / (ge_t * lv_t)
 
 
@@ -66,15 +67,17 @@ def energy_efficiency(entry: dict) -> float:
     return entry["standard"] / entry["tpe"]
 
 
-def macs_per_cycle_ratio() -> float:
-    """MACs per cycle of the tpe preset over the same array with standard PEs, on a GEMM, from the models."""
+def macs_per_cycle_ratio(style: str = "tpe", size: int = 16) -> float:
+    """MACs per cycle of the ``systolic-16x16-os-tpe`` preset (resized to ``size``) with ``style`` PEs over
+    standard ones, on a GEMM (a ResNet-50 conv3_x layer: 196 x 576 x 128), from the fast model."""
     from archsim.spec import load_arch
     from archsim.templates.systolic.fast import gemm_fold_cycles
 
-    tpe = load_arch("systolic-16x16-os-tpe").params
-    std = load_arch("systolic-16x16-os-tpe", ["pe_style=standard"]).params
-    M, K, N = 196, 576, 128  # a ResNet-50 conv3_x layer as a GEMM
-    return gemm_fold_cycles(M, K, N, std) / gemm_fold_cycles(M, K, N, tpe)
+    shape = [f"rows={size}", f"cols={size}"]
+    new = load_arch("systolic-16x16-os-tpe", shape + [f"pe_style={style}"]).params
+    std = load_arch("systolic-16x16-os-tpe", shape + ["pe_style=standard"]).params
+    M, K, N = 196, 576, 128
+    return gemm_fold_cycles(M, K, N, std) / gemm_fold_cycles(M, K, N, new)
 
 
 EDGE_CPA = ("archsim's array resolves each column's carry-save pair in a registered carry-propagate adder at "
@@ -82,6 +85,10 @@ EDGE_CPA = ("archsim's array resolves each column's carry-save pair in a registe
             "that adder, after the OR of the column's result buses, is the longest path, so the array keeps "
             "almost the standard array's clock while the PE's MAC loop is ~2x shorter; the authors' OPT1 array "
             "has no such adder (it outputs the raw pair)")
+PIPELINED = ("the edge adder in two stages takes the deferred add off the critical path (the PE's carry-save "
+             "loop or a 16-bit half add is the longest path), at one more cycle per tile (counted: the figure is "
+             "multiplied by the models' MACs-per-cycle ratio on a ResNet-50 layer on the 4x4 array); generic gates "
+             "and 4x4 arrays, not 28 nm cells and 16x16")
 EDGE_WS = ("in the WS array the edge adder after the bottom PE (a 32-bit carry-propagate add, 28 gate levels) is "
            "the longest path, barely shorter than the standard PE's multiply (31); the authors' arrays have no such "
            "adder")
@@ -96,9 +103,18 @@ TOGGLES = ("switching activity of a generic 4-LUT netlist simulated with zero de
 def claims() -> list[Claim]:
     out = [Claim(GROUP, "MACs per cycle, tpe / standard PEs (16x16 OS preset, models)", macs_per_cycle_ratio(),
                  1.0, 0.0, "the paper compares arrays of equal shape: equal MACs per cycle", "x",
-                 note="the edge adder's register takes the cycle of the standard PE's product register")]
+                 note="the edge adder's register takes the cycle of the standard PE's product register"),
+           Claim(GROUP, "MACs per cycle, tpe_pipelined / standard PEs (16x16 OS preset, models)",
+                 macs_per_cycle_ratio("tpe_pipelined"), 1.0, 0.01,
+                 "the paper compares arrays of equal shape: equal MACs per cycle", "x",
+                 note="one more cycle per tile (the edge adder's second stage): 1 of 606 on this GEMM's tiles")]
     m = MEASURED
+    pipelined = macs_per_cycle_ratio("tpe_pipelined", 4)  # the 4x4 arrays' throughput cost of the extra cycle
     rows = [
+        ("systolic area efficiency, 4x4 OS array, tpe_pipelined", area_efficiency(m["array_os_4x4"], "tpe_pipelined")
+         * pipelined, "systolic_area", PIPELINED + "; " + CARRY_REG),
+        ("systolic area efficiency, 4x4 WS array, tpe_pipelined", area_efficiency(m["array_ws_4x4"], "tpe_pipelined")
+         * pipelined, "systolic_area", PIPELINED + "; " + CARRY_REG),
         ("systolic area efficiency, 4x4 OS array", area_efficiency(m["array_os_4x4"]), "systolic_area",
          EDGE_CPA + "; " + CARRY_REG),
         ("systolic area efficiency, 4x4 WS array", area_efficiency(m["array_ws_4x4"]), "systolic_area",
