@@ -280,6 +280,8 @@ def synthesize_verilog(
             ltp = work / "ltp.txt"
             if ltp.exists():  # written by the script's ltp step (a stand-in tool may not)
                 result.update(logic_levels(ltp.read_text()))
+                if target == "gates":  # the clock rule is one of 4-LUT levels, not of two-input gates
+                    result.pop("levels_clock_mhz", None)
         if pnr:
             stage("nextpnr")
             run_tool(
