@@ -45,6 +45,8 @@ MEASURED = {
     "pe_os": {"standard": (1329.6, 38), "tpe": (1703.6, 17)},
     "array_os_4x4": {"standard": (21293.1, 47), "tpe": (29667.1, 46), "tpe_pipelined": (30917.2, 24)},
     "array_ws_4x4": {"standard": (16218.9, 31), "tpe": (18081.4, 28), "tpe_pipelined": (18781.4, 22)},
+    # 8x8 OS arrays, gates flow only (bench_tpe.ours(style, 8, "array") through rtl.synth, same day)
+    "array_os_8x8": {"standard": (85417.7, 47), "tpe_pipelined": (117724.8, 25)},
     "dot8": {"standard": (6390.4, 63), "tpe": (7699.9, 36)},
     "authors_pe_os": {"standard": (1157.3, 50), "tpe": (1514.9, 18)},
     "energy_array_os_4x4": {"standard": 11204.5, "tpe": 13616.9, "tpe_pipelined": 13925.6},  # 389 cycles, k = 16
@@ -115,6 +117,8 @@ def claims() -> list[Claim]:
          * pipelined, "systolic_area", PIPELINED + "; " + CARRY_REG),
         ("systolic area efficiency, 4x4 WS array, tpe_pipelined", area_efficiency(m["array_ws_4x4"], "tpe_pipelined")
          * pipelined, "systolic_area", PIPELINED + "; " + CARRY_REG),
+        ("systolic area efficiency, 8x8 OS array, tpe_pipelined", area_efficiency(m["array_os_8x8"], "tpe_pipelined")
+         * macs_per_cycle_ratio("tpe_pipelined", 8), "systolic_area", PIPELINED + "; " + CARRY_REG),
         ("systolic area efficiency, 4x4 OS array", area_efficiency(m["array_os_4x4"]), "systolic_area",
          EDGE_CPA + "; " + CARRY_REG),
         ("systolic area efficiency, 4x4 WS array", area_efficiency(m["array_ws_4x4"]), "systolic_area",
