@@ -99,7 +99,7 @@ class SystolicMapper(Mapper):
         self.arch = arch
         self.options = options
         self.R, self.C = int(p.rows), int(p.cols)
-        self.P = int(getattr(p, "mult_pipeline_stages", 0))
+        self.P = int(getattr(p, "mult_pipeline_stages", 0)) + int(getattr(p, "drain_cycles", 0))
         self.preload = getattr(p, "preload", "serial")
         own = options.template or SystolicOptions()
         dataflow = str(own.dataflow or p.dataflow).lower()

@@ -19,6 +19,12 @@ Figures:
 - ``generic``: ``synth -flatten -lut 4`` (technology-independent, 4-input
   LUT mapping). ``dsps`` is 0 (multipliers become logic); ``ffs`` counts
   every flip-flop cell type.
+- ``gates``: ``synth -flatten -booth`` with Kogge-Stone carry lookahead for every adder
+  (``+/choices/kogge-stone.v``), then ``abc -g AND,NAND,OR,NOR,XOR,XNOR,MUX`` (two-input gates,
+  inverters, 2:1 muxes, flip-flops): what an ASIC flow under a timing constraint builds (Booth
+  multipliers, fast adders), in generic gates. ``gates`` counts them, ``gate_equivalents`` weighs
+  them by :data:`NAND2_EQUIVALENTS` (a standard-cell area proxy), ``logic_levels`` is the longest
+  path in gates.
 - ``premap_shifts=True`` (either target; off by default): shifters are mapped
   to gates (``proc; flatten; techmap`` of ``$shl $shr $sshl $sshr $shift
   $shiftx``) before the flow, so yosys' SAT-based ``share`` pass has none to
@@ -54,7 +60,18 @@ from typing import Any, Callable
 from archsim.cache import cache_root
 from archsim.errors import ToolError
 
-TARGETS = ("ecp5", "generic")
+TARGETS = ("ecp5", "generic", "gates")
+
+#: the ``gates`` flow after ``synth -run :fine``: synth's fine stage with Kogge-Stone adders
+GATES_FINE = ("opt -fast -full; memory_map; opt -full; techmap -map +/techmap.v -map +/choices/kogge-stone.v; "
+              "opt -fast; abc -g AND,NAND,OR,NOR,XOR,XNOR,MUX")
+
+#: area of each gate of the ``gates`` target in NAND2 equivalents: the X1 cells of the Nangate 45 nm
+#: Open Cell Library (NangateOpenCellLibrary_typical.lib, um^2: INV 0.532, NAND2/NOR2 0.798,
+#: AND2/OR2 1.064, XOR2/XNOR2 1.596, MUX2 1.862, DFF 4.522, DFFR 5.32) over NAND2's 0.798.
+#: A flip-flop with a reset counts as DFFR; one with an enable adds a MUX2.
+NAND2_EQUIVALENTS = {"NOT": 0.667, "NAND": 1.0, "NOR": 1.0, "AND": 1.333, "OR": 1.333, "XOR": 2.0,
+                     "XNOR": 2.0, "MUX": 2.333, "DFF": 5.667, "DFF_RESET": 6.667}
 _CACHE_VERSION = 3
 
 
@@ -141,6 +158,25 @@ def logic_levels(ltp_text: str) -> dict[str, Any]:
             "levels_clock_mhz": round(1000.0 * LUT4_LEVELS_PER_NS / max(1, levels), 1)}
 
 
+def gate_equivalents(by_type: dict[str, int]) -> float:
+    """NAND2-equivalent area of a ``gates`` netlist's cell counts (``_AND_``, ``_SDFFE_PP0P_``, ...)."""
+    total = 0.0
+    for name, n in by_type.items():
+        kind = name.strip("_").split("_")[0].upper()
+        if name == "scopeinfo":  # flatten's record of the hierarchy: not logic
+            continue
+        if "DFF" in kind:
+            reset = kind.startswith("SDFF") or kind.startswith("ADFF") or any(c in "01" for c in name.split("_")[-2])
+            ge = NAND2_EQUIVALENTS["DFF_RESET" if reset else "DFF"]
+            ge += NAND2_EQUIVALENTS["MUX"] if kind.endswith("E") else 0.0
+        elif kind in NAND2_EQUIVALENTS:
+            ge = NAND2_EQUIVALENTS[kind]
+        else:
+            raise ToolError(f"gates: no NAND2 equivalent for cell type {name!r}")
+        total += ge * n
+    return total
+
+
 def _count(by_type: dict[str, int], *names: str) -> int:
     return sum(int(by_type.get(n, 0)) for n in names)
 
@@ -161,6 +197,10 @@ def resources_from_stat(stat: dict[str, Any], target: str) -> dict[str, int]:
             "cells": cells,
         }
     ffs = sum(v for k, v in by_type.items() if "DFF" in k.upper() or k.upper().startswith("_SDFF") or "DLATCH" in k.upper())
+    if target == "gates":
+        cells -= by_type.get("scopeinfo", 0)
+        return {"gates": cells - ffs, "ffs": ffs, "cells": cells,
+                "gate_equivalents": round(gate_equivalents(by_type), 1)}
     return {
         "luts": _count(by_type, "lut"),
         "ffs": ffs,
@@ -196,7 +236,8 @@ def synthesize_verilog(
         versions["nextpnr-ecp5"] = _tool_version("nextpnr-ecp5")
     key_src = json.dumps(
         [_CACHE_VERSION, verilog, top, target, pnr, float(freq_mhz), seed, versions]
-        + (["premap_shifts"] if premap_shifts else []), sort_keys=True
+        + (["premap_shifts"] if premap_shifts else []) + ([GATES_FINE] if target == "gates" else []),
+        sort_keys=True
     )
     key = hashlib.sha256(key_src.encode()).hexdigest()[:24]
     cache_file = cache_dir() / f"{key}.json"
@@ -223,6 +264,9 @@ def synthesize_verilog(
                "techmap -map +/techmap.v t:$shl t:$shr t:$sshl t:$sshr t:$shift t:$shiftx; ") if premap_shifts else ""
         if target == "ecp5":
             script = f"read_verilog top.v; {pre}synth_ecp5 -top {top} -json netlist.json; tee -q -o stat.json stat -json"
+        elif target == "gates":
+            script = (f"read_verilog top.v; {pre}synth -top {top} -flatten -booth -run :fine; {GATES_FINE}; "
+                      "opt_clean; tee -q -o stat.json stat -json; tee -q -o ltp.txt ltp -noff")
         else:
             script = (f"read_verilog top.v; {pre}synth -top {top} -flatten -lut 4; tee -q -o stat.json stat -json; "
                       "tee -q -o ltp.txt ltp -noff")
@@ -232,10 +276,12 @@ def synthesize_verilog(
         run_tool(_tool("yosys") + ["-q", "-l", "yosys.log", "-p", script], work, "yosys", timeout_s)
         stat = json.loads((work / "stat.json").read_text())
         result: dict[str, Any] = {"target": target, "top": top, **resources_from_stat(stat, target)}
-        if target == "generic":
+        if target in ("generic", "gates"):
             ltp = work / "ltp.txt"
             if ltp.exists():  # written by the script's ltp step (a stand-in tool may not)
                 result.update(logic_levels(ltp.read_text()))
+                if target == "gates":  # the clock rule is one of 4-LUT levels, not of two-input gates
+                    result.pop("levels_clock_mhz", None)
         if pnr:
             stage("nextpnr")
             run_tool(

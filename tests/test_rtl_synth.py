@@ -95,7 +95,7 @@ def test_ecp5_os_as_shipped_uses_one_dsp_per_mac():
 
 def test_errors_are_one_line():
     params = SystolicParams(rows=2, cols=2)
-    with pytest.raises(ToolError, match=r"^synth target 'xilinx': expected one of ecp5, generic$"):
+    with pytest.raises(ToolError, match=r"^synth target 'xilinx': expected one of ecp5, generic, gates$"):
         synthesize(params, target="xilinx")
     with pytest.raises(ToolError, match=r"^--pnr needs --target ecp5 \(nextpnr-ecp5\)$"):
         synthesize(params, target="generic", pnr=True)

@@ -87,7 +87,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        "cells, LUTs, DSPs and memory; with --pnr, place and route on an ECP5-85k with nextpnr for an "
                        "out-of-context Fmax. Results are cached. Progress on stderr (-q: none).")
     _common(s)
-    s.add_argument("--target", default="ecp5", choices=["ecp5", "generic"], help="yosys flow (default ecp5)")
+    s.add_argument("--target", default="ecp5", choices=["ecp5", "generic", "gates"],
+                   help="yosys flow (default ecp5; gates: 2-input gates with a NAND2-equivalent area)")
     s.add_argument("--wrapper", choices=["none", "axi", "regs"], default="none",
                    help="none (default); axi: synthesize the design inside its AXI wrapper (as rtl generate); "
                    "regs: every port behind a register (rtl/lib/port_regs.py), so Fmax includes port paths")

@@ -4,7 +4,9 @@ The edge registers ``left_in`` / ``top_in`` hold the buffer read data masked wit
 valid bits, so no PE path starts at a RAM. ``col_q[c]`` is the value column c presented in
 the *previous* cycle, read from registers: the bottom PE's psum (WS/IS) or, in OS, the OR of
 the PEs' result-bus terms (exactly one PE of a column drives it in a cycle), so no output
-path starts at an adder.
+path starts at an adder. With carry-save PEs (``pe_style="tpe"``) the psums and buses are
+(sum, carry) pairs and ``col_q[c]`` is a register after one carry-propagate adder per column: the
+only carry propagation of a value, deferred to where it leaves the array.
 """
 from __future__ import annotations
 
@@ -56,7 +58,7 @@ class SystolicArray(wiring.Component):
             m.d.sync += s.eq(top_in_d[c])
             top_in.append(s)
 
-        pe = [[ProcessingElement(cfg) for _ in range(C)] for _ in range(R)]
+        pe = [[ProcessingElement(cfg, top_row=r == 0) for _ in range(C)] for r in range(R)]
         for r in range(R):
             for c in range(C):
                 p = pe[r][c]
@@ -74,12 +76,19 @@ class SystolicArray(wiring.Component):
                         m.d.comb += p.flags.eq(left.flags_out)
                 if r == 0:
                     m.d.comb += [p.sh_in.eq(top_in[c]), p.sh_in_next.eq(top_in_d[c]), p.psum_in.eq(0)]
+                    if cfg.carry_save:
+                        m.d.comb += p.psum_c_in.eq(0)
                 else:
                     up = pe[r - 1][c]
                     m.d.comb += [p.sh_in.eq(up.sh_out), p.sh_in_next.eq(up.sh_next), p.psum_in.eq(up.psum)]
+                    if cfg.carry_save:
+                        m.d.comb += p.psum_c_in.eq(up.psum_c)
 
         os_q = Signal()  # os_acc of the cycle the value in col_q was presented
         m.d.sync += os_q.eq(self.os_acc)
+        if cfg.carry_save:
+            self._resolve_columns(m, pe, os_q)
+            return m
         for c in range(C):
             bottom = pe[R - 1][c].psum
             if cfg.has_os:
@@ -92,3 +101,29 @@ class SystolicArray(wiring.Component):
             else:
                 m.d.comb += self.col_q[c].eq(bottom)
         return m
+
+    def _resolve_columns(self, m, pe, os_q):
+        """Carry-save PEs: per column, the (sum, carry) pair leaving the array (bottom PE, or the
+        OR of the OS bus pairs) through one carry-propagate adder into ``col_q``'s register."""
+        cfg = self.cfg
+        R, C = cfg.rows, cfg.cols
+        acc = acc_shape(cfg)
+        for c in range(C):
+            pair = (pe[R - 1][c].psum, pe[R - 1][c].psum_c)
+            if cfg.has_os:
+                bus_s, bus_c = pe[0][c].bus, pe[0][c].bus_c
+                for r in range(1, R):
+                    bus_s, bus_c = bus_s | pe[r][c].bus, bus_c | pe[r][c].bus_c
+                os_pair = (bus_s, bus_c)
+                pair = tuple(Mux(os_q, o, w) for o, w in zip(os_pair, pair)) if cfg.has_wsis else os_pair
+            resolved = Signal(acc, name=f"cpa_{c}")
+            if cfg.drain_cycles:
+                # two stages: the lower half and its carry, then the upper half (registered halves)
+                h = cfg.acc_bits // 2
+                lo = Signal(h + 1, name=f"cpa_lo_{c}")
+                hi_s, hi_c = Signal(cfg.acc_bits - h, name=f"cpa_hs_{c}"), Signal(cfg.acc_bits - h, name=f"cpa_hc_{c}")
+                m.d.sync += [lo.eq(pair[0][:h] + pair[1][:h]), hi_s.eq(pair[0][h:]), hi_c.eq(pair[1][h:])]
+                m.d.sync += resolved.eq(Cat(lo[:h], hi_s + hi_c + lo[h]))
+            else:
+                m.d.sync += resolved.eq(pair[0] + pair[1])
+            m.d.comb += self.col_q[c].eq(resolved)

@@ -93,6 +93,7 @@ class SystolicConfig:
     out_depth: int
     multiplier: str = "inferred"
     out_ram: str = "auto"
+    pe_style: str = "standard"  # the params' pe_style: "standard", "tpe" or "tpe_pipelined" (carry-save)
 
     @classmethod
     def from_params(cls, params, options: SystolicRtlOptions | None = None) -> "SystolicConfig":
@@ -111,6 +112,7 @@ class SystolicConfig:
             out_depth=options.out_depth,
             multiplier=options.multiplier,
             out_ram=options.out_ram,
+            pe_style=params.pe_style,
         )
 
     # ---- derived sizes -------------------------------------------------
@@ -120,6 +122,20 @@ class SystolicConfig:
                 raise ValueError("multiplier: ecp5_dsp needs a ws, is or os build, got dataflow 'auto'")
             if max(self.input_bits, self.weight_bits) > 18:
                 raise ValueError("multiplier: ecp5_dsp needs operands of at most 18 bits")
+            if self.carry_save:
+                raise ValueError("multiplier: ecp5_dsp computes complete products; pe_style tpe needs "
+                                 "'inferred' (its partial products are compressed with the partial sums)")
+
+    @property
+    def carry_save(self) -> bool:
+        """PEs keep partial sums in carry-save form (``pe_style="tpe"``): no product register, a
+        Booth / 3:2-compressor accumulate, one registered carry-propagate adder per column."""
+        return self.pe_style in ("tpe", "tpe_pipelined")
+
+    @property
+    def drain_cycles(self) -> int:
+        """Extra cycles of a value on its way out: the second stage of the pipelined edge adder."""
+        return 1 if self.pe_style == "tpe_pipelined" else 0
 
     @property
     def has_os(self) -> bool:
@@ -159,7 +175,7 @@ class SystolicConfig:
         """Cycles the hardware takes for one tile (equals the contract's formula)."""
         streamed = {"ws": m, "is": n, "os": k}[dataflow]
         preload = 0 if (dataflow == "os" or (preload_hidden and self.double_buffered)) else self.rows
-        return preload + streamed + self.rows + self.cols - 2 + self.mult_pipeline_stages
+        return preload + streamed + self.rows + self.cols - 2 + self.mult_pipeline_stages + self.drain_cycles
 
     def as_dict(self) -> dict:
         return asdict(self)

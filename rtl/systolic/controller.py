@@ -61,6 +61,7 @@ class TileController(wiring.Component):
         cfg = self.cfg
         m = Module()
         R, C, P = cfg.rows, cfg.cols, cfg.mult_pipeline_stages
+        D = cfg.drain_cycles  # output side only: values reach the port D cycles later (pipelined edge adder)
         aw, dw = cfg.addr_bits, cfg.dim_bits
         cw = cfg.counter_bits
         cmd = self.cmd.payload
@@ -129,18 +130,18 @@ class TileController(wiring.Component):
             def s_eq(base):  # L + S + base == 0
                 return Mux(L0, S == -base, S == -(base + R))
 
-            lag = R + C - 3 + P
-            win_os = P - 1  # OS window start: S - 1 + P
-            win = R - 1 + P  # WS / IS window start: L + R - 1 + P (a constant per L)
+            lag = R + C - 3 + P + D
+            win_os = P + D - 1  # OS window start: S - 1 + P (+ D)
+            win = R - 1 + P + D  # WS / IS window start: L + R - 1 + P (+ D; a constant per L)
             return dict(
                 os=is_os, L=Mux(L0, 0, R), S=S, last=s_plus(lag), last_m1=s_plus(lag - 1), stream_end=s_plus(0),
                 out_start=Mux(is_os, S + win_os, Mux(L0, win, win + R)),
-                out_len=Mux(is_os, R, S), out_end=s_plus(R - 1 + P), S_m1=S - 1, out_len_m1=Mux(is_os, R - 1, S - 1),
+                out_len=Mux(is_os, R, S), out_end=s_plus(R - 1 + P + D), S_m1=S - 1, out_len_m1=Mux(is_os, R - 1, S - 1),
                 pre_skip=R - c["k"], lim_left=Mux(is_os, c["m"], c["k"]), lim_top=Mux(c["is_is"], c["m"], c["n"]),
                 lim_out=Mux(c["is_is"], c["m"], c["n"]), end0=s_eq(lag), pre0=~L0,
                 top_last=(c["top_base"] + (R - 1))[:aw], stream_end_m1=s_plus(-1),
                 out_start_m1=Mux(is_os, S + (win_os - 1), Mux(L0, win - 1, win + R - 1)),
-                out_end_m1=s_plus(R - 2 + P), str0=L0,
+                out_end_m1=s_plus(R - 2 + P + D), str0=L0,
                 ow0=Mux(is_os, S == -win_os, Mux(L0, int(win == 0), int(win + R == 0))),
             )
 
@@ -426,7 +427,10 @@ class TileController(wiring.Component):
             run_d.append(reg(f"run_d{i + 1}", run_d[-1]))
         a_tile_start = late("a_tile_start", f_start, 1, contract_lag)
         a_os = late("a_os", cur_os)
-        a_os_acc = late("a_os_acc", cur_os, 1, contract_lag)
+        # carry-save PEs accumulate in the cycle their operands arrive (no product register): the
+        # partial-sum controls come with the operands, one cycle before the contract's add
+        early = int(cfg.carry_save)
+        a_os_acc = late("a_os_acc", cur_os, 1, contract_lag - early)
         # the output lane masks (c < lim) are registered: compared one stage before contract_lag
         lim_pre = late("a_lim_out", cur_lim_out, None, contract_lag - 1)
         out_lane_ok = [reg(f"out_lane_ok_{c}", c < lim_pre, 1) for c in range(C)]
@@ -434,8 +438,9 @@ class TileController(wiring.Component):
         a_shift = late("a_shift", shift_f, 1)
         a_swap = late("a_swap", swap_f, 1)
         if cfg.has_os:
-            a_first = [late(f"a_first_{r}", lf[r], 1, FETCH_LATENCY + 1) for r in range(R)]
-            a_lastf = [late(f"a_last_{r}", ll[r], 1, FETCH_LATENCY + 1) for r in range(R)]
+            flag_lag = FETCH_LATENCY + 1 - early
+            a_first = [late(f"a_first_{r}", lf[r], 1, flag_lag) for r in range(R)]
+            a_lastf = [late(f"a_last_{r}", ll[r], 1, flag_lag) for r in range(R)]
         a_o = [(late("a_o_present_0", o_present, 1, contract_lag), late("a_o_we_0", o_we, 1, contract_lag),
                 late("a_o_addr_0", (cur_out_base + orow)[:aw], aw, contract_lag),
                 late("a_o_last_0", o_last, 1, contract_lag))]

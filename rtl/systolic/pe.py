@@ -5,13 +5,22 @@ down), ``w`` (active stationary operand, double-buffered builds only), ``psum`` 
 moving down in WS/IS; the accumulator in OS) and ``prod`` (the registered product, in the
 DSP's output register with ``ecp5_dsp``). All arithmetic is two's complement and wraps at the accumulator width, like
 archsim's models. Outputs a neighbour does not use are removed by synthesis.
+
+With ``pe_style="tpe"`` (``cfg.carry_save``) the PE has no product register and no carry-propagate
+adder: the radix-4 Booth partial products of this cycle's operands are compressed together with the
+partial sum, which is a (sum, carry) pair of registers (``psum`` / ``psum_c``, and the result bus
+pair in OS); the array resolves a pair in one registered adder per column as the value leaves. The
+controller presents the OS flags and ``os_acc`` with the operands (one cycle earlier than for the
+standard PE, whose product register delays the add), so the pair is written in the cycle the
+standard PE writes its product, and the edge register in the cycle it writes its sum.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.hdl import Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.lib.csa import booth_rows, compress
 from rtl.systolic.config import SystolicConfig, acc_shape, lane_shape
 from rtl.systolic.ecp5 import mult18x18d
 
@@ -31,14 +40,19 @@ def pe_signature(cfg: SystolicConfig) -> wiring.Signature:
         # OS flags travelling with the left operand: bit 0 first MAC (clear), bit 1 last MAC; the PE
         # drives its column's result bus with the accumulator in the cycle after its last MAC
         members.update({"flags": In(2), "flags_out": Out(2), "bus": Out(acc)})
+    if cfg.carry_save:  # the carry halves of the partial sum (and of the OS result bus)
+        members.update({"psum_c_in": In(acc), "psum_c": Out(acc)})
+        if cfg.has_os:
+            members["bus_c"] = Out(acc)
     return wiring.Signature(members)
 
 
 class ProcessingElement(wiring.Component):
     """One MAC of the array (see the module docstring); ``cfg`` selects the datapath."""
 
-    def __init__(self, cfg: SystolicConfig):
+    def __init__(self, cfg: SystolicConfig, top_row: bool = False):
         self.cfg = cfg
+        self.top_row = top_row  # carry-save PEs: the partial sum from above is known to be zero
         super().__init__(pe_signature(cfg))
 
     def elaborate(self, platform):
@@ -80,6 +94,10 @@ class ProcessingElement(wiring.Component):
         else:
             w = w_act
 
+        if cfg.carry_save:
+            self._carry_save_mac(m, w)
+            return m
+
         # the product register: always there. With P = 0 the operand side (a, sh, w) runs one
         # cycle ahead of the contract, so the registered product meets the partial sum in the
         # contract's cycle; with P = 1 the operands are on time and the product is the +1.
@@ -117,3 +135,28 @@ class ProcessingElement(wiring.Component):
             m.d.sync += last_q.eq(f_u[1])
             m.d.comb += self.bus.eq(Mux(last_q, self.psum, 0))
         return m
+
+    def _carry_save_mac(self, m, w):
+        """``(psum, psum_c) <= compress(booth(a * w), addend pair)``: the TPE's merged multiply-accumulate."""
+        cfg = self.cfg
+        aw = cfg.acc_bits
+        rows = booth_rows(m, self.a, w, aw, "pp")
+        # the top row's partial sum from above is zero: leave it out of the tree (its constant rows would
+        # give flip-flops of known value, on which yosys' generic flow stops: "Conflicting init values")
+        ws_pair = (Const(0, aw), Const(0, aw)) if self.top_row else (self.psum_in, self.psum_c_in)
+        if cfg.has_os:
+            first = self.flags[0]  # flags arrive with the operands (see the module docstring)
+            os_pair = (Mux(first, 0, self.psum), Mux(first, 0, self.psum_c))
+            if cfg.has_wsis:
+                pair = tuple(Mux(self.os_acc, o, i) for o, i in zip(os_pair, ws_pair))
+            else:
+                pair = os_pair
+        else:
+            pair = ws_pair
+        addends = [v.as_unsigned() for v in pair if not (isinstance(v, Const) and v.value == 0)]
+        s, c = compress(m, rows + addends, aw, "csa")
+        m.d.sync += [self.psum.eq(s), self.psum_c.eq(c)]
+        if cfg.has_os:
+            last_q = Signal(name="last_q")
+            m.d.sync += last_q.eq(self.flags[1])
+            m.d.comb += [self.bus.eq(Mux(last_q, self.psum, 0)), self.bus_c.eq(Mux(last_q, self.psum_c, 0))]

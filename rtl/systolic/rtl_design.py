@@ -54,6 +54,8 @@ class SystolicDesign(RtlDesign):
         if target != "ecp5":
             return {}
         bits = {"int8": 8, "int16": 16}
+        if params.pe_style != "standard":  # carry-save PEs: no complete product for a DSP
+            return {"out_ram": "distributed"}
         if params.dataflow in ("ws", "is", "os") and max(bits.get(params.input_precision, 99),
                                                     bits.get(params.weight_precision, 99)) <= 18:
             return {"multiplier": "ecp5_dsp", "out_ram": "distributed"}
@@ -161,7 +163,7 @@ class SystolicDesign(RtlDesign):
 
     def output_origin(self, tile, i: int, j: int) -> tuple[int, int, int]:
         """(PE row, PE col, tile cycle) where ``out[i, j]`` is presented, per the timing contract."""
-        R, P = self.cfg.rows, self.cfg.mult_pipeline_stages
+        R, P = self.cfg.rows, self.cfg.mult_pipeline_stages + self.cfg.drain_cycles
         L = 0 if (tile.dataflow == "os" or tile.preload_hidden) else R
         if tile.dataflow == "ws":
             return R - 1, j, L + i + R - 1 + j + P

@@ -10,7 +10,8 @@ Configurations: every dataflow x preload mode x multiplier pipeline on six
 small array shapes (1x1, 1xC, Rx1 and non-square ones), plus ``auto``
 builds (tiles of all three dataflows back to back, hidden preloads across
 dataflows) and operand / accumulator precision variants (an int16
-accumulator that wraps, int16 operands, a 64-bit accumulator). Each tile
+accumulator that wraps, int16 operands, a 64-bit accumulator), and carry-save
+(``pe_style="tpe"``) builds. Each tile
 takes well under a millisecond in the detailed model, so all of them are cheap.
 """
 from __future__ import annotations
@@ -52,6 +53,14 @@ def conformance_archs() -> list[dict[str, Any]]:
         # int16 x int16 into int64
         {"rows": 3, "cols": 2, "dataflow": "auto", "preload": "double_buffered",
          "input_precision": "int16", "weight_precision": "int16", "acc_precision": "int64"},
+        # carry-save (TPE) PEs: every dataflow, a wrapping int16 accumulator, int16 operands
+        {"rows": 3, "cols": 4, "dataflow": "auto", "preload": "double_buffered", "pe_style": "tpe"},
+        {"rows": 4, "cols": 3, "dataflow": "auto", "preload": "serial", "pe_style": "tpe",
+         "acc_precision": "int16"},
+        {"rows": 2, "cols": 3, "dataflow": "auto", "preload": "double_buffered", "pe_style": "tpe",
+         "input_precision": "int16", "weight_precision": "int16", "acc_precision": "int64"},
+        {"rows": 3, "cols": 4, "dataflow": "auto", "preload": "double_buffered", "pe_style": "tpe_pipelined"},
+        {"rows": 1, "cols": 1, "dataflow": "auto", "preload": "serial", "pe_style": "tpe_pipelined"},
     ]
     return out
 

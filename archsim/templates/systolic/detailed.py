@@ -18,6 +18,10 @@ Registers per PE (``P = mult_pipeline_stages``):
 - OS: ``a`` (forwarded right, with its tag), ``w`` (forwarded down), ``acc``
   (cleared at the tile's cycle 0), ``prod`` if P=1; a result bus per column
   onto which a PE drives ``acc + product`` in the cycle of its final MAC.
+- ``pe_style="tpe_pipelined"``: the output port is ``D = 1`` register stage after
+  the bottom PE / the result bus (the pipelined edge adder); ``tpe`` and
+  ``standard`` present there directly (the carry-save pair's values are the
+  integers modelled here; only their timing is the PE's).
 
 The forwarded-operand registers of a row (or column) form a shift register;
 the model stores it as a sliding window over the sequence injected at the
@@ -67,6 +71,9 @@ class SystolicArrayDetailed:
         self.params = params
         R, C = params.rows, params.cols
         self.R, self.C, self.P = R, C, params.mult_pipeline_stages
+        # pe_style tpe_pipelined: the column's edge adder has a second register stage, so a value
+        # reaches the output port D cycles after the bottom PE (or the OS result bus) presents it
+        self.D = params.drain_cycles
         self.acc_bits = PRECISION_BITS[params.acc_precision]
         self.acc_dtype = ACC_DTYPES[params.acc_precision]
         # operand/tag registers: int32 is enough unless the accumulator is 64-bit
@@ -161,7 +168,7 @@ class SystolicArrayDetailed:
 
     def _run_stationary(self, tile, a, w, next_stat, nxt, emit):
         """WS (stream rows of A through W) and IS (stream columns of W through A^T)."""
-        R, C, P = self.R, self.C, self.P
+        R, C, P, D = self.R, self.C, self.P, self.D
         if tile.dataflow == "ws":
             X, used_cols = a, tile.n  # X[i, r]: streamed token i, row r
         else:
@@ -169,7 +176,7 @@ class SystolicArrayDetailed:
         T = X.shape[0]
         L = 0 if tile.preload_hidden else R
         own_stat = None if tile.preload_hidden else self._stationary(tile, a, w)
-        limit = L + T + R + C + P + 4  # safety bound; the loop ends on the last tag
+        limit = L + T + R + C + P + D + 4  # safety bound; the loop ends on the last tag
         # left-edge inputs per cycle (data, tag); token i reaches row r at L + i + r (the skew)
         xs = np.zeros((limit, 2, R), self.op_dtype)
         xs[:, 1, :] = -1
@@ -204,17 +211,20 @@ class SystolicArrayDetailed:
                 add(ps_in, prod, out=ps_out)
             hist_v[t] = bottom
             if emit is not None:
-                port_tag = zr[1, R - 1, base - t + P: base - t + P + C] if t >= P else np.full(C, -1)
-                self._trace(emit, tile, t, L, xs[t], sh_row, hist_v[t], port_tag)
-            if t >= P and last_tag[t - P] == T - 1:  # last token's result leaves PE(R-1, C-1)
+                lag = P + D
+                port_tag = zr[1, R - 1, base - t + lag: base - t + lag + C] if t >= lag else np.full(C, -1)
+                self._trace(emit, tile, t, L, xs[t], sh_row, hist_v[t - D] if t >= D else hist_v[t] * 0, port_tag)
+            if t >= P + D and last_tag[t - P - D] == T - 1:  # last token's result reaches the port
                 done = t
                 break
         if done < 0:
             raise RuntimeError(f"detailed model: {tile} did not finish in {limit} cycles")
         # the port of column c in cycle t carries O[tag, c], tag = that of the bottom PE's MAC
         tags = np.full((done + 1, C), -1, np.int64)
-        tags[P:] = self._stage_history(zr[1, R - 1], base, C, done + 1 - P)
-        O = self._collect(tile, tags, hist_v[: done + 1], (T, C))
+        tags[P + D:] = self._stage_history(zr[1, R - 1], base, C, done + 1 - P - D)
+        port_v = np.zeros_like(hist_v[: done + 1])
+        port_v[D:] = hist_v[: done + 1 - D]  # the edge adder's extra stage
+        O = self._collect(tile, tags, port_v, (T, C))
         O = O[:, :used_cols]
         return (O if tile.dataflow == "ws" else O.T), done + 1
 
@@ -230,9 +240,9 @@ class SystolicArrayDetailed:
 
     def _run_os(self, tile, a, w, next_stat, nxt, emit):
         """OS: A flows right, W flows down, outputs stay; result bus per column."""
-        R, C, P = self.R, self.C, self.P
+        R, C, P, D = self.R, self.C, self.P, self.D
         m, k, n = tile.m, tile.k, tile.n
-        limit = k + R + C + P + 4
+        limit = k + R + C + P + D + 4
         # edge inputs: A[i, t] reaches PE(i, 0) at i + t; W[t, j] reaches PE(0, j) at t + j
         xa = np.zeros((limit, 2, R), self.op_dtype)
         xa[:, 1, :] = -1
@@ -272,12 +282,14 @@ class SystolicArrayDetailed:
                 hist_r[t] = np.where(fin, rowidx, -1).max(axis=0)
             if emit is not None:
                 self._trace(emit, tile, t, 0, xa[t], sh_row, hist_v[t], hist_r[t])
-            if hist_r[t, C - 1] == R - 1:  # bottom-right PE has driven its result
+            if t >= D and hist_r[t - D, C - 1] == R - 1:  # bottom-right PE's result reaches the port
                 done = t
                 break
         if done < 0:
             raise RuntimeError(f"detailed model: {tile} did not finish in {limit} cycles")
-        O = self._collect(tile, hist_r[: done + 1], hist_v[: done + 1], (R, C))
+        port_r, port_v = np.full((done + 1, C), -1, np.int64), np.zeros((done + 1, C), np.int64)
+        port_r[D:], port_v[D:] = hist_r[: done + 1 - D], hist_v[: done + 1 - D]  # the edge adder's extra stage
+        O = self._collect(tile, port_r, port_v, (R, C))
         return O[:m, :n], done + 1
 
     # ------------------------------------------------------------------

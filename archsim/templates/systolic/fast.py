@@ -24,7 +24,7 @@ from archsim.templates.base import TemplateModel
 def tile_cycles(tile: SystolicTile, params: SystolicParams) -> int:
     """Cycles of one tile (closed form of the timing contract)."""
     tile.check(params.rows, params.cols, params.preload)
-    R, C, P = params.rows, params.cols, params.mult_pipeline_stages
+    R, C, P = params.rows, params.cols, params.mult_pipeline_stages + params.drain_cycles
     if tile.dataflow == "os":
         return R + C + tile.k - 2 + P
     preload = 0 if tile.preload_hidden else R
@@ -49,7 +49,7 @@ def gemm_fold_cycles(M, K, N, params: SystolicParams, dataflow: str | None = Non
     :func:`scalesim_total_cycles`).
     """
     df = dataflow or params.dataflow
-    R, C, P = params.rows, params.cols, params.mult_pipeline_stages
+    R, C, P = params.rows, params.cols, params.mult_pipeline_stages + params.drain_cycles
     M, K, N = (np.asarray(x, dtype=np.int64) for x in (M, K, N))
     if df == "ws":
         folds, streamed, preload = _ceil_div(K, R) * _ceil_div(N, C), M, R
@@ -114,9 +114,10 @@ def gemm_tiles(M: int, K: int, N: int, params: SystolicParams, dataflow: str | N
 def _pe_register_bits(p: SystolicParams) -> int:
     """Register bits of one PE: input and weight operand registers, the
     partial sum, the shadow of the stationary operand (double-buffered
-    preload) and the product register (``mult_pipeline_stages=1``)."""
+    preload), the product register (``mult_pipeline_stages=1``) and, with ``pe_style="tpe"``, the
+    carry half of the carry-save partial sum."""
     in_b, w_b = PRECISION_BITS[p.input_precision], PRECISION_BITS[p.weight_precision]
-    bits = in_b + w_b + PRECISION_BITS[p.acc_precision]
+    bits = in_b + w_b + PRECISION_BITS[p.acc_precision] * (1 if p.pe_style == "standard" else 2)
     if p.preload == "double_buffered":
         bits += max(in_b, w_b)
     return bits + (in_b + w_b) * p.mult_pipeline_stages
@@ -197,7 +198,8 @@ class SystolicModel(TemplateModel):
         - ``pe_reg_access``: PE register writes carrying useful data: per
           useful MAC the forwarded operand(s) and the partial sum / accumulator
           (WS, IS: 2; OS: 3) plus the product register when
-          ``mult_pipeline_stages=1``; plus the preload shifts of the stationary
+          ``mult_pipeline_stages=1``, or the carry register of ``pe_style="tpe"``'s
+          carry-save partial sum; plus the preload shifts of the stationary
           operand (row r of it is written r+1 times on its way down);
         - ``sram_read_bytes.input`` / ``.weight``: each operand element read
           once per tile (weights at the tile's packed ``weight_bits`` when set);
@@ -209,7 +211,7 @@ class SystolicModel(TemplateModel):
         m, k, n = tile.m, tile.k, tile.n
         macs = m * k * n
         wider = max(p.input_precision, p.weight_precision, key=lambda s: PRECISION_BITS[s])
-        per_mac = (3 if tile.dataflow == "os" else 2) + p.mult_pipeline_stages
+        per_mac = (3 if tile.dataflow == "os" else 2) + p.mult_pipeline_stages + (p.pe_style != "standard")
         if tile.dataflow == "ws":
             preload = n * k * (k + 1) // 2
         elif tile.dataflow == "is":

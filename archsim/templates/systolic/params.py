@@ -27,6 +27,10 @@ from archsim.templates.base import TemplateParams
 
 DATAFLOWS = ("ws", "os", "is")
 PRELOAD_MODES = ("serial", "double_buffered")
+#: PE microarchitectures: ``standard`` = complete multiplier, product register, carry-propagate
+#: accumulate; ``tpe`` = Wu et al.'s OPT1 (HPCA 2025): partial products compressed together with
+#: the running sum in carry-save form, the carry-propagate add deferred to the array's edge
+PE_STYLES = ("standard", "tpe", "tpe_pipelined")
 OPERAND_PRECISIONS = ("int8", "int16")
 ACC_PRECISIONS = ("int16", "int32", "int64")
 #: bits of the precisions this template's params name (from the one registry, archsim.numerics)
@@ -62,6 +66,23 @@ class SystolicParams(TemplateParams):
     mult_pipeline_stages : int
         0 or 1: a register on each multiplier output. 1 adds exactly one
         cycle to every tile (fixed latency); throughput is unchanged.
+    pe_style : str
+        ``"standard"`` (default): each PE multiplies completely, registers the
+        product and adds it to the partial sum with a carry-propagate adder.
+        ``"tpe"``: the bit-weight transformation of Wu et al. ("Exploring the
+        Performance Improvement of Tensor Processing Engines through
+        Transformation in the Bit-weight Dimension of MACs", HPCA 2025, OPT1):
+        the radix-4 Booth partial products are compressed together with the
+        partial sum, which stays in carry-save form (a sum and a carry
+        register); one registered carry-propagate adder per column at the
+        array's edge resolves a value as it leaves. That register takes the
+        cycle of the product register the standard PE has, so tiles take
+        exactly the cycles of ``standard`` with ``mult_pipeline_stages=0``
+        (``tpe`` needs 0). Values are identical (integer sums).
+        ``"tpe_pipelined"``: the same PEs with the edge adder in two stages
+        (lower half, then upper half with the registered carry), so the
+        deferred add is off the critical path; it costs one more cycle per
+        tile (:attr:`drain_cycles`), which the models count.
     """
 
     rows: int = 32
@@ -72,6 +93,7 @@ class SystolicParams(TemplateParams):
     acc_precision: str = "int32"
     preload: str = "serial"
     mult_pipeline_stages: int = 0
+    pe_style: str = "standard"
 
     def validate(self) -> None:
         """Raise ``ValueError("key: expected ...")`` for an impossible value."""
@@ -100,6 +122,17 @@ class SystolicParams(TemplateParams):
         v = self.mult_pipeline_stages
         if isinstance(v, bool) or v not in (0, 1):
             raise ValueError(f"mult_pipeline_stages: expected 0 or 1, got {v!r}")
+        if self.pe_style not in PE_STYLES:
+            raise ValueError(f"pe_style: expected one of {', '.join(PE_STYLES)}, got {self.pe_style!r}")
+        if self.pe_style != "standard" and self.mult_pipeline_stages != 0:
+            raise ValueError(f"mult_pipeline_stages: expected 0 with pe_style {self.pe_style} (its PE has no "
+                             "product register; the edge's carry-propagate register takes that cycle), got "
+                             f"{self.mult_pipeline_stages!r}")
+
+    @property
+    def drain_cycles(self) -> int:
+        """Cycles every tile spends in the edge adder's extra stage: 1 with ``tpe_pipelined``, else 0."""
+        return 1 if self.pe_style == "tpe_pipelined" else 0
 
     @property
     def macs(self) -> int:
