@@ -22,7 +22,7 @@ from amaranth import Cat, Const, Module, Mux, Signal, signed
 from rtl.lib.formats import EXP_W, FP32, Decoded, FormatHw, decode, decode_fp32
 from rtl.lib.lzc import lzc
 from rtl.lib.pipe import Pipe, carry, cut, drop
-from rtl.lib.round import EW, P, W, round_pack, round_pack_fp32
+from rtl.lib.round import EW, P, W, round_pack, round_pack_fp32, shift_coarse, shift_fine
 
 QNAN = 0x7FC00000
 F32_ZERO = 0
@@ -36,36 +36,44 @@ def _align_add(m: Module, a, b, n: int, eb: int, mb: int, name: str, pipe: Pipe 
     """``(sign, exe, total)`` of ``a + b`` (``n``-bit IEEE-style patterns, ``eb`` / ``mb`` fields):
     ``total`` (``mb + 5`` bits: carry, hidden bit, fraction, guard, round, sticky) times
     ``2**(exe - bias - mb - 3)`` rounds like the exact sum. Cut points: after the magnitude compare
-    and exponent differences, after the alignment shift, after the add."""
+    and exponent differences, after the operand swap and the alignment shift's first half (by
+    multiples of 8), after its second half, after the add."""
     width = mb + 5
     swap = Signal(name=f"{name}_swap")
     m.d.comb += swap.eq(b[:n - 1] > a[:n - 1])
+    same = Signal(name=f"{name}_same")  # equal magnitudes (x - y cancels exactly)
+    m.d.comb += same.eq(a[:n - 1] == b[:n - 1])
     ea, eb_ = a[mb:mb + eb], b[mb:mb + eb]
     exa = Signal(eb + 1, name=f"{name}_exa")
     exb = Signal(eb + 1, name=f"{name}_exb")
     m.d.comb += [exa.eq(Mux(ea == 0, 1, ea)), exb.eq(Mux(eb_ == 0, 1, eb_))]
-    dab = Signal(range(width + 1), name=f"{name}_dab")  # the alignment if a is the larger (clamped), and if b
-    dba = Signal(range(width + 1), name=f"{name}_dba")
-    m.d.comb += [dab.eq(Mux(exa - exb > width, width, (exa - exb)[:dab.shape().width])),
-                 dba.eq(Mux(exb - exa > width, width, (exb - exa)[:dba.shape().width]))]
-    a, b, swap, exa, exb, dab, dba = cut(pipe, a, b, swap, exa, exb, dab, dba)
+    dab = Signal(eb + 1, name=f"{name}_dab")  # exa - exb if a is the larger (then >= 0), and exb - exa if b
+    dba = Signal(eb + 1, name=f"{name}_dba")
+    m.d.comb += [dab.eq(exa - exb), dba.eq(exb - exa)]
+    a, b, swap, same, exa, exb, dab, dba = cut(pipe, a, b, swap, same, exa, exb, dab, dba)
     x = Signal(n, name=f"{name}_x")  # larger magnitude
     y = Signal(n, name=f"{name}_y")
     exe = Signal(eb + 1, name=f"{name}_exe")
-    dc = Signal(range(width + 1), name=f"{name}_dc")
+    d = Signal(eb + 1, name=f"{name}_d")
     m.d.comb += [x.eq(Mux(swap, b, a)), y.eq(Mux(swap, a, b)), exe.eq(Mux(swap, exb, exa)),
-                 dc.eq(Mux(swap, dba, dab))]
+                 d.eq(Mux(swap, dba, dab))]
+    dw = width.bit_length()  # an alignment of 2**dw - 1 >= width shifts every bit out, as any larger one
+    dc = Signal(dw, name=f"{name}_dc")
+    m.d.comb += dc.eq(Mux(d[dw:] != 0, (1 << dw) - 1, d[:dw]) if eb + 1 > dw else d)
     mx = Cat(Const(0, 3), x[:mb], x[mb:mb + eb] != 0)
     my = Cat(Const(0, 3), y[:mb], y[mb:mb + eb] != 0)
-    ya = Signal(width, name=f"{name}_ya")
-    m.d.comb += ya.eq(my >> dc)
+    part, lost, lo = shift_coarse(m, my, width, dc, dw, f"{name}_al")
+    xs, ys, same, mx, part, lost, lo, exe = cut(pipe, x[n - 1], y[n - 1], same, mx, part, lost, lo, exe)
+    ya, sticky = shift_fine(m, part, lost, lo, width, f"{name}_al")
     yal = Signal(width, name=f"{name}_yal")
-    m.d.comb += yal.eq(ya | ((my & ~(Const((1 << width) - 1, width) << dc)[:width]) != 0))  # sticky: bits out
-    xs, ys, mx, yal, exe = cut(pipe, x[n - 1], y[n - 1], mx, yal, exe)
+    m.d.comb += yal.eq(ya | sticky)  # sticky: any bit shifted out
+    xs, ys, same, mx, yal, exe = cut(pipe, xs, ys, same, mx, yal, exe)
+    sub = Signal(name=f"{name}_sub")
+    m.d.comb += sub.eq(xs ^ ys)
     total = Signal(width, name=f"{name}_sum")
-    m.d.comb += total.eq(Mux(xs ^ ys, mx - yal, mx + yal))
+    m.d.comb += total.eq(mx + (yal ^ Mux(sub, (1 << width) - 1, 0)) + sub)  # one adder: mx +- yal
     sign = Signal(name=f"{name}_sign")  # an exact zero sum (x - y, equal magnitudes) is +0 unless both are -0
-    m.d.comb += sign.eq(Mux((xs ^ ys) & (mx == yal), 0, xs))
+    m.d.comb += sign.eq(Mux(sub & same, 0, xs))
     return cut(pipe, sign, exe, total)
 
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 from amaranth import Cat, Const, Module, Mux, Signal, signed
 
 from rtl.lib.formats import EXP_W
-from rtl.lib.lzc import lzc
+from rtl.lib.lzc import lzc, lzc_combine, lzc_groups
 from rtl.lib.pipe import Pipe, cut
 
 ROUND_CUTS = 4
-ROUND_FP32_CUTS = 3
+ROUND_FP32_CUTS = 6
 
 # round_pack_fp32's significand: 1 carry bit, hidden bit at P, 23 fraction bits, 3 extra bits (guard, round, sticky)
 P = 26
@@ -26,48 +26,104 @@ W = P + 2
 EW = 11  # signed exponent width (biased exponent, may leave 1..254 before rounding)
 
 
+def _mask_below(width: int, amount):
+    """The ``width``-bit mask of the bits below bit ``amount``."""
+    return ~(Const((1 << width) - 1, width) << amount)[:width]
+
+
+def shift_coarse(m: Module, x, width: int, amount, amount_bits: int, name: str, left: bool = False):
+    """First half of a two-stage barrel shift of the ``width``-bit ``x`` by the unsigned ``amount``
+    (``amount_bits`` wide; may exceed ``width``): by its bits above the low 3 (multiples of 8).
+    Returns ``(partly shifted, any bit shifted out so far, the low 3 bits)`` -- signals to register
+    before :func:`shift_fine`. Right shifts report the bits lost (sticky); left ones lose only zeros."""
+    lo_bits = min(3, amount_bits)
+    by = (amount[lo_bits:amount_bits] << lo_bits) if amount_bits > lo_bits else Const(0, 1)
+    part = Signal(width, name=f"{name}_c")
+    lost = Signal(name=f"{name}_l1")
+    lo = Signal(lo_bits, name=f"{name}_lo")
+    if left:
+        m.d.comb += part.eq((x << by)[:width])
+    else:
+        m.d.comb += [part.eq(x >> by), lost.eq((x & _mask_below(width, by)) != 0)]
+    m.d.comb += lo.eq(amount[:lo_bits])
+    return part, lost, lo
+
+
+def shift_fine(m: Module, part, lost, lo, width: int, name: str, left: bool = False):
+    """Second half of :func:`shift_coarse`: ``(shifted, sticky)`` (sticky: any bit shifted out)."""
+    out = Signal(width, name=f"{name}_f")
+    sticky = Signal(name=f"{name}_st")
+    if left:
+        m.d.comb += out.eq((part << lo)[:width])
+    else:
+        m.d.comb += [out.eq(part >> lo), sticky.eq(lost | ((part & _mask_below(width, lo)) != 0))]
+    return out, sticky
+
+
 def round_pack_fp32(m: Module, sign, exp, sig, name: str, pipe: Pipe | None = None):
     """fp32 of ``sig * 2**(exp - 127 - P)`` (``sig`` :data:`W` bits): normalize, round to nearest even,
     pack; an overflowing result saturates to infinity's encoding (finite datapaths)."""
     s1 = Signal(W, name=f"{name}_s1")
     e1 = Signal(signed(EW), name=f"{name}_e1")
-    with m.If(sig[W - 1]):  # carry out: one right shift, keep the sticky bit
-        m.d.comb += [s1.eq((sig >> 1) | sig[0]), e1.eq(exp + 1)]
+    e1m1 = Signal(signed(EW), name=f"{name}_e1m1")
+    rs0 = Signal(signed(EW), name=f"{name}_rs0")  # 1 - e1: the right shift of a subnormal result
+    carry_out = sig[W - 1]
+    with m.If(carry_out):  # carry out: one right shift, keep the sticky bit
+        m.d.comb += [s1.eq((sig >> 1) | sig[0]), e1.eq(exp + 1), e1m1.eq(exp), rs0.eq(-exp)]
     with m.Else():
-        m.d.comb += [s1.eq(sig), e1.eq(exp)]
-    lz = lzc(m, s1, P + 1, f"{name}_lz")
-    sign, s1, e1, lz = cut(pipe, sign, s1, e1, lz)
-    s2 = Signal(W, name=f"{name}_s2")
+        m.d.comb += [s1.eq(sig), e1.eq(exp), e1m1.eq(exp - 1), rs0.eq(1 - exp)]
+    under = Signal(name=f"{name}_under")  # e1 < 1: below the normal range
+    m.d.comb += under.eq(Mux(carry_out, exp < 0, exp < 1))
+    big = Signal(name=f"{name}_big")  # e1 - 1 >= 32 > any lz: never clipped
+    m.d.comb += big.eq(~e1m1[EW - 1] & (e1m1[5:EW - 1] != 0))
+    groups = lzc_groups(m, s1, P + 1, f"{name}_lz")
+    sign, s1, e1, e1m1, rs0, under, big, *groups = cut(pipe, sign, s1, e1, e1m1, rs0, under, big, *groups)
+    lz = lzc_combine(m, groups, P + 1, f"{name}_lz")
+    # below the normal range: shift right to exponent 1 (subnormal), keep the sticky bit; else the
+    # leading one below the hidden bit: shift left by min(lz, e1 - 1), the exponent not below 1
+    rs = Signal(range(32), name=f"{name}_rs")
+    m.d.comb += rs.eq(Mux(rs0 > 31, 31, rs0[:5]))
+    sign, s1, e1, e1m1, rs, under, big, lz = cut(pipe, sign, s1, e1, e1m1, rs, under, big, lz)
+    clip = Signal(name=f"{name}_clip")  # lz > e1 - 1 (a 5-bit compare: e1 - 1 in 0..31 when it matters)
+    m.d.comb += clip.eq(~big & (lz > e1m1[:5]))
+    ls = Signal(5, name=f"{name}_ls")
+    m.d.comb += ls.eq(Mux(clip, e1m1[:5], lz))
+    e1lz = Signal(signed(EW), name=f"{name}_e1lz")
+    m.d.comb += e1lz.eq(e1 - lz)
     e2 = Signal(signed(EW), name=f"{name}_e2")
-    with m.If(e1 < 1):  # below the normal range: shift right to exponent 1 (subnormal), keep the sticky bit
-        rs = Signal(range(W + 1), name=f"{name}_rs")
-        m.d.comb += rs.eq(Mux(1 - e1 > W, W, 1 - e1))
-        shifted = Signal(W, name=f"{name}_sh")
-        m.d.comb += shifted.eq(s1 >> rs)
-        sticky = (s1 & ~(Const((1 << W) - 1, W) << rs)[:W]) != 0  # the bits shifted out
-        m.d.comb += [s2.eq(shifted | sticky), e2.eq(1)]
-    with m.Else():  # leading one below the hidden bit: shift left, not below exponent 1
-        ls = Signal(6, name=f"{name}_ls")
-        m.d.comb += ls.eq(Mux(lz > e1 - 1, (e1 - 1)[:6], lz))
-        m.d.comb += [s2.eq((s1 << ls)[:W]), e2.eq(e1 - ls)]
+    m.d.comb += e2.eq(Mux(under | clip, 1, e1lz))
+    sign, s1, rs, ls, under, e2 = cut(pipe, sign, s1, rs, ls, under, e2)
+    r_part, r_lost, r_lo = shift_coarse(m, s1, W, rs, 5, f"{name}_sr")
+    l_part, _, l_lo = shift_coarse(m, s1, W, ls, 5, f"{name}_sl", left=True)
+    sign, under, e2, r_part, r_lost, r_lo, l_part, l_lo = cut(pipe, sign, under, e2, r_part, r_lost, r_lo,
+                                                              l_part, l_lo)
+    sr, sticky_r = shift_fine(m, r_part, r_lost, r_lo, W, f"{name}_sr")
+    sl, _ = shift_fine(m, l_part, None, l_lo, W, f"{name}_sl", left=True)
+    s2 = Signal(W, name=f"{name}_s2")
+    m.d.comb += s2.eq(Mux(under, sr | sticky_r, sl))
     sign, s2, e2 = cut(pipe, sign, s2, e2)
     lsb, guard = s2[3], s2[2]
     sticky = s2[:2].any()
     up = guard & (sticky | lsb)
     mant = Signal(25, name=f"{name}_mant")
     m.d.comb += mant.eq(s2[3:P + 1] + up)
-    sign, e2, mant = cut(pipe, sign, e2, mant)
-    e3 = Signal(signed(EW), name=f"{name}_e3")
+    ovf_hi = Signal(name=f"{name}_ovh")  # e2 + 1 >= 255 (the rounded mantissa carries out)
+    ovf_mid = Signal(name=f"{name}_ovm")
+    e2p1 = Signal(signed(EW), name=f"{name}_e2p1")
+    m.d.comb += [ovf_hi.eq(e2 >= 254), ovf_mid.eq(e2 >= 255), e2p1.eq(e2 + 1)]
+    sign, e2, e2p1, mant, ovf_hi, ovf_mid = cut(pipe, sign, e2, e2p1, mant, ovf_hi, ovf_mid)
+    e3 = Signal(8, name=f"{name}_e3")
     frac = Signal(23, name=f"{name}_frac")
+    ovf = Signal(name=f"{name}_ovf")
     with m.If(mant[24]):
-        m.d.comb += [e3.eq(e2 + 1), frac.eq(mant[1:24])]
+        m.d.comb += [e3.eq(e2p1[:8]), frac.eq(mant[1:24]), ovf.eq(ovf_hi)]
     with m.Else():
-        m.d.comb += [e3.eq(Mux(mant[23], e2, 0)), frac.eq(mant[:23])]
+        m.d.comb += [e3.eq(Mux(mant[23], e2[:8], 0)), frac.eq(mant[:23]), ovf.eq(mant[23] & ovf_mid)]
     out = Signal(32, name=name)
-    with m.If(e3 >= 255):
+    with m.If(ovf):
         m.d.comb += out.eq(Cat(Const(0, 23), Const(255, 8), sign))
     with m.Else():
-        m.d.comb += out.eq(Cat(frac, e3[:8], sign))
+        m.d.comb += out.eq(Cat(frac, e3, sign))
     return out
 
 
