@@ -17,7 +17,7 @@ from rtl.lib.formats import EXP_W
 from rtl.lib.lzc import lzc, lzc_combine, lzc_groups
 from rtl.lib.pipe import Pipe, cut
 
-ROUND_CUTS = 4
+ROUND_CUTS = 6
 ROUND_FP32_CUTS = 6
 
 # round_pack_fp32's significand: 1 carry bit, hidden bit at P, 23 fraction bits, 3 extra bits (guard, round, sticky)
@@ -137,46 +137,56 @@ def round_pack(m: Module, sign, exp, sig, width: int, name: str, ebits: int = 8,
     lsb_min = 1 - bias - mbits
     ext_w = width + 2
     sw = EXP_W + 3
+    k = width - 1 - mbits  # the right shift r in the normal case is k - lz
     # the result's last mantissa bit sits at lsb = max(lsb_min, ue - mbits), ue = exp + width - 1 - lz the
     # leading one; r = lsb - exp is the right shift (left if <= 0). Both cases are prepared in parallel with
     # the count: the subnormal case (lsb_min - exp) from exp alone, the normal one from lz alone.
-    lz = lzc(m, sig, width, f"{name}_lz")
+    groups = lzc_groups(m, sig, width, f"{name}_lz")
     ek = Signal(signed(sw), name=f"{name}_ek")  # exponent of the last mantissa bit before subtracting lz
+    ekm = Signal(signed(sw), name=f"{name}_ekm")  # ek - lsb_min: below the normal range iff lz > ekm
     ra = Signal(signed(sw), name=f"{name}_ra")  # r in the subnormal case
-    m.d.comb += [ek.eq(exp + (width - 1 - mbits)), ra.eq(lsb_min - exp)]
+    nra = Signal(signed(sw), name=f"{name}_nra")
+    m.d.comb += [ek.eq(exp + k), ekm.eq(exp + (k - lsb_min)), ra.eq(lsb_min - exp), nra.eq(exp - lsb_min)]
+    sign, sig, ek, ekm, ra, nra, *groups = cut(pipe, sign, sig, ek, ekm, ra, nra, *groups)
+    lz = lzc_combine(m, groups, width, f"{name}_lz")
     ra_left = Signal(name=f"{name}_ra_left")
     ra_ls = Signal(range(mbits + 1), name=f"{name}_ra_ls")
     ra_rc = Signal(range(ext_w + 1), name=f"{name}_ra_rc")
-    m.d.comb += [ra_left.eq(ra <= 0), ra_ls.eq(Mux(-ra > mbits, mbits, (-ra)[:ra_ls.shape().width])),
+    m.d.comb += [ra_left.eq(ra <= 0), ra_ls.eq(Mux(nra > mbits, mbits, nra[:ra_ls.shape().width])),
                  ra_rc.eq(Mux(ra > ext_w, ext_w, ra[:ra_rc.shape().width]))]
-    sign, sig, lz, ek, ra_left, ra_ls, ra_rc = cut(pipe, sign, sig, lz, ek, ra_left, ra_ls, ra_rc)
+    sign, sig, lz, ek, ekm, ra_left, ra_ls, ra_rc = cut(pipe, sign, sig, lz, ek, ekm, ra_left, ra_ls, ra_rc)
     under = Signal(name=f"{name}_under")
     lsb_n = Signal(signed(sw), name=f"{name}_lsbn")
-    m.d.comb += [lsb_n.eq(ek - lz), under.eq(lsb_n < lsb_min)]
-    k = width - 1 - mbits  # r in the normal case is k - lz
+    lzs = Signal(signed(sw), name=f"{name}_lzs")
+    m.d.comb += [lzs.eq(lz), lsb_n.eq(ek - lz), under.eq(lzs > ekm)]
+    n_ls = Signal(signed(sw), name=f"{name}_nls")  # lz - k and k - lz, beside the compares
+    n_rc = Signal(signed(sw), name=f"{name}_nrc")
+    m.d.comb += [n_ls.eq(lzs - k), n_rc.eq(k - lzs)]
     lsb = Signal(signed(sw), name=f"{name}_lsb")
     left = Signal(name=f"{name}_left")
     ls = Signal(range(mbits + 1), name=f"{name}_ls")
     rc = Signal(range(ext_w + 1), name=f"{name}_rc")
-    lzs = Signal(signed(sw), name=f"{name}_lzs")
-    m.d.comb += lzs.eq(lz)
     m.d.comb += [
         lsb.eq(Mux(under, lsb_min, lsb_n)),
-        left.eq(Mux(under, ra_left, lzs >= k)),
-        ls.eq(Mux(under, ra_ls, Mux(lzs - k > mbits, mbits, (lzs - k)[:ls.shape().width]))),
-        rc.eq(Mux(under, ra_rc, (k - lzs)[:rc.shape().width])),
+        left.eq(Mux(under, ra_left, lz >= k)),
+        ls.eq(Mux(under, ra_ls, Mux(lz > k + mbits, mbits, n_ls[:ls.shape().width]))),
+        rc.eq(Mux(under, ra_rc, n_rc[:rc.shape().width])),
     ]
     sign, sig, lsb, left, ls, rc = cut(pipe, sign, sig, lsb, left, ls, rc)
+    # the shift, in two registered halves: left (exact, at most mbits; the value fits mbits + 1 bits
+    # then) or right (with the bits lost as sticky)
+    l_part, _, l_lo = shift_coarse(m, sig[:mbits + 1], mbits + 1, ls, ls.shape().width, f"{name}_sl", left=True)
+    r_part, r_lost, r_lo = shift_coarse(m, Cat(Const(0, 2), sig), ext_w, rc, rc.shape().width, f"{name}_sr")
+    sign, lsb, left, l_part, l_lo, r_part, r_lost, r_lo = cut(pipe, sign, lsb, left, l_part, l_lo, r_part, r_lost,
+                                                             r_lo)
+    sl, _ = shift_fine(m, l_part, None, l_lo, mbits + 1, f"{name}_sl", left=True)
+    sh, lost = shift_fine(m, r_part, r_lost, r_lo, ext_w, f"{name}_sr")
     mant = Signal(mbits + 1, name=f"{name}_mt")
     guard = Signal(name=f"{name}_g")
     sticky = Signal(name=f"{name}_st")
-    with m.If(left):  # exact: shift left (at most mbits)
-        m.d.comb += mant.eq((sig << ls)[:mbits + 1])
+    with m.If(left):  # exact
+        m.d.comb += mant.eq(sl)
     with m.Else():
-        ext = Cat(Const(0, 2), sig)
-        sh = Signal(ext_w, name=f"{name}_sh")
-        m.d.comb += sh.eq(ext >> rc)
-        lost = (ext & ~(Const((1 << ext_w) - 1, ext_w) << rc)[:ext_w]) != 0  # the bits shifted out
         m.d.comb += [mant.eq(sh[2:]), guard.eq(sh[1]), sticky.eq(sh[0] | lost)]
     sign, lsb, mant, guard, sticky = cut(pipe, sign, lsb, mant, guard, sticky)
     up = guard & (sticky | mant[0])
@@ -186,11 +196,12 @@ def round_pack(m: Module, sign, exp, sig, width: int, name: str, ebits: int = 8,
     be_hi = Signal(signed(EXP_W + 3), name=f"{name}_behi")
     be_mid = Signal(signed(EXP_W + 3), name=f"{name}_bemid")
     m.d.comb += [be_hi.eq(lsb + bias + mbits + 1), be_mid.eq(lsb + bias + mbits)]
+    top_lsb = emax - bias - mbits  # lsb at which be_mid == emax (be_hi == emax one below): compares on lsb
     if specials == "fn":  # overflow: above the top binade, or its all-ones mantissa (the NaN code)
-        hi_ovf, mid_ovf = be_hi > emax, be_mid > emax
-        hi_top, mid_top = be_hi == emax, be_mid == emax
+        hi_ovf, mid_ovf = lsb > top_lsb - 1, lsb > top_lsb
+        hi_top, mid_top = lsb == top_lsb - 1, lsb == top_lsb
     else:
-        hi_ovf, mid_ovf = be_hi >= emax, be_mid >= emax
+        hi_ovf, mid_ovf = lsb >= top_lsb - 1, lsb >= top_lsb
         hi_top = mid_top = Const(0, 1)
     sign, mr, be_hi, be_mid, hi_ovf, mid_ovf, hi_top, mid_top = cut(
         pipe, sign, mr, be_hi, be_mid, hi_ovf, mid_ovf, hi_top, mid_top)
