@@ -88,37 +88,48 @@ def fp32_add_finite(m: Module, a, b, name: str, pipe: Pipe | None = None):
 
 def narrow_mul_fp32(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None = None):
     """fp32 bits of ``a x b`` for finite operands in the narrow float ``f`` (bf16, fp16): the product
-    is exact, then rounded once. Cut points: after the product, and round_pack_fp32's."""
+    is exact, then rounded once. Cut points: before the multiplier (its operands), after it, and
+    round_pack_fp32's."""
     mb, eb = f.mbits, f.ebits
     if 2 * mb > P:
         raise ValueError(f"narrow_mul_fp32: {f.name} products do not fit the fp32 rounding window")
     ea, eb_ = a[mb:mb + eb], b[mb:mb + eb]
     ma, mbv = Cat(a[:mb], ea != 0), Cat(b[:mb], eb_ != 0)
-    prod = Signal(2 * mb + 2, name=f"{name}_p")
-    m.d.comb += prod.eq(ma * mbv)
     exp = Signal(signed(EW), name=f"{name}_e")
     # prod * 2**(ea' + eb' - 2 bias - 2 mb) = sig * 2**(exp - 127 - P) with sig = prod << (P - 2 mb)
     m.d.comb += exp.eq(Mux(ea == 0, 1, ea) + Mux(eb_ == 0, 1, eb_) + (127 - 2 * f.bias))
+    sign, exp, ma, mbv = cut(pipe, a[f.bits - 1] ^ b[f.bits - 1], exp, ma, mbv)  # the DSP's input register
+    prod = Signal(2 * mb + 2, name=f"{name}_p")
+    m.d.comb += prod.eq(ma * mbv)
     sig = Signal(W, name=f"{name}_sig")
     m.d.comb += sig.eq(prod << (P - 2 * mb))
-    sign, exp, sig = cut(pipe, a[f.bits - 1] ^ b[f.bits - 1], exp, sig)
+    sign, exp, sig = cut(pipe, sign, exp, sig)
     return round_pack_fp32(m, sign, exp, sig, name, pipe)
 
 
 def wide_mul(m: Module, x, y, wx: int, wy: int, name: str, pipe: Pipe | None = None):
     """Unsigned ``x * y``; operands wider than 18 bits are split in 17-bit pieces whose partial
-    products (one 18x18 DSP each) meet at a cut point before their sum. Cut points: 1 if split, else 0."""
+    products (one 18x18 DSP each) meet at a cut point, then the off-diagonal ones are summed, a second
+    cut point, then added to the diagonal ones (which do not overlap: a bit-wise or). Cut points: 2 if
+    split, else 0."""
     if wx <= 18 and wy <= 18:
         return x * y
     def pieces(v, w):
-        return [(v[i:min(i + 17, w)], i) for i in range(0, w, 17)]
-    parts = [(px * py, sx + sy) for px, sx in pieces(x, wx) for py, sy in pieces(y, wy)]
-    regs = cut(pipe, *(p for p, _ in parts))
-    total = 0
-    for r, (_, shift) in zip(regs, parts):
-        total = total + (r << shift)
+        return [(v[i:min(i + 17, w)], k) for k, i in enumerate(range(0, w, 17))]
+    parts = [(px * py, kx, ky) for px, kx in pieces(x, wx) for py, ky in pieces(y, wy)]
+    regs = cut(pipe, *(p for p, _, _ in parts))
+    diag, off = 0, 0
+    for r, (_, kx, ky) in zip(regs, parts):
+        if kx == ky:  # 34-bit products at multiples of 34 bits: disjoint
+            diag = diag | (r << (34 * kx))
+        else:
+            off = off + (r << (17 * (kx + ky)))
+    dsig = Signal(wx + wy, name=f"{name}_wmd")
+    osig = Signal(wx + wy, name=f"{name}_wmo")
+    m.d.comb += [dsig.eq(diag), osig.eq(off)]
+    dsig, osig = cut(pipe, dsig, osig)
     out = Signal(wx + wy, name=f"{name}_wm")
-    m.d.comb += out.eq(total)
+    m.d.comb += out.eq(dsig + osig)
     return out
 
 
@@ -274,8 +285,6 @@ def product(m: Module, a: Decoded, b: Decoded, wa: int, wb: int, name: str, sig_
 
     ``sig_product``: ``a.sig * b.sig`` computed elsewhere (shift-and-add, bit-serial); default a multiplier.
     """
-    e = Signal(signed(EXP_W + 1), name=f"{name}_e")
-    m.d.comb += e.eq(a.exp + b.exp)
     s = Signal(name=f"{name}_s")
     m.d.comb += s.eq(a.sign ^ b.sign)
     za = (a.sig == 0) & ~a.nan & ~a.inf
@@ -283,12 +292,15 @@ def product(m: Module, a: Decoded, b: Decoded, wa: int, wb: int, name: str, sig_
     nan = a.nan | b.nan | (a.inf & zb) | (b.inf & za)
     inf = a.inf | b.inf
     p = Signal(wa + wb, name=f"{name}_p")
+    e = Signal(signed(EXP_W + 1), name=f"{name}_e")
     if sig_product is None:  # the multiplier's operands registered first (a DSP's input register)
-        sa, sb, ec, sc, nan, inf = cut(pipe, a.sig, b.sig, e, s, nan, inf)
-        cc = [carry(pipe, v) for v in (ec, sc, nan, inf)]
+        sa, sb, xa, xb, sc, nan, inf = cut(pipe, a.sig, b.sig, a.exp, b.exp, s, nan, inf)
+        m.d.comb += e.eq(xa + xb)  # beside the multiplier
+        cc = [carry(pipe, v) for v in (e, sc, nan, inf)]
         m.d.comb += p.eq(wide_mul(m, sa, sb, wa, wb, name, pipe))
         ec, sc, nan, inf = (drop(pipe, c) for c in cc)
     else:
+        m.d.comb += e.eq(a.exp + b.exp)
         ec, sc, nan, inf = cut(pipe, e, s, nan, inf)
         m.d.comb += p.eq(sig_product)
     pc, ec, sc, nan, inf = cut(pipe, p, ec, sc, nan, inf)
@@ -352,10 +364,12 @@ def fp32_to_small(m: Module, x, f: FormatHw, name: str):
 
 
 def int_to_fp(m: Module, v, width: int, name: str, f: FormatHw = FP32, pipe: Pipe | None = None):
-    """Bits of the signed ``width``-bit integer ``v`` in the float ``f`` (RNE). Cut points: round_pack's."""
+    """Bits of the signed ``width``-bit integer ``v`` in the float ``f`` (RNE). Cut points: after the
+    absolute value, and round_pack's."""
     s = v[width - 1]
     mag = Signal(width, name=f"{name}_abs")
     m.d.comb += mag.eq(Mux(s, (0 - v.as_signed())[:width], v[:width]))
+    s, mag = cut(pipe, s, mag)
     return round_pack(m, s, Const(0, signed(EXP_W)), mag, width, name, f.ebits, f.mbits, f.specials, pipe)
 
 

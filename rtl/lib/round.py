@@ -154,11 +154,17 @@ def round_pack(m: Module, sign, exp, sig, width: int, name: str, ebits: int = 8,
     ra_rc = Signal(range(ext_w + 1), name=f"{name}_ra_rc")
     m.d.comb += [ra_left.eq(ra <= 0), ra_ls.eq(Mux(nra > mbits, mbits, nra[:ra_ls.shape().width])),
                  ra_rc.eq(Mux(ra > ext_w, ext_w, ra[:ra_rc.shape().width]))]
-    sign, sig, lz, ek, ekm, ra_left, ra_ls, ra_rc = cut(pipe, sign, sig, lz, ek, ekm, ra_left, ra_ls, ra_rc)
+    lzw = lz.shape().width
+    ekm_lo = Signal(lzw, name=f"{name}_ekm_lo")  # under = lz > ekm as a narrow compare: ekm < 0, or its low bits
+    ekm_neg = Signal(name=f"{name}_ekm_neg")
+    ekm_big = Signal(name=f"{name}_ekm_big")
+    m.d.comb += [ekm_lo.eq(ekm[:lzw]), ekm_neg.eq(ekm[sw - 1]), ekm_big.eq(~ekm[sw - 1] & (ekm[lzw:sw - 1] != 0))]
+    sign, sig, lz, ek, ekm_lo, ekm_neg, ekm_big, ra_left, ra_ls, ra_rc = cut(
+        pipe, sign, sig, lz, ek, ekm_lo, ekm_neg, ekm_big, ra_left, ra_ls, ra_rc)
     under = Signal(name=f"{name}_under")
     lsb_n = Signal(signed(sw), name=f"{name}_lsbn")
     lzs = Signal(signed(sw), name=f"{name}_lzs")
-    m.d.comb += [lzs.eq(lz), lsb_n.eq(ek - lz), under.eq(lzs > ekm)]
+    m.d.comb += [lzs.eq(lz), lsb_n.eq(ek - lz), under.eq(ekm_neg | (~ekm_big & (lz > ekm_lo)))]
     n_ls = Signal(signed(sw), name=f"{name}_nls")  # lz - k and k - lz, beside the compares
     n_rc = Signal(signed(sw), name=f"{name}_nrc")
     m.d.comb += [n_ls.eq(lzs - k), n_rc.eq(k - lzs)]
