@@ -86,10 +86,10 @@ def fp32_add_finite(m: Module, a, b, name: str, pipe: Pipe | None = None):
     return round_pack_fp32(m, sign, exp, total, name, pipe)
 
 
-def narrow_mul_fp32(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None = None):
+def narrow_mul_fp32(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None = None, mul: str = "dsp"):
     """fp32 bits of ``a x b`` for finite operands in the narrow float ``f`` (bf16, fp16): the product
     is exact, then rounded once. Cut points: before the multiplier (its operands), after it, and
-    round_pack_fp32's."""
+    round_pack_fp32's (and the multiplier's own: :func:`multiply`, ``mul``)."""
     mb, eb = f.mbits, f.ebits
     if 2 * mb > P:
         raise ValueError(f"narrow_mul_fp32: {f.name} products do not fit the fp32 rounding window")
@@ -100,11 +100,47 @@ def narrow_mul_fp32(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None =
     m.d.comb += exp.eq(Mux(ea == 0, 1, ea) + Mux(eb_ == 0, 1, eb_) + (127 - 2 * f.bias))
     sign, exp, ma, mbv = cut(pipe, a[f.bits - 1] ^ b[f.bits - 1], exp, ma, mbv)  # the DSP's input register
     prod = Signal(2 * mb + 2, name=f"{name}_p")
-    m.d.comb += prod.eq(ma * mbv)
+    c_s, c_e = carry(pipe, sign), carry(pipe, exp)
+    m.d.comb += prod.eq(multiply(m, ma, mbv, mb + 1, mb + 1, name, pipe, mul))
+    sign, exp = drop(pipe, c_s), drop(pipe, c_e)
     sig = Signal(W, name=f"{name}_sig")
     m.d.comb += sig.eq(prod << (P - 2 * mb))
     sign, exp, sig = cut(pipe, sign, exp, sig)
     return round_pack_fp32(m, sign, exp, sig, name, pipe)
+
+
+#: multiplier kinds: ``"dsp"`` (inferred MULT18X18D blocks, no cut inside), ``"lut"`` (fabric adder tree
+#: with a cut point between its levels; no stage carries the DSP block's 3.9 ns combinational delay)
+MULTIPLIERS = ("dsp", "lut")
+
+
+def lut_mul(m: Module, x, y, wx: int, wy: int, name: str, pipe: Pipe | None = None):
+    """Unsigned ``x * y`` in fabric logic: ``wy`` rows of ``x`` gated by each bit of ``y``, summed in a
+    balanced adder tree of ``ceil(log2 wy)`` levels with a cut point between levels (one adder per
+    stage). Cut points: ``ceil(log2 wy) - 1`` (0 for ``wy <= 2``)."""
+    rows = [Mux(y[i], x, 0) << i for i in range(wy)]
+    level = 0
+    while len(rows) > 1:
+        if level:
+            rows = list(cut(pipe, *rows))
+        nxt = []
+        for j in range(0, len(rows) - 1, 2):
+            r = Signal(wx + wy, name=f"{name}_lm{level}_{j}")
+            m.d.comb += r.eq(rows[j] + rows[j + 1])
+            nxt.append(r)
+        rows = nxt + ([rows[-1]] if len(rows) % 2 else [])
+        level += 1
+    out = Signal(wx + wy, name=f"{name}_lm")
+    m.d.comb += out.eq(rows[0])
+    return out
+
+
+def multiply(m: Module, x, y, wx: int, wy: int, name: str, pipe: Pipe | None = None, mul: str = "dsp"):
+    """Unsigned ``x * y`` by the multiplier kind ``mul`` (:data:`MULTIPLIERS`): :func:`wide_mul` or
+    :func:`lut_mul` (cut points: theirs)."""
+    if mul not in MULTIPLIERS:
+        raise ValueError(f"mul: expected one of {', '.join(MULTIPLIERS)}, got {mul!r}")
+    return lut_mul(m, x, y, wx, wy, name, pipe) if mul == "lut" else wide_mul(m, x, y, wx, wy, name, pipe)
 
 
 def wide_mul(m: Module, x, y, wx: int, wy: int, name: str, pipe: Pipe | None = None):
@@ -279,9 +315,10 @@ def special(m: Module, nan, inf, sign, finite, name: str, f: FormatHw = FP32):
 
 
 def product(m: Module, a: Decoded, b: Decoded, wa: int, wb: int, name: str, sig_product=None,
-            pipe: Pipe | None = None, out: FormatHw = FP32):
+            pipe: Pipe | None = None, out: FormatHw = FP32, mul: str = "dsp"):
     """Bits of ``a * b`` in ``out`` (default fp32) rounded once (RNE); also the exact unsigned product
-    and its sign. Cut points: before and after the multiplier, and round_pack's.
+    and its sign. Cut points: before and after the multiplier (and the multiplier's own, ``mul``:
+    :func:`multiply`), and round_pack's.
 
     ``sig_product``: ``a.sig * b.sig`` computed elsewhere (shift-and-add, bit-serial); default a multiplier.
     """
@@ -297,7 +334,7 @@ def product(m: Module, a: Decoded, b: Decoded, wa: int, wb: int, name: str, sig_
         sa, sb, xa, xb, sc, nan, inf = cut(pipe, a.sig, b.sig, a.exp, b.exp, s, nan, inf)
         m.d.comb += e.eq(xa + xb)  # beside the multiplier
         cc = [carry(pipe, v) for v in (e, sc, nan, inf)]
-        m.d.comb += p.eq(wide_mul(m, sa, sb, wa, wb, name, pipe))
+        m.d.comb += p.eq(multiply(m, sa, sb, wa, wb, name, pipe, mul))
         ec, sc, nan, inf = (drop(pipe, c) for c in cc)
     else:
         m.d.comb += e.eq(a.exp + b.exp)
@@ -331,10 +368,10 @@ def fp32_add(m: Module, x, y, name: str, pipe: Pipe | None = None):
     return special(m, drop(pipe, nan), drop(pipe, inf), drop(pipe, inf_sign), finite, name)
 
 
-def fp_mul(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None = None):
+def fp_mul(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None = None, mul: str = "dsp"):
     """Bits of ``a * b`` in the IEEE-style float ``f`` (one rounding). Cut points: :func:`product`'s."""
     da, db = decode(m, f, a, f"{name}_a"), decode(m, f, b, f"{name}_b")
-    return product(m, da, db, f.sig_bits, f.sig_bits, name, pipe=pipe, out=f)[0]
+    return product(m, da, db, f.sig_bits, f.sig_bits, name, pipe=pipe, out=f, mul=mul)[0]
 
 
 def fp_add(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None = None):
