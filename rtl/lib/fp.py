@@ -20,7 +20,6 @@ from __future__ import annotations
 from amaranth import Cat, Const, Module, Mux, Signal, signed
 
 from rtl.lib.formats import EXP_W, FP32, Decoded, FormatHw, decode, decode_fp32
-from rtl.lib.lzc import lzc
 from rtl.lib.pipe import Pipe, carry, cut, drop
 from rtl.lib.round import EW, P, W, round_pack, round_pack_fp32, shift_coarse, shift_fine
 
@@ -170,27 +169,13 @@ def wide_mul(m: Module, x, y, wx: int, wy: int, name: str, pipe: Pipe | None = N
 
 
 def fp32_mul_finite(m: Module, a, b, name: str, pipe: Pipe | None = None):
-    """fp32 bits of ``a * b`` (finite 32-bit patterns, subnormals included). Cut points: the partial
-    products', after the product, after the normalization, and round_pack_fp32's."""
-    ea, eb = a[23:31], b[23:31]
-    ma = Cat(a[:23], ea != 0)
-    mb = Cat(b[:23], eb != 0)
-    exp0 = Signal(signed(EW), name=f"{name}_e0")
-    m.d.comb += exp0.eq(Mux(ea == 0, 1, ea) + Mux(eb == 0, 1, eb) - 127)
-    c_s, c_e = carry(pipe, a[31] ^ b[31]), carry(pipe, exp0)
-    prod = Signal(48, name=f"{name}_p")
-    m.d.comb += prod.eq(wide_mul(m, ma, mb, 24, 24, name, pipe))
-    sign, prod, exp0 = cut(pipe, drop(pipe, c_s), prod, drop(pipe, c_e))
-    # normalise first (subnormal operands): leading one to bit 46 or 47
-    lz = lzc(m, prod, 47, f"{name}_lz")
-    norm = Signal(48, name=f"{name}_n")
-    m.d.comb += norm.eq(Mux(prod[47], prod, (prod << lz)[:48]))
-    exp = Signal(signed(EW), name=f"{name}_e")
-    m.d.comb += exp.eq(exp0 - Mux(prod[47], 0, lz))
-    sig = Signal(W, name=f"{name}_sig")  # hidden bit at 46 -> P; 20 bits below the window become sticky
-    m.d.comb += sig.eq(norm[20:48] | (norm[:20] != 0))
-    sign, exp, sig = cut(pipe, sign, exp, sig)
-    return round_pack_fp32(m, sign, exp, sig, name, pipe)
+    """fp32 bits of ``a * b`` (finite 32-bit patterns, subnormals included; an overflow is inf's
+    encoding): :func:`product` of the decoded operands, no special-value logic. Cut points: its."""
+    def finite(x, nm):
+        d = decode_fp32(m, x, nm)
+        return Decoded(Const(0, 1), Const(0, 1), d.sign, d.exp, d.sig)
+
+    return product(m, finite(a, f"{name}_x"), finite(b, f"{name}_y"), 24, 24, name, pipe=pipe)[0]
 
 
 def fp32_neg(a):
@@ -210,35 +195,37 @@ def fp32_max(m: Module, a, b, name: str):
 
 def rint(m: Module, x, name: str, pipe: Pipe | None = None):
     """``(n as fp32 bits, n as a signed integer clamped to +-300)``, ``n = rint(x)`` half to even.
-    Cut points: round_pack_fp32's."""
+    Cut points: after the shift amount, after each half of the shift, and round_pack_fp32's."""
     e = x[23:31]
     mant = Cat(x[:23], Const(1, 1))  # 24 bits (x normal in the range that matters; subnormals round to 0)
-    sh = Signal(range(32), name=f"{name}_sh")  # right shift that leaves the integer part: 150 - e, 1..24
-    sh1 = Signal(range(32), name=f"{name}_sh1")
-    shl = Signal(range(32), name=f"{name}_shl")
-    m.d.comb += [sh.eq(150 - e), sh1.eq(149 - e), shl.eq(e - 125)]
-    ipart = Signal(25, name=f"{name}_ip")
-    m.d.comb += ipart.eq(mant >> sh)
-    half = Signal(name=f"{name}_half")
-    rest = Signal(name=f"{name}_rest")
-    m.d.comb += [half.eq((mant >> sh1)[0]),
-                 rest.eq(((mant << shl)[:24]) != 0)]  # bits below the half bit
+    sh1 = Signal(5, name=f"{name}_sh1")  # right shift that leaves the half bit at bit 0: 149 - e, 0..23
+    m.d.comb += sh1.eq((149 - e)[:5])  # (e outside 126..149: the result does not use the shift)
+    big = Signal(name=f"{name}_big")  # an integer already
+    tiny = Signal(name=f"{name}_tiny")  # |x| < 1/2
+    m.d.comb += [big.eq(e >= 150), tiny.eq(e < 126)]
+    c_x = carry(pipe, x)
+    mant, sh1, big, tiny = cut(pipe, mant, sh1, big, tiny)
+    part, lost, lo = shift_coarse(m, mant, 24, sh1, 5, f"{name}_sh")
+    part, lost, lo, big, tiny = cut(pipe, part, lost, lo, big, tiny)
+    hs, rest = shift_fine(m, part, lost, lo, 24, f"{name}_sh")  # hs[0]: the half bit; rest: the bits below
+    ipart = hs[1:]
     mag = Signal(25, name=f"{name}_mag")
-    with m.If(e >= 150):  # an integer already
+    with m.If(big):
         m.d.comb += mag.eq(N_CLAMP + 1)
-    with m.Elif(e < 126):  # |x| < 1/2
+    with m.Elif(tiny):
         m.d.comb += mag.eq(0)
     with m.Else():
-        m.d.comb += mag.eq(ipart + (half & (rest | ipart[0])))
-    big = Signal(name=f"{name}_big")
-    m.d.comb += big.eq(e >= 150)
-    n_int = Signal(signed(11), name=f"{name}_ni")
-    clamped = Mux(mag > N_CLAMP, N_CLAMP, mag[:10])
-    m.d.comb += n_int.eq(Mux(x[31], -clamped, clamped))
+        m.d.comb += mag.eq(ipart + (hs[0] & (rest | ipart[0])))
+    mag, big = cut(pipe, mag, big)
+    clamped = Signal(10, name=f"{name}_cl")
+    m.d.comb += clamped.eq(Mux(mag > N_CLAMP, N_CLAMP, mag[:10]))
     # n as fp32: exact (|n| <= 2**23); -0.0 for a negative x that rounds to 0, as numpy
-    c_int, c_big, c_x = carry(pipe, n_int), carry(pipe, big), carry(pipe, x)
-    packed = round_pack_fp32(m, x[31], Const(150, signed(EW)), (mag << 3)[:W], f"{name}_nf", pipe)
-    n_int, big, x = drop(pipe, c_int), drop(pipe, c_big), drop(pipe, c_x)
+    c_cl, c_big = carry(pipe, clamped), carry(pipe, big)
+    x_now = c_x.value
+    packed = round_pack_fp32(m, x_now[31], Const(150, signed(EW)), (mag << 3)[:W], f"{name}_nf", pipe)
+    clamped, big, x = drop(pipe, c_cl), drop(pipe, c_big), drop(pipe, c_x)
+    n_int = Signal(signed(11), name=f"{name}_ni")
+    m.d.comb += n_int.eq(Mux(x[31], -clamped, clamped))
     n_fp = Signal(32, name=f"{name}_nfp")
     m.d.comb += n_fp.eq(Mux(big, x, packed))
     return n_fp, n_int
@@ -246,11 +233,12 @@ def rint(m: Module, x, name: str, pipe: Pipe | None = None):
 
 def ldexp(m: Module, p, n, name: str, pipe: Pipe | None = None):
     """fp32 bits of ``p * 2**n`` (``p`` normal, ``n`` signed), rounded like numpy's ``ldexp``.
-    Cut points: round_pack_fp32's."""
+    Cut points: after the exponent sum, and round_pack_fp32's."""
     exp = Signal(signed(EW), name=f"{name}_e")
     m.d.comb += exp.eq(p[23:31] + n)
     sig = Cat(Const(0, 3), p[:23], p[23:31] != 0, Const(0, 1))
-    return round_pack_fp32(m, p[31], exp, sig, name, pipe)
+    sign, exp, sig = cut(pipe, p[31], exp, sig)
+    return round_pack_fp32(m, sign, exp, sig, name, pipe)
 
 
 def recip(m: Module, a, name: str, pipe: Pipe | None = None):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from amaranth import Cat, Const, Module, Mux, Signal, signed
 
 from rtl.lib.formats import EXP_W
-from rtl.lib.lzc import lzc, lzc_combine, lzc_groups
+from rtl.lib.lzc import lzc_combine, lzc_groups
 from rtl.lib.pipe import Pipe, cut
 
 ROUND_CUTS = 6
