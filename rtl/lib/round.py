@@ -147,13 +147,18 @@ def round_pack(m: Module, sign, exp, sig, width: int, name: str, ebits: int = 8,
     ra = Signal(signed(sw), name=f"{name}_ra")  # r in the subnormal case
     nra = Signal(signed(sw), name=f"{name}_nra")
     m.d.comb += [ek.eq(exp + k), ekm.eq(exp + (k - lsb_min)), ra.eq(lsb_min - exp), nra.eq(exp - lsb_min)]
-    sign, sig, ek, ekm, ra, nra, *groups = cut(pipe, sign, sig, ek, ekm, ra, nra, *groups)
-    lz = lzc_combine(m, groups, width, f"{name}_lz")
-    ra_left = Signal(name=f"{name}_ra_left")
+    # the subnormal case's clamps as compares of exp with constants, beside the subtractions
+    ra_left = Signal(name=f"{name}_ra_left")  # ra <= 0
+    ra_ls_max = Signal(name=f"{name}_ra_lsmax")  # -ra > mbits
+    ra_rc_max = Signal(name=f"{name}_ra_rcmax")  # ra > ext_w
+    m.d.comb += [ra_left.eq(exp >= lsb_min), ra_ls_max.eq(exp > lsb_min + mbits), ra_rc_max.eq(exp < lsb_min - ext_w)]
     ra_ls = Signal(range(mbits + 1), name=f"{name}_ra_ls")
     ra_rc = Signal(range(ext_w + 1), name=f"{name}_ra_rc")
-    m.d.comb += [ra_left.eq(ra <= 0), ra_ls.eq(Mux(nra > mbits, mbits, nra[:ra_ls.shape().width])),
-                 ra_rc.eq(Mux(ra > ext_w, ext_w, ra[:ra_rc.shape().width]))]
+    ls_w, rc_w = ra_ls.shape().width, ra_rc.shape().width
+    sign, sig, ek, ekm, ra_lo, nra_lo, ra_left, ra_ls_max, ra_rc_max, *groups = cut(
+        pipe, sign, sig, ek, ekm, ra[:rc_w], nra[:ls_w], ra_left, ra_ls_max, ra_rc_max, *groups)
+    lz = lzc_combine(m, groups, width, f"{name}_lz")
+    m.d.comb += [ra_ls.eq(Mux(ra_ls_max, mbits, nra_lo)), ra_rc.eq(Mux(ra_rc_max, ext_w, ra_lo))]
     lzw = lz.shape().width
     ekm_lo = Signal(lzw, name=f"{name}_ekm_lo")  # under = lz > ekm as a narrow compare: ekm < 0, or its low bits
     ekm_neg = Signal(name=f"{name}_ekm_neg")
