@@ -205,6 +205,9 @@ def test_fp32_finite_units(op):
     for stages in (0, 2, cls(0).max_stages):
         got = simulate(cls(stages), {"a": a, "b": b})
         assert_same_float(got["out"], want[keep], "fp32")
+    if op == "mul":
+        got = simulate(Fp32MulFinite(Fp32MulFinite(0, "lut").max_stages, "lut"), {"a": a, "b": b})
+        assert_same_float(got["out"], want[keep], "fp32")
 
 
 # ----------------------------------------------------------------------------- lzc, round-and-pack, conversions
@@ -321,8 +324,8 @@ def test_exp2_matches_the_attention_model():
     x[:5] = [0.0, -0.5, -1.5, -126.7, -2.5]
     want = exp2_poly(x, 4)
     assert np.allclose(want, np.exp2(x.astype(np.float64)), rtol=1e-3, atol=1e-38)
-    for stages in (6, Exp2(4, 0).max_stages):
-        got = simulate(Exp2(4, stages), {"a": x.view(np.uint32)})
+    for stages, mul in ((6, "dsp"), (Exp2(4, 0).max_stages, "dsp"), (Exp2(4, 0, "lut").max_stages, "lut")):
+        got = simulate(Exp2(4, stages, mul), {"a": x.view(np.uint32)})
         assert_same_float(got["out"], want, "fp32")
 
 

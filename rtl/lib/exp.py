@@ -19,9 +19,10 @@ def exp2_coefficient_bits(exp_macs: int) -> list[int]:
     return [int(v) for v in exp2_coefficients(exp_macs).view(np.uint32)]
 
 
-def exp2_poly(m: Module, x, exp_macs: int, name: str, pipe: Pipe | None = None):
+def exp2_poly(m: Module, x, exp_macs: int, name: str, pipe: Pipe | None = None, mul: str = "dsp"):
     """fp32 bits of ``values.exp2_poly(x)`` (combinational without ``pipe``; cut points: those of
-    rint, the subtraction, each Horner multiply and add, and ldexp)."""
+    rint, the subtraction, each Horner multiply (multiplier ``mul``: :func:`rtl.lib.fp.multiply`)
+    and add, and ldexp)."""
     coef = exp2_coefficient_bits(exp_macs)
     c_x = carry(pipe, x)
     n_fp, n_int = rint(m, x, f"{name}_rn", pipe)
@@ -31,7 +32,7 @@ def exp2_poly(m: Module, x, exp_macs: int, name: str, pipe: Pipe | None = None):
     c_f = carry(pipe, f)
     p = Const(coef[-1], 32)
     for i, c in enumerate(coef[-2::-1]):
-        prod = fp32_mul_finite(m, p, c_f.value, f"{name}_m{i}", pipe)
+        prod = fp32_mul_finite(m, p, c_f.value, f"{name}_m{i}", pipe, mul)
         p = fp32_add_finite(m, prod, Const(c, 32), f"{name}_a{i}", pipe)
     drop(pipe, c_f)
     return ldexp(m, p, drop(pipe, c_n), f"{name}_ld", pipe)

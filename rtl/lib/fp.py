@@ -168,14 +168,15 @@ def wide_mul(m: Module, x, y, wx: int, wy: int, name: str, pipe: Pipe | None = N
     return out
 
 
-def fp32_mul_finite(m: Module, a, b, name: str, pipe: Pipe | None = None):
+def fp32_mul_finite(m: Module, a, b, name: str, pipe: Pipe | None = None, mul: str = "dsp"):
     """fp32 bits of ``a * b`` (finite 32-bit patterns, subnormals included; an overflow is inf's
-    encoding): :func:`product` of the decoded operands, no special-value logic. Cut points: its."""
+    encoding): :func:`product` of the decoded operands (multiplier ``mul``), no special-value logic.
+    Cut points: its."""
     def finite(x, nm):
         d = decode_fp32(m, x, nm)
         return Decoded(Const(0, 1), Const(0, 1), d.sign, d.exp, d.sig)
 
-    return product(m, finite(a, f"{name}_x"), finite(b, f"{name}_y"), 24, 24, name, pipe=pipe)[0]
+    return product(m, finite(a, f"{name}_x"), finite(b, f"{name}_y"), 24, 24, name, pipe=pipe, mul=mul)[0]
 
 
 def fp32_neg(a):

@@ -128,13 +128,17 @@ class Fp32AddFinite(Unit):
 
 
 class Fp32MulFinite(Unit):
-    """Finite fp32 ``a * b`` (subnormals included)."""
+    """Finite fp32 ``a * b`` (subnormals included); ``mul`` as :class:`FpMul`'s."""
 
     inputs = {"a": Shape(32), "b": Shape(32)}
     outputs = {"out": Shape(32)}
 
+    def __init__(self, stages: int = 1, mul: str = "dsp"):
+        self.mul = _mul(mul)
+        super().__init__(stages)
+
     def build(self, m, ins, pipe):
-        return {"out": fp.fp32_mul_finite(m, ins["a"], ins["b"], "mul", pipe)}
+        return {"out": fp.fp32_mul_finite(m, ins["a"], ins["b"], "mul", pipe, self.mul)}
 
 
 class Lzc(Unit):
@@ -206,17 +210,19 @@ class PositDecode(Unit):
 
 
 class Exp2(Unit):
-    """fp32 ``exp2(x)`` as the attention design computes it (:mod:`rtl.lib.exp`), ``exp_macs`` Horner terms."""
+    """fp32 ``exp2(x)`` as the attention design computes it (:mod:`rtl.lib.exp`), ``exp_macs`` Horner terms;
+    ``mul`` as :class:`FpMul`'s."""
 
     inputs = {"a": Shape(32)}
     outputs = {"out": Shape(32)}
 
-    def __init__(self, exp_macs: int, stages: int = 1):
+    def __init__(self, exp_macs: int, stages: int = 1, mul: str = "dsp"):
         self.exp_macs = exp_macs
+        self.mul = _mul(mul)
         super().__init__(stages)
 
     def build(self, m, ins, pipe):
-        return {"out": exp2_poly(m, ins["a"], self.exp_macs, "exp2", pipe)}
+        return {"out": exp2_poly(m, ins["a"], self.exp_macs, "exp2", pipe, self.mul)}
 
 
 class IntMac(wiring.Component):
