@@ -196,7 +196,8 @@ def fp32_max(m: Module, a, b, name: str):
 
 def rint(m: Module, x, name: str, pipe: Pipe | None = None):
     """``(n as fp32 bits, n as a signed integer clamped to +-300)``, ``n = rint(x)`` half to even.
-    Cut points: after the shift amount, after each half of the shift, and round_pack_fp32's."""
+    Cut points: after the shift amount, after each half of the shift, after the rounding increment,
+    and round_pack_fp32's."""
     e = x[23:31]
     mant = Cat(x[:23], Const(1, 1))  # 24 bits (x normal in the range that matters; subnormals round to 0)
     sh1 = Signal(5, name=f"{name}_sh1")  # right shift that leaves the half bit at bit 0: 149 - e, 0..23
@@ -209,6 +210,7 @@ def rint(m: Module, x, name: str, pipe: Pipe | None = None):
     part, lost, lo = shift_coarse(m, mant, 24, sh1, 5, f"{name}_sh")
     part, lost, lo, big, tiny = cut(pipe, part, lost, lo, big, tiny)
     hs, rest = shift_fine(m, part, lost, lo, 24, f"{name}_sh")  # hs[0]: the half bit; rest: the bits below
+    hs, rest, big, tiny = cut(pipe, hs, rest, big, tiny)
     ipart = hs[1:]
     mag = Signal(25, name=f"{name}_mag")
     with m.If(big):
