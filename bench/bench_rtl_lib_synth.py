@@ -7,7 +7,7 @@ the unit's own ``stages`` registers included) and synthesized at the ``stages`` 
 Usage: python bench/bench_rtl_lib_synth.py [--unit fp32_add --unit bf16_mul ...] [--stages 1 --stages 3]
        [--max-only] [--path] [--workdir DIR] [--timeout 900] [--json F]
 Units: fp32_add fp32_mul bf16_add bf16_mul fp16_add fp16_mul e4m3_add e4m3_mul e5m2_mul
-       fp32_add_finite fp32_mul_finite bf16_mul_fp32 bf16_mul_lut fp16_mul_lut e4m3_mul_lut fp32_mul_lut
+       fp32_add_finite fp32_mul_finite bf16_mul_fp32 bf16_mul_lut fp16_mul_lut e4m3_mul_lut e5m2_mul_lut fp32_mul_lut
        fp32_mul_finite_lut bf16_mul_fp32_lut
        fp16_mul_fp32_lut i64_to_fp32 lzc48 posit16_decode exp2_4 exp2_4_lut int8_mac.
 Default: every unit at stages 1, half its maximum and its maximum. Run one at a time (a 2-core shared machine); results cached.
@@ -36,7 +36,7 @@ UNITS = {
     "fp32_add_finite": lambda s: U.Fp32AddFinite(s), "fp32_mul_finite": lambda s: U.Fp32MulFinite(s),
     "bf16_mul_fp32": lambda s: U.NarrowMulFp32("bf16", s),
     "bf16_mul_lut": lambda s: U.FpMul("bf16", s, "lut"), "fp16_mul_lut": lambda s: U.FpMul("fp16", s, "lut"),
-    "e4m3_mul_lut": lambda s: U.FpMul("fp8_e4m3", s, "lut"), "fp32_mul_lut": lambda s: U.FpMul("fp32", s, "lut"),
+    "e4m3_mul_lut": lambda s: U.FpMul("fp8_e4m3", s, "lut"), "e5m2_mul_lut": lambda s: U.FpMul("fp8_e5m2", s, "lut"), "fp32_mul_lut": lambda s: U.FpMul("fp32", s, "lut"),
     "fp32_mul_finite_lut": lambda s: U.Fp32MulFinite(s, "lut"),
     "bf16_mul_fp32_lut": lambda s: U.NarrowMulFp32("bf16", s, "lut"),
     "fp16_mul_fp32_lut": lambda s: U.NarrowMulFp32("fp16", s, "lut"), "i64_to_fp32": lambda s: U.IntToFp(64, "fp32", s),
