@@ -5,9 +5,11 @@ Each unit is wrapped with a register on every input (so every timed path is regi
 the unit's own ``stages`` registers included) and synthesized at the ``stages`` asked for.
 
 Usage: python bench/bench_rtl_lib_synth.py [--unit fp32_add --unit bf16_mul ...] [--stages 1 --stages 3]
-       [--timeout 900] [--json F]
+       [--max-only] [--path] [--workdir DIR] [--timeout 900] [--json F]
 Units: fp32_add fp32_mul bf16_add bf16_mul fp16_add fp16_mul e4m3_add e4m3_mul e5m2_mul
-       fp32_add_finite fp32_mul_finite bf16_mul_fp32 i64_to_fp32 lzc48 posit16_decode exp2_4 int8_mac.
+       fp32_add_finite fp32_mul_finite bf16_mul_fp32 bf16_mul_lut fp16_mul_lut e4m3_mul_lut e5m2_mul_lut fp32_mul_lut
+       fp32_mul_finite_lut bf16_mul_fp32_lut
+       fp16_mul_fp32_lut i64_to_fp32 lzc48 posit16_decode exp2_4 exp2_4_lut int8_mac.
 Default: every unit at stages 1, half its maximum and its maximum. Run one at a time (a 2-core shared machine); results cached.
 """
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 from amaranth import Module, Signal
 from amaranth.back import verilog
@@ -31,9 +34,15 @@ UNITS = {
     "e4m3_add": lambda s: U.FpAdd("fp8_e4m3", s), "e4m3_mul": lambda s: U.FpMul("fp8_e4m3", s),
     "e5m2_mul": lambda s: U.FpMul("fp8_e5m2", s),
     "fp32_add_finite": lambda s: U.Fp32AddFinite(s), "fp32_mul_finite": lambda s: U.Fp32MulFinite(s),
-    "bf16_mul_fp32": lambda s: U.NarrowMulFp32("bf16", s), "i64_to_fp32": lambda s: U.IntToFp(64, "fp32", s),
+    "bf16_mul_fp32": lambda s: U.NarrowMulFp32("bf16", s),
+    "bf16_mul_lut": lambda s: U.FpMul("bf16", s, "lut"), "fp16_mul_lut": lambda s: U.FpMul("fp16", s, "lut"),
+    "e4m3_mul_lut": lambda s: U.FpMul("fp8_e4m3", s, "lut"), "e5m2_mul_lut": lambda s: U.FpMul("fp8_e5m2", s, "lut"), "fp32_mul_lut": lambda s: U.FpMul("fp32", s, "lut"),
+    "fp32_mul_finite_lut": lambda s: U.Fp32MulFinite(s, "lut"),
+    "bf16_mul_fp32_lut": lambda s: U.NarrowMulFp32("bf16", s, "lut"),
+    "fp16_mul_fp32_lut": lambda s: U.NarrowMulFp32("fp16", s, "lut"), "i64_to_fp32": lambda s: U.IntToFp(64, "fp32", s),
     "lzc48": lambda s: U.Lzc(48, s), "posit16_decode": lambda s: U.PositDecode(16, 1, s),
-    "exp2_4": lambda s: U.Exp2(4, s), "int8_mac": lambda s: U.IntMac(8, 8, 32, s),
+    "exp2_4": lambda s: U.Exp2(4, s), "exp2_4_lut": lambda s: U.Exp2(4, s, "lut"),
+    "int8_mac": lambda s: U.IntMac(8, 8, 32, s),
 }
 
 
@@ -59,11 +68,23 @@ class InputRegistered(wiring.Component):
         return m
 
 
-def run(name: str, stages: int, timeout_s: float) -> dict:
+def critical_path_steps(report_file: Path) -> list[str]:
+    """nextpnr's critical path, one line per step (delay, kind, net / cell), from its JSON report."""
+    paths = json.loads(report_file.read_text()).get("critical_paths") or []
+    lines = []
+    for s in (paths[0].get("path", []) if paths else []):
+        if s["type"] != "routing" or s["delay"] > 0:
+            lines.append(f"  {s['delay']:6.3f} {s['type']:8} {str(s.get('to', {}).get('cell'))[:110]}")
+    return lines
+
+
+def run(name: str, stages: int, timeout_s: float, workdir: str | None = None) -> dict:
     top = InputRegistered(UNITS[name](stages))
     text = verilog.convert(top, name="lib_unit", emit_src=False)
     t0 = time.perf_counter()
-    r = synthesize_verilog(text, "lib_unit", target="ecp5", pnr=True, timeout_s=timeout_s)
+    work = None if workdir is None else Path(workdir) / f"{name}_s{stages}"
+    r = synthesize_verilog(text, "lib_unit", target="ecp5", pnr=True, timeout_s=timeout_s, workdir=work,
+                           use_cache=work is None)
     return {"unit": name, "stages": stages, "latency": top.unit.latency, "luts": r["luts"], "ffs": r["ffs"],
             "dsps": r["dsps"], "fmax_mhz": r["fmax_mhz"], "seconds": round(time.perf_counter() - t0, 1),
             "critical_path": r.get("critical_path")}
@@ -73,6 +94,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--unit", action="append", choices=list(UNITS))
     ap.add_argument("--stages", type=int, action="append", help="default: 1, half the maximum and the maximum")
+    ap.add_argument("--max-only", action="store_true", help="only each unit's maximum stages")
+    ap.add_argument("--workdir", help="keep each run's files (nextpnr report) under DIR/<unit>_s<stages>; no cache")
+    ap.add_argument("--path", action="store_true", help="print the critical path step by step (needs --workdir)")
     ap.add_argument("--timeout", type=float, default=900.0)
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args()
@@ -82,15 +106,18 @@ def main() -> None:
         probe = UNITS[name](1)
         probe._MustUse__silence = True
         max_stages = probe.max_stages
-        for s in args.stages or sorted({1, max(1, max_stages // 2), max_stages}):
+        depths = [max_stages] if args.max_only else sorted({1, max(1, max_stages // 2), max_stages})
+        for s in args.stages or depths:
             if s > max_stages:
                 continue
-            r = run(name, s, args.timeout)
+            r = run(name, s, args.timeout, args.workdir)
             rows.append(r)
             c = r.get("critical_path") or {}
             cp = f"{c.get('from')} -> {c.get('to')} ({c.get('logic_ns')} ns logic)" if c else ""
             print(f"{name:16} {s:>6} {r['luts']:>6} {r['ffs']:>6} {r['dsps']:>4} {r['fmax_mhz']:>9.1f} {r['seconds']:>7}  {cp}",
                   flush=True)
+            if args.path and args.workdir:
+                print("\n".join(critical_path_steps(Path(args.workdir) / f"{name}_s{s}" / "report.json")), flush=True)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)

@@ -124,6 +124,33 @@ def test_fp_units_random(fmt, op):
         assert_same_float(got["out"], reference(fmt, op, a, b), fmt)
 
 
+@pytest.mark.parametrize("fmt", list(DTYPES))
+def test_fp_mul_lut_multiplier(fmt):
+    """The fabric multiplier (``mul="lut"``) at its full depth and halfway: same bits as numpy."""
+    from rtl.lib.units import FpMul
+
+    a, b = pairs(fmt, 150, 17)
+    deepest = FpMul(fmt, 0, "lut").max_stages
+    rows = {"fp8_e4m3": 4, "fp8_e5m2": 3, "fp16": 11, "bf16": 8, "fp32": 24}[fmt]  # significand bits
+    split = 2 if rows > 18 else 0  # the DSP version's two cut points among its 18-bit partial products
+    assert deepest == FpMul(fmt, 0).max_stages - split + (rows - 1).bit_length() - 1  # a cut between adder levels
+    for stages in (deepest // 2, deepest):
+        got = simulate(FpMul(fmt, stages, "lut"), {"a": a, "b": b})
+        assert_same_float(got["out"], reference(fmt, "mul", a, b), fmt)
+
+
+@pytest.mark.parametrize("op", ["mul", "add"])
+def test_fp32_units_at_every_depth(op):
+    """fp32 add / mul at every pipeline depth (the cut points each depth picks differ)."""
+    from rtl.lib.units import FpAdd, FpMul
+
+    cls = FpMul if op == "mul" else FpAdd
+    a, b = pairs("fp32", 60, 23)
+    for stages in range(cls("fp32", 0).max_stages + 1):
+        got = simulate(cls("fp32", stages), {"a": a, "b": b})
+        assert_same_float(got["out"], reference("fp32", op, a, b), "fp32")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["fp8_e4m3", "fp8_e5m2"])
 @pytest.mark.parametrize("op", ["mul", "add"])
@@ -153,8 +180,10 @@ def test_narrow_mul_to_fp32(fmt):
     finite = np.isfinite(a.astype(ut).view(dt).astype(np.float64)) & np.isfinite(b.astype(ut).view(dt).astype(np.float64))
     a, b = a[finite], b[finite]
     want = (a.astype(ut).view(dt).astype(np.float64) * b.astype(ut).view(dt).astype(np.float64)).astype(np.float32)
-    for stages in (0, 2, 4):
-        got = simulate(NarrowMulFp32(fmt, stages), {"a": a, "b": b})
+    deepest = NarrowMulFp32(fmt, 0).max_stages
+    for stages, mul in ((0, "dsp"), (2, "dsp"), (4, "dsp"), (deepest, "dsp"), (3, "lut"),
+                        (NarrowMulFp32(fmt, 0, "lut").max_stages, "lut")):
+        got = simulate(NarrowMulFp32(fmt, stages, mul), {"a": a, "b": b})
         fin = np.isfinite(want)
         assert_same_float(np.asarray(got["out"])[fin], want[fin], "fp32")
 
@@ -176,6 +205,9 @@ def test_fp32_finite_units(op):
     for stages in (0, 2, cls(0).max_stages):
         got = simulate(cls(stages), {"a": a, "b": b})
         assert_same_float(got["out"], want[keep], "fp32")
+    if op == "mul":
+        got = simulate(Fp32MulFinite(Fp32MulFinite(0, "lut").max_stages, "lut"), {"a": a, "b": b})
+        assert_same_float(got["out"], want[keep], "fp32")
 
 
 # ----------------------------------------------------------------------------- lzc, round-and-pack, conversions
@@ -191,6 +223,12 @@ def test_lzc_exhaustive_8_and_random_47():
     v = [int(x) >> int(s) for x, s in zip(rng.integers(0, 1 << 47, 200, dtype=np.uint64), rng.integers(0, 47, 200))]
     got = simulate(Lzc(47, 0), {"a": np.array(v, dtype=object)})["out"]
     assert got == [47 - x.bit_length() for x in v]
+    for width in (3, 27, 64):  # padded widths, and more first-level groups than one merge level
+        v = [int(x) >> int(s) for x, s in zip(rng.integers(0, 1 << 63, 200, dtype=np.uint64) * 2 + 1,
+                                              rng.integers(0, 64, 200))]
+        v = [x & ((1 << width) - 1) for x in v] + [0, 1, (1 << width) - 1]
+        got = simulate(Lzc(width, 1), {"a": np.array(v, dtype=object)})["out"]
+        assert got == [width - x.bit_length() for x in v], width
 
 
 @pytest.mark.parametrize("fmt", ["fp32", "fp16"])
@@ -206,7 +244,7 @@ def test_round_pack_random(fmt):
     sign = rng.integers(0, 2, n)
     with np.errstate(all="ignore"):
         want = np.array([(-1.0) ** s * float(g) * 2.0 ** int(e) for s, g, e in zip(sign, sig, exp)]).astype(DTYPES[fmt][0])
-    for stages in (0, 3):
+    for stages in (0, 3, RoundPack(48, fmt, 0).max_stages):
         got = simulate(RoundPack(48, fmt, stages),
                        {"sign": sign, "exp": np.array([int(e) & 0xFFF for e in exp]), "sig": np.array(sig, dtype=object)})
         assert_same_float(got["out"], want, fmt)
@@ -220,7 +258,7 @@ def test_int_to_fp(fmt):
     v = np.concatenate([np.arange(-128, 128), rng.integers(-(1 << 15), 1 << 15, 200)])
     dt = DTYPES[fmt][0]
     want = v.astype(np.float32).astype(dt)  # |v| < 2**16: exact in float32, one rounding to the format
-    for stages in (0, 3):
+    for stages in (0, 3, IntToFp(16, fmt, 0).max_stages):
         got = simulate(IntToFp(16, fmt, stages), {"a": v & 0xFFFF})
         assert_same_float(got["out"], want, fmt)
 
@@ -229,8 +267,9 @@ def test_int32_to_fp32():
     from rtl.lib.units import IntToFp
 
     v = np.random.default_rng(4).integers(-(1 << 31), 1 << 31, 300)
-    got = simulate(IntToFp(32, "fp32", 2), {"a": v & 0xFFFFFFFF})
-    assert_same_float(got["out"], v.astype(np.float64).astype(np.float32), "fp32")
+    for stages in (2, IntToFp(32, "fp32", 0).max_stages):
+        got = simulate(IntToFp(32, "fp32", stages), {"a": v & 0xFFFFFFFF})
+        assert_same_float(got["out"], v.astype(np.float64).astype(np.float32), "fp32")
 
 
 @pytest.mark.parametrize("fmt", ["fp16", "fp32", "fp8_e4m3"])
@@ -285,8 +324,8 @@ def test_exp2_matches_the_attention_model():
     x[:5] = [0.0, -0.5, -1.5, -126.7, -2.5]
     want = exp2_poly(x, 4)
     assert np.allclose(want, np.exp2(x.astype(np.float64)), rtol=1e-3, atol=1e-38)
-    for stages in (6, Exp2(4, 0).max_stages):
-        got = simulate(Exp2(4, stages), {"a": x.view(np.uint32)})
+    for stages, mul in ((6, "dsp"), (Exp2(4, 0).max_stages, "dsp"), (Exp2(4, 0, "lut").max_stages, "lut")):
+        got = simulate(Exp2(4, stages, mul), {"a": x.view(np.uint32)})
         assert_same_float(got["out"], want, "fp32")
 
 
@@ -315,6 +354,8 @@ def test_stages_out_of_range_is_refused():
         FpMul("fp16", 99)
     with pytest.raises(ValueError, match="format"):
         FpMul("fp12", 1)
+    with pytest.raises(ValueError, match="mul"):
+        FpMul("fp16", 1, "abacus")
 
 
 # ----------------------------------------------------------------------------- package structure

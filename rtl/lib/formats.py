@@ -94,7 +94,7 @@ def decode(m: Module, f: FormatHw, code, name: str, pipe: Pipe | None = None) ->
     elif f.kind == "float":
         mb, eb = f.mbits, f.ebits
         ef, mf = code[mb:mb + eb], code[:mb]
-        m.d.comb += [sig.eq(Cat(mf, ef != 0)), exp.eq(Mux(ef == 0, 1, ef) - f.bias - mb)]
+        m.d.comb += [sig.eq(Cat(mf, ef != 0)), exp.eq(Mux(ef == 0, 1, ef) - (f.bias + mb))]  # one adder
         emax = (1 << eb) - 1
         if f.specials == "ieee":
             m.d.comb += [nan.eq((ef == emax) & (mf != 0)), inf.eq((ef == emax) & (mf == 0))]

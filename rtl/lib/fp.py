@@ -20,9 +20,8 @@ from __future__ import annotations
 from amaranth import Cat, Const, Module, Mux, Signal, signed
 
 from rtl.lib.formats import EXP_W, FP32, Decoded, FormatHw, decode, decode_fp32
-from rtl.lib.lzc import lzc
 from rtl.lib.pipe import Pipe, carry, cut, drop
-from rtl.lib.round import EW, P, W, round_pack, round_pack_fp32
+from rtl.lib.round import EW, P, W, round_pack, round_pack_fp32, shift_coarse, shift_fine
 
 QNAN = 0x7FC00000
 F32_ZERO = 0
@@ -36,36 +35,44 @@ def _align_add(m: Module, a, b, n: int, eb: int, mb: int, name: str, pipe: Pipe 
     """``(sign, exe, total)`` of ``a + b`` (``n``-bit IEEE-style patterns, ``eb`` / ``mb`` fields):
     ``total`` (``mb + 5`` bits: carry, hidden bit, fraction, guard, round, sticky) times
     ``2**(exe - bias - mb - 3)`` rounds like the exact sum. Cut points: after the magnitude compare
-    and exponent differences, after the alignment shift, after the add."""
+    and exponent differences, after the operand swap and the alignment shift's first half (by
+    multiples of 8), after its second half, after the add."""
     width = mb + 5
     swap = Signal(name=f"{name}_swap")
     m.d.comb += swap.eq(b[:n - 1] > a[:n - 1])
+    same = Signal(name=f"{name}_same")  # equal magnitudes (x - y cancels exactly)
+    m.d.comb += same.eq(a[:n - 1] == b[:n - 1])
     ea, eb_ = a[mb:mb + eb], b[mb:mb + eb]
     exa = Signal(eb + 1, name=f"{name}_exa")
     exb = Signal(eb + 1, name=f"{name}_exb")
     m.d.comb += [exa.eq(Mux(ea == 0, 1, ea)), exb.eq(Mux(eb_ == 0, 1, eb_))]
-    dab = Signal(range(width + 1), name=f"{name}_dab")  # the alignment if a is the larger (clamped), and if b
-    dba = Signal(range(width + 1), name=f"{name}_dba")
-    m.d.comb += [dab.eq(Mux(exa - exb > width, width, (exa - exb)[:dab.shape().width])),
-                 dba.eq(Mux(exb - exa > width, width, (exb - exa)[:dba.shape().width]))]
-    a, b, swap, exa, exb, dab, dba = cut(pipe, a, b, swap, exa, exb, dab, dba)
+    dab = Signal(eb + 1, name=f"{name}_dab")  # exa - exb if a is the larger (then >= 0), and exb - exa if b
+    dba = Signal(eb + 1, name=f"{name}_dba")
+    m.d.comb += [dab.eq(exa - exb), dba.eq(exb - exa)]
+    a, b, swap, same, exa, exb, dab, dba = cut(pipe, a, b, swap, same, exa, exb, dab, dba)
     x = Signal(n, name=f"{name}_x")  # larger magnitude
     y = Signal(n, name=f"{name}_y")
     exe = Signal(eb + 1, name=f"{name}_exe")
-    dc = Signal(range(width + 1), name=f"{name}_dc")
+    d = Signal(eb + 1, name=f"{name}_d")
     m.d.comb += [x.eq(Mux(swap, b, a)), y.eq(Mux(swap, a, b)), exe.eq(Mux(swap, exb, exa)),
-                 dc.eq(Mux(swap, dba, dab))]
+                 d.eq(Mux(swap, dba, dab))]
+    dw = width.bit_length()  # an alignment of 2**dw - 1 >= width shifts every bit out, as any larger one
+    dc = Signal(dw, name=f"{name}_dc")
+    m.d.comb += dc.eq(Mux(d[dw:] != 0, (1 << dw) - 1, d[:dw]) if eb + 1 > dw else d)
     mx = Cat(Const(0, 3), x[:mb], x[mb:mb + eb] != 0)
     my = Cat(Const(0, 3), y[:mb], y[mb:mb + eb] != 0)
-    ya = Signal(width, name=f"{name}_ya")
-    m.d.comb += ya.eq(my >> dc)
+    part, lost, lo = shift_coarse(m, my, width, dc, dw, f"{name}_al")
+    xs, ys, same, mx, part, lost, lo, exe = cut(pipe, x[n - 1], y[n - 1], same, mx, part, lost, lo, exe)
+    ya, sticky = shift_fine(m, part, lost, lo, width, f"{name}_al")
     yal = Signal(width, name=f"{name}_yal")
-    m.d.comb += yal.eq(ya | ((my & ~(Const((1 << width) - 1, width) << dc)[:width]) != 0))  # sticky: bits out
-    xs, ys, mx, yal, exe = cut(pipe, x[n - 1], y[n - 1], mx, yal, exe)
+    m.d.comb += yal.eq(ya | sticky)  # sticky: any bit shifted out
+    xs, ys, same, mx, yal, exe = cut(pipe, xs, ys, same, mx, yal, exe)
+    sub = Signal(name=f"{name}_sub")
+    m.d.comb += sub.eq(xs ^ ys)
     total = Signal(width, name=f"{name}_sum")
-    m.d.comb += total.eq(Mux(xs ^ ys, mx - yal, mx + yal))
+    m.d.comb += total.eq(mx + (yal ^ Mux(sub, (1 << width) - 1, 0)) + sub)  # one adder: mx +- yal
     sign = Signal(name=f"{name}_sign")  # an exact zero sum (x - y, equal magnitudes) is +0 unless both are -0
-    m.d.comb += sign.eq(Mux((xs ^ ys) & (mx == yal), 0, xs))
+    m.d.comb += sign.eq(Mux(sub & same, 0, xs))
     return cut(pipe, sign, exe, total)
 
 
@@ -78,64 +85,98 @@ def fp32_add_finite(m: Module, a, b, name: str, pipe: Pipe | None = None):
     return round_pack_fp32(m, sign, exp, total, name, pipe)
 
 
-def narrow_mul_fp32(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None = None):
+def narrow_mul_fp32(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None = None, mul: str = "dsp"):
     """fp32 bits of ``a x b`` for finite operands in the narrow float ``f`` (bf16, fp16): the product
-    is exact, then rounded once. Cut points: after the product, and round_pack_fp32's."""
+    is exact, then rounded once. Cut points: before the multiplier (its operands), after it, and
+    round_pack_fp32's (and the multiplier's own: :func:`multiply`, ``mul``)."""
     mb, eb = f.mbits, f.ebits
     if 2 * mb > P:
         raise ValueError(f"narrow_mul_fp32: {f.name} products do not fit the fp32 rounding window")
     ea, eb_ = a[mb:mb + eb], b[mb:mb + eb]
     ma, mbv = Cat(a[:mb], ea != 0), Cat(b[:mb], eb_ != 0)
-    prod = Signal(2 * mb + 2, name=f"{name}_p")
-    m.d.comb += prod.eq(ma * mbv)
     exp = Signal(signed(EW), name=f"{name}_e")
     # prod * 2**(ea' + eb' - 2 bias - 2 mb) = sig * 2**(exp - 127 - P) with sig = prod << (P - 2 mb)
     m.d.comb += exp.eq(Mux(ea == 0, 1, ea) + Mux(eb_ == 0, 1, eb_) + (127 - 2 * f.bias))
+    sign, exp, ma, mbv = cut(pipe, a[f.bits - 1] ^ b[f.bits - 1], exp, ma, mbv)  # the DSP's input register
+    prod = Signal(2 * mb + 2, name=f"{name}_p")
+    c_s, c_e = carry(pipe, sign), carry(pipe, exp)
+    m.d.comb += prod.eq(multiply(m, ma, mbv, mb + 1, mb + 1, name, pipe, mul))
+    sign, exp = drop(pipe, c_s), drop(pipe, c_e)
     sig = Signal(W, name=f"{name}_sig")
     m.d.comb += sig.eq(prod << (P - 2 * mb))
-    sign, exp, sig = cut(pipe, a[f.bits - 1] ^ b[f.bits - 1], exp, sig)
+    sign, exp, sig = cut(pipe, sign, exp, sig)
     return round_pack_fp32(m, sign, exp, sig, name, pipe)
+
+
+#: multiplier kinds: ``"dsp"`` (inferred MULT18X18D blocks, no cut inside), ``"lut"`` (fabric adder tree
+#: with a cut point between its levels; no stage carries the DSP block's 3.9 ns combinational delay)
+MULTIPLIERS = ("dsp", "lut")
+
+
+def lut_mul(m: Module, x, y, wx: int, wy: int, name: str, pipe: Pipe | None = None):
+    """Unsigned ``x * y`` in fabric logic: ``wy`` rows of ``x`` gated by each bit of ``y``, summed in a
+    balanced adder tree of ``ceil(log2 wy)`` levels with a cut point between levels (one adder per
+    stage). Cut points: ``ceil(log2 wy) - 1`` (0 for ``wy <= 2``)."""
+    rows = [Mux(y[i], x, 0) << i for i in range(wy)]
+    level = 0
+    while len(rows) > 1:
+        if level:
+            rows = list(cut(pipe, *rows))
+        nxt = []
+        for j in range(0, len(rows) - 1, 2):
+            r = Signal(wx + wy, name=f"{name}_lm{level}_{j}")
+            m.d.comb += r.eq(rows[j] + rows[j + 1])
+            nxt.append(r)
+        rows = nxt + ([rows[-1]] if len(rows) % 2 else [])
+        level += 1
+    out = Signal(wx + wy, name=f"{name}_lm")
+    m.d.comb += out.eq(rows[0])
+    return out
+
+
+def multiply(m: Module, x, y, wx: int, wy: int, name: str, pipe: Pipe | None = None, mul: str = "dsp"):
+    """Unsigned ``x * y`` by the multiplier kind ``mul`` (:data:`MULTIPLIERS`): :func:`wide_mul` or
+    :func:`lut_mul` (cut points: theirs)."""
+    if mul not in MULTIPLIERS:
+        raise ValueError(f"mul: expected one of {', '.join(MULTIPLIERS)}, got {mul!r}")
+    return lut_mul(m, x, y, wx, wy, name, pipe) if mul == "lut" else wide_mul(m, x, y, wx, wy, name, pipe)
 
 
 def wide_mul(m: Module, x, y, wx: int, wy: int, name: str, pipe: Pipe | None = None):
     """Unsigned ``x * y``; operands wider than 18 bits are split in 17-bit pieces whose partial
-    products (one 18x18 DSP each) meet at a cut point before their sum. Cut points: 1 if split, else 0."""
+    products (one 18x18 DSP each) meet at a cut point, then the off-diagonal ones are summed, a second
+    cut point, then added to the diagonal ones (which do not overlap: a bit-wise or). Cut points: 2 if
+    split, else 0."""
     if wx <= 18 and wy <= 18:
         return x * y
     def pieces(v, w):
-        return [(v[i:min(i + 17, w)], i) for i in range(0, w, 17)]
-    parts = [(px * py, sx + sy) for px, sx in pieces(x, wx) for py, sy in pieces(y, wy)]
-    regs = cut(pipe, *(p for p, _ in parts))
-    total = 0
-    for r, (_, shift) in zip(regs, parts):
-        total = total + (r << shift)
+        return [(v[i:min(i + 17, w)], k) for k, i in enumerate(range(0, w, 17))]
+    parts = [(px * py, kx, ky) for px, kx in pieces(x, wx) for py, ky in pieces(y, wy)]
+    regs = cut(pipe, *(p for p, _, _ in parts))
+    diag, off = 0, 0
+    for r, (_, kx, ky) in zip(regs, parts):
+        if kx == ky:  # 34-bit products at multiples of 34 bits: disjoint
+            diag = diag | (r << (34 * kx))
+        else:
+            off = off + (r << (17 * (kx + ky)))
+    dsig = Signal(wx + wy, name=f"{name}_wmd")
+    osig = Signal(wx + wy, name=f"{name}_wmo")
+    m.d.comb += [dsig.eq(diag), osig.eq(off)]
+    dsig, osig = cut(pipe, dsig, osig)
     out = Signal(wx + wy, name=f"{name}_wm")
-    m.d.comb += out.eq(total)
+    m.d.comb += out.eq(dsig + osig)
     return out
 
 
-def fp32_mul_finite(m: Module, a, b, name: str, pipe: Pipe | None = None):
-    """fp32 bits of ``a * b`` (finite 32-bit patterns, subnormals included). Cut points: the partial
-    products', after the product, after the normalization, and round_pack_fp32's."""
-    ea, eb = a[23:31], b[23:31]
-    ma = Cat(a[:23], ea != 0)
-    mb = Cat(b[:23], eb != 0)
-    exp0 = Signal(signed(EW), name=f"{name}_e0")
-    m.d.comb += exp0.eq(Mux(ea == 0, 1, ea) + Mux(eb == 0, 1, eb) - 127)
-    c_s, c_e = carry(pipe, a[31] ^ b[31]), carry(pipe, exp0)
-    prod = Signal(48, name=f"{name}_p")
-    m.d.comb += prod.eq(wide_mul(m, ma, mb, 24, 24, name, pipe))
-    sign, prod, exp0 = cut(pipe, drop(pipe, c_s), prod, drop(pipe, c_e))
-    # normalise first (subnormal operands): leading one to bit 46 or 47
-    lz = lzc(m, prod, 47, f"{name}_lz")
-    norm = Signal(48, name=f"{name}_n")
-    m.d.comb += norm.eq(Mux(prod[47], prod, (prod << lz)[:48]))
-    exp = Signal(signed(EW), name=f"{name}_e")
-    m.d.comb += exp.eq(exp0 - Mux(prod[47], 0, lz))
-    sig = Signal(W, name=f"{name}_sig")  # hidden bit at 46 -> P; 20 bits below the window become sticky
-    m.d.comb += sig.eq(norm[20:48] | (norm[:20] != 0))
-    sign, exp, sig = cut(pipe, sign, exp, sig)
-    return round_pack_fp32(m, sign, exp, sig, name, pipe)
+def fp32_mul_finite(m: Module, a, b, name: str, pipe: Pipe | None = None, mul: str = "dsp"):
+    """fp32 bits of ``a * b`` (finite 32-bit patterns, subnormals included; an overflow is inf's
+    encoding): :func:`product` of the decoded operands (multiplier ``mul``), no special-value logic.
+    Cut points: its."""
+    def finite(x, nm):
+        d = decode_fp32(m, x, nm)
+        return Decoded(Const(0, 1), Const(0, 1), d.sign, d.exp, d.sig)
+
+    return product(m, finite(a, f"{name}_x"), finite(b, f"{name}_y"), 24, 24, name, pipe=pipe, mul=mul)[0]
 
 
 def fp32_neg(a):
@@ -155,35 +196,39 @@ def fp32_max(m: Module, a, b, name: str):
 
 def rint(m: Module, x, name: str, pipe: Pipe | None = None):
     """``(n as fp32 bits, n as a signed integer clamped to +-300)``, ``n = rint(x)`` half to even.
-    Cut points: round_pack_fp32's."""
+    Cut points: after the shift amount, after each half of the shift, after the rounding increment,
+    and round_pack_fp32's."""
     e = x[23:31]
     mant = Cat(x[:23], Const(1, 1))  # 24 bits (x normal in the range that matters; subnormals round to 0)
-    sh = Signal(range(32), name=f"{name}_sh")  # right shift that leaves the integer part: 150 - e, 1..24
-    sh1 = Signal(range(32), name=f"{name}_sh1")
-    shl = Signal(range(32), name=f"{name}_shl")
-    m.d.comb += [sh.eq(150 - e), sh1.eq(149 - e), shl.eq(e - 125)]
-    ipart = Signal(25, name=f"{name}_ip")
-    m.d.comb += ipart.eq(mant >> sh)
-    half = Signal(name=f"{name}_half")
-    rest = Signal(name=f"{name}_rest")
-    m.d.comb += [half.eq((mant >> sh1)[0]),
-                 rest.eq(((mant << shl)[:24]) != 0)]  # bits below the half bit
+    sh1 = Signal(5, name=f"{name}_sh1")  # right shift that leaves the half bit at bit 0: 149 - e, 0..23
+    m.d.comb += sh1.eq((149 - e)[:5])  # (e outside 126..149: the result does not use the shift)
+    big = Signal(name=f"{name}_big")  # an integer already
+    tiny = Signal(name=f"{name}_tiny")  # |x| < 1/2
+    m.d.comb += [big.eq(e >= 150), tiny.eq(e < 126)]
+    c_x = carry(pipe, x)
+    mant, sh1, big, tiny = cut(pipe, mant, sh1, big, tiny)
+    part, lost, lo = shift_coarse(m, mant, 24, sh1, 5, f"{name}_sh")
+    part, lost, lo, big, tiny = cut(pipe, part, lost, lo, big, tiny)
+    hs, rest = shift_fine(m, part, lost, lo, 24, f"{name}_sh")  # hs[0]: the half bit; rest: the bits below
+    hs, rest, big, tiny = cut(pipe, hs, rest, big, tiny)
+    ipart = hs[1:]
     mag = Signal(25, name=f"{name}_mag")
-    with m.If(e >= 150):  # an integer already
+    with m.If(big):
         m.d.comb += mag.eq(N_CLAMP + 1)
-    with m.Elif(e < 126):  # |x| < 1/2
+    with m.Elif(tiny):
         m.d.comb += mag.eq(0)
     with m.Else():
-        m.d.comb += mag.eq(ipart + (half & (rest | ipart[0])))
-    big = Signal(name=f"{name}_big")
-    m.d.comb += big.eq(e >= 150)
-    n_int = Signal(signed(11), name=f"{name}_ni")
-    clamped = Mux(mag > N_CLAMP, N_CLAMP, mag[:10])
-    m.d.comb += n_int.eq(Mux(x[31], -clamped, clamped))
+        m.d.comb += mag.eq(ipart + (hs[0] & (rest | ipart[0])))
+    mag, big = cut(pipe, mag, big)
+    clamped = Signal(10, name=f"{name}_cl")
+    m.d.comb += clamped.eq(Mux(mag > N_CLAMP, N_CLAMP, mag[:10]))
     # n as fp32: exact (|n| <= 2**23); -0.0 for a negative x that rounds to 0, as numpy
-    c_int, c_big, c_x = carry(pipe, n_int), carry(pipe, big), carry(pipe, x)
-    packed = round_pack_fp32(m, x[31], Const(150, signed(EW)), (mag << 3)[:W], f"{name}_nf", pipe)
-    n_int, big, x = drop(pipe, c_int), drop(pipe, c_big), drop(pipe, c_x)
+    c_cl, c_big = carry(pipe, clamped), carry(pipe, big)
+    x_now = c_x.value
+    packed = round_pack_fp32(m, x_now[31], Const(150, signed(EW)), (mag << 3)[:W], f"{name}_nf", pipe)
+    clamped, big, x = drop(pipe, c_cl), drop(pipe, c_big), drop(pipe, c_x)
+    n_int = Signal(signed(11), name=f"{name}_ni")
+    m.d.comb += n_int.eq(Mux(x[31], -clamped, clamped))
     n_fp = Signal(32, name=f"{name}_nfp")
     m.d.comb += n_fp.eq(Mux(big, x, packed))
     return n_fp, n_int
@@ -191,11 +236,12 @@ def rint(m: Module, x, name: str, pipe: Pipe | None = None):
 
 def ldexp(m: Module, p, n, name: str, pipe: Pipe | None = None):
     """fp32 bits of ``p * 2**n`` (``p`` normal, ``n`` signed), rounded like numpy's ``ldexp``.
-    Cut points: round_pack_fp32's."""
+    Cut points: after the exponent sum, and round_pack_fp32's."""
     exp = Signal(signed(EW), name=f"{name}_e")
     m.d.comb += exp.eq(p[23:31] + n)
     sig = Cat(Const(0, 3), p[:23], p[23:31] != 0, Const(0, 1))
-    return round_pack_fp32(m, p[31], exp, sig, name, pipe)
+    sign, exp, sig = cut(pipe, p[31], exp, sig)
+    return round_pack_fp32(m, sign, exp, sig, name, pipe)
 
 
 def recip(m: Module, a, name: str, pipe: Pipe | None = None):
@@ -260,14 +306,13 @@ def special(m: Module, nan, inf, sign, finite, name: str, f: FormatHw = FP32):
 
 
 def product(m: Module, a: Decoded, b: Decoded, wa: int, wb: int, name: str, sig_product=None,
-            pipe: Pipe | None = None, out: FormatHw = FP32):
+            pipe: Pipe | None = None, out: FormatHw = FP32, mul: str = "dsp"):
     """Bits of ``a * b`` in ``out`` (default fp32) rounded once (RNE); also the exact unsigned product
-    and its sign. Cut points: before and after the multiplier, and round_pack's.
+    and its sign. Cut points: before and after the multiplier (and the multiplier's own, ``mul``:
+    :func:`multiply`), and round_pack's.
 
     ``sig_product``: ``a.sig * b.sig`` computed elsewhere (shift-and-add, bit-serial); default a multiplier.
     """
-    e = Signal(signed(EXP_W + 1), name=f"{name}_e")
-    m.d.comb += e.eq(a.exp + b.exp)
     s = Signal(name=f"{name}_s")
     m.d.comb += s.eq(a.sign ^ b.sign)
     za = (a.sig == 0) & ~a.nan & ~a.inf
@@ -275,12 +320,15 @@ def product(m: Module, a: Decoded, b: Decoded, wa: int, wb: int, name: str, sig_
     nan = a.nan | b.nan | (a.inf & zb) | (b.inf & za)
     inf = a.inf | b.inf
     p = Signal(wa + wb, name=f"{name}_p")
+    e = Signal(signed(EXP_W + 1), name=f"{name}_e")
     if sig_product is None:  # the multiplier's operands registered first (a DSP's input register)
-        sa, sb, ec, sc, nan, inf = cut(pipe, a.sig, b.sig, e, s, nan, inf)
-        cc = [carry(pipe, v) for v in (ec, sc, nan, inf)]
-        m.d.comb += p.eq(wide_mul(m, sa, sb, wa, wb, name, pipe))
+        sa, sb, xa, xb, sc, nan, inf = cut(pipe, a.sig, b.sig, a.exp, b.exp, s, nan, inf)
+        m.d.comb += e.eq(xa + xb)  # beside the multiplier
+        cc = [carry(pipe, v) for v in (e, sc, nan, inf)]
+        m.d.comb += p.eq(multiply(m, sa, sb, wa, wb, name, pipe, mul))
         ec, sc, nan, inf = (drop(pipe, c) for c in cc)
     else:
+        m.d.comb += e.eq(a.exp + b.exp)
         ec, sc, nan, inf = cut(pipe, e, s, nan, inf)
         m.d.comb += p.eq(sig_product)
     pc, ec, sc, nan, inf = cut(pipe, p, ec, sc, nan, inf)
@@ -311,10 +359,10 @@ def fp32_add(m: Module, x, y, name: str, pipe: Pipe | None = None):
     return special(m, drop(pipe, nan), drop(pipe, inf), drop(pipe, inf_sign), finite, name)
 
 
-def fp_mul(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None = None):
+def fp_mul(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None = None, mul: str = "dsp"):
     """Bits of ``a * b`` in the IEEE-style float ``f`` (one rounding). Cut points: :func:`product`'s."""
     da, db = decode(m, f, a, f"{name}_a"), decode(m, f, b, f"{name}_b")
-    return product(m, da, db, f.sig_bits, f.sig_bits, name, pipe=pipe, out=f)[0]
+    return product(m, da, db, f.sig_bits, f.sig_bits, name, pipe=pipe, out=f, mul=mul)[0]
 
 
 def fp_add(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None = None):
@@ -344,10 +392,12 @@ def fp32_to_small(m: Module, x, f: FormatHw, name: str):
 
 
 def int_to_fp(m: Module, v, width: int, name: str, f: FormatHw = FP32, pipe: Pipe | None = None):
-    """Bits of the signed ``width``-bit integer ``v`` in the float ``f`` (RNE). Cut points: round_pack's."""
+    """Bits of the signed ``width``-bit integer ``v`` in the float ``f`` (RNE). Cut points: after the
+    absolute value, and round_pack's."""
     s = v[width - 1]
     mag = Signal(width, name=f"{name}_abs")
     m.d.comb += mag.eq(Mux(s, (0 - v.as_signed())[:width], v[:width]))
+    s, mag = cut(pipe, s, mag)
     return round_pack(m, s, Const(0, signed(EXP_W)), mag, width, name, f.ebits, f.mbits, f.specials, pipe)
 
 

@@ -10,7 +10,7 @@ templates' models read. ``pipe=None`` means combinational (no cut registers).
 """
 from __future__ import annotations
 
-from amaranth import Module, Signal
+from amaranth import Module, Signal, Value
 
 
 def chosen_cuts(stages: int, n_cuts: int) -> frozenset[int]:
@@ -54,6 +54,8 @@ class Pipe:
         return tuple(self._register(v, f"{self.name}_c{i}_{k}") for k, v in enumerate(values))
 
     def _register(self, v, name: str):
+        if _is_constant(v):  # a constant needs no register (and many constant registers would merge into
+            return v         # one flip-flop whose fan-out stretches the routing: yosys opt_merge)
         r = Signal(v.shape(), name=name)
         if self.en is None:
             self.m.d[self.domain] += r.eq(v)
@@ -66,6 +68,14 @@ class Pipe:
         """Check that the builder used every declared cut point (a miscount would change the latency)."""
         if self._next != self.n_cuts:
             raise RuntimeError(f"{self.name}: {self._next} cut points used, {self.n_cuts} declared")
+
+
+def _is_constant(v) -> bool:
+    """``v`` reads no signal (a constant expression)."""
+    try:
+        return len(Value.cast(v)._rhs_signals()) == 0
+    except (AttributeError, TypeError):  # another amaranth version: register it
+        return False
 
 
 def cut(pipe: Pipe | None, *values):

@@ -5,20 +5,23 @@ nearest even, gradual underflow.
 width and exponent, inf / NaN on overflow per the format's specials);
 :func:`round_pack_fp32` is the narrow fp32 one of the finite datapaths (a
 28-bit significand with the hidden bit at :data:`P` and three guard bits,
-the exponent already biased). Cut points (:data:`ROUND_CUTS`, :data:`ROUND_FP32_CUTS`): after
-the leading-zero count, after the exponent arithmetic (general one only), after the alignment
-shift, after the rounding increment; the caller owns the output register.
+the exponent already biased). Cut points (:data:`ROUND_CUTS`, :data:`ROUND_FP32_CUTS`, six each):
+after the leading-zero count's first level (with the exponent sums and compares beside it), after
+its second level, after the shift amounts and result exponent, after each half of the normalizing
+shift (:func:`shift_coarse`, :func:`shift_fine`), after the rounding increment (with the overflow
+compares beside it); the caller owns the output register. Each stage is at most one carry chain
+and a few LUT levels, which is what closes 150 MHz on an ECP5 (docs/rtl.md).
 """
 from __future__ import annotations
 
 from amaranth import Cat, Const, Module, Mux, Signal, signed
 
 from rtl.lib.formats import EXP_W
-from rtl.lib.lzc import lzc
+from rtl.lib.lzc import lzc_combine, lzc_groups
 from rtl.lib.pipe import Pipe, cut
 
-ROUND_CUTS = 4
-ROUND_FP32_CUTS = 3
+ROUND_CUTS = 6
+ROUND_FP32_CUTS = 6
 
 # round_pack_fp32's significand: 1 carry bit, hidden bit at P, 23 fraction bits, 3 extra bits (guard, round, sticky)
 P = 26
@@ -26,48 +29,104 @@ W = P + 2
 EW = 11  # signed exponent width (biased exponent, may leave 1..254 before rounding)
 
 
+def _mask_below(width: int, amount):
+    """The ``width``-bit mask of the bits below bit ``amount``."""
+    return ~(Const((1 << width) - 1, width) << amount)[:width]
+
+
+def shift_coarse(m: Module, x, width: int, amount, amount_bits: int, name: str, left: bool = False):
+    """First half of a two-stage barrel shift of the ``width``-bit ``x`` by the unsigned ``amount``
+    (``amount_bits`` wide; may exceed ``width``): by its bits above the low 3 (multiples of 8).
+    Returns ``(partly shifted, any bit shifted out so far, the low 3 bits)`` -- signals to register
+    before :func:`shift_fine`. Right shifts report the bits lost (sticky); left ones lose only zeros."""
+    lo_bits = min(3, amount_bits)
+    by = (amount[lo_bits:amount_bits] << lo_bits) if amount_bits > lo_bits else Const(0, 1)
+    part = Signal(width, name=f"{name}_c")
+    lost = Signal(name=f"{name}_l1")
+    lo = Signal(lo_bits, name=f"{name}_lo")
+    if left:
+        m.d.comb += part.eq((x << by)[:width])
+    else:
+        m.d.comb += [part.eq(x >> by), lost.eq((x & _mask_below(width, by)) != 0)]
+    m.d.comb += lo.eq(amount[:lo_bits])
+    return part, lost, lo
+
+
+def shift_fine(m: Module, part, lost, lo, width: int, name: str, left: bool = False):
+    """Second half of :func:`shift_coarse`: ``(shifted, sticky)`` (sticky: any bit shifted out)."""
+    out = Signal(width, name=f"{name}_f")
+    sticky = Signal(name=f"{name}_st")
+    if left:
+        m.d.comb += out.eq((part << lo)[:width])
+    else:
+        m.d.comb += [out.eq(part >> lo), sticky.eq(lost | ((part & _mask_below(width, lo)) != 0))]
+    return out, sticky
+
+
 def round_pack_fp32(m: Module, sign, exp, sig, name: str, pipe: Pipe | None = None):
     """fp32 of ``sig * 2**(exp - 127 - P)`` (``sig`` :data:`W` bits): normalize, round to nearest even,
     pack; an overflowing result saturates to infinity's encoding (finite datapaths)."""
     s1 = Signal(W, name=f"{name}_s1")
     e1 = Signal(signed(EW), name=f"{name}_e1")
-    with m.If(sig[W - 1]):  # carry out: one right shift, keep the sticky bit
-        m.d.comb += [s1.eq((sig >> 1) | sig[0]), e1.eq(exp + 1)]
+    e1m1 = Signal(signed(EW), name=f"{name}_e1m1")
+    rs0 = Signal(signed(EW), name=f"{name}_rs0")  # 1 - e1: the right shift of a subnormal result
+    carry_out = sig[W - 1]
+    with m.If(carry_out):  # carry out: one right shift, keep the sticky bit
+        m.d.comb += [s1.eq((sig >> 1) | sig[0]), e1.eq(exp + 1), e1m1.eq(exp), rs0.eq(-exp)]
     with m.Else():
-        m.d.comb += [s1.eq(sig), e1.eq(exp)]
-    lz = lzc(m, s1, P + 1, f"{name}_lz")
-    sign, s1, e1, lz = cut(pipe, sign, s1, e1, lz)
-    s2 = Signal(W, name=f"{name}_s2")
+        m.d.comb += [s1.eq(sig), e1.eq(exp), e1m1.eq(exp - 1), rs0.eq(1 - exp)]
+    under = Signal(name=f"{name}_under")  # e1 < 1: below the normal range
+    m.d.comb += under.eq(Mux(carry_out, exp < 0, exp < 1))
+    big = Signal(name=f"{name}_big")  # e1 - 1 >= 32 > any lz: never clipped
+    m.d.comb += big.eq(~e1m1[EW - 1] & (e1m1[5:EW - 1] != 0))
+    groups = lzc_groups(m, s1, P + 1, f"{name}_lz")
+    sign, s1, e1, e1m1, rs0, under, big, *groups = cut(pipe, sign, s1, e1, e1m1, rs0, under, big, *groups)
+    lz = lzc_combine(m, groups, P + 1, f"{name}_lz")
+    # below the normal range: shift right to exponent 1 (subnormal), keep the sticky bit; else the
+    # leading one below the hidden bit: shift left by min(lz, e1 - 1), the exponent not below 1
+    rs = Signal(range(32), name=f"{name}_rs")
+    m.d.comb += rs.eq(Mux(rs0 > 31, 31, rs0[:5]))
+    sign, s1, e1, e1m1, rs, under, big, lz = cut(pipe, sign, s1, e1, e1m1, rs, under, big, lz)
+    clip = Signal(name=f"{name}_clip")  # lz > e1 - 1 (a 5-bit compare: e1 - 1 in 0..31 when it matters)
+    m.d.comb += clip.eq(~big & (lz > e1m1[:5]))
+    ls = Signal(5, name=f"{name}_ls")
+    m.d.comb += ls.eq(Mux(clip, e1m1[:5], lz))
+    e1lz = Signal(signed(EW), name=f"{name}_e1lz")
+    m.d.comb += e1lz.eq(e1 - lz)
     e2 = Signal(signed(EW), name=f"{name}_e2")
-    with m.If(e1 < 1):  # below the normal range: shift right to exponent 1 (subnormal), keep the sticky bit
-        rs = Signal(range(W + 1), name=f"{name}_rs")
-        m.d.comb += rs.eq(Mux(1 - e1 > W, W, 1 - e1))
-        shifted = Signal(W, name=f"{name}_sh")
-        m.d.comb += shifted.eq(s1 >> rs)
-        sticky = (s1 & ~(Const((1 << W) - 1, W) << rs)[:W]) != 0  # the bits shifted out
-        m.d.comb += [s2.eq(shifted | sticky), e2.eq(1)]
-    with m.Else():  # leading one below the hidden bit: shift left, not below exponent 1
-        ls = Signal(6, name=f"{name}_ls")
-        m.d.comb += ls.eq(Mux(lz > e1 - 1, (e1 - 1)[:6], lz))
-        m.d.comb += [s2.eq((s1 << ls)[:W]), e2.eq(e1 - ls)]
+    m.d.comb += e2.eq(Mux(under | clip, 1, e1lz))
+    sign, s1, rs, ls, under, e2 = cut(pipe, sign, s1, rs, ls, under, e2)
+    r_part, r_lost, r_lo = shift_coarse(m, s1, W, rs, 5, f"{name}_sr")
+    l_part, _, l_lo = shift_coarse(m, s1, W, ls, 5, f"{name}_sl", left=True)
+    sign, under, e2, r_part, r_lost, r_lo, l_part, l_lo = cut(pipe, sign, under, e2, r_part, r_lost, r_lo,
+                                                              l_part, l_lo)
+    sr, sticky_r = shift_fine(m, r_part, r_lost, r_lo, W, f"{name}_sr")
+    sl, _ = shift_fine(m, l_part, None, l_lo, W, f"{name}_sl", left=True)
+    s2 = Signal(W, name=f"{name}_s2")
+    m.d.comb += s2.eq(Mux(under, sr | sticky_r, sl))
     sign, s2, e2 = cut(pipe, sign, s2, e2)
     lsb, guard = s2[3], s2[2]
     sticky = s2[:2].any()
     up = guard & (sticky | lsb)
     mant = Signal(25, name=f"{name}_mant")
     m.d.comb += mant.eq(s2[3:P + 1] + up)
-    sign, e2, mant = cut(pipe, sign, e2, mant)
-    e3 = Signal(signed(EW), name=f"{name}_e3")
+    ovf_hi = Signal(name=f"{name}_ovh")  # e2 + 1 >= 255 (the rounded mantissa carries out)
+    ovf_mid = Signal(name=f"{name}_ovm")
+    e2p1 = Signal(signed(EW), name=f"{name}_e2p1")
+    m.d.comb += [ovf_hi.eq(e2 >= 254), ovf_mid.eq(e2 >= 255), e2p1.eq(e2 + 1)]
+    sign, e2, e2p1, mant, ovf_hi, ovf_mid = cut(pipe, sign, e2, e2p1, mant, ovf_hi, ovf_mid)
+    e3 = Signal(8, name=f"{name}_e3")
     frac = Signal(23, name=f"{name}_frac")
+    ovf = Signal(name=f"{name}_ovf")
     with m.If(mant[24]):
-        m.d.comb += [e3.eq(e2 + 1), frac.eq(mant[1:24])]
+        m.d.comb += [e3.eq(e2p1[:8]), frac.eq(mant[1:24]), ovf.eq(ovf_hi)]
     with m.Else():
-        m.d.comb += [e3.eq(Mux(mant[23], e2, 0)), frac.eq(mant[:23])]
+        m.d.comb += [e3.eq(Mux(mant[23], e2[:8], 0)), frac.eq(mant[:23]), ovf.eq(mant[23] & ovf_mid)]
     out = Signal(32, name=name)
-    with m.If(e3 >= 255):
+    with m.If(ovf):
         m.d.comb += out.eq(Cat(Const(0, 23), Const(255, 8), sign))
     with m.Else():
-        m.d.comb += out.eq(Cat(frac, e3[:8], sign))
+        m.d.comb += out.eq(Cat(frac, e3, sign))
     return out
 
 
@@ -81,46 +140,67 @@ def round_pack(m: Module, sign, exp, sig, width: int, name: str, ebits: int = 8,
     lsb_min = 1 - bias - mbits
     ext_w = width + 2
     sw = EXP_W + 3
+    k = width - 1 - mbits  # the right shift r in the normal case is k - lz
     # the result's last mantissa bit sits at lsb = max(lsb_min, ue - mbits), ue = exp + width - 1 - lz the
     # leading one; r = lsb - exp is the right shift (left if <= 0). Both cases are prepared in parallel with
     # the count: the subnormal case (lsb_min - exp) from exp alone, the normal one from lz alone.
-    lz = lzc(m, sig, width, f"{name}_lz")
+    groups = lzc_groups(m, sig, width, f"{name}_lz")
     ek = Signal(signed(sw), name=f"{name}_ek")  # exponent of the last mantissa bit before subtracting lz
+    ekm = Signal(signed(sw), name=f"{name}_ekm")  # ek - lsb_min: below the normal range iff lz > ekm
     ra = Signal(signed(sw), name=f"{name}_ra")  # r in the subnormal case
-    m.d.comb += [ek.eq(exp + (width - 1 - mbits)), ra.eq(lsb_min - exp)]
-    ra_left = Signal(name=f"{name}_ra_left")
+    nra = Signal(signed(sw), name=f"{name}_nra")
+    m.d.comb += [ek.eq(exp + k), ekm.eq(exp + (k - lsb_min)), ra.eq(lsb_min - exp), nra.eq(exp - lsb_min)]
+    # the subnormal case's clamps as compares of exp with constants, beside the subtractions
+    ra_left = Signal(name=f"{name}_ra_left")  # ra <= 0
+    ra_ls_max = Signal(name=f"{name}_ra_lsmax")  # -ra > mbits
+    ra_rc_max = Signal(name=f"{name}_ra_rcmax")  # ra > ext_w
+    m.d.comb += [ra_left.eq(exp >= lsb_min), ra_ls_max.eq(exp > lsb_min + mbits), ra_rc_max.eq(exp < lsb_min - ext_w)]
     ra_ls = Signal(range(mbits + 1), name=f"{name}_ra_ls")
     ra_rc = Signal(range(ext_w + 1), name=f"{name}_ra_rc")
-    m.d.comb += [ra_left.eq(ra <= 0), ra_ls.eq(Mux(-ra > mbits, mbits, (-ra)[:ra_ls.shape().width])),
-                 ra_rc.eq(Mux(ra > ext_w, ext_w, ra[:ra_rc.shape().width]))]
-    sign, sig, lz, ek, ra_left, ra_ls, ra_rc = cut(pipe, sign, sig, lz, ek, ra_left, ra_ls, ra_rc)
+    ls_w, rc_w = ra_ls.shape().width, ra_rc.shape().width
+    sign, sig, ek, ekm, ra_lo, nra_lo, ra_left, ra_ls_max, ra_rc_max, *groups = cut(
+        pipe, sign, sig, ek, ekm, ra[:rc_w], nra[:ls_w], ra_left, ra_ls_max, ra_rc_max, *groups)
+    lz = lzc_combine(m, groups, width, f"{name}_lz")
+    m.d.comb += [ra_ls.eq(Mux(ra_ls_max, mbits, nra_lo)), ra_rc.eq(Mux(ra_rc_max, ext_w, ra_lo))]
+    lzw = lz.shape().width
+    ekm_lo = Signal(lzw, name=f"{name}_ekm_lo")  # under = lz > ekm as a narrow compare: ekm < 0, or its low bits
+    ekm_neg = Signal(name=f"{name}_ekm_neg")
+    ekm_big = Signal(name=f"{name}_ekm_big")
+    m.d.comb += [ekm_lo.eq(ekm[:lzw]), ekm_neg.eq(ekm[sw - 1]), ekm_big.eq(~ekm[sw - 1] & (ekm[lzw:sw - 1] != 0))]
+    sign, sig, lz, ek, ekm_lo, ekm_neg, ekm_big, ra_left, ra_ls, ra_rc = cut(
+        pipe, sign, sig, lz, ek, ekm_lo, ekm_neg, ekm_big, ra_left, ra_ls, ra_rc)
     under = Signal(name=f"{name}_under")
     lsb_n = Signal(signed(sw), name=f"{name}_lsbn")
-    m.d.comb += [lsb_n.eq(ek - lz), under.eq(lsb_n < lsb_min)]
-    k = width - 1 - mbits  # r in the normal case is k - lz
+    lzs = Signal(signed(sw), name=f"{name}_lzs")
+    m.d.comb += [lzs.eq(lz), lsb_n.eq(ek - lz), under.eq(ekm_neg | (~ekm_big & (lz > ekm_lo)))]
+    n_ls = Signal(signed(sw), name=f"{name}_nls")  # lz - k and k - lz, beside the compares
+    n_rc = Signal(signed(sw), name=f"{name}_nrc")
+    m.d.comb += [n_ls.eq(lzs - k), n_rc.eq(k - lzs)]
     lsb = Signal(signed(sw), name=f"{name}_lsb")
     left = Signal(name=f"{name}_left")
     ls = Signal(range(mbits + 1), name=f"{name}_ls")
     rc = Signal(range(ext_w + 1), name=f"{name}_rc")
-    lzs = Signal(signed(sw), name=f"{name}_lzs")
-    m.d.comb += lzs.eq(lz)
     m.d.comb += [
         lsb.eq(Mux(under, lsb_min, lsb_n)),
-        left.eq(Mux(under, ra_left, lzs >= k)),
-        ls.eq(Mux(under, ra_ls, Mux(lzs - k > mbits, mbits, (lzs - k)[:ls.shape().width]))),
-        rc.eq(Mux(under, ra_rc, (k - lzs)[:rc.shape().width])),
+        left.eq(Mux(under, ra_left, lz >= k)),
+        ls.eq(Mux(under, ra_ls, Mux(lz > k + mbits, mbits, n_ls[:ls.shape().width]))),
+        rc.eq(Mux(under, ra_rc, n_rc[:rc.shape().width])),
     ]
     sign, sig, lsb, left, ls, rc = cut(pipe, sign, sig, lsb, left, ls, rc)
+    # the shift, in two registered halves: left (exact, at most mbits; the value fits mbits + 1 bits
+    # then) or right (with the bits lost as sticky)
+    l_part, _, l_lo = shift_coarse(m, sig[:mbits + 1], mbits + 1, ls, ls.shape().width, f"{name}_sl", left=True)
+    r_part, r_lost, r_lo = shift_coarse(m, Cat(Const(0, 2), sig), ext_w, rc, rc.shape().width, f"{name}_sr")
+    sign, lsb, left, l_part, l_lo, r_part, r_lost, r_lo = cut(pipe, sign, lsb, left, l_part, l_lo, r_part, r_lost,
+                                                             r_lo)
+    sl, _ = shift_fine(m, l_part, None, l_lo, mbits + 1, f"{name}_sl", left=True)
+    sh, lost = shift_fine(m, r_part, r_lost, r_lo, ext_w, f"{name}_sr")
     mant = Signal(mbits + 1, name=f"{name}_mt")
     guard = Signal(name=f"{name}_g")
     sticky = Signal(name=f"{name}_st")
-    with m.If(left):  # exact: shift left (at most mbits)
-        m.d.comb += mant.eq((sig << ls)[:mbits + 1])
+    with m.If(left):  # exact
+        m.d.comb += mant.eq(sl)
     with m.Else():
-        ext = Cat(Const(0, 2), sig)
-        sh = Signal(ext_w, name=f"{name}_sh")
-        m.d.comb += sh.eq(ext >> rc)
-        lost = (ext & ~(Const((1 << ext_w) - 1, ext_w) << rc)[:ext_w]) != 0  # the bits shifted out
         m.d.comb += [mant.eq(sh[2:]), guard.eq(sh[1]), sticky.eq(sh[0] | lost)]
     sign, lsb, mant, guard, sticky = cut(pipe, sign, lsb, mant, guard, sticky)
     up = guard & (sticky | mant[0])
@@ -130,11 +210,12 @@ def round_pack(m: Module, sign, exp, sig, width: int, name: str, ebits: int = 8,
     be_hi = Signal(signed(EXP_W + 3), name=f"{name}_behi")
     be_mid = Signal(signed(EXP_W + 3), name=f"{name}_bemid")
     m.d.comb += [be_hi.eq(lsb + bias + mbits + 1), be_mid.eq(lsb + bias + mbits)]
+    top_lsb = emax - bias - mbits  # lsb at which be_mid == emax (be_hi == emax one below): compares on lsb
     if specials == "fn":  # overflow: above the top binade, or its all-ones mantissa (the NaN code)
-        hi_ovf, mid_ovf = be_hi > emax, be_mid > emax
-        hi_top, mid_top = be_hi == emax, be_mid == emax
+        hi_ovf, mid_ovf = lsb > top_lsb - 1, lsb > top_lsb
+        hi_top, mid_top = lsb == top_lsb - 1, lsb == top_lsb
     else:
-        hi_ovf, mid_ovf = be_hi >= emax, be_mid >= emax
+        hi_ovf, mid_ovf = lsb >= top_lsb - 1, lsb >= top_lsb
         hi_top = mid_top = Const(0, 1)
     sign, mr, be_hi, be_mid, hi_ovf, mid_ovf, hi_top, mid_top = cut(
         pipe, sign, mr, be_hi, be_mid, hi_ovf, mid_ovf, hi_top, mid_top)

@@ -74,16 +74,19 @@ class Unit(wiring.Component):
 
 
 class FpMul(Unit):
-    """``a * b`` in the float ``fmt`` (fp8_e4m3, fp8_e5m2, fp16, bf16, fp32), one RNE rounding."""
+    """``a * b`` in the float ``fmt`` (fp8_e4m3, fp8_e5m2, fp16, bf16, fp32), one RNE rounding;
+    ``mul``: the significand multiplier, ``"dsp"`` (DSP blocks) or ``"lut"`` (fabric, one more cut point:
+    :func:`rtl.lib.fp.multiply`)."""
 
-    def __init__(self, fmt: str, stages: int = 1):
+    def __init__(self, fmt: str, stages: int = 1, mul: str = "dsp"):
         self.fmt = _float(fmt)
+        self.mul = _mul(mul)
         self.inputs = {"a": Shape(self.fmt.bits), "b": Shape(self.fmt.bits)}
         self.outputs = {"out": Shape(self.fmt.bits)}
         super().__init__(stages)
 
     def build(self, m, ins, pipe):
-        return {"out": fp.fp_mul(m, self.fmt, ins["a"], ins["b"], "mul", pipe)}
+        return {"out": fp.fp_mul(m, self.fmt, ins["a"], ins["b"], "mul", pipe, self.mul)}
 
 
 class FpAdd(Unit):
@@ -100,16 +103,18 @@ class FpAdd(Unit):
 
 
 class NarrowMulFp32(Unit):
-    """Finite bf16 / fp16 ``a * b`` -> fp32 (exact product, one rounding): the MAC multiplier."""
+    """Finite bf16 / fp16 ``a * b`` -> fp32 (exact product, one rounding): the MAC multiplier;
+    ``mul`` as :class:`FpMul`'s."""
 
-    def __init__(self, fmt: str, stages: int = 1):
+    def __init__(self, fmt: str, stages: int = 1, mul: str = "dsp"):
         self.fmt = _float(fmt)
+        self.mul = _mul(mul)
         self.inputs = {"a": Shape(self.fmt.bits), "b": Shape(self.fmt.bits)}
         self.outputs = {"out": Shape(32)}
         super().__init__(stages)
 
     def build(self, m, ins, pipe):
-        return {"out": fp.narrow_mul_fp32(m, self.fmt, ins["a"], ins["b"], "mul", pipe)}
+        return {"out": fp.narrow_mul_fp32(m, self.fmt, ins["a"], ins["b"], "mul", pipe, self.mul)}
 
 
 class Fp32AddFinite(Unit):
@@ -123,13 +128,17 @@ class Fp32AddFinite(Unit):
 
 
 class Fp32MulFinite(Unit):
-    """Finite fp32 ``a * b`` (subnormals included)."""
+    """Finite fp32 ``a * b`` (subnormals included); ``mul`` as :class:`FpMul`'s."""
 
     inputs = {"a": Shape(32), "b": Shape(32)}
     outputs = {"out": Shape(32)}
 
+    def __init__(self, stages: int = 1, mul: str = "dsp"):
+        self.mul = _mul(mul)
+        super().__init__(stages)
+
     def build(self, m, ins, pipe):
-        return {"out": fp.fp32_mul_finite(m, ins["a"], ins["b"], "mul", pipe)}
+        return {"out": fp.fp32_mul_finite(m, ins["a"], ins["b"], "mul", pipe, self.mul)}
 
 
 class Lzc(Unit):
@@ -201,17 +210,19 @@ class PositDecode(Unit):
 
 
 class Exp2(Unit):
-    """fp32 ``exp2(x)`` as the attention design computes it (:mod:`rtl.lib.exp`), ``exp_macs`` Horner terms."""
+    """fp32 ``exp2(x)`` as the attention design computes it (:mod:`rtl.lib.exp`), ``exp_macs`` Horner terms;
+    ``mul`` as :class:`FpMul`'s."""
 
     inputs = {"a": Shape(32)}
     outputs = {"out": Shape(32)}
 
-    def __init__(self, exp_macs: int, stages: int = 1):
+    def __init__(self, exp_macs: int, stages: int = 1, mul: str = "dsp"):
         self.exp_macs = exp_macs
+        self.mul = _mul(mul)
         super().__init__(stages)
 
     def build(self, m, ins, pipe):
-        return {"out": exp2_poly(m, ins["a"], self.exp_macs, "exp2", pipe)}
+        return {"out": exp2_poly(m, ins["a"], self.exp_macs, "exp2", pipe, self.mul)}
 
 
 class IntMac(wiring.Component):
@@ -248,6 +259,12 @@ class IntMac(wiring.Component):
             m.d.sync += acc.eq(Mux(first, 0, acc) + prod)
         m.d.comb += [self.acc.eq(acc), self.out_valid.eq(ov)]
         return m
+
+
+def _mul(kind: str) -> str:
+    if kind not in fp.MULTIPLIERS:
+        raise ValueError(f"mul: expected one of {', '.join(fp.MULTIPLIERS)}, got {kind!r}")
+    return kind
 
 
 def _float(name: str) -> FormatHw:
