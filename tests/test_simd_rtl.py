@@ -47,13 +47,28 @@ def reference(tile, ops, params) -> np.ndarray:
         out = np.asarray(ops["psum"], np.int64).copy() if tile.accumulate else np.zeros((M, N), np.int64)
         return out + A.astype(np.int64) @ W.astype(np.int64)
     out = np.asarray(ops["psum"], np.float32).copy() if tile.accumulate else np.zeros((M, N), np.float32)
+    slots = params.accumulators  # > 1: partial sums by cycle modulo slots, tree over the last `slots` cycles
+    step_cycles = get_format(wf).bits if params.multiplier == "bit_serial" else 1
+
+    def interleaved(arrivals, n_cycles):
+        part = [np.zeros((M, N), np.float32) for _ in range(slots)]
+        for c, x in arrivals:
+            part[c % slots] = part[c % slots] + x
+        level = [part[c % slots] if c >= 0 else np.zeros((M, N), np.float32)
+                 for c in range(n_cycles - slots, n_cycles)]
+        while len(level) > 1:
+            level = [level[i] + level[i + 1] for i in range(0, len(level) - 1, 2)] + \
+                    ([level[-1]] if len(level) % 2 else [])
+        return level[0]
+
+    ends, t = [], 0
     with np.errstate(all="ignore"):
         for gi, (g0, glen) in enumerate(groups):
             if both_int:
                 gsum = A[:, g0:g0 + glen].astype(np.int64) @ W[g0:g0 + glen].astype(np.int64)
                 res = gsum.astype(np.float32) * np.asarray(ops["scale"], np.float32)[gi][None, :]
             else:
-                acc = np.zeros((M, N), np.float32)
+                acc, sums = np.zeros((M, N), np.float32), []
                 for s0 in range(0, glen, lanes):
                     level = [(A[:, g0 + s0 + j][:, None] * W[g0 + s0 + j][None, :]).astype(np.float32)
                              if s0 + j < glen else np.zeros((M, N), np.float32) for j in range(lanes)]
@@ -61,8 +76,17 @@ def reference(tile, ops, params) -> np.ndarray:
                         level = [level[i] + level[i + 1] for i in range(0, len(level) - 1, 2)] + \
                                 ([level[-1]] if len(level) % 2 else [])
                     acc = acc + level[0]
+                    sums.append(level[0])
+                if slots > 1:
+                    acc = interleaved([((i + 1) * step_cycles - 1, x) for i, x in enumerate(sums)],
+                                      len(sums) * step_cycles)
                 res = acc * np.asarray(ops["scale"], np.float32)[gi][None, :] if (G and not params.dequant) else acc
-            out = out + res
+            t += -(-glen // lanes) * step_cycles
+            ends.append((t - 1, res))
+            if slots == 1:
+                out = out + res
+        if slots > 1:
+            out = out + interleaved(ends, t)
     return out
 
 

@@ -118,10 +118,25 @@ class SimdConfig:
     dequant_format: str
     modes: list[Mode]
     options: SimdRtlOptions = field(default_factory=SimdRtlOptions)
+    accumulators: int = 1
 
     @staticmethod
     def from_params(params, options: SimdRtlOptions | None = None) -> "SimdConfig":
         params.validate()
+        accumulators = getattr(params, "accumulators", 1)
+        if accumulators > 1:
+            from rtl.simd.pipelined import write_latency
+
+            ms = modes(params)
+            cfg = SimdConfig(params.pes, params.lane_bits, params.multiplier, params.pipeline_cycles,
+                             params.dequant, params.dequant_format, ms, options or SimdRtlOptions(), accumulators)
+            need = write_latency(cfg)
+            if params.pipeline_cycles < need:
+                raise ValueError(f"pipeline_cycles: the RTL's datapath with accumulators={accumulators} takes "
+                                 f"{need} cycles, got {params.pipeline_cycles}")
+            if not ms:
+                raise ValueError("formats: no (weights, activations) pair runs on this datapath")
+            return cfg
         if params.pipeline_cycles < DATAPATH_STAGES:
             raise ValueError(f"pipeline_cycles: the RTL's datapath takes {DATAPATH_STAGES} cycles, "
                              f"got {params.pipeline_cycles}")
@@ -182,7 +197,10 @@ class SimdConfig:
     def cuts(self) -> tuple[str, ...]:
         """The extra register stages that ``pipeline_cycles`` beyond :data:`DATAPATH_STAGES` buys, in the
         order they are added (:data:`CUT_ORDER`; the tree cuts nearest the middle of the tree first).
-        Cycles beyond the cuts this PE has are plain latency (``tile_done`` waits)."""
+        Cycles beyond the cuts this PE has are plain latency (``tile_done`` waits).
+        A pipelined PE (``accumulators > 1``, :mod:`rtl.simd.pipelined`) has none of these cuts."""
+        if self.accumulators > 1:
+            return ()
         inner = sorted(range(self.tree_levels - 1), key=lambda lev: (abs(lev - (self.tree_levels - 2) / 2), lev))
         order = [c for c in CUT_ORDER if c != "tree"] + [f"tree{lev}" for lev in inner]
         return tuple(order[:max(0, self.pipeline_cycles - DATAPATH_STAGES)])
@@ -194,7 +212,8 @@ class SimdConfig:
     def as_dict(self) -> dict:
         return {
             "pes": self.pes, "lane_bits": self.lane_bits, "multiplier": self.multiplier,
-            "pipeline_cycles": self.pipeline_cycles, "cuts": list(self.cuts), "dequant": self.dequant,
+            "pipeline_cycles": self.pipeline_cycles, "accumulators": self.accumulators, "cuts": list(self.cuts),
+            "dequant": self.dequant,
             "dequant_format": self.dequant_format if self.dequant else None,
             "modes": [[md.weight.name, md.activation.name, md.lanes] for md in self.modes],
             "act_word_bits": self.act_word_bits, "weight_word_bits": self.weight_word_bits,
@@ -253,8 +272,14 @@ def simd_signature(cfg: SimdConfig) -> dict:
 
 def pe_signature(cfg: SimdConfig) -> dict:
     """Ports of one PE (module ``archsim_simd_pe``): the command's mode, the shared pipeline control,
-    its slices of the operand / scale / output buffer read data, and its output register."""
-    return {
+    its slices of the operand / scale / output buffer read data, and its output register
+    (a pipelined PE adds its step / group / round flags, :mod:`rtl.simd.pipelined`)."""
+    extra = {}
+    if cfg.accumulators > 1:
+        from rtl.simd.pipelined import pipelined_pe_ports
+
+        extra = pipelined_pe_ports(cfg)
+    return extra | {
         "take": In(1), "mode": In(_bits(len(cfg.modes))), "accumulate": In(1), "g_zero": In(1),
         "s1_v": In(1), "s1_first_bit": In(1), "s1_bit": In(range(cfg.max_bit_cycles + 1)), "s1_mask": In(cfg.max_lanes),
         "s2_v": In(1), "s2_gstart": In(1),
@@ -358,6 +383,7 @@ class SimdPE(wiring.Component):
         int_mode = regs.reg("int_mode", 1, lambda md: md.integer and not cfg.dequant)
         entry = self.entry
         a_word, w_word = entry[:AW], entry[AW:AW + WW]
+        pipelined = cfg.accumulators > 1
 
         # ---------------------------------------------------------------- stage 1: lanes and tree
         prods_f, prods_i = [], []
@@ -370,8 +396,8 @@ class SimdPE(wiring.Component):
                 w, ww = self._dequant_weight(m, w_word, scale, j, lane_modes, regs, f"{name}_w")
             else:
                 w, ww = self._lane_decode(m, w_word, "w", j, lane_modes, regs, f"{name}_w")
-            a = _cut_decoded(m, a, "decode" in cfg.cuts, f"{name}_a")
-            w = _cut_decoded(m, w, "decode" in cfg.cuts, f"{name}_w")
+            a = _cut_decoded(m, a, "decode" in cfg.cuts or pipelined, f"{name}_a")
+            w = _cut_decoded(m, w, "decode" in cfg.cuts or pipelined, f"{name}_w")
             sig_p = self._sig_product(m, a, aw, w, ww, name)
             if cfg.dequant or any(not md.integer for md in lane_modes):
                 pf, praw, psign = fp.product(m, a, w, aw, ww, f"{name}_prod", sig_product=sig_p)
@@ -387,9 +413,15 @@ class SimdPE(wiring.Component):
                 pim = Signal(signed(aw + ww + 1), name=f"{name}_pi")
                 m.d.comb += pim.eq(Mux(self.s1_mask[j] & int_mode, Mux(psign, -praw, praw), 0))
                 prods_i.append(pim)
-        if "prod" in cfg.cuts:
+        if "prod" in cfg.cuts or pipelined:
             prods_f = [_delayed(m, x, 1, f"l{j}_pfc") for j, x in enumerate(prods_f)]
             prods_i = [_delayed(m, x, 1, f"l{j}_pic") for j, x in enumerate(prods_i)]
+        if pipelined:
+            from rtl.simd.pipelined import elaborate_pipelined
+
+            elaborate_pipelined(self, cfg, m, regs, int_mode, prods_f, prods_i)
+            regs.emit(m, self.take, self.mode, cfg.modes)
+            return m
         # fp32 tree: a node passes its left child through when the mode has no right one
         node = prods_f
         lev = 0
@@ -570,7 +602,8 @@ class SimdArray(wiring.Component):
                      s1_mask.eq(mask), s1_bit.eq(bit), s1_sc.eq(sc_addr), s1_rnd.eq(rnd)]
         # extra cuts (cfg.cuts): the decode cut delays the PE's multiply-stage controls, every stage-1
         # cut delays stage 2, the group cuts delay the scale read and the output stage
-        d_dec = cfg.cut_count("decode")
+        pipelined = cfg.accumulators > 1
+        d_dec = 1 if pipelined else cfg.cut_count("decode")
         d_s1 = cfg.cut_count("decode", "prod", "tree")
         d_grp_src, d_grp = cfg.cut_count("group_src"), cfg.cut_count("group_src", "group_res")
         pe_s1 = {"v": _delayed(m, s1["v"], d_dec, "s1m_v"), "first_bit": _delayed(m, s1["first_bit"], d_dec, "s1m_fb"),
@@ -584,11 +617,25 @@ class SimdArray(wiring.Component):
         s3_rnd = Signal.like(rnd, name="s3_round")
         s3_old_addr = _delayed(m, s2_rnd, d_grp, "s2_round")
         m.d.sync += [s3[k].eq(_delayed(m, s2[k], d_grp, f"s2_{k}")) for k in s3] + [s3_rnd.eq(s3_old_addr)]
-        m.d.comb += [sc_r.addr.eq(_delayed(m, s2_sc, d_grp_src, "s2_sc")), sc_r.en.eq(1),
-                     out_r.addr.eq(s3_old_addr), out_r.en.eq(1)]
         s4_rend = Signal(name="s4_rend")
         s4_rnd = Signal.like(rnd, name="s4_round")
-        m.d.sync += [s4_rend.eq(s3["v"] & s3["rend"]), s4_rnd.eq(s3_rnd)]
+        if pipelined:  # issue-time addresses delayed to the pipelined PE's cycles (rtl.simd.pipelined.timing)
+            from rtl.simd.pipelined import timing, write_latency
+
+            tm, w_lat = timing(cfg), write_latency(cfg)
+            m.d.comb += [sc_r.addr.eq(_delayed(m, sc_addr, 1 + tm["Gt"], "p_sc")), sc_r.en.eq(1),
+                         out_r.addr.eq(_delayed(m, rnd, 1 + tm["Rt"], "p_old")), out_r.en.eq(1),
+                         s4_rend.eq(_delayed(m, running & r_end, w_lat, "p_wr")),
+                         s4_rnd.eq(_delayed(m, rnd, w_lat, "p_wr_round"))]
+            flags_now = {"p_step": running & bit_last, "p_gfirst": kg == 0, "p_gstart": running & (kg == 0) & (bit == 0),
+                         "p_gend": running & g_end, "p_rstart": running & (kg == 0) & (bit == 0) & (gk0 == 0),
+                         "p_rend": running & r_end}
+            pe_flags = {k: _delayed(m, v, 2, k) for k, v in flags_now.items()}
+        else:
+            m.d.comb += [sc_r.addr.eq(_delayed(m, s2_sc, d_grp_src, "s2_sc")), sc_r.en.eq(1),
+                         out_r.addr.eq(s3_old_addr), out_r.en.eq(1)]
+            m.d.sync += [s4_rend.eq(s3["v"] & s3["rend"]), s4_rnd.eq(s3_rnd)]
+            pe_flags = {}
 
         # ---------------------------------------------------------------- the PEs
         outs = []
@@ -599,7 +646,7 @@ class SimdArray(wiring.Component):
                 s1_v=pe_s1["v"], s1_first_bit=pe_s1["first_bit"], s1_bit=pe_s1["bit"], s1_mask=pe_s1["mask"],
                 s2_v=s2["v"], s2_gstart=s2["gstart"], s3_v=s3["v"], s3_gend=s3["gend"], s3_first_g=s3["first_g"],
                 entry=op_r.data[p * EW:(p + 1) * EW], scale=sc_r.data[32 * p:32 * (p + 1)],
-                old=out_r.data[p * OW:(p + 1) * OW])
+                old=out_r.data[p * OW:(p + 1) * OW], **pe_flags)
             if self.pe_instances:
                 m.submodules[f"pe{p}"] = Instance(
                     PE_TOP, i_clk=ClockSignal(), i_rst=ResetSignal(), o_out=out,

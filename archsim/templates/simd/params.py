@@ -18,6 +18,8 @@ SUPPORTED_FORMATS = ("int2", "int4", "int8", "int16", "fp4_e2m1", "fp8_e4m3", "f
 MULTIPLIERS = ("array", "shift_add", "bit_serial")
 #: formats the dequantize-then-MAC baseline can dequantize weights to
 DEQUANT_FORMATS = ("fp16", "bf16")
+#: most interleaved partial sums per accumulator (the fp32 adder unit has at most 8 stages)
+MAX_ACCUMULATORS = 8
 
 
 def _all_formats() -> list[str]:
@@ -57,6 +59,12 @@ class SimdParams(TemplateParams):
         ``fp16`` or ``bf16``.
     pipeline_cycles : int
         Fixed latency added to every tile.
+    accumulators : int
+        ``A``: interleaved fp32 partial sums of the group and output accumulators
+        (1..8). 1 is one running sum per accumulator; ``A > 1`` feeds ``A`` partial
+        sums round-robin by cycle and reduces them at the group / round end
+        (:mod:`.interleave`), so the RTL's fp32 adders can be ``A``-stage pipelines.
+        It changes the summation order (the values), not the cycles.
     """
 
     pes: int = 16
@@ -69,6 +77,7 @@ class SimdParams(TemplateParams):
     dequant: bool = False
     dequant_format: str = "fp16"
     pipeline_cycles: int = 4
+    accumulators: int = 1
 
     def validate(self) -> None:
         """Raise ``ValueError("key: expected ...")`` for an impossible value."""
@@ -96,6 +105,9 @@ class SimdParams(TemplateParams):
         v = self.pipeline_cycles
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise ValueError(f"pipeline_cycles: expected a non-negative integer, got {v!r}")
+        v = self.accumulators
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_ACCUMULATORS:
+            raise ValueError(f"accumulators: expected an integer 1..{MAX_ACCUMULATORS}, got {v!r}")
         for key in ("weight_format", "activation_format"):
             if getattr(self, key) not in self.formats:
                 raise ValueError(f"{key}: expected one of formats ({', '.join(self.formats)}), "
