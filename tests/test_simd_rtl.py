@@ -7,6 +7,7 @@ float32 / ml-dtypes-tested codecs; one-line errors for what the RTL cannot build
 from __future__ import annotations
 
 import zlib
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -287,6 +288,44 @@ def test_multiplier_styles_dequant_and_wider_lanes(icarus, overrides):
     arch = load_arch("simd-edge", {**overrides, "weight_format": f[1], "activation_format": f[1]})
     items = random_items(arch.params, 10, np.random.default_rng(5), max_k=16)
     _cosim_against_reference(arch, items)
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("overrides", [
+    {"pes": 2, "accumulators": 2, "pipeline_cycles": 22, "formats": ["int2", "int4", "int8", "fp8_e4m3", "bf16",
+                                                                      "posit8_0"]},
+    {"pes": 3, "accumulators": 3, "pipeline_cycles": 40, "multiplier": "bit_serial", "group_size": 4,
+     "formats": ["int2", "int4", "int8", "fp8_e4m3"]},
+    {"pes": 2, "accumulators": 2, "pipeline_cycles": 19, "dequant": True, "formats": ["int4", "fp8_e4m3", "fp16"]},
+], ids=["acc2", "acc3-bit_serial-plus3", "acc2-dequant-plus3"])
+def test_pipelined_pe_with_interleaved_accumulators(icarus, overrides):
+    """accumulators > 1 (rtl/simd/pipelined.py): values in the interleaved order of both references, the
+    contract's cycles; short tiles first (one step, a group of one step, fewer cycles than the ring has
+    slots, the m=1 k=10 n=4 g=2 tile that once left X on a pipelined scale multiply)."""
+    from rtl.simd.design import SimdConfig
+    from rtl.simd.pipelined import write_latency
+    from rtl.simd.sources import operands_for, random_items
+
+    f = overrides["formats"]
+    arch = load_arch("simd-edge", {**overrides, "weight_format": f[1], "activation_format": f[1]})
+    p = arch.params
+    assert write_latency(SimdConfig.from_params(p)) <= p.pipeline_cycles
+    rng = np.random.default_rng(23)
+    fl = [x for x in f if not x.startswith("int")][0]
+    shorts = [SimdTile(1, 1, 1, fl, fl), SimdTile(1, 10, 4, fl, fl, group_size=2),
+              SimdTile(1, 3, 1, "int4", fl, group_size=1, accumulate=True), SimdTile(2, 2, 3, f[1], f[1]),
+              SimdTile(1, 5, 2, "int4", "int4", accumulate=True), SimdTile(3, 9, 1, "int4", "int4", group_size=2)]
+    items = [(t, operands_for(t, p, rng)) for t in shorts if not p.pair_problem(t.weight_format, t.activation_format)]
+    items += random_items(p, 12, rng, max_k=20)
+    _cosim_against_reference(arch, items)
+
+
+def test_a_pipelined_pe_needs_its_latency():
+    from rtl.simd.design import SimdConfig
+
+    arch = load_arch("simd-edge", {"pes": 1, "accumulators": 2, "pipeline_cycles": 40})
+    with pytest.raises(ValueError, match="pipeline_cycles: the RTL's datapath with accumulators=2 takes 22"):
+        SimdConfig.from_params(replace(arch.params, pipeline_cycles=21))
 
 
 @pytest.mark.rtl
