@@ -411,3 +411,22 @@ def test_a_thousand_random_tiles_per_mode(icarus, pair):
     items = random_items(arch.params, 1000, rng, modes=[pair], max_k=10)
     report = _cosim_against_reference(arch, items)
     assert sum(t.ok for t in report.tiles) == 1000
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+@pytest.mark.parametrize("pair", [("posit8_0", "posit8_0"), ("int4", "fp8_e4m3"), ("int8", "int8")],
+                         ids=["posit8_0", "int4xfp8_e4m3", "int8"])
+def test_a_thousand_random_tiles_pipelined(icarus, pair):
+    """The pipelined PE (accumulators 4, its latency 48 as pipeline_cycles): 1000 random short tiles
+    (K <= 10, the runs shorter than the rings) per mode, including the two modes whose earlier
+    pipelined scale multiply left X on some outputs."""
+    from rtl.simd.sources import random_items
+
+    w, a = pair
+    arch = load_arch("simd-edge", {"pes": 2, "formats": sorted({w, a}), "weight_format": w, "activation_format": a,
+                                   "accumulators": 4, "pipeline_cycles": 48})
+    rng = np.random.default_rng(zlib.crc32(f"pipelined {w}x{a}".encode()))
+    items = random_items(arch.params, 1000, rng, modes=[pair], max_k=10)
+    report = _cosim_against_reference(arch, items)
+    assert sum(t.ok for t in report.tiles) == 1000

@@ -682,7 +682,10 @@ def pe_verilog(cfg: SimdConfig) -> str:
 
 
 def array_verilog(cfg: SimdConfig, top: str) -> str:
-    """Verilog of the whole design: the top module (PEs as instances) followed by the PE module."""
+    """Verilog of the whole design: the host-interface top (:class:`rtl.simd.host.SimdEngine`, the PEs as
+    instances) followed by the PE module."""
     from amaranth.back import verilog
 
-    return verilog.convert(SimdArray(cfg), name=top, emit_src=False) + "\n" + pe_verilog(cfg)
+    from rtl.simd.host import SimdEngine
+
+    return verilog.convert(SimdEngine(cfg), name=top, emit_src=False) + "\n" + pe_verilog(cfg)
