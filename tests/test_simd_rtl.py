@@ -390,7 +390,9 @@ def test_the_edge_preset_generates_with_one_pe_module(tmp_path):
     man = json.loads((tmp_path / "archsim_simd.json").read_text())
     assert man["params"]["pes"] == 64 and len(man["params"]["modes"]) == 121
     assert man["params"]["modes"][0] == ["int2", "int2", 8]
-    assert {p["name"] for p in man["ports"]} >= {"cmd_mode", "cmd_k", "cmd_g", "wr_data", "rd_data", "tile_done"}
+    # the host interface (rtl/lib/host.py)
+    assert {p["name"] for p in man["ports"]} >= {"cmd__payload", "cmd__valid", "wr__payload", "rd_addr__payload",
+                                                 "rd_data__payload", "done", "tile_cycles", "error"}
 
 
 # ----------------------------------------------------------------------------- >= 1000 tiles per mode

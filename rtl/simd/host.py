@@ -21,7 +21,8 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import Out
 
 from rtl.lib.host import host_members
-from rtl.simd.design import DIM_BITS, SimdArray, SimdConfig, _bits
+from rtl.simd.config import DIM_BITS, SimdConfig, _bits
+from rtl.simd.design import SimdArray
 
 BUF_BITS = 2
 

@@ -25,9 +25,9 @@ from functools import lru_cache
 from amaranth import Const, Module, Mux, Signal, signed
 from amaranth.lib.wiring import In
 
-from rtl.lib import fp
-from rtl.lib.units import FpMul, IntToFp
+from rtl.lib.units import FpAdd, FpMul, IntToFp
 from rtl.simd.accumulate import InterleavedSum, add_tree, delayed, tree_levels
+from rtl.simd.config import _level_nodes
 
 #: ports the pipelined PE adds to the PE's (all at the decoded-operand cycle D)
 STEP_FLAGS = ("p_step", "p_gfirst", "p_gstart", "p_gend", "p_rstart", "p_rend")
@@ -118,8 +118,6 @@ def elaborate_pipelined(pe, cfg, m: Module, regs, int_mode, prods_f, prods_i):
     # ---- out = init + reduced (Rt -> F)
     init = Signal(OW, name="init")
     m.d.comb += init.eq(Mux(pe.accumulate, pe.old, 0))
-    from rtl.lib.units import FpAdd
-
     fin = m.submodules.final_add = FpAdd("fp32", S)
     m.d.comb += [fin.a.eq(init[:32]), fin.b.eq(oring.out), fin.in_valid.eq(1)]
     outs = Signal(OW, name="out_acc")
@@ -137,8 +135,3 @@ def elaborate_pipelined(pe, cfg, m: Module, regs, int_mode, prods_f, prods_i):
         else:
             m.d.sync += outs.eq(fin.out)
 
-
-def _level_nodes(lanes: int, level: int) -> int:
-    for _ in range(level):
-        lanes = -(-lanes // 2)
-    return lanes
