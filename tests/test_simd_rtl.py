@@ -432,3 +432,16 @@ def test_a_thousand_random_tiles_pipelined(icarus, pair):
     items = random_items(arch.params, 1000, rng, modes=[pair], max_k=10)
     report = _cosim_against_reference(arch, items)
     assert sum(t.ok for t in report.tiles) == 1000
+
+
+@pytest.mark.verilog
+def test_the_pipelined_pe_is_lint_clean(capsys):
+    """accumulators 2 (the pipelined PE and the host-interface top): verilator -Wall with the shipped
+    waiver file reports nothing; without the waivers it does (the check can fail)."""
+    from archsim.cli import main
+
+    sets = ["--set", "pes=2", "--set", "accumulators=2", "--set", "pipeline_cycles=22"]
+    main(["rtl", "lint", "--arch", "simd-edge", *sets])
+    assert "with archsim_simd.vlt: 0 warnings" in capsys.readouterr().out
+    main(["rtl", "lint", "--arch", "simd-edge", *sets, "--no-waivers"])
+    assert "without waivers: 0 warnings" not in capsys.readouterr().out

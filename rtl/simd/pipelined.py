@@ -96,7 +96,7 @@ def elaborate_pipelined(pe, cfg, m: Module, regs, int_mode, prods_f, prods_i):
         step_c, gfirst_c = at("p_step", C), at("p_gfirst", C)  # (delay lines built outside any m.If)
         with m.If(step_c):
             m.d.sync += gacc_i.eq(Mux(gfirst_c, 0, gacc_i) + cs_i)
-        i2f = m.submodules.i2f = IntToFp(64, "fp32", t["Si"])
+        i2f = m.submodules.int_to_fp = IntToFp(64, "fp32", t["Si"])
         m.d.comb += [i2f.a.eq(gacc_i), i2f.in_valid.eq(1)]
         conv = delayed(m, i2f.out, t["R"] - 1 - t["Si"], "i2f")
         src = Mux(int_mode, conv, grp_f) if cfg.float_lanes else conv
