@@ -31,10 +31,11 @@ from rtl.synth import synthesize_verilog  # noqa: E402
 
 
 def pe_params(formats: list[str], lane_bits: int = 16, multiplier: str = "array",
-              pipeline_cycles: int = 4, dequant: bool = False) -> SimdParams:
+              pipeline_cycles: int = 4, dequant: bool = False, accumulators: int = 1) -> SimdParams:
     f = formats[0]
     return SimdParams(pes=1, lane_bits=lane_bits, formats=list(formats), multiplier=multiplier,
-                      weight_format=f, activation_format=f, pipeline_cycles=pipeline_cycles, dequant=dequant)
+                      weight_format=f, activation_format=f, pipeline_cycles=pipeline_cycles, dequant=dequant,
+                      accumulators=accumulators)
 
 
 def synth_pe(params: SimdParams, pnr: bool, targets=("ecp5", "generic")) -> dict:
@@ -54,6 +55,9 @@ def main(argv=None) -> int:
     ap.add_argument("--multiplier", default="array", choices=("array", "shift_add", "bit_serial"))
     ap.add_argument("--pipeline-cycles", type=int, default=4, dest="pipeline_cycles",
                     help="the PEs' pipeline_cycles (> 4 adds register stages, rtl/simd/design.py; default 4)")
+    ap.add_argument("--accumulators", type=int, default=1,
+                    help="interleaved fp32 partial sums (> 1: the pipelined PE, rtl/simd/pipelined.py; "
+                         "--pipeline-cycles must cover its latency)")
     ap.add_argument("--dequant", action="store_true",
                     help="dequantize-then-fp16 baseline PEs (weights x scale -> fp16 per lane, then an fp16 MAC)")
     ap.add_argument("--no-pnr", action="store_true", help="skip nextpnr (no Fmax)")
@@ -75,7 +79,7 @@ def main(argv=None) -> int:
             formats_ok = formats
         try:
             r = synth_pe(pe_params(formats_ok, multiplier=args.multiplier, pipeline_cycles=args.pipeline_cycles,
-                                   dequant=args.dequant),
+                                   dequant=args.dequant, accumulators=args.accumulators),
                          pnr, args.targets)
         except ValueError as err:
             print(f"{label}: {err}", file=sys.stderr)

@@ -7,6 +7,7 @@ float32 / ml-dtypes-tested codecs; one-line errors for what the RTL cannot build
 from __future__ import annotations
 
 import zlib
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -47,13 +48,28 @@ def reference(tile, ops, params) -> np.ndarray:
         out = np.asarray(ops["psum"], np.int64).copy() if tile.accumulate else np.zeros((M, N), np.int64)
         return out + A.astype(np.int64) @ W.astype(np.int64)
     out = np.asarray(ops["psum"], np.float32).copy() if tile.accumulate else np.zeros((M, N), np.float32)
+    slots = params.accumulators  # > 1: partial sums by cycle modulo slots, tree over the last `slots` cycles
+    step_cycles = get_format(wf).bits if params.multiplier == "bit_serial" else 1
+
+    def interleaved(arrivals, n_cycles):
+        part = [np.zeros((M, N), np.float32) for _ in range(slots)]
+        for c, x in arrivals:
+            part[c % slots] = part[c % slots] + x
+        level = [part[c % slots] if c >= 0 else np.zeros((M, N), np.float32)
+                 for c in range(n_cycles - slots, n_cycles)]
+        while len(level) > 1:
+            level = [level[i] + level[i + 1] for i in range(0, len(level) - 1, 2)] + \
+                    ([level[-1]] if len(level) % 2 else [])
+        return level[0]
+
+    ends, t = [], 0
     with np.errstate(all="ignore"):
         for gi, (g0, glen) in enumerate(groups):
             if both_int:
                 gsum = A[:, g0:g0 + glen].astype(np.int64) @ W[g0:g0 + glen].astype(np.int64)
                 res = gsum.astype(np.float32) * np.asarray(ops["scale"], np.float32)[gi][None, :]
             else:
-                acc = np.zeros((M, N), np.float32)
+                acc, sums = np.zeros((M, N), np.float32), []
                 for s0 in range(0, glen, lanes):
                     level = [(A[:, g0 + s0 + j][:, None] * W[g0 + s0 + j][None, :]).astype(np.float32)
                              if s0 + j < glen else np.zeros((M, N), np.float32) for j in range(lanes)]
@@ -61,8 +77,17 @@ def reference(tile, ops, params) -> np.ndarray:
                         level = [level[i] + level[i + 1] for i in range(0, len(level) - 1, 2)] + \
                                 ([level[-1]] if len(level) % 2 else [])
                     acc = acc + level[0]
+                    sums.append(level[0])
+                if slots > 1:
+                    acc = interleaved([((i + 1) * step_cycles - 1, x) for i, x in enumerate(sums)],
+                                      len(sums) * step_cycles)
                 res = acc * np.asarray(ops["scale"], np.float32)[gi][None, :] if (G and not params.dequant) else acc
-            out = out + res
+            t += -(-glen // lanes) * step_cycles
+            ends.append((t - 1, res))
+            if slots == 1:
+                out = out + res
+        if slots > 1:
+            out = out + interleaved(ends, t)
     return out
 
 
@@ -266,6 +291,44 @@ def test_multiplier_styles_dequant_and_wider_lanes(icarus, overrides):
 
 
 @pytest.mark.rtl
+@pytest.mark.parametrize("overrides", [
+    {"pes": 2, "accumulators": 2, "pipeline_cycles": 22, "formats": ["int2", "int4", "int8", "fp8_e4m3", "bf16",
+                                                                      "posit8_0"]},
+    {"pes": 3, "accumulators": 3, "pipeline_cycles": 40, "multiplier": "bit_serial", "group_size": 4,
+     "formats": ["int2", "int4", "int8", "fp8_e4m3"]},
+    {"pes": 2, "accumulators": 2, "pipeline_cycles": 19, "dequant": True, "formats": ["int4", "fp8_e4m3", "fp16"]},
+], ids=["acc2", "acc3-bit_serial-plus3", "acc2-dequant-plus3"])
+def test_pipelined_pe_with_interleaved_accumulators(icarus, overrides):
+    """accumulators > 1 (rtl/simd/pipelined.py): values in the interleaved order of both references, the
+    contract's cycles; short tiles first (one step, a group of one step, fewer cycles than the ring has
+    slots, the m=1 k=10 n=4 g=2 tile that once left X on a pipelined scale multiply)."""
+    from rtl.simd.design import SimdConfig
+    from rtl.simd.pipelined import write_latency
+    from rtl.simd.sources import operands_for, random_items
+
+    f = overrides["formats"]
+    arch = load_arch("simd-edge", {**overrides, "weight_format": f[1], "activation_format": f[1]})
+    p = arch.params
+    assert write_latency(SimdConfig.from_params(p)) <= p.pipeline_cycles
+    rng = np.random.default_rng(23)
+    fl = [x for x in f if not x.startswith("int")][0]
+    shorts = [SimdTile(1, 1, 1, fl, fl), SimdTile(1, 10, 4, fl, fl, group_size=2),
+              SimdTile(1, 3, 1, "int4", fl, group_size=1, accumulate=True), SimdTile(2, 2, 3, f[1], f[1]),
+              SimdTile(1, 5, 2, "int4", "int4", accumulate=True), SimdTile(3, 9, 1, "int4", "int4", group_size=2)]
+    items = [(t, operands_for(t, p, rng)) for t in shorts if not p.pair_problem(t.weight_format, t.activation_format)]
+    items += random_items(p, 12, rng, max_k=20)
+    _cosim_against_reference(arch, items)
+
+
+def test_a_pipelined_pe_needs_its_latency():
+    from rtl.simd.design import SimdConfig
+
+    arch = load_arch("simd-edge", {"pes": 1, "accumulators": 2, "pipeline_cycles": 40})
+    with pytest.raises(ValueError, match="pipeline_cycles: the RTL's datapath with accumulators=2 takes 22"):
+        SimdConfig.from_params(replace(arch.params, pipeline_cycles=21))
+
+
+@pytest.mark.rtl
 def test_a_wrong_value_is_reported(icarus):
     from rtl import design_for
     from rtl.cosim import run_job
@@ -327,7 +390,9 @@ def test_the_edge_preset_generates_with_one_pe_module(tmp_path):
     man = json.loads((tmp_path / "archsim_simd.json").read_text())
     assert man["params"]["pes"] == 64 and len(man["params"]["modes"]) == 121
     assert man["params"]["modes"][0] == ["int2", "int2", 8]
-    assert {p["name"] for p in man["ports"]} >= {"cmd_mode", "cmd_k", "cmd_g", "wr_data", "rd_data", "tile_done"}
+    # the host interface (rtl/lib/host.py)
+    assert {p["name"] for p in man["ports"]} >= {"cmd__payload", "cmd__valid", "wr__payload", "rd_addr__payload",
+                                                 "rd_data__payload", "done", "tile_cycles", "error"}
 
 
 # ----------------------------------------------------------------------------- >= 1000 tiles per mode
@@ -348,3 +413,35 @@ def test_a_thousand_random_tiles_per_mode(icarus, pair):
     items = random_items(arch.params, 1000, rng, modes=[pair], max_k=10)
     report = _cosim_against_reference(arch, items)
     assert sum(t.ok for t in report.tiles) == 1000
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+@pytest.mark.parametrize("pair", [("posit8_0", "posit8_0"), ("int4", "fp8_e4m3"), ("int8", "int8")],
+                         ids=["posit8_0", "int4xfp8_e4m3", "int8"])
+def test_a_thousand_random_tiles_pipelined(icarus, pair):
+    """The pipelined PE (accumulators 4, its latency 48 as pipeline_cycles): 1000 random short tiles
+    (K <= 10, the runs shorter than the rings) per mode, including the two modes whose earlier
+    pipelined scale multiply left X on some outputs."""
+    from rtl.simd.sources import random_items
+
+    w, a = pair
+    arch = load_arch("simd-edge", {"pes": 2, "formats": sorted({w, a}), "weight_format": w, "activation_format": a,
+                                   "accumulators": 4, "pipeline_cycles": 48})
+    rng = np.random.default_rng(zlib.crc32(f"pipelined {w}x{a}".encode()))
+    items = random_items(arch.params, 1000, rng, modes=[pair], max_k=10)
+    report = _cosim_against_reference(arch, items)
+    assert sum(t.ok for t in report.tiles) == 1000
+
+
+@pytest.mark.verilog
+def test_the_pipelined_pe_is_lint_clean(capsys):
+    """accumulators 2 (the pipelined PE and the host-interface top): verilator -Wall with the shipped
+    waiver file reports nothing; without the waivers it does (the check can fail)."""
+    from archsim.cli import main
+
+    sets = ["--set", "pes=2", "--set", "accumulators=2", "--set", "pipeline_cycles=22"]
+    main(["rtl", "lint", "--arch", "simd-edge", *sets])
+    assert "with archsim_simd.vlt: 0 warnings" in capsys.readouterr().out
+    main(["rtl", "lint", "--arch", "simd-edge", *sets, "--no-waivers"])
+    assert "without waivers: 0 warnings" not in capsys.readouterr().out

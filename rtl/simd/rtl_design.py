@@ -3,39 +3,32 @@ from __future__ import annotations
 
 from typing import Any
 
+from amaranth.lib import wiring
+
 import numpy as np
 
 from archsim.errors import SpecError
 from rtl.design import Port, RtlDesign, TileModels
-from rtl.simd.design import DIM_BITS, SimdArray, SimdConfig, SimdRtlOptions, array_verilog, simd_signature
+from rtl.lib.host import HOST_PORT_DOCS, payload_shape
+from rtl.simd.design import DIM_BITS, SimdConfig, SimdRtlOptions, array_verilog
+from rtl.simd.host import SimdEngine, command_layout, engine_members
 from rtl.design import pack_lanes
 
 PORT_DOCS = {
-    "clk": "clock (rising edge)",
-    "rst": "synchronous reset, active high",
-    "cmd_valid": "command handshake: a tile command is taken when cmd_valid and cmd_ready are high at a rising edge",
-    "cmd_ready": "high when the array is idle (no tile running, the last one's outputs written)",
-    "cmd_mode": "precision mode: index of the (weights, activations) pair in the manifest's params.modes",
-    "cmd_m": "tile M (rows of A and out)",
-    "cmd_n": "tile N (columns of W and out)",
-    "cmd_k": "tile K (reduction)",
-    "cmd_g": "group size G along K (0: no group scale); dequant builds: ignored by the datapath (one group)",
-    "cmd_accumulate": "1: out = existing output buffer entry (+) A.W; 0: from +0",
-    "wr_en": "write one entry of the buffer selected by wr_buf (while idle)",
-    "wr_buf": "0 = operands (entry round*steps + step), 1 = scales (entry round*groups + group), "
-              "2 = outputs (entry round)",
-    "wr_addr": "buffer entry",
-    "wr_data": "PE p's part at bits [p*E, (p+1)*E): E = entry_bits (operands: activation word, weight word, "
-               "dequant: per-lane fp32 scales), 32 (scales), out_bits (outputs)",
-    "rd_en": "read one output buffer entry",
-    "rd_addr": "output buffer entry (round)",
-    "rd_data": "PE p's output at bits [p*out_bits, (p+1)*out_bits): int64, or fp32 bits in the low 32",
-    "rd_valid": "rd_data holds the entry asked for in the previous cycle",
-    "busy": "a tile is running or its outputs are still in the pipeline",
-    "tile_start": "high in tile cycle 0 (the cycle after the command is taken: the first step's issue)",
-    "tile_done": "high in the tile's last cycle (ceil(M*N/P) * steps + pipeline_cycles - 1)",
-    "tile_cycles": "cycles of the last finished tile (tile_start .. tile_done inclusive), hardware counter",
-    "tiles_done": "number of finished tiles since reset",
+    **HOST_PORT_DOCS,
+    "cmd__payload": "tile command, from bit 0: mode (index of the (weights, activations) pair in the manifest's "
+                    "params.modes), m, n, k, g (16 bits each; g: group size along K, 0 = no group scale, ignored "
+                    "by dequant builds), accumulate (1: out = existing output entry (+) A.W)",
+    "wr__payload": "buf (2 bits: 0 = operands, entry round*steps + step; 1 = scales, entry round*groups + group; "
+                   "2 = outputs, entry round), addr, data: PE p's part at bits [p*E, (p+1)*E), E = entry_bits "
+                   "(operands: activation word, weight word, dequant: per-lane fp32 scales), 32 (scales), "
+                   "out_bits (outputs); taken while the array is idle",
+    "rd_addr__payload": "output buffer entry (round)",
+    "rd_data__payload": "PE p's output at bits [p*out_bits, (p+1)*out_bits): int64, or fp32 bits in the low 32",
+    "error": "sticky: a command with a mode this build lacks was refused",
+    "tile_start": "debug: high in tile cycle 0 (the cycle after the command is taken: the first step's issue)",
+    "tile_cycles": "cycles of the last finished tile (tile_start .. done inclusive), hardware counter; "
+                   "updated the cycle after done",
 }
 
 
@@ -67,9 +60,11 @@ class SimdDesign(RtlDesign):
             raise SpecError(f"simd RTL: {err}") from None
         self._mode_index = {(md.weight.name, md.activation.name): md.index for md in self.cfg.modes}
 
-    def component(self) -> SimdArray:
-        """The whole array as one Amaranth hierarchy (the PEs as submodules, for Amaranth's simulator)."""
-        return SimdArray(self.cfg, pe_instances=False)
+    host_interface = True
+
+    def component(self) -> SimdEngine:
+        """The whole design as one Amaranth hierarchy (the PEs as submodules, for Amaranth's simulator)."""
+        return SimdEngine(self.cfg, pe_instances=False)
 
     def convert_verilog(self) -> str:
         """The top module with the PEs as instances of ``archsim_simd_pe``, then that module (converted
@@ -84,7 +79,7 @@ class SimdDesign(RtlDesign):
         return out
 
     def ports(self) -> list[Port]:
-        return self.ports_of(simd_signature(self.cfg), PORT_DOCS)
+        return self.ports_of(engine_members(self.cfg), PORT_DOCS)
 
     def description(self) -> str:
         c = self.cfg
@@ -175,7 +170,11 @@ class SimdDesign(RtlDesign):
             tiles = [self.layout(tile, ops) for tile, ops in items]
         except ValueError as err:
             raise SpecError(f"simd RTL co-simulation: {err}") from None
-        return {"driver": self.driver, "tiles": tiles}
+        fields = [(name, f.offset, f.width) for name, f in command_layout(self.cfg)]
+        wr = payload_shape(wiring.Signature(engine_members(self.cfg)).members["wr"])
+        return {"driver": self.driver, "config": {"pes": self.cfg.pes, "out_bits": self.cfg.out_bits},
+                "command_layout": fields, "write_layout": [(name, f.offset, f.width) for name, f in wr],
+                "tiles": tiles}
 
     def rtl_values(self, tile, words: list[int]) -> np.ndarray:
         """The tile's outputs from the output buffer entries read back (int64, or fp32)."""
@@ -197,8 +196,18 @@ class SimdDesign(RtlDesign):
     def comparable(self, tile, values, rtl=False):
         return _comparable(values, canonical=not rtl)
 
+    def rtl_cycles(self, g):
+        return g.get("cycles")  # the hardware's tile_cycles counter (the driver reads it after done)
+
+    def counter_cycles(self, g):
+        return g.get("cycles")
+
+    def port_cycles(self, g):
+        return g.get("port_cycles")  # tile_start .. done on the ports (None behind the AXI wrapper)
+
     def tile_extra(self, tile, ops, g):
-        return {"hw_cycles": g.get("hw_cycles"), "take_to_start": g.get("take_to_start")}
+        return {"hw_cycles": g.get("cycles"), "port_cycles": g.get("port_cycles"),
+                "take_to_start": g.get("take_to_start")}
 
     def locate(self, tile, ops, at, extra):
         o = at[0] * tile.n + at[1]

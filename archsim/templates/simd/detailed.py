@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from archsim.numerics import get_format
+from archsim.templates.simd import interleave
 from archsim.templates.simd.tile import (CANONICAL_NAN_BITS, SimdTile, cycles_per_step, exact_integer_output,
                                          integer_path, lanes)
 
@@ -85,8 +86,13 @@ class SimdArrayDetailed:
                 else:
                     acc_out = (np.asarray(psum, np.float32)[mi, ni].copy() if psum is not None
                                else np.zeros(len(o), np.float32))
+                A = p.accumulators
+                round_cycle0 = cycles
+                group_results = []  # (round cycle of the group's end, result) for the interleaved output sum
                 for g, (start, length) in enumerate(groups):
                     acc_g = np.zeros(len(o), np.int64) if int_path else np.zeros(len(o), np.float32)
+                    group_cycle0 = cycles
+                    arrivals = []  # (group cycle, cycle sum) for the interleaved group sum
                     for s in range(-(-length // L)):
                         k = start + s * L + np.arange(L)
                         valid = k < start + length
@@ -112,17 +118,27 @@ class SimdArrayDetailed:
                             acc_g = acc_g + partial.astype(np.int64).sum(axis=1)
                         else:
                             lane = np.where(valid[None, :], partial.astype(np.float32), np.float32(0.0))
-                            acc_g = acc_g + self._tree(lane)
+                            if A > 1:
+                                arrivals.append((cycles - 1 - group_cycle0, self._tree(lane)))
+                            else:
+                                acc_g = acc_g + self._tree(lane)
                         if trace is not None and len(o):
                             trace.append(f"cycle {cycles - 1}: round {r} group {g} step {s} "
                                          f"PE0 out[{mi[0]},{ni[0]}] acc_g={acc_g[0]}")
                     if exact_int:
                         acc_out = acc_out + acc_g
                         continue
+                    if A > 1 and not int_path:
+                        acc_g = interleave.ring_sum(arrivals, cycles - group_cycle0, A, len(o))
                     gr = acc_g.astype(np.float32)
                     if scale is not None:
                         gr = gr * scale[g, ni]
-                    acc_out = acc_out + gr
+                    if A > 1:
+                        group_results.append((cycles - 1 - round_cycle0, gr))
+                    else:
+                        acc_out = acc_out + gr
+                if A > 1 and not exact_int:
+                    acc_out = acc_out + interleave.ring_sum(group_results, cycles - round_cycle0, A, len(o))
                 out[mi, ni] = acc_out
         finally:
             errs.__exit__(None, None, None)

@@ -21,6 +21,8 @@ MULTIPLIERS = ("array", "shift_add", "bit_serial")
 PE_STYLES = ("lanes", "bitmod")
 #: formats the dequantize-then-MAC baseline can dequantize weights to
 DEQUANT_FORMATS = ("fp16", "bf16")
+#: most interleaved partial sums per accumulator (the fp32 adder unit has at most 8 stages)
+MAX_ACCUMULATORS = 8
 
 
 def _all_formats() -> list[str]:
@@ -63,6 +65,12 @@ class SimdParams(TemplateParams):
     pe : str
         ``lanes`` (the SIMD lanes above) or ``bitmod``: BitMoD's bit-serial PE, BitMoD weight
         types, integer activations, bit-serial per-group dequantization (:mod:`.bitserial`).
+    accumulators : int
+        ``A``: interleaved fp32 partial sums of the group and output accumulators
+        (1..8). 1 is one running sum per accumulator; ``A > 1`` feeds ``A`` partial
+        sums round-robin by cycle and reduces them at the group / round end
+        (:mod:`.interleave`), so the RTL's fp32 adders can be ``A``-stage pipelines.
+        It changes the summation order (the values), not the cycles.
     """
 
     pes: int = 16
@@ -76,6 +84,7 @@ class SimdParams(TemplateParams):
     dequant_format: str = "fp16"
     pipeline_cycles: int = 4
     pe: str = "lanes"
+    accumulators: int = 1
 
     def validate(self) -> None:
         """Raise ``ValueError("key: expected ...")`` for an impossible value."""
@@ -108,6 +117,9 @@ class SimdParams(TemplateParams):
         v = self.pipeline_cycles
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise ValueError(f"pipeline_cycles: expected a non-negative integer, got {v!r}")
+        v = self.accumulators
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_ACCUMULATORS:
+            raise ValueError(f"accumulators: expected an integer 1..{MAX_ACCUMULATORS}, got {v!r}")
         for key in ("weight_format", "activation_format"):
             if getattr(self, key) not in self.formats:
                 raise ValueError(f"{key}: expected one of formats ({', '.join(self.formats)}), "

@@ -39,6 +39,15 @@ def _tree(values: list) -> np.float32:
     return values[0]
 
 
+def _interleaved(arrivals: list, n_cycles: int, slots: int) -> np.float32:
+    """``slots`` fp32 partial sums fed by arrival cycle modulo ``slots``; the pairwise tree over the
+    partials of the last ``slots`` cycles, oldest first (+0.0 before the run's first cycle)."""
+    part = [np.float32(0.0)] * slots
+    for cycle, x in arrivals:
+        part[cycle % slots] = np.float32(part[cycle % slots] + x)
+    return _tree([part[c % slots] if c >= 0 else np.float32(0.0) for c in range(n_cycles - slots, n_cycles)])
+
+
 def reference_values(tile, operands, params) -> np.ndarray:
     """The tile's outputs computed output by output (int64 or float32)."""
     a = get_format(tile.activation_format).decode(np.asarray(operands["input"])).tolist()
@@ -67,19 +76,31 @@ def reference_values(tile, operands, params) -> np.ndarray:
                 out[m, n] = total + (int(psum[m, n]) if psum is not None else 0)
                 continue
             acc = np.float32(psum[m, n]) if psum is not None else np.float32(0.0)
+            slots = getattr(params, "accumulators", 1)
+            wb = get_format(tile.weight_format).bits if params.multiplier == "bit_serial" else 1
+            round_cycle, group_ends = 0, []
             for g, (start, length) in enumerate(groups):
                 if kind == "int_groups":
                     s = sum(int(a[m][k]) * int(w[k][n]) for k in range(start, start + length))
                     part = np.float32(float(s))  # |s| < 2**53: float() is exact
                 else:
-                    part = np.float32(0.0)
+                    part, sums = np.float32(0.0), []
                     for s0 in range(start, start + length, L):
                         lane = [np.float32(a[m][k] * w[k][n]) if k < start + length else np.float32(0.0)
                                 for k in range(s0, s0 + L)]
-                        part = np.float32(part + _tree(lane))
+                        sums.append(_tree(lane))
+                        part = np.float32(part + sums[-1])
+                    if slots > 1:
+                        part = _interleaved([((i + 1) * wb - 1, x) for i, x in enumerate(sums)], len(sums) * wb,
+                                            slots)
+                round_cycle += -(-length // L) * wb
                 if G and not params.dequant:
                     part = np.float32(part * scale[g, n])
-                acc = np.float32(acc + part)
+                group_ends.append((round_cycle - 1, part))
+                if slots == 1:
+                    acc = np.float32(acc + part)
+            if slots > 1:
+                acc = np.float32(acc + _interleaved(group_ends, round_cycle, slots))
             out[m, n] = acc
     if out.dtype == np.float32:
         bits = out.view(np.uint32)

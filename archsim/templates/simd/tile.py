@@ -66,6 +66,10 @@ Operand values are the formats' decoded values (``decode(code)``).
     the scale product in fp32 RNE (``w' = round_to(dequant_format, decode(w))``
     when G = 0) and the tile then runs as a float ``dequant_format x af`` tile
     with one group of K (no scale at group end);
+  * ``accumulators: A > 1``: the group partial and the output accumulator are
+    instead ``A`` interleaved fp32 partial sums, reduced by the pairwise tree at the
+    group / round end, in the order of :mod:`.interleave` (the output is then
+    ``rne(init + reduced)``, ``init`` = ``psum`` or ``+0.0``); cycles unchanged;
   * NaN / inf propagate per IEEE fp32 (any NaN -> a NaN); every NaN output is
     the canonical quiet NaN ``0x7fc00000`` (what the RTL produces and what the
     models produce, so outputs compare as bit patterns).

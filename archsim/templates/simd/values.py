@@ -9,7 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from archsim.numerics import get_format
-from archsim.templates.simd.tile import CANONICAL_NAN_BITS, SimdTile, exact_integer_output, integer_path, lanes
+from archsim.templates.simd import interleave
+from archsim.templates.simd.tile import (CANONICAL_NAN_BITS, SimdTile, cycles_per_step, exact_integer_output,
+                                         integer_path, lanes)
 
 #: outputs per chunk when forming products (bounds memory to ~chunk * K * 4 bytes)
 _CHUNK_OUTPUTS = 1 << 14
@@ -73,21 +75,34 @@ def tile_values(tile: SimdTile, operands: dict, params) -> np.ndarray:
     scale = np.asarray(operands["scale"], np.float32) if tile.group_size and not params.dequant else None
     L = lanes(tile, params)
     int_path = integer_path(tile, params)
-    for g, (start, length) in enumerate(tile.groups(params.dequant)):
+    A, wb = params.accumulators, cycles_per_step(tile, params)
+    groups = tile.groups(params.dequant)
+    results = []
+    for g, (start, length) in enumerate(groups):
         ag, wg = a[:, start:start + length], w[start:start + length, :]
         if int_path:
             acc = (ag.astype(np.int64) @ wg.astype(np.int64)).astype(np.float32)
         else:
-            acc = _float_group(ag, wg, L)
+            acc = _float_group(ag, wg, L, A, wb)
         with np.errstate(over="ignore", invalid="ignore"):
             if scale is not None:
                 acc = acc * scale[g][None, :]
-            out = out + acc
+            if A == 1:
+                out = out + acc
+        results.append(acc)
+    if A > 1:  # interleaved output accumulator over the round's cycles (module interleave)
+        steps = [-(-length // L) for _start, length in groups]
+        ends = interleave.group_end_cycles(steps, wb)
+        reduced = interleave.ring_sum([(c, r.reshape(-1)) for c, r in zip(ends, results)],
+                                      sum(steps) * wb, A, M * N)
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = out + reduced.reshape(M, N)
     return canonical_nan(out)
 
 
-def _float_group(ag: np.ndarray, wg: np.ndarray, L: int) -> np.ndarray:
-    """fp32 running sum over lane steps of the tree-reduced fp32 products of one group, (M, N)."""
+def _float_group(ag: np.ndarray, wg: np.ndarray, L: int, accumulators: int = 1, wb: int = 1) -> np.ndarray:
+    """fp32 sum over lane steps of the tree-reduced fp32 products of one group, (M, N): a running sum
+    (``accumulators`` 1) or the interleaved partial sums of :mod:`.interleave`."""
     M, length = ag.shape
     N = wg.shape[1]
     steps = -(-length // L)
@@ -100,9 +115,13 @@ def _float_group(ag: np.ndarray, wg: np.ndarray, L: int) -> np.ndarray:
         if pad:
             prod = np.concatenate([prod, np.zeros(prod.shape[:2] + (pad,), np.float32)], axis=-1)
         cycle_sums = tree_sum(prod.reshape(prod.shape[0] * N, steps, L))  # (m*N, steps)
-        part = np.zeros(cycle_sums.shape[0], np.float32)
-        with np.errstate(over="ignore", invalid="ignore"):
-            for s in range(steps):
-                part = part + cycle_sums[:, s]
+        if accumulators > 1:
+            part = interleave.ring_sum(interleave.step_arrivals(cycle_sums, wb), steps * wb, accumulators,
+                                       cycle_sums.shape[0])
+        else:
+            part = np.zeros(cycle_sums.shape[0], np.float32)
+            with np.errstate(over="ignore", invalid="ignore"):
+                for s in range(steps):
+                    part = part + cycle_sums[:, s]
         acc[m0 * N:m0 * N + part.shape[0]] = part
     return acc.reshape(M, N)

@@ -1,0 +1,81 @@
+"""The SIMD PE array behind the shared host signature (:mod:`rtl.lib.host`).
+
+:class:`SimdEngine` is the generated top: the command, operand-write and
+result-read streams of the host interface around :class:`rtl.simd.design.SimdArray`
+(whose ports stay the plain ones of the datapath), so ``archsim rtl generate
+--wrapper axi`` and ``archsim rtl cosim --verilog`` drive the SIMD design like
+any other tile engine. ``tile_cycles`` is the array's hardware counter.
+
+- ``cmd``: payload :func:`command_layout` (``mode``, ``m``, ``n``, ``k``, ``g``,
+  ``accumulate``, from bit 0 up); taken while the array is idle. A ``mode`` beyond
+  the build's modes is taken, dropped, and sets the sticky ``error``.
+- ``wr``: ``buf`` (0 operands, 1 scales, 2 outputs), ``addr``, ``data`` (all PEs'
+  parts, PE 0 lowest); ready while the array is idle.
+- ``rd_addr`` / ``rd_data``: one request at a time; the entry is offered from the
+  second cycle after the request and held until taken.
+"""
+from __future__ import annotations
+
+from amaranth import Module, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import Out
+
+from rtl.lib.host import host_members
+from rtl.simd.config import DIM_BITS, SimdConfig, _bits
+from rtl.simd.design import SimdArray
+
+BUF_BITS = 2
+
+
+def command_layout(cfg: SimdConfig) -> data.StructLayout:
+    """The ``cmd`` payload, fields from bit 0 up."""
+    return data.StructLayout({"mode": _bits(len(cfg.modes)), "m": DIM_BITS, "n": DIM_BITS, "k": DIM_BITS,
+                              "g": DIM_BITS, "accumulate": 1})
+
+
+def engine_members(cfg: SimdConfig) -> dict:
+    o = cfg.options
+    return host_members(command_layout(cfg), buf_bits=BUF_BITS,
+                        addr_bits=_bits(max(o.op_depth, o.scale_depth, o.out_depth)),
+                        wr_data_bits=cfg.data_bits, rd_data_bits=cfg.pes * cfg.out_bits,
+                        rd_addr_bits=_bits(o.out_depth)) | {"tile_start": Out(1)}
+
+
+class SimdEngine(wiring.Component):
+    """The host-interface top of the SIMD design (see the module docstring)."""
+
+    def __init__(self, cfg: SimdConfig, pe_instances: bool = True):
+        self.cfg = cfg
+        self.pe_instances = pe_instances
+        super().__init__(engine_members(cfg))
+
+    def elaborate(self, platform):
+        cfg = self.cfg
+        m = Module()
+        arr = m.submodules.array = SimdArray(cfg, self.pe_instances)
+        cmd = self.cmd.payload
+        # ---- commands: a mode this build lacks is refused (taken, dropped, error set)
+        bad = Signal(name="bad_mode")
+        m.d.comb += bad.eq(cmd.mode >= len(cfg.modes))
+        m.d.comb += [self.cmd.ready.eq(bad | arr.cmd_ready), arr.cmd_valid.eq(self.cmd.valid & ~bad),
+                     arr.cmd_mode.eq(cmd.mode), arr.cmd_m.eq(cmd.m), arr.cmd_n.eq(cmd.n), arr.cmd_k.eq(cmd.k),
+                     arr.cmd_g.eq(cmd.g), arr.cmd_accumulate.eq(cmd.accumulate)]
+        with m.If(self.cmd.valid & bad):
+            m.d.sync += self.error.eq(1)
+        # ---- operand writes while idle
+        wr = self.wr.payload
+        m.d.comb += [self.wr.ready.eq(~arr.busy), arr.wr_en.eq(self.wr.valid & ~arr.busy), arr.wr_buf.eq(wr.buf),
+                     arr.wr_addr.eq(wr.addr), arr.wr_data.eq(wr.data)]
+        # ---- result reads: one request in flight, the answer held until taken
+        held = Signal(name="rd_held")
+        m.d.comb += [self.rd_addr.ready.eq(~arr.rd_valid & ~held),
+                     arr.rd_en.eq(self.rd_addr.valid & self.rd_addr.ready), arr.rd_addr.eq(self.rd_addr.payload),
+                     self.rd_data.valid.eq(held)]
+        with m.If(arr.rd_valid):
+            m.d.sync += [self.rd_data.payload.eq(arr.rd_data), held.eq(1)]
+        with m.Elif(self.rd_data.ready):
+            m.d.sync += held.eq(0)
+        # ---- status and the hardware counter
+        m.d.comb += [self.busy.eq(arr.busy), self.done.eq(arr.tile_done), self.tile_cycles.eq(arr.tile_cycles),
+                     self.tiles_done.eq(arr.tiles_done), self.tile_start.eq(arr.tile_start)]
+        return m

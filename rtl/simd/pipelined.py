@@ -1,0 +1,137 @@
+"""The pipelined SIMD PE (``accumulators: A > 1``): every fp32 unit a pipeline, no loop-carried fp32 add.
+
+Timing, in cycles from ``D`` (the cycle the decoded operands are in registers: the
+issue + 2)::
+
+  D        decoded operands (registered); products formed and registered      -> D + 1
+  D+1      lane tree: tree_levels(L) levels of FpAdd (S stages each)          -> C = D + 1 + T*S
+  C        group accumulator: InterleavedSum(A) over the group's cycles; the
+           int64 group sum beside it (one 64-bit add per step)              -> Gt = C + R
+  Gt       group result: int64 -> fp32 (IntToFp), x scale (FpMul, Sm stages) -> O = Gt + Sm
+  O        output accumulator: InterleavedSum(A) over the round's cycles     -> Rt = O + R
+  Rt       out = rne(init + reduced) (FpAdd, S stages); int x int, G = 0:
+           init + group sum (int64)                                          -> F = Rt + S
+  F        the output register; written to the output buffer at issue + F + 3
+
+``S = A`` (the ring's adder must have exactly ``A`` stages; the tree adders use the
+same), ``R`` = ``InterleavedSum.latency``, ``Sm = min(A, FpMul max stages)``. The
+write latency :func:`write_latency` is what ``pipeline_cycles`` must cover. The
+order of the sums is :mod:`archsim.templates.simd.interleave` (the models').
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from amaranth import Const, Module, Mux, Signal, signed
+from amaranth.lib.wiring import In
+
+from rtl.lib.units import FpAdd, FpMul, IntToFp
+from rtl.simd.accumulate import InterleavedSum, add_tree, delayed, tree_levels
+from rtl.simd.config import _level_nodes
+
+#: ports the pipelined PE adds to the PE's (all at the decoded-operand cycle D)
+STEP_FLAGS = ("p_step", "p_gfirst", "p_gstart", "p_gend", "p_rstart", "p_rend")
+
+
+@lru_cache(maxsize=None)
+def _max_stages(kind: str) -> int:
+    unit = FpMul("fp32", 1) if kind == "mul" else IntToFp(64, "fp32", 1)
+    unit._MustUse__silence = True  # only asked for its depth, never elaborated
+    return unit.max_stages
+
+
+def timing(cfg) -> dict[str, int]:
+    """Cycle offsets from ``D`` (see the module docstring) and the unit stages of a pipelined PE."""
+    A = cfg.accumulators
+    S = A
+    R = A + tree_levels(A) * S
+    Sm = min(A, _max_stages("mul"))
+    Si = min(A, _max_stages("i2f"), R - 1)
+    C = 1 + tree_levels(cfg.max_lanes) * S
+    Gt = C + R
+    O = Gt + Sm
+    Rt = O + R
+    F = Rt + S
+    return {"S": S, "R": R, "Sm": Sm, "Si": Si, "C": C, "Gt": Gt, "O": O, "Rt": Rt, "F": F}
+
+
+def write_latency(cfg) -> int:
+    """Cycles from a round's last issue to its output buffer write (``pipeline_cycles`` must cover it)."""
+    return timing(cfg)["F"] + 3
+
+
+def pipelined_pe_ports(cfg) -> dict:
+    return {k: In(1) for k in STEP_FLAGS}
+
+
+def elaborate_pipelined(pe, cfg, m: Module, regs, int_mode, prods_f, prods_i):
+    """Everything after the lane products (registered at D + 1) of a pipelined PE."""
+    t = timing(cfg)
+    S, OW = t["S"], cfg.out_bits
+    flags = {k: getattr(pe, k) for k in STEP_FLAGS}
+
+    def at(name, cycle):  # a D-timed flag at D + cycle
+        return delayed(m, flags[name], cycle, f"{name}_{cycle}")
+
+    # ---- lane tree (D+1 -> C)
+    def has_right(lev, i):
+        return regs.reg(f"t{lev}_{i // 2}_r", 1, lambda md: i + 1 < _level_nodes(md.lanes, lev))
+
+    cs_f = add_tree(m, prods_f, S, "lt", has_right) if cfg.float_lanes else Const(0, 32)
+    C = t["C"]
+    # ---- group accumulators (C -> Gt)
+    grp_f = Const(0, 32)
+    if cfg.float_lanes:
+        ring = m.submodules.gring = InterleavedSum(cfg.accumulators)
+        m.d.comb += [ring.in_valid.eq(at("p_step", C)), ring.in_x.eq(cs_f), ring.start.eq(at("p_gstart", C)),
+                     ring.end.eq(at("p_gend", C))]
+        grp_f = ring.out
+    gacc_i = Signal(signed(64), name="gacc_i")
+    src = grp_f
+    if cfg.has_int:
+        total_i = prods_i[0]
+        for x in prods_i[1:]:
+            total_i = total_i + x
+        cs_i = delayed(m, total_i, C - 1, "sum_i")
+        step_c, gfirst_c = at("p_step", C), at("p_gfirst", C)  # (delay lines built outside any m.If)
+        with m.If(step_c):
+            m.d.sync += gacc_i.eq(Mux(gfirst_c, 0, gacc_i) + cs_i)
+        i2f = m.submodules.int_to_fp = IntToFp(64, "fp32", t["Si"])
+        m.d.comb += [i2f.a.eq(gacc_i), i2f.in_valid.eq(1)]
+        conv = delayed(m, i2f.out, t["R"] - 1 - t["Si"], "i2f")
+        src = Mux(int_mode, conv, grp_f) if cfg.float_lanes else conv
+    grp_src = Signal(32, name="group_sum_f")
+    m.d.comb += grp_src.eq(src)
+    # ---- group result (Gt -> O)
+    plain = delayed(m, grp_src, t["Sm"], "grp_src")
+    if cfg.dequant:
+        grp_res = plain
+    else:
+        mul = m.submodules.scale_mul = FpMul("fp32", t["Sm"])
+        m.d.comb += [mul.a.eq(grp_src), mul.b.eq(pe.scale), mul.in_valid.eq(1)]
+        grp_res = Mux(pe.g_zero, plain, mul.out)
+    # ---- output accumulator (O -> Rt)
+    O = t["O"]
+    oring = m.submodules.oring = InterleavedSum(cfg.accumulators)
+    m.d.comb += [oring.in_valid.eq(at("p_gend", O)), oring.in_x.eq(grp_res), oring.start.eq(at("p_rstart", O)),
+                 oring.end.eq(at("p_rend", O))]
+    # ---- out = init + reduced (Rt -> F)
+    init = Signal(OW, name="init")
+    m.d.comb += init.eq(Mux(pe.accumulate, pe.old, 0))
+    fin = m.submodules.final_add = FpAdd("fp32", S)
+    m.d.comb += [fin.a.eq(init[:32]), fin.b.eq(oring.out), fin.in_valid.eq(1)]
+    outs = Signal(OW, name="out_acc")
+    m.d.comb += pe.out.eq(outs)
+    rend_f = at("p_rend", t["F"])
+    if cfg.has_int:
+        gsum = delayed(m, gacc_i, t["F"] - C - 1, "gsum_i")
+        init_f = delayed(m, init, S, "init")
+    with m.If(rend_f):
+        if cfg.has_int:
+            with m.If(int_mode & pe.g_zero):
+                m.d.sync += outs.eq(init_f + gsum)
+            with m.Else():
+                m.d.sync += outs.eq(fin.out)
+        else:
+            m.d.sync += outs.eq(fin.out)
+
