@@ -73,8 +73,9 @@ def test_tiles_the_rtl_does_not_run_are_named():
 
 
 def test_operand_layout():
-    """Q row (pass p, row i) -> bank i, address p; key j -> bank j mod cols, address j div cols;
-    a head-dim vector of bf16 codes, element e at bits [16e, 16e+16)."""
+    """Q row (pass p, row i) -> bank i, entry p; key j -> bank j mod cols, entry j div cols; the
+    write address is bank << entry_bits | entry (entry_bits = 4 for 16 key blocks); a head-dim
+    vector of bf16 codes, element e at bits [16e, 16e+16); one write per bank, entries from 0."""
     design = design_for(_arch())
     q = np.array([[1.0, -2.0], [0.5, 0.0], [3.0, 1.0], [-1.0, 0.25]], np.float32)  # 2 passes x 2 rows
     k = np.array([[1.0, 2.0], [4.0, 8.0], [-0.5, 1.5]], np.float32)
@@ -83,13 +84,13 @@ def test_operand_layout():
     assert job["cmd"] == {"flat": 0, "q_rows": 2, "kv_len": 3, "head_dim": 2, "passes": 2, "drain": 1}
     qw = [w for w in job["writes"] if w[0] == 0]
     # bf16 codes by hand: 1.0 = 0x3F80, -2.0 = 0xC000, 3.0 = 0x4040, 1.0 = 0x3F80
-    assert qw[0] == [0, 0, 0, 0x3F80 | 0xC000 << 16]
-    assert qw[2] == [0, 0, 1, 0x4040 | 0x3F80 << 16]
-    kw = [w[:3] for w in job["writes"] if w[0] == 1]
-    assert kw == [[1, 0, 0], [1, 1, 0], [1, 0, 1]]
+    assert qw[0] == [0, 0, [0x3F80 | 0xC000 << 16, 0x4040 | 0x3F80 << 16]]  # row 0: passes 0, 1
+    assert qw[1][:2] == [0, 1 << 4]
+    kw = [(w[1], len(w[2])) for w in job["writes"] if w[0] == 1]
+    assert kw == [(0, 2), (1 << 4, 1)]  # bank 0: keys 0, 2; bank 1: key 1
     vw = [w for w in job["writes"] if w[0] == 2]
-    assert vw[2][3] == 0x3F00 | 0xBFC0 << 16  # v = -k: 0.5, -1.5
-    assert job["reads"] == [0, 1, 3, 4]  # pass * rows + row
+    assert vw[0][2][1] == 0x3F00 | 0xBFC0 << 16  # key 2, v = -k: 0.5, -1.5
+    assert job["reads"] == [[0, 2], [3, 2]]  # pass * rows + row: two rows from 0 and from 3
 
 
 def _fake_result(design, items):
@@ -99,8 +100,8 @@ def _fake_result(design, items):
     for tile, ops in items:
         vals = np.asarray(model.tile_values(tile, ops), np.float32).view(np.uint32)
         rows = [list(map(int, r)) + [0] * (8 - tile.head_dim) for r in vals]
-        tiles.append({"cycles": model.tile_cycles(tile), "hw_cycles": model.tile_cycles(tile), "rows": rows,
-                      "error": 0})
+        tiles.append({"cycles": model.tile_cycles(tile), "port_cycles": model.tile_cycles(tile), "rows": rows,
+                      "error_flag": 0})
     return {"tiles": tiles}
 
 
@@ -116,7 +117,7 @@ def test_the_checker_catches_a_wrong_value_and_a_wrong_cycle_count():
     assert "out[1,0]" in report.tiles[0].mismatch and "1 of 6 values differ" in report.tiles[0].mismatch
     late = _fake_result(design, items)
     late["tiles"][0]["cycles"] += 1
-    late["tiles"][0]["hw_cycles"] += 1
+    late["tiles"][0]["port_cycles"] += 1
     report = design.check(items, late)
     assert report.tiles[0].values_ok and not report.tiles[0].cycles_ok
 
