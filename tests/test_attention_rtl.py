@@ -44,6 +44,8 @@ def _ops(rng, rows, kv, d):
                             r"got array1d$"),
     ({"ops1d_per_cycle": {"exp": 0.5}}, r"^attention RTL: ops1d_per_cycle: the RTL's 1D lanes run one op of each "
                                         r"function per cycle, got \{'exp': 0.5\}$"),
+    ({"flat_scale_on": "array2d"}, r"^attention RTL: flat_scale_on: the RTL scales FLAT's scores on the 1D lanes "
+                                   r"\(array1d\), got array2d$"),
     ({"precision": "fp16"}, r"^attention RTL: precision: the RTL's operand buffers hold bf16, got fp16$"),
     ({"rows": 32, "cols": 32}, r"^attention RTL: rows x cols, pe1d: the RTL is generated for up to 256 PEs and "
                                r"32 1D lanes \(every PE has its own fp32 units\), got 32x32 and 2; "
@@ -93,6 +95,30 @@ def test_operand_layout():
     vw = [w for w in job["writes"] if w[0] == 2]
     assert vw[0][2][1] == 0x3F00 | 0xBFC0 << 16  # key 2, v = -k: 0.5, -1.5
     assert job["reads"] == [[0, 2], [3, 2]]  # pass * rows + row: two rows from 0 and from 3
+
+
+def test_exp_latency_in_both_models_worked_by_hand():
+    """latency1d.exp = 3 (the 1D lanes' pipelined exp2): every 1D exp op takes 3 more cycles.
+    3x2 array, 2 lanes, E = 4, q=3, L=3, d=2 (nb=2), as in the co-simulation test below:
+    fusemax stat = 2 + 2 + (2 + 3) = 9; slots 3, max(3, 9), max(7, 9), max(7, 10), 10 -> 41, + drain 3 -> 44;
+    flat softmax = 5 + 2 + 5 + (5 + 3) + 5 + 2 + 5 = 32, + qk 7 + av 7 -> 46."""
+    model = _arch(latency1d={"exp": 3}).model()
+    rng = np.random.default_rng(4)
+    for tile, want in ((AttentionTile("fusemax", 3, 3, 2), 44), (AttentionTile("flat", 3, 3, 2), 46)):
+        ops = _ops(rng, 3, 3, 2)
+        _vals, det = model.detailed_tile(tile, ops)
+        assert model.tile_cycles(tile) == det == want
+
+
+@pytest.mark.parametrize("lat, message", [
+    ({"add": 1}, r"^attention RTL: latency1d: the RTL pipelines only the 1D lanes' exp \(latency1d.exp\), "
+                 r"got \{'add': 1\}$"),
+    ({"exp": 50}, r"^attention RTL: latency1d.exp: the 1D lanes' exp2 has at most \d+ pipeline stages at "
+                  r"exp_macs 4, got 50$"),
+])
+def test_unsupported_latencies_are_one_line_errors(lat, message):
+    with pytest.raises(SpecError, match=message):
+        design_for(_arch(latency1d=lat))
 
 
 def _fake_result(design, items):
@@ -258,3 +284,23 @@ def test_axi_wrapped_attention_is_exact_against_the_models(tmp_path):
     bad = json.loads(json.dumps(run.result))
     bad["tiles"][2]["cycles"] += 1
     assert not design.check(items, bad).tiles[2].cycles_ok
+
+
+@pytest.mark.rtl
+def test_rtl_with_a_pipelined_exp_follows_the_models():
+    """latency1d.exp = 3: the lanes' exp2 is the library's pipelined unit (3 registers); values
+    bit-exact with both models, cycles the hand-worked 44 (fusemax) and 46 (flat) above."""
+    from rtl import run_cosim
+    from rtl.cosim.harness import simulator_missing_reason
+
+    reason = simulator_missing_reason("icarus")
+    if reason:
+        pytest.skip(reason)
+    rng = np.random.default_rng(12)
+    items = [(AttentionTile("fusemax", 3, 3, 2), _ops(rng, 3, 3, 2)),
+             (AttentionTile("flat", 3, 3, 2), _ops(rng, 3, 3, 2)),
+             (AttentionTile("fusemax", 2, 5, 3, drain=False, passes=2), _ops(rng, 4, 5, 3)),
+             (AttentionTile("flat", 1, 5, 8, drain=False), _ops(rng, 1, 5, 8))]
+    report = run_cosim(_arch(latency1d={"exp": 3}), items, sim="icarus")
+    assert report.ok, "\n" + report.summary()
+    assert [t.rtl_cycles for t in report.tiles[:2]] == [44, 46]

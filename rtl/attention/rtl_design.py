@@ -55,9 +55,22 @@ def check_params(p) -> None:
     p.validate()
     if p.exp_on != "array2d":
         raise ValueError(f"exp_on: the RTL evaluates the exps on the 2D array (array2d), got {p.exp_on}")
+    if p.flat_scale_on != "array1d":
+        raise ValueError(f"flat_scale_on: the RTL scales FLAT's scores on the 1D lanes (array1d), got {p.flat_scale_on}")
     rates = {k: v for k, v in p.ops1d_per_cycle.items() if v != 1}
     if rates:
         raise ValueError(f"ops1d_per_cycle: the RTL's 1D lanes run one op of each function per cycle, got {rates}")
+    lat = {k: v for k, v in p.latency1d.items() if v and k != "exp"}
+    if lat:
+        raise ValueError(f"latency1d: the RTL pipelines only the 1D lanes' exp (latency1d.exp), got {lat}")
+    from rtl.lib.units import Exp2
+
+    unit = Exp2(p.exp_macs, 0)
+    unit._MustUse__silence = True  # built only to read its number of cut points
+    most = unit.max_stages
+    if p.latency1d.get("exp", 0) > most:
+        raise ValueError(f"latency1d.exp: the 1D lanes' exp2 has at most {most} pipeline stages at exp_macs "
+                         f"{p.exp_macs}, got {p.latency1d['exp']}")
     if p.precision != "bf16":
         raise ValueError(f"precision: the RTL's operand buffers hold bf16, got {p.precision}")
     if p.rows * p.cols > MAX_PES or p.pe1d > MAX_LANES:
@@ -99,7 +112,7 @@ class AttentionDesign(RtlDesign):
         fk = cfg["flat_keys_max"]
         cfg["flat_keys_max"] = -(-fk // params.cols) * params.cols  # whole key blocks
         self.cfg = AttentionRtlConfig(rows=params.rows, cols=params.cols, pe1d=params.pe1d,
-                                      exp_macs=params.exp_macs, **cfg)
+                                      exp_macs=params.exp_macs, exp1d_stages=params.latency1d.get("exp", 0), **cfg)
 
     def component(self):
         return AttentionEngine(self.cfg)
