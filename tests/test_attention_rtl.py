@@ -304,3 +304,24 @@ def test_rtl_with_a_pipelined_exp_follows_the_models():
     report = run_cosim(_arch(latency1d={"exp": 3}), items, sim="icarus")
     assert report.ok, "\n" + report.summary()
     assert [t.rtl_cycles for t in report.tiles[:2]] == [44, 46]
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_thousand_random_tiles_on_verilator():
+    """The fixed configuration (3x2, 2 lanes, E = 4) on 1000 tiles of the conformance hook (edge
+    cases first, then random fusemax and flat tiles), Verilator: every tile bit-exact with both
+    models and on their cycles. The same run as ``archsim rtl cosim --arch fusemax-edge --set
+    rows=3 --set cols=2 --set pe1d=2 --set exp_macs=4 --tiles 1000 --seed 7 --sim verilator``
+    (~17 min to build and ~20 min to run on a loaded 2-core machine)."""
+    from rtl import run_cosim
+    from rtl.cosim.harness import simulator_missing_reason
+
+    reason = simulator_missing_reason("verilator")
+    if reason:
+        pytest.skip(reason)
+    arch = _arch()
+    items = design_for(arch).cosim_items("random", tiles=1000, seed=7)
+    report = run_cosim(arch, items, sim="verilator")
+    assert report.ok, "\n" + report.summary()
+    assert len(report.tiles) == 1000
