@@ -8,13 +8,12 @@ tile. The tile's cycles are the hardware's ``tile_cycles`` counter; on the bare 
 monitor also times ``tile_start`` .. ``done`` on the ports (``port_cycles``). With
 ``job["host"] == "axi"`` the same steps go through the AXI wrapper's bus functional models.
 
-The port-level host is the systolic driver's :class:`DirectHost` (the shared host signature's
-driver; it belongs in ``rtl/lib`` beside :class:`rtl.lib.axi_host.AxiHost`). Its buffer names
-are the systolic ones: the ``wr`` stream's ``buf`` codes 0, 1, 2 are Q, K, V here.
+The port-level host is :class:`rtl.cosim.direct_host.DirectHost`. Its buffer names are the
+systolic ones: the ``wr`` stream's ``buf`` codes 0, 1, 2 are Q, K, V here.
 """
 from __future__ import annotations
 
-from rtl.systolic.driver import DirectHost
+from rtl.cosim.direct_host import DirectHost
 
 #: the host drivers' buffer names for the buf codes 0 (Q), 1 (K), 2 (V)
 BUF_NAMES = ("left", "top", "out")
