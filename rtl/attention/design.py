@@ -9,10 +9,14 @@ values are the template's fp32 arithmetic (:mod:`archsim.templates.attention.val
 Structure (``R x C`` array, ``P`` 1D lanes, ``E`` MACs per exp, ``D`` the
 largest head dim built):
 
-- **operand buffers**: Q (``R`` banks, one per array row; address = pass), K and
-  V (``C`` banks, one per array column; address = key block); an entry is a
-  head-dim vector of bf16 values; combinational reads.
-- **2D PE (i, j)**: one fp32 multiplier, one fp32 adder, a second adder and
+The top module with the host interface is :class:`rtl.attention.engine.AttentionEngine`;
+this module is the array it wraps (flat ports).
+
+- **operand buffers** (:class:`rtl.attention.buffers.OperandBuffers`): Q (``R``
+  banks, one per array row; address = pass), K and V (``C`` banks, one per array
+  column; address = key block); an entry is a head-dim vector of bf16 values;
+  combinational reads.
+- **2D PE (i, j)** (:class:`rtl.attention.pe.AttentionPE`): one fp32 multiplier, one fp32 adder, a second adder and
   ``rint`` for the exp's range reduction, a ring of 4 score registers (the slot
   pipeline keeps blocks ``s``, ``s-1`` and ``s-2`` alive), the Horner registers
   ``p`` / ``f`` / ``n``. QK: ``s += q_i[t] * k_j[t]`` (Q broadcast along the
@@ -20,9 +24,11 @@ largest head dim built):
   are chains through the row's PEs in one cycle, skipping the keys beyond
   ``kv_len``. The wavefront skew of a systolic array is not built (operands
   are broadcast); the contract's drain (``R + C - 2`` cycles) is counted.
-- **1D array**: ``P`` lanes, each with an fp32 multiplier, adder, max,
-  ``exp2`` (range reduction + Horner, one cycle) and reciprocal; an op over
-  ``n`` elements takes ``ceil(n / P)`` cycles, lane ``l`` taking element
+- **1D array**: ``P`` lanes (:class:`rtl.attention.lane.Lane1D`), each with an
+  fp32 multiplier, adder, max, ``exp2`` (range reduction + Horner; the library's
+  pipelined unit with ``exp1d_stages`` registers) and reciprocal; an op over
+  ``n`` elements takes ``ceil(n / P)`` cycles (an exp op ``exp1d_stages`` more:
+  its results are written from a delay line as they leave the pipeline), lane ``l`` taking element
   ``t*P + l`` in row-major order (an incrementer chain gives each lane its
   row and column). Row sums and row maxima of FLAT are segmented chains
   through the lanes.
