@@ -325,3 +325,22 @@ def test_thousand_random_tiles_on_verilator():
     report = run_cosim(arch, items, sim="verilator")
     assert report.ok, "\n" + report.summary()
     assert len(report.tiles) == 1000
+
+
+@pytest.mark.parametrize("over", [{"latency1d": {"exp": 2, "recip": 5, "max": 1, "add": 3, "mul": 4}},
+                                  {"latency1d": {"exp": 7}, "exp_on": "array1d", "pe1d": 1}])
+def test_latency1d_fast_equals_detailed_on_every_kind_of_tile(over):
+    """The closed form and the cycle-stepping model agree with 1D latencies on every function, on the
+    conformance hook's tiles (whole, chunked, multi-pass, rescale companions, FLAT phases), and a
+    latency never makes a tile shorter; values are unchanged (latency is time, not arithmetic)."""
+    from archsim.templates.attention import conformance
+
+    plain, piped = _arch(**{k: v for k, v in over.items() if k != "latency1d"}).model(), _arch(**over).model()
+    items = conformance.sample_tiles(np.random.default_rng(9), piped.params, 24)
+    for tile, ops in items:
+        fast = piped.tile_cycles(tile)
+        assert fast == piped.detailed_tile_cycles(tile), tile
+        assert fast >= plain.tile_cycles(tile), tile
+        if ops is not None and tile.phase == "all" and tile.first and tile.last:
+            assert np.array_equal(piped.tile_values(tile, ops), plain.tile_values(tile, ops))
+    assert any(piped.tile_cycles(t) > plain.tile_cycles(t) for t, _ in items)

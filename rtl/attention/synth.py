@@ -56,9 +56,12 @@ def synthesize_no_share(verilog: str, top: str, target: str = "ecp5", pnr: bool 
             native = bool(_native_yosys())
             coarse = _ECP5_COARSE_NO_SHARE_NATIVE if native else _ECP5_COARSE_NO_SHARE
             luts = _ECP5_MAP_LUTS_ABC.replace("+/lattice/", "+/ecp5/") if native else _ECP5_MAP_LUTS_ABC
+            # native yosys 0.23: the check section's `autoname` ran > 10 minutes on one 1D lane; skipped
             script = (f"read_verilog top.v; synth_ecp5 -top {top} -run begin:coarse; {coarse}; "
                       f"synth_ecp5 -top {top} -run map_ram:map_luts; {luts}; "
-                      f"synth_ecp5 -top {top} -run map_cells: -json netlist.json; tee -q -o stat.json stat -json")
+                      + (f"synth_ecp5 -top {top} -run map_cells:check; stat; write_json netlist.json; "
+                       if native else f"synth_ecp5 -top {top} -run map_cells: -json netlist.json; ")
+                      + "tee -q -o stat.json stat -json")
         else:
             script = f"read_verilog top.v; synth -top {top} -flatten -lut 4 -noshare; tee -q -o stat.json stat -json"
         t0 = time.perf_counter()
