@@ -56,7 +56,8 @@ def check_params(p) -> None:
     if p.exp_on != "array2d":
         raise ValueError(f"exp_on: the RTL evaluates the exps on the 2D array (array2d), got {p.exp_on}")
     if p.flat_scale_on != "array1d":
-        raise ValueError(f"flat_scale_on: the RTL scales FLAT's scores on the 1D lanes (array1d), got {p.flat_scale_on}")
+        raise ValueError(f"flat_scale_on: the RTL scales FLAT's scores on the 1D lanes (array1d), "
+                         f"got {p.flat_scale_on}")
     rates = {k: v for k, v in p.ops1d_per_cycle.items() if v != 1}
     if rates:
         raise ValueError(f"ops1d_per_cycle: the RTL's 1D lanes run one op of each function per cycle, got {rates}")

@@ -59,7 +59,7 @@ def synthesize_no_share(verilog: str, top: str, target: str = "ecp5", pnr: bool 
             # native yosys 0.23: the check section's `autoname` ran > 10 minutes on one 1D lane; skipped
             script = (f"read_verilog top.v; synth_ecp5 -top {top} -run begin:coarse; {coarse}; "
                       f"synth_ecp5 -top {top} -run map_ram:map_luts; {luts}; "
-                      + (f"synth_ecp5 -top {top} -run map_cells:check; stat; write_json netlist.json; "
+                      + (f"synth_ecp5 -top {top} -run map_cells:check; blackbox =A:whitebox; write_json netlist.json; "
                        if native else f"synth_ecp5 -top {top} -run map_cells: -json netlist.json; ")
                       + "tee -q -o stat.json stat -json")
         else:
