@@ -93,6 +93,8 @@ class AttentionDesign(RtlDesign):
     template = "attention"
     toplevel = "archsim_attention"
     driver = "rtl.attention.driver:run_job"
+    #: the driver uses only the host signature (plus tile_start where present): user RTL too
+    host_interface = True
 
     def __init__(self, params: Any, options: dict | None = None):
         options = dict(options or {})
