@@ -9,10 +9,14 @@ values are the template's fp32 arithmetic (:mod:`archsim.templates.attention.val
 Structure (``R x C`` array, ``P`` 1D lanes, ``E`` MACs per exp, ``D`` the
 largest head dim built):
 
-- **operand buffers**: Q (``R`` banks, one per array row; address = pass), K and
-  V (``C`` banks, one per array column; address = key block); an entry is a
-  head-dim vector of bf16 values; combinational reads.
-- **2D PE (i, j)**: one fp32 multiplier, one fp32 adder, a second adder and
+The top module with the host interface is :class:`rtl.attention.engine.AttentionEngine`;
+this module is the array it wraps (flat ports).
+
+- **operand buffers** (:class:`rtl.attention.buffers.OperandBuffers`): Q (``R``
+  banks, one per array row; address = pass), K and V (``C`` banks, one per array
+  column; address = key block); an entry is a head-dim vector of bf16 values;
+  combinational reads.
+- **2D PE (i, j)** (:class:`rtl.attention.pe.AttentionPE`): one fp32 multiplier, one fp32 adder, a second adder and
   ``rint`` for the exp's range reduction, a ring of 4 score registers (the slot
   pipeline keeps blocks ``s``, ``s-1`` and ``s-2`` alive), the Horner registers
   ``p`` / ``f`` / ``n``. QK: ``s += q_i[t] * k_j[t]`` (Q broadcast along the
@@ -20,9 +24,11 @@ largest head dim built):
   are chains through the row's PEs in one cycle, skipping the keys beyond
   ``kv_len``. The wavefront skew of a systolic array is not built (operands
   are broadcast); the contract's drain (``R + C - 2`` cycles) is counted.
-- **1D array**: ``P`` lanes, each with an fp32 multiplier, adder, max,
-  ``exp2`` (range reduction + Horner, one cycle) and reciprocal; an op over
-  ``n`` elements takes ``ceil(n / P)`` cycles, lane ``l`` taking element
+- **1D array**: ``P`` lanes (:class:`rtl.attention.lane.Lane1D`), each with an
+  fp32 multiplier, adder, max, ``exp2`` (range reduction + Horner; the library's
+  pipelined unit with ``exp1d_stages`` registers) and reciprocal; an op over
+  ``n`` elements takes ``ceil(n / P)`` cycles (an exp op ``exp1d_stages`` more:
+  its results are written from a delay line as they leave the pipeline), lane ``l`` taking element
   ``t*P + l`` in row-major order (an incrementer chain gives each lane its
   row and column). Row sums and row maxima of FLAT are segmented chains
   through the lanes.
@@ -42,12 +48,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from amaranth import Array, Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import memory, wiring
+from amaranth import Array, Cat, Const, Module, Mux, Signal
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.attention.buffers import OperandBuffers
+from rtl.attention.lane import Lane1D
+from rtl.attention.pe import AttentionPE
 from rtl.lib import fp
-from rtl.lib.exp import exp2_coefficient_bits, exp2_poly
+from rtl.lib.exp import exp2_coefficient_bits
 
 # controller states
 IDLE, SLOTS, DRAIN, FIN, F_QK, F_QKD, F_SM, F_AV, F_AVD, CAP = range(10)
@@ -75,6 +84,8 @@ class AttentionRtlConfig:
     passes_max: int = 4
     key_blocks_max: int = 16
     flat_keys_max: int = 16
+    #: pipeline registers of the 1D lanes' exp2 (its latency; the params' ``latency1d["exp"]``)
+    exp1d_stages: int = 0
 
     @property
     def skew(self) -> int:
@@ -90,19 +101,21 @@ def attention_signature(c: AttentionRtlConfig) -> dict:
         "wr_en": In(1), "wr_buf": In(2), "wr_bank": In(_bits(max(R, C))),
         "wr_addr": In(_bits(max(c.passes_max, c.key_blocks_max))), "wr_data": In(16 * D),
         "rd_en": In(1), "rd_addr": In(_bits(c.passes_max * R)), "rd_data": Out(32 * D), "rd_valid": Out(1),
-        "busy": Out(1), "tile_start": Out(1), "tile_done": Out(1), "tile_cycles": Out(32), "tiles_done": Out(16),
+        "busy": Out(1), "tile_start": Out(1), "tile_done": Out(1), "tile_cycles": Out(32), "tiles_done": Out(32),
         "error": Out(1),
     }
+
+
+def _above(field, limit: int):
+    """``field > limit``, or a constant 0 when the field's width cannot hold more than ``limit``
+    (no always-false comparison for lint to flag: CMPCONST)."""
+    return Const(0, 1) if (1 << len(field)) - 1 <= limit else field > limit
 
 
 def _scale_bits(d: int) -> int:
     from archsim.templates.attention.values import scale_of
 
     return int(np.array([scale_of(d)], np.float32).view(np.uint32)[0])
-
-
-def _wide(bf16):
-    return Cat(Const(0, 16), bf16)
 
 
 class AttentionArray(wiring.Component):
@@ -119,17 +132,9 @@ class AttentionArray(wiring.Component):
         m = Module()
 
         # ------------------------------------------------------------------ operand buffers
-        qmem = [memory.Memory(shape=16 * D, depth=max(2, QP), init=[]) for _ in range(R)]
-        kmem = [memory.Memory(shape=16 * D, depth=max(2, KB), init=[]) for _ in range(C)]
-        vmem = [memory.Memory(shape=16 * D, depth=max(2, KB), init=[]) for _ in range(C)]
-        qrd, krd, vrd = [], [], []
-        for name, mems, rds, buf in (("q", qmem, qrd, 0), ("k", kmem, krd, 1), ("v", vmem, vrd, 2)):
-            for b, mem in enumerate(mems):
-                m.submodules[f"{name}mem{b}"] = mem
-                wp = mem.write_port()
-                m.d.comb += [wp.addr.eq(self.wr_addr), wp.data.eq(self.wr_data),
-                             wp.en.eq(self.wr_en & (self.wr_buf == buf) & (self.wr_bank == b))]
-                rds.append(mem.read_port(domain="comb"))
+        m.submodules.buffers = bufs = OperandBuffers(R, C, D, QP, KB)
+        m.d.comb += [bufs.wr_en.eq(self.wr_en), bufs.wr_buf.eq(self.wr_buf), bufs.wr_bank.eq(self.wr_bank),
+                     bufs.wr_addr.eq(self.wr_addr), bufs.wr_data.eq(self.wr_data)]
 
         # ------------------------------------------------------------------ command registers
         q_rows = Signal(range(R + 1))
@@ -237,17 +242,14 @@ class AttentionArray(wiring.Component):
         # operand reads: Q at the pass, K at the key block (QK), V at the key block (AV)
         kblk = Mux(flat, fblk, hb[0])
         vblk = Mux(flat, fblk, hb[2])
-        for i in range(R):
-            m.d.comb += qrd[i].addr.eq(Mux(flat, 0, hp[0]))
-        for j in range(C):
-            m.d.comb += [krd[j].addr.eq(kblk), vrd[j].addr.eq(vblk)]
+        m.d.comb += [bufs.q_addr.eq(Mux(flat, 0, hp[0])), bufs.kv_addr_k.eq(kblk), bufs.kv_addr_v.eq(vblk)]
 
         def lane16(word, idx):
             return Array(word[16 * x:16 * (x + 1)] for x in range(D))[idx]
 
-        qcol = [lane16(qrd[i].data, qk_t) for i in range(R)]
-        kcol = [lane16(krd[j].data, qk_t) for j in range(C)]
-        vcol = [lane16(vrd[j].data, av_e) for j in range(C)]
+        qcol = [lane16(bufs.q_data[i], qk_t) for i in range(R)]
+        kcol = [lane16(bufs.k_data[j], qk_t) for j in range(C)]
+        vcol = [lane16(bufs.v_data[j], av_e) for j in range(C)]
         blk_now = Mux(av | expfin, vblk, kblk)
         colvalid = [Signal(name=f"colvalid{j}") for j in range(C)]
         for j in range(C):
@@ -255,65 +257,25 @@ class AttentionArray(wiring.Component):
         coefA = Array(Const(x, 32) for x in coef)
         horner_coef = coefA[K - step]
 
-        S = [[[Signal(32, name=f"pe_{i}_{j}_s{r}") for r in range(4)] for j in range(C)] for i in range(R)]
-        Pr = [[Signal(32, name=f"pe_{i}_{j}_p") for j in range(C)] for i in range(R)]
-        Fr = [[Signal(32, name=f"pe_{i}_{j}_f") for j in range(C)] for i in range(R)]
-        Nr = [[Signal(signed(11), name=f"pe_{i}_{j}_n") for j in range(C)] for i in range(R)]
-
         for i in range(R):
             chain = Mux(av & flat, o_state[i * D + av_e], Const(0, 32))
+            neg_mc = fp.fp32_neg(mcbA[esa_ring[0]][i])
             rmax = None
             for j in range(C):
-                nm = f"pe_{i}_{j}"
-                s_qk = Array(S[i][j])[qk_ring]
-                s_esa = Array(S[i][j])[esa_ring]
-                p_av = Mux(flat, sbuf[i * FL + fblk * C + j], Pr[i][j])
-                ma = Signal(32, name=f"{nm}_ma")
-                mb = Signal(32, name=f"{nm}_mb")
-                with m.If(qk_mac):
-                    m.d.comb += [ma.eq(_wide(qcol[i])), mb.eq(_wide(kcol[j]))]
-                with m.Elif(exp0):
-                    m.d.comb += [ma.eq(s_esa), mb.eq(scale)]
-                with m.Elif(horner):
-                    m.d.comb += [ma.eq(Pr[i][j]), mb.eq(Fr[i][j])]
-                with m.Else():
-                    m.d.comb += [ma.eq(p_av), mb.eq(_wide(vcol[j]))]
-                prod = fp.fp32_mul_finite(m, ma, mb, f"{nm}_mul")
-                ld = fp.ldexp(m, Pr[i][j], Nr[i][j], f"{nm}_ld")
-                aa = Signal(32, name=f"{nm}_aa")
-                ab = Signal(32, name=f"{nm}_ab")
-                with m.If(qk_mac):
-                    m.d.comb += [aa.eq(Mux(qk_t == 0, 0, s_qk)), ab.eq(prod)]
-                with m.Elif(exp0):
-                    m.d.comb += [aa.eq(prod), ab.eq(fp.fp32_neg(mcbA[esa_ring[0]][i]))]
-                with m.Elif(horner):
-                    m.d.comb += [aa.eq(prod), ab.eq(horner_coef)]
-                with m.Elif(expfin):
-                    m.d.comb += [aa.eq(chain), ab.eq(ld)]
-                with m.Else():
-                    m.d.comb += [aa.eq(chain), ab.eq(prod)]
-                add = fp.fp32_add_finite(m, aa, ab, f"{nm}_add")
-                n_fp, n_int = fp.rint(m, add, f"{nm}_rint")
-                f = fp.fp32_add_finite(m, add, fp.fp32_neg(n_fp), f"{nm}_frac")
-                nxt = Signal(32, name=f"{nm}_chain")
-                m.d.comb += nxt.eq(Mux(colvalid[j], add, chain))
-                chain = nxt
-                # row max of the block's scores (QK's last cycle)
-                if j == 0:
-                    rmax = s_qk
-                else:
-                    mx = fp.fp32_max(m, rmax, s_qk, f"{nm}_max")
-                    rmax = Mux(colvalid[j], mx, rmax)
-                with m.If(qk_mac):
-                    m.d.sync += Array(S[i][j])[qk_ring].eq(add)
-                    with m.If(flat & (qk_t == d - 1)):
-                        m.d.sync += sbuf[i * FL + fblk * C + j].eq(add)
-                with m.If(exp0):
-                    m.d.sync += [Pr[i][j].eq(coef[K]), Fr[i][j].eq(f), Nr[i][j].eq(n_int)]
-                with m.If(horner):
-                    m.d.sync += Pr[i][j].eq(add)
-                with m.If(expfin):
-                    m.d.sync += Pr[i][j].eq(ld)
+                m.submodules[f"pe_{i}_{j}"] = pe = AttentionPE(E, first_col=j == 0)
+                sb = sbuf[i * FL + fblk * C + j]
+                m.d.comb += [
+                    pe.qk_mac.eq(qk_mac), pe.qk_first.eq(qk_t == 0), pe.exp0.eq(exp0), pe.horner.eq(horner),
+                    pe.expfin.eq(expfin), pe.av.eq(av), pe.flat.eq(flat), pe.qk_ring.eq(qk_ring),
+                    pe.esa_ring.eq(esa_ring), pe.q.eq(qcol[i]), pe.k.eq(kcol[j]), pe.v.eq(vcol[j]),
+                    pe.scale.eq(scale), pe.neg_mc.eq(neg_mc), pe.horner_coef.eq(horner_coef), pe.p_flat.eq(sb),
+                    pe.colvalid.eq(colvalid[j]), pe.chain_in.eq(chain),
+                ]
+                if j:
+                    m.d.comb += pe.rmax_in.eq(rmax)
+                chain, rmax = pe.chain_out, pe.rmax_out
+                with m.If(qk_mac & flat & (qk_t == d - 1)):
+                    m.d.sync += sb.eq(pe.score)
             with m.If(qk_max):
                 m.d.sync += bmA[hr[0][0]][i].eq(rmax)
             with m.If(expfin):
@@ -335,6 +297,12 @@ class AttentionArray(wiring.Component):
         m.d.comb += [width.eq(Mux(row_op, 1, Mux(o_op, d, L))),
                      n_elems.eq(Mux(row_op, q_rows, Mux(o_op, qd, qL)))]
         r1, r3 = hr[1], hr[3]
+        S1 = c.exp1d_stages
+        is_exp = Signal()  # an exp op: its results are written S1 cycles after issue
+        # the exp op has issued every element and waits for the pipeline (never without one)
+        draining = Signal() if S1 else Const(0, 1)
+        drain1 = Signal(range(S1 + 1))
+        m.d.comb += is_exp.eq((op1 == OP_EXPA) | (op1 == OP_FEXP))
         li, lc = i0, c0
         carry = Signal(32)
         chain = carry
@@ -344,7 +312,7 @@ class AttentionArray(wiring.Component):
             ii = Signal(range(R + P + 2), name=f"lane{ln}_i")
             cc = Signal(range(max(D, FL) + 2), name=f"lane{ln}_c")
             vv = Signal(name=f"lane{ln}_valid")
-            m.d.comb += [ii.eq(li), cc.eq(lc), vv.eq((pos + ln < n_elems) & (op1 != OP_DONE))]
+            m.d.comb += [ii.eq(li), cc.eq(lc), vv.eq((pos + ln < n_elems) & (op1 != OP_DONE) & ~draining)]
             wrap = cc + 1 == width
             li, lc = Mux(wrap, ii + 1, ii), Mux(wrap, 0, cc + 1)
             nm = f"lane{ln}"
@@ -377,18 +345,14 @@ class AttentionArray(wiring.Component):
                     m.d.comb += [aa.eq(Mux(cc == 0, 0, chain)), ab.eq(sbuf[si])]
                 with m.Case(OP_FMULN):
                     m.d.comb += [ma.eq(sbuf[si]), mb.eq(l_state[ii])]
-            prod = fp.fp32_mul_finite(m, ma, mb, f"{nm}_mul")
-            with m.If(op1 == OP_FMULX):
-                m.d.comb += [aa.eq(prod), ab.eq(fp.fp32_neg(mc_state[ii]))]
-            add = fp.fp32_add_finite(m, aa, ab, f"{nm}_add")
-            ex = exp2_poly(m, add, E, f"{nm}_exp")
-            rc = fp.recip(m, l_state[ii], f"{nm}_recip")
+            m.submodules[nm] = lane = Lane1D(E, S1)
+            m.d.comb += [lane.ma.eq(ma), lane.mb.eq(mb), lane.aa.eq(aa), lane.ab.eq(ab),
+                         lane.fmulx.eq(op1 == OP_FMULX), lane.neg_mc.eq(fp.fp32_neg(mc_state[ii])),
+                         lane.recip_in.eq(l_state[ii]), lane.m_in.eq(m_state[ii]), lane.bm_in.eq(bmA[r1[0]][ii]),
+                         lane.chain_in.eq(chain), lane.s_in.eq(sbuf[si]), lane.fmax.eq(op1 == OP_FMAX),
+                         lane.row_start.eq(cc == 0)]
+            prod, add, ex, rc, mx, seg = lane.prod, lane.sum, lane.exp, lane.recip, lane.max, lane.seg
             bmv = bmA[r1[0]][ii]
-            mx = fp.fp32_max(m, m_state[ii], bmv, f"{nm}_max")
-            fmx_in = sbuf[si]
-            fmx = fp.fp32_max(m, chain, fmx_in, f"{nm}_fmax")
-            seg = Signal(32, name=f"{nm}_seg")  # the segmented chains of FLAT's row max / row sum
-            m.d.comb += seg.eq(Mux(op1 == OP_FMAX, Mux(cc == 0, fmx_in, fmx), add))
             end_row = cc == L - 1
             with m.If(vv):
                 with m.Switch(op1):
@@ -397,7 +361,7 @@ class AttentionArray(wiring.Component):
                     with m.Case(OP_MULC):
                         m.d.sync += mcbA[r1[0]][ii].eq(prod)
                     with m.Case(OP_EXPA):
-                        m.d.sync += [alphaA[r1][ii].eq(Mux(first1, 0, ex)), mc_state[ii].eq(mcbA[r1[0]][ii])]
+                        m.d.sync += mc_state[ii].eq(mcbA[r1[0]][ii])
                     with m.Case(OP_MULL):
                         m.d.sync += l_state[ii].eq(prod)
                     with m.Case(OP_ADDL):
@@ -413,8 +377,6 @@ class AttentionArray(wiring.Component):
                         m.d.sync += mc_state[ii].eq(prod)
                     with m.Case(OP_FMULX):
                         m.d.sync += sbuf[si].eq(add)
-                    with m.Case(OP_FEXP):
-                        m.d.sync += sbuf[si].eq(ex)
                     with m.Case(OP_FADD):
                         with m.If(end_row):
                             m.d.sync += l_state[ii].eq(seg)
@@ -422,6 +384,19 @@ class AttentionArray(wiring.Component):
                         m.d.sync += l_state[ii].eq(rc)
                     with m.Case(OP_FMULN):
                         m.d.sync += sbuf[si].eq(prod)
+            # exp results: written S1 cycles after issue (a delay line of what the write needs)
+            w_v, w_alpha, w_ii, w_si, w_first, w_ring = vv & is_exp, op1 == OP_EXPA, ii, si, first1, r1
+            for k in range(S1):
+                regs_k = [Signal(1, name=f"{nm}_ev{k}"), Signal(1, name=f"{nm}_ea{k}"),
+                          Signal(ii.shape(), name=f"{nm}_ei{k}"), Signal(range(R * FL + 1), name=f"{nm}_es{k}"),
+                          Signal(1, name=f"{nm}_ef{k}"), Signal(2, name=f"{nm}_er{k}")]
+                m.d.sync += [r.eq(v) for r, v in zip(regs_k, (w_v, w_alpha, w_ii, w_si, w_first, w_ring))]
+                w_v, w_alpha, w_ii, w_si, w_first, w_ring = regs_k
+            with m.If(w_v):
+                with m.If(w_alpha):
+                    m.d.sync += alphaA[w_ring][w_ii].eq(Mux(w_first, 0, ex))
+                with m.Else():
+                    m.d.sync += sbuf[w_si].eq(ex)
             chain = seg
         m.d.sync += carry.eq(chain)
 
@@ -437,14 +412,24 @@ class AttentionArray(wiring.Component):
             with m.Default():
                 m.d.comb += next_op.eq(op1 + 1)
         fin1 = Signal()
-        m.d.comb += fin1.eq((op1 == OP_DONE) | (op_last_cycle & (next_op == OP_DONE)))
+        op_end = Signal()  # the op's last cycle: its last issue, or an exp's last pipeline cycle
+        if S1:
+            m.d.comb += op_end.eq(Mux(draining, drain1 == S1 - 1, op_last_cycle & ~is_exp))
+        else:
+            m.d.comb += op_end.eq(op_last_cycle)
+        m.d.comb += fin1.eq((op1 == OP_DONE) | (op_end & (next_op == OP_DONE)))
 
         def start_op(op):
-            return [op1.eq(op), pos.eq(0), i0.eq(0), c0.eq(0)]
+            return [op1.eq(op), pos.eq(0), i0.eq(0), c0.eq(0)] + ([draining.eq(0)] if S1 else [])
 
         with m.If(op1 != OP_DONE):  # the controller below overrides this at a slot's end
-            with m.If(op_last_cycle):
+            with m.If(op_end):
                 m.d.sync += start_op(next_op)
+            if S1:
+                with m.Elif(draining):
+                    m.d.sync += drain1.eq(drain1 + 1)
+                with m.Elif(op_last_cycle):  # an exp op issued its last elements
+                    m.d.sync += [draining.eq(1), drain1.eq(0)]
             with m.Else():
                 m.d.sync += [pos.eq(pos + P), i0.eq(li), c0.eq(lc)]
 
@@ -501,10 +486,10 @@ class AttentionArray(wiring.Component):
 
         with m.Switch(state):
             with m.Case(IDLE):
-                bad = ((self.cmd_q_rows == 0) | (self.cmd_q_rows > R) | (self.cmd_kv_len == 0)
-                       | (self.cmd_head_dim == 0) | (self.cmd_head_dim > D) | (self.cmd_passes == 0)
-                       | (self.cmd_passes > QP) | (self.cmd_kv_len > KB * C)
-                       | (self.cmd_flat & ((self.cmd_kv_len > FL) | (self.cmd_passes != 1))))
+                bad = ((self.cmd_q_rows == 0) | _above(self.cmd_q_rows, R) | (self.cmd_kv_len == 0)
+                       | (self.cmd_head_dim == 0) | _above(self.cmd_head_dim, D) | (self.cmd_passes == 0)
+                       | _above(self.cmd_passes, QP) | _above(self.cmd_kv_len, KB * C)
+                       | (self.cmd_flat & (_above(self.cmd_kv_len, FL) | (self.cmd_passes != 1))))
                 with m.If(self.cmd_valid & bad):
                     m.d.sync += self.error.eq(1)
                 with m.Elif(self.cmd_valid):

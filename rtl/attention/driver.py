@@ -1,70 +1,60 @@
 """cocotb driver of the attention array (runs inside the simulator, via rtl.cosim.tb).
 
-``run_job(dut, job)`` runs each tile of ``job["tiles"]`` in turn: writes its
-Q, K and V entries, issues its command, watches ``tile_start`` / ``tile_done``
-every cycle (the tile's measured cycles are ``done - start + 1``), waits for
-``busy`` to fall (the final normalisation) and reads the result rows. Inputs
-change after a falling edge; outputs are sampled at the falling edge (the
-values of the cycle that follows the last rising edge).
+``run_job(dut, job)`` runs each tile of ``job["tiles"]`` in turn through the host interface
+(:mod:`rtl.lib.host`): writes its Q, K and V entries on the ``wr`` stream, issues its command on
+``cmd``, waits for ``busy`` to fall (the contract's tile, then the final normalisation) and reads
+the result rows on ``rd_addr`` / ``rd_data``. One tile at a time: the operand buffers hold one
+tile. The tile's cycles are the hardware's ``tile_cycles`` counter; on the bare engine the
+monitor also times ``tile_start`` .. ``done`` on the ports (``port_cycles``). With
+``job["host"] == "axi"`` the same steps go through the AXI wrapper's bus functional models.
+
+The port-level host is :class:`rtl.cosim.direct_host.DirectHost`. Its buffer names are the
+systolic ones: the ``wr`` stream's ``buf`` codes 0, 1, 2 are Q, K, V here.
 """
 from __future__ import annotations
 
-from cocotb.triggers import FallingEdge
-from rtl.cosim.progress import tile_done
+from rtl.cosim.direct_host import DirectHost
 
+#: the host drivers' buffer names for the buf codes 0 (Q), 1 (K), 2 (V)
+BUF_NAMES = ("left", "top", "out")
 MAX_CYCLES = 200_000
 
 
-def _u(sig) -> int:
-    v = sig.value
-    return v.to_unsigned() if hasattr(v, "to_unsigned") else int(v)
+def _kick(dut, names: tuple[str, ...]):
+    """Evaluate every combinational block once (see rtl.attention.rtl_design.make_job)."""
+    dut._discover_all()
+    for key in dut._keys():
+        if str(key).strip().lstrip("\\") in names:
+            dut._get(key).value = 1
 
 
 async def run_job(dut, job) -> dict:
-    for s in ("cmd_valid", "wr_en", "rd_en"):
-        getattr(dut, s).value = 0
     D = job["head_dim_max"]
-    kick = tuple(job.get("kick", ()))
-    if kick:  # evaluate every combinational block once (see rtl_design.make_job)
-        dut._discover_all()
-        for key in dut._keys():
-            if str(key).strip().lstrip("\\") in kick:
-                dut._get(key).value = 1
-    await FallingEdge(dut.clk)
+    if job.get("kick"):
+        _kick(dut, tuple(job["kick"]))
+    if job.get("host") == "axi":
+        from rtl.lib.axi_host import AxiHost
+
+        host = AxiHost(dut, job)
+    else:
+        host = DirectHost(dut, job)
+    problem = await host.start(32 * D)
+    if problem:
+        return {"error": problem, "tiles": []}
     out = []
     for t in job["tiles"]:
-        await FallingEdge(dut.clk)
-        for buf, bank, addr, data in t["writes"]:
-            dut.wr_en.value, dut.wr_buf.value, dut.wr_bank.value = 1, buf, bank
-            dut.wr_addr.value, dut.wr_data.value = addr, data
-            await FallingEdge(dut.clk)
-        dut.wr_en.value = 0
-        c = t["cmd"]
-        dut.cmd_flat.value, dut.cmd_q_rows.value, dut.cmd_kv_len.value = c["flat"], c["q_rows"], c["kv_len"]
-        dut.cmd_head_dim.value, dut.cmd_passes.value, dut.cmd_drain.value = c["head_dim"], c["passes"], c["drain"]
-        dut.cmd_valid.value = 1
-        await FallingEdge(dut.clk)  # taken at the rising edge in between (the array is idle)
-        dut.cmd_valid.value = 0
-        start = done = None
-        cycle = 0
-        while cycle < MAX_CYCLES:
-            if _u(dut.tile_start):
-                start = cycle
-            if _u(dut.tile_done):
-                done = cycle
-            if not _u(dut.busy):
-                break
-            await FallingEdge(dut.clk)
-            cycle += 1
+        for buf, base, words in t["writes"]:
+            await host.write_rows(BUF_NAMES[buf], base, words)
+        host.begin_batch()
+        await host.issue(t["cmd"])
+        if not await host.wait_idle(MAX_CYCLES):
+            return {"error": f"design still busy {MAX_CYCLES} cycles after the command of tile {len(out)}",
+                    "tiles": out}
+        timing = (await host.batch_timing(1))[0]
         rows = []
-        for addr in t["reads"]:
-            dut.rd_en.value, dut.rd_addr.value = 1, addr
-            await FallingEdge(dut.clk)
-            dut.rd_en.value = 0
-            word = _u(dut.rd_data)
-            rows.append([(word >> (32 * e)) & 0xFFFFFFFF for e in range(D)])
-        cycles = done - start + 1 if start is not None and done is not None else None
-        out.append({"cycles": cycles, "hw_cycles": _u(dut.tile_cycles), "rows": rows, "error": _u(dut.error),
-                    "busy_cycles": cycle})
-        tile_done(len(out), len(job["tiles"]))
-    return {"tiles": out}
+        for base, count in t["reads"]:
+            for word in await host.read_rows(base, count):
+                rows.append([(word >> (32 * e)) & 0xFFFFFFFF for e in range(D)])
+        status = await host.finish()
+        out.append({**timing, "rows": rows, "error_flag": status["error_flag"]})
+    return {"tiles": out, **await host.finish()}

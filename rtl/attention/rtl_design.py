@@ -17,36 +17,31 @@ from typing import Any
 import numpy as np
 
 from archsim.errors import SpecError
-from rtl.design import Port, RtlDesign, TileModels
-from rtl.attention.design import AttentionArray, AttentionRtlConfig, attention_signature
-from rtl.design import pack_lanes
+from rtl.attention.design import AttentionRtlConfig
+from rtl.attention.engine import BUF_CODES, AttentionEngine, attention_host_signature, command_layout, entry_bits
+from rtl.design import Port, RtlDesign, TileModels, pack_lanes
+from rtl.lib.host import HOST_PORT_DOCS, payload_shape
 
 PORT_DOCS = {
-    "clk": "clock (rising edge)",
-    "rst": "synchronous reset, active high",
-    "cmd_valid": "a tile command is taken when cmd_valid and cmd_ready are high at a rising edge",
-    "cmd_ready": "the array is idle (results of the last tile are readable)",
-    "cmd_flat": "0 = fusemax tile (one pass, online softmax), 1 = flat tile (two passes)",
-    "cmd_q_rows": "query rows of the tile (1..rows)",
-    "cmd_kv_len": "keys (1..key_blocks_max*cols; flat: 1..flat_keys_max)",
-    "cmd_head_dim": "head dim d (1..head_dim_max)",
-    "cmd_passes": "query tiles of q_rows rows run against the same keys (fusemax; flat: 1)",
-    "cmd_drain": "count the wavefront drain (rows + cols - 2 cycles) at the end of the tile",
-    "wr_en": "write one operand entry (while cmd_ready is high)",
-    "wr_buf": "0 = Q, 1 = K, 2 = V",
-    "wr_bank": "Q: array row i (query row of a pass); K, V: array column = key index mod cols",
-    "wr_addr": "Q: pass; K, V: key block = key index div cols",
-    "wr_data": "a head-dim vector of bf16 values, element e at bits [16e, 16e+16)",
-    "rd_en": "read one result row (while cmd_ready is high)",
-    "rd_addr": "pass * rows + query row",
-    "rd_data": "the row's outputs (fp32), element e at bits [32e, 32e+32); valid with rd_valid",
-    "rd_valid": "rd_data holds the row asked for in the previous cycle",
-    "busy": "a tile is running or its outputs are being normalised",
-    "tile_start": "high in tile cycle 0",
-    "tile_done": "high in the tile's last cycle (the contract's tile_cycles)",
-    "tile_cycles": "cycles of the last tile (tile_start .. tile_done inclusive), hardware counter",
-    "tiles_done": "tiles finished since reset",
+    **HOST_PORT_DOCS,
+    "cmd__payload": "the tile command, fields from bit 0 up (rtl.attention.engine.command_layout): flat (1 bit: "
+                    "0 = fusemax tile, one pass, online softmax; 1 = flat tile, two passes), q_rows (1..rows), "
+                    "kv_len (1..key_blocks_max*cols; flat: 1..flat_keys_max), head_dim (1..head_dim_max), "
+                    "passes (query tiles of q_rows rows against the same keys; flat: 1), drain (1: count the "
+                    "wavefront drain, rows + cols - 2 cycles, at the end of the tile)",
+    "wr__ready": "high while the array is idle (a write never changes a running tile's operands)",
+    "wr__payload": "buf (2 bits: 0 = Q, 1 = K, 2 = V), addr (bank << entry_bits | entry; Q: bank = array row "
+                   "i, entry = pass; K, V: bank = key index mod cols, entry = key index div cols), data (a "
+                   "head-dim vector of bf16 codes, element e at bits [16e, 16e+16))",
+    "rd_addr__payload": "result row pass * rows + query row (read while busy is low)",
+    "rd_data__payload": "the row's outputs (fp32), element e at bits [32e, 32e+32)",
+    "busy": "a tile is running or its outputs are being normalised (results are readable when it falls)",
+    "done": "high in the tile's last cycle (the contract's tile_cycles); the final divide by the row sum follows "
+            "while busy stays high",
+    "tile_cycles": "cycles of the last finished tile (tile_start .. done inclusive), hardware counter; "
+                   "updated the cycle after done",
     "error": "sticky: a command outside the built sizes (zero or too large a dimension, too many passes or keys)",
+    "tile_start": "debug, not part of the host interface: high in tile cycle 0",
 }
 
 #: largest generated instance (a 16x16 array already takes minutes to convert and simulate)
@@ -60,9 +55,23 @@ def check_params(p) -> None:
     p.validate()
     if p.exp_on != "array2d":
         raise ValueError(f"exp_on: the RTL evaluates the exps on the 2D array (array2d), got {p.exp_on}")
+    if p.flat_scale_on != "array1d":
+        raise ValueError(f"flat_scale_on: the RTL scales FLAT's scores on the 1D lanes (array1d), "
+                         f"got {p.flat_scale_on}")
     rates = {k: v for k, v in p.ops1d_per_cycle.items() if v != 1}
     if rates:
         raise ValueError(f"ops1d_per_cycle: the RTL's 1D lanes run one op of each function per cycle, got {rates}")
+    lat = {k: v for k, v in p.latency1d.items() if v and k != "exp"}
+    if lat:
+        raise ValueError(f"latency1d: the RTL pipelines only the 1D lanes' exp (latency1d.exp), got {lat}")
+    from rtl.lib.units import Exp2
+
+    unit = Exp2(p.exp_macs, 0)
+    unit._MustUse__silence = True  # built only to read its number of cut points
+    most = unit.max_stages
+    if p.latency1d.get("exp", 0) > most:
+        raise ValueError(f"latency1d.exp: the 1D lanes' exp2 has at most {most} pipeline stages at exp_macs "
+                         f"{p.exp_macs}, got {p.latency1d['exp']}")
     if p.precision != "bf16":
         raise ValueError(f"precision: the RTL's operand buffers hold bf16, got {p.precision}")
     if p.rows * p.cols > MAX_PES or p.pe1d > MAX_LANES:
@@ -84,6 +93,8 @@ class AttentionDesign(RtlDesign):
     template = "attention"
     toplevel = "archsim_attention"
     driver = "rtl.attention.driver:run_job"
+    #: the driver uses only the host signature (plus tile_start where present): user RTL too
+    host_interface = True
 
     def __init__(self, params: Any, options: dict | None = None):
         options = dict(options or {})
@@ -104,10 +115,10 @@ class AttentionDesign(RtlDesign):
         fk = cfg["flat_keys_max"]
         cfg["flat_keys_max"] = -(-fk // params.cols) * params.cols  # whole key blocks
         self.cfg = AttentionRtlConfig(rows=params.rows, cols=params.cols, pe1d=params.pe1d,
-                                      exp_macs=params.exp_macs, **cfg)
+                                      exp_macs=params.exp_macs, exp1d_stages=params.latency1d.get("exp", 0), **cfg)
 
     def component(self):
-        return AttentionArray(self.cfg)
+        return AttentionEngine(self.cfg)
 
     def config_dict(self) -> dict[str, Any]:
         out = asdict(self.params)
@@ -115,7 +126,7 @@ class AttentionDesign(RtlDesign):
         return out
 
     def ports(self) -> list[Port]:
-        return self.ports_of(attention_signature(self.cfg), PORT_DOCS)
+        return self.ports_of(attention_host_signature(self.cfg), PORT_DOCS)
 
     def description(self) -> str:
         p = self.params
@@ -159,14 +170,14 @@ class AttentionDesign(RtlDesign):
             raise SpecError(f"attention RTL cannot run {tile}: {why}")
         R, C = self.cfg.rows, self.cfg.cols
         q, k, v = (_bits16(ops[n]) for n in ("q", "k", "v"))
-        writes = []
-        for p in range(tile.passes):
-            for i in range(tile.q_rows):
-                writes.append([0, i, p, _pack(q[p * tile.q_rows + i], 16)])
-        for j in range(tile.kv_len):
-            writes.append([1, j % C, j // C, _pack(k[j], 16)])
-            writes.append([2, j % C, j // C, _pack(v[j], 16)])
-        reads = [p * R + i for p in range(tile.passes) for i in range(tile.q_rows)]
+        eb = entry_bits(self.cfg)
+        writes = []  # [buf, first address, [words at consecutive addresses]]: one bank's entries from 0
+        for i in range(tile.q_rows):
+            writes.append([BUF_CODES["q"], i << eb, [_pack(q[p * tile.q_rows + i], 16) for p in range(tile.passes)]])
+        for name, x in (("k", k), ("v", v)):
+            for bank in range(min(C, tile.kv_len)):
+                writes.append([BUF_CODES[name], bank << eb, [_pack(x[j], 16) for j in range(bank, tile.kv_len, C)]])
+        reads = [[p * R, tile.q_rows] for p in range(tile.passes)]  # [first address, rows]
         return {"cmd": {"flat": int(tile.mapping == "flat"), "q_rows": tile.q_rows, "kv_len": tile.kv_len,
                         "head_dim": tile.head_dim, "passes": tile.passes, "drain": int(tile.drain)},
                 "writes": writes, "reads": reads}
@@ -178,7 +189,11 @@ class AttentionDesign(RtlDesign):
         # simulators run it at time 0; Icarus in SystemVerilog mode (cocotb's default) raises no
         # event for a declaration initialiser, so the driver writes that reg once after reset
         kick = sorted(set(re.findall(r"reg \\(\$auto\$verilog_backend\S*)\s", self.verilog())))
+        sig = attention_host_signature(self.cfg)
+        wr = payload_shape(sig.members["wr"])
         return {"driver": self.driver, "head_dim_max": self.cfg.head_dim_max, "kick": kick,
+                "command_layout": [(n, f.offset, f.width) for n, f in command_layout(self.cfg)],
+                "write_layout": [(n, f.offset, f.width) for n, f in wr],
                 "tiles": [self.encode(t, o) for t, o in items]}
 
     def tile_models(self, tile, ops):
@@ -197,8 +212,16 @@ class AttentionDesign(RtlDesign):
         return (rows[:, :tile.head_dim].astype(np.uint32).view(np.float32) if rows.size
                 else np.zeros((0, tile.head_dim), np.float32))
 
+    # cycles: the hardware counter (tile_cycles); where the driver sees the debug tile_start port,
+    # also from the ports (``port_cycles``), and the checker asks the two to agree
+    def counter_cycles(self, g):
+        return g.get("cycles")
+
+    def port_cycles(self, g):
+        return g.get("port_cycles")
+
     def tile_extra(self, tile, ops, g):
-        return {"hw_tile_cycles": g.get("hw_cycles")}
+        return {"hw_tile_cycles": g.get("cycles"), "port_cycles": g.get("port_cycles")}
 
     def value_extra(self, tile, ops, vals):
         from archsim.templates.attention.reference import error_bound, reference_attention
@@ -209,7 +232,7 @@ class AttentionDesign(RtlDesign):
         return {"max_abs_error": float(err.max()), "error_over_bound": float((err / bound).max())}
 
     def tile_flag(self, g, extra):
-        return "the array flagged the command (error)" if g.get("error") else ""
+        return "the array flagged the command (error)" if g.get("error_flag") else ""
 
     @staticmethod
     def label(tile) -> str:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from archsim.errors import ToolError
-from rtl.synth import _tool, resources_from_stat, run_tool
+from rtl.synth import _native_yosys, _tool, resources_from_stat, run_tool
 
 _ECP5_COARSE_NO_SHARE = ("proc -latches error; check; flatten; tribuf -logic; deminout; opt_expr; check; "
                          "opt_clean; opt -nodffe -nosdff; fsm; opt; wreduce; peepopt; opt_clean; "
@@ -32,6 +32,11 @@ _ECP5_COARSE_NO_SHARE = ("proc -latches error; check; flatten; tribuf -logic; de
                          "techmap -map +/mul2dsp.v -map +/lattice/dsp_map_18x18.v -D DSP_A_MAXWIDTH=18 "
                          "-D DSP_B_MAXWIDTH=18 -D DSP_A_MINWIDTH=2 -D DSP_B_MINWIDTH=2 -D DSP_NAME=$__MUL18X18; "
                          "chtype -set $mul t:$__soft_mul; alumacc; opt; memory -nomap; opt_clean")
+
+#: the same for Debian's native yosys 0.23 (``ARCHSIM_YOSYS=native``): its ``proc`` has no
+#: ``-latches`` and its DSP map lives under ``+/ecp5/``
+_ECP5_COARSE_NO_SHARE_NATIVE = (_ECP5_COARSE_NO_SHARE.replace("proc -latches error", "proc")
+                                .replace("+/lattice/dsp_map_18x18.v", "+/ecp5/dsp_map.v"))
 
 #: ``map_luts`` with ``abc`` instead of ``abc9`` (yowasp's abc9 exits in its XAIGER2 step on this design)
 _ECP5_MAP_LUTS_ABC = "techmap -map +/lattice/latches_map.v; abc -lut 4 -dress; clean"
@@ -48,9 +53,15 @@ def synthesize_no_share(verilog: str, top: str, target: str = "ecp5", pnr: bool 
     try:
         (work / "top.v").write_text(verilog)
         if target == "ecp5":
-            script = (f"read_verilog top.v; synth_ecp5 -top {top} -run begin:coarse; {_ECP5_COARSE_NO_SHARE}; "
-                      f"synth_ecp5 -top {top} -run map_ram:map_luts; {_ECP5_MAP_LUTS_ABC}; "
-                      f"synth_ecp5 -top {top} -run map_cells: -json netlist.json; tee -q -o stat.json stat -json")
+            native = bool(_native_yosys())
+            coarse = _ECP5_COARSE_NO_SHARE_NATIVE if native else _ECP5_COARSE_NO_SHARE
+            luts = _ECP5_MAP_LUTS_ABC.replace("+/lattice/", "+/ecp5/") if native else _ECP5_MAP_LUTS_ABC
+            # native yosys 0.23: the check section's `autoname` ran > 10 minutes on one 1D lane; skipped
+            script = (f"read_verilog top.v; synth_ecp5 -top {top} -run begin:coarse; {coarse}; "
+                      f"synth_ecp5 -top {top} -run map_ram:map_luts; {luts}; "
+                      + (f"synth_ecp5 -top {top} -run map_cells:check; blackbox =A:whitebox; write_json netlist.json; "
+                       if native else f"synth_ecp5 -top {top} -run map_cells: -json netlist.json; ")
+                      + "tee -q -o stat.json stat -json")
         else:
             script = f"read_verilog top.v; synth -top {top} -flatten -lut 4 -noshare; tee -q -o stat.json stat -json"
         t0 = time.perf_counter()

@@ -54,6 +54,11 @@ class AttentionParams(TemplateParams):
         per score, as the FuseMax artifact charges FLAT and unfused). Values are
         the same either way: rounding is monotone and ``c > 0``, so
         ``max(fl(s*c)) = fl(max(s)*c)``.
+    latency1d : dict[str, int]
+        Pipeline latency (cycles) of the 1D PEs' unit for a function (default
+        0: a result is written in the cycle its op issues). An op of ``n``
+        elements then takes ``ceil(n / rate) + latency`` cycles: the next op
+        reads its results (the RTL's pipelined ``exp2``: ``latency1d: {exp: S}``).
     """
 
     rows: int = 256
@@ -64,6 +69,7 @@ class AttentionParams(TemplateParams):
     exp_macs: int = 6
     precision: str = "bf16"
     flat_scale_on: str = "array1d"
+    latency1d: dict[str, int] = field(default_factory=dict)
 
     def validate(self) -> None:
         for key in ("rows", "cols", "pe1d"):
@@ -84,6 +90,12 @@ class AttentionParams(TemplateParams):
             raise ValueError(f"exp_macs: expected an integer in 3..8, got {v!r}")
         if self.flat_scale_on not in SCALE_PLACES:
             raise ValueError(f"flat_scale_on: expected one of {', '.join(SCALE_PLACES)}, got {self.flat_scale_on!r}")
+        lat = self.latency1d
+        if not isinstance(lat, dict) or set(lat) - set(FUNCTIONS_1D):
+            raise ValueError(f"latency1d: expected a mapping with keys among {', '.join(FUNCTIONS_1D)}, got {lat!r}")
+        for k, v in lat.items():
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"latency1d.{k}: expected a non-negative integer (cycles), got {v!r}")
         if self.precision not in ("bf16", "fp16"):
             raise ValueError(f"precision: expected bf16 or fp16, got {self.precision!r}")
 

@@ -3,8 +3,9 @@
 Notation: ``R x C`` 2D array, ``d`` head dim, ``q <= R`` query rows of a
 tile, ``L`` keys, ``nb = ceil(L / C)`` key blocks (a partial block takes a
 full block's time: fixed counters), ``E = exp_macs``,
-``c1(n, f) = ceil(n / (pe1d * ops1d_per_cycle[f]))`` the 1D array's cycles for
-``n`` ops of function ``f``, and ``skew = R + C - 2`` the wavefront fill and
+``c1(n, f) = ceil(n / (pe1d * ops1d_per_cycle[f])) + latency1d[f]`` the 1D array's
+cycles for ``n > 0`` ops of function ``f`` (issue, then the pipelined unit's latency; 0 for
+``n = 0``), and ``skew = R + C - 2`` the wavefront fill and
 drain of the 2D array.
 
 Mapping of a block onto the 2D array: PE(i, j) owns the score of query i and
@@ -109,9 +110,10 @@ class AttentionTile:
 
 
 def c1(params, n: int, fn: str) -> int:
-    """Cycles of the 1D array for ``n`` ops of function ``fn``."""
+    """Cycles of the 1D array for ``n`` ops of function ``fn``: issue at the function's rate, then
+    the unit's pipeline latency (``latency1d``; the next op reads the results)."""
     rate = params.rate(fn)
-    return ceil(n / rate) if n else 0
+    return ceil(n / rate) + params.latency1d.get(fn, 0) if n else 0
 
 
 def fusemax_phases(tile: AttentionTile, params) -> tuple[int, list[tuple[str, str, int, int]]]:

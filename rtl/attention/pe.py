@@ -1,0 +1,91 @@
+"""One PE of the attention array's 2D part (:class:`AttentionPE`): one fp32 multiplier, one fp32
+adder, ``rint`` and a second adder for the exp's range reduction, ``ldexp``, a compare for the
+row max, a ring of 4 score registers and the Horner registers ``p`` / ``f`` / ``n``.
+
+What it does in a cycle is chosen by the controller's decode (one of ``qk_mac``, ``exp0``,
+``horner``, ``expfin``, else the ``P.V`` step); the row chains (block max, row sum, ``P.V``
+column) enter at ``chain_in`` / ``rmax_in`` from the PE on the left and leave at ``chain_out`` /
+``rmax_out``, skipping a PE whose column holds no key (``colvalid`` low). Arithmetic: the
+template's fp32 (:mod:`rtl.lib.fp`), bit-exact with :mod:`archsim.templates.attention.values`.
+"""
+from __future__ import annotations
+
+from amaranth import Array, Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.lib import fp
+from rtl.lib.exp import exp2_coefficient_bits
+
+
+def widen_bf16(bf16):
+    """fp32 bits of a bf16 code (the low 16 bits zero)."""
+    return Cat(Const(0, 16), bf16)
+
+
+class AttentionPE(wiring.Component):
+    """PE ``(i, j)``; ``first_col``: the row's first PE (its block max starts from its own score)."""
+
+    def __init__(self, exp_macs: int, first_col: bool):
+        self.exp_macs, self.first_col = exp_macs, first_col
+        ports = {
+            # decode of the controller (one-hot but for the P.V default)
+            "qk_mac": In(1), "qk_first": In(1), "exp0": In(1), "horner": In(1), "expfin": In(1), "av": In(1),
+            "flat": In(1), "qk_ring": In(2), "esa_ring": In(2),
+            # operands
+            "q": In(16), "k": In(16), "v": In(16), "scale": In(32), "neg_mc": In(32), "horner_coef": In(32),
+            "p_flat": In(32), "colvalid": In(1), "chain_in": In(32),
+            # results
+            "chain_out": Out(32), "score": Out(32), "rmax_out": Out(32),
+        }
+        if not first_col:
+            ports["rmax_in"] = In(32)
+        super().__init__(ports)
+
+    def elaborate(self, platform):
+        m = Module()
+        K = self.exp_macs - 1
+        coef_top = exp2_coefficient_bits(self.exp_macs)[K]
+        S = Array(Signal(32, name=f"s{r}") for r in range(4))
+        p, f, n = Signal(32), Signal(32), Signal(signed(11))
+        s_qk, s_esa = S[self.qk_ring], S[self.esa_ring]
+        p_av = Mux(self.flat, self.p_flat, p)
+        ma, mb, aa, ab = (Signal(32, name=x) for x in ("ma", "mb", "aa", "ab"))
+        with m.If(self.qk_mac):
+            m.d.comb += [ma.eq(widen_bf16(self.q)), mb.eq(widen_bf16(self.k))]
+        with m.Elif(self.exp0):
+            m.d.comb += [ma.eq(s_esa), mb.eq(self.scale)]
+        with m.Elif(self.horner):
+            m.d.comb += [ma.eq(p), mb.eq(f)]
+        with m.Else():
+            m.d.comb += [ma.eq(p_av), mb.eq(widen_bf16(self.v))]
+        prod = fp.fp32_mul_finite(m, ma, mb, "mul")
+        ld = fp.ldexp(m, p, n, "ld")
+        with m.If(self.qk_mac):
+            m.d.comb += [aa.eq(Mux(self.qk_first, 0, s_qk)), ab.eq(prod)]
+        with m.Elif(self.exp0):
+            m.d.comb += [aa.eq(prod), ab.eq(self.neg_mc)]
+        with m.Elif(self.horner):
+            m.d.comb += [aa.eq(prod), ab.eq(self.horner_coef)]
+        with m.Elif(self.expfin):
+            m.d.comb += [aa.eq(self.chain_in), ab.eq(ld)]
+        with m.Else():
+            m.d.comb += [aa.eq(self.chain_in), ab.eq(prod)]
+        add = fp.fp32_add_finite(m, aa, ab, "add")
+        n_fp, n_int = fp.rint(m, add, "rint")
+        frac = fp.fp32_add_finite(m, add, fp.fp32_neg(n_fp), "frac")
+        m.d.comb += [self.score.eq(add), self.chain_out.eq(Mux(self.colvalid, add, self.chain_in))]
+        if self.first_col:
+            m.d.comb += self.rmax_out.eq(s_qk)
+        else:
+            mx = fp.fp32_max(m, self.rmax_in, s_qk, "max")
+            m.d.comb += self.rmax_out.eq(Mux(self.colvalid, mx, self.rmax_in))
+        with m.If(self.qk_mac):
+            m.d.sync += S[self.qk_ring].eq(add)
+        with m.If(self.exp0):
+            m.d.sync += [p.eq(coef_top), f.eq(frac), n.eq(n_int)]
+        with m.If(self.horner):
+            m.d.sync += p.eq(add)
+        with m.If(self.expfin):
+            m.d.sync += p.eq(ld)
+        return m
