@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 import time
 
-from mappers.allocation.study import INPUT_KIB, PIPELINE_NETWORKS, mean_pipeline_reduction, pipeline_study
+from archsim.validate._cosma_pipeline import INPUT_KIB, PIPELINE_NETWORKS, mean_pipeline_reduction, pipeline_study
 
 MIB = 1 << 20
 

@@ -33,7 +33,8 @@ BASELINE = ("against archsim's layer-by-layer greedy, not the paper's baselines;
 
 
 def claims() -> list[Claim]:
-    from mappers.allocation.study import mean_pipeline_reduction, mean_reduction, pipeline_study, study
+    from archsim.validate._cosma_pipeline import mean_pipeline_reduction, pipeline_study
+    from mappers.allocation.study import mean_reduction, study
 
     rows = study(methods=("ilp",))
     pipeline = pipeline_study(networks=("resnet50", "mobilenet-v2", "bert-base"), methods=("ilp",))

@@ -37,6 +37,7 @@ from mappers.allocation.addresses import assign_addresses
 from mappers.allocation.plan import allocate, layer_by_layer_traffic
 from mappers.allocation.problem import Problem, _shape_aliases, build_problem
 from mappers.emit import BufferLayout
+from mappers.layer import map_layer
 from mappers.lower import Gather, Gemm, lower_op
 
 #: templates whose mappers tile every GEMM and vector op through mappers.tiling / mappers.emit
@@ -61,8 +62,6 @@ def compile_allocated(graph, arch, opts, module, base_mapper, fusion) -> Program
     """The Program of ``graph`` on ``arch`` under ``opts.allocation`` (see the module docstring);
     ``module`` is the template's mapper module, ``base_mapper`` its mapper for ``arch``, ``fusion``
     the plan of :func:`mappers.fusion.plan_fusion`."""
-    from mappers import map_layer
-
     method = opts.allocation
     if arch.template not in SUPPORTED_TEMPLATES:
         raise MappingError(f"allocation: {method!r} is applied to templates whose mapper tiles through "

@@ -19,6 +19,14 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.lib.units import FpAdd
 
+
+def _level_nodes(lanes: int, level: int) -> int:
+    """Nodes at ``level`` of the pairwise tree over ``lanes`` products (odd ones pass through)."""
+    for _ in range(level):
+        lanes = -(-lanes // 2)
+    return lanes
+
+
 NEG_ZERO = 0x80000000
 
 

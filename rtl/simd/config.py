@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from amaranth import Module, Signal
 
 from rtl.lib.formats import FormatHw
+from rtl.simd.accumulate import _level_nodes  # noqa: F401 - re-exported for rtl.simd.pe
 
 #: latency of the datapath from a step's issue to its output's write (stages 1..4), without extra cuts
 DATAPATH_STAGES = 4
@@ -167,13 +168,6 @@ class SimdConfig:
             "op_depth": self.options.op_depth, "scale_depth": self.options.scale_depth,
             "out_depth": self.options.out_depth,
         }
-
-
-def _level_nodes(lanes: int, level: int) -> int:
-    """Nodes at ``level`` of the pairwise tree over ``lanes`` products (odd ones pass through)."""
-    for _ in range(level):
-        lanes = -(-lanes // 2)
-    return lanes
 
 
 def _bits(n: int) -> int:

@@ -131,13 +131,3 @@ class SimdArray(wiring.Component):
             outs.append(out)
         m.d.comb += buf.wb_data.eq(Cat(*outs))
         return m
-
-
-def array_verilog(cfg: SimdConfig, top: str) -> str:
-    """Verilog of the whole design: the host-interface top (:class:`rtl.simd.host.SimdEngine`, the PEs as
-    instances) followed by the PE module."""
-    from amaranth.back import verilog
-
-    from rtl.simd.host import SimdEngine
-
-    return verilog.convert(SimdEngine(cfg), name=top, emit_src=False) + "\n" + pe_verilog(cfg)

@@ -23,6 +23,7 @@ from amaranth.lib.wiring import Out
 from rtl.lib.host import host_members
 from rtl.simd.config import DIM_BITS, SimdConfig, _bits
 from rtl.simd.design import SimdArray
+from rtl.simd.pe import pe_verilog
 
 BUF_BITS = 2
 
@@ -79,3 +80,11 @@ class SimdEngine(wiring.Component):
         m.d.comb += [self.busy.eq(arr.busy), self.done.eq(arr.tile_done), self.tile_cycles.eq(arr.tile_cycles),
                      self.tiles_done.eq(arr.tiles_done), self.tile_start.eq(arr.tile_start)]
         return m
+
+
+def array_verilog(cfg: SimdConfig, top: str) -> str:
+    """Verilog of the whole design: the host-interface top (:class:`rtl.simd.host.SimdEngine`, the PEs as
+    instances) followed by the PE module."""
+    from amaranth.back import verilog
+
+    return verilog.convert(SimdEngine(cfg), name=top, emit_src=False) + "\n" + pe_verilog(cfg)

@@ -26,8 +26,7 @@ from amaranth import Const, Module, Mux, Signal, signed
 from amaranth.lib.wiring import In
 
 from rtl.lib.units import FpAdd, FpMul, IntToFp
-from rtl.simd.accumulate import InterleavedSum, add_tree, delayed, tree_levels
-from rtl.simd.config import _level_nodes
+from rtl.simd.accumulate import InterleavedSum, _level_nodes, add_tree, delayed, tree_levels
 
 #: ports the pipelined PE adds to the PE's (all at the decoded-operand cycle D)
 STEP_FLAGS = ("p_step", "p_gfirst", "p_gstart", "p_gend", "p_rstart", "p_rend")

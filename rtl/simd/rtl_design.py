@@ -10,7 +10,8 @@ import numpy as np
 from archsim.errors import SpecError
 from rtl.design import Port, RtlDesign, TileModels
 from rtl.lib.host import HOST_PORT_DOCS, payload_shape
-from rtl.simd.design import DIM_BITS, SimdConfig, SimdRtlOptions, array_verilog
+from rtl.simd.design import DIM_BITS, SimdConfig, SimdRtlOptions
+from rtl.simd.host import array_verilog
 from rtl.simd.host import SimdEngine, command_layout, engine_members
 from rtl.design import pack_lanes
 

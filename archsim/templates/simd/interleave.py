@@ -5,7 +5,7 @@ round's group ends) keeps ``A`` fp32 partial sums, one per cycle slot: the value
 arriving at cycle ``c`` (``0 <= c < n``, counted from the run's first cycle) is
 added to partial ``c % A`` (``rne(p + x)``, every partial starting from
 ``+0.0``). At the run's end the partials are reduced by the fixed pairwise tree
-(:func:`~archsim.templates.simd.values.tree_sum`: (0,1), (2,3), ...) over the
+(:func:`tree_sum`: (0,1), (2,3), ...) over the
 ``A`` cycles ``n-A .. n-1`` in that order -- entry ``k`` is the final partial of
 cycle ``n-A+k``'s slot, ``+0.0`` when ``n-A+k < 0`` (a run shorter than ``A``).
 
@@ -29,10 +29,18 @@ from __future__ import annotations
 import numpy as np
 
 
+def tree_sum(x: np.ndarray) -> np.ndarray:
+    """Pairwise fp32 tree over the last axis: (0,1), (2,3), ... an odd last element passes through."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        while x.shape[-1] > 1:
+            odd = x.shape[-1] % 2
+            pairs = x[..., 0:x.shape[-1] - odd:2] + x[..., 1::2][..., :x.shape[-1] // 2]
+            x = np.concatenate([pairs, x[..., -1:]], axis=-1) if odd else pairs
+    return x[..., 0]
+
+
 def ring_sum(arrivals: list[tuple[int, np.ndarray]], n_cycles: int, accumulators: int, outputs: int) -> np.ndarray:
     """The reduced interleaved sum of ``arrivals`` (``(cycle, fp32 values (outputs,))`` in cycle order)."""
-    from archsim.templates.simd.values import tree_sum
-
     A = accumulators
     partials = np.zeros((A, outputs), np.float32)
     with np.errstate(over="ignore", invalid="ignore"):

@@ -10,6 +10,7 @@ import numpy as np
 
 from archsim.numerics import get_format
 from archsim.templates.simd import interleave
+from archsim.templates.simd.interleave import tree_sum
 from archsim.templates.simd.tile import (CANONICAL_NAN_BITS, SimdTile, cycles_per_step, exact_integer_output,
                                          integer_path, lanes)
 
@@ -40,16 +41,6 @@ def round_products(a: np.ndarray, w: np.ndarray) -> np.ndarray:
     """``float32(a * w)``: the exact product (float64 holds it) rounded once (RNE)."""
     with np.errstate(over="ignore", invalid="ignore"):
         return (a * w).astype(np.float32)
-
-
-def tree_sum(x: np.ndarray) -> np.ndarray:
-    """Pairwise fp32 tree over the last axis: (0,1), (2,3), ... an odd last element passes through."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        while x.shape[-1] > 1:
-            odd = x.shape[-1] % 2
-            pairs = x[..., 0:x.shape[-1] - odd:2] + x[..., 1::2][..., :x.shape[-1] // 2]
-            x = np.concatenate([pairs, x[..., -1:]], axis=-1) if odd else pairs
-    return x[..., 0]
 
 
 def canonical_nan(out: np.ndarray) -> np.ndarray:
