@@ -163,6 +163,9 @@ class RtlDesign:
     depth_options: ClassVar[tuple[str, ...]] = ()
     #: the RTL option the CLI's ``--banks N`` sets (units in lockstep); empty when it has none
     banks_option: ClassVar[str] = ""
+    #: the co-simulation driver moves tiles only through the host signature (rtl/lib/host.py), so
+    #: ``archsim rtl cosim --verilog`` can drive a user's RTL of this template
+    host_interface: ClassVar[bool] = False
 
     def __init__(self, params: Any, options: Any = None):
         self.params = params
@@ -419,3 +422,9 @@ class RtlDesign:
     def make_job(self, items: list[tuple[Any, dict]]) -> dict[str, Any]:  # pragma: no cover - abstract
         raise NotImplementedError
 
+
+def host_interface_templates() -> list[str]:
+    """Templates whose RTL implements the host signature (named in one-line refusals)."""
+    from archsim.templates import get_template, template_names
+
+    return [n for n in template_names() if (cls := get_template(n).rtl_cls) is not None and cls.host_interface]

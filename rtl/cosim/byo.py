@@ -39,9 +39,11 @@ def _design(arch: Any, options: Any = None):
 
 def require_host(design):
     """``design`` if its co-simulation driver uses only the host signature, else a one-line error."""
-    if not getattr(design, "host_interface", False):
+    from rtl.design import host_interface_templates
+
+    if not design.host_interface:
         raise SpecError(f"--verilog: the {design.template} RTL's tile commands are not driven through the host "
-                        "interface yet; templates that are: systolic")
+                        f"interface yet; templates that are: {', '.join(host_interface_templates())}")
     return design
 
 

@@ -89,9 +89,10 @@ def engine_signature(design: RtlDesign):
 
 def axi_wrapped(design: RtlDesign) -> AxiWrappedDesign:
     """``design`` behind the AXI wrapper; a one-line error when it lacks the host signature."""
+    from rtl.design import host_interface_templates
     from rtl.lib.host import implements_host
 
     if not implements_host(engine_signature(design)):
         raise SpecError(f"--wrapper axi: the {design.template} RTL does not implement the host interface "
-                        "(rtl/lib/host.py) yet; templates that do: systolic")
+                        f"(rtl/lib/host.py) yet; templates that do: {', '.join(host_interface_templates())}")
     return AxiWrappedDesign(design)
