@@ -13,7 +13,8 @@ import numpy as np
 from archsim.errors import SpecError
 from rtl.design import Port, RtlDesign, TileModels
 from rtl.pim.channel import PimChannelUnit, channel_signature, check_channel
-from rtl.pim.design import LANE_BITS, PimBankUnit, mac_stages, pim_signature
+from rtl.pim.design import LANE_BITS, PimBankUnit, array_latency, default_stages, pim_signature
+from rtl.pim.mac import mac_latency
 from rtl.design import pack_lanes
 
 PORT_DOCS = {
@@ -32,9 +33,9 @@ PORT_DOCS = {
     "dram_rd": "column read to the DRAM array (registered: high the cycle after the MAC command)",
     "dram_row": "row of the column read (the open row)",
     "dram_col": "column of the column read",
-    "dram_rdata": "the DRAM array's answer: the column asked for, tCL - 1 - mac_stages cycles after dram_rd is "
-                  "high (mac_stages in the manifest's params); a channel: every bank's column, bank b at "
-                  "bits [b*W, (b+1)*W)",
+    "dram_rdata": "the DRAM array's answer: the column asked for, array_latency cycles after dram_rd is high "
+                  "(tCL + mac_pipeline_cycles - 2 - mac_latency; both in the manifest's params); a channel: every "
+                  "bank's column, bank b at bits [b*W, (b+1)*W)",
     "out_valid": "out_data holds an accumulator column (tCL cycles after its RDACC)",
     "out_data": "column_bytes // 4 accumulators (int32 or fp32 bits), accumulator c*lanes + i at bits [32i, 32i+32)",
     "ready": "the bank is closed, tRP has passed since PRE and tRFC since REF (it may take an ACT)",
@@ -78,21 +79,30 @@ class PimDesign(RtlDesign):
     def __init__(self, params: Any, options: dict | None = None):
         options = dict(options or {})
         banks = options.pop("banks", 1)
+        stages = {k: options.pop(k) for k in ("mul_stages", "add_stages") if k in options}
         if options:
-            raise ValueError(f"{', '.join(sorted(options))}: not an option of the pim RTL (it has banks)")
-        if isinstance(banks, bool) or not isinstance(banks, int):
-            raise ValueError(f"banks: expected a positive integer, got {banks!r}")
-        super().__init__(params, {"banks": banks} if banks != 1 else {})
+            raise ValueError(f"{', '.join(sorted(options))}: not an option of the pim RTL "
+                             f"(it has banks, mul_stages, add_stages)")
+        for key, v in [("banks", banks)] + list(stages.items()):
+            if isinstance(v, bool) or not isinstance(v, int) or v < (1 if key == "banks" else 0):
+                raise ValueError(f"{key}: expected a {'positive' if key == 'banks' else 'non-negative'} integer, "
+                                 f"got {v!r}")
+        super().__init__(params, dict({"banks": banks} if banks != 1 else {}, **stages))
         self.banks = banks
         if banks != 1:
             self.toplevel = "archsim_pim_channel"
         try:
-            check_channel(params, banks)
+            check_channel(params, banks, stages.get("mul_stages"), stages.get("add_stages"))
         except ValueError as err:
             raise SpecError(f"pim RTL: {err}") from None
+        ms, ad = default_stages(params)
+        #: the MAC datapath's pipeline depths (options, else the deepest default that fits tCL)
+        self.mul_stages, self.add_stages = stages.get("mul_stages", ms), stages.get("add_stages", ad)
 
     def component(self):
-        return PimBankUnit(self.params) if self.banks == 1 else PimChannelUnit(self.params, self.banks)
+        if self.banks == 1:
+            return PimBankUnit(self.params, False, self.mul_stages, self.add_stages)
+        return PimChannelUnit(self.params, self.banks, self.mul_stages, self.add_stages)
 
     def config_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
@@ -100,7 +110,10 @@ class PimDesign(RtlDesign):
         out = asdict(self.params)
         out.update(column_elements=self.params.column_elements, row_columns=self.params.row_columns,
                    accumulator="int32" if self.params.mac_precision == "int8" else "fp32",
-                   mac_stages=mac_stages(self.params), array_latency=self.array_latency())
+                   mul_stages=self.mul_stages, add_stages=self.add_stages,
+                   mac_latency=mac_latency(self.params.mac_precision, self.params.column_elements,
+                                           self.mul_stages, self.add_stages),
+                   array_latency=self.array_latency())
         if self.banks != 1:
             out["rtl_banks"] = self.banks
         return out
@@ -204,7 +217,7 @@ class PimDesign(RtlDesign):
 
     def array_latency(self) -> int:
         """Cycles from ``dram_rd`` to the column on ``dram_rdata`` (the rest of tCL is the MAC pipeline)."""
-        return self.params.tCL - 1 - mac_stages(self.params)
+        return array_latency(self.params, self.mul_stages, self.add_stages)
 
     def make_job(self, items) -> dict[str, Any]:
         return {"driver": self.driver, "array_latency": self.array_latency(),
