@@ -33,7 +33,7 @@ def main() -> None:
     args = ap.parse_args()
     arch = load_arch(args.arch, args.set)
     options = {k: v for k, v in (("mul_stages", args.mul_stages), ("add_stages", args.add_stages)) if v is not None}
-    design = design_for(arch, options or None)
+    design = design_for(arch, {"top": "unit", **options})
     t0 = time.time()
     res = synthesize_verilog(design.verilog(), design.toplevel, target="generic" if args.generic else "ecp5",
                              pnr=not args.generic, use_cache=not args.no_cache, workdir=args.workdir,

@@ -46,7 +46,8 @@ PORT_DOCS = {
 
 
 TOPS = ("unit", "host")
-DEFAULT_TOP = "unit"
+#: the default top of one bank (a channel, ``banks > 1``, is always the bare units)
+DEFAULT_TOP = "host"
 HOST_DRIVER = "rtl.pim.host_driver:run_job"
 HOST_DOCS = {
     **HOST_PORT_DOCS,
@@ -97,7 +98,7 @@ class PimDesign(RtlDesign):
         options = dict(options or {})
         banks = options.pop("banks", 1)
         stages = {k: options.pop(k) for k in ("mul_stages", "add_stages") if k in options}
-        top = options.pop("top", DEFAULT_TOP)
+        top = options.pop("top", DEFAULT_TOP if banks == 1 else "unit")
         if options:
             raise ValueError(f"{', '.join(sorted(options))}: not an option of the pim RTL "
                              f"(it has banks, mul_stages, add_stages, top)")
@@ -112,7 +113,7 @@ class PimDesign(RtlDesign):
                 raise ValueError(f"{key}: expected a {'positive' if key == 'banks' else 'non-negative'} integer, "
                                  f"got {v!r}")
         super().__init__(params, dict({"banks": banks} if banks != 1 else {}, **stages,
-                                      **({"top": top} if top != DEFAULT_TOP else {})))
+                                      **({"top": top} if top != DEFAULT_TOP and banks == 1 else {})))
         self.banks = banks
         if banks != 1:
             self.toplevel = "archsim_pim_channel"
