@@ -116,3 +116,14 @@ def test_pim_gpt_gddr6_1000_random_tiles_on_verilator(tmp_path):
     report = run_cosim(arch, items, sim="verilator", build_dir=str(tmp_path))
     assert report.ok, "\n" + report.summary()
     assert len(report.tiles) == 1000 and all(t.extra["hw_cycles"] == t.extra["port_cycles"] for t in report.tiles)
+
+
+def test_a_tile_too_big_for_the_engine_is_one_line():
+    from archsim.templates.pim import PimTile
+
+    design = design_for(P)
+    tile = PimTile("gemv", rows=200, k=192, banks=1)
+    ops = {"weight": np.ones((1, 200, 192), np.int64), "input": np.ones(192, np.int64)}
+    with pytest.raises(SpecError, match=r"^pim host engine: tile 0 \(gemv rows=200 k=192\) needs cmd_depth \d+, "
+                                        r"the engine holds 1024"):
+        design.make_job([(tile, ops)])

@@ -304,10 +304,10 @@ class PimDesign(RtlDesign):
                     "out_depth": sum(c[1] == "RDACC" for c in s["commands"])}
             for key, v in need.items():
                 if v > getattr(eng, key):
-                    raise ValueError(f"tile {n} ({self.label(tile)}): needs {key} {v}, the host engine has "
-                                     f"{getattr(eng, key)}")
+                    raise SpecError(f"pim host engine: tile {n} ({self.label(tile)}) needs {key} {v}, the engine "
+                                    f"holds {getattr(eng, key)} (use fewer rows per tile, e.g. a smaller --max-stream)")
             if max(by_at, default=0) >= 1 << AT_BITS:
-                raise ValueError(f"tile {n}: longer than 2**{AT_BITS} cycles")
+                raise SpecError(f"pim host engine: tile {n} is longer than 2**{AT_BITS} cycles")
             last = max(by_at, default=0)
             tiles.append({"staging": s["input"], "entries": [by_at[t] for t in sorted(by_at)],
                           "array": [words.get((r, c), 0) for r in range(s["dram_rows"]) for c in range(rows)],
