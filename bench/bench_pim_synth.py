@@ -39,7 +39,8 @@ def main() -> None:
                              pnr=not args.generic, use_cache=not args.no_cache, workdir=args.workdir,
                              timeout_s=args.timeout)
     cfg = design.config_dict()
-    keep = ("luts", "ffs", "dsps", "bram", "lutram", "carry", "logic_levels", "levels_clock_mhz", "fmax_mhz", "critical_path")
+    keep = ("luts", "ffs", "dsps", "bram", "lutram", "carry", "logic_levels", "levels_clock_mhz", "fmax_mhz",
+            "critical_path")
     print(json.dumps({"arch": args.arch, "set": args.set, "mul_stages": cfg["mul_stages"],
                       "add_stages": cfg["add_stages"], "mac_latency": cfg["mac_latency"],
                       **{k: res.get(k) for k in keep if k in res}, "wall_s": round(time.time() - t0, 1)}))

@@ -149,7 +149,8 @@ async def run_job(dut, job: dict) -> dict:
         words = await host.read_rows(0, tile["rdaccs"])
         (timing,) = await host.batch_timing(1)
         results.append({"outputs": [[None, w] for w in words], "hw_cycles": timing["cycles"],
-                        "port_cycles": timing.get("port_cycles"), "error": _u(dut.error) if hasattr(dut, "error") else 0,
+                        "port_cycles": timing.get("port_cycles"),
+                        "error": _u(dut.error) if hasattr(dut, "error") else 0,
                         "error_before": 0, "trace": []})
         tile_done(n + 1, len(job["tiles"]))
     fin = await host.finish()

@@ -113,7 +113,8 @@ class PimHostEngine(wiring.Component):
         m.d.comb += [unit.row_valid.eq(issue.row_cmd != 0), unit.row_cmd.eq(issue.row_cmd),
                      unit.row_addr.eq(issue.row_addr), unit.col_valid.eq(issue.col_cmd != 0),
                      unit.col_cmd.eq(issue.col_cmd), unit.col_addr.eq(issue.col_addr),
-                     unit.col_acc.eq(issue.col_acc), unit.col_in.eq(issue.col_src[:len(unit.col_in)]), unit.col_wdata.eq(staged)]
+                     unit.col_acc.eq(issue.col_acc), unit.col_in.eq(issue.col_src[:len(unit.col_in)]),
+                     unit.col_wdata.eq(staged)]
         # ---------------------------------------------------------------- end of the tile and its cycle count
         inflight = Signal(range(self.out_depth + 2))  # RDACC columns popped, not yet out
         pop_rdacc = pop & (head.col_cmd == RDACC)
