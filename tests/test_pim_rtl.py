@@ -48,7 +48,7 @@ def small_run():
         w = rng.integers(-128, 128, (1, rows, k))
         x = rng.integers(-128, 128, k)
         items.append((PimTile("gemv", rows=rows, k=k, banks=1, ref_due=ref_due), {"weight": w, "input": x}))
-    design = design_for(P)
+    design = design_for(P)  # the default top: the host engine
     run = run_job(design.verilog(), design.toplevel, design.make_job(items))
     return design, items, run.result
 
@@ -79,7 +79,7 @@ def test_a_wrong_value_is_reported(small_run):
 
 
 def test_bank_unit_flags_early_mac():
-    design = design_for(P)
+    design = design_for(P, {"top": "unit"})
     # ACT at 0, MAC at 2 < tRCD = 3
     job = {"driver": design.driver, "array_latency": design.array_latency(),
            "streams": [{"array": [], "tail": 4,

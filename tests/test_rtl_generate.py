@@ -124,22 +124,30 @@ PIM_PORTS = [
 
 @pytest.mark.verilog
 def test_cli_generate_pim_hbm2(tmp_path, capsys):
-    """The PIM preset's near-bank unit (bf16): Verilog, FuseSoC core and manifest, ports as documented."""
+    """The PIM preset's bank (bf16) behind the host signature: Verilog, FuseSoC core and manifest, ports
+    as documented; the bare unit's ports (top="unit") as documented too."""
+    from rtl.lib.host import HOST_PORTS
+
     assert main(["rtl", "generate", "--arch", "pim-hbm2", "--out", str(tmp_path)]) == 0
-    assert "pim-hbm2: archsim_pim_bank (20 ports)" in capsys.readouterr().out
-    manifest = json.loads((tmp_path / "archsim_pim_bank.json").read_text())
-    assert manifest["template"] == "pim" and manifest["toplevel"] == "archsim_pim_bank"
+    assert f"pim-hbm2: archsim_pim_host ({len(HOST_PORTS) + 1} ports)" in capsys.readouterr().out
+    manifest = json.loads((tmp_path / "archsim_pim_host.json").read_text())
+    assert manifest["template"] == "pim" and manifest["toplevel"] == "archsim_pim_host"
     assert manifest["params"]["mac_precision"] == "bf16" and manifest["params"]["accumulator"] == "fp32"
     ports = {p["name"]: p for p in manifest["ports"]}
-    assert list(ports) == PIM_PORTS and all(p["doc"] for p in ports.values())
+    assert list(ports) == list(HOST_PORTS) + ["run"] and all(p["doc"] for p in ports.values())
+    # one 32-byte column (16 bf16 lanes) per write; 8 fp32 accumulators per RDACC column read
+    assert ports["rd_data__payload"]["width"] == 8 * 32
+    assert ports["wr__payload"]["width"] > 16 * 16
+    text = (tmp_path / "archsim_pim_host.v").read_text()
+    header = re.search(r"module archsim_pim_host\((.*?)\);", text, re.S).group(1)
+    assert sorted(p.strip() for p in header.split(",")) == sorted(ports)
+    core = (tmp_path / "archsim_pim_host.core").read_text()
+    assert "toplevel: archsim_pim_host" in core and "16 bf16 lanes" in core
+    unit = {p.name: p for p in design_for(load_arch("pim-hbm2"), {"top": "unit"}).ports()}
+    assert list(unit) == PIM_PORTS and all(p.doc for p in unit.values())
     # 16 bf16 lanes per 32-byte column, 8 fp32 accumulators per RDACC, 16384 DRAM rows (4 GiB stack)
-    assert ports["col_wdata"]["width"] == ports["dram_rdata"]["width"] == 16 * 16
-    assert ports["out_data"]["width"] == 8 * 32 and ports["row_addr"]["width"] == 14
-    text = (tmp_path / "archsim_pim_bank.v").read_text()
-    header = re.search(r"module archsim_pim_bank\((.*?)\);", text, re.S).group(1)
-    assert sorted(p.strip() for p in header.split(",")) == sorted(PIM_PORTS)
-    core = (tmp_path / "archsim_pim_bank.core").read_text()
-    assert "toplevel: archsim_pim_bank" in core and "16 bf16 lanes" in core
+    assert unit["col_wdata"].width == unit["dram_rdata"].width == 16 * 16
+    assert unit["out_data"].width == 8 * 32 and unit["row_addr"].width == 14
 
 
 def test_pim_rtl_errors_are_one_line(tmp_path, capsys):
@@ -147,7 +155,7 @@ def test_pim_rtl_errors_are_one_line(tmp_path, capsys):
     assert capsys.readouterr().err == "archsim: error: --depth: the pim RTL has no local tile buffers\n"
     assert main(["rtl", "generate", "--arch", "pim-hbm2", "--multiplier", "ecp5_dsp", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err == ("archsim: error: rtl options: multiplier: not an option of the pim RTL "
-                                       "(it has banks)\n")
+                                       "(it has banks, mul_stages, add_stages, top)\n")
     # int8 on pim-hbm2: 32 elements per column, 16 multipliers (the models run it in two MAC cycles; the RTL not)
     assert main(["rtl", "generate", "--arch", "pim-hbm2", "--set", "mac_precision=int8", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err == ("archsim: error: pim RTL: mac_lanes: the RTL needs one multiplier per "

@@ -21,7 +21,7 @@ from amaranth import Array, Cat, Module, Mux, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In
 
-from rtl.pim.design import LANE_BITS, PimBankUnit, _bits, check_params, pim_signature
+from rtl.pim.design import LANE_BITS, PimBankUnit, _bits, check_params, delay, pim_signature
 
 
 def channel_signature(p, banks: int) -> dict:
@@ -32,15 +32,16 @@ def channel_signature(p, banks: int) -> dict:
     return sig
 
 
-def check_channel(p, banks: int) -> None:
-    check_params(p)
+def check_channel(p, banks: int, mul_stages: int | None = None, add_stages: int | None = None) -> None:
+    check_params(p, mul_stages, add_stages)
     if not 1 <= banks <= p.banks_per_channel:
         raise ValueError(f"banks: expected 1..{p.banks_per_channel} (banks_per_channel), got {banks}")
 
 
 class PimChannelUnit(wiring.Component):
-    def __init__(self, params, banks: int):
-        check_channel(params, banks)
+    def __init__(self, params, banks: int, mul_stages: int | None = None, add_stages: int | None = None):
+        check_channel(params, banks, mul_stages, add_stages)
+        self.mul_stages, self.add_stages = mul_stages, add_stages
         p = self.p = params
         self.N = banks
         self.E = p.column_elements
@@ -54,7 +55,7 @@ class PimChannelUnit(wiring.Component):
         p, N, E, lb = self.p, self.N, self.E, self.lb
         W = lb * E
         m = Module()
-        units = [PimBankUnit(p, external_buffer=True) for _ in range(N)]
+        units = [PimBankUnit(p, True, self.mul_stages, self.add_stages) for _ in range(N)]
         for b, u in enumerate(units):
             m.submodules[f"bank{b}"] = u
             m.d.comb += [
@@ -80,23 +81,24 @@ class PimChannelUnit(wiring.Component):
         for u in units[1:]:
             ready, busy, err = ready & u.ready, busy | u.busy, err | u.error
         m.d.comb += [self.ready.eq(ready), self.busy.eq(busy), self.error.eq(err)]
-        # gather: word i of the group is bank i // rg's accumulator i % rg
+        # gather (the cycle after the RDACC, once the last write-back has landed): word i of the group is
+        # bank i // rg's accumulator i % rg
         is_rdacc = self.col_valid & (self.col_cmd == 3)
+        rd_v, rd_col, rd_rg = Signal(), Signal.like(self.col_addr), Signal.like(self.col_acc)
+        m.d.sync += [rd_v.eq(is_rdacc), rd_col.eq(self.col_addr), rd_rg.eq(self.col_acc)]
         table = Array(Array(u.accs) for u in units)
         rg = Signal(_bits(self.A) + 1)
-        m.d.comb += rg.eq(Mux(self.col_acc == 0, self.A, self.col_acc))
+        m.d.comb += rg.eq(Mux(rd_rg == 0, self.A, rd_rg))
         words = []
         for lane in range(self.out_lanes):
             idx = Signal(_bits(N * self.A * 2) + 1, name=f"gather_idx{lane}")
-            m.d.comb += idx.eq(self.col_addr * self.out_lanes + lane)
+            m.d.comb += idx.eq(rd_col * self.out_lanes + lane)
             bank = Signal.like(idx, name=f"gather_bank{lane}")
             acc = Signal.like(idx, name=f"gather_acc{lane}")
             m.d.comb += [bank.eq(idx // rg), acc.eq(idx % rg)]
             words.append(Mux(bank < N, table[bank[:_bits(N)]][acc[:_bits(self.A)]], 0))
-        ov = [Signal(name=f"out_v{i}") for i in range(p.tCL)]
-        od = [Signal(32 * self.out_lanes, name=f"out_d{i}") for i in range(p.tCL)]
-        m.d.sync += [ov[0].eq(is_rdacc), od[0].eq(Cat(*words))]
-        for i in range(1, p.tCL):
-            m.d.sync += [ov[i].eq(ov[i - 1]), od[i].eq(od[i - 1])]
-        m.d.comb += [self.out_valid.eq(ov[p.tCL - 1]), self.out_data.eq(od[p.tCL - 1])]
+        ov, od = Signal(name="gather_v"), Signal(32 * self.out_lanes, name="gather_d")
+        m.d.sync += [ov.eq(rd_v), od.eq(Cat(*words))]
+        m.d.comb += [self.out_valid.eq(delay(m, ov, p.tCL - 2, "out_v")),
+                     self.out_data.eq(delay(m, od, p.tCL - 2, "out_d"))]
         return m

@@ -13,8 +13,10 @@ import numpy as np
 from archsim.errors import SpecError
 from rtl.design import Port, RtlDesign, TileModels
 from rtl.pim.channel import PimChannelUnit, channel_signature, check_channel
-from rtl.pim.design import LANE_BITS, PimBankUnit, mac_stages, pim_signature
+from rtl.pim.design import LANE_BITS, PimBankUnit, array_latency, default_stages, pim_signature
+from rtl.pim.mac import mac_latency
 from rtl.design import pack_lanes
+from rtl.lib.host import HOST_PORT_DOCS
 
 PORT_DOCS = {
     "clk": "clock (rising edge) = the DRAM command clock",
@@ -32,9 +34,9 @@ PORT_DOCS = {
     "dram_rd": "column read to the DRAM array (registered: high the cycle after the MAC command)",
     "dram_row": "row of the column read (the open row)",
     "dram_col": "column of the column read",
-    "dram_rdata": "the DRAM array's answer: the column asked for, tCL - 1 - mac_stages cycles after dram_rd is "
-                  "high (mac_stages in the manifest's params); a channel: every bank's column, bank b at "
-                  "bits [b*W, (b+1)*W)",
+    "dram_rdata": "the DRAM array's answer: the column asked for, array_latency cycles after dram_rd is high "
+                  "(tCL + mac_pipeline_cycles - 2 - mac_latency; both in the manifest's params); a channel: every "
+                  "bank's column, bank b at bits [b*W, (b+1)*W)",
     "out_valid": "out_data holds an accumulator column (tCL cycles after its RDACC)",
     "out_data": "column_bytes // 4 accumulators (int32 or fp32 bits), accumulator c*lanes + i at bits [32i, 32i+32)",
     "ready": "the bank is closed, tRP has passed since PRE and tRFC since REF (it may take an ACT)",
@@ -42,6 +44,23 @@ PORT_DOCS = {
     "error": "sticky: a command broke tRCD, tRAS, tRP, tRTP, tRFC, the MAC unit's spacing or the bank state",
 }
 
+
+TOPS = ("unit", "host")
+#: the default top of one bank (a channel, ``banks > 1``, is always the bare units)
+DEFAULT_TOP = "host"
+HOST_DRIVER = "rtl.pim.host_driver:run_job"
+HOST_DOCS = {
+    **HOST_PORT_DOCS,
+    "cmd__payload": "one tile cycle's commands, fields from bit 0 up: at (24 bits, the tile cycle), row_cmd (0 none, "
+                    "1 ACT, 2 PRE, 3 REF), row_addr, col_cmd (0 none, 1 MAC, 2 GBWR, 3 RDACC), col_addr, col_acc, "
+                    "col_src (MAC: input-buffer column; GBWR: staging column), end (the tile's last entry)",
+    "wr__payload": "buf (1 bit: 0 input staging, 1 DRAM array at row * 2**col_bits + col), addr, data (one column)",
+    "rd_addr__payload": "output-buffer entry: the tile's i-th RDACC column",
+    "rd_data__payload": "one RDACC column: column_bytes // 4 accumulators (int32 / fp32 bits), word i at [32i, 32i+32)",
+    "tile_cycles": "the tile's cycles D (done is in tile cycle D = max(last RDACC column out, bank ready after the "
+                   "last PRE)); updated the cycle after done",
+    "run": "debug: high from the cycle before tile cycle 0 through done",
+}
 
 _pack = pack_lanes  # one word of lanes (rtl.design)
 
@@ -78,21 +97,50 @@ class PimDesign(RtlDesign):
     def __init__(self, params: Any, options: dict | None = None):
         options = dict(options or {})
         banks = options.pop("banks", 1)
+        stages = {k: options.pop(k) for k in ("mul_stages", "add_stages") if k in options}
+        top = options.pop("top", DEFAULT_TOP if banks == 1 else "unit")
         if options:
-            raise ValueError(f"{', '.join(sorted(options))}: not an option of the pim RTL (it has banks)")
-        if isinstance(banks, bool) or not isinstance(banks, int):
-            raise ValueError(f"banks: expected a positive integer, got {banks!r}")
-        super().__init__(params, {"banks": banks} if banks != 1 else {})
+            raise ValueError(f"{', '.join(sorted(options))}: not an option of the pim RTL "
+                             f"(it has banks, mul_stages, add_stages, top)")
+        if top not in TOPS:
+            raise ValueError(f"top: expected one of {', '.join(TOPS)}, got {top!r}")
+        if top == "host" and banks != 1:
+            raise ValueError("top: the host engine holds one bank unit (banks=1); use top='unit' for a channel")
+        #: "host": the bank unit behind the host signature (rtl.pim.host_engine); "unit": the bare unit
+        self.top = top
+        for key, v in [("banks", banks)] + list(stages.items()):
+            if isinstance(v, bool) or not isinstance(v, int) or v < (1 if key == "banks" else 0):
+                raise ValueError(f"{key}: expected a {'positive' if key == 'banks' else 'non-negative'} integer, "
+                                 f"got {v!r}")
+        super().__init__(params, dict({"banks": banks} if banks != 1 else {}, **stages,
+                                      **({"top": top} if top != DEFAULT_TOP and banks == 1 else {})))
         self.banks = banks
         if banks != 1:
             self.toplevel = "archsim_pim_channel"
+        if top == "host":
+            self.toplevel, self.driver, self.has_cycle_counter = "archsim_pim_host", HOST_DRIVER, True
         try:
-            check_channel(params, banks)
+            check_channel(params, banks, stages.get("mul_stages"), stages.get("add_stages"))
         except ValueError as err:
             raise SpecError(f"pim RTL: {err}") from None
+        ms, ad = default_stages(params)
+        #: the MAC datapath's pipeline depths (options, else the deepest default that fits tCL)
+        self.mul_stages, self.add_stages = stages.get("mul_stages", ms), stages.get("add_stages", ad)
+
+    @staticmethod
+    def target_options(params: Any, target: str) -> dict[str, Any]:
+        """Synthesis counts the bank unit's logic: the host engine's DRAM-array memory stands in for a DRAM
+        macro (and would be a million flip-flops in the generic flow)."""
+        return {"top": "unit"}
 
     def component(self):
-        return PimBankUnit(self.params) if self.banks == 1 else PimChannelUnit(self.params, self.banks)
+        if self.top == "host":
+            from rtl.pim.host_engine import PimHostEngine
+
+            return PimHostEngine(self.params, self.mul_stages, self.add_stages)
+        if self.banks == 1:
+            return PimBankUnit(self.params, False, self.mul_stages, self.add_stages)
+        return PimChannelUnit(self.params, self.banks, self.mul_stages, self.add_stages)
 
     def config_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
@@ -100,12 +148,19 @@ class PimDesign(RtlDesign):
         out = asdict(self.params)
         out.update(column_elements=self.params.column_elements, row_columns=self.params.row_columns,
                    accumulator="int32" if self.params.mac_precision == "int8" else "fp32",
-                   mac_stages=mac_stages(self.params), array_latency=self.array_latency())
+                   mul_stages=self.mul_stages, add_stages=self.add_stages,
+                   mac_latency=mac_latency(self.params.mac_precision, self.params.column_elements,
+                                           self.mul_stages, self.add_stages),
+                   array_latency=self.array_latency())
         if self.banks != 1:
             out["rtl_banks"] = self.banks
         return out
 
     def ports(self) -> list[Port]:
+        if self.top == "host":
+            comp = self.component()
+            comp._MustUse__silence = True  # built only to read its signature
+            return self.ports_of(comp.signature, HOST_DOCS)
         sig = pim_signature(self.params) if self.banks == 1 else channel_signature(self.params, self.banks)
         return self.ports_of(sig, PORT_DOCS)
 
@@ -139,6 +194,8 @@ class PimDesign(RtlDesign):
         return TileModels(gemv_dot(w, x, p.column_elements, p.mac_precision), tile_cycles(tile, p), det_vals, det_cycles)
 
     def rtl_cycles(self, g):
+        if self.top == "host":  # the hardware's counter
+            return g.get("hw_cycles")
         last_out = max([o[0] for o in g["outputs"]] + [0])
         return max(last_out, g.get("ready_at") or 0)
 
@@ -151,7 +208,12 @@ class PimDesign(RtlDesign):
     def value_name(self, at):
         return f"row {at[1]}"
 
+    def port_cycles(self, g):
+        return g.get("port_cycles") if self.top == "host" else self.rtl_cycles(g)
+
     def tile_extra(self, tile, ops, g):
+        if self.top == "host":
+            return {"hw_cycles": g.get("hw_cycles"), "port_cycles": g.get("port_cycles")}
         return {"ready_at": g.get("ready_at")}
 
     def tile_flag(self, g, extra):
@@ -188,7 +250,7 @@ class PimDesign(RtlDesign):
         xp = np.zeros(len(x) + 2 * p.input_buffer_bytes, np.int64)
         xp[:len(x)] = x
         it = iter(prog)
-        out = []
+        out, staging_cols = [], []
         for c in cmds:
             src = None if c.cmd == "REF" else next(it)[6]
             if c.cmd in ("ACT", "PRE", "REF"):
@@ -197,18 +259,64 @@ class PimDesign(RtlDesign):
                 out.append([c.time, c.cmd, c.col, c.acc, c.in_off // E, 0])
             elif c.cmd == "GBWR":
                 out.append([c.time, c.cmd, c.col, 0, 0, _pack(xp[src:src + E], lb)])
+                staging_cols.append(src // E)  # the input column copied (the host engine's staging address)
             else:  # RDACC; a channel gets the group's rows per bank (mod acc_registers: 0 = all)
                 rg = src[1] % p.acc_registers if self.banks != 1 else 0
                 out.append([c.time, c.cmd, c.col, rg, 0, 0])
-        return {"commands": out, "array": array, "tail": p.tCL + p.tRP + p.tRFC + 4}
+        return {"commands": out, "array": array, "tail": p.tCL + p.tRP + p.tRFC + 4, "gbwr_src": staging_cols,
+                "dram_rows": int(mem.shape[1]), "input": [_pack(xp[c * E:(c + 1) * E], lb)
+                                                          for c in range(max(staging_cols, default=-1) + 1)]}
 
     def array_latency(self) -> int:
         """Cycles from ``dram_rd`` to the column on ``dram_rdata`` (the rest of tCL is the MAC pipeline)."""
-        return self.params.tCL - 1 - mac_stages(self.params)
+        return array_latency(self.params, self.mul_stages, self.add_stages)
 
     def make_job(self, items) -> dict[str, Any]:
+        if self.top == "host":
+            return self._host_job(items)
         return {"driver": self.driver, "array_latency": self.array_latency(),
                 "streams": [self.stream(tile, ops) for tile, ops in items]}
+
+    def _host_job(self, items) -> dict[str, Any]:
+        """The host engine's job: per tile the staging and array contents and the command entries."""
+        from rtl.lib.host import payload_shape
+        from rtl.pim.host_engine import AT_BITS, PimHostEngine
+
+        eng = PimHostEngine(self.params, self.mul_stages, self.add_stages)
+        eng._MustUse__silence = True  # only its sizes are read
+        rows = 1 << eng.col_bits
+        codes = {"ACT": ("row", 1), "PRE": ("row", 2), "REF": ("row", 3), "MAC": ("col", 1), "GBWR": ("col", 2),
+                 "RDACC": ("col", 3)}
+        tiles = []
+        for n, (tile, ops) in enumerate(items):
+            s = self.stream(tile, ops)
+            srcs = iter(s["gbwr_src"])
+            by_at: dict[int, dict] = {}
+            for t, cmd, addr, acc, inp, _w in s["commands"]:
+                e = by_at.setdefault(t, {"at": t})
+                bus, code = codes[cmd]
+                if bus == "row":
+                    e.update(row_cmd=code, row_addr=addr)
+                else:
+                    e.update(col_cmd=code, col_addr=addr, col_acc=acc, col_src=next(srcs) if cmd == "GBWR" else inp)
+            words = {(r, c): w for r, c, w in s["array"]}
+            need = {"cmd_depth": len(by_at) + 1, "array_rows": s["dram_rows"], "staging_cols": len(s["input"]),
+                    "out_depth": sum(c[1] == "RDACC" for c in s["commands"])}
+            for key, v in need.items():
+                if v > getattr(eng, key):
+                    raise SpecError(f"pim host engine: tile {n} ({self.label(tile)}) needs {key} {v}, the engine "
+                                    f"holds {getattr(eng, key)} (use fewer rows per tile, e.g. a smaller --max-stream)")
+            if max(by_at, default=0) >= 1 << AT_BITS:
+                raise SpecError(f"pim host engine: tile {n} is longer than 2**{AT_BITS} cycles")
+            last = max(by_at, default=0)
+            tiles.append({"staging": s["input"], "entries": [by_at[t] for t in sorted(by_at)],
+                          "array": [words.get((r, c), 0) for r in range(s["dram_rows"]) for c in range(rows)],
+                          "rdaccs": need["out_depth"], "limit": 20 * (last + s["tail"]) + 20000})
+        members = eng.signature.members
+        layout = [(name, f.offset, f.width) for name, f in eng.layout]
+        wr = [(name, f.offset, f.width) for name, f in payload_shape(members["wr"])]
+        return {"driver": self.driver, "command_layout": layout, "write_layout": wr, "rd_bits": eng.out_bits,
+                "tiles": tiles}
 
     def rtl_values(self, tile, res) -> np.ndarray:
         """The weight rows' results in the order the stream's RDACCs read them out."""

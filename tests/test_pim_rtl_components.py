@@ -1,0 +1,179 @@
+"""The PIM bank unit's components one by one (amaranth.sim): the MAC datapath against numpy
+(products exact in float32, a pairwise float32 tree, or int32 wrap) exactly ``latency`` cycles
+after its operands; the accumulators against a Python running sum (same accumulator hit back to
+back, interleaved, after gaps; the group restart; the read-out 2 cycles after an RDACC); the
+controller's timing checks on hand-written command sequences."""
+from __future__ import annotations
+
+import ml_dtypes as md
+import numpy as np
+import pytest
+from amaranth.sim import Simulator
+
+from archsim.templates.pim import PimParams
+from rtl.pim.accumulators import READ_LATENCY, PimAccumulators
+from rtl.pim.controller import ACT, MAC, PRE, PimBankController
+from rtl.pim.mac import PimMacDatapath, mac_latency
+
+
+def _run(dut, tb):
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(tb)
+    sim.run()
+
+
+def _pack(codes, bits):
+    return sum(int(c) << (bits * i) for i, c in enumerate(codes))
+
+
+@pytest.mark.parametrize("lanes,mul_stages,add_stages", [(4, 2, 2), (3, 1, 1), (2, 0, 3)])
+def test_bf16_mac_datapath_matches_numpy(lanes, mul_stages, add_stages):
+    rng = np.random.default_rng(lanes * 10 + add_stages)
+    n = 40
+    w = rng.standard_normal((n, lanes)).astype(md.bfloat16)
+    x = rng.standard_normal((n, lanes)).astype(md.bfloat16)
+    prods = w.astype(np.float32) * x.astype(np.float32)  # exact: 8-bit significands
+    width = 1 << (lanes - 1).bit_length()
+    tree = np.concatenate([prods, np.zeros((n, width - lanes), np.float32)], axis=1)
+    while tree.shape[1] > 1:
+        tree = (tree[:, 0::2] + tree[:, 1::2]).astype(np.float32)
+    want = tree[:, 0].view(np.uint32)
+    dut = PimMacDatapath("bf16", lanes, mul_stages, add_stages)
+    assert dut.latency == mul_stages + (lanes - 1).bit_length() * add_stages
+    got = {}
+
+    async def tb(ctx):
+        for cycle in range(n + dut.latency + 1):
+            if cycle < n:
+                ctx.set(dut.w, _pack(w[cycle].view(np.uint16), 16))
+                ctx.set(dut.x, _pack(x[cycle].view(np.uint16), 16))
+            await ctx.tick()
+            if cycle + 1 - dut.latency in range(n):
+                got[cycle + 1 - dut.latency] = ctx.get(dut.sum)
+
+    _run(dut, tb)
+    assert [got[i] for i in range(n)] == [int(v) for v in want]
+
+
+def test_int8_mac_datapath_wraps_like_int32():
+    rng = np.random.default_rng(7)
+    n, lanes = 20, 5
+    w, x = rng.integers(-128, 128, (n, lanes)), rng.integers(-128, 128, (n, lanes))
+    want = [int(v) & 0xFFFFFFFF for v in (w * x).sum(axis=1)]
+    dut = PimMacDatapath("int8", lanes, 1, 1)
+    assert dut.latency == 1 + 3
+    got = {}
+
+    async def tb(ctx):
+        for cycle in range(n + dut.latency + 1):
+            if cycle < n:
+                ctx.set(dut.w, _pack(w[cycle] & 0xFF, 8))
+                ctx.set(dut.x, _pack(x[cycle] & 0xFF, 8))
+            await ctx.tick()
+            if cycle + 1 - dut.latency in range(n):
+                got[cycle + 1 - dut.latency] = ctx.get(dut.sum)
+
+    _run(dut, tb)
+    assert [got[i] for i in range(n)] == want
+
+
+def test_int8_datapath_refuses_two_stages():
+    with pytest.raises(ValueError, match="add_stages: the int8 datapath takes 0 or 1"):
+        PimMacDatapath("int8", 4, 1, 2)
+    assert mac_latency("int8", 16, 1, 0) == 1
+
+
+def _accumulate(dut, schedule, reads, cycles, fp32):
+    """Drive ``schedule`` {cycle: (idx, value)} and RDACC ``reads`` {cycle: col}; return
+    {read cycle: (cycle the data came out, words)}."""
+    out = {}
+
+    async def tb(ctx):
+        for cycle in range(cycles):
+            acc = schedule.get(cycle)
+            nxt = schedule.get(cycle + 1)
+            ctx.set(dut.valid, acc is not None)
+            ctx.set(dut.idx, acc[0] if acc else 0)
+            ctx.set(dut.next_idx, nxt[0] if nxt else 0)
+            val = acc[1] if acc else 0
+            ctx.set(dut.col_sum, int(np.float32(val).view(np.uint32)) if fp32 else val & 0xFFFFFFFF)
+            ctx.set(dut.rd, cycle in reads)
+            ctx.set(dut.rdacc, cycle in reads)
+            ctx.set(dut.rd_col, reads.get(cycle, 0))
+            await ctx.tick()
+            if ctx.get(dut.rd_valid):
+                word = ctx.get(dut.rd_data)
+                out[cycle + 1 - READ_LATENCY] = (cycle + 1, [(word >> (32 * i)) & 0xFFFFFFFF
+                                                             for i in range(dut.out_lanes)])
+
+    _run(dut, tb)
+    return out
+
+
+def test_int8_accumulators_forward_back_to_back_and_restart():
+    dut = PimAccumulators("int8", registers=6, out_lanes=4, col_bits=2)
+    rng = np.random.default_rng(3)
+    # group 1: acc 2 back to back, then 2/5 interleaved, a gap, 2 again; group 2 after the RDACC
+    order = [2, 2, 2, 5, 2, 5, 5, None, None, 2, 0, 0]
+    schedule = {}
+    for c, idx in enumerate(order):
+        if idx is not None:
+            schedule[c] = (idx, int(rng.integers(-2**31, 2**31)))
+    g2 = {30: (1, 7), 31: (1, -3), 32: (5, 9)}
+    schedule.update(g2)
+    reads = {20: 0, 21: 1, 40: 0, 41: 1}
+    out = _accumulate(dut, schedule, reads, 50, fp32=False)
+    want1 = [0] * 8
+    for c, (idx, v) in schedule.items():
+        if c < 20:
+            want1[idx] = (want1[idx] + v) & 0xFFFFFFFF
+    want2 = [0, 4, 0, 0, 0, 9, 0, 0]  # the restart cleared group 1's accumulators
+    assert out[20] == (20 + READ_LATENCY, want1[:4])
+    assert out[21][1] == want1[4:6] + [0, 0]  # beyond acc_registers: 0
+    assert out[40][1] == want2[:4] and out[41][1] == want2[4:6] + [0, 0]
+
+
+def test_fp32_accumulators_round_like_numpy_step_by_step():
+    dut = PimAccumulators("bf16", registers=4, out_lanes=4, col_bits=1)
+    rng = np.random.default_rng(5)
+    vals = (rng.standard_normal(12) * 10.0 ** rng.integers(-3, 4, 12)).astype(np.float32)
+    idxs = [3, 3, 3, 1, 3, 1, 1, 1, 0, 3, 3, 0]
+    schedule = {c: (i, v) for c, (i, v) in enumerate(zip(idxs, vals))}
+    out = _accumulate(dut, schedule, {20: 0}, 25, fp32=True)
+    want = np.zeros(4, np.float32)
+    for i, v in zip(idxs, vals):
+        want[i] = np.float32(want[i] + v)
+    assert out[20][1] == [int(u) for u in want.view(np.uint32)]
+
+
+P = PimParams(channels=1, banks_per_channel=1, bank_groups=1, rows_per_bank=64, row_bytes=64, column_bytes=16,
+              mac_lanes=16, mac_precision="int8", acc_registers=8, input_buffer_bytes=64,
+              tRCD=3, tRP=3, tRAS=7, tRTP=2, tWR=4, tCCD_S=1, tCCD_L=2, tRRD=1, tFAW=6, tREFI=200, tRFC=20, tCL=3)
+
+
+@pytest.mark.parametrize("mac_at,want_error", [(2, 1), (3, 0)])
+def test_controller_checks_trcd_and_reads_the_open_row(mac_at, want_error):
+    dut = PimBankController(P, 3)
+    seen = {}
+
+    async def tb(ctx):
+        for cycle in range(20):
+            ctx.set(dut.row_valid, cycle in (0, 12))
+            ctx.set(dut.row_cmd, ACT if cycle == 0 else PRE)
+            ctx.set(dut.row_addr, 9)
+            ctx.set(dut.col_valid, cycle == mac_at)
+            ctx.set(dut.col_cmd, MAC)
+            ctx.set(dut.col_addr, 2)
+            await ctx.tick()
+            if ctx.get(dut.dram_rd):
+                seen["rd"] = (cycle, ctx.get(dut.dram_row), ctx.get(dut.dram_col))
+            seen.setdefault("ready_at", None)
+            if cycle >= 12 and ctx.get(dut.ready) and seen["ready_at"] is None:
+                seen["ready_at"] = cycle + 1
+        seen["error"] = ctx.get(dut.error)
+
+    _run(dut, tb)
+    assert seen["rd"] == (mac_at, 9, 2)  # high the cycle after the command, the open row
+    assert seen["error"] == want_error
+    assert seen["ready_at"] == 12 + P.tRP  # closed, tRP after the PRE
