@@ -1,0 +1,78 @@
+"""SpAtten's top-k engine model (archsim.templates.attention.topk): kept indices against numpy,
+cycles against a run worked out by hand, the expected cycles against quick-select's known bounds."""
+from math import ceil
+
+import numpy as np
+import pytest
+
+from archsim.templates.attention.topk import (ROUND_OVERHEAD_CYCLES, TopkTile, expected_run, lfsr16_step,
+                                              select, tile_cycles)
+
+
+def _numpy_topk(scores, k):
+    # stable: among equal scores the lower index wins
+    order = np.lexsort((np.arange(scores.size), -scores))
+    return np.sort(order[:k])
+
+
+@pytest.mark.parametrize("seed", range(1, 40))
+def test_kept_indices_match_numpy(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    k = int(rng.integers(1, n + 1))
+    scores = rng.integers(0, 50, n)  # many ties
+    got = select(scores, k, int(rng.integers(1, 33)), seed)
+    assert np.array_equal(got.indices, _numpy_topk(scores, k))
+    assert got.threshold == np.sort(scores)[::-1][k - 1]
+
+
+def test_two_rounds_worked_by_hand():
+    scores = np.array([10, 40, 30, 20])
+    # pick a seed whose first pivot is the smallest (10) and whose second lands on 30
+    for seed in range(1, 1 << 16):
+        s1 = lfsr16_step(seed)
+        s2 = lfsr16_step(s1)
+        if scores[s1 % 4] == 10 and np.array([40, 30, 20])[s2 % 3] == 30:
+            break
+    r = select(scores, 2, 2, seed)
+    # fill 2, round 1 (m=4): 2+4, round 2 (m=3, greater FIFO [40, 30, 20]): 2+4, select 2
+    assert r.rounds == 2
+    assert r.cycles == 2 + (2 + ROUND_OVERHEAD_CYCLES) + (2 + ROUND_OVERHEAD_CYCLES) + 2
+    assert r.compares == 4 + 4 + 3
+    assert list(r.indices) == [1, 2]
+
+
+def test_one_round_exactly():
+    # pivot lands on the target at once: n = 4, seed such that the first pivot is the 2nd largest
+    scores = np.array([10, 40, 30, 20])
+    for seed in range(1, 1 << 16):
+        if scores[lfsr16_step(seed) % 4] == 30:
+            break
+    r = select(scores, 2, 4, seed)
+    assert r.rounds == 1
+    assert r.cycles == 1 + (1 + ROUND_OVERHEAD_CYCLES) + 1  # fill + one round + select, 4 per cycle
+    assert list(r.indices) == [1, 2]
+
+
+def test_keep_all_bypasses():
+    assert select(np.arange(5), 5, 4).cycles == 0
+    assert tile_cycles(TopkTile(100, 100), 16) == 0
+
+
+@pytest.mark.parametrize("n,k,p", [(1024, 128, 16), (993, 921, 16), (256, 32, 4), (4096, 16, 16)])
+def test_expected_cycles_within_quickselect_bounds(n, k, p):
+    cycles, compares = expected_run(n, k, p)
+    passes = 2 * ceil(n / p)
+    # the first round alone compares n; random-pivot quick-select compares at most ~3.39 n on average
+    assert passes + ceil(n / p) + ROUND_OVERHEAD_CYCLES <= cycles
+    assert n + n <= compares <= n + 3.4 * n
+    assert cycles <= passes + 3.4 * n / p + ROUND_OVERHEAD_CYCLES * 3 * np.log2(n)
+
+
+def test_bad_tiles_refused():
+    with pytest.raises(ValueError, match="k: expected at most"):
+        TopkTile(4, 5).check(4)
+    with pytest.raises(ValueError, match="topk_parallelism"):
+        TopkTile(4, 2).check(0)
+    with pytest.raises(ValueError, match="seed"):
+        TopkTile(4, 2, 0).check(4)
