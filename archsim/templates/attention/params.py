@@ -54,6 +54,10 @@ class AttentionParams(TemplateParams):
         per score, as the FuseMax artifact charges FLAT and unfused). Values are
         the same either way: rounding is monotone and ``c > 0``, so
         ``max(fl(s*c)) = fl(max(s)*c)``.
+    topk_parallelism : int
+        Comparators of SpAtten's top-k engine (:mod:`archsim.templates.attention.topk`), which
+        ranks token / head importance for cascade pruning (options ``token_keep``,
+        ``head_keep``); 0: no engine (SpAtten: 16).
     """
 
     rows: int = 256
@@ -64,6 +68,7 @@ class AttentionParams(TemplateParams):
     exp_macs: int = 6
     precision: str = "bf16"
     flat_scale_on: str = "array1d"
+    topk_parallelism: int = 0
 
     def validate(self) -> None:
         for key in ("rows", "cols", "pe1d"):
@@ -84,6 +89,9 @@ class AttentionParams(TemplateParams):
             raise ValueError(f"exp_macs: expected an integer in 3..8, got {v!r}")
         if self.flat_scale_on not in SCALE_PLACES:
             raise ValueError(f"flat_scale_on: expected one of {', '.join(SCALE_PLACES)}, got {self.flat_scale_on!r}")
+        v = self.topk_parallelism
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"topk_parallelism: expected a non-negative integer, got {v!r}")
         if self.precision not in ("bf16", "fp16"):
             raise ValueError(f"precision: expected bf16 or fp16, got {self.precision!r}")
 
