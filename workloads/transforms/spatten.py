@@ -4,7 +4,7 @@
 and, in a prefill or encoder, also its queries and every op up to the next attention layer);
 ``head_keep[i]`` the fraction of its heads it computes. Both cascade: a token or head pruned
 stays pruned, so the lists must not increase. A list shorter than the number of attention
-layers repeats its last value. Counts are ``max(1, floor(fraction * full))`` (the authors'
+layers repeats its last value (a longer one's extra entries name layers the graph does not have). Counts are ``max(1, floor(fraction * full))`` (the authors'
 traces: 0.9 of 1024 keys = 921).
 
 Two kinds of graph:
@@ -17,8 +17,11 @@ Two kinds of graph:
   GPT-2 traces: ``topk=921`` at layer 11).
 - **prefill / encoder** (every attention has ``seq_q == seq_kv``): tokens pruned after
   attention ``i`` leave every op up to attention ``i+1`` (projections, MLP, norms, residual
-  adds: their token dimension becomes ``T_{i+1}``); the first layer sees every token
-  (``token_keep[0]`` must be 1: its probabilities decide the first pruning).
+  adds: their token dimension becomes ``T_{i+1}``). There is no previous step, so the first
+  layer reads every token whatever ``token_keep[0]`` says (in a decode schedule it is what the
+  previous step's last top-k kept); the same list thus serves a model's prefill and decode.
+
+A graph without attention layers is returned unchanged.
 
 Head pruning shrinks each attention op to ``H_i`` heads (a ``gather`` of their Q/K/V columns
 and a ``scatter`` of the output back to the full width, the pruned heads' columns zero); the
@@ -51,9 +54,7 @@ def _fractions(name: str, values, layers: int) -> list[float]:
     if any(b > a for a, b in zip(seq, seq[1:])):
         raise WorkloadError(f"{name}: expected a non-increasing list (cascade: a pruned token or head "
                             f"stays pruned), got {list(seq)}")
-    if len(seq) > layers:
-        raise WorkloadError(f"{name}: {len(seq)} fractions for a graph with {layers} attention layers")
-    return seq + [seq[-1]] * (layers - len(seq))
+    return (seq + [seq[-1]] * (layers - len(seq)))[:layers]  # a longer list: its layers do not exist here
 
 
 def _count(fraction: float, full: int) -> int:
@@ -64,7 +65,7 @@ def cascade_prune(graph: Graph, token_keep=None, head_keep=None) -> Graph:
     """A copy of ``graph`` with SpAtten's cascade token and head pruning applied (module docstring)."""
     atts = [op for op in graph.ops() if op.kind == "attention"]
     if not atts:
-        raise WorkloadError("token_keep/head_keep: the graph has no attention layer to prune")
+        return graph
     n = len(atts)
     tk = _fractions("token_keep", token_keep, n)
     hk = _fractions("head_keep", head_keep, n)
@@ -72,9 +73,8 @@ def cascade_prune(graph: Graph, token_keep=None, head_keep=None) -> Graph:
     if not decode and not all(a.seq_q == a.seq_kv for a in atts):
         raise WorkloadError("token_keep: cascade pruning needs self-attention with one query per sequence "
                             "(decode) or seq_q == seq_kv (prefill, encoder); this graph mixes others")
-    if not decode and tk[0] < 1:
-        raise WorkloadError(f"token_keep[0]: a prefill's first attention layer sees every token (its "
-                            f"probabilities decide the first pruning); expected 1.0, got {tk[0]}")
+    if not decode:
+        tk[0] = 1.0  # no previous step: the first layer's probabilities decide the first pruning
     if any(h < 1 for h in hk) and any(a.kv_heads != a.heads for a in atts):
         raise WorkloadError("head_keep: grouped-query attention (kv_heads < heads) cannot prune single heads")
     L = atts[0].seq_kv
