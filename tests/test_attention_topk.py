@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from archsim.templates.attention.topk import (ROUND_OVERHEAD_CYCLES, TopkTile, expected_run, lfsr16_step,
-                                              select, tile_cycles)
+                                              pivot_index, select, tile_cycles)
 
 
 def _numpy_topk(scores, k):
@@ -27,15 +27,17 @@ def test_kept_indices_match_numpy(seed):
 
 
 def test_two_rounds_worked_by_hand():
-    scores = np.array([10, 40, 30, 20])
-    # pick a seed whose first pivot is the smallest (10) and whose second lands on 30
+    scores = np.array([10, 30, 40, 20])
+    # a seed whose first pivot is the smallest (10), then 30 first in the "greater" FIFO [30, 40, 20]
     for seed in range(1, 1 << 16):
         s1 = lfsr16_step(seed)
         s2 = lfsr16_step(s1)
-        if scores[s1 % 4] == 10 and np.array([40, 30, 20])[s2 % 3] == 30:
+        if scores[pivot_index(s1, 4)] == 10 and np.array([30, 40, 20])[pivot_index(s2, 3)] == 30:
             break
+    else:
+        raise AssertionError("no such seed")
     r = select(scores, 2, 2, seed)
-    # fill 2, round 1 (m=4): 2+4, round 2 (m=3, greater FIFO [40, 30, 20]): 2+4, select 2
+    # fill 2, round 1 (m=4): 2+4, round 2 (m=3): 2+4 (30 is the 2nd largest: done), select 2
     assert r.rounds == 2
     assert r.cycles == 2 + (2 + ROUND_OVERHEAD_CYCLES) + (2 + ROUND_OVERHEAD_CYCLES) + 2
     assert r.compares == 4 + 4 + 3
@@ -46,12 +48,19 @@ def test_one_round_exactly():
     # pivot lands on the target at once: n = 4, seed such that the first pivot is the 2nd largest
     scores = np.array([10, 40, 30, 20])
     for seed in range(1, 1 << 16):
-        if scores[lfsr16_step(seed) % 4] == 30:
+        if scores[pivot_index(lfsr16_step(seed), 4)] == 30:
             break
     r = select(scores, 2, 4, seed)
     assert r.rounds == 1
     assert r.cycles == 1 + (1 + ROUND_OVERHEAD_CYCLES) + 1  # fill + one round + select, 4 per cycle
     assert list(r.indices) == [1, 2]
+
+
+def test_pivot_index_by_hand():
+    assert pivot_index(0b1011_0110, 5) == 6 - 5  # mask 7: r = 6 >= 5 -> 1
+    assert pivot_index(0b1011_0011, 5) == 3
+    assert pivot_index(12345, 1) == 0
+    assert all(0 <= pivot_index(s, m) < m for s in range(1, 300) for m in range(1, 70))
 
 
 def test_keep_all_bypasses():

@@ -18,10 +18,12 @@ ascending order (token order is preserved, so pruned K/V rows are simply skipped
 ``k == n`` bypasses the engine (0 cycles, nothing pruned).
 
 Pivot: the hardware picks the first score of a pseudo-randomly chosen row of the current
-partition (``RandomPivot``, a hash of a row counter). The model uses a 16-bit maximal-length
-Fibonacci LFSR (taps 16, 14, 13, 11; seeded per tile, never 0) stepped once per round, pivot =
-the score at ``lfsr % m`` in the partition's FIFO order: deterministic, so the detailed model
-and an RTL implementation agree cycle for cycle on the same scores and seed.
+partition (``RandomPivot``: a hash of a row counter masked to the next power of two). The model
+uses a 16-bit maximal-length Fibonacci LFSR (taps 16, 14, 13, 11; seeded per tile, never 0)
+stepped once per round; the pivot is the score at :func:`pivot_index` ``(lfsr, m)`` of the
+partition in FIFO order (the masked draw, minus ``m`` when it lands past the end: no divider).
+Deterministic, so the detailed model and an RTL implementation agree cycle for cycle on the same
+scores and seed.
 
 The number of rounds depends on the scores. The fast model has no scores, so it charges the
 *expected* cycles: the mean of :data:`EXPECTED_RUNS` runs on distinct pseudo-random scores with
@@ -71,6 +73,13 @@ def lfsr16_step(state: int) -> int:
     return (state >> 1) | (bit << 15)
 
 
+def pivot_index(state: int, m: int) -> int:
+    """Index of the pivot among ``m`` scores for LFSR ``state``: ``r = state & (2^ceil(log2 m) - 1)``,
+    then ``r - m`` if ``r >= m`` (``r < 2m``, so one subtraction; uniform enough, as the hardware's)."""
+    r = state & ((1 << (m - 1).bit_length()) - 1)
+    return r - m if r >= m else r
+
+
 @dataclass(frozen=True)
 class TopkResult:
     """Indices kept (ascending), the k-th largest score, the engine's cycles and rounds, and its
@@ -100,7 +109,7 @@ def select(scores, k: int, parallelism: int, seed: int = 1) -> TopkResult:
         compares += m
         cycles += ceil(m / parallelism) + ROUND_OVERHEAD_CYCLES
         state = lfsr16_step(state)
-        pivot = part[state % m]
+        pivot = part[pivot_index(state, m)]
         less, greater = part[part < pivot], part[part > pivot]
         equal = m - less.size - greater.size
         if target < less.size:
