@@ -169,7 +169,7 @@ def area_breakdown(arch: Any) -> list[AreaItem]:
         macro = buffer.bytes / max(1, int(buffer.banks))
         unit, source = figures.sram_per_byte(macro)
         items.append(AreaItem(f"sram.{name}", buffer.bytes, unit, "sram_area", source))
-    lanes = int(getattr(arch.vector_unit, "lanes", 0) or 0)
+    lanes = int(arch.vector_unit.lanes)
     if lanes:
         unit, source = figures.unit("vector.lane")
         items.append(AreaItem("vector_unit", lanes, unit, "vector.lane", source))

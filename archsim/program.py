@@ -143,8 +143,11 @@ class LayerProgram:
 
 @dataclass(slots=True)
 class Program:
-    """A whole workload mapped onto one arch: layers in graph (topological) order."""
+    """A whole workload mapped onto one arch: layers in graph (topological) order, or in the
+    operator order a scratchpad allocation chose (``allocation``: its summary, see
+    :mod:`mappers.allocation.apply`; empty for the greedy layer-by-layer mapping)."""
 
     arch_name: str
     workload_name: str
     layers: list[LayerProgram]
+    allocation: dict[str, Any] = field(default_factory=dict)

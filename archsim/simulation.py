@@ -98,6 +98,10 @@ def simulate(
     result.imported = dict(getattr(graph, "import_report", None) or {})
     result.options = {"workload": workload_opts, "mapper": mapper_opts, "overrides": _overrides_list(overrides),
                       "detailed": detailed}
+    if program.allocation:  # COSMA allocation (mappers.allocation.apply): the plan and the bytes it left
+        from mappers.allocation.apply import measured_traffic
+
+        result.options["allocation"] = {**program.allocation, **measured_traffic(program, result)}
     return result
 
 

@@ -28,6 +28,10 @@ Conventions of the emitted Program beyond :mod:`archsim.program`:
   GEMM op with fused element-wise ops after it; those ops become layers
   without commands whose ``mapping["fused_into"]`` names the GEMM.
   ``fusion=False`` turns it off.
+- Scratchpad allocation (:mod:`mappers.allocation.apply`): with ``allocation: ilp|heuristic``
+  the layers follow the plan's operator order, tensors kept on chip lose their Stores and
+  Loads, a ``<layer>.reload`` layer (op ``"reload"``) holds the reload Loads before a step, and
+  ``Program.allocation`` summarises the plan. ``greedy`` (the default) is layer by layer.
 - Layer mappings are cached by (template, op fields, options, the arch
   fields the op's mapping reads): a mapper that declares
   ``arch_key(op)`` (see :mod:`mappers.registry`) shares e.g. the mapping of
@@ -68,9 +72,6 @@ def compile(graph, arch, **options) -> Program:  # noqa: A001 - public name fixe
         Unknown option or value, or a layer that cannot fit the arch.
     """
     opts = make_options(arch, options)
-    if opts.allocation != "greedy":  # refuse rather than silently map layer by layer
-        raise MappingError(f"allocation: {opts.allocation!r} plans are computed by mappers.allocation "
-                           "(bench/bench_cosma.py) but not yet applied to a Program's DRAM traffic; use 'greedy'")
     module = get_mapper_module(arch.template)
     mapper = module.make_mapper(arch, opts)
     if not isinstance(mapper, Mapper):  # its hooks are called, never probed
@@ -79,60 +80,72 @@ def compile(graph, arch, **options) -> Program:  # noqa: A001 - public name fixe
     graph = mapper.prepare_graph(graph)  # a rewrite the mapper's options ask for (e.g. pruning)
     mapper.check_graph(graph)  # whole-graph limits, e.g. PIM DRAM capacity
     fusion = plan_fusion(graph, mapper.output_ops if opts.fusion else ())
-    whole = None  # the whole arch as a key, for ops the mapper does not project
-    name = module.__name__
+    if opts.allocation != "greedy":  # COSMA: order, residency and eviction applied to the Program
+        from mappers.allocation.apply import compile_allocated
+
+        return compile_allocated(graph, arch, opts, module, mapper, fusion)
     layers: list[LayerProgram] = []
-    stats = _STATS
     for op in graph.ops():
-        if op.kind == "shape":
-            layers.append(LayerProgram(op.name, op.kind, 0, [], ("shape",), {}, ""))
-            continue
-        into = fusion.fused_into.get(op.name)
-        if into is not None:  # runs in the output path of an earlier GEMM layer
-            layers.append(LayerProgram(op.name, op.kind, 0, [], ("fused",), {"fused_into": into}, "",
-                                       activation_format=str(getattr(op, "act_precision", "") or "")))
-            continue
-        epilogue = fusion.epilogues.get(op.name)
-        ak = mapper.arch_key(op)
-        if ak is None:
-            if whole is None:
-                whole = ("*", repr(arch))
-            key = (name, whole, opts, op_key(op))
-        else:
-            key = (name, ak, opts, op_key(op))
-        if epilogue is not None:
-            key += (epilogue.classes, epilogue.residual, epilogue.out_precision)
-        cached = _LAYER_CACHE.get(key)
-        if cached is None:
-            stats["misses"] += 1
-            if epilogue is not None:
-                try:
-                    cached = mapper(op, epilogue)
-                except MappingError:  # e.g. no room for the residual tiles: run the ops unfused
-                    for fused in epilogue.ops:
-                        del fusion.fused_into[fused]
-                    key = key[:-3]
-                    cached = _LAYER_CACHE.get(key)
-            if cached is None:
-                cached = mapper(op)
-            cached.arch_key = ak
-            if len(_LAYER_CACHE) >= _CACHE_LIMIT:
-                _LAYER_CACHE.clear()
-            _LAYER_CACHE[key] = cached
-        else:
-            stats["hits"] += 1
-        # token lookups count the tokens a run processes (tokens/s in reports)
-        tokens = int(op.tokens) if op.kind == "embedding" else 0
-        weights, acts = compute_formats(arch.model(), *_formats(op))
-        layers.append(LayerProgram(op.name, cached.op, cached.macs, cached.commands, cached.signature,
-                                   cached.mapping, ak, repeat=cached.repeat, tokens=tokens,
-                                   weight_format=cached.weight_format or weights,
-                                   activation_format=cached.activation_format or acts,
-                                   internal_bytes=cached.internal_bytes))
+        layers.append(map_layer(op, arch, opts, module, mapper, fusion))
     return Program(arch.name, str(getattr(graph, "name", "")), layers)
 
 
+def map_layer(op, arch, opts: MapOptions, module, mapper: Mapper, fusion) -> LayerProgram:
+    """The LayerProgram of one ``op`` by ``mapper`` (``module``'s, for ``arch``), memoized;
+    ``fusion`` (:func:`mappers.fusion.plan_fusion`) says which ops run in a GEMM's output path
+    (an epilogue that does not fit is dropped from it: those ops then run unfused)."""
+    stats = _STATS
+    if op.kind == "shape":
+        return LayerProgram(op.name, op.kind, 0, [], ("shape",), {}, "")
+    into = fusion.fused_into.get(op.name)
+    if into is not None:  # runs in the output path of an earlier GEMM layer
+        return LayerProgram(op.name, op.kind, 0, [], ("fused",), {"fused_into": into}, "",
+                            activation_format=str(getattr(op, "act_precision", "") or ""))
+    epilogue = fusion.epilogues.get(op.name)
+    name = module.__name__
+    ak = mapper.arch_key(op)
+    key = (name, _whole_arch_key(arch) if ak is None else ak, opts, op_key(op))
+    if epilogue is not None:
+        key += (epilogue.classes, epilogue.residual, epilogue.out_precision)
+    cached = _LAYER_CACHE.get(key)
+    if cached is None:
+        stats["misses"] += 1
+        if epilogue is not None:
+            try:
+                cached = mapper(op, epilogue)
+            except MappingError:  # e.g. no room for the residual tiles: run the ops unfused
+                for fused in epilogue.ops:
+                    del fusion.fused_into[fused]
+                key = key[:-3]
+                cached = _LAYER_CACHE.get(key)
+        if cached is None:
+            cached = mapper(op)
+        cached.arch_key = ak
+        if len(_LAYER_CACHE) >= _CACHE_LIMIT:
+            _LAYER_CACHE.clear()
+        _LAYER_CACHE[key] = cached
+    else:
+        stats["hits"] += 1
+    # token lookups count the tokens a run processes (tokens/s in reports)
+    tokens = int(op.tokens) if op.kind == "embedding" else 0
+    weights, acts = compute_formats(arch.model(), *_formats(op))
+    return LayerProgram(op.name, cached.op, cached.macs, cached.commands, cached.signature,
+                        cached.mapping, ak, repeat=cached.repeat, tokens=tokens,
+                        weight_format=cached.weight_format or weights,
+                        activation_format=cached.activation_format or acts,
+                        internal_bytes=cached.internal_bytes)
+
+
 _STATS = {"hits": 0, "misses": 0}
+
+
+def _whole_arch_key(arch) -> tuple:
+    """The whole arch as a cache key, for ops the mapper does not project (its repr, built once)."""
+    got = arch.__dict__.get("_whole_key")
+    if got is None:
+        got = ("*", repr(arch))
+        object.__setattr__(arch, "_whole_key", got)
+    return got
 
 
 def _formats(op) -> tuple[str, str]:

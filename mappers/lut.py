@@ -105,7 +105,7 @@ class LutMapper(Mapper):
         costs = MemoryCosts.of(arch)
         self.inv_bw, self.latency, self.e_dram, self.e_sram = costs.inv_bw, costs.latency, costs.e_dram, costs.e_sram
         #: element-wise classes the output path runs (mappers.fusion); the shipped presets declare none
-        self.output_ops = tuple(getattr(arch, "output_ops", ()) or ())
+        self.output_ops = tuple(arch.output_ops)
 
     # -- one op -------------------------------------------------------------------
     def formats(self, g: Gemm) -> tuple[str, str] | None:

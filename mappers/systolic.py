@@ -112,7 +112,7 @@ class SystolicMapper(Mapper):
         self.inv_bw, self.latency, self.e_dram, self.e_sram = costs.inv_bw, costs.latency, costs.e_dram, costs.e_sram
         self._gemm_key = self._vector_key = None
         #: element-wise classes the output path runs (mappers.fusion); SCALE-Sim has no such unit
-        self.output_ops = () if self.compat else tuple(getattr(arch, "output_ops", ()) or ())
+        self.output_ops = () if self.compat else tuple(arch.output_ops)
 
     # -- what a layer's mapping reads of the arch (mappers.registry) ----------
     def arch_key(self, op) -> str:
@@ -222,7 +222,7 @@ class SystolicMapper(Mapper):
 
     def _packed_bits(self, g: Gemm) -> int:
         """:func:`packed_weight_bits` of ``g`` on this array."""
-        width = getattr(self.arch.params, "weight_precision", None)
+        width = self.arch.params.weight_precision
         return packed_weight_bits(g, precision_bits(width)) if width else 0
 
     def _column_groups(self, low):

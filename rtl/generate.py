@@ -16,25 +16,22 @@ from pathlib import Path
 from typing import Any
 
 from archsim.errors import SpecError
+from archsim.spec.from_params import arch_from_params
 from archsim.spec.model import ArchSpec
 from rtl.design import RtlDesign
 
 
-def _params_of(params_or_arch: Any) -> Any:
-    return params_or_arch.params if isinstance(params_or_arch, ArchSpec) else params_or_arch
+def _arch_of(params_or_arch: Any) -> ArchSpec:
+    """The arch spec given, or the one :func:`archsim.spec.arch_from_params` wraps bare template params
+    in (the RTL API takes either: an RTL design is built from params)."""
+    return params_or_arch if isinstance(params_or_arch, ArchSpec) else arch_from_params(params_or_arch)
 
 
 def design_class(params_or_arch: Any) -> type[RtlDesign]:
     """The :class:`RtlDesign` subclass named by the template's entry (``Template.rtl``)."""
     from archsim.templates import get_template, template_names
 
-    if isinstance(params_or_arch, ArchSpec):
-        template = params_or_arch.template
-    else:  # a bare Params instance: the template whose params class it is
-        cls = type(params_or_arch)
-        template = next((n for n in template_names() if get_template(n).params_cls is cls), None)
-        if template is None:
-            raise SpecError(f"no template takes params {cls.__name__}")
+    template = _arch_of(params_or_arch).template
     entry = get_template(template)
     if entry.rtl is None:
         with_rtl = [n for n in template_names() if get_template(n).rtl is not None]
@@ -44,19 +41,18 @@ def design_class(params_or_arch: Any) -> type[RtlDesign]:
 
 def design_for(params_or_arch: Any, options: Any = None) -> RtlDesign:
     """The RTL design of an ``ArchSpec`` or a template ``Params`` instance."""
-    cls = design_class(params_or_arch)
-    params = _params_of(params_or_arch)
+    arch = _arch_of(params_or_arch)
+    cls = design_class(arch)
     try:
-        return cls(params, options)
+        return cls(arch.params, options)
     except (TypeError, ValueError) as err:
         raise SpecError(f"rtl options: {err}") from None
 
 
 def target_options(params_or_arch: Any, target: str) -> dict[str, Any]:
     """RTL options that suit a synthesis target (the design's own choice; empty when none apply)."""
-    cls = design_class(params_or_arch)
-    params = _params_of(params_or_arch)
-    return dict(cls.target_options(params, target))
+    arch = _arch_of(params_or_arch)
+    return dict(design_class(arch).target_options(arch.params, target))
 
 
 def fusesoc_core(design: RtlDesign, name: str | None = None) -> str:

@@ -237,7 +237,7 @@ def test_missing_highspy_names_the_extra(monkeypatch):
         plan_allocation(_chain(), 2000, "ilp")
 
 
-def test_mapper_option_is_validated_and_refused_until_wired():
+def test_mapper_option_is_validated_and_applied():
     import mappers
     from archsim.spec import load_arch
     from archsim.spec.options import options_for
@@ -246,8 +246,8 @@ def test_mapper_option_is_validated_and_refused_until_wired():
     assert options_for("systolic", {}).allocation == "greedy"
     with pytest.raises(MappingError, match="^allocation: expected one of greedy, ilp, heuristic, got 'best'$"):
         options_for("systolic", {"allocation": "best"})
-    with pytest.raises(MappingError, match="^allocation: 'ilp' plans are computed by mappers.allocation"):
-        mappers.compile(_chain(), load_arch("systolic-32x32-ws"), allocation="ilp")
+    # applied to the Program (tests/test_cosma_apply.py counts its bytes)
+    assert mappers.compile(_chain(), load_arch("systolic-32x32-ws"), allocation="ilp").allocation["method"] == "ilp"
     assert mappers.compile(_chain(), load_arch("systolic-32x32-ws"), allocation="greedy").layers
 
 

@@ -31,9 +31,6 @@ class ToyModel(TemplateModel):
     units = {"array": "compute", "vector": "vector", "dma": "dma"}
     calls = 0
 
-    def __init__(self, arch):
-        self.arch = arch
-
     def peak_macs_per_cycle(self, precision=None, activations=None):
         return 16
 

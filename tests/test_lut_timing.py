@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from archsim.errors import SpecError
+from archsim.spec import arch_from_params
 from archsim.spec.load import load_arch
 from archsim.templates.lut import LutModel, LutParams, LutTile
 from archsim.templates.lut.detailed import LutArrayDetailed
@@ -56,7 +57,7 @@ def test_detailed_trace_overlaps_precompute_with_lookups():
 
 
 def test_peak_macs_per_weight_format():
-    m = LutModel(LutParams(tile_m=2, tile_n=64, group_k=4, tile_k=4))
+    m = LutModel(arch_from_params(LutParams(tile_m=2, tile_n=64, group_k=4, tile_k=4)))
     # every column reduces K activations per plane per cycle: 2 * 64 * 4 / b
     assert [m.peak_macs_per_cycle(f) for f in ("int1", "ternary", "int2", "int3", "int4")] == \
         [512, 256, 256, 512 / 3, 128]
@@ -78,7 +79,7 @@ def test_bad_params_are_one_line_errors(overrides, message):
 
 
 def test_bad_tiles():
-    m = LutModel(LutParams(scale="per_group", scale_group=8))
+    m = LutModel(arch_from_params(LutParams(scale="per_group", scale_group=8)))
     with pytest.raises(ValueError, match=r"^k: expected a multiple of group_k \(4\), got 6$"):
         m.check_tile(LutTile(1, 6, 1))
     with pytest.raises(ValueError, match=r"^k: expected a multiple of scale_group \(8\) with per_group scales"):

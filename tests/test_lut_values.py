@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from archsim.spec import arch_from_params
 from archsim.templates import get_template
 from archsim.templates.lut import LutModel, LutParams, LutTile, weight_planes
 from archsim.templates.lut.detailed import LutArrayDetailed
@@ -27,7 +28,7 @@ def test_int_group_by_hand():
     p = LutParams(tile_m=1, tile_n=1)
     tile = LutTile(1, 4, 1, "ternary", "int8")
     ops = {"input": np.array([[1, 2, 3, 4]]), "weight": np.array([[1], [-1], [0], [1]])}
-    fast = LutModel(p).tile_values(tile, ops)
+    fast = LutModel(arch_from_params(p)).tile_values(tile, ops)
     det, _ = LutArrayDetailed(p).run_tile(tile, ops)
     assert fast.tolist() == det.tolist() == [[3]] and fast.dtype == np.int64
 
@@ -39,11 +40,12 @@ def test_fp_rounding_follows_the_contract():
     p = LutParams(tile_m=1, tile_n=1)
     tile = LutTile(1, 4, 1, "int1", "bf16")
     ops = {"input": np.array([[2.0 ** 24, 1, 1, 0]], F32), "weight": np.ones((4, 1), np.int64)}
-    assert LutModel(p).tile_values(tile, ops).tolist() == [[2.0 ** 24]]
+    assert LutModel(arch_from_params(p)).tile_values(tile, ops).tolist() == [[2.0 ** 24]]
     assert LutArrayDetailed(p).run_tile(tile, ops)[0].tolist() == [[2.0 ** 24]]
     # int4 weights 7: bit-serial shift-adds of tables of [32768, 2, 2, 0]: every step exact (< 2**24)
     ops = {"input": np.array([[2.0 ** 15, 2, 2, 0]], F32), "weight": np.array([[7], [7], [7], [0]])}
-    assert LutModel(p).tile_values(LutTile(1, 4, 1, "int4", "fp16"), ops).tolist() == [[7.0 * (32768 + 4)]]
+    tile = LutTile(1, 4, 1, "int4", "fp16")
+    assert LutModel(arch_from_params(p)).tile_values(tile, ops).tolist() == [[7.0 * (32768 + 4)]]
 
 
 def test_symmetric_and_full_tables_agree_bit_for_bit():
@@ -61,12 +63,12 @@ def test_scales_by_hand():
     tile = LutTile(1, 4, 2, "int2", "int8")
     ops = {"input": np.array([[1, 1, 1, 1]]), "weight": np.array([[1, -2], [1, -2], [1, -2], [1, -2]]),
            "scale": np.array([0.5, 0.25], F32)}
-    assert LutModel(p).tile_values(tile, ops).tolist() == [[2.0, -2.0]]
+    assert LutModel(arch_from_params(p)).tile_values(tile, ops).tolist() == [[2.0, -2.0]]
     p = LutParams(tile_m=1, tile_n=1, scale="per_group", scale_group=4)
     tile = LutTile(1, 8, 1, "int2", "int8")
     ops = {"input": np.ones((1, 8), np.int64), "weight": np.ones((8, 1), np.int64),
            "scale": np.array([[0.5], [2.0]], F32)}
-    assert LutModel(p).tile_values(tile, ops).tolist() == [[4 * 0.5 + 4 * 2.0]]
+    assert LutModel(arch_from_params(p)).tile_values(tile, ops).tolist() == [[4 * 0.5 + 4 * 2.0]]
 
 
 def test_reference_catches_a_wrong_value():

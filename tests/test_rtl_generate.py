@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from archsim.spec import arch_from_params
 from archsim.spec import load_arch
 
 from archsim.cli import main
@@ -63,7 +64,7 @@ def test_config_cycles_formula_matches_the_fast_model():
     for df, pre, P in [("ws", "serial", 0), ("is", "double_buffered", 1), ("os", "serial", 1)]:
         params = SystolicParams(rows=5, cols=3, dataflow=df, preload=pre, mult_pipeline_stages=P)
         cfg = SystolicConfig.from_params(params)
-        model = SystolicModel(params)
+        model = SystolicModel(arch_from_params(params))
         tile = SystolicTile(df, 3, 2, 3, preload_hidden=pre == "double_buffered")
         assert cfg.tile_cycles(df, 3, 2, 3, tile.preload_hidden) == model.tile_cycles(tile)
 

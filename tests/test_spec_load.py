@@ -39,9 +39,6 @@ class FakeParams(TemplateParams):
 class FakeModel(TemplateModel):
     units = {"array": "compute", "vector": "vector", "dma": "dma"}
 
-    def __init__(self, arch):
-        self.arch = arch
-
 
 # a loader-only fake: nothing here maps a graph, so its mapper module is never imported
 FAKE = Template("fake", "test template", params="test_spec_load:FakeParams", model="test_spec_load:FakeModel",

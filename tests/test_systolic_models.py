@@ -6,6 +6,7 @@ import re
 import numpy as np
 import pytest
 
+from archsim.spec import arch_from_params
 from archsim.templates import get_template
 from archsim.templates.systolic import (
     SystolicArrayDetailed,
@@ -50,7 +51,7 @@ def test_ws_hand_worked_2x3():
     # Last row i=2 reaches PE(1,0) at 5, then column 2 at 7: out[2,2] leaves at 7 -> 8 cycles.
     p = SystolicParams(rows=2, cols=3)
     tile = SystolicTile("ws", m=3, k=2, n=3)
-    assert SystolicModel(p).tile_cycles(tile) == 8
+    assert SystolicModel(arch_from_params(p)).tile_cycles(tile) == 8
     a = np.array([[1, 2], [3, 4], [5, 6]])
     w = np.array([[1, 0, -1], [2, 1, 0]])
     values, cycles = detailed_tile(p, tile, {"input": a, "weight": w})
@@ -64,7 +65,7 @@ def test_os_hand_worked_pipelined():
     # so the last output is presented in cycle 5 -> 6 cycles.
     p = SystolicParams(rows=2, cols=2, dataflow="os", mult_pipeline_stages=1)
     tile = SystolicTile("os", m=2, k=3, n=2)
-    assert SystolicModel(p).tile_cycles(tile) == 6
+    assert SystolicModel(arch_from_params(p)).tile_cycles(tile) == 6
     a = np.array([[1, -1, 2], [0, 3, 1]])
     w = np.array([[1, 2], [3, 4], [5, 6]])
     values, cycles = detailed_tile(p, tile, {"input": a, "weight": w})
@@ -79,7 +80,7 @@ def test_is_hand_worked_hidden_preload():
     p = SystolicParams(rows=3, cols=2, dataflow="is", preload="double_buffered")
     hidden = SystolicTile("is", m=2, k=3, n=4, preload_hidden=True)
     serial = SystolicTile("is", m=2, k=3, n=4)
-    model = SystolicModel(p)
+    model = SystolicModel(arch_from_params(p))
     assert model.tile_cycles(hidden) == 7
     assert model.tile_cycles(serial) == 10
     rng = np.random.default_rng(7)
@@ -113,7 +114,7 @@ def test_gemm256_scalesim_readme_figures():
 def test_wraparound_is_bit_exact(acc, inp):
     # Extreme operands so that sums overflow narrow accumulators: hardware wraps.
     p = SystolicParams(rows=8, cols=4, input_precision=inp, weight_precision=inp, acc_precision=acc)
-    model = SystolicModel(p)
+    model = SystolicModel(arch_from_params(p))
     lo = -(1 << (int(inp[3:]) - 1))
     for df in ("ws", "os", "is"):
         tile = {"ws": SystolicTile("ws", 5, 8, 4, accumulate=True),
@@ -150,7 +151,7 @@ def test_gemm_sequence_matches_numpy_and_fold_cycles(df, preload, P):
         out[sm, sn] += vals
     assert out.tolist() == (A @ W).tolist()
     assert sum(c for _, c in results) == gemm_fold_cycles(M, K, N, p, df)
-    model = SystolicModel(p)
+    model = SystolicModel(arch_from_params(p))
     assert [c for _, c in results] == [model.tile_cycles(t) for t, _ in items]
 
 
@@ -165,7 +166,7 @@ def test_hidden_preload_across_dataflows():
     items = [(t, random_operands(rng, t, p)) for t in tiles]
     arr = SystolicArrayDetailed(p)
     results = arr.run_sequence(items)
-    model = SystolicModel(p)
+    model = SystolicModel(arch_from_params(p))
     for (t, ops), (vals, cyc) in zip(items, results):
         assert vals.tolist() == (ops["input"] @ ops["weight"]).tolist()
         assert cyc == model.tile_cycles(t)
@@ -185,7 +186,7 @@ def test_gemm_fold_cycles_vectorised_equals_tile_sum():
     Ms, Ks, Ns = (rng.integers(1, 300, 40) for _ in range(3))
     for pre in ("serial", "double_buffered"):
         p = SystolicParams(rows=16, cols=8, preload=pre, mult_pipeline_stages=1)
-        model = SystolicModel(p)
+        model = SystolicModel(arch_from_params(p))
         for df in ("ws", "os", "is"):
             vec = gemm_fold_cycles(Ms, Ks, Ns, p, df)
             loop = [sum(model.tile_cycles(t) for t, _ in gemm_tiles(int(m), int(k), int(n), p, df))
@@ -196,7 +197,7 @@ def test_gemm_fold_cycles_vectorised_equals_tile_sum():
 # ---------------------------------------------------------------- actions, registry, errors
 def test_tile_actions_small_ws():
     p = SystolicParams(rows=4, cols=4, acc_precision="int32")
-    acts = SystolicModel(p).tile_actions(SystolicTile("ws", 5, 3, 2, accumulate=True))
+    acts = SystolicModel(arch_from_params(p)).tile_actions(SystolicTile("ws", 5, 3, 2, accumulate=True))
     assert acts["mac.int8"] == 30
     # 2 register writes per MAC + weight rows 0,1,2 written 1,2,3 times in 2 columns
     assert acts["pe_reg_access"] == 60 + 2 * (1 + 2 + 3)
@@ -235,7 +236,7 @@ def test_params_validate_messages(kwargs, message):
 
 
 def test_tile_errors():
-    model = SystolicModel(SystolicParams(rows=4, cols=2))
+    model = SystolicModel(arch_from_params(SystolicParams(rows=4, cols=2)))
     with pytest.raises(ValueError, match=r"^n: expected at most 2 for a ws tile on a 4x2 array, got 3$"):
         model.tile_cycles(SystolicTile("ws", 5, 4, 3))
     with pytest.raises(ValueError, match=r"^preload_hidden: expected False for an os tile or with preload=serial"):

@@ -33,6 +33,8 @@ import pytest
 import mappers
 import toy_template
 import workloads
+from archsim.errors import SpecError
+from archsim.spec import arch_from_params
 from archsim.spec.load import load_arch
 from archsim.spec.load import preset_names
 from archsim.templates import get_template, template_names
@@ -361,3 +363,98 @@ def test_catches_a_planted_probe(tmp_path):
                    "    return hasattr(model, 'units') or getattr(model, 'name', '')\n")
     found = [p.split(": ", 1)[1] for p in hook_probes([bad])]
     assert found == ["getattr(..., 'report_extras')", "hasattr(..., 'units')"]
+
+
+# ----------------------------------------------------------------------------- one constructor convention
+
+
+@pytest.mark.parametrize("name", TEMPLATES)
+def test_model_builds_from_an_arch_spec_only(name, toy_registered):
+    """Every model refuses bare params (a TypeError naming the helper) and builds from the arch spec
+    ``archsim.spec.arch_from_params`` wraps them in, with the params passed through untouched."""
+    entry = get_template(name)
+    arch = archs_of(entry)[0]
+    with pytest.raises(TypeError, match=rf"^{entry.model_cls.__name__}\(arch\): expected an archsim\.spec\.ArchSpec, "
+                                        rf"got bare params {type(arch.params).__name__}; .*arch_from_params"):
+        entry.model_cls(arch.params)
+    wrapped = arch_from_params(arch.params, tech=arch.tech)
+    assert (wrapped.template, wrapped.params, wrapped.tech) == (name, arch.params, arch.tech)
+    model, preset_model = wrapped.model(), arch.model()
+    assert type(model) is type(preset_model) and model.units == preset_model.units
+
+
+def test_arch_from_params_refuses_params_no_template_takes():
+    class NotParams:
+        pass
+
+    with pytest.raises(SpecError, match=r"^no template takes params NotParams$"):
+        arch_from_params(NotParams())
+
+
+#: roots of the shared and template code whose arch specs have fixed fields: archsim's core (not the
+#: orchestration, which takes users' objects), the mappers, the RTL and the toy template
+CONVENTION_ROOTS = ("archsim", "mappers", "rtl", "tests/toy_template")
+ORCHESTRATION = ("cli", "dse", "simulation", "accuracy", "validate")
+
+
+def _convention_files() -> list:
+    import pathlib
+
+    repo = pathlib.Path(__file__).resolve().parents[1]
+    out = []
+    for root in CONVENTION_ROOTS:
+        for path in sorted((repo / root).rglob("*.py")):
+            rel = path.relative_to(repo).parts
+            if rel[0] == "archsim" and len(rel) > 1 and rel[1].removesuffix(".py") in ORCHESTRATION:
+                continue
+            out.append(path)
+    return out
+
+
+def _on_arch(node) -> bool:
+    """``arch``, ``x.arch`` or anything read off them (``arch.params``, ``self.arch.vector_unit``)."""
+    import ast
+
+    while isinstance(node, ast.Attribute):
+        if node.attr == "arch":
+            return True
+        node = node.value
+    return isinstance(node, ast.Name) and node.id == "arch"
+
+
+def constructor_probes(paths) -> list[str]:
+    """What the one constructor convention replaced: ``_params_of`` helpers, ``getattr`` /
+    ``hasattr`` of ``"params"`` (is it an arch or bare params?) and of a named field on an arch spec
+    (its fields are fixed: read them). ``getattr(arch.params, f.name)`` over a dataclass's fields is no probe."""
+    import ast
+
+    out = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and node.name.lstrip("_") == "params_of":
+                out.append(f"{path}:{node.lineno}: def {node.name}")
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2):
+                attr = node.args[1].value if isinstance(node.args[1], ast.Constant) else None
+                if attr == "params" or (attr is not None and _on_arch(node.args[0])):
+                    out.append(f"{path}:{node.lineno}: {node.func.id}({ast.unparse(node.args[0])}, {attr!r})")
+    return out
+
+
+def test_no_params_or_arch_probe_in_shared_or_template_code():
+    paths = _convention_files()
+    names = {p.name for p in paths}
+    assert {"base.py", "fast.py", "generate.py", "rtl_design.py", "systolic.py", "model.py"} <= names
+    assert not any(p.name == "_plan.py" for p in paths)  # orchestration is not scanned
+    assert not constructor_probes(paths), "\n".join(constructor_probes(paths))
+
+
+def test_catches_planted_constructor_probes(tmp_path):
+    bad = tmp_path / "model.py"
+    bad.write_text("def _params_of(x):\n    return x.params if hasattr(x, 'params') else x\n"
+                   "def f(self, arch, tech):\n    return getattr(arch, 'output_ops', ()), "
+                   "getattr(self.arch.vector_unit, 'lanes', 0), getattr(tech, 'name', ''), "
+                   "[getattr(arch.params, f) for f in ('rows',)]\n")
+    found = [p.split(": ", 1)[1] for p in constructor_probes([bad])]
+    assert found == ["def _params_of", "hasattr(x, 'params')", "getattr(arch, 'output_ops')",
+                     "getattr(self.arch.vector_unit, 'lanes')"]

@@ -18,11 +18,16 @@ def claims():
 
 def test_cosma_claims_pass(claims):
     assert "cosma" in groups()
-    assert len(claims) == 3
+    assert len(claims) == 4
     for c in claims:
-        assert c.passed, f"{c.name}: ours {c.ours} vs published {c.published} (tol {c.rel_tol})"
+        if c.name.startswith("real pipeline"):
+            # the Programs' bytes: within tolerance, or outside it for the stated setup differences
+            assert c.status in ("pass", "differs") and "half the buffer" in c.explained
+            assert c.note.startswith("ILP Program <= greedy's in every row: True")
+        else:
+            assert c.passed, f"{c.name}: ours {c.ours} vs published {c.published} (tol {c.rel_tol})"
         assert "arXiv:2311.18246" in c.source
-    assert [c.published for c in claims] == [84.0, 85.0, 1.0]  # the paper's abstract
+    assert [c.published for c in claims] == [84.0, 85.0, 84.0, 1.0]  # the paper's abstract
 
 
 def test_a_planted_deviation_fails(claims):

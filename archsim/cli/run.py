@@ -37,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", metavar="DIR", help="output folder (default: sim_out/<arch>-<workload>)")
     p.add_argument("--detailed", action="store_true", help="time tiles with the detailed cycle-by-cycle model")
     p.add_argument("--objective", choices=["cycles", "energy"], help="what the mapping search minimises")
+    p.add_argument("--allocation", choices=["greedy", "ilp", "heuristic"],
+                   help="which inter-layer tensors stay in the scratchpad: greedy (layer by layer, the default), "
+                        "ilp or heuristic (COSMA's plans: operator order, residency, eviction; systolic, simd)")
     add_fusion_arg(p)
     add_precision_args(p)
     add_template_option_args(p)
@@ -196,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.spec import load_arch
 
     arch = load_arch(args.arch, overrides=args.overrides)
-    options = {"objective": args.objective, "fusion": args.fusion}
+    options = {"objective": args.objective, "fusion": args.fusion, "allocation": args.allocation}
     options = {**workload_options(args), **{k: v for k, v in options.items() if v is not None},
                **template_option_values(args, arch.template)}
     if getattr(args, "sqnr", False):

@@ -228,6 +228,9 @@ def summary_rows(result: SimResult) -> list[tuple[str, str]]:
     fused = sum(1 for l in result.layers if l.mapping.get("fused_into"))
     if fused:
         rows.append(("fused element-wise ops", f"{fused} (in the array's output path; --no-fusion to separate)"))
+    alloc = result.options.get("allocation") if isinstance(result.options, dict) else None
+    if alloc:  # a COSMA allocation (mappers.allocation.apply); greedy runs have none
+        rows.append(("scratchpad allocation", allocation_text(alloc)))
     tokens = result.tokens
     for k, v in sorted(result.extras.items()):
         if k == "background_energy_pj":
@@ -238,6 +241,17 @@ def summary_rows(result: SimResult) -> list[tuple[str, str]]:
             continue  # the same figure as the utilization row
         rows.append((_extra_label(k), _extra(k, v)))
     return rows
+
+
+def allocation_text(alloc: dict) -> str:
+    """One line: the allocation, the off-chip bytes its plan leaves and the engine measured, the solve time."""
+    return (f"{alloc['method']} (plan: {fmt.nbytes(alloc['compulsory_bytes'])} compulsory + "
+            f"{fmt.nbytes(alloc['non_compulsory_bytes'])} non-compulsory off-chip, layer by layer "
+            f"{fmt.nbytes(alloc['greedy_non_compulsory_bytes'])}; measured non-compulsory "
+            f"{fmt.nbytes(alloc['measured_non_compulsory_bytes'])} with the tiles' re-reads; "
+            f"{alloc['resident_tensors']} tensors kept in {fmt.nbytes(alloc['plan_capacity_bytes'])} of the "
+            f"{alloc['buffer']} buffer, {alloc['reloads']} reloads; solved in {alloc['solve_s']:.2f} s"
+            f"{'' if alloc['optimal'] else ', not proven optimal'})")
 
 
 def summary_md_text(result: SimResult, top: int = 10) -> str:

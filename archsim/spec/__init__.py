@@ -8,6 +8,7 @@ from archsim.spec.load import (
     preset_names,
     tech_names,
 )
+from archsim.spec.from_params import arch_from_params, template_of_params
 from archsim.spec.model import ArchSpec, BufferSpec, DramSpec, TechSpec, VectorUnitSpec, plain
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "DramSpec",
     "TechSpec",
     "VectorUnitSpec",
+    "arch_from_params",
     "build_params",
     "coerce",
     "load_arch",
@@ -24,4 +26,5 @@ __all__ = [
     "preset_descriptions",
     "preset_names",
     "tech_names",
+    "template_of_params",
 ]

@@ -50,7 +50,7 @@ class MapOptions:
     allocation : "greedy" | "ilp" | "heuristic"
         Which inter-layer tensors stay in the scratchpad: greedy is layer by layer
         (every layer's output stored to DRAM); ilp / heuristic are COSMA's plans
-        (:mod:`mappers.allocation`), computed by that pass but not yet applied to a Program.
+        (:mod:`mappers.allocation`), applied to the Program by :mod:`mappers.allocation.apply`.
     """
 
     objective: str = "cycles"

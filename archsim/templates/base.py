@@ -70,12 +70,15 @@ class TemplateModel:
     """Base class of a template's model: timing, values, action counts and area
     inputs of one template instance.
 
-    Built once per arch spec from the arch spec (the one constructor
-    convention): ``model = TEMPLATE.model_cls(arch)``, cached by
-    ``ArchSpec.model()``. Shared code asks the model through these methods
-    and never reads the template's own parameters. Methods that raise
-    ``NotImplementedError`` here are required; the others are optional hooks
-    whose defaults are stated.
+    Built from an arch spec only (the one constructor convention):
+    ``model = TEMPLATE.model_cls(arch)``, cached by ``ArchSpec.model()``; a
+    subclass's ``__init__(self, arch)`` calls ``super().__init__(arch)`` first,
+    which refuses bare params (a :class:`TemplateParams`). Code that holds
+    only a ``Params`` (an RTL design, a unit test) wraps it with
+    :func:`archsim.spec.arch_from_params`. Shared code asks the model through
+    these methods and never reads the template's own parameters. Methods that
+    raise ``NotImplementedError`` here are required; the others are optional
+    hooks whose defaults are stated.
     """
 
     arch: Any  # archsim.spec.ArchSpec
@@ -84,6 +87,9 @@ class TemplateModel:
     units: dict[str, str] = {}
 
     def __init__(self, arch: Any):
+        if isinstance(arch, TemplateParams):
+            raise TypeError(f"{type(self).__name__}(arch): expected an archsim.spec.ArchSpec, got bare params "
+                            f"{type(arch).__name__}; wrap them with archsim.spec.arch_from_params(params)")
         self.arch = arch
 
     def _required(self, name: str) -> NotImplementedError:

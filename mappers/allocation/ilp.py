@@ -113,6 +113,8 @@ def solve(problem: Problem, fixed: dict[tuple[int, int], int] | None = None,
         for s in t.steps:
             need = s not in problem.streamed and (s == t.producer or s in t.readers)
             lo, hi = (1.0 if need else 0.0), 1.0
+            if s in problem.offchip and (s == t.producer or s in t.readers):
+                hi = 0.0  # that op reads and writes its tensors in DRAM
             if (i, s) in fixed:
                 lo = hi = float(fixed[i, s])
                 if need and hi < 1:

@@ -67,6 +67,9 @@ class Problem:
     weight_bytes: int
     #: steps whose op's own tensors exceed the scratchpad (tiled through DRAM)
     streamed: frozenset[int] = field(default_factory=frozenset)
+    #: steps (a subset of ``streamed``) whose op reads and writes all its tensors in DRAM
+    #: (an op the allocation cannot rewire, e.g. attention's several GEMMs): none may be resident there
+    offchip: frozenset[int] = field(default_factory=frozenset)
 
     def reordered(self, order: list[int]) -> "Problem":
         """The same problem with the ops run in ``order`` (old step indices, a topological order)."""
@@ -79,7 +82,7 @@ class Problem:
             if t.producer is not None and t.readers and t.readers[0] <= t.producer:
                 raise MappingError(f"allocation: the order reads {t.name} before producing it")
         return Problem(tuple(self.order[old] for old in order), tensors, self.capacity_bytes, self.weight_bytes,
-                       frozenset(new[s] for s in self.streamed))
+                       frozenset(new[s] for s in self.streamed), frozenset(new[s] for s in self.offchip))
 
     def touched(self, step: int) -> list[int]:
         """Indices of the tensors op ``step`` reads or writes."""
@@ -102,13 +105,15 @@ class Traffic:
 Plan = tuple[frozenset[int], ...]
 
 
-def build_problem(graph, capacity_bytes: int, fused_into: dict[str, str] | None = None) -> Problem:
+def build_problem(graph, capacity_bytes: int, fused_into: dict[str, str] | None = None,
+                  offchip_ops=frozenset()) -> Problem:
     """The allocation problem of ``graph`` for a scratchpad of ``capacity_bytes``.
 
     Ops run in the graph's topological order. Ops with ``kind == "shape"`` are free views
     (they pass their input through); an op in ``fused_into`` (:func:`mappers.fusion.plan_fusion`)
     runs in the step of the GEMM it is fused into, and the tensors inside such a chain never
-    leave the array's output path.
+    leave the array's output path. The ops named in ``offchip_ops`` read and write their
+    tensors in DRAM (:attr:`Problem.offchip`).
     """
     if not isinstance(capacity_bytes, int) or isinstance(capacity_bytes, bool) or capacity_bytes <= 0:
         raise MappingError(f"scratchpad capacity: expected a positive number of bytes, got {capacity_bytes!r}")
@@ -123,7 +128,9 @@ def build_problem(graph, capacity_bytes: int, fused_into: dict[str, str] | None 
     for op in ops:
         s = step_of[op.name]
         if not op.weight_name or op.weight_name not in seen_weights:
-            weight_bytes += op.operand_bytes()["weight"]
+            # a table lookup reads the rows of its tokens, not the whole table
+            weight_bytes += (tensor_bytes(op.tokens * op.dim, op.weight_precision) if op.kind == "embedding"
+                             else op.operand_bytes()["weight"])
             seen_weights.add(op.weight_name)
         for k, shape in enumerate(op.output_shapes()):
             tensors["out", op.name, k] = {"size": tensor_bytes(prod(shape), op.act_precision), "producer": s,
@@ -145,9 +152,10 @@ def build_problem(graph, capacity_bytes: int, fused_into: dict[str, str] | None 
                        tuple(sorted(d["readers"])))
                 for n, d in tensors.items() if not (d["internal"] and not d["readers"]))
     problem = Problem(tuple(op.name for op in roots), out, capacity_bytes, weight_bytes)
-    streamed = frozenset(s for s in range(len(roots))
-                         if sum(out[i].size_bytes for i in problem.touched(s)) > capacity_bytes)
-    return Problem(problem.order, out, capacity_bytes, weight_bytes, streamed)
+    offchip = frozenset(step_of[name] for name in offchip_ops if name in step_of)
+    streamed = offchip | frozenset(s for s in range(len(roots))
+                                   if sum(out[i].size_bytes for i in problem.touched(s)) > capacity_bytes)
+    return Problem(problem.order, out, capacity_bytes, weight_bytes, streamed, offchip)
 
 
 def _shape_aliases(graph):
@@ -180,6 +188,11 @@ def check_plan(problem: Problem, plan: Plan) -> None:
                 if s not in plan[i]:
                     raise MappingError(f"allocation plan leaves {problem.tensors[i].name} off chip at "
                                        f"step {s} ({problem.order[s]}), which needs it")
+        if s in problem.offchip:
+            for i in problem.touched(s):
+                if s in plan[i]:
+                    raise MappingError(f"allocation plan holds {problem.tensors[i].name} on chip at step {s} "
+                                       f"({problem.order[s]}), whose op reads and writes it in DRAM")
     for t, r in zip(problem.tensors, plan):
         if not r <= set(t.steps):
             raise MappingError(f"allocation plan holds {t.name} outside its live range")

@@ -77,6 +77,8 @@ def solve_schedule(problem: Problem, time_limit_s: float = 120.0, window: tuple[
             for v in users:
                 if v not in problem.streamed and (v, s) in x:
                     m.row(0.0, m.inf, [(r[i, s], 1.0), (x[v, s], -1.0)])
+                elif v in problem.offchip and (v, s) in x:  # v reads and writes it in DRAM
+                    m.row(-m.inf, 1.0, [(r[i, s], 1.0), (x[v, s], 1.0)])
         if t.is_output:
             continue
         for s in range(lo, hi + 1):

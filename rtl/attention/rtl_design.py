@@ -182,11 +182,12 @@ class AttentionDesign(RtlDesign):
                 "tiles": [self.encode(t, o) for t, o in items]}
 
     def tile_models(self, tile, ops):
+        from archsim.spec import arch_from_params
         from archsim.templates.attention.model import AttentionModel
 
         model = getattr(self, "_model", None)
         if model is None:
-            model = self._model = AttentionModel(self.params)
+            model = self._model = AttentionModel(arch_from_params(self.params))
         det_vals, det_cycles = model.detailed_tile(tile, ops)
         return TileModels(np.asarray(model.tile_values(tile, ops), np.float32), model.tile_cycles(tile),
                           np.asarray(det_vals, np.float32), int(det_cycles))

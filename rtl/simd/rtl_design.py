@@ -203,11 +203,12 @@ class SimdDesign(RtlDesign):
 
     def models(self, tile, ops):
         """(fast values, fast cycles, detailed values, detailed cycles) of archsim's models."""
+        from archsim.spec import arch_from_params
         from archsim.templates.simd.model import SimdModel
 
         model = getattr(self, "_model", None)
         if model is None:
-            model = self._model = SimdModel(self.params)
+            model = self._model = SimdModel(arch_from_params(self.params))
         fast_vals = np.asarray(model.tile_values(tile, ops))
         det_vals, det_cycles = model.detailed_tile(tile, ops)
         return fast_vals, model.tile_cycles(tile), np.asarray(det_vals), det_cycles

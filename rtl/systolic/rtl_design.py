@@ -125,9 +125,10 @@ class SystolicDesign(RtlDesign):
 
     def model_results(self, items):
         from archsim.templates.systolic.detailed import detailed_sequence
+        from archsim.spec import arch_from_params
         from archsim.templates.systolic.fast import SystolicModel
 
-        fast = SystolicModel(self.params)
+        fast = SystolicModel(arch_from_params(self.params))
         for (tile, ops), (det_vals, det_cycles) in zip(items, detailed_sequence(self.params, items)):
             yield TileModels(fast.tile_values(tile, ops).astype(np.int64), fast.tile_cycles(tile),
                              np.asarray(det_vals, dtype=np.int64), det_cycles)

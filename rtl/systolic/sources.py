@@ -132,9 +132,10 @@ def cosim_items(params, source: str = "random", tiles: int = 8, seed: int = 0, m
         if (source != "random" and t.accumulate and prev is not None and prev[0].dataflow == t.dataflow
                 and (prev[0].m, prev[0].n) == (t.m, t.n)):
             # a K-fold chain: accumulate onto the previous tile's results in the output buffer
+            from archsim.spec import arch_from_params
             from archsim.templates.systolic.fast import SystolicModel
 
-            model = model or SystolicModel(params)
+            model = model or SystolicModel(arch_from_params(params))
             ops["psum"] = model.tile_values(prev[0], prev[1]).astype(np.int64)
             ops["chain"] = True
         items.append((t, ops))

@@ -45,7 +45,7 @@ class ToyMacModel(TemplateModel):
     units = {"mac": "compute", "vector": "vector", "dma": "dma"}
 
     def __init__(self, arch: Any):
-        self.arch = arch
+        super().__init__(arch)
         self.params = arch.params
 
     def peak_macs_per_cycle(self, precision: str | None = None, activations: str | None = None) -> int:

@@ -75,10 +75,9 @@ class ToyMacDesign(RtlDesign):
 
     def check(self, items, result, sim: str) -> CosimReport:
         """Compare with what the models say (asked, never recomputed here)."""
-        from archsim.spec import load_arch
-        from toy_template import BASE_ARCH
+        from archsim.spec import arch_from_params
 
-        model = load_arch(BASE_ARCH, overrides={"max_k": self.params.max_k}).model()
+        model = arch_from_params(self.params).model()
         checks = []
         for i, ((tile, ops), got) in enumerate(zip(items, result["tiles"])):
             want = int(model.tile_values(tile, ops)[0])

@@ -37,10 +37,11 @@ class AttentionModel(TemplateModel):
     units = {"array2d": "compute", "array1d": "vector", "topk": "compute", "dma": "dma"}
 
     def __init__(self, arch: Any):
-        self.arch = arch
-        self.params: AttentionParams = arch.params if hasattr(arch, "params") else arch
+        super().__init__(arch)
+        self.params: AttentionParams = arch.params
         self.params.validate()
         self.gemm = gemm_params(self.params)
+        self._gemm = None  # its systolic model, built on the first GEMM tile (_gemm_model)
 
     # -- protocol ----------------------------------------------------------------
     def peak_macs_per_cycle(self, precision: str | None = None, activations: str | None = None) -> float:
@@ -67,9 +68,7 @@ class AttentionModel(TemplateModel):
 
     def tile_values(self, tile, operands: dict) -> np.ndarray:
         if isinstance(tile, SystolicTile):
-            from archsim.templates.systolic.fast import SystolicModel
-
-            return SystolicModel(self.gemm).tile_values(tile, operands)
+            return self._gemm_model().tile_values(tile, operands)
         tile.check(self.params)
         if tile.phase != "all" or not (tile.first and tile.last):
             raise ValueError("operands: values are modelled for whole tiles (phase all, first and last)")
@@ -77,6 +76,16 @@ class AttentionModel(TemplateModel):
         if tile.mapping == "fusemax":
             return fusemax_values(q, k, v, self.params.cols, self.params.exp_macs, tile.passes)
         return flat_values(q, k, v, self.params.cols, self.params.exp_macs)
+
+    def _gemm_model(self):
+        """The 2D array's systolic model (values of GEMM tiles), built once from :func:`gemm_params`."""
+        model = self._gemm
+        if model is None:
+            from archsim.spec.from_params import arch_from_params
+            from archsim.templates.systolic.fast import SystolicModel
+
+            model = self._gemm = SystolicModel(arch_from_params(self.gemm, tech=self.arch.tech))
+        return model
 
     def detailed_tile(self, tile, operands):
         """Detailed run of ``tile``; a top-k tile without ``{"scores": ...}`` operands charges its

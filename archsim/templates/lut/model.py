@@ -39,23 +39,19 @@ ACT_BYTES = {"int8": 1, "fp16": 2, "bf16": 2}
 MUX2_UM2 = 1.862
 
 
-def _params_of(arch_or_params: Any) -> LutParams:
-    return arch_or_params if isinstance(arch_or_params, LutParams) else arch_or_params.params
-
-
 def arith(activation_format: str) -> str:
     """Energy-action suffix of the table / accumulator arithmetic."""
     return "int" if is_int(activation_format) else "fp32"
 
 
 class LutModel(TemplateModel):
-    """Fast + detailed model of one LUT core: ``LutModel(arch)`` (a bare ``LutParams`` works too)."""
+    """Fast + detailed model of one LUT core: ``LutModel(arch)`` (an :class:`archsim.spec.ArchSpec`)."""
 
     units = {"array": "compute", "vector": "vector", "dma": "dma"}
 
     def __init__(self, arch: Any):
-        self.arch = arch
-        self.params = _params_of(arch)
+        super().__init__(arch)
+        self.params: LutParams = arch.params
         self.params.validate()
 
     # -- TemplateModel ---------------------------------------------------------
@@ -131,7 +127,7 @@ class LutModel(TemplateModel):
         """The LUT array from gate figures (``fixed_um2``, each with its derivation) and its registers."""
         from archsim.area import AreaInputs
 
-        parts = lut_array_area(self.params, getattr(self.arch, "tech", None))
+        parts = lut_array_area(self.params, self.arch.tech)
         return AreaInputs(register_bits=lut_register_bits(self.params), fixed_um2=parts)
 
     def report_extras(self, result) -> dict:

@@ -31,7 +31,7 @@ from archsim.templates.base import TemplateModel
 
 class PimModel(TemplateModel):
     def __init__(self, arch: Any):
-        self.arch = arch
+        super().__init__(arch)
         self.p = arch.params
         #: the channels' near-bank MAC units compute; the ASIC is the vector unit
         self.units: dict[str, str] = {**{f"pim.ch{i}": "compute" for i in range(self.p.n_channels)},

@@ -115,7 +115,7 @@ class RooflineModel(TemplateModel):
     units: ClassVar[dict[str, str]] = {"gpu": "compute", "vector": "vector", "dma": "dma"}
 
     def __init__(self, arch):
-        self.arch = arch
+        super().__init__(arch)
         self.p = arch.params
         hz = arch.clock_mhz * 1e6
         self.bytes_per_cycle = self.p.mem_gb_per_s * self.p.mem_efficiency * 1e9 / hz

@@ -67,8 +67,8 @@ class SimdModel(TemplateModel):
     units = {"array": "compute", "vector": "vector", "dma": "dma"}
 
     def __init__(self, arch: Any):
-        self.arch = arch
-        self.params: SimdParams = arch.params if hasattr(arch, "params") else arch
+        super().__init__(arch)
+        self.params: SimdParams = arch.params
         self.params.validate()
         self.detailed = SimdArrayDetailed(self.params)
 

@@ -21,10 +21,6 @@ from archsim.templates.base import TemplateModel
 
 
 
-def _params_of(arch_or_params: Any) -> SystolicParams:
-    return arch_or_params if isinstance(arch_or_params, SystolicParams) else arch_or_params.params
-
-
 def tile_cycles(tile: SystolicTile, params: SystolicParams) -> int:
     """Cycles of one tile (closed form of the timing contract)."""
     tile.check(params.rows, params.cols, params.preload)
@@ -130,14 +126,14 @@ class SystolicModel(TemplateModel):
     """Fast model of one systolic array instance: ``SystolicModel(arch)``.
 
     ``arch`` is an :class:`archsim.spec.ArchSpec` whose ``params`` is a
-    :class:`SystolicParams` (a bare ``SystolicParams`` is accepted too).
+    :class:`SystolicParams` (bare params: ``archsim.spec.arch_from_params(params)``).
     """
 
     units: ClassVar[dict[str, str]] = {"array": "compute", "vector": "vector", "dma": "dma"}
 
     def __init__(self, arch: Any):
-        self.arch = arch
-        self.params: SystolicParams = _params_of(arch)
+        super().__init__(arch)
+        self.params: SystolicParams = arch.params
         self.params.validate()
         self.acc_bits = PRECISION_BITS[self.params.acc_precision]
         self.acc_dtype = ACC_DTYPES[self.params.acc_precision]
