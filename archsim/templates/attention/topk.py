@@ -41,7 +41,7 @@ import numpy as np
 #: cycles a quick-select round adds to its ``ceil(m / P)`` compare cycles
 ROUND_OVERHEAD_CYCLES = 4
 #: runs averaged by the fast model's expected cycles
-EXPECTED_RUNS = 64
+EXPECTED_RUNS = 256
 
 
 @dataclass(frozen=True, slots=True)
