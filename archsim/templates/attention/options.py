@@ -41,7 +41,8 @@ class AttentionOptions(TemplateOptions):
         ``{msb_bits: 6, lsb_bits: 4, requant_fraction: f}``: K and V arrive as ``msb_bits``
         per element, and for a fraction ``f`` of the K rows (heads whose softmax is not
         confident) the ``lsb_bits`` are fetched too and the scores recomputed. None: K and V
-        in 16 bits.
+        in 16 bits. The refetch's bytes are counted; its recompute of Q.K and the softmax is not
+        (the authors' GPT-2 trace refetches in no steady-state layer).
     """
 
     attention_mapping: str = "fusemax"
