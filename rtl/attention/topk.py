@@ -57,28 +57,28 @@ class _Compactor:
     def append(self, m, sel, lanes_data):
         """Comb + sync logic: stage the lanes where ``sel`` is set (a valid row this cycle)."""
         P, W = self.lanes, self.width
-        prefix = []
+        prefix = []  # selected lanes before lane j, as signals (an expression would be copied per use)
         acc = Const(0, range(P + 1))
         for j in range(P):
-            prefix.append(acc)
-            acc = acc + sel[j]
+            p_j = Signal(range(P + 1), name=f"{self.cnt.name}_prefix{j}")
+            m.d.comb += p_j.eq(acc)
+            prefix.append(p_j)
+            acc = p_j + sel[j]
         count = Signal(range(P + 1), name=f"{self.cnt.name}_new")
         m.d.comb += count.eq(_popcount(sel))
-        newc = []
-        for q in range(P):
-            v = Signal(W, name=f"{self.cnt.name}_newc{q}")
-            m.d.comb += v.eq(0)
-            for j in range(q, P):
-                with m.If(sel[j] & (prefix[j] == q)):
-                    m.d.comb += v.eq(lanes_data[j])
-            newc.append(v)
+        # lane j lands at staging position cnt + (selected lanes before j); expressions, not
+        # nested statements, so a 16-lane engine elaborates quickly
+        pos = [Signal(range(2 * P + 1), name=f"{self.cnt.name}_pos{j}") for j in range(P)]
+        m.d.comb += [pos[j].eq(self.cnt + prefix[j]) for j in range(P)]
         merged = [Signal(W, name=f"{self.cnt.name}_m{i}") for i in range(2 * P)]
-        with m.Switch(self.cnt):
-            for c in range(P):
-                with m.Case(c):
-                    for i in range(2 * P):
-                        src = self.stage[i] if i < c else (newc[i - c] if i - c < P else Const(0, W))
-                        m.d.comb += merged[i].eq(src)
+        for i in range(2 * P):
+            terms = [Mux(sel[j] & (pos[j] == i), lanes_data[j], 0) for j in range(P)]
+            if i < P:
+                terms.append(Mux(self.cnt > i, self.stage[i], 0))
+            acc = terms[0]
+            for t in terms[1:]:
+                acc = acc | t
+            m.d.comb += merged[i].eq(acc)
         total = self.cnt + count
         m.d.sync += self.total.eq(self.total + count)
         with m.If(total >= P):
@@ -155,11 +155,15 @@ class TopkEngine(wiring.Component):
             return (count + (P - 1)) >> shift
 
         def pivot_index(state, count):
-            mm1 = (count - 1)[:CB]
-            mask = mm1
+            """The model's pivot_index; every step a signal (an expression used twice would double)."""
+            mask = Signal(CB, name="pivot_mask0")
+            m.d.comb += mask.eq(count - 1)
             for shift in (1, 2, 4, 8, 16):
-                mask = mask | (mask >> shift)
-            r = state[:CB] & mask
+                smeared = Signal(CB, name=f"pivot_mask{shift}")
+                m.d.comb += smeared.eq(mask | (mask >> shift))
+                mask = smeared
+            r = Signal(CB, name="pivot_r")
+            m.d.comb += r.eq(state[:CB] & mask)
             return Mux(r >= count, r - count, r)
 
         # read/write port defaults: the partition buffer in the "src" role is read, the other two written
@@ -183,19 +187,32 @@ class TopkEngine(wiring.Component):
 
         lanes_of = [src_rd_data[j * W:(j + 1) * W] for j in range(P)]
 
-        def process_row(rows_data):
-            """Compare a scanned row with the pivot and stage its lanes below / above it."""
-            valid = [((proc_row * P + j) < m_cur) for j in range(P)]
-            lt = Cat(*[valid[j] & (rows_data[j] < pivot) for j in range(P)])
-            gt = Cat(*[valid[j] & (rows_data[j] > pivot) for j in range(P)])
-            eq = Cat(*[valid[j] & (rows_data[j] == pivot) for j in range(P)])
-            less.append(m, lt, rows_data)
-            more.append(m, gt, rows_data)
+        # one compare stage shared by the scan and tail states (signals: used many times each)
+        lt, gt, eq = Signal(P), Signal(P), Signal(P)
+        scan_base = Signal(CB + P)
+        m.d.comb += scan_base.eq(proc_row * P)
+        for j in range(P):
+            valid_j = Signal(name=f"lane_valid{j}")
+            m.d.comb += [valid_j.eq((scan_base + j) < m_cur),
+                         lt[j].eq(valid_j & (lanes_of[j] < pivot)),
+                         gt[j].eq(valid_j & (lanes_of[j] > pivot)),
+                         eq[j].eq(valid_j & (lanes_of[j] == pivot))]
+        scanning = Signal()  # a scanned row's data is here: stage its lanes below / above the pivot
+        with m.If(scanning):
+            less.append(m, lt, lanes_of)
+            more.append(m, gt, lanes_of)
             m.d.sync += eq_total.eq(eq_total + _popcount(eq))
 
+        # the next round's partition size and LFSR state, as signals: start_round sets them
+        next_count = Signal(CB)
+        next_state = Signal(16)
+        next_lfsr = Signal(16)
+        next_pidx = Signal(CB)
+        m.d.comb += [next_lfsr.eq(_lfsr_step(next_state)), next_pidx.eq(pivot_index(next_lfsr, next_count))]
+
         def start_round(count, state):
-            nxt = _lfsr_step(state)
-            m.d.sync += [m_cur.eq(count), lfsr.eq(nxt), pidx.eq(pivot_index(nxt, count)), row.eq(0),
+            m.d.comb += [next_count.eq(count), next_state.eq(state)]
+            m.d.sync += [m_cur.eq(count), lfsr.eq(next_lfsr), pidx.eq(next_pidx), row.eq(0),
                          rows_cur.eq(ceil_rows(count)), eq_total.eq(0)]
             less.reset(m)
             more.reset(m)
@@ -223,12 +240,12 @@ class TopkEngine(wiring.Component):
             with m.State("SCAN"):
                 m.d.comb += src_rd_addr.eq(row)
                 with m.If(proc):
-                    process_row(lanes_of)
+                    m.d.comb += scanning.eq(1)
                 m.d.sync += [proc.eq(1), proc_row.eq(row), row.eq(row + 1)]
                 with m.If(row + 1 == rows_cur):
                     m.next = "TAIL"
             with m.State("TAIL"):
-                process_row(lanes_of)
+                m.d.comb += scanning.eq(1)
                 m.next = "DECIDE"
             with m.State("DECIDE"):
                 less.flush(m)
@@ -254,10 +271,12 @@ class TopkEngine(wiring.Component):
                 tie = [valid[j] & (data[j] == pivot) for j in range(P)]
                 keep = []
                 taken = Const(0, range(P + 1))
-                for j in range(P):
-                    take_tie = tie[j] & (taken < ties_left)
+                for j in range(P):  # ties taken so far, a signal per lane (an expression would double)
+                    taken_j = Signal(range(P + 1), name=f"ties_taken{j}")
+                    take_tie = Signal(name=f"take_tie{j}")
+                    m.d.comb += [taken_j.eq(taken), take_tie.eq(tie[j] & (taken_j < ties_left))]
                     keep.append((valid[j] & (data[j] > pivot)) | take_tie)
-                    taken = taken + take_tie
+                    taken = taken_j + take_tie
                 m.d.comb += [self.out_valid.eq(1), self.out_row.eq(row), self.out_mask.eq(Cat(*keep))]
                 m.d.sync += [ties_left.eq(ties_left - taken), row.eq(row + 1)]
                 with m.If(row + 1 == ceil_rows(n)):
