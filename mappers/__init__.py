@@ -74,6 +74,7 @@ def compile(graph, arch, **options) -> Program:  # noqa: A001 - public name fixe
     if not isinstance(mapper, Mapper):  # its hooks are called, never probed
         raise TypeError(f"{module.__name__}.make_mapper must return a mappers.registry.Mapper "
                         f"(FunctionMapper wraps a function), got {type(mapper).__name__}")
+    graph = mapper.prepare_graph(graph)  # a rewrite the mapper's options ask for (e.g. pruning)
     mapper.check_graph(graph)  # whole-graph limits, e.g. PIM DRAM capacity
     fusion = plan_fusion(graph, mapper.output_ops if opts.fusion else ())
     if opts.allocation != "greedy":  # COSMA: order, residency and eviction applied to the Program

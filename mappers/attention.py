@@ -39,12 +39,14 @@ vector work runs on the 1D array (unit ``array1d``).
 from __future__ import annotations
 
 import dataclasses
+from math import ceil, floor
 
 from archsim.errors import MappingError
-from archsim.program import Compute, LayerProgram, Load, Store
+from archsim.program import Compute, LayerProgram, Load, Store, VectorOp
 from archsim.templates.attention.model import gemm_params
 from archsim.templates.attention.options import AttentionOptions
 from archsim.templates.attention.tile import AttentionTile
+from archsim.templates.attention.topk import TopkTile
 from archsim.templates.systolic.options import SystolicOptions
 from mappers.lower import op_key
 from mappers.registry import Mapper, arch_key
@@ -98,7 +100,12 @@ class AttentionMapper(Mapper):
         p = arch.params
         self.p = p
         own = options.template or AttentionOptions()
+        self.own = own
         self.mapping = own.attention_mapping
+        if own.prunes and p.topk_parallelism < 1:
+            raise MappingError("token_keep/head_keep: cascade pruning ranks importance on a top-k engine; "
+                               "set params.topk_parallelism (the spatten preset has 16)")
+        self._k_bits, self._v_bits = own.kv_fetch_bits()
         self._head_end: dict[int, int | None] = {}
         self._tiles: dict = {}
         #: FLAT on chip: the last softmax and P.V of the head just emitted, run after the next
@@ -118,9 +125,42 @@ class AttentionMapper(Mapper):
             return arch_key(self.arch, ("params", "buffers"), mapping=self.mapping, buffer_bytes=self._own_bytes)
         return None  # the whole arch
 
+    def prepare_graph(self, graph):
+        """SpAtten's cascade token / head pruning (options ``token_keep``, ``head_keep``)."""
+        if not self.own.prunes:
+            return graph
+        from workloads.transforms.spatten import cascade_prune
+
+        return cascade_prune(graph, self.own.token_keep, self.own.head_keep)
+
+    def _k_bytes(self, rows: int, d: int) -> int:
+        """DRAM bytes of ``rows`` K rows of ``d`` values (16-bit, or progressive quantization's
+        MSBs plus the LSBs of ``requant_fraction`` of the rows)."""
+        return ceil(rows * d * self._k_bits / 8)
+
+    def _v_bytes(self, rows: int, d: int) -> int:
+        """DRAM bytes of the V rows fetched for ``rows`` keys: ``max(1, floor(value_keep * rows))``
+        of them (the authors' traces: 184 of 921), at 16 bits or the MSBs."""
+        kept = rows if self.own.value_keep == 1 else max(1, floor(self.own.value_keep * rows + 1e-9))
+        return ceil(kept * d * self._v_bits / 8)
+
+    def _topk(self, op) -> LayerProgram:
+        """Importance accumulation on the 1D array, then the top-k engine, once per batch item."""
+        e = _Cmds()
+        acc = None
+        if op.accumulate_adds:
+            acc = len(e.cmds)
+            e.cmds.append(VectorOp(acc, (), "add", op.accumulate_adds // op.count, 1, "array1d"))
+        e.compute((acc,), TopkTile(op.n, op.k))
+        mapping = {"topk_target": op.target, "topk_n": op.n, "topk_k": op.k}
+        return LayerProgram(op.name, op.kind, 0, e.cmds, ("attention-topk", op_key(op)), mapping,
+                            arch_key=None, repeat=op.count)
+
     def __call__(self, op, epilogue=None) -> LayerProgram:
         """Map ``op``; ``epilogue`` (:class:`mappers.fusion.Epilogue`, GEMM ops only):
         element-wise ops run in the 2D array's output path as the GEMM drains."""
+        if op.kind == "topk":
+            return self._topk(op)
         if op.kind != "attention":
             return self._other(op, epilogue)
         if op.heads % op.kv_heads:
@@ -199,8 +239,8 @@ class AttentionMapper(Mapper):
         state = R * d * (ELEM_BYTES + STATE_BYTES) + 3 * R * STATE_BYTES
         full, part = divmod(rows_total, R)
         if kv_bytes + 4 * state <= B:  # K and V resident: the query tiles stream through in one pipeline
-            kl = e.load((prior,), "weight", L * d * ELEM_BYTES, base)
-            vl = e.load((prior,), "weight", L * d * ELEM_BYTES, base + 1)
+            kl = e.load((prior,), "weight", self._k_bytes(L, d), base)
+            vl = e.load((prior,), "weight", self._v_bytes(L, d), base + 1)
             # runs of query tiles: each a multi-pass tile over all L keys (its Q loaded before, O stored after)
             run = max(1, min(full or 1, (B // 4) // state))
             runs = [(R, min(run, full - i)) for i in range(0, full, run)] + ([(part, 1)] if part else [])
@@ -232,8 +272,8 @@ class AttentionMapper(Mapper):
             for c in range(nch):
                 kv = min(chunk, L - c * chunk)
                 slot = c % 2
-                kl = e.load((last_use[slot],), "weight", kv * d * ELEM_BYTES, base + slot)
-                vl = e.load((last_use[slot],), "weight", kv * d * ELEM_BYTES, base + slot)
+                kl = e.load((last_use[slot],), "weight", self._k_bytes(kv, d), base + slot)
+                vl = e.load((last_use[slot],), "weight", self._v_bytes(kv, d), base + slot)
                 done = []
                 for q, n in runs:
                     first, last = c == 0, c == nch - 1
@@ -265,8 +305,8 @@ class AttentionMapper(Mapper):
         resident = 2 * kv_one <= B // 4
         if resident:
             chunks = [L]
-            k_all = e.load((prior,), "weight", kv_one, base)
-            v_all = e.load((prior,), "weight", kv_one, base + 1)
+            k_all = e.load((prior,), "weight", self._k_bytes(L, d), base)
+            v_all = e.load((prior,), "weight", self._v_bytes(L, d), base + 1)
         else:  # two K and two V chunks in a quarter of the buffer
             kc = min(L, max(C, (B // 4) // (4 * d * ELEM_BYTES) // C * C))
             chunks = [min(kc, L - c) for c in range(0, L, kc)]
@@ -281,7 +321,8 @@ class AttentionMapper(Mapper):
                 return k_all if kind == "k" else v_all
             j = n_loaded[kind] % 2
             n_loaded[kind] += 1
-            return e.load((last_reader[(kind, j)],), "weight", kv * d * ELEM_BYTES, slot_base), j
+            nbytes = self._k_bytes(kv, d) if kind == "k" else self._v_bytes(kv, d)
+            return e.load((last_reader[(kind, j)],), "weight", nbytes, slot_base), j
 
         def front(i):
             q = q_rows[i]
@@ -396,8 +437,8 @@ class AttentionMapper(Mapper):
         kv_one = L * d * ELEM_BYTES
         k_all = v_all = None
         if resident:
-            k_all = e.load((prior,), "weight", kv_one, base)
-            v_all = e.load((prior,), "weight", kv_one, base + 1)
+            k_all = e.load((prior,), "weight", self._k_bytes(L, d), base)
+            v_all = e.load((prior,), "weight", self._v_bytes(L, d), base + 1)
         s_stores: dict[int, list] = {}
         p_stores: dict[int, list] = {}
         pending_p: list = []  # (deps, nbytes, group) of probability stores trailing their softmax
@@ -415,7 +456,7 @@ class AttentionMapper(Mapper):
                 s_stores.setdefault(g, []).append(e.store(deps, "scores", nbytes, base + 4))
 
             def chunk(kv, first, last):
-                kl = k_all if resident else e.load((), "weight", kv * d * ELEM_BYTES, base)
+                kl = k_all if resident else e.load((), "weight", self._k_bytes(kv, d), base)
                 if held:
                     store_held()
                 done = []
@@ -446,7 +487,7 @@ class AttentionMapper(Mapper):
                 if first:
                     while pending_p and pending_p[0][2] <= g:
                         store_p()
-                vl = v_all if resident else e.load((), "weight", kv * d * ELEM_BYTES, base + 1)
+                vl = v_all if resident else e.load((), "weight", self._v_bytes(kv, d), base + 1)
                 nbytes = sum(q_rows[i] for i in groups[g]) * kv * ELEM_BYTES  # the group's chunk of probabilities
                 pl = e.load(tuple(p_stores[g]), "scores", nbytes, base + 7)
                 for i in groups[g]:

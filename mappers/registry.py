@@ -59,6 +59,12 @@ class Mapper:
         """Raise a one-line :class:`MappingError` for whole-graph limits (e.g. PIM DRAM
         capacity), before any op is mapped. Default: none."""
 
+    def prepare_graph(self, graph: Any) -> Any:
+        """The graph this mapper maps: a rewrite its options ask for (e.g. the attention
+        template's cascade token pruning, which changes later layers' shapes), as a new graph;
+        called before :meth:`check_graph`. Default: ``graph`` unchanged."""
+        return graph
+
 
 class FunctionMapper(Mapper):
     """A :class:`Mapper` made of a function ``map_op(op) -> LayerProgram`` and optional hooks."""

@@ -503,6 +503,36 @@ class ShapeOp(Op):
                     f"expected the same number of elements")
 
 
+@dataclass
+class TopK(Op):
+    """Rank ``n`` importance scores and keep the ``k`` largest, ``count`` times (one per batch item,
+    or per batch item and kv head), after accumulating them with ``accumulate_adds`` additions
+    (SpAtten's cumulative attention probabilities). Inserted by cascade pruning
+    (:mod:`workloads.transforms.spatten`); it reads the attention's probabilities, not a tensor
+    of the graph, so it has no inputs, and its output is the ``k`` kept indices."""
+
+    n: int = 1
+    k: int = 1
+    count: int = 1
+    accumulate_adds: int = 0
+    target: str = "tokens"  # "tokens" | "heads"
+    kind: ClassVar[str] = "topk"
+
+    def input_shapes(self) -> list[Shape]:
+        return []
+
+    def output_shape(self) -> Shape:
+        return (self.count, self.k)
+
+    def check(self) -> None:
+        super().check()
+        _positive(self, n=self.n, k=self.k, count=self.count)
+        if self.k > self.n:
+            raise WorkloadError(f"{self.name}: k: expected at most n = {self.n} kept, got {self.k}")
+        if self.target not in ("tokens", "heads"):
+            raise WorkloadError(f"{self.name}: target: expected tokens or heads, got {self.target!r}")
+
+
 def _check_window(op: Op, what: str, kh: int, kw: int, dh: int, dw: int) -> None:
     """A (dilated) window must fit in the padded input."""
     eff_h, eff_w = dh * (kh - 1) + 1, dw * (kw - 1) + 1

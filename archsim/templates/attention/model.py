@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 
 from archsim.templates.attention.params import AttentionParams
+from archsim.templates.attention import topk
 from archsim.templates.attention.tile import AttentionTile, tile_cycles, tile_work
+from archsim.templates.attention.topk import TopkTile
 from archsim.templates.attention.values import fusemax_values, flat_values, operands_f32
 from archsim.templates.systolic.fast import tile_cycles as systolic_tile_cycles
 from archsim.templates.systolic.params import SystolicParams
@@ -32,7 +34,7 @@ def gemm_params(p: AttentionParams) -> SystolicParams:
 class AttentionModel(TemplateModel):
     """``AttentionModel(arch)``: fast model + protocol of one attention-array instance."""
 
-    units = {"array2d": "compute", "array1d": "vector", "dma": "dma"}
+    units = {"array2d": "compute", "array1d": "vector", "topk": "compute", "dma": "dma"}
 
     def __init__(self, arch: Any):
         super().__init__(arch)
@@ -46,7 +48,11 @@ class AttentionModel(TemplateModel):
         return self.params.rows * self.params.cols
 
     def check_tile(self, tile) -> None:
-        if isinstance(tile, AttentionTile):
+        if isinstance(tile, TopkTile):
+            if self.params.topk_parallelism < 1:
+                raise ValueError("tile: a top-k tile needs a top-k engine (params.topk_parallelism >= 1)")
+            tile.check(self.params.topk_parallelism)
+        elif isinstance(tile, AttentionTile):
             tile.check(self.params)
         elif isinstance(tile, SystolicTile):
             tile.check(self.params.rows, self.params.cols, "double_buffered")
@@ -54,6 +60,8 @@ class AttentionModel(TemplateModel):
             raise ValueError(f"tile: expected an AttentionTile or a SystolicTile, got {type(tile).__name__}")
 
     def tile_cycles(self, tile) -> int:
+        if isinstance(tile, TopkTile):
+            return topk.tile_cycles(tile, self.params.topk_parallelism)
         if isinstance(tile, SystolicTile):
             return systolic_tile_cycles(tile, self.gemm)
         return tile_cycles(tile, self.params)
@@ -80,6 +88,13 @@ class AttentionModel(TemplateModel):
         return model
 
     def detailed_tile(self, tile, operands):
+        """Detailed run of ``tile``; a top-k tile without ``{"scores": ...}`` operands charges its
+        expected cycles (the fast model's), with them the exact run on those scores."""
+        if isinstance(tile, TopkTile):
+            if operands is None:
+                return np.arange(tile.k), self.tile_cycles(tile)
+            run = topk.select(np.asarray(operands["scores"]), tile.k, self.params.topk_parallelism, tile.seed)
+            return run.indices, run.cycles
         if isinstance(tile, SystolicTile):
             from archsim.templates.systolic.detailed import SystolicArrayDetailed
 
@@ -98,6 +113,8 @@ class AttentionModel(TemplateModel):
 
     def tile_pe_fraction(self, tile) -> float:
         p = self.params
+        if isinstance(tile, TopkTile):
+            return 0.0  # no 2D-array PE works on it
         if isinstance(tile, SystolicTile):
             return min(tile.k, p.rows) * min(tile.n, p.cols) / (p.rows * p.cols)
         if tile.unit == "array1d":
@@ -110,6 +127,8 @@ class AttentionModel(TemplateModel):
         writes (one per MAC), SRAM bytes of the operands each tile reads / writes (FLAT's
         and unfused's scores: written by Q.K^T, read and written by the softmax, read by P.V)."""
         p = self.params
+        if isinstance(tile, TopkTile):  # a comparator is a subtractor: priced as a 32-bit add
+            return {"add.int32": c for c in topk.tile_actions(tile, p.topk_parallelism).values()}
         if isinstance(tile, SystolicTile):
             macs = tile.m * tile.k * tile.n
             return {"mac.bf16": macs, "pe_reg_access": 2 * macs, "sram_read_bytes.input": 2 * tile.m * tile.k,
@@ -142,7 +161,11 @@ class AttentionModel(TemplateModel):
         p = self.params
         # per 2D PE: two operand registers, a score and a second score (slot pipeline), an fp32 accumulator
         regs = p.rows * p.cols * (16 + 16 + 32 + 32 + 32) + p.pe1d * 4 * 32
-        return AreaInputs(macs={"bf16": p.rows * p.cols, "fp32": p.pe1d}, register_bits=regs)
+        components = {}
+        if p.topk_parallelism:  # comparators (32-bit subtractors) and a pipeline register each
+            components["add.int32"] = p.topk_parallelism
+            regs += p.topk_parallelism * 32
+        return AreaInputs(macs={"bf16": p.rows * p.cols, "fp32": p.pe1d}, register_bits=regs, components=components)
 
     def report_extras(self, result) -> dict:
         attn = [l for l in result.layers if l.op == "attention"]

@@ -59,6 +59,10 @@ class AttentionParams(TemplateParams):
         0: a result is written in the cycle its op issues). An op of ``n``
         elements then takes ``ceil(n / rate) + latency`` cycles: the next op
         reads its results (the RTL's pipelined ``exp2``: ``latency1d: {exp: S}``).
+    topk_parallelism : int
+        Comparators of SpAtten's top-k engine (:mod:`archsim.templates.attention.topk`), which
+        ranks token / head importance for cascade pruning (options ``token_keep``,
+        ``head_keep``); 0: no engine (SpAtten: 16).
     """
 
     rows: int = 256
@@ -70,6 +74,7 @@ class AttentionParams(TemplateParams):
     precision: str = "bf16"
     flat_scale_on: str = "array1d"
     latency1d: dict[str, int] = field(default_factory=dict)
+    topk_parallelism: int = 0
 
     def validate(self) -> None:
         for key in ("rows", "cols", "pe1d"):
@@ -96,6 +101,9 @@ class AttentionParams(TemplateParams):
         for k, v in lat.items():
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise ValueError(f"latency1d.{k}: expected a non-negative integer (cycles), got {v!r}")
+        v = self.topk_parallelism
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"topk_parallelism: expected a non-negative integer, got {v!r}")
         if self.precision not in ("bf16", "fp16"):
             raise ValueError(f"precision: expected bf16 or fp16, got {self.precision!r}")
 
