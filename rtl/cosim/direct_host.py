@@ -4,10 +4,8 @@ by ``done`` and the hardware's ``tile_cycles`` counter (and by ``tile_start`` wh
 that debug port). Its methods match :class:`rtl.lib.axi_host.AxiHost`, so a template driver runs
 the same steps on the bare engine or behind the AXI wrapper.
 
-A copy of the systolic driver's host (``rtl.systolic.driver``), shared here so that other
-templates' drivers need not import the systolic package; the systolic driver can import it from
-here (then this is the one copy). Buffer names are the systolic ones ("left", "top", "out" for
-the ``wr`` stream's buf codes 0, 1, 2).
+The one copy: the systolic and attention drivers use it. Buffer names are the systolic ones
+("left", "top", "out" for the ``wr`` stream's buf codes 0, 1, 2).
 """
 from __future__ import annotations
 

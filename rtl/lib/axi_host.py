@@ -5,7 +5,7 @@ models — an ``AxiLiteMaster`` on ``s_axil_*`` for the registers, an ``AxiStrea
 
 Tile cycles come from the wrapper's CYCLES register (a queue of the engine's ``tile_cycles``
 counts, one per finished tile), so a batch holds at most the queue's depth of tiles. The
-methods match :class:`rtl.systolic.driver.DirectHost`.
+methods match :class:`rtl.cosim.direct_host.DirectHost`.
 """
 from __future__ import annotations
 
