@@ -92,5 +92,9 @@ def test_wrapper_none_is_the_default_and_axi_needs_the_host_interface(tmp_path, 
                  "--out", str(tmp_path / "plain")]) == 0
     assert (tmp_path / "plain" / "archsim_systolic.v").exists()
     capsys.readouterr()
-    assert main(["rtl", "generate", "--arch", "simd-edge", "--wrapper", "axi", "--out", str(tmp_path / "p")]) == 2
-    assert "--wrapper axi: the simd RTL does not implement the host interface" in capsys.readouterr().err
+    # a PIM channel (banks > 1) is the bare bank units' ports, not the host signature
+    assert main(["rtl", "generate", "--arch", "pim-gpt-gddr6", "--banks", "2", "--wrapper", "axi",
+                 "--out", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err
+    assert "--wrapper axi: the pim RTL does not implement the host interface" in err
+    assert "templates that do: " in err and "systolic" in err
