@@ -39,6 +39,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from rtl.lut.arith import FpArith, IntArith
+from rtl.lut.precompute import TableGenerator, delay
 from rtl.lib.fp import fp32_mul_finite as fp32_mul, int_to_fp32
 
 #: command codes of the weight / activation formats
@@ -47,6 +48,7 @@ AFMT = {"int8": 0, "fp16": 1, "bf16": 2}
 PLANES = (1, 2, 2, 3, 4)  # by WFMT code
 BUFS = {"act": 0, "weight": 1, "out": 2, "table": 3, "scale": 4}
 #: the RTL's own pipeline: weight read, lookup + shift-add, r + accumulator read, accumulator write
+#: (one more, a registered lookup, when ``pipeline_cycles`` leaves room: :attr:`LutConfig.lookup_register`)
 RTL_PIPELINE = 3
 #: stages the scales add: per_group r x scale (1); per_channel sum x scale, + psum (2)
 SCALE_STAGES = {"none": 0, "per_group": 1, "per_channel": 2}
@@ -71,6 +73,7 @@ class LutConfig:
     weight_formats: tuple[str, ...]
     activation_formats: tuple[str, ...]
     pipeline_cycles: int
+    precompute_latency: int = 0
     act_depth: int = 64
     weight_depth: int = 128
     out_depth: int = 64
@@ -104,7 +107,7 @@ class LutConfig:
         order_w = [f for f in WFMT if f in p.weight_formats]
         order_a = [f for f in AFMT if f in p.activation_formats]
         return cls(p.tile_m, p.tile_n, p.group_k, p.symmetric, p.precompute_entries_per_cycle,
-                   tuple(order_w), tuple(order_a), p.pipeline_cycles, scale=p.scale,
+                   tuple(order_w), tuple(order_a), p.pipeline_cycles, p.precompute_pipeline_cycles, scale=p.scale,
                    scale_group=p.scale_group if p.scale == "per_group" else 0, **opts)
 
     # ---- derived sizes
@@ -169,8 +172,14 @@ class LutConfig:
         return self.tile_n * 32 if self.scale != "none" else 0
 
     @property
+    def lookup_register(self) -> bool:
+        """A register between the table lookup (+ negate) and the shift-add, built when
+        ``pipeline_cycles`` has room for it (it cuts the lookup stage's path in two)."""
+        return self.pipeline_cycles >= RTL_PIPELINE + 1 + SCALE_STAGES[self.scale]
+
+    @property
     def rtl_pipeline(self) -> int:
-        return RTL_PIPELINE + SCALE_STAGES[self.scale]
+        return RTL_PIPELINE + SCALE_STAGES[self.scale] + int(self.lookup_register)
 
     @property
     def data_bits(self) -> int:
@@ -189,7 +198,8 @@ class LutConfig:
             for key in ("scale", "scale_group", "scale_depth"):
                 del d[key]
         d.update(entries=self.entries, pre_cycles=self.pre_cycles, entry_bits=self.entry_bits,
-                 p_bits=self.p_bits, act_bits=self.act_bits, acc_bits=ACC_BITS, rtl_pipeline=self.rtl_pipeline)
+                 p_bits=self.p_bits, act_bits=self.act_bits, acc_bits=ACC_BITS, rtl_pipeline=self.rtl_pipeline,
+                 lookup_register=self.lookup_register)
         return d
 
 
@@ -360,10 +370,10 @@ class LutCore(wiring.Component):
         cmd_planes = Array(Const(v, 3) for v in PLANES + (0, 0, 0))[self.cmd_wfmt]
         cmd_look = Signal(DIM_BITS + 3)
         m.d.comb += cmd_look.eq(self.cmd_col_blocks * cmd_planes)
-        cmd_pre = Mux(self.cmd_precomputed, 0, c.pre_cycles)
+        cmd_pre = Mux(self.cmd_precomputed, 0, c.pre_cycles + c.precompute_latency)
 
         # lookup sequencer state
-        lk_wait = Signal(range(c.pre_cycles + 1))
+        lk_wait = Signal(range(c.pre_cycles + c.precompute_latency + 1))
         lk_done = Signal()
         sc = Signal(DIM_BITS + 3)  # cycle within the step's slot
         s = Signal(2 * DIM_BITS)  # step
@@ -432,10 +442,16 @@ class LutCore(wiring.Component):
         m.d.comb += [self.tile_start.eq(running & (t == 0)), self.tile_done.eq(done)]
 
         m.d.comb += [wgt_r.addr.eq(w_base + sc), tab_r.addr.eq(s)]
-        s1_valid, s1_first, s1_last, s1_bank, s1_fg = Signal(), Signal(), Signal(), Signal(), Signal()
-        s1_oaddr = Signal(range(c.out_depth))
-        m.d.sync += [s1_valid.eq(issue), s1_first.eq(q == 0), s1_last.eq(q == planes - 1), s1_bank.eq(s[0]),
-                     s1_oaddr.eq(o_base + nb), s1_fg.eq((g == 0) & ~acc_cmd)]
+        # t1: the weight plane arrives and the table is read (registered lookup); s1: the shift-add
+        t1_valid, t1_first, t1_last, t1_bank, t1_fg = Signal(), Signal(), Signal(), Signal(), Signal()
+        t1_oaddr = Signal(range(c.out_depth))
+        m.d.sync += [t1_valid.eq(issue), t1_first.eq(q == 0), t1_last.eq(q == planes - 1), t1_bank.eq(s[0]),
+                     t1_oaddr.eq(o_base + nb), t1_fg.eq((g == 0) & ~acc_cmd)]
+        lk_dom = m.d.sync if c.lookup_register else m.d.comb  # t1 -> s1: a register or a wire
+        s1_valid, s1_first, s1_last, s1_fg = Signal(), Signal(), Signal(), Signal()
+        s1_oaddr = Signal.like(t1_oaddr)
+        lk_dom += [s1_valid.eq(t1_valid), s1_first.eq(t1_first), s1_last.eq(t1_last), s1_oaddr.eq(t1_oaddr),
+                   s1_fg.eq(t1_fg)]
         s2_saddr = s2_nb = s3_lastg = None
         if c.scale == "per_group":  # scale entry (g * K // scale_group) * col_blocks + nb, by counting
             per = c.scale_group // K  # K-groups per scale group
@@ -450,13 +466,15 @@ class LutCore(wiring.Component):
                     m.d.sync += [sgc.eq(0), sg_base.eq(sg_base + col_blocks)]
                 with m.Else():
                     m.d.sync += sgc.eq(sgc + 1)
-            s1_saddr, s2_saddr = Signal(range(c.scale_depth)), Signal(range(c.scale_depth))
-            m.d.sync += [s1_saddr.eq(sg_base + nb), s2_saddr.eq(s1_saddr)]
+            t1_saddr, s1_saddr, s2_saddr = (Signal(range(c.scale_depth), name=f"{x}_saddr") for x in ("t1", "s1", "s2"))
+            m.d.sync += [t1_saddr.eq(sg_base + nb), s2_saddr.eq(s1_saddr)]
+            lk_dom += s1_saddr.eq(t1_saddr)
         if c.scale == "per_channel":  # the scratch restarts at group 0 (psum is added after the scale)
-            s1_nb, s2_nb = Signal(range(c.out_depth)), Signal(range(c.out_depth))
-            s1_lastg, s2_lastg, s3_lastg = Signal(), Signal(), Signal()
-            m.d.sync += [s1_fg.eq(g == 0), s1_nb.eq(nb), s2_nb.eq(s1_nb), s1_lastg.eq(g == groups - 1),
-                         s2_lastg.eq(s1_lastg), s3_lastg.eq(s2_lastg)]
+            t1_nb, s1_nb, s2_nb = (Signal(range(c.out_depth), name=f"{x}_nb") for x in ("t1", "s1", "s2"))
+            t1_lastg, s1_lastg, s2_lastg, s3_lastg = Signal(), Signal(), Signal(), Signal()
+            m.d.sync += [t1_fg.eq(g == 0), t1_nb.eq(nb), s2_nb.eq(s1_nb),
+                         t1_lastg.eq(g == groups - 1), s2_lastg.eq(s1_lastg), s3_lastg.eq(s2_lastg)]
+            lk_dom += [s1_nb.eq(t1_nb), s1_lastg.eq(t1_lastg)]
 
         # ---------------------------------------------------------- precompute unit
         tables = [[[Signal(eb, name=f"tab{b}_r{r}_e{e}") for e in range(E)] for r in range(tm)] for b in range(2)]
@@ -473,7 +491,6 @@ class LutCore(wiring.Component):
         advance = seq & (sc == slot - 1) & ~last_step  # the next step's lookups start next cycle
         m.d.sync += pre_go.eq(~precomp & (first_look | (advance & ~next_last)))
         pre_act = pre_active | pre_go
-        pc_eff, ps_eff = pc, ps
         m.d.comb += act_r.addr.eq(ps)
         with m.If(pre_act):
             with m.If(pc + 1 < c.pre_cycles):
@@ -485,34 +502,27 @@ class LutCore(wiring.Component):
         gen_out = []
         for i in range(n_gen):
             f_i = Signal(range(c.pre_cycles * c.entries_per_cycle + n_gen + 1), name=f"gen{i}_f")
-            m.d.comb += f_i.eq(pc_eff * c.entries_per_cycle + i)
+            m.d.comb += f_i.eq(pc * c.entries_per_cycle + i)
             lb = _bits(E) if E > 1 else 0
             row_i = f_i >> lb
             local = f_i[:lb] if lb else Const(0, 1)
             idx = Cat(local, Const(1, 1)) if c.symmetric else local
-            word = Signal(K * ab, name=f"gen{i}_a")
-            m.d.comb += word.eq(rows[row_i])
-            vals = {}
-            for kind, ar in ariths:
-                terms = []
-                for j in range(K):
-                    a = ar.activation(m, word[j * ab:(j + 1) * ab], fp16, f"gen{i}_{kind}_a{j}")
-                    terms.append(Mux(idx[j], a, ar.neg(m, a, f"gen{i}_{kind}_n{j}")))
-                total = terms[0]
-                for j in range(1, K):  # in j order (fp: each add rounded)
-                    total = ar.add(m, total, terms[j], f"gen{i}_{kind}_s{j}")
-                vals[kind] = total
-            out = Signal(eb, name=f"gen{i}_t")
-            m.d.comb += out.eq(self._by_kind(vals, is_fp))
-            gen_out.append(out)
+            gen = TableGenerator(K, ab, eb, c.p_bits if c.has_int else None, c.has_fp, c.precompute_latency)
+            m.submodules[f"gen{i}"] = gen
+            m.d.comb += [gen.word.eq(rows[row_i]), gen.idx.eq(idx), gen.is_fp.eq(is_fp), gen.fp16.eq(fp16)]
+            gen_out.append(gen.entry)
+        # the table writes follow the generators' latency
+        wr_act = delay(m, pre_act, c.precompute_latency, "pre_wr")
+        wr_bank = delay(m, ps[0], c.precompute_latency, "pre_wr_bank")
+        wr_pc = delay(m, pc, c.precompute_latency, "pre_wr_pc")
         for b in range(2):
             for r in range(tm):
                 for e in range(E):
                     f = r * E + e
-                    with m.If(pre_act & (ps_eff[0] == b) & (pc_eff == f // c.entries_per_cycle)):
+                    with m.If(wr_act & (wr_bank == b) & (wr_pc == f // c.entries_per_cycle)):
                         m.d.sync += tables[b][r][e].eq(gen_out[f % c.entries_per_cycle])
 
-        # ---------------------------------------------------------- stage 1: lookup, negate, shift-add
+        # ---------------------------------------------------------- stage t1: lookup, negate; stage 1: shift-add
         row_tab = []
         for r in range(tm):
             entries = []
@@ -520,7 +530,7 @@ class LutCore(wiring.Component):
                 v = Signal(eb, name=f"look_r{r}_e{e}")
                 base = (r * E + e) * eb
                 m.d.comb += v.eq(Mux(precomp, tab_r.data[base:base + eb],
-                                     Mux(s1_bank, tables[1][r][e], tables[0][r][e])))
+                                     Mux(t1_bank, tables[1][r][e], tables[0][r][e])))
                 entries.append(v)
             row_tab.append(entries)
         preg = [[Signal(pb, name=f"p_r{r}_c{col}") for col in range(tn)] for r in range(tm)]
@@ -538,8 +548,8 @@ class LutCore(wiring.Component):
                 new = {}
                 for kind, ar in ariths:
                     name = f"l_{kind}_r{r}_c{col}"
-                    tv = Signal(ar.width, name=f"{name}_t")
-                    m.d.comb += tv.eq(Mux(top, ar._s(t_raw) if kind == "int" else t_raw,
+                    tv = Signal(ar.width, name=f"{name}_t")  # the looked-up term (registered: lookup_register)
+                    lk_dom += tv.eq(Mux(top, ar._s(t_raw) if kind == "int" else t_raw,
                                           ar.neg(m, t_raw, f"{name}_n")))
                     if c.max_planes == 1:  # int1-only build: one plane, no shift-add
                         new[kind] = tv
@@ -550,8 +560,10 @@ class LutCore(wiring.Component):
         s2_valid, s2_fg = Signal(), Signal()
         s2_oaddr = Signal.like(s1_oaddr)
         m.d.sync += [s2_valid.eq(s1_valid & s1_last), s2_oaddr.eq(s1_oaddr), s2_fg.eq(s1_fg)]
+        s1_S = [Signal(eb, name=f"S1_r{r}") for r in range(tm)]
+        lk_dom += [s1_S[r].eq(row_tab[r][E - 1]) for r in range(tm)]
         with m.If(s1_valid & s1_last):
-            m.d.sync += [s2_S[r].eq(row_tab[r][E - 1]) for r in range(tm)]
+            m.d.sync += [s2_S[r].eq(s1_S[r]) for r in range(tm)]
 
         # ---------------------------------------------------------- stage 2: r = (p - S) / 2, accumulator read
         rreg = [[Signal(pb, name=f"r_r{r}_c{col}") for col in range(tn)] for r in range(tm)]
