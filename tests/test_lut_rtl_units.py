@@ -89,3 +89,58 @@ def test_table_generator_latency_is_spent_as_declared():
     assert (g.add_stages, g.pad) == (min(2, top), 1 + 3 * (2 - min(2, top)))
     g = TableGenerator(1, 8, 11, 11, False, 3)  # K = 1: no add, the term register and a delay of 2
     assert (g.add_stages, g.pad) == (0, 2)
+
+
+def _core(**over):
+    from archsim.spec.load import load_arch
+    from archsim.templates.lut import conformance
+    from rtl.lut.design import LutConfig, LutCore
+
+    arch = load_arch(conformance.base_arch, {**conformance.rtl_arch, **over})
+    return LutCore(LutConfig.from_params(arch.params, {}))
+
+
+@pytest.mark.parametrize("target, refused", [("other_bank", False), ("own_bank", True), ("out", True)])
+def test_operand_writes_while_a_tile_runs(target, refused):
+    """While a tile runs, a write into the operand bank it does not read is taken (that it lands is what
+    co-simulation checks: the driver writes tile i + 1's operands during tile i); one into
+    its own bank or into the output buffer is dropped and raises the sticky error."""
+    from amaranth.sim import Simulator
+
+    from rtl.lut.design import AFMT, BUFS, WFMT
+
+    core = _core()
+    seen = {}
+
+    async def tb(ctx):
+        cmd = {"cmd_row_blocks": 1, "cmd_groups": 4, "cmd_col_blocks": 1, "cmd_wfmt": WFMT["int4"],
+               "cmd_afmt": AFMT["int8"], "cmd_accumulate": 0, "cmd_precomputed": 0, "cmd_bank": 0}
+        for k, v in cmd.items():
+            ctx.set(getattr(core, k), v)
+        ctx.set(core.cmd_valid, 1)
+        await ctx.tick()
+        ctx.set(core.cmd_valid, 0)
+        await ctx.tick()
+        seen["busy"] = ctx.get(core.busy)
+        buf = BUFS["out"] if target == "out" else BUFS["act"]
+        ctx.set(core.wr_buf, buf)
+        ctx.set(core.wr_bank, 0 if target == "own_bank" else 1)
+        ctx.set(core.wr_addr, 3)
+        ctx.set(core.wr_data, 0x5A)
+        ctx.set(core.wr_en, 1)
+        await ctx.tick()
+        ctx.set(core.wr_en, 0)
+        await ctx.tick()
+        seen["error"] = ctx.get(core.error)
+        for _ in range(200):
+            if not ctx.get(core.busy):
+                break
+            await ctx.tick()
+        seen["busy_after"] = ctx.get(core.busy)
+
+    sim = Simulator(core)
+    sim.add_clock(1e-6)
+    sim.add_testbench(tb)
+    sim.run()
+    assert seen["busy"] == 1 and seen["busy_after"] == 0
+    assert seen["error"] == int(refused)

@@ -209,6 +209,8 @@ def lut_signature(c: LutConfig) -> dict:
         "cmd_row_blocks": In(DIM_BITS), "cmd_groups": In(DIM_BITS), "cmd_col_blocks": In(DIM_BITS),
         "cmd_wfmt": In(3), "cmd_afmt": In(2), "cmd_accumulate": In(1), "cmd_precomputed": In(1),
     }
+    if not c.external_buffers:
+        sig["cmd_bank"] = In(1)
     if c.external_buffers:  # the buffers' read / write ports (act: asynchronous read; others: data next cycle)
         sig.update({
             "act_raddr": Out(_bits(c.act_depth)), "act_rdata": In(c.act_word),
@@ -221,8 +223,8 @@ def lut_signature(c: LutConfig) -> dict:
             sig.update({"scale_raddr": Out(_bits(c.scale_depth)), "scale_rdata": In(c.scale_word)})
     else:
         sig.update({
-            "wr_en": In(1), "wr_buf": In(3 if c.scale != "none" else 2), "wr_addr": In(c.addr_bits),
-            "wr_data": In(c.data_bits),
+            "wr_en": In(1), "wr_buf": In(3 if c.scale != "none" else 2), "wr_bank": In(1),
+            "wr_addr": In(c.addr_bits), "wr_data": In(c.data_bits),
             "rd_en": In(1), "rd_addr": In(c.addr_bits), "rd_data": Out(c.out_word),
         })
     sig.update({
@@ -230,6 +232,18 @@ def lut_signature(c: LutConfig) -> dict:
         "tile_cycles": Out(32), "tiles_done": Out(32), "error": Out(1),
     })
     return sig
+
+
+def _banked(m: Module, name: str, width: int, depth: int, bank, core, domain: str = "sync"):
+    """A two-bank operand buffer: ``depth`` entries per bank, the bank the top address bit. Returns
+    (host write port, datapath read port); the read port's ``addr`` is the address within ``bank``
+    and the write port's the one within the host's ``wr_bank``."""
+    bits = _bits(depth)
+    m.submodules[name] = mem = Memory(shape=width, depth=2 << bits, init=[])
+    w, r = mem.write_port(), mem.read_port(domain=domain)
+    w_addr, r_addr = Signal(bits, name=f"{name}_waddr"), Signal(bits, name=f"{name}_raddr")
+    m.d.comb += [w.addr.eq(Cat(w_addr, core.wr_bank)), r.addr.eq(Cat(r_addr, bank))]
+    return (SimpleNamespace(addr=w_addr, data=w.data, en=w.en), SimpleNamespace(addr=r_addr, data=r.data))
 
 
 class LutCore(wiring.Component):
@@ -326,22 +340,19 @@ class LutCore(wiring.Component):
             tab_r = SimpleNamespace(addr=self.table_raddr, data=self.table_rdata)
             out_r = SimpleNamespace(addr=self.out_raddr, data=self.out_rdata, en=Signal())
             out_w = SimpleNamespace(addr=self.out_waddr, data=self.out_wdata, en=self.out_we)
-        else:
-            m.submodules.act_buf = act = Memory(shape=c.act_word, depth=c.act_depth, init=[])
-            m.submodules.weight_buf = wgt = Memory(shape=c.weight_word, depth=c.weight_depth, init=[])
+        else:  # operand buffers: two banks each (the running tile reads one, the host fills the other)
+            bank = Signal()  # the running tile's operand bank (cmd_bank)
+            act_w, act_r = _banked(m, "act_buf", c.act_word, c.act_depth, bank, self, domain="comb")
+            wgt_w, wgt_r = _banked(m, "weight_buf", c.weight_word, c.weight_depth, bank, self)
+            tab_w, tab_r = _banked(m, "table_buf", c.table_word, c.table_depth, bank, self)
             m.submodules.out_buf = obuf = Memory(shape=c.out_word, depth=c.out_depth, init=[])
-            m.submodules.table_buf = tbuf = Memory(shape=c.table_word, depth=c.table_depth, init=[])
-            act_w, act_r = act.write_port(), act.read_port(domain="comb")
-            wgt_w, wgt_r = wgt.write_port(), wgt.read_port()
-            tab_w, tab_r = tbuf.write_port(), tbuf.read_port()
             out_w, out_r = obuf.write_port(), obuf.read_port()
         sc_w = sc_r = scr_w = scr_r = None
         if c.scale != "none":  # scale buffer: tile_n fp32 scales an entry (data the next cycle)
             if c.external_buffers:
                 sc_r = SimpleNamespace(addr=self.scale_raddr, data=self.scale_rdata)
             else:
-                m.submodules.scale_buf = sbuf = Memory(shape=c.scale_word, depth=c.scale_depth, init=[])
-                sc_w, sc_r = sbuf.write_port(), sbuf.read_port()
+                sc_w, sc_r = _banked(m, "scale_buf", c.scale_word, c.scale_depth, bank, self)
         if c.scale == "per_channel":  # the tile's running sums by column block (psum stays in the output buffer)
             m.submodules.acc_scratch = scr = Memory(shape=c.out_word, depth=c.out_depth, init=[])
             scr_w, scr_r = scr.write_port(), scr.read_port()
@@ -357,7 +368,14 @@ class LutCore(wiring.Component):
         mb = Signal(DIM_BITS)  # row block of the lookup step
         last_step = Signal()
         look = Signal(DIM_BITS + 3)
-        slot = Signal(DIM_BITS + 3)
+        # the command's limits minus one (two), taken with the command: the sequencer compares
+        # its counters with registers (no subtractor on its paths)
+        slot_m1, look_m1 = Signal(DIM_BITS + 3), Signal(DIM_BITS + 3)
+        groups_m1, groups_m2 = Signal(DIM_BITS), Signal(DIM_BITS + 1)
+        rb_m1, rb_m2 = Signal(DIM_BITS), Signal(DIM_BITS + 1)
+        planes_m1 = Signal(3)
+        one_group = Signal()
+        looking = Signal()  # the step's lookups still run in its slot (sc < look)
         is_fp = Signal()
         fp16 = Signal()
         int1 = Signal()
@@ -392,13 +410,18 @@ class LutCore(wiring.Component):
 
         with m.If(self.cmd_valid & ~running):
             with m.If(w_ok & a_ok & dims_ok):
+                if not c.external_buffers:
+                    m.d.sync += bank.eq(self.cmd_bank)
                 m.d.sync += [
                     running.eq(1), t.eq(0),
                     wfmt.eq(self.cmd_wfmt), afmt.eq(self.cmd_afmt), acc_cmd.eq(self.cmd_accumulate),
                     precomp.eq(self.cmd_precomputed), planes.eq(cmd_planes),
                     groups.eq(self.cmd_groups), col_blocks.eq(self.cmd_col_blocks),
                     row_blocks.eq(self.cmd_row_blocks), mb.eq(0), look.eq(cmd_look),
-                    slot.eq(Mux(cmd_look > cmd_pre, cmd_look, cmd_pre)),
+                    slot_m1.eq(Mux(cmd_look > cmd_pre, cmd_look, cmd_pre) - 1), look_m1.eq(cmd_look - 1),
+                    groups_m1.eq(self.cmd_groups - 1), groups_m2.eq(self.cmd_groups - 2),
+                    rb_m1.eq(self.cmd_row_blocks - 1), rb_m2.eq(self.cmd_row_blocks - 2),
+                    planes_m1.eq(cmd_planes - 1), one_group.eq(self.cmd_groups == 1), looking.eq(1),
                     lk_wait.eq(cmd_pre), lk_done.eq(0), sc.eq(0), s.eq(0), g.eq(0), q.eq(0), nb.eq(0),
                     w_base.eq(0), o_base.eq(0), tail_active.eq(0),
                     pre_active.eq(~self.cmd_precomputed), pc.eq(0), ps.eq(0),
@@ -409,23 +432,28 @@ class LutCore(wiring.Component):
         # ---------------------------------------------------------- lookup sequencer (stage 0)
         seq = running & (lk_wait == 0) & ~lk_done
         issue = Signal()
-        m.d.comb += issue.eq(seq & (sc < look))
-        m.d.comb += last_step.eq((mb == row_blocks - 1) & (g == groups - 1))  # counters: no multiplier
-        last_issue = issue & last_step & (sc == look - 1)
+        m.d.comb += issue.eq(seq & looking)
+        g_wrap = Signal()
+        m.d.comb += [g_wrap.eq(g == groups_m1), last_step.eq((mb == rb_m1) & g_wrap)]  # counters: no multiplier
+        look_end, slot_end = Signal(), Signal()
+        m.d.comb += [look_end.eq(sc == look_m1), slot_end.eq(sc == slot_m1)]
+        last_issue = issue & last_step & look_end
+        with m.If(issue & look_end):
+            m.d.sync += looking.eq(0)
         with m.If(running):
             m.d.sync += t.eq(t + 1)
             with m.If(lk_wait != 0):
                 m.d.sync += lk_wait.eq(lk_wait - 1)
         with m.If(issue):
-            with m.If(q == planes - 1):
+            with m.If(q == planes_m1):
                 m.d.sync += [q.eq(0), nb.eq(nb + 1)]
             with m.Else():
                 m.d.sync += q.eq(q + 1)
         with m.If(last_issue):
             m.d.sync += [lk_done.eq(1), tail_active.eq(1), tail.eq(c.pipeline_cycles)]
-        with m.Elif(seq & (sc == slot - 1)):
-            m.d.sync += [sc.eq(0), q.eq(0), nb.eq(0), s.eq(s + 1)]
-            with m.If(g == groups - 1):
+        with m.Elif(seq & slot_end):
+            m.d.sync += [sc.eq(0), q.eq(0), nb.eq(0), s.eq(s + 1), looking.eq(1)]
+            with m.If(g_wrap):
                 m.d.sync += [g.eq(0), mb.eq(mb + 1), w_base.eq(0), o_base.eq(o_base + col_blocks)]
             with m.Else():
                 m.d.sync += [g.eq(g + 1), w_base.eq(w_base + look)]
@@ -445,7 +473,7 @@ class LutCore(wiring.Component):
         # t1: the weight plane arrives and the table is read (registered lookup); s1: the shift-add
         t1_valid, t1_first, t1_last, t1_bank, t1_fg = Signal(), Signal(), Signal(), Signal(), Signal()
         t1_oaddr = Signal(range(c.out_depth))
-        m.d.sync += [t1_valid.eq(issue), t1_first.eq(q == 0), t1_last.eq(q == planes - 1), t1_bank.eq(s[0]),
+        m.d.sync += [t1_valid.eq(issue), t1_first.eq(q == 0), t1_last.eq(q == planes_m1), t1_bank.eq(s[0]),
                      t1_oaddr.eq(o_base + nb), t1_fg.eq((g == 0) & ~acc_cmd)]
         lk_dom = m.d.sync if c.lookup_register else m.d.comb  # t1 -> s1: a register or a wire
         s1_valid, s1_first, s1_last, s1_fg = Signal(), Signal(), Signal(), Signal()
@@ -459,8 +487,8 @@ class LutCore(wiring.Component):
             sg_base = Signal(2 * DIM_BITS)
             with m.If(self.cmd_valid & ~running):
                 m.d.sync += [sgc.eq(0), sg_base.eq(0)]
-            with m.If(seq & (sc == slot - 1) & ~last_issue):
-                with m.If(g == groups - 1):
+            with m.If(seq & slot_end & ~last_issue):
+                with m.If(g_wrap):
                     m.d.sync += [sgc.eq(0), sg_base.eq(0)]
                 with m.Elif(sgc == per - 1):
                     m.d.sync += [sgc.eq(0), sg_base.eq(sg_base + col_blocks)]
@@ -473,7 +501,7 @@ class LutCore(wiring.Component):
             t1_nb, s1_nb, s2_nb = (Signal(range(c.out_depth), name=f"{x}_nb") for x in ("t1", "s1", "s2"))
             t1_lastg, s1_lastg, s2_lastg, s3_lastg = Signal(), Signal(), Signal(), Signal()
             m.d.sync += [t1_fg.eq(g == 0), t1_nb.eq(nb), s2_nb.eq(s1_nb),
-                         t1_lastg.eq(g == groups - 1), s2_lastg.eq(s1_lastg), s3_lastg.eq(s2_lastg)]
+                         t1_lastg.eq(g_wrap), s2_lastg.eq(s1_lastg), s3_lastg.eq(s2_lastg)]
             lk_dom += [s1_nb.eq(t1_nb), s1_lastg.eq(t1_lastg)]
 
         # ---------------------------------------------------------- precompute unit
@@ -484,11 +512,9 @@ class LutCore(wiring.Component):
         # table write enables see registers only (no path from the sequencer's compares).
         pre_go = Signal()
         next_last = Signal()  # the step after this one is the tile's last
-        g_wrap = g == groups - 1
-        m.d.comb += next_last.eq(Mux(g_wrap, (mb + 1 == row_blocks - 1) & (groups == 1),
-                                     (mb == row_blocks - 1) & (g + 1 == groups - 1)))
+        m.d.comb += next_last.eq(Mux(g_wrap, (mb == rb_m2) & one_group, (mb == rb_m1) & (g == groups_m2)))
         first_look = running & (lk_wait == 1) & (sc == 0) & ~last_step  # step 0's lookups start next cycle
-        advance = seq & (sc == slot - 1) & ~last_step  # the next step's lookups start next cycle
+        advance = seq & slot_end & ~last_step  # the next step's lookups start next cycle
         m.d.sync += pre_go.eq(~precomp & (first_look | (advance & ~next_last)))
         pre_act = pre_active | pre_go
         m.d.comb += act_r.addr.eq(ps)
@@ -629,7 +655,13 @@ class LutCore(wiring.Component):
         if c.external_buffers:
             m.d.comb += [out_w.addr.eq(fin_addr), out_w.data.eq(fin_data), out_w.en.eq(fin_valid)]
             return m
-        host_wr = self.wr_en & ~running
+        # operand writes are taken while a tile runs, into the bank it does not read; a write into its
+        # bank, or into the output buffer, while it runs is refused (dropped, sticky error)
+        to_out = self.wr_buf == BUFS["out"]
+        refused = self.wr_en & running & (to_out | (self.wr_bank == bank))
+        host_wr = self.wr_en & ~refused
+        with m.If(refused):
+            m.d.sync += error.eq(1)
         m.d.comb += [
             act_w.addr.eq(self.wr_addr), act_w.data.eq(self.wr_data), act_w.en.eq(host_wr & (self.wr_buf == BUFS["act"])),
             wgt_w.addr.eq(self.wr_addr), wgt_w.data.eq(self.wr_data),

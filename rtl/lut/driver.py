@@ -1,10 +1,11 @@
 """cocotb driver of the LUT core (runs inside the simulator, via rtl.cosim.tb).
 
-``run_job(dut, job)`` replays ``job["tiles"]`` one tile at a time: it writes the
-tile's buffer entries (activations, weight planes, precomputed tables, initial
-partial sums; :meth:`rtl.lut.rtl_design.LutDesign.encode`) through the write
-port, issues the command, waits for ``busy`` to fall and reads the output
-entries back. A monitor samples ``tile_start`` / ``tile_done`` every cycle, so a
+``run_job(dut, job)`` replays ``job["tiles"]``: tile i reads operand bank
+``cmd_bank = i % 2``; its operand entries (activations, weight planes,
+precomputed tables, scales; :meth:`rtl.lut.rtl_design.LutDesign.encode`) are
+written into that bank while tile i - 1 runs (tile 0's before it), its initial
+partial sums into the output buffer once tile i - 1's results are read; then
+the command is issued, ``busy`` falls and the output entries are read back. A monitor samples ``tile_start`` / ``tile_done`` every cycle, so a
 tile's cycles are measured from the ports and compared with the design's own
 ``tile_cycles`` counter.
 """
@@ -45,17 +46,31 @@ async def run_job(dut, job: dict) -> dict:
     mon = _Monitor(dut)
     cocotb.start_soon(mon.run())
     results = []
-    for i, tile in enumerate(job["tiles"]):
-        await FallingEdge(dut.clk)
-        for buf, addr, word in tile["writes"]:
+    tiles = job["tiles"]
+    out_buf = job.get("out_buf")
+
+    async def write(entries, bank):
+        for buf, addr, word in entries:
             dut.wr_en.value, dut.wr_buf.value, dut.wr_addr.value, dut.wr_data.value = 1, buf, addr, word
+            dut.wr_bank.value = bank
             await FallingEdge(dut.clk)
         dut.wr_en.value = 0
+
+    def operands(tile):
+        return [w for w in tile["writes"] if w[0] != out_buf]
+
+    await FallingEdge(dut.clk)
+    if tiles:
+        await write(operands(tiles[0]), tiles[0]["cmd"].get("cmd_bank", 0))
+    for i, tile in enumerate(tiles):
+        await write([w for w in tile["writes"] if w[0] == out_buf], 0)
         for name, value in tile["cmd"].items():
             getattr(dut, name).value = value
         dut.cmd_valid.value = 1
         await FallingEdge(dut.clk)
         dut.cmd_valid.value = 0
+        if i + 1 < len(tiles):  # the next tile's operands, into the other bank while this one runs
+            await write(operands(tiles[i + 1]), tiles[i + 1]["cmd"].get("cmd_bank", 0))
         budget = 100000
         while _u(dut.busy) and budget:
             await FallingEdge(dut.clk)

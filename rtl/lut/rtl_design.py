@@ -25,7 +25,10 @@ PORT_DOCS = {
     "cmd_afmt": "activation format: 0 int8, 1 fp16, 2 bf16",
     "cmd_accumulate": "1: out += A.W onto the output buffer's contents; 0: out = A.W",
     "cmd_precomputed": "1: the tables come from the table buffer (fused precompute, no table-build cycles)",
-    "wr_en": "write one entry of the buffer selected by wr_buf (ignored while busy)",
+    "cmd_bank": "operand bank the tile reads (activations, weight planes, tables, scales: two banks each)",
+    "wr_en": "write one entry of the buffer selected by wr_buf; while a tile runs only into the operand bank it "
+             "does not read (a write into its bank or into the output buffer is dropped and sets error)",
+    "wr_bank": "operand bank of the write (ignored for the output buffer)",
     "wr_buf": "0 activations, 1 weight planes, 2 output, 3 precomputed tables, 4 scales (scale builds)",
     "wr_addr": "buffer address",
     "wr_data": "the entry (layouts in docs/lut_rtl.md), low bits first",
@@ -51,7 +54,7 @@ PORT_DOCS = {
     "tile_done": "high in the tile's last cycle (pipeline_cycles after its last lookup)",
     "tile_cycles": "cycles of the last finished tile (hardware counter)",
     "tiles_done": "tiles finished since reset",
-    "error": "sticky: a command named a format the build lacks or a zero dimension",
+    "error": "sticky: a command named a format the build lacks or a zero dimension, or a write was refused",
 }
 
 
@@ -184,7 +187,12 @@ class LutDesign(RtlDesign):
         return {"writes": writes, "cmd": cmd, "out_entries": MB * NB}
 
     def make_job(self, items) -> dict[str, Any]:
-        return {"driver": self.driver, "tiles": [self.encode(t, o) for t, o in items]}
+        """Tile i reads operand bank i % 2 (its operands are written while tile i - 1 runs)."""
+        tiles = [self.encode(t, o) for t, o in items]
+        if not self.cfg.external_buffers:
+            for i, tile in enumerate(tiles):
+                tile["cmd"]["cmd_bank"] = i % 2
+        return {"driver": self.driver, "tiles": tiles, "out_buf": BUFS["out"]}
 
     def model_results(self, items):
         from archsim.templates.lut.detailed import LutArrayDetailed
