@@ -225,7 +225,7 @@ def lut_signature(c: LutConfig) -> dict:
         sig.update({
             "wr_en": In(1), "wr_buf": In(3 if c.scale != "none" else 2), "wr_bank": In(1),
             "wr_addr": In(c.addr_bits), "wr_data": In(c.data_bits),
-            "rd_en": In(1), "rd_addr": In(c.addr_bits), "rd_data": Out(c.out_word),
+            "rd_en": In(1), "rd_addr": In(c.addr_bits), "rd_data": Out(c.out_word), "wr_ready": Out(1),
         })
     sig.update({
         "busy": Out(1), "tile_start": Out(1), "tile_done": Out(1),
@@ -568,15 +568,19 @@ class LutCore(wiring.Component):
                 local = Mux(top, idx[:K - 1], ~idx[:K - 1]) if K > 1 else Const(0, 1)
             else:
                 top, local = Const(1, 1), idx
+            top_s1 = Signal(name=f"top_c{col}")  # the lookup (and its sign) registered with lookup_register;
+            lk_dom += top_s1.eq(top)  # the negation is done with the shift-add
             for r in range(tm):
                 t_raw = Signal(eb, name=f"t_r{r}_c{col}")
                 m.d.comb += t_raw.eq(Array(row_tab[r])[local])
+                t_s1 = Signal(eb, name=f"t1_r{r}_c{col}")
+                lk_dom += t_s1.eq(t_raw)
                 new = {}
                 for kind, ar in ariths:
                     name = f"l_{kind}_r{r}_c{col}"
-                    tv = Signal(ar.width, name=f"{name}_t")  # the looked-up term (registered: lookup_register)
-                    lk_dom += tv.eq(Mux(top, ar._s(t_raw) if kind == "int" else t_raw,
-                                          ar.neg(m, t_raw, f"{name}_n")))
+                    tv = Signal(ar.width, name=f"{name}_t")  # the looked-up term, signed
+                    m.d.comb += tv.eq(Mux(top_s1, ar._s(t_s1) if kind == "int" else t_s1,
+                                          ar.neg(m, t_s1, f"{name}_n")))
                     if c.max_planes == 1:  # int1-only build: one plane, no shift-add
                         new[kind] = tv
                     else:
@@ -658,7 +662,8 @@ class LutCore(wiring.Component):
         # operand writes are taken while a tile runs, into the bank it does not read; a write into its
         # bank, or into the output buffer, while it runs is refused (dropped, sticky error)
         to_out = self.wr_buf == BUFS["out"]
-        refused = self.wr_en & running & (to_out | (self.wr_bank == bank))
+        m.d.comb += self.wr_ready.eq(~(running & (to_out | (self.wr_bank == bank))))
+        refused = self.wr_en & ~self.wr_ready
         host_wr = self.wr_en & ~refused
         with m.If(refused):
             m.d.sync += error.eq(1)
