@@ -83,9 +83,15 @@ def test_lut_preset_has_an_rtl_design_with_documented_ports():
     design = design_for(load_arch("lut-m2n8k4-ecp5"))
     assert design.toplevel == "archsim_lut"
     names = [p.name for p in design.ports()]
-    assert names[:2] == ["clk", "rst"] and {"cmd_wfmt", "cmd_afmt", "rd_data", "tile_done"} <= set(names)
+    from rtl.lib.host import HOST_PORTS
+
+    assert names[:2] == ["clk", "rst"] and set(HOST_PORTS) <= set(names)  # the shared host signature
     widths = {p.name: p.width for p in design.ports()}
-    assert widths["rd_data"] == 2 * 8 * 32  # tile_m x tile_n accumulators of 32 bits
+    assert widths["rd_data__payload"] == 2 * 8 * 32  # tile_m x tile_n accumulators of 32 bits
+    # row_blocks, groups, col_blocks 16 bits each, wfmt 3, afmt 2, accumulate, precomputed, bank
+    assert widths["cmd__payload"] == 3 * 16 + 3 + 2 + 3
+    external = design_for(load_arch("lut-m2n8k4-ecp5"), {"external_buffers": True})
+    assert {"cmd_wfmt", "act_raddr", "out_we", "tile_done"} <= {p.name for p in external.ports()}
     assert design.config_dict()["pre_cycles"] == 2  # 2 rows x 8 entries at 8 per cycle
 
 
