@@ -568,19 +568,15 @@ class LutCore(wiring.Component):
                 local = Mux(top, idx[:K - 1], ~idx[:K - 1]) if K > 1 else Const(0, 1)
             else:
                 top, local = Const(1, 1), idx
-            top_s1 = Signal(name=f"top_c{col}")  # the lookup (and its sign) registered with lookup_register;
-            lk_dom += top_s1.eq(top)  # the negation is done with the shift-add
             for r in range(tm):
                 t_raw = Signal(eb, name=f"t_r{r}_c{col}")
                 m.d.comb += t_raw.eq(Array(row_tab[r])[local])
-                t_s1 = Signal(eb, name=f"t1_r{r}_c{col}")
-                lk_dom += t_s1.eq(t_raw)
                 new = {}
                 for kind, ar in ariths:
                     name = f"l_{kind}_r{r}_c{col}"
-                    tv = Signal(ar.width, name=f"{name}_t")  # the looked-up term, signed
-                    m.d.comb += tv.eq(Mux(top_s1, ar._s(t_s1) if kind == "int" else t_s1,
-                                          ar.neg(m, t_s1, f"{name}_n")))
+                    tv = Signal(ar.width, name=f"{name}_t")  # the looked-up term, signed (registered: lookup_register)
+                    lk_dom += tv.eq(Mux(top, ar._s(t_raw) if kind == "int" else t_raw,
+                                        ar.neg(m, t_raw, f"{name}_n")))
                     if c.max_planes == 1:  # int1-only build: one plane, no shift-add
                         new[kind] = tv
                     else:
