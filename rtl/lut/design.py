@@ -39,7 +39,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from rtl.lut.arith import FpArith, IntArith
-from rtl.lut.precompute import TableGenerator, delay
+from rtl.lut.precompute import PrecomputeUnit
 from rtl.lib.fp import fp32_mul_finite as fp32_mul, int_to_fp32
 
 #: command codes of the weight / activation formats
@@ -234,16 +234,33 @@ def lut_signature(c: LutConfig) -> dict:
     return sig
 
 
-def _banked(m: Module, name: str, width: int, depth: int, bank, core, domain: str = "sync"):
-    """A two-bank operand buffer: ``depth`` entries per bank, the bank the top address bit. Returns
-    (host write port, datapath read port); the read port's ``addr`` is the address within ``bank``
-    and the write port's the one within the host's ``wr_bank``."""
-    bits = _bits(depth)
-    m.submodules[name] = mem = Memory(shape=width, depth=2 << bits, init=[])
-    w, r = mem.write_port(), mem.read_port(domain=domain)
-    w_addr, r_addr = Signal(bits, name=f"{name}_waddr"), Signal(bits, name=f"{name}_raddr")
-    m.d.comb += [w.addr.eq(Cat(w_addr, core.wr_bank)), r.addr.eq(Cat(r_addr, bank))]
-    return (SimpleNamespace(addr=w_addr, data=w.data, en=w.en), SimpleNamespace(addr=r_addr, data=r.data))
+class OperandBuffer(wiring.Component):
+    """A two-bank operand buffer: ``depth`` entries per bank (the bank is the top address bit). The
+    host writes ``w_addr`` of bank ``w_bank``; the datapath reads ``r_addr`` of bank ``bank`` (data the
+    next cycle, or in the same cycle with ``async_read``)."""
+
+    def __init__(self, width: int, depth: int, async_read: bool = False):
+        self.width, self.depth, self.async_read = width, depth, async_read
+        bits = _bits(depth)
+        super().__init__({"w_addr": In(bits), "w_bank": In(1), "w_data": In(width), "w_en": In(1),
+                          "bank": In(1), "r_addr": In(bits), "r_data": Out(width)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.mem = mem = Memory(shape=self.width, depth=2 << _bits(self.depth), init=[])
+        w, r = mem.write_port(), mem.read_port(domain="comb" if self.async_read else "sync")
+        m.d.comb += [w.addr.eq(Cat(self.w_addr, self.w_bank)), w.data.eq(self.w_data), w.en.eq(self.w_en),
+                     r.addr.eq(Cat(self.r_addr, self.bank)), self.r_data.eq(r.data)]
+        return m
+
+
+def _banked(m: Module, name: str, width: int, depth: int, bank, core, async_read: bool = False):
+    """An :class:`OperandBuffer` of the core: (host write port, datapath read port) as address / data
+    / enable views; the write bank is the core's ``wr_bank``."""
+    m.submodules[name] = buf = OperandBuffer(width, depth, async_read)
+    m.d.comb += [buf.bank.eq(bank), buf.w_bank.eq(core.wr_bank)]
+    return (SimpleNamespace(addr=buf.w_addr, data=buf.w_data, en=buf.w_en),
+            SimpleNamespace(addr=buf.r_addr, data=buf.r_data))
 
 
 class LutCore(wiring.Component):
@@ -342,7 +359,7 @@ class LutCore(wiring.Component):
             out_w = SimpleNamespace(addr=self.out_waddr, data=self.out_wdata, en=self.out_we)
         else:  # operand buffers: two banks each (the running tile reads one, the host fills the other)
             bank = Signal()  # the running tile's operand bank (cmd_bank)
-            act_w, act_r = _banked(m, "act_buf", c.act_word, c.act_depth, bank, self, domain="comb")
+            act_w, act_r = _banked(m, "act_buf", c.act_word, c.act_depth, bank, self, async_read=True)
             wgt_w, wgt_r = _banked(m, "weight_buf", c.weight_word, c.weight_depth, bank, self)
             tab_w, tab_r = _banked(m, "table_buf", c.table_word, c.table_depth, bank, self)
             m.submodules.out_buf = obuf = Memory(shape=c.out_word, depth=c.out_depth, init=[])
@@ -403,13 +420,11 @@ class LutCore(wiring.Component):
         tail_active = Signal()
         tail = Signal(range(c.pipeline_cycles + 1))
         t = Signal(32)
-        # precompute state
-        pre_active = Signal()
-        pc = Signal(range(c.pre_cycles + 1))
-        ps = Signal(2 * DIM_BITS)
+        accept = Signal()  # a command is taken this cycle
 
         with m.If(self.cmd_valid & ~running):
             with m.If(w_ok & a_ok & dims_ok):
+                m.d.comb += accept.eq(1)
                 if not c.external_buffers:
                     m.d.sync += bank.eq(self.cmd_bank)
                 m.d.sync += [
@@ -424,7 +439,6 @@ class LutCore(wiring.Component):
                     planes_m1.eq(cmd_planes - 1), one_group.eq(self.cmd_groups == 1), looking.eq(1),
                     lk_wait.eq(cmd_pre), lk_done.eq(0), sc.eq(0), s.eq(0), g.eq(0), q.eq(0), nb.eq(0),
                     w_base.eq(0), o_base.eq(0), tail_active.eq(0),
-                    pre_active.eq(~self.cmd_precomputed), pc.eq(0), ps.eq(0),
                 ]
             with m.Else():
                 m.d.sync += error.eq(1)
@@ -505,48 +519,20 @@ class LutCore(wiring.Component):
             lk_dom += [s1_nb.eq(t1_nb), s1_lastg.eq(t1_lastg)]
 
         # ---------------------------------------------------------- precompute unit
-        tables = [[[Signal(eb, name=f"tab{b}_r{r}_e{e}") for e in range(E)] for r in range(tm)] for b in range(2)]
         # The precompute of step s+1 starts in the first lookup cycle of step s (not the last step).
-        # ``pre_go`` is that cycle, registered one cycle ahead from the sequencer's next state, and
-        # pc / ps rest at the next build's start (0, step) between builds: the generators and the
-        # table write enables see registers only (no path from the sequencer's compares).
+        # ``pre_go`` is that cycle, registered one cycle ahead from the sequencer's next state: the
+        # generators and the table write enables see registers only.
         pre_go = Signal()
         next_last = Signal()  # the step after this one is the tile's last
         m.d.comb += next_last.eq(Mux(g_wrap, (mb == rb_m2) & one_group, (mb == rb_m1) & (g == groups_m2)))
         first_look = running & (lk_wait == 1) & (sc == 0) & ~last_step  # step 0's lookups start next cycle
         advance = seq & slot_end & ~last_step  # the next step's lookups start next cycle
         m.d.sync += pre_go.eq(~precomp & (first_look | (advance & ~next_last)))
-        pre_act = pre_active | pre_go
-        m.d.comb += act_r.addr.eq(ps)
-        with m.If(pre_act):
-            with m.If(pc + 1 < c.pre_cycles):
-                m.d.sync += [pc.eq(pc + 1), pre_active.eq(1)]
-            with m.Else():  # this step's tables are done: rest at the next step's start
-                m.d.sync += [pc.eq(0), ps.eq(ps + 1), pre_active.eq(0)]
-        rows = Array(act_r.data[r * K * ab:(r + 1) * K * ab] for r in range(tm))
-        n_gen = min(c.entries_per_cycle, tm * E)
-        gen_out = []
-        for i in range(n_gen):
-            f_i = Signal(range(c.pre_cycles * c.entries_per_cycle + n_gen + 1), name=f"gen{i}_f")
-            m.d.comb += f_i.eq(pc * c.entries_per_cycle + i)
-            lb = _bits(E) if E > 1 else 0
-            row_i = f_i >> lb
-            local = f_i[:lb] if lb else Const(0, 1)
-            idx = Cat(local, Const(1, 1)) if c.symmetric else local
-            gen = TableGenerator(K, ab, eb, c.p_bits if c.has_int else None, c.has_fp, c.precompute_latency)
-            m.submodules[f"gen{i}"] = gen
-            m.d.comb += [gen.word.eq(rows[row_i]), gen.idx.eq(idx), gen.is_fp.eq(is_fp), gen.fp16.eq(fp16)]
-            gen_out.append(gen.entry)
-        # the table writes follow the generators' latency
-        wr_act = delay(m, pre_act, c.precompute_latency, "pre_wr")
-        wr_bank = delay(m, ps[0], c.precompute_latency, "pre_wr_bank")
-        wr_pc = delay(m, pc, c.precompute_latency, "pre_wr_pc")
-        for b in range(2):
-            for r in range(tm):
-                for e in range(E):
-                    f = r * E + e
-                    with m.If(wr_act & (wr_bank == b) & (wr_pc == f // c.entries_per_cycle)):
-                        m.d.sync += tables[b][r][e].eq(gen_out[f % c.entries_per_cycle])
+        m.submodules.precompute = pre = PrecomputeUnit(c)
+        m.d.comb += [pre.restart.eq(accept), pre.build.eq(~self.cmd_precomputed), pre.go.eq(pre_go),
+                     pre.is_fp.eq(is_fp), pre.fp16.eq(fp16), act_r.addr.eq(pre.act_addr), pre.act_data.eq(act_r.data)]
+        tables = [[[pre.tables[((b * tm + r) * E + e) * eb:((b * tm + r) * E + e + 1) * eb] for e in range(E)]
+                   for r in range(tm)] for b in range(2)]
 
         # ---------------------------------------------------------- stage t1: lookup, negate; stage 1: shift-add
         row_tab = []

@@ -101,3 +101,68 @@ class TableGenerator(wiring.Component):
         m.d.comb += entry.eq(out)
         m.d.comb += self.entry.eq(delay(m, entry, self.pad, "entry"))
         return m
+
+
+class PrecomputeUnit(wiring.Component):
+    """The precompute unit: ``entries_per_cycle`` :class:`TableGenerator` s writing the tables of one step
+    (``tile_m`` rows x ``entries`` stored entries, row major) into table bank ``step % 2``.
+
+    ``restart`` (with ``build``) resets it at a command (step 0, entry 0; ``build`` = the tile builds its
+    tables); ``go`` starts the build of the next step (from the controller, registered); a build reads
+    activation entry ``act_addr`` (= its step) for ``pre_cycles`` cycles, and its entries land
+    ``precompute_latency`` cycles after they were read. ``tables`` holds both banks, bank b row r entry
+    e at bits ``((b * tile_m + r) * entries + e) * entry_bits``.
+    """
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        c = cfg
+        super().__init__({
+            "restart": In(1), "build": In(1), "go": In(1), "is_fp": In(1), "fp16": In(1),
+            "act_addr": Out(32), "act_data": In(c.act_word),
+            "tables": Out(2 * c.tile_m * c.entries * c.entry_bits),
+        })
+
+    def elaborate(self, platform):
+        from amaranth import Array, Cat, Const
+
+        c = self.cfg
+        m = Module()
+        tm, K, E, ab, eb, rate = c.tile_m, c.group_k, c.entries, c.act_bits, c.entry_bits, c.entries_per_cycle
+        active = Signal()
+        pc = Signal(range(c.pre_cycles + 1))  # cycle of the build
+        ps = Signal(32)  # step being built
+        with m.If(self.restart):
+            m.d.sync += [active.eq(self.build), pc.eq(0), ps.eq(0)]
+        pre_act = active | self.go
+        m.d.comb += self.act_addr.eq(ps)
+        with m.If(pre_act & ~self.restart):
+            with m.If(pc + 1 < c.pre_cycles):
+                m.d.sync += [pc.eq(pc + 1), active.eq(1)]
+            with m.Else():  # this step's tables are done: rest at the next step's start
+                m.d.sync += [pc.eq(0), ps.eq(ps + 1), active.eq(0)]
+        rows = Array(self.act_data[r * K * ab:(r + 1) * K * ab] for r in range(tm))
+        lb = (E - 1).bit_length() if E > 1 else 0
+        outs = []
+        for i in range(min(rate, tm * E)):
+            f_i = Signal(range(c.pre_cycles * rate + rate + 1), name=f"gen{i}_f")
+            m.d.comb += f_i.eq(pc * rate + i)
+            local = f_i[:lb] if lb else Const(0, 1)
+            gen = TableGenerator(K, ab, eb, c.p_bits if c.has_int else None, c.has_fp, c.precompute_latency)
+            m.submodules[f"gen{i}"] = gen
+            m.d.comb += [gen.word.eq(rows[f_i >> lb]), gen.idx.eq(Cat(local, Const(1, 1)) if c.symmetric else local),
+                         gen.is_fp.eq(self.is_fp), gen.fp16.eq(self.fp16)]
+            outs.append(gen.entry)
+        # the table writes follow the generators' latency
+        wr_act = delay(m, pre_act, c.precompute_latency, "pre_wr")
+        wr_bank = delay(m, ps[0], c.precompute_latency, "pre_wr_bank")
+        wr_pc = delay(m, pc, c.precompute_latency, "pre_wr_pc")
+        regs = []
+        for b in range(2):
+            for f in range(tm * E):
+                t = Signal(eb, name=f"tab{b}_r{f // E}_e{f % E}")
+                with m.If(wr_act & (wr_bank == b) & (wr_pc == f // rate)):
+                    m.d.sync += t.eq(outs[f % rate])
+                regs.append(t)
+        m.d.comb += self.tables.eq(Cat(*regs))
+        return m
