@@ -2,30 +2,36 @@
 ``tile_m x tile_n`` lookup array with bit-serial shift-add, output accumulators, controller.
 
 The timing and value contract is :mod:`archsim.templates.lut.tile`; a tile
-command runs in exactly ``pre + (steps - 1) * max(pre, look) + look +
-pipeline_cycles`` cycles. Ports and buffer layouts: :data:`rtl.lut.rtl_design.PORT_DOCS`
-and ``docs/lut_rtl.md``.
+command runs in exactly ``pre' + (steps - 1) * max(pre', look) + look +
+pipeline_cycles`` cycles, ``pre' = pre + precompute_pipeline_cycles``. Ports and
+buffer layouts: :data:`rtl.lut.rtl_design.PORT_DOCS` and ``docs/lut_rtl.md``; the
+host-signature engine around the core: :mod:`rtl.lut.host`.
 
 Datapath of one step (row block mb, K-group g):
 
-- **precompute** (``pre`` cycles): each cycle ``precompute_entries_per_cycle``
-  generators each build one stored entry ``T[idx] = sum_j +-a_j`` of one row
-  (entries row-major), reading the step's activations from the activation
-  buffer (asynchronous read), into the free table bank ``step % 2``.
-  fp: the first term exact, then fp32 adds RNE in j order.
+- **precompute** (``pre`` cycles, :class:`rtl.lut.precompute.PrecomputeUnit`):
+  each cycle ``precompute_entries_per_cycle`` generators each start one stored
+  entry ``T[idx] = sum_j +-a_j`` of one row (entries row-major), reading the
+  step's activations from the activation buffer (asynchronous read); the
+  entries land ``precompute_pipeline_cycles`` later in the free table bank
+  ``step % 2``. fp: the first term exact, then fp32 adds RNE in j order.
 - **lookup** (``look = col_blocks * b`` cycles, MSB plane first): stage 0
-  reads one weight-plane word (``tile_n`` columns x K bits); stage 1 forms
-  each column's index, reads its row's table (negated when the top index bit
-  is 0, with ``symmetric``) and shift-adds ``p = rne(2p + T)`` (the first plane
-  loads ``p = T``); after the last plane stage 2 forms ``r = rne(p - S) * 0.5``
-  (``r = p`` for int1) and reads the accumulators; stage 3 writes
-  ``rne(acc + r)`` (0 instead of acc for the first group unless
-  ``accumulate``; the previous cycle's write is forwarded).
+  reads one weight-plane word (``tile_n`` columns x K bits); stage t1 forms
+  each column's index and reads its row's table (negated when the top index bit
+  is 0, with ``symmetric``); stage 1 shift-adds ``p = rne(2p + T)`` (the first
+  plane loads ``p = T``) -- t1 and 1 are one stage unless ``pipeline_cycles``
+  leaves room for a register between them (``LutConfig.lookup_register``);
+  after the last plane stage 2 forms ``r = rne(p - S) * 0.5`` (``r = p`` for
+  int1) and reads the accumulators; stage 3 writes ``rne(acc + r)`` (0 instead
+  of acc for the first group unless ``accumulate``; the previous cycle's write
+  is forwarded).
 
 The precompute of step s+1 starts in the cycle the lookups of step s start;
 the lookups of a step start in the cycle after its tables are complete. A
-tile's last write lands 3 cycles after its last lookup cycle; ``tile_done``
-is raised ``pipeline_cycles`` (>= 3) cycles after it.
+tile's last write lands ``rtl_pipeline`` cycles after its last lookup cycle;
+``tile_done`` is raised ``pipeline_cycles`` (>= ``rtl_pipeline``) cycles after it.
+Operand buffers have two banks (``cmd_bank``): the host fills one while a tile
+reads the other.
 """
 from __future__ import annotations
 
