@@ -144,3 +144,53 @@ def test_operand_writes_while_a_tile_runs(target, refused):
     sim.run()
     assert seen["busy"] == 1 and seen["busy_after"] == 0
     assert seen["error"] == int(refused)
+
+
+@pytest.mark.parametrize("latency", [0, 4])
+def test_precompute_unit_fills_bank_0_then_bank_1(latency):
+    """Two steps of int8 tables (M2, K4 symmetric: 8 stored entries a row, 4 a cycle): step 0 into bank
+    0, started by ``restart``; step 1 into bank 1, started by ``go``; each entry against numpy
+    (sum_j +-a_j with + where bit j of idx = e + 8 is 1), landed ``pre + latency`` cycles after its start."""
+    from amaranth.sim import Simulator
+
+    from archsim.spec.load import load_arch
+    from archsim.templates.lut import conformance
+    from rtl.lut.design import LutConfig
+    from rtl.lut.precompute import PrecomputeUnit
+
+    arch = load_arch(conformance.base_arch, {**conformance.rtl_arch, "activation_formats": ["int8"],
+                                             "precompute_pipeline_cycles": latency})
+    cfg = LutConfig.from_params(arch.params, {})
+    unit = PrecomputeUnit(cfg)
+    tm, K, E, eb = cfg.tile_m, cfg.group_k, cfg.entries, cfg.entry_bits
+    rng = np.random.default_rng(latency)
+    acts = rng.integers(-128, 128, (2, tm, K))  # (step, row, j)
+    words = [sum((int(a) & 0xFF) << (8 * i) for i, a in enumerate(acts[s].reshape(-1))) for s in range(2)]
+    banks = {}
+
+    async def tb(ctx):
+        ctx.set(unit.restart, 1)
+        ctx.set(unit.build, 1)
+        await ctx.tick()
+        ctx.set(unit.restart, 0)
+        for cycle in range(2 * (cfg.pre_cycles + latency) + 4):
+            step = ctx.get(unit.act_addr)
+            ctx.set(unit.act_data, words[min(step, 1)])
+            ctx.set(unit.go, int(cycle == cfg.pre_cycles + latency))  # the next build starts after step 0 landed
+            await ctx.tick()
+            if cycle == cfg.pre_cycles + latency - 1:
+                banks[0] = ctx.get(unit.tables)
+        banks[1] = ctx.get(unit.tables)
+
+    sim = Simulator(unit)
+    sim.add_clock(1e-6)
+    sim.add_testbench(tb)
+    sim.run()
+    mask = (1 << eb) - 1
+    for b, step in ((0, 0), (1, 1)):
+        for r in range(tm):
+            for e in range(E):
+                idx = e + E  # stored entries of a symmetric table: top index bit 1
+                want = sum(int(acts[step, r, j]) * (1 if (idx >> j) & 1 else -1) for j in range(K))
+                got = (banks[b] >> (((b * tm + r) * E + e) * eb)) & mask
+                assert got == want & mask, (b, r, e, got, want)
