@@ -45,13 +45,11 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from rtl.lut.arith import FpArith, IntArith
+from rtl.lut.config import AFMT, DIM_BITS, PLANES, WFMT  # noqa: F401 - re-exported
+from rtl.lut.controller import LutController
 from rtl.lut.precompute import PrecomputeUnit
 from rtl.lib.fp import fp32_mul_finite as fp32_mul, int_to_fp32
 
-#: command codes of the weight / activation formats
-WFMT = {"int1": 0, "ternary": 1, "int2": 2, "int3": 3, "int4": 4}
-AFMT = {"int8": 0, "fp16": 1, "bf16": 2}
-PLANES = (1, 2, 2, 3, 4)  # by WFMT code
 BUFS = {"act": 0, "weight": 1, "out": 2, "table": 3, "scale": 4}
 #: the RTL's own pipeline: weight read, lookup + shift-add, r + accumulator read, accumulator write
 #: (one more, a registered lookup, when ``pipeline_cycles`` leaves room: :attr:`LutConfig.lookup_register`)
@@ -60,7 +58,6 @@ RTL_PIPELINE = 3
 SCALE_STAGES = {"none": 0, "per_group": 1, "per_channel": 2}
 DEPTHS = {"act_depth": 64, "weight_depth": 128, "out_depth": 64, "table_depth": 64, "scale_depth": 64}
 ACC_BITS = 32
-DIM_BITS = 16
 
 
 def _bits(n: int) -> int:
@@ -356,6 +353,7 @@ class LutCore(wiring.Component):
         ab, eb, pb = c.act_bits, c.entry_bits, c.p_bits
         ariths = self._arithmetics()
 
+        m.submodules.controller = ctrl = LutController(c)
         # ---------------------------------------------------------- buffers
         if c.external_buffers:  # SRAM macros outside: their ports are the component's
             act_r = SimpleNamespace(addr=self.act_raddr, data=self.act_rdata)
@@ -364,7 +362,7 @@ class LutCore(wiring.Component):
             out_r = SimpleNamespace(addr=self.out_raddr, data=self.out_rdata, en=Signal())
             out_w = SimpleNamespace(addr=self.out_waddr, data=self.out_wdata, en=self.out_we)
         else:  # operand buffers: two banks each (the running tile reads one, the host fills the other)
-            bank = Signal()  # the running tile's operand bank (cmd_bank)
+            bank = ctrl.bank  # the running tile's operand bank (cmd_bank)
             act_w, act_r = _banked(m, "act_buf", c.act_word, c.act_depth, bank, self, async_read=True)
             wgt_w, wgt_r = _banked(m, "weight_buf", c.weight_word, c.weight_depth, bank, self)
             tab_w, tab_r = _banked(m, "table_buf", c.table_word, c.table_depth, bank, self)
@@ -380,162 +378,40 @@ class LutCore(wiring.Component):
             m.submodules.acc_scratch = scr = Memory(shape=c.out_word, depth=c.out_depth, init=[])
             scr_w, scr_r = scr.write_port(), scr.read_port()
 
-        # ---------------------------------------------------------- command
-        running = Signal()
-        error = Signal()
-        wfmt, afmt = Signal(3), Signal(2)
-        acc_cmd, precomp = Signal(), Signal()
-        planes = Signal(3)
-        groups, col_blocks = Signal(DIM_BITS), Signal(DIM_BITS)
-        row_blocks = Signal(DIM_BITS)
-        mb = Signal(DIM_BITS)  # row block of the lookup step
-        last_step = Signal()
-        look = Signal(DIM_BITS + 3)
-        # the command's limits minus one (two), taken with the command: the sequencer compares
-        # its counters with registers (no subtractor on its paths)
-        slot_m1, look_m1 = Signal(DIM_BITS + 3), Signal(DIM_BITS + 3)
-        groups_m1, groups_m2 = Signal(DIM_BITS), Signal(DIM_BITS + 1)
-        rb_m1, rb_m2 = Signal(DIM_BITS), Signal(DIM_BITS + 1)
-        planes_m1 = Signal(3)
-        one_group = Signal()
-        looking = Signal()  # the step's lookups still run in its slot (sc < look)
-        is_fp = Signal()
-        fp16 = Signal()
-        int1 = Signal()
-        m.d.comb += [is_fp.eq(afmt != AFMT["int8"]), fp16.eq(afmt == AFMT["fp16"]), int1.eq(wfmt == WFMT["int1"])]
-        m.d.comb += [self.busy.eq(running), self.cmd_ready.eq(~running), self.error.eq(error)]
-
-        w_ok = Const(sum(1 << WFMT[f] for f in c.weight_formats), 8).bit_select(self.cmd_wfmt, 1)
-        a_ok = Const(sum(1 << AFMT[f] for f in c.activation_formats), 4).bit_select(self.cmd_afmt, 1)
-        dims_ok = (self.cmd_row_blocks != 0) & (self.cmd_groups != 0) & (self.cmd_col_blocks != 0)
-        cmd_planes = Array(Const(v, 3) for v in PLANES + (0, 0, 0))[self.cmd_wfmt]
-        cmd_look = Signal(DIM_BITS + 3)
-        m.d.comb += cmd_look.eq(self.cmd_col_blocks * cmd_planes)
-        cmd_pre = Mux(self.cmd_precomputed, 0, c.pre_cycles + c.precompute_latency)
-
-        # lookup sequencer state
-        lk_wait = Signal(range(c.pre_cycles + c.precompute_latency + 1))
-        lk_done = Signal()
-        sc = Signal(DIM_BITS + 3)  # cycle within the step's slot
-        s = Signal(2 * DIM_BITS)  # step
-        g = Signal(DIM_BITS)  # K-group of the step
-        q = Signal(3)  # plane position (0 = MSB plane)
-        w_base = Signal(2 * DIM_BITS + 3)
-        o_base = Signal(2 * DIM_BITS)
-        nb = Signal(DIM_BITS)
-        tail_active = Signal()
-        tail = Signal(range(c.pipeline_cycles + 1))
-        t = Signal(32)
-        accept = Signal()  # a command is taken this cycle
-
-        with m.If(self.cmd_valid & ~running):
-            with m.If(w_ok & a_ok & dims_ok):
-                m.d.comb += accept.eq(1)
-                if not c.external_buffers:
-                    m.d.sync += bank.eq(self.cmd_bank)
-                m.d.sync += [
-                    running.eq(1), t.eq(0),
-                    wfmt.eq(self.cmd_wfmt), afmt.eq(self.cmd_afmt), acc_cmd.eq(self.cmd_accumulate),
-                    precomp.eq(self.cmd_precomputed), planes.eq(cmd_planes),
-                    groups.eq(self.cmd_groups), col_blocks.eq(self.cmd_col_blocks),
-                    row_blocks.eq(self.cmd_row_blocks), mb.eq(0), look.eq(cmd_look),
-                    slot_m1.eq(Mux(cmd_look > cmd_pre, cmd_look, cmd_pre) - 1), look_m1.eq(cmd_look - 1),
-                    groups_m1.eq(self.cmd_groups - 1), groups_m2.eq(self.cmd_groups - 2),
-                    rb_m1.eq(self.cmd_row_blocks - 1), rb_m2.eq(self.cmd_row_blocks - 2),
-                    planes_m1.eq(cmd_planes - 1), one_group.eq(self.cmd_groups == 1), looking.eq(1),
-                    lk_wait.eq(cmd_pre), lk_done.eq(0), sc.eq(0), s.eq(0), g.eq(0), q.eq(0), nb.eq(0),
-                    w_base.eq(0), o_base.eq(0), tail_active.eq(0),
-                ]
-            with m.Else():
-                m.d.sync += error.eq(1)
-
-        # ---------------------------------------------------------- lookup sequencer (stage 0)
-        seq = running & (lk_wait == 0) & ~lk_done
-        issue = Signal()
-        m.d.comb += issue.eq(seq & looking)
-        g_wrap = Signal()
-        m.d.comb += [g_wrap.eq(g == groups_m1), last_step.eq((mb == rb_m1) & g_wrap)]  # counters: no multiplier
-        look_end, slot_end = Signal(), Signal()
-        m.d.comb += [look_end.eq(sc == look_m1), slot_end.eq(sc == slot_m1)]
-        last_issue = issue & last_step & look_end
-        with m.If(issue & look_end):
-            m.d.sync += looking.eq(0)
-        with m.If(running):
-            m.d.sync += t.eq(t + 1)
-            with m.If(lk_wait != 0):
-                m.d.sync += lk_wait.eq(lk_wait - 1)
-        with m.If(issue):
-            with m.If(q == planes_m1):
-                m.d.sync += [q.eq(0), nb.eq(nb + 1)]
-            with m.Else():
-                m.d.sync += q.eq(q + 1)
-        with m.If(last_issue):
-            m.d.sync += [lk_done.eq(1), tail_active.eq(1), tail.eq(c.pipeline_cycles)]
-        with m.Elif(seq & slot_end):
-            m.d.sync += [sc.eq(0), q.eq(0), nb.eq(0), s.eq(s + 1), looking.eq(1)]
-            with m.If(g_wrap):
-                m.d.sync += [g.eq(0), mb.eq(mb + 1), w_base.eq(0), o_base.eq(o_base + col_blocks)]
-            with m.Else():
-                m.d.sync += [g.eq(g + 1), w_base.eq(w_base + look)]
-        with m.Elif(seq):
-            m.d.sync += sc.eq(sc + 1)
-
-        done = Signal()
-        m.d.comb += done.eq(tail_active & (tail == 1))
-        with m.If(tail_active):
-            m.d.sync += tail.eq(tail - 1)
-        with m.If(done):
-            m.d.sync += [running.eq(0), tail_active.eq(0), self.tile_cycles.eq(t + 1),
-                         self.tiles_done.eq(self.tiles_done + 1)]
-        m.d.comb += [self.tile_start.eq(running & (t == 0)), self.tile_done.eq(done)]
-
-        m.d.comb += [wgt_r.addr.eq(w_base + sc), tab_r.addr.eq(s)]
-        # t1: the weight plane arrives and the table is read (registered lookup); s1: the shift-add
-        t1_valid, t1_first, t1_last, t1_bank, t1_fg = Signal(), Signal(), Signal(), Signal(), Signal()
-        t1_oaddr = Signal(range(c.out_depth))
-        m.d.sync += [t1_valid.eq(issue), t1_first.eq(q == 0), t1_last.eq(q == planes_m1), t1_bank.eq(s[0]),
-                     t1_oaddr.eq(o_base + nb), t1_fg.eq((g == 0) & ~acc_cmd)]
+        # ---------------------------------------------------------- controller (stage 0, t1 control)
+        running, is_fp, fp16, int1 = ctrl.busy, ctrl.is_fp, ctrl.fp16, ctrl.int1
+        acc_cmd, precomp = ctrl.acc_cmd, ctrl.precomp
+        m.d.comb += [getattr(ctrl, n).eq(getattr(self, n)) for n in (
+            "cmd_valid", "cmd_row_blocks", "cmd_groups", "cmd_col_blocks", "cmd_wfmt", "cmd_afmt", "cmd_accumulate",
+            "cmd_precomputed")]
+        if not c.external_buffers:
+            m.d.comb += ctrl.cmd_bank.eq(self.cmd_bank)
+        error = Signal()  # sticky: a refused host write (the controller's own: a refused command)
+        m.d.comb += [self.cmd_ready.eq(ctrl.cmd_ready), self.busy.eq(running), self.tile_start.eq(ctrl.tile_start),
+                     self.tile_done.eq(ctrl.tile_done), self.tile_cycles.eq(ctrl.tile_cycles),
+                     self.tiles_done.eq(ctrl.tiles_done), self.error.eq(ctrl.cmd_error | error),
+                     wgt_r.addr.eq(ctrl.w_addr), tab_r.addr.eq(ctrl.tab_addr)]
+        t1_valid, t1_first, t1_last, t1_bank, t1_fg = ctrl.t1_valid, ctrl.t1_first, ctrl.t1_last, ctrl.t1_bank, ctrl.t1_fg
+        t1_oaddr = ctrl.t1_oaddr
         lk_dom = m.d.sync if c.lookup_register else m.d.comb  # t1 -> s1: a register or a wire
         s1_valid, s1_first, s1_last, s1_fg = Signal(), Signal(), Signal(), Signal()
         s1_oaddr = Signal.like(t1_oaddr)
         lk_dom += [s1_valid.eq(t1_valid), s1_first.eq(t1_first), s1_last.eq(t1_last), s1_oaddr.eq(t1_oaddr),
                    s1_fg.eq(t1_fg)]
         s2_saddr = s2_nb = s3_lastg = None
-        if c.scale == "per_group":  # scale entry (g * K // scale_group) * col_blocks + nb, by counting
-            per = c.scale_group // K  # K-groups per scale group
-            sgc = Signal(range(per + 1))
-            sg_base = Signal(2 * DIM_BITS)
-            with m.If(self.cmd_valid & ~running):
-                m.d.sync += [sgc.eq(0), sg_base.eq(0)]
-            with m.If(seq & slot_end & ~last_issue):
-                with m.If(g_wrap):
-                    m.d.sync += [sgc.eq(0), sg_base.eq(0)]
-                with m.Elif(sgc == per - 1):
-                    m.d.sync += [sgc.eq(0), sg_base.eq(sg_base + col_blocks)]
-                with m.Else():
-                    m.d.sync += sgc.eq(sgc + 1)
-            t1_saddr, s1_saddr, s2_saddr = (Signal(range(c.scale_depth), name=f"{x}_saddr") for x in ("t1", "s1", "s2"))
-            m.d.sync += [t1_saddr.eq(sg_base + nb), s2_saddr.eq(s1_saddr)]
-            lk_dom += s1_saddr.eq(t1_saddr)
-        if c.scale == "per_channel":  # the scratch restarts at group 0 (psum is added after the scale)
-            t1_nb, s1_nb, s2_nb = (Signal(range(c.out_depth), name=f"{x}_nb") for x in ("t1", "s1", "s2"))
-            t1_lastg, s1_lastg, s2_lastg, s3_lastg = Signal(), Signal(), Signal(), Signal()
-            m.d.sync += [t1_fg.eq(g == 0), t1_nb.eq(nb), s2_nb.eq(s1_nb),
-                         t1_lastg.eq(g_wrap), s2_lastg.eq(s1_lastg), s3_lastg.eq(s2_lastg)]
-            lk_dom += [s1_nb.eq(t1_nb), s1_lastg.eq(t1_lastg)]
+        if c.scale == "per_group":
+            s1_saddr, s2_saddr = (Signal(range(c.scale_depth), name=f"{x}_saddr") for x in ("s1", "s2"))
+            m.d.sync += s2_saddr.eq(s1_saddr)
+            lk_dom += s1_saddr.eq(ctrl.t1_saddr)
+        if c.scale == "per_channel":
+            s1_nb, s2_nb = (Signal(range(c.out_depth), name=f"{x}_nb") for x in ("s1", "s2"))
+            s1_lastg, s2_lastg, s3_lastg = Signal(), Signal(), Signal()
+            m.d.sync += [s2_nb.eq(s1_nb), s2_lastg.eq(s1_lastg), s3_lastg.eq(s2_lastg)]
+            lk_dom += [s1_nb.eq(ctrl.t1_nb), s1_lastg.eq(ctrl.t1_lastg)]
 
         # ---------------------------------------------------------- precompute unit
-        # The precompute of step s+1 starts in the first lookup cycle of step s (not the last step).
-        # ``pre_go`` is that cycle, registered one cycle ahead from the sequencer's next state: the
-        # generators and the table write enables see registers only.
-        pre_go = Signal()
-        next_last = Signal()  # the step after this one is the tile's last
-        m.d.comb += next_last.eq(Mux(g_wrap, (mb == rb_m2) & one_group, (mb == rb_m1) & (g == groups_m2)))
-        first_look = running & (lk_wait == 1) & (sc == 0) & ~last_step  # step 0's lookups start next cycle
-        advance = seq & slot_end & ~last_step  # the next step's lookups start next cycle
-        m.d.sync += pre_go.eq(~precomp & (first_look | (advance & ~next_last)))
         m.submodules.precompute = pre = PrecomputeUnit(c)
-        m.d.comb += [pre.restart.eq(accept), pre.build.eq(~self.cmd_precomputed), pre.go.eq(pre_go),
+        m.d.comb += [pre.restart.eq(ctrl.accept), pre.build.eq(~self.cmd_precomputed), pre.go.eq(ctrl.pre_go),
                      pre.is_fp.eq(is_fp), pre.fp16.eq(fp16), act_r.addr.eq(pre.act_addr), pre.act_data.eq(act_r.data)]
         tables = [[[pre.tables[((b * tm + r) * E + e) * eb:((b * tm + r) * E + e + 1) * eb] for e in range(E)]
                    for r in range(tm)] for b in range(2)]
