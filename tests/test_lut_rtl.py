@@ -83,9 +83,15 @@ def test_lut_preset_has_an_rtl_design_with_documented_ports():
     design = design_for(load_arch("lut-m2n8k4-ecp5"))
     assert design.toplevel == "archsim_lut"
     names = [p.name for p in design.ports()]
-    assert names[:2] == ["clk", "rst"] and {"cmd_wfmt", "cmd_afmt", "rd_data", "tile_done"} <= set(names)
+    from rtl.lib.host import HOST_PORTS
+
+    assert names[:2] == ["clk", "rst"] and set(HOST_PORTS) <= set(names)  # the shared host signature
     widths = {p.name: p.width for p in design.ports()}
-    assert widths["rd_data"] == 2 * 8 * 32  # tile_m x tile_n accumulators of 32 bits
+    assert widths["rd_data__payload"] == 2 * 8 * 32  # tile_m x tile_n accumulators of 32 bits
+    # row_blocks, groups, col_blocks 16 bits each, wfmt 3, afmt 2, accumulate, precomputed, bank
+    assert widths["cmd__payload"] == 3 * 16 + 3 + 2 + 3
+    external = design_for(load_arch("lut-m2n8k4-ecp5"), {"external_buffers": True})
+    assert {"cmd_wfmt", "act_raddr", "out_we", "tile_done"} <= {p.name for p in external.ports()}
     assert design.config_dict()["pre_cycles"] == 2  # 2 rows x 8 entries at 8 per cycle
 
 
@@ -278,15 +284,17 @@ def test_every_weight_x_activation_mode_matches_the_models():
 
 @pytest.mark.rtl
 def test_cycles_by_hand():
-    """tile_m 2, tile_n 4, K 4, 4 entries/cycle: pre = ceil(2 * 8 / 4) = 4 cycles, pipeline 3."""
+    """tile_m 2, tile_n 4, K 4, 4 entries/cycle: pre = ceil(2 * 8 / 4) = 4 cycles plus the preset's
+    4-cycle precompute pipeline = 8, pipeline 3."""
     _icarus()
     arch = _arch()
+    assert arch.params.precompute_pipeline_cycles == 4
     rng = np.random.default_rng(3)
     cases = [  # (tile, closed form worked by hand)
-        (LutTile(3, 8, 9, "int3", "int8"), 4 + 3 * 9 + 9 + 3),  # 4 steps, look 3 blocks x 3 planes = 9
+        (LutTile(3, 8, 9, "int3", "int8"), 8 + 3 * 9 + 9 + 3),  # 4 steps, look 3 blocks x 3 planes = 9
         (LutTile(2, 16, 4, "int1", "bf16", precomputed=True), 0 + 3 * 1 + 1 + 3),  # fused: no table build
-        (LutTile(4, 8, 3, "int1", "fp16"), 4 + 3 * 4 + 1 + 3),  # precompute-bound: slot = pre = 4
-        (LutTile(1, 4, 1, "ternary", "int8", accumulate=True), 4 + 2 + 3),
+        (LutTile(4, 8, 3, "int1", "fp16"), 8 + 3 * 8 + 1 + 3),  # precompute-bound: slot = pre' = 8
+        (LutTile(1, 4, 1, "ternary", "int8", accumulate=True), 8 + 2 + 3),
     ]
     items = []
     for tile, _ in cases:
@@ -390,3 +398,28 @@ def test_premapped_shifters_synthesize_to_the_same_function(tmp_path):
     ecp5 = synthesize_verilog(src, "sh", target="ecp5", premap_shifts=True, **kw)
     assert plain["ffs"] == pre["ffs"] == 16 and ecp5["ffs"] == 16
     assert 16 <= pre["luts"] <= 2 * plain["luts"] and ecp5["luts"] >= 16
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_a_thousand_random_tiles_match_the_models():
+    """1000 random tiles (every W x A mode) on the co-simulation build with the registered lookup and the
+    preset's pipelined precompute, operand writes overlapping compute: bit- and cycle-exact (the cycles
+    from the hardware counter, checked against the ports). Verilator when installed (faster), else Icarus."""
+    from rtl.cosim import simulator_missing_reason
+    from rtl.cosim.harness import run_job
+    from rtl.generate import design_for
+
+    sim = "verilator" if simulator_missing_reason("verilator") is None else "icarus"
+    if simulator_missing_reason(sim):
+        pytest.skip(simulator_missing_reason(sim))
+    arch = _arch(pipeline_cycles=4)
+    assert arch.params.precompute_pipeline_cycles > 0
+    design = design_for(arch)
+    items = conformance.sample_tiles(np.random.default_rng(2026), arch.params, 1000)
+    run = run_job(design.verilog(), design.toplevel, design.make_job(items), sim=sim)
+    report = design.check(items, run.result, sim=sim)
+    assert report.ok, "\n" + report.summary()
+    assert len(report.tiles) == 1000
+    values = [design.rtl_values(t, g["out"]) for (t, _o), g in zip(items, run.result["tiles"])]
+    _independent_check(arch, items, values)

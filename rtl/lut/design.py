@@ -2,30 +2,36 @@
 ``tile_m x tile_n`` lookup array with bit-serial shift-add, output accumulators, controller.
 
 The timing and value contract is :mod:`archsim.templates.lut.tile`; a tile
-command runs in exactly ``pre + (steps - 1) * max(pre, look) + look +
-pipeline_cycles`` cycles. Ports and buffer layouts: :data:`rtl.lut.rtl_design.PORT_DOCS`
-and ``docs/lut_rtl.md``.
+command runs in exactly ``pre' + (steps - 1) * max(pre', look) + look +
+pipeline_cycles`` cycles, ``pre' = pre + precompute_pipeline_cycles``. Ports and
+buffer layouts: :data:`rtl.lut.rtl_design.PORT_DOCS` and ``docs/lut_rtl.md``; the
+host-signature engine around the core: :mod:`rtl.lut.host`.
 
 Datapath of one step (row block mb, K-group g):
 
-- **precompute** (``pre`` cycles): each cycle ``precompute_entries_per_cycle``
-  generators each build one stored entry ``T[idx] = sum_j +-a_j`` of one row
-  (entries row-major), reading the step's activations from the activation
-  buffer (asynchronous read), into the free table bank ``step % 2``.
-  fp: the first term exact, then fp32 adds RNE in j order.
+- **precompute** (``pre`` cycles, :class:`rtl.lut.precompute.PrecomputeUnit`):
+  each cycle ``precompute_entries_per_cycle`` generators each start one stored
+  entry ``T[idx] = sum_j +-a_j`` of one row (entries row-major), reading the
+  step's activations from the activation buffer (asynchronous read); the
+  entries land ``precompute_pipeline_cycles`` later in the free table bank
+  ``step % 2``. fp: the first term exact, then fp32 adds RNE in j order.
 - **lookup** (``look = col_blocks * b`` cycles, MSB plane first): stage 0
-  reads one weight-plane word (``tile_n`` columns x K bits); stage 1 forms
-  each column's index, reads its row's table (negated when the top index bit
-  is 0, with ``symmetric``) and shift-adds ``p = rne(2p + T)`` (the first plane
-  loads ``p = T``); after the last plane stage 2 forms ``r = rne(p - S) * 0.5``
-  (``r = p`` for int1) and reads the accumulators; stage 3 writes
-  ``rne(acc + r)`` (0 instead of acc for the first group unless
-  ``accumulate``; the previous cycle's write is forwarded).
+  reads one weight-plane word (``tile_n`` columns x K bits); stage t1 forms
+  each column's index and reads its row's table (negated when the top index bit
+  is 0, with ``symmetric``); stage 1 shift-adds ``p = rne(2p + T)`` (the first
+  plane loads ``p = T``) -- t1 and 1 are one stage unless ``pipeline_cycles``
+  leaves room for a register between them (``LutConfig.lookup_register``);
+  after the last plane stage 2 forms ``r = rne(p - S) * 0.5`` (``r = p`` for
+  int1) and reads the accumulators; stage 3 writes ``rne(acc + r)`` (0 instead
+  of acc for the first group unless ``accumulate``; the previous cycle's write
+  is forwarded).
 
 The precompute of step s+1 starts in the cycle the lookups of step s start;
 the lookups of a step start in the cycle after its tables are complete. A
-tile's last write lands 3 cycles after its last lookup cycle; ``tile_done``
-is raised ``pipeline_cycles`` (>= 3) cycles after it.
+tile's last write lands ``rtl_pipeline`` cycles after its last lookup cycle;
+``tile_done`` is raised ``pipeline_cycles`` (>= ``rtl_pipeline``) cycles after it.
+Operand buffers have two banks (``cmd_bank``): the host fills one while a tile
+reads the other.
 """
 from __future__ import annotations
 
@@ -39,20 +45,19 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from rtl.lut.arith import FpArith, IntArith
+from rtl.lut.config import AFMT, DIM_BITS, PLANES, WFMT  # noqa: F401 - re-exported
+from rtl.lut.controller import LutController
+from rtl.lut.precompute import PrecomputeUnit
 from rtl.lib.fp import fp32_mul_finite as fp32_mul, int_to_fp32
 
-#: command codes of the weight / activation formats
-WFMT = {"int1": 0, "ternary": 1, "int2": 2, "int3": 3, "int4": 4}
-AFMT = {"int8": 0, "fp16": 1, "bf16": 2}
-PLANES = (1, 2, 2, 3, 4)  # by WFMT code
 BUFS = {"act": 0, "weight": 1, "out": 2, "table": 3, "scale": 4}
 #: the RTL's own pipeline: weight read, lookup + shift-add, r + accumulator read, accumulator write
+#: (one more, a registered lookup, when ``pipeline_cycles`` leaves room: :attr:`LutConfig.lookup_register`)
 RTL_PIPELINE = 3
 #: stages the scales add: per_group r x scale (1); per_channel sum x scale, + psum (2)
 SCALE_STAGES = {"none": 0, "per_group": 1, "per_channel": 2}
 DEPTHS = {"act_depth": 64, "weight_depth": 128, "out_depth": 64, "table_depth": 64, "scale_depth": 64}
 ACC_BITS = 32
-DIM_BITS = 16
 
 
 def _bits(n: int) -> int:
@@ -71,6 +76,7 @@ class LutConfig:
     weight_formats: tuple[str, ...]
     activation_formats: tuple[str, ...]
     pipeline_cycles: int
+    precompute_latency: int = 0
     act_depth: int = 64
     weight_depth: int = 128
     out_depth: int = 64
@@ -104,7 +110,7 @@ class LutConfig:
         order_w = [f for f in WFMT if f in p.weight_formats]
         order_a = [f for f in AFMT if f in p.activation_formats]
         return cls(p.tile_m, p.tile_n, p.group_k, p.symmetric, p.precompute_entries_per_cycle,
-                   tuple(order_w), tuple(order_a), p.pipeline_cycles, scale=p.scale,
+                   tuple(order_w), tuple(order_a), p.pipeline_cycles, p.precompute_pipeline_cycles, scale=p.scale,
                    scale_group=p.scale_group if p.scale == "per_group" else 0, **opts)
 
     # ---- derived sizes
@@ -169,8 +175,14 @@ class LutConfig:
         return self.tile_n * 32 if self.scale != "none" else 0
 
     @property
+    def lookup_register(self) -> bool:
+        """A register between the table lookup (+ negate) and the shift-add, built when
+        ``pipeline_cycles`` has room for it (it cuts the lookup stage's path in two)."""
+        return self.pipeline_cycles >= RTL_PIPELINE + 1 + SCALE_STAGES[self.scale]
+
+    @property
     def rtl_pipeline(self) -> int:
-        return RTL_PIPELINE + SCALE_STAGES[self.scale]
+        return RTL_PIPELINE + SCALE_STAGES[self.scale] + int(self.lookup_register)
 
     @property
     def data_bits(self) -> int:
@@ -189,7 +201,8 @@ class LutConfig:
             for key in ("scale", "scale_group", "scale_depth"):
                 del d[key]
         d.update(entries=self.entries, pre_cycles=self.pre_cycles, entry_bits=self.entry_bits,
-                 p_bits=self.p_bits, act_bits=self.act_bits, acc_bits=ACC_BITS, rtl_pipeline=self.rtl_pipeline)
+                 p_bits=self.p_bits, act_bits=self.act_bits, acc_bits=ACC_BITS, rtl_pipeline=self.rtl_pipeline,
+                 lookup_register=self.lookup_register)
         return d
 
 
@@ -199,6 +212,8 @@ def lut_signature(c: LutConfig) -> dict:
         "cmd_row_blocks": In(DIM_BITS), "cmd_groups": In(DIM_BITS), "cmd_col_blocks": In(DIM_BITS),
         "cmd_wfmt": In(3), "cmd_afmt": In(2), "cmd_accumulate": In(1), "cmd_precomputed": In(1),
     }
+    if not c.external_buffers:
+        sig["cmd_bank"] = In(1)
     if c.external_buffers:  # the buffers' read / write ports (act: asynchronous read; others: data next cycle)
         sig.update({
             "act_raddr": Out(_bits(c.act_depth)), "act_rdata": In(c.act_word),
@@ -211,15 +226,44 @@ def lut_signature(c: LutConfig) -> dict:
             sig.update({"scale_raddr": Out(_bits(c.scale_depth)), "scale_rdata": In(c.scale_word)})
     else:
         sig.update({
-            "wr_en": In(1), "wr_buf": In(3 if c.scale != "none" else 2), "wr_addr": In(c.addr_bits),
-            "wr_data": In(c.data_bits),
-            "rd_en": In(1), "rd_addr": In(c.addr_bits), "rd_data": Out(c.out_word),
+            "wr_en": In(1), "wr_buf": In(3 if c.scale != "none" else 2), "wr_bank": In(1),
+            "wr_addr": In(c.addr_bits), "wr_data": In(c.data_bits),
+            "rd_en": In(1), "rd_addr": In(c.addr_bits), "rd_data": Out(c.out_word), "wr_ready": Out(1),
         })
     sig.update({
         "busy": Out(1), "tile_start": Out(1), "tile_done": Out(1),
         "tile_cycles": Out(32), "tiles_done": Out(32), "error": Out(1),
     })
     return sig
+
+
+class OperandBuffer(wiring.Component):
+    """A two-bank operand buffer: ``depth`` entries per bank (the bank is the top address bit). The
+    host writes ``w_addr`` of bank ``w_bank``; the datapath reads ``r_addr`` of bank ``bank`` (data the
+    next cycle, or in the same cycle with ``async_read``)."""
+
+    def __init__(self, width: int, depth: int, async_read: bool = False):
+        self.width, self.depth, self.async_read = width, depth, async_read
+        bits = _bits(depth)
+        super().__init__({"w_addr": In(bits), "w_bank": In(1), "w_data": In(width), "w_en": In(1),
+                          "bank": In(1), "r_addr": In(bits), "r_data": Out(width)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.mem = mem = Memory(shape=self.width, depth=2 << _bits(self.depth), init=[])
+        w, r = mem.write_port(), mem.read_port(domain="comb" if self.async_read else "sync")
+        m.d.comb += [w.addr.eq(Cat(self.w_addr, self.w_bank)), w.data.eq(self.w_data), w.en.eq(self.w_en),
+                     r.addr.eq(Cat(self.r_addr, self.bank)), self.r_data.eq(r.data)]
+        return m
+
+
+def _banked(m: Module, name: str, width: int, depth: int, bank, core, async_read: bool = False):
+    """An :class:`OperandBuffer` of the core: (host write port, datapath read port) as address / data
+    / enable views; the write bank is the core's ``wr_bank``."""
+    m.submodules[name] = buf = OperandBuffer(width, depth, async_read)
+    m.d.comb += [buf.bank.eq(bank), buf.w_bank.eq(core.wr_bank)]
+    return (SimpleNamespace(addr=buf.w_addr, data=buf.w_data, en=buf.w_en),
+            SimpleNamespace(addr=buf.r_addr, data=buf.r_data))
 
 
 class LutCore(wiring.Component):
@@ -309,6 +353,7 @@ class LutCore(wiring.Component):
         ab, eb, pb = c.act_bits, c.entry_bits, c.p_bits
         ariths = self._arithmetics()
 
+        m.submodules.controller = ctrl = LutController(c)
         # ---------------------------------------------------------- buffers
         if c.external_buffers:  # SRAM macros outside: their ports are the component's
             act_r = SimpleNamespace(addr=self.act_raddr, data=self.act_rdata)
@@ -316,203 +361,62 @@ class LutCore(wiring.Component):
             tab_r = SimpleNamespace(addr=self.table_raddr, data=self.table_rdata)
             out_r = SimpleNamespace(addr=self.out_raddr, data=self.out_rdata, en=Signal())
             out_w = SimpleNamespace(addr=self.out_waddr, data=self.out_wdata, en=self.out_we)
-        else:
-            m.submodules.act_buf = act = Memory(shape=c.act_word, depth=c.act_depth, init=[])
-            m.submodules.weight_buf = wgt = Memory(shape=c.weight_word, depth=c.weight_depth, init=[])
+        else:  # operand buffers: two banks each (the running tile reads one, the host fills the other)
+            bank = ctrl.bank  # the running tile's operand bank (cmd_bank)
+            act_w, act_r = _banked(m, "act_buf", c.act_word, c.act_depth, bank, self, async_read=True)
+            wgt_w, wgt_r = _banked(m, "weight_buf", c.weight_word, c.weight_depth, bank, self)
+            tab_w, tab_r = _banked(m, "table_buf", c.table_word, c.table_depth, bank, self)
             m.submodules.out_buf = obuf = Memory(shape=c.out_word, depth=c.out_depth, init=[])
-            m.submodules.table_buf = tbuf = Memory(shape=c.table_word, depth=c.table_depth, init=[])
-            act_w, act_r = act.write_port(), act.read_port(domain="comb")
-            wgt_w, wgt_r = wgt.write_port(), wgt.read_port()
-            tab_w, tab_r = tbuf.write_port(), tbuf.read_port()
             out_w, out_r = obuf.write_port(), obuf.read_port()
         sc_w = sc_r = scr_w = scr_r = None
         if c.scale != "none":  # scale buffer: tile_n fp32 scales an entry (data the next cycle)
             if c.external_buffers:
                 sc_r = SimpleNamespace(addr=self.scale_raddr, data=self.scale_rdata)
             else:
-                m.submodules.scale_buf = sbuf = Memory(shape=c.scale_word, depth=c.scale_depth, init=[])
-                sc_w, sc_r = sbuf.write_port(), sbuf.read_port()
+                sc_w, sc_r = _banked(m, "scale_buf", c.scale_word, c.scale_depth, bank, self)
         if c.scale == "per_channel":  # the tile's running sums by column block (psum stays in the output buffer)
             m.submodules.acc_scratch = scr = Memory(shape=c.out_word, depth=c.out_depth, init=[])
             scr_w, scr_r = scr.write_port(), scr.read_port()
 
-        # ---------------------------------------------------------- command
-        running = Signal()
-        error = Signal()
-        wfmt, afmt = Signal(3), Signal(2)
-        acc_cmd, precomp = Signal(), Signal()
-        planes = Signal(3)
-        groups, col_blocks = Signal(DIM_BITS), Signal(DIM_BITS)
-        row_blocks = Signal(DIM_BITS)
-        mb = Signal(DIM_BITS)  # row block of the lookup step
-        last_step = Signal()
-        look = Signal(DIM_BITS + 3)
-        slot = Signal(DIM_BITS + 3)
-        is_fp = Signal()
-        fp16 = Signal()
-        int1 = Signal()
-        m.d.comb += [is_fp.eq(afmt != AFMT["int8"]), fp16.eq(afmt == AFMT["fp16"]), int1.eq(wfmt == WFMT["int1"])]
-        m.d.comb += [self.busy.eq(running), self.cmd_ready.eq(~running), self.error.eq(error)]
-
-        w_ok = Const(sum(1 << WFMT[f] for f in c.weight_formats), 8).bit_select(self.cmd_wfmt, 1)
-        a_ok = Const(sum(1 << AFMT[f] for f in c.activation_formats), 4).bit_select(self.cmd_afmt, 1)
-        dims_ok = (self.cmd_row_blocks != 0) & (self.cmd_groups != 0) & (self.cmd_col_blocks != 0)
-        cmd_planes = Array(Const(v, 3) for v in PLANES + (0, 0, 0))[self.cmd_wfmt]
-        cmd_look = Signal(DIM_BITS + 3)
-        m.d.comb += cmd_look.eq(self.cmd_col_blocks * cmd_planes)
-        cmd_pre = Mux(self.cmd_precomputed, 0, c.pre_cycles)
-
-        # lookup sequencer state
-        lk_wait = Signal(range(c.pre_cycles + 1))
-        lk_done = Signal()
-        sc = Signal(DIM_BITS + 3)  # cycle within the step's slot
-        s = Signal(2 * DIM_BITS)  # step
-        g = Signal(DIM_BITS)  # K-group of the step
-        q = Signal(3)  # plane position (0 = MSB plane)
-        w_base = Signal(2 * DIM_BITS + 3)
-        o_base = Signal(2 * DIM_BITS)
-        nb = Signal(DIM_BITS)
-        tail_active = Signal()
-        tail = Signal(range(c.pipeline_cycles + 1))
-        t = Signal(32)
-        # precompute state
-        pre_active = Signal()
-        pc = Signal(range(c.pre_cycles + 1))
-        ps = Signal(2 * DIM_BITS)
-
-        with m.If(self.cmd_valid & ~running):
-            with m.If(w_ok & a_ok & dims_ok):
-                m.d.sync += [
-                    running.eq(1), t.eq(0),
-                    wfmt.eq(self.cmd_wfmt), afmt.eq(self.cmd_afmt), acc_cmd.eq(self.cmd_accumulate),
-                    precomp.eq(self.cmd_precomputed), planes.eq(cmd_planes),
-                    groups.eq(self.cmd_groups), col_blocks.eq(self.cmd_col_blocks),
-                    row_blocks.eq(self.cmd_row_blocks), mb.eq(0), look.eq(cmd_look),
-                    slot.eq(Mux(cmd_look > cmd_pre, cmd_look, cmd_pre)),
-                    lk_wait.eq(cmd_pre), lk_done.eq(0), sc.eq(0), s.eq(0), g.eq(0), q.eq(0), nb.eq(0),
-                    w_base.eq(0), o_base.eq(0), tail_active.eq(0),
-                    pre_active.eq(~self.cmd_precomputed), pc.eq(0), ps.eq(0),
-                ]
-            with m.Else():
-                m.d.sync += error.eq(1)
-
-        # ---------------------------------------------------------- lookup sequencer (stage 0)
-        seq = running & (lk_wait == 0) & ~lk_done
-        issue = Signal()
-        m.d.comb += issue.eq(seq & (sc < look))
-        m.d.comb += last_step.eq((mb == row_blocks - 1) & (g == groups - 1))  # counters: no multiplier
-        last_issue = issue & last_step & (sc == look - 1)
-        with m.If(running):
-            m.d.sync += t.eq(t + 1)
-            with m.If(lk_wait != 0):
-                m.d.sync += lk_wait.eq(lk_wait - 1)
-        with m.If(issue):
-            with m.If(q == planes - 1):
-                m.d.sync += [q.eq(0), nb.eq(nb + 1)]
-            with m.Else():
-                m.d.sync += q.eq(q + 1)
-        with m.If(last_issue):
-            m.d.sync += [lk_done.eq(1), tail_active.eq(1), tail.eq(c.pipeline_cycles)]
-        with m.Elif(seq & (sc == slot - 1)):
-            m.d.sync += [sc.eq(0), q.eq(0), nb.eq(0), s.eq(s + 1)]
-            with m.If(g == groups - 1):
-                m.d.sync += [g.eq(0), mb.eq(mb + 1), w_base.eq(0), o_base.eq(o_base + col_blocks)]
-            with m.Else():
-                m.d.sync += [g.eq(g + 1), w_base.eq(w_base + look)]
-        with m.Elif(seq):
-            m.d.sync += sc.eq(sc + 1)
-
-        done = Signal()
-        m.d.comb += done.eq(tail_active & (tail == 1))
-        with m.If(tail_active):
-            m.d.sync += tail.eq(tail - 1)
-        with m.If(done):
-            m.d.sync += [running.eq(0), tail_active.eq(0), self.tile_cycles.eq(t + 1),
-                         self.tiles_done.eq(self.tiles_done + 1)]
-        m.d.comb += [self.tile_start.eq(running & (t == 0)), self.tile_done.eq(done)]
-
-        m.d.comb += [wgt_r.addr.eq(w_base + sc), tab_r.addr.eq(s)]
-        s1_valid, s1_first, s1_last, s1_bank, s1_fg = Signal(), Signal(), Signal(), Signal(), Signal()
-        s1_oaddr = Signal(range(c.out_depth))
-        m.d.sync += [s1_valid.eq(issue), s1_first.eq(q == 0), s1_last.eq(q == planes - 1), s1_bank.eq(s[0]),
-                     s1_oaddr.eq(o_base + nb), s1_fg.eq((g == 0) & ~acc_cmd)]
+        # ---------------------------------------------------------- controller (stage 0, t1 control)
+        running, is_fp, fp16, int1 = ctrl.busy, ctrl.is_fp, ctrl.fp16, ctrl.int1
+        acc_cmd, precomp = ctrl.acc_cmd, ctrl.precomp
+        m.d.comb += [getattr(ctrl, n).eq(getattr(self, n)) for n in (
+            "cmd_valid", "cmd_row_blocks", "cmd_groups", "cmd_col_blocks", "cmd_wfmt", "cmd_afmt", "cmd_accumulate",
+            "cmd_precomputed")]
+        if not c.external_buffers:
+            m.d.comb += ctrl.cmd_bank.eq(self.cmd_bank)
+        error = Signal()  # sticky: a refused host write (the controller's own: a refused command)
+        m.d.comb += [self.cmd_ready.eq(ctrl.cmd_ready), self.busy.eq(running), self.tile_start.eq(ctrl.tile_start),
+                     self.tile_done.eq(ctrl.tile_done), self.tile_cycles.eq(ctrl.tile_cycles),
+                     self.tiles_done.eq(ctrl.tiles_done), self.error.eq(ctrl.cmd_error | error),
+                     wgt_r.addr.eq(ctrl.w_addr), tab_r.addr.eq(ctrl.tab_addr)]
+        t1_valid, t1_first, t1_last, t1_bank, t1_fg = ctrl.t1_valid, ctrl.t1_first, ctrl.t1_last, ctrl.t1_bank, ctrl.t1_fg
+        t1_oaddr = ctrl.t1_oaddr
+        lk_dom = m.d.sync if c.lookup_register else m.d.comb  # t1 -> s1: a register or a wire
+        s1_valid, s1_first, s1_last, s1_fg = Signal(), Signal(), Signal(), Signal()
+        s1_oaddr = Signal.like(t1_oaddr)
+        lk_dom += [s1_valid.eq(t1_valid), s1_first.eq(t1_first), s1_last.eq(t1_last), s1_oaddr.eq(t1_oaddr),
+                   s1_fg.eq(t1_fg)]
         s2_saddr = s2_nb = s3_lastg = None
-        if c.scale == "per_group":  # scale entry (g * K // scale_group) * col_blocks + nb, by counting
-            per = c.scale_group // K  # K-groups per scale group
-            sgc = Signal(range(per + 1))
-            sg_base = Signal(2 * DIM_BITS)
-            with m.If(self.cmd_valid & ~running):
-                m.d.sync += [sgc.eq(0), sg_base.eq(0)]
-            with m.If(seq & (sc == slot - 1) & ~last_issue):
-                with m.If(g == groups - 1):
-                    m.d.sync += [sgc.eq(0), sg_base.eq(0)]
-                with m.Elif(sgc == per - 1):
-                    m.d.sync += [sgc.eq(0), sg_base.eq(sg_base + col_blocks)]
-                with m.Else():
-                    m.d.sync += sgc.eq(sgc + 1)
-            s1_saddr, s2_saddr = Signal(range(c.scale_depth)), Signal(range(c.scale_depth))
-            m.d.sync += [s1_saddr.eq(sg_base + nb), s2_saddr.eq(s1_saddr)]
-        if c.scale == "per_channel":  # the scratch restarts at group 0 (psum is added after the scale)
-            s1_nb, s2_nb = Signal(range(c.out_depth)), Signal(range(c.out_depth))
+        if c.scale == "per_group":
+            s1_saddr, s2_saddr = (Signal(range(c.scale_depth), name=f"{x}_saddr") for x in ("s1", "s2"))
+            m.d.sync += s2_saddr.eq(s1_saddr)
+            lk_dom += s1_saddr.eq(ctrl.t1_saddr)
+        if c.scale == "per_channel":
+            s1_nb, s2_nb = (Signal(range(c.out_depth), name=f"{x}_nb") for x in ("s1", "s2"))
             s1_lastg, s2_lastg, s3_lastg = Signal(), Signal(), Signal()
-            m.d.sync += [s1_fg.eq(g == 0), s1_nb.eq(nb), s2_nb.eq(s1_nb), s1_lastg.eq(g == groups - 1),
-                         s2_lastg.eq(s1_lastg), s3_lastg.eq(s2_lastg)]
+            m.d.sync += [s2_nb.eq(s1_nb), s2_lastg.eq(s1_lastg), s3_lastg.eq(s2_lastg)]
+            lk_dom += [s1_nb.eq(ctrl.t1_nb), s1_lastg.eq(ctrl.t1_lastg)]
 
         # ---------------------------------------------------------- precompute unit
-        tables = [[[Signal(eb, name=f"tab{b}_r{r}_e{e}") for e in range(E)] for r in range(tm)] for b in range(2)]
-        # The precompute of step s+1 starts in the first lookup cycle of step s (not the last step).
-        # ``pre_go`` is that cycle, registered one cycle ahead from the sequencer's next state, and
-        # pc / ps rest at the next build's start (0, step) between builds: the generators and the
-        # table write enables see registers only (no path from the sequencer's compares).
-        pre_go = Signal()
-        next_last = Signal()  # the step after this one is the tile's last
-        g_wrap = g == groups - 1
-        m.d.comb += next_last.eq(Mux(g_wrap, (mb + 1 == row_blocks - 1) & (groups == 1),
-                                     (mb == row_blocks - 1) & (g + 1 == groups - 1)))
-        first_look = running & (lk_wait == 1) & (sc == 0) & ~last_step  # step 0's lookups start next cycle
-        advance = seq & (sc == slot - 1) & ~last_step  # the next step's lookups start next cycle
-        m.d.sync += pre_go.eq(~precomp & (first_look | (advance & ~next_last)))
-        pre_act = pre_active | pre_go
-        pc_eff, ps_eff = pc, ps
-        m.d.comb += act_r.addr.eq(ps)
-        with m.If(pre_act):
-            with m.If(pc + 1 < c.pre_cycles):
-                m.d.sync += [pc.eq(pc + 1), pre_active.eq(1)]
-            with m.Else():  # this step's tables are done: rest at the next step's start
-                m.d.sync += [pc.eq(0), ps.eq(ps + 1), pre_active.eq(0)]
-        rows = Array(act_r.data[r * K * ab:(r + 1) * K * ab] for r in range(tm))
-        n_gen = min(c.entries_per_cycle, tm * E)
-        gen_out = []
-        for i in range(n_gen):
-            f_i = Signal(range(c.pre_cycles * c.entries_per_cycle + n_gen + 1), name=f"gen{i}_f")
-            m.d.comb += f_i.eq(pc_eff * c.entries_per_cycle + i)
-            lb = _bits(E) if E > 1 else 0
-            row_i = f_i >> lb
-            local = f_i[:lb] if lb else Const(0, 1)
-            idx = Cat(local, Const(1, 1)) if c.symmetric else local
-            word = Signal(K * ab, name=f"gen{i}_a")
-            m.d.comb += word.eq(rows[row_i])
-            vals = {}
-            for kind, ar in ariths:
-                terms = []
-                for j in range(K):
-                    a = ar.activation(m, word[j * ab:(j + 1) * ab], fp16, f"gen{i}_{kind}_a{j}")
-                    terms.append(Mux(idx[j], a, ar.neg(m, a, f"gen{i}_{kind}_n{j}")))
-                total = terms[0]
-                for j in range(1, K):  # in j order (fp: each add rounded)
-                    total = ar.add(m, total, terms[j], f"gen{i}_{kind}_s{j}")
-                vals[kind] = total
-            out = Signal(eb, name=f"gen{i}_t")
-            m.d.comb += out.eq(self._by_kind(vals, is_fp))
-            gen_out.append(out)
-        for b in range(2):
-            for r in range(tm):
-                for e in range(E):
-                    f = r * E + e
-                    with m.If(pre_act & (ps_eff[0] == b) & (pc_eff == f // c.entries_per_cycle)):
-                        m.d.sync += tables[b][r][e].eq(gen_out[f % c.entries_per_cycle])
+        m.submodules.precompute = pre = PrecomputeUnit(c)
+        m.d.comb += [pre.restart.eq(ctrl.accept), pre.build.eq(~self.cmd_precomputed), pre.go.eq(ctrl.pre_go),
+                     pre.is_fp.eq(is_fp), pre.fp16.eq(fp16), act_r.addr.eq(pre.act_addr), pre.act_data.eq(act_r.data)]
+        tables = [[[pre.tables[((b * tm + r) * E + e) * eb:((b * tm + r) * E + e + 1) * eb] for e in range(E)]
+                   for r in range(tm)] for b in range(2)]
 
-        # ---------------------------------------------------------- stage 1: lookup, negate, shift-add
+        # ---------------------------------------------------------- stage t1: lookup, negate; stage 1: shift-add
         row_tab = []
         for r in range(tm):
             entries = []
@@ -520,7 +424,7 @@ class LutCore(wiring.Component):
                 v = Signal(eb, name=f"look_r{r}_e{e}")
                 base = (r * E + e) * eb
                 m.d.comb += v.eq(Mux(precomp, tab_r.data[base:base + eb],
-                                     Mux(s1_bank, tables[1][r][e], tables[0][r][e])))
+                                     Mux(t1_bank, tables[1][r][e], tables[0][r][e])))
                 entries.append(v)
             row_tab.append(entries)
         preg = [[Signal(pb, name=f"p_r{r}_c{col}") for col in range(tn)] for r in range(tm)]
@@ -538,9 +442,9 @@ class LutCore(wiring.Component):
                 new = {}
                 for kind, ar in ariths:
                     name = f"l_{kind}_r{r}_c{col}"
-                    tv = Signal(ar.width, name=f"{name}_t")
-                    m.d.comb += tv.eq(Mux(top, ar._s(t_raw) if kind == "int" else t_raw,
-                                          ar.neg(m, t_raw, f"{name}_n")))
+                    tv = Signal(ar.width, name=f"{name}_t")  # the looked-up term, signed (registered: lookup_register)
+                    lk_dom += tv.eq(Mux(top, ar._s(t_raw) if kind == "int" else t_raw,
+                                        ar.neg(m, t_raw, f"{name}_n")))
                     if c.max_planes == 1:  # int1-only build: one plane, no shift-add
                         new[kind] = tv
                     else:
@@ -550,8 +454,10 @@ class LutCore(wiring.Component):
         s2_valid, s2_fg = Signal(), Signal()
         s2_oaddr = Signal.like(s1_oaddr)
         m.d.sync += [s2_valid.eq(s1_valid & s1_last), s2_oaddr.eq(s1_oaddr), s2_fg.eq(s1_fg)]
+        s1_S = [Signal(eb, name=f"S1_r{r}") for r in range(tm)]
+        lk_dom += [s1_S[r].eq(row_tab[r][E - 1]) for r in range(tm)]
         with m.If(s1_valid & s1_last):
-            m.d.sync += [s2_S[r].eq(row_tab[r][E - 1]) for r in range(tm)]
+            m.d.sync += [s2_S[r].eq(s1_S[r]) for r in range(tm)]
 
         # ---------------------------------------------------------- stage 2: r = (p - S) / 2, accumulator read
         rreg = [[Signal(pb, name=f"r_r{r}_c{col}") for col in range(tn)] for r in range(tm)]
@@ -617,7 +523,14 @@ class LutCore(wiring.Component):
         if c.external_buffers:
             m.d.comb += [out_w.addr.eq(fin_addr), out_w.data.eq(fin_data), out_w.en.eq(fin_valid)]
             return m
-        host_wr = self.wr_en & ~running
+        # operand writes are taken while a tile runs, into the bank it does not read; a write into its
+        # bank, or into the output buffer, while it runs is refused (dropped, sticky error)
+        to_out = self.wr_buf == BUFS["out"]
+        m.d.comb += self.wr_ready.eq(~(running & (to_out | (self.wr_bank == bank))))
+        refused = self.wr_en & ~self.wr_ready
+        host_wr = self.wr_en & ~refused
+        with m.If(refused):
+            m.d.sync += error.eq(1)
         m.d.comb += [
             act_w.addr.eq(self.wr_addr), act_w.data.eq(self.wr_data), act_w.en.eq(host_wr & (self.wr_buf == BUFS["act"])),
             wgt_w.addr.eq(self.wr_addr), wgt_w.data.eq(self.wr_data),

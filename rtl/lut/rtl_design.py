@@ -10,7 +10,9 @@ import numpy as np
 
 from archsim.errors import SpecError
 from rtl.design import Port, RtlDesign, TileModels
+from rtl.lib.host import HOST_PORT_DOCS, payload_shape
 from rtl.lut.design import ACC_BITS, AFMT, BUFS, WFMT, LutConfig, LutCore, lut_signature
+from rtl.lut.host import LutEngine, command_layout, engine_signature
 from rtl.design import pack_lanes
 
 PORT_DOCS = {
@@ -25,7 +27,12 @@ PORT_DOCS = {
     "cmd_afmt": "activation format: 0 int8, 1 fp16, 2 bf16",
     "cmd_accumulate": "1: out += A.W onto the output buffer's contents; 0: out = A.W",
     "cmd_precomputed": "1: the tables come from the table buffer (fused precompute, no table-build cycles)",
-    "wr_en": "write one entry of the buffer selected by wr_buf (ignored while busy)",
+    "cmd_bank": "operand bank the tile reads (activations, weight planes, tables, scales: two banks each)",
+    "wr_en": "write one entry of the buffer selected by wr_buf; while a tile runs only into the operand bank it "
+             "does not read (a write into its bank or into the output buffer is dropped and sets error)",
+    "wr_bank": "operand bank of the write (ignored for the output buffer)",
+    "wr_ready": "a write now would be taken (low while a tile runs and wr_buf / wr_bank name its bank or the "
+                "output buffer)",
     "wr_buf": "0 activations, 1 weight planes, 2 output, 3 precomputed tables, 4 scales (scale builds)",
     "wr_addr": "buffer address",
     "wr_data": "the entry (layouts in docs/lut_rtl.md), low bits first",
@@ -51,9 +58,21 @@ PORT_DOCS = {
     "tile_done": "high in the tile's last cycle (pipeline_cycles after its last lookup)",
     "tile_cycles": "cycles of the last finished tile (hardware counter)",
     "tiles_done": "tiles finished since reset",
-    "error": "sticky: a command named a format the build lacks or a zero dimension",
+    "error": "sticky: a command named a format the build lacks or a zero dimension, or a write was refused",
 }
 
+
+#: the host-signature engine's ports (rtl.lut.host): the shared ones plus the LUT's payloads
+ENGINE_PORT_DOCS = {
+    **HOST_PORT_DOCS,
+    "cmd__payload": "tile command, lowest bits first: row_blocks (16), groups (16), col_blocks (16), wfmt (3), "
+                    "afmt (2), accumulate, precomputed, bank (as the core's cmd_* ports: docs/lut_rtl.md)",
+    "wr__payload": "buf (0 activations, 1 weight planes, 2 output, 3 tables, 4 scales), addr (its top bit: the "
+                   "operand bank), data (one entry, layouts in docs/lut_rtl.md); while a tile runs, a write into "
+                   "its bank or into the output buffer waits",
+    "rd_addr__ready": "high when no tile runs and no result waits",
+    "tile_start": "high in tile-local cycle 0 (debug; the host interface does not need it)",
+}
 
 _pack = pack_lanes  # one word of lanes (rtl.design)
 
@@ -89,14 +108,17 @@ class LutDesign(RtlDesign):
         except ValueError as err:
             raise SpecError(f"lut RTL: {err}") from None
 
-    def component(self) -> LutCore:
-        return LutCore(self.cfg)
+    def component(self) -> LutCore | LutEngine:
+        """The engine with the host signature; with ``external_buffers`` the bare core (its buffer ports)."""
+        return LutCore(self.cfg) if self.cfg.external_buffers else LutEngine(self.cfg)
 
     def config_dict(self) -> dict[str, Any]:
         return self.cfg.as_dict()
 
     def ports(self) -> list[Port]:
-        return self.ports_of(lut_signature(self.cfg), PORT_DOCS)
+        if self.cfg.external_buffers:
+            return self.ports_of(lut_signature(self.cfg), PORT_DOCS)
+        return self.ports_of(engine_signature(self.cfg), ENGINE_PORT_DOCS)
 
     def description(self) -> str:
         c = self.cfg
@@ -184,7 +206,31 @@ class LutDesign(RtlDesign):
         return {"writes": writes, "cmd": cmd, "out_entries": MB * NB}
 
     def make_job(self, items) -> dict[str, Any]:
-        return {"driver": self.driver, "tiles": [self.encode(t, o) for t, o in items]}
+        """Tile i reads operand bank i % 2 (its operands are written while tile i - 1 runs)."""
+        c = self.cfg
+        if c.external_buffers:
+            raise SpecError("lut RTL: co-simulation needs the core's own buffers (external_buffers: false)")
+        tiles = [self.encode(t, o) for t, o in items]
+        for i, tile in enumerate(tiles):  # the host's command fields: the core's cmd_* ports, and the bank
+            tile["cmd"] = {**{k.removeprefix("cmd_"): v for k, v in tile["cmd"].items()}, "bank": i % 2}
+        sig = engine_signature(c)
+        layouts = {name: [(f, field.offset, field.width) for f, field in payload_shape(sig.members[name])]
+                   for name in ("cmd", "wr")}
+        return {"driver": self.driver, "tiles": tiles, "out_buf": BUFS["out"], "addr_bits": c.addr_bits,
+                "rd_bits": c.out_word, "command_layout": layouts["cmd"], "write_layout": layouts["wr"]}
+
+    # cycles: the hardware counter, checked against the ports where the host sees them
+    def rtl_cycles(self, g):
+        return g.get("cycles")
+
+    def counter_cycles(self, g):
+        return g.get("cycles")
+
+    def port_cycles(self, g):
+        return g.get("port_cycles")
+
+    def tile_extra(self, tile, ops, g):
+        return {"port_cycles": g.get("port_cycles")}
 
     def model_results(self, items):
         from archsim.templates.lut.detailed import LutArrayDetailed

@@ -10,7 +10,8 @@ columns' indices from the plane's weight bits, reads the stored half-table
 the per-column plane register; after a block's last plane it forms ``r`` and
 adds it into the accumulators. A bank is free once the lookups of the step
 that used it are done; a step's lookups start the cycle after its table is
-complete. After the last lookup the result leaves through ``pipeline_cycles``
+complete (``precompute_pipeline_cycles`` after its last entry was built: the
+precompute unit's latency). After the last lookup the result leaves through ``pipeline_cycles``
 pipeline stages (where ``per_channel`` scales are applied).
 """
 from __future__ import annotations
@@ -62,6 +63,7 @@ class LutArrayDetailed:
         bank_step = [-1, -1]  # step whose table a bank holds (complete or being built)
         pre_step, pre_done = 0, 0  # next step to build and entries of it written
         ready = [False] * n_steps  # table complete (usable from the next cycle)
+        landing: list[tuple[int, int]] = []  # (cycle its last entry lands, step): the precompute unit's latency
         look_step, look_unit = 0, 0  # current lookup step and (column block, plane) position
         look_units = ceil(tile.n / tn) * b
         pre_rate = p.precompute_entries_per_cycle
@@ -75,7 +77,10 @@ class LutArrayDetailed:
             # --- precompute unit: entries of step pre_step into bank pre_step % 2
             if pre_step < n_steps:
                 bank = pre_step % 2
-                if bank_step[bank] == pre_step or bank_step[bank] < look_step:  # free: its lookups are done
+                # a build starts once its bank is free (the lookups that used it are done) and the previous
+                # step's tables have landed (the RTL starts it with that step's lookups)
+                free = bank_step[bank] < look_step and (pre_step == 0 or ready[pre_step - 1])
+                if bank_step[bank] == pre_step or free:
                     if bank_step[bank] != pre_step:
                         bank_step[bank], banks[bank] = pre_step, np.zeros((tm, E), a.dtype)
                     mb, g = divmod(pre_step, groups)
@@ -88,8 +93,9 @@ class LutArrayDetailed:
                     if trace is not None:
                         trace.append(f"{cycle:6d} pre  step {pre_step} entries {lo}..{hi - 1}")
                     if pre_done == tm * E:
-                        newly_ready.append(pre_step)
+                        landing.append((cycle + p.precompute_pipeline_cycles, pre_step))
                         pre_step, pre_done = pre_step + 1, 0
+            newly_ready += [st for c, st in landing if c == cycle]
             # --- lookup unit: one (column block, plane) of look_step
             if ready[look_step]:
                 s = look_step

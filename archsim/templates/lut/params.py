@@ -61,6 +61,10 @@ class LutParams(TemplateParams):
         Weights per scale group along K (a multiple of ``group_k``).
     pipeline_cycles : int
         Fixed latency of the lookup / shift-add pipeline added to every tile.
+    precompute_pipeline_cycles : int
+        Latency of the precompute unit (its pipeline depth): a step's tables
+        are complete ``pre + precompute_pipeline_cycles`` cycles after its
+        build starts (0: one combinational adder chain, as before).
     """
 
     group_k: int = 4
@@ -76,6 +80,7 @@ class LutParams(TemplateParams):
     scale: str = "none"
     scale_group: int = 128
     pipeline_cycles: int = 3
+    precompute_pipeline_cycles: int = 0
 
     def validate(self) -> None:
         for key in ("group_k", "tile_m", "tile_n", "tile_k", "precompute_entries_per_cycle", "scale_group"):
@@ -102,9 +107,10 @@ class LutParams(TemplateParams):
             raise ValueError(f"scale: expected one of {', '.join(SCALE_MODES)}, got {self.scale!r}")
         if self.scale_group % self.group_k:
             raise ValueError(f"scale_group: expected a multiple of group_k ({self.group_k}), got {self.scale_group}")
-        v = self.pipeline_cycles
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise ValueError(f"pipeline_cycles: expected a non-negative integer, got {v!r}")
+        for key in ("pipeline_cycles", "precompute_pipeline_cycles"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"{key}: expected a non-negative integer, got {v!r}")
 
     @property
     def table_entries(self) -> int:

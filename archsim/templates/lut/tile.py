@@ -68,7 +68,9 @@ groups (row-block-major, then K):
 
 - precompute of the tables of (mb, g): ``pre = ceil(tile_m * E /
   precompute_entries_per_cycle)`` cycles, ``E = 2**(K-1)`` if symmetric else
-  ``2**K`` (a partial row block takes a full block's time);
+  ``2**K`` (a partial row block takes a full block's time), plus the
+  precompute unit's latency ``precompute_pipeline_cycles`` (its last entry
+  lands that many cycles after it was read);
 - lookup of (mb, g): ``look = ceil(N / tile_n) * b`` cycles (one bit plane of
   ``tile_n`` columns per cycle);
 - tables are double-buffered: the precompute of step s+1 overlaps the lookup
@@ -147,10 +149,12 @@ def steps(tile: LutTile, params) -> int:
 
 
 def precompute_cycles(tile: LutTile, params) -> int:
-    """Cycles to build the tables of one step (0 when ``precomputed``)."""
+    """Cycles to build the tables of one step, the precompute unit's latency included (0 when
+    ``precomputed``)."""
     if tile.precomputed:
         return 0
-    return ceil(params.tile_m * params.table_entries / params.precompute_entries_per_cycle)
+    return (ceil(params.tile_m * params.table_entries / params.precompute_entries_per_cycle)
+            + params.precompute_pipeline_cycles)
 
 
 def lookup_cycles(tile: LutTile, params) -> int:

@@ -1,0 +1,183 @@
+"""The LUT core's controller: takes a tile command, sequences the lookups (stage 0: one (column block,
+bit plane) a cycle, slot by slot), starts each step's table build (``pre_go``), and counts the tile's
+cycles. Outputs the stage-t1 control of each lookup (registered with the weight read) and the
+command's decoded formats; the datapath (:class:`rtl.lut.design.LutCore`) does the rest.
+See :mod:`rtl.lut.design` for the timing it implements."""
+from __future__ import annotations
+
+from amaranth import Array, Const, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.lut.config import AFMT, DIM_BITS, PLANES, WFMT
+
+
+class LutController(wiring.Component):
+    """Command, lookup sequencer and precompute start of a :class:`~rtl.lut.design.LutConfig` build."""
+
+    def __init__(self, cfg):
+        self.cfg = c = cfg
+        ports = {
+            "cmd_valid": In(1), "cmd_ready": Out(1),
+            "cmd_row_blocks": In(DIM_BITS), "cmd_groups": In(DIM_BITS), "cmd_col_blocks": In(DIM_BITS),
+            "cmd_wfmt": In(3), "cmd_afmt": In(2), "cmd_accumulate": In(1), "cmd_precomputed": In(1), "cmd_bank": In(1),
+            "accept": Out(1), "busy": Out(1), "cmd_error": Out(1), "tile_start": Out(1), "tile_done": Out(1),
+            "tile_cycles": Out(32), "tiles_done": Out(32),
+            "is_fp": Out(1), "fp16": Out(1), "int1": Out(1), "acc_cmd": Out(1), "precomp": Out(1), "bank": Out(1),
+            "w_addr": Out(2 * DIM_BITS + 3), "tab_addr": Out(2 * DIM_BITS), "pre_go": Out(1),
+            "t1_valid": Out(1), "t1_first": Out(1), "t1_last": Out(1), "t1_bank": Out(1), "t1_fg": Out(1),
+            "t1_oaddr": Out(range(c.out_depth)),
+        }
+        if c.scale == "per_group":
+            ports["t1_saddr"] = Out(range(c.scale_depth))
+        if c.scale == "per_channel":
+            ports.update({"t1_nb": Out(range(c.out_depth)), "t1_lastg": Out(1)})
+        super().__init__(ports)
+
+    def elaborate(self, platform):
+        c = self.cfg
+        m = Module()
+        K = c.group_k
+        # ---------------------------------------------------------- command
+        running = Signal()
+        error = self.cmd_error
+        wfmt, afmt = Signal(3), Signal(2)
+        acc_cmd, precomp = Signal(), Signal()
+        planes = Signal(3)
+        groups, col_blocks = Signal(DIM_BITS), Signal(DIM_BITS)
+        row_blocks = Signal(DIM_BITS)
+        mb = Signal(DIM_BITS)  # row block of the lookup step
+        last_step = Signal()
+        look = Signal(DIM_BITS + 3)
+        # the command's limits minus one (two), taken with the command: the sequencer compares
+        # its counters with registers (no subtractor on its paths)
+        slot_m1, look_m1 = Signal(DIM_BITS + 3), Signal(DIM_BITS + 3)
+        groups_m1, groups_m2 = Signal(DIM_BITS), Signal(DIM_BITS + 1)
+        rb_m1, rb_m2 = Signal(DIM_BITS), Signal(DIM_BITS + 1)
+        planes_m1 = Signal(3)
+        one_group = Signal()
+        looking = Signal()  # the step's lookups still run in its slot (sc < look)
+        is_fp = Signal()
+        fp16 = Signal()
+        int1 = Signal()
+        m.d.comb += [is_fp.eq(afmt != AFMT["int8"]), fp16.eq(afmt == AFMT["fp16"]), int1.eq(wfmt == WFMT["int1"])]
+        m.d.comb += [self.busy.eq(running), self.cmd_ready.eq(~running), self.is_fp.eq(is_fp), self.fp16.eq(fp16),
+                     self.int1.eq(int1), self.acc_cmd.eq(acc_cmd), self.precomp.eq(precomp)]
+
+        w_ok = Const(sum(1 << WFMT[f] for f in c.weight_formats), 8).bit_select(self.cmd_wfmt, 1)
+        a_ok = Const(sum(1 << AFMT[f] for f in c.activation_formats), 4).bit_select(self.cmd_afmt, 1)
+        dims_ok = (self.cmd_row_blocks != 0) & (self.cmd_groups != 0) & (self.cmd_col_blocks != 0)
+        cmd_planes = Array(Const(v, 3) for v in PLANES + (0, 0, 0))[self.cmd_wfmt]
+        cmd_look = Signal(DIM_BITS + 3)
+        m.d.comb += cmd_look.eq(self.cmd_col_blocks * cmd_planes)
+        cmd_pre = Mux(self.cmd_precomputed, 0, c.pre_cycles + c.precompute_latency)
+
+        # lookup sequencer state
+        lk_wait = Signal(range(c.pre_cycles + c.precompute_latency + 1))
+        lk_done = Signal()
+        sc = Signal(DIM_BITS + 3)  # cycle within the step's slot
+        s = Signal(2 * DIM_BITS)  # step
+        g = Signal(DIM_BITS)  # K-group of the step
+        q = Signal(3)  # plane position (0 = MSB plane)
+        w_base = Signal(2 * DIM_BITS + 3)
+        o_base = Signal(2 * DIM_BITS)
+        nb = Signal(DIM_BITS)
+        tail_active = Signal()
+        tail = Signal(range(c.pipeline_cycles + 1))
+        t = Signal(32)
+        accept = self.accept  # a command is taken this cycle
+
+        with m.If(self.cmd_valid & ~running):
+            with m.If(w_ok & a_ok & dims_ok):
+                m.d.comb += accept.eq(1)
+                m.d.sync += self.bank.eq(self.cmd_bank)
+                m.d.sync += [
+                    running.eq(1), t.eq(0),
+                    wfmt.eq(self.cmd_wfmt), afmt.eq(self.cmd_afmt), acc_cmd.eq(self.cmd_accumulate),
+                    precomp.eq(self.cmd_precomputed), planes.eq(cmd_planes),
+                    groups.eq(self.cmd_groups), col_blocks.eq(self.cmd_col_blocks),
+                    row_blocks.eq(self.cmd_row_blocks), mb.eq(0), look.eq(cmd_look),
+                    slot_m1.eq(Mux(cmd_look > cmd_pre, cmd_look, cmd_pre) - 1), look_m1.eq(cmd_look - 1),
+                    groups_m1.eq(self.cmd_groups - 1), groups_m2.eq(self.cmd_groups - 2),
+                    rb_m1.eq(self.cmd_row_blocks - 1), rb_m2.eq(self.cmd_row_blocks - 2),
+                    planes_m1.eq(cmd_planes - 1), one_group.eq(self.cmd_groups == 1), looking.eq(1),
+                    lk_wait.eq(cmd_pre), lk_done.eq(0), sc.eq(0), s.eq(0), g.eq(0), q.eq(0), nb.eq(0),
+                    w_base.eq(0), o_base.eq(0), tail_active.eq(0),
+                ]
+            with m.Else():
+                m.d.sync += error.eq(1)
+
+        # ---------------------------------------------------------- lookup sequencer (stage 0)
+        seq = running & (lk_wait == 0) & ~lk_done
+        issue = Signal()
+        m.d.comb += issue.eq(seq & looking)
+        g_wrap = Signal()
+        m.d.comb += [g_wrap.eq(g == groups_m1), last_step.eq((mb == rb_m1) & g_wrap)]  # counters: no multiplier
+        look_end, slot_end = Signal(), Signal()
+        m.d.comb += [look_end.eq(sc == look_m1), slot_end.eq(sc == slot_m1)]
+        last_issue = issue & last_step & look_end
+        with m.If(issue & look_end):
+            m.d.sync += looking.eq(0)
+        with m.If(running):
+            m.d.sync += t.eq(t + 1)
+            with m.If(lk_wait != 0):
+                m.d.sync += lk_wait.eq(lk_wait - 1)
+        with m.If(issue):
+            with m.If(q == planes_m1):
+                m.d.sync += [q.eq(0), nb.eq(nb + 1)]
+            with m.Else():
+                m.d.sync += q.eq(q + 1)
+        with m.If(last_issue):
+            m.d.sync += [lk_done.eq(1), tail_active.eq(1), tail.eq(c.pipeline_cycles)]
+        with m.Elif(seq & slot_end):
+            m.d.sync += [sc.eq(0), q.eq(0), nb.eq(0), s.eq(s + 1), looking.eq(1)]
+            with m.If(g_wrap):
+                m.d.sync += [g.eq(0), mb.eq(mb + 1), w_base.eq(0), o_base.eq(o_base + col_blocks)]
+            with m.Else():
+                m.d.sync += [g.eq(g + 1), w_base.eq(w_base + look)]
+        with m.Elif(seq):
+            m.d.sync += sc.eq(sc + 1)
+
+        done = Signal()
+        m.d.comb += done.eq(tail_active & (tail == 1))
+        with m.If(tail_active):
+            m.d.sync += tail.eq(tail - 1)
+        with m.If(done):
+            m.d.sync += [running.eq(0), tail_active.eq(0), self.tile_cycles.eq(t + 1),
+                         self.tiles_done.eq(self.tiles_done + 1)]
+        m.d.comb += [self.tile_start.eq(running & (t == 0)), self.tile_done.eq(done)]
+
+        m.d.comb += [self.w_addr.eq(w_base + sc), self.tab_addr.eq(s)]
+        # t1: the weight plane arrives and the table is read (registered lookup); s1: the shift-add
+        t1_valid, t1_first, t1_last, t1_bank, t1_fg = self.t1_valid, self.t1_first, self.t1_last, self.t1_bank, self.t1_fg
+        t1_oaddr = self.t1_oaddr
+        m.d.sync += [t1_valid.eq(issue), t1_first.eq(q == 0), t1_last.eq(q == planes_m1), t1_bank.eq(s[0]),
+                     t1_oaddr.eq(o_base + nb), t1_fg.eq((g == 0) & ~acc_cmd)]
+        if c.scale == "per_group":  # scale entry (g * K // scale_group) * col_blocks + nb, by counting
+            per = c.scale_group // K  # K-groups per scale group
+            sgc = Signal(range(per + 1))
+            sg_base = Signal(2 * DIM_BITS)
+            with m.If(self.cmd_valid & ~running):
+                m.d.sync += [sgc.eq(0), sg_base.eq(0)]
+            with m.If(seq & slot_end & ~last_issue):
+                with m.If(g_wrap):
+                    m.d.sync += [sgc.eq(0), sg_base.eq(0)]
+                with m.Elif(sgc == per - 1):
+                    m.d.sync += [sgc.eq(0), sg_base.eq(sg_base + col_blocks)]
+                with m.Else():
+                    m.d.sync += sgc.eq(sgc + 1)
+            m.d.sync += self.t1_saddr.eq(sg_base + nb)
+        if c.scale == "per_channel":  # the scratch restarts at group 0 (psum is added after the scale)
+            m.d.sync += [t1_fg.eq(g == 0), self.t1_nb.eq(nb), self.t1_lastg.eq(g_wrap)]
+
+        # ---------------------------------------------------------- precompute start
+        # The precompute of step s+1 starts in the first lookup cycle of step s (not the last step).
+        # ``pre_go`` is that cycle, registered one cycle ahead from the sequencer's next state: the
+        # generators and the table write enables see registers only.
+        pre_go = self.pre_go
+        next_last = Signal()  # the step after this one is the tile's last
+        m.d.comb += next_last.eq(Mux(g_wrap, (mb == rb_m2) & one_group, (mb == rb_m1) & (g == groups_m2)))
+        first_look = running & (lk_wait == 1) & (sc == 0) & ~last_step  # step 0's lookups start next cycle
+        advance = seq & slot_end & ~last_step  # the next step's lookups start next cycle
+        m.d.sync += pre_go.eq(~precomp & (first_look | (advance & ~next_last)))
+        return m
