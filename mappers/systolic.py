@@ -99,8 +99,8 @@ class SystolicMapper(Mapper):
         self.arch = arch
         self.options = options
         self.R, self.C = int(p.rows), int(p.cols)
-        self.P = int(getattr(p, "mult_pipeline_stages", 0)) + int(getattr(p, "drain_cycles", 0))
-        self.preload = getattr(p, "preload", "serial")
+        self.P = int(p.mult_pipeline_stages) + int(p.drain_cycles)
+        self.preload = p.preload
         own = options.template or SystolicOptions()
         dataflow = str(own.dataflow or p.dataflow).lower()
         self.dataflows = ALL_DATAFLOWS if dataflow == "auto" else (dataflow,)

@@ -412,14 +412,15 @@ def _convention_files() -> list:
 
 
 def _on_arch(node) -> bool:
-    """``arch``, ``x.arch`` or anything read off them (``arch.params``, ``self.arch.vector_unit``)."""
+    """``arch``, ``x.arch``, ``params``, ``x.params`` or anything read off them (``arch.params``,
+    ``self.arch.vector_unit``): objects whose fields are fixed by their dataclasses."""
     import ast
 
     while isinstance(node, ast.Attribute):
-        if node.attr == "arch":
+        if node.attr in ("arch", "params"):
             return True
         node = node.value
-    return isinstance(node, ast.Name) and node.id == "arch"
+    return isinstance(node, ast.Name) and node.id in ("arch", "params")
 
 
 def constructor_probes(paths) -> list[str]:
@@ -454,7 +455,7 @@ def test_catches_planted_constructor_probes(tmp_path):
     bad.write_text("def _params_of(x):\n    return x.params if hasattr(x, 'params') else x\n"
                    "def f(self, arch, tech):\n    return getattr(arch, 'output_ops', ()), "
                    "getattr(self.arch.vector_unit, 'lanes', 0), getattr(tech, 'name', ''), "
-                   "[getattr(arch.params, f) for f in ('rows',)]\n")
+                   "[getattr(arch.params, f) for f in ('rows',)], getattr(params, 'pe', 'lanes')\n")
     found = [p.split(": ", 1)[1] for p in constructor_probes([bad])]
     assert found == ["def _params_of", "hasattr(x, 'params')", "getattr(arch, 'output_ops')",
-                     "getattr(self.arch.vector_unit, 'lanes')"]
+                     "getattr(self.arch.vector_unit, 'lanes')", "getattr(params, 'pe')"]

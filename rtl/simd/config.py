@@ -70,7 +70,7 @@ class SimdConfig:
     @staticmethod
     def from_params(params, options: SimdRtlOptions | None = None) -> "SimdConfig":
         params.validate()
-        accumulators = getattr(params, "accumulators", 1)
+        accumulators = params.accumulators
         if accumulators > 1:
             from rtl.simd.pipelined import write_latency
 

@@ -52,7 +52,7 @@ class SimdDesign(RtlDesign):
         if isinstance(options, dict):
             options = SimdRtlOptions(**options)
         super().__init__(params, options or SimdRtlOptions())
-        if getattr(params, "pe", "lanes") == "bitmod":
+        if params.pe == "bitmod":
             raise SpecError("simd RTL: pe: bitmod has no array generator; its RTL is the single PE "
                             "rtl.simd.bitserial.BitmodPE (co-simulated in tests/test_simd_bitserial.py)")
         try:

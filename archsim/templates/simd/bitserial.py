@@ -67,7 +67,7 @@ def terms_per_weight(weight_format: str) -> int:
 
 def is_bitmod(params) -> bool:
     """True when the simd params select BitMoD's bit-serial PE."""
-    return getattr(params, "pe", "lanes") == "bitmod"
+    return params.pe == "bitmod"
 
 
 def pair_problem(params, weight_format: str, activation_format: str) -> str:

@@ -76,7 +76,7 @@ def reference_values(tile, operands, params) -> np.ndarray:
                 out[m, n] = total + (int(psum[m, n]) if psum is not None else 0)
                 continue
             acc = np.float32(psum[m, n]) if psum is not None else np.float32(0.0)
-            slots = getattr(params, "accumulators", 1)
+            slots = params.accumulators
             wb = get_format(tile.weight_format).bits if params.multiplier == "bit_serial" else 1
             round_cycle, group_ends = 0, []
             for g, (start, length) in enumerate(groups):
