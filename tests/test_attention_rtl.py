@@ -113,8 +113,8 @@ def test_exp_latency_in_both_models_worked_by_hand():
 @pytest.mark.parametrize("lat, message", [
     ({"add": 1}, r"^attention RTL: latency1d: the RTL pipelines only the 1D lanes' exp \(latency1d.exp\), "
                  r"got \{'add': 1\}$"),
-    ({"exp": 50}, r"^attention RTL: latency1d.exp: the 1D lanes' exp2 has at most \d+ pipeline stages at "
-                  r"exp_macs 4, got 50$"),
+    ({"exp": 5000}, r"^attention RTL: latency1d.exp: the 1D lanes' exp2 has at most \d+ pipeline stages at "
+                  r"exp_macs 4, got 5000$"),
 ])
 def test_unsupported_latencies_are_one_line_errors(lat, message):
     with pytest.raises(SpecError, match=message):

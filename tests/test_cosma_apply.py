@@ -264,7 +264,7 @@ def test_a_layer_that_cannot_be_tiled_beside_the_residents_is_refused(monkeypatc
             raise MappingError(f"{op.name}: no tile fits")
         return real(op, arch, *args)
 
-    monkeypatch.setattr(mappers, "map_layer", picky)
+    monkeypatch.setattr("mappers.allocation.apply.map_layer", picky)
     # step a holds x and a (2 x 512 B): 1024 B of the 2048 B buffer are left
     with pytest.raises(MappingError, match=r"^allocation ilp: layer 'a' cannot be tiled in the 1024 B of the input "
                                            r"buffer left beside 1024 B of resident tensors \(a: no tile fits\); use "
