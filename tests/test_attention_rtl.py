@@ -308,6 +308,7 @@ def test_rtl_with_a_pipelined_exp_follows_the_models():
 
 @pytest.mark.rtl
 @pytest.mark.slow
+@pytest.mark.long
 def test_thousand_random_tiles_on_verilator():
     """The fixed configuration (3x2, 2 lanes, E = 4) on 1000 tiles of the conformance hook (edge
     cases first, then random fusemax and flat tiles), Verilator: every tile bit-exact with both

@@ -402,6 +402,7 @@ def test_premapped_shifters_synthesize_to_the_same_function(tmp_path):
 
 @pytest.mark.rtl
 @pytest.mark.slow
+@pytest.mark.long
 def test_a_thousand_random_tiles_match_the_models():
     """1000 random tiles (every W x A mode) on the co-simulation build with the registered lookup and the
     preset's pipelined precompute, operand writes overlapping compute: bit- and cycle-exact (the cycles

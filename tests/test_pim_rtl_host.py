@@ -101,6 +101,7 @@ def test_generate_wrapper_axi_for_pim(tmp_path, capsys):
 
 @pytest.mark.slow
 @pytest.mark.rtl
+@pytest.mark.long
 def test_pim_gpt_gddr6_1000_random_tiles_on_verilator(tmp_path):
     """The shipped pim-gpt-gddr6 bank (16 bf16 lanes, default pipeline depths) behind the host engine:
     1000 random tiles (rows <= 2, k up to three DRAM rows, refresh at random points) bit- and
