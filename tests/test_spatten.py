@@ -155,3 +155,9 @@ def test_bad_options_refused():
         mappers.compile(_gpt2_decode(), arch, value_keep=0)
     with pytest.raises(ArchsimError, match="progressive_quant"):
         mappers.compile(_gpt2_decode(), arch, progressive_quant={"msb_bits": 12, "lsb_bits": 8})
+
+
+def test_prefill_with_a_lower_rank_residual_input():
+    """Llama's embedding output is [tokens, hidden]; the pruned first residual add reads [1, T, hidden]."""
+    pruned = cascade_prune(zoo.build("llama2-7b", seq_len=32), [1.0, 0.7])
+    assert [op.seq_q for op in pruned.ops() if op.kind == "attention"][:3] == [32, 22, 22]

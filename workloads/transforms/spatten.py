@@ -134,15 +134,18 @@ def _add_fixed(out: Graph, new, graph: Graph, old) -> None:
         have = tuple(src.output_shapes()[int(idx) if idx else 0])
         need = tuple(want[port]) if port < len(want) else have
         if not shapes_fit(have, need):
-            if len(have) != len(need):
+            # a producer of lower rank (e.g. [tokens, hidden] feeding [batch, tokens, hidden]) is
+            # compared with leading 1s, as shapes_fit broadcasts it
+            cur = (1,) * (len(need) - len(have)) + have if len(have) < len(need) else have
+            if len(cur) != len(need):
                 raise WorkloadError(f"token_keep/head_keep: {old.name} input {port}: cannot prune "
                                     f"{list(have)} to {list(need)}")
-            for d in (d for d in range(len(have)) if have[d] != need[d]):  # one shape op per pruned dim
-                step = have[:d] + (need[d],) + have[d + 1:]
-                fn = "gather" if need[d] < have[d] else "scatter"
+            for d in (d for d in range(len(cur)) if cur[d] != need[d]):  # one shape op per pruned dim
+                step = cur[:d] + (need[d],) + cur[d + 1:]
+                fn = "gather" if need[d] < cur[d] else "scatter"
                 ref = out.add(ShapeOp(f"{new.name}.{fn}{port}_{d}", fn=fn, in_shapes=(have,), out_shapes=(step,),
                                       act_precision=src.act_precision), [ref])
-                have = step
+                have = cur = step
         refs.append(ref)
     out.add(new, refs)
 
