@@ -63,7 +63,13 @@ def run_cosim(params_or_arch, items, *, sim: str = "icarus", waves: bool = False
     """Replay ``items`` on the RTL of ``params_or_arch`` and compare with archsim's models.
 
     ``progress(stage, done, total)``: see :func:`rtl.cosim.harness.run_job`."""
-    design = design_for(params_or_arch, options)
+    return run_design_cosim(design_for(params_or_arch, options), items, sim=sim, waves=waves, build_dir=build_dir,
+                            quiet=quiet, progress=progress)
+
+
+def run_design_cosim(design, items, *, sim: str = "icarus", waves: bool = False, build_dir=None, quiet: bool = True,
+                     progress=None) -> CosimReport:
+    """:func:`run_cosim` on a given :class:`~rtl.design.RtlDesign` (e.g. a :class:`~rtl.design.UnitDesign`)."""
     job = design.make_job(items)
     run = run_job(design.verilog(), design.toplevel, job, sim=sim, waves=waves, build_dir=build_dir, quiet=quiet,
                   extra_sources=design.sim_sources(), progress=progress)

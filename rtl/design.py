@@ -128,10 +128,12 @@ class CosimReport:
 
 @dataclass
 class TileModels:
-    """What archsim's models say about one tile: values and cycles of the fast and detailed models."""
+    """What archsim's models say about one tile: values and cycles of the fast and detailed models;
+    ``fast_cycles`` None for a tile whose cycles the fast model only estimates (they depend on the
+    data: ``TemplateModel.detailed_cycles_range``), so the RTL is held to the detailed model's."""
 
     fast_values: Any
-    fast_cycles: int
+    fast_cycles: int | None
     detailed_values: Any
     detailed_cycles: int
 
@@ -420,6 +422,20 @@ class RtlDesign:
                            f"`archsim rtl cosim` cannot draw tiles for it (override RtlDesign.cosim_items)")
 
     def make_job(self, items: list[tuple[Any, dict]]) -> dict[str, Any]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class UnitDesign(RtlDesign):
+    """A unit of a template with its own standalone RTL, outside the template's top module (SpAtten's
+    top-k engine beside the attention array), named in ``Template(unit_rtl=...)``. The level harness
+    (``tests/test_template_levels.py``) co-simulates the tiles of the conformance hook it accepts, on
+    the hook's ``base_arch`` with :attr:`conformance_arch`, through :func:`rtl.api.run_design_cosim`."""
+
+    #: overrides of the conformance hook's ``base_arch`` under which the unit exists
+    conformance_arch: ClassVar[dict[str, Any]] = {}
+
+    def accepts(self, tile, ops) -> bool:  # pragma: no cover - abstract
+        """Whether this RTL runs ``tile`` (its unit, within the design's sizes)."""
         raise NotImplementedError
 
 

@@ -5,7 +5,7 @@ from math import ceil
 import numpy as np
 import pytest
 
-from archsim.templates.attention.topk import (ROUND_OVERHEAD_CYCLES, TopkTile, expected_run, lfsr16_step,
+from archsim.templates.attention.topk import (ROUND_OVERHEAD_CYCLES, TopkTile, cycles_range, expected_run, lfsr16_step,
                                               pivot_index, select, tile_cycles)
 
 
@@ -95,3 +95,38 @@ def test_fast_cycles_are_the_mean_of_detailed_runs_on_other_scores(n, k, p):
     runs = [select(np.random.default_rng(10_000 + s).normal(size=n), k, p, 1 + s % 65535).cycles
             for s in range(400)]
     assert abs(np.mean(runs) - tile_cycles(TopkTile(n, k), p)) <= 0.05 * np.mean(runs)
+
+
+def test_cycles_range_by_hand_and_reached():
+    """n = 4, P = 2: at least fill 2 + one round (2 + 4) + select 2 = 10; at most fill 2 + rounds over
+    4, 3, 2, 1 scores (2+4, 2+4, 1+4, 1+4) + select 2 = 26. Both ends are reached by some seed."""
+    assert cycles_range(TopkTile(4, 1), 2) == (10, 26)
+    assert cycles_range(TopkTile(4, 4), 2) == (0, 0)
+    got = {select(np.array([10, 20, 30, 40]), 1, 2, seed).cycles for seed in range(1, 1 << 12)}
+    assert min(got) == 10 and max(got) == 26
+
+
+def test_fast_estimate_error_per_tile_is_bounded():
+    """The fast model's cycles are a data-independent estimate. Against the detailed model on 240
+    random tiles (scores it never saw, n <= 300, 1 to 16 comparators): every detailed run and every
+    estimate lie in cycles_range; on distinct scores the estimate is within 40 % of the tile's own
+    cycles for 90 % of the tiles and within +-150 % for all (measured here: median 12 %, 90th
+    percentile 28 %, worst -34 % / +102 %, mean +1.7 %); on heavily tied scores (6 values) the search
+    ends sooner and the estimate over-charges (measured -8 % to +140 %, mean +38 %). Shapes repeat
+    (12 of them) to keep the expected runs cheap."""
+    rng = np.random.default_rng(2021)
+    shapes = [(int(n), int(rng.integers(1, n)), int(2 ** rng.integers(0, 5))) for n in rng.integers(2, 300, 12)]
+    distinct, tied = [], []
+    for i in range(240):
+        n, k, p = shapes[i % len(shapes)]
+        few = i % 4 == 3
+        scores = rng.integers(0, 6, n) if few else rng.normal(size=n)
+        det = select(scores, k, p, int(rng.integers(1, 1 << 16))).cycles
+        fast = tile_cycles(TopkTile(n, k), p)
+        low, high = cycles_range(TopkTile(n, k), p)
+        assert low <= det <= high and low <= fast <= high
+        (tied if few else distinct).append((fast - det) / det)
+    distinct, tied = np.abs(distinct), np.array(tied)
+    assert np.percentile(distinct, 90) <= 0.40
+    assert distinct.max() <= 1.5
+    assert tied.min() >= -0.4 and tied.max() <= 2.0

@@ -142,6 +142,15 @@ class TemplateModel:
         Default: no detailed model (``NotImplementedError``)."""
         raise NotImplementedError(f"{type(self).__name__} has no detailed model")
 
+    def detailed_cycles_range(self, tile: Any) -> tuple[int, int]:
+        """The (lowest, highest) cycles the detailed model can give ``tile`` over all operand values.
+        Default ``(c, c)`` with ``c = tile_cycles(tile)``: the cycles do not depend on the data, and
+        the level harness asks fast == detailed exactly. A unit whose cycles depend on the data
+        (SpAtten's quick-select top-k) returns its data-independent bounds; its fast cycles are
+        then an estimate within them, and the harness asks detailed == RTL exactly instead."""
+        c = self.tile_cycles(tile)
+        return c, c
+
     def compute_formats(self, weights: str, activations: str) -> tuple[str, str] | None:
         """The (weights, activations) formats the datapath really computes a layer in,
         given the layer's own ("" = none); a template whose hardware has fixed
@@ -275,6 +284,9 @@ class Template:
     options: str | None = None
     #: :class:`rtl.design.RtlDesign` subclass, or None for a template without RTL
     rtl: str | None = None
+    #: :class:`rtl.design.UnitDesign` subclasses of units with their own standalone RTL (co-simulated
+    #: by the level harness beside ``rtl``), as "module:Class"
+    unit_rtl: tuple[str, ...] = ()
     #: the level harness's hook module (:class:`Conformance`), or None without a detailed model
     conformance: str | None = None
     #: independent value check ``check(tile, operands, params, values)`` for the level harness
@@ -304,6 +316,10 @@ class Template:
     @property
     def rtl_cls(self) -> type | None:
         return _resolve(self.rtl)
+
+    @property
+    def unit_rtl_classes(self) -> list[type]:
+        return [_resolve(ref) for ref in self.unit_rtl]
 
     @property
     def conformance_module(self) -> Any:

@@ -4,7 +4,9 @@ Configurations: small arrays (1x1 to 8x8), 1D arrays narrower than the rows,
 slow 1D exps, exp on the 1D array, FLAT's scale on the 2D array's edge, and 3 to 8 MACs per exp. Tiles: edge cases
 first (a growing running max over a partial last block, one query row, one
 key, every phase without values), then random ones. Operands are bf16 values
-in fp32 arrays.
+in fp32 arrays. With a top-k engine (``topk_parallelism``) top-k tiles follow the edge cases
+(ties at the threshold, keep one, keep all: the bypass, a partial last row), then random ones
+alternate with attention tiles; their scores are 16-bit unsigned integers (the RTL's width).
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from archsim.templates.attention.tile import AttentionTile
+from archsim.templates.attention.topk import TopkTile
 
 base_arch = "fusemax-edge"
 rtl_arch: dict[str, Any] = {"rows": 2, "cols": 3, "pe1d": 2}  # small: Icarus runs the 4x4 at ~15 cycles/s
@@ -28,6 +31,7 @@ def conformance_archs() -> list[dict[str, Any]]:
         {"rows": 4, "cols": 6, "pe1d": 4, "exp_on": "array1d"},
         {"rows": 4, "cols": 3, "pe1d": 3, "flat_scale_on": "array2d"},
         {"rows": 5, "cols": 3, "pe1d": 1, "exp_on": "array1d", "ops1d_per_cycle": {"exp": 0.5, "add": 2}},
+        {"rows": 3, "cols": 4, "pe1d": 2, "topk_parallelism": 4},  # SpAtten's top-k engine: top-k tiles too
     ]
 
 
@@ -43,6 +47,11 @@ def _operands(rng, q_rows, kv, d, growing=False) -> dict:
     if growing:  # scores grow along the keys: the running max changes in every block
         k = k + np.linspace(0, 6, kv)[:, None] * np.sign(q.sum(axis=0) + 1e-3)[None, :]
     return {"q": q, "k": _bf16(k), "v": _bf16(rng.uniform(-2, 2, (kv, d)))}
+
+
+def _scores(rng, n: int, few_values: bool) -> np.ndarray:
+    """``n`` 16-bit unsigned scores; ``few_values``: from 6 values (many ties)."""
+    return rng.integers(0, 6 if few_values else 1 << 16, n).astype(np.int64)
 
 
 def sample_tiles(rng: np.random.Generator, params, count: int) -> list:
@@ -63,7 +72,17 @@ def sample_tiles(rng: np.random.Generator, params, count: int) -> list:
         (AttentionTile("flat", R, 3 * C - 1, 4, "softmax"), None),
         (AttentionTile("flat", R, 3 * C - 1, 4, "av"), None),
     ]
+    P = params.topk_parallelism
+    if P:
+        items += [(t, {"scores": _scores(rng, t.n, few)}) for t, few in (
+            (TopkTile(3 * P + 1, P + 1, 7), True), (TopkTile(2 * P, 1, 1), False),
+            (TopkTile(P + 1, P + 1, 3), False), (TopkTile(5 * P - 1, 2 * P, 0xACE1), False))]
     while len(items) < count:
+        if P and len(items) % 2:
+            n = int(rng.integers(2, 8 * P + 1))
+            t = TopkTile(n, int(rng.integers(1, n + 1)), int(rng.integers(1, 1 << 16)))
+            items.append((t, {"scores": _scores(rng, n, bool(rng.integers(0, 2)))}))
+            continue
         mapping = ("fusemax", "flat")[int(rng.integers(0, 2))]
         t = AttentionTile(mapping, int(rng.integers(1, R + 1)), int(rng.integers(1, 4 * C + 1)),
                           int(rng.integers(1, 9)), drain=bool(rng.integers(0, 2)))

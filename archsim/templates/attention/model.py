@@ -67,6 +67,9 @@ class AttentionModel(TemplateModel):
         return tile_cycles(tile, self.params)
 
     def tile_values(self, tile, operands: dict) -> np.ndarray:
+        if isinstance(tile, TopkTile):  # the kept indices do not depend on the pivots
+            self.check_tile(tile)
+            return topk.kept_indices(np.asarray(operands["scores"]), tile.k)
         if isinstance(tile, SystolicTile):
             return self._gemm_model().tile_values(tile, operands)
         tile.check(self.params)
@@ -102,6 +105,13 @@ class AttentionModel(TemplateModel):
         from archsim.templates.attention.detailed import AttentionDetailed
 
         return AttentionDetailed(self.params).run_tile(tile, operands)
+
+    def detailed_cycles_range(self, tile) -> tuple[int, int]:
+        """A top-k tile's cycles depend on its scores (:func:`topk.cycles_range`); the rest do not."""
+        if isinstance(tile, TopkTile):
+            self.check_tile(tile)
+            return topk.cycles_range(tile, self.params.topk_parallelism)
+        return super().detailed_cycles_range(tile)
 
     def detailed_tile_cycles(self, tile) -> int:
         if isinstance(tile, SystolicTile):

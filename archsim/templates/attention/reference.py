@@ -68,7 +68,17 @@ def error_bound(q, k, v, cols: int, exp_macs: int) -> np.ndarray:
     return (2 * delta / (1 - delta) + 2 * _gamma(L + nb + 2) + 3 * U) * vmax
 
 
+def reference_topk(scores, k: int) -> list[int]:
+    """The ``k`` largest scores' indices, ascending; among equal scores the lower index is kept."""
+    by_rank = sorted(range(len(scores)), key=lambda i: (-int(scores[i]), i))
+    return sorted(by_rank[:k])
+
+
 def check(tile, operands, params, values) -> None:
+    if "scores" in operands:  # a top-k tile (SpAtten's engine): exact indices
+        want = reference_topk(operands["scores"], tile.k)
+        assert [int(i) for i in np.asarray(values)] == want, (tile, list(values), want)
+        return
     q, k, v = operands["q"], operands["k"], operands["v"]
     want = reference_attention(q, k, v)
     got = np.asarray(values, np.float64)
@@ -79,9 +89,19 @@ def check(tile, operands, params, values) -> None:
 
 
 def missing_cases(params, items) -> list[str]:
+    topk = [(t, o) for t, o in items if o is not None and "scores" in o]
+    items = [(t, o) for t, o in items if o is None or "scores" not in o]
     with_values = [t for t, o in items if o is not None]
     cycles_only = [t for t, o in items if o is None]
-    need = {
+    P = params.topk_parallelism
+    need = {} if not P else {
+        "top-k: ties at the threshold": any(int(np.sum(o["scores"] == np.sort(o["scores"])[t.n - t.k])) > 1
+                                            and t.k < t.n for t, o in topk),
+        "top-k: keep one": any(t.k == 1 < t.n for t, _ in topk),
+        "top-k: keep all (bypass)": any(t.k == t.n for t, _ in topk),
+        "top-k: a partial last row of scores": P == 1 or any(t.n % P and t.k < t.n for t, _ in topk),
+    }
+    need |= {
         "fusemax tile with values": any(t.mapping == "fusemax" for t in with_values),
         "flat tile with values": any(t.mapping == "flat" for t in with_values),
         "a partial last key block": params.cols == 1 or any(t.kv_len % params.cols for t in with_values),

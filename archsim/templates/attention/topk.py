@@ -25,10 +25,14 @@ partition in FIFO order (the masked draw, minus ``m`` when it lands past the end
 Deterministic, so the detailed model and an RTL implementation agree cycle for cycle on the same
 scores and seed.
 
-The number of rounds depends on the scores. The fast model has no scores, so it charges the
-*expected* cycles: the mean of :data:`EXPECTED_RUNS` runs on distinct pseudo-random scores with
-seeds ``1..EXPECTED_RUNS`` -- the method of the authors' own ``TopKLatencyModel.scala`` (mean of
-100 seeded runs). The detailed model charges the exact cycles of the tile's own scores.
+The number of rounds depends on the scores. The fast model has no scores, so its cycles are an
+*estimate*, data-independent by design: the mean of :data:`EXPECTED_RUNS` runs on distinct
+pseudo-random scores with seeds ``1..EXPECTED_RUNS`` -- the method of the authors' own
+``TopKLatencyModel.scala`` (mean of 100 seeded runs). The detailed model charges the exact cycles
+of the tile's own scores, and the RTL equals it cycle for cycle. Both lie within the
+data-independent range :func:`cycles_range` (one round at least; at worst every round drops only
+the pivot). The values (the kept indices) do not depend on the pivots: the fast model computes
+them in closed form (:func:`kept_indices`), equal to the detailed model's.
 """
 from __future__ import annotations
 
@@ -120,13 +124,42 @@ def select(scores, k: int, parallelism: int, seed: int = 1) -> TopkResult:
             target -= less.size + equal
             part = greater
     cycles += ceil(n / parallelism)  # select pass
-    above = np.flatnonzero(scores > pivot)
-    ties = np.flatnonzero(scores == pivot)[: k - above.size]
-    return TopkResult(np.sort(np.concatenate([above, ties])), pivot.item(), cycles, rounds, compares)
+    return TopkResult(_select_pass(scores, pivot, k), pivot.item(), cycles, rounds, compares)
+
+
+def _select_pass(scores: np.ndarray, threshold, k: int) -> np.ndarray:
+    """The select pass: indices above ``threshold``, then the lowest-index ties, ascending."""
+    above = np.flatnonzero(scores > threshold)
+    ties = np.flatnonzero(scores == threshold)[: k - above.size]
+    return np.sort(np.concatenate([above, ties]))
+
+
+def kept_indices(scores, k: int) -> np.ndarray:
+    """Fast model's values: the indices the engine keeps (ascending), without running quick-select:
+    the k-th largest score is read off a sort, then the select pass."""
+    scores = np.asarray(scores)
+    if k == scores.size:
+        return np.arange(scores.size)
+    return _select_pass(scores, np.sort(scores)[scores.size - k], k)
+
+
+def cycles_range(tile: TopkTile, parallelism: int) -> tuple[int, int]:
+    """Data-independent (lowest, highest) cycles of ``tile`` over all scores and seeds: fill and
+    select ``2 ceil(n/P)`` plus one round ``ceil(n/P) + 4`` at least; at most a round for every
+    partition size ``n, n-1, ..., 1`` (each round drops at least the pivot from the partition).
+    ``(0, 0)`` for the ``k == n`` bypass."""
+    tile.check(parallelism)
+    n, p = tile.n, parallelism
+    if tile.k == n:
+        return 0, 0
+    passes = 2 * ceil(n / p)
+    worst = sum(ceil(m / p) + ROUND_OVERHEAD_CYCLES for m in range(1, n + 1))
+    return passes + ceil(n / p) + ROUND_OVERHEAD_CYCLES, passes + worst
 
 
 def tile_cycles(tile: TopkTile, parallelism: int) -> int:
-    """Fast model: expected cycles of ``tile`` (its scores unknown), see the module docstring."""
+    """Fast model: expected cycles of ``tile`` (its scores unknown; an estimate, see the module
+    docstring and :func:`cycles_range`)."""
     tile.check(parallelism)
     return expected_run(tile.n, tile.k, parallelism)[0]
 
