@@ -126,16 +126,20 @@ class AttentionMapper(Mapper):
         return None  # the whole arch
 
     def prepare_graph(self, graph):
-        """SpAtten's cascade token / head pruning (options ``token_keep``, ``head_keep``)."""
-        if not self.own.prunes:
-            return graph
-        from workloads.transforms.spatten import cascade_prune
+        """SpAtten's cascade token / head pruning (options ``token_keep``, ``head_keep``) and
+        progressive quantization's LSB refetch (``progressive_quant.requant_fraction`` > 0)."""
+        from workloads.transforms.spatten import cascade_prune, lsb_refetch
 
-        return cascade_prune(graph, self.own.token_keep, self.own.head_keep)
+        if self.own.prunes:
+            graph = cascade_prune(graph, self.own.token_keep, self.own.head_keep)
+        if self.own.progressive_quant is not None:
+            _msb, lsb, fraction = self.own.progressive_quant
+            graph = lsb_refetch(graph, lsb, fraction)
+        return graph
 
     def _k_bytes(self, rows: int, d: int) -> int:
         """DRAM bytes of ``rows`` K rows of ``d`` values (16-bit, or progressive quantization's
-        MSBs plus the LSBs of ``requant_fraction`` of the rows)."""
+        MSBs; the LSB refetch is its own layer, :meth:`_lsb_refetch`)."""
         return ceil(rows * d * self._k_bits / 8)
 
     def _v_bytes(self, rows: int, d: int) -> int:
@@ -156,11 +160,27 @@ class AttentionMapper(Mapper):
         return LayerProgram(op.name, op.kind, 0, e.cmds, ("attention-topk", op_key(op)), mapping,
                             arch_key=None, repeat=op.count)
 
+    def _lsb_refetch(self, op) -> LayerProgram:
+        """Progressive quantization's refetch, once per low-confidence query row (each reads its own
+        head's keys): load the K LSBs ``ceil(keys * head_dim * lsb_bits / 8)`` bytes, recompute the
+        row's scores (a FLAT ``qk`` tile of one query row; K's MSBs are still on chip) and its
+        softmax on the 1D array (``softmax`` tile). P.V is not redone: it runs after the decision."""
+        e = _Cmds()
+        kl = e.load((), "weight", ceil(op.keys * op.head_dim * op.lsb_bits / 8))
+        qk = e.compute((kl,), self._tile("flat", 1, op.keys, op.head_dim, "qk"))
+        e.compute((qk,), self._tile("flat", 1, op.keys, op.head_dim, "softmax"))
+        _drain_last(e.cmds)
+        mapping = {"lsb_refetch_rows": op.rows, "keys": op.keys, "lsb_bits": op.lsb_bits}
+        return LayerProgram(op.name, op.kind, op.macs(), e.cmds, ("attention-lsb-refetch", op_key(op)),
+                            mapping, arch_key=None, repeat=op.rows)
+
     def __call__(self, op, epilogue=None) -> LayerProgram:
         """Map ``op``; ``epilogue`` (:class:`mappers.fusion.Epilogue`, GEMM ops only):
         element-wise ops run in the 2D array's output path as the GEMM drains."""
         if op.kind == "topk":
             return self._topk(op)
+        if op.kind == "lsb_refetch":
+            return self._lsb_refetch(op)
         if op.kind != "attention":
             return self._other(op, epilogue)
         if op.heads % op.kv_heads:

@@ -98,3 +98,21 @@ def test_cosim_catches_planted_model_deviations(monkeypatch):
 def test_icarus_cosim_1000_tiles():
     report = cosim(random_tiles(1000, 256, 16, seed=7), 16, 256, 16)
     assert report.tiles == 1000 and report.ok, report.mismatches[:3]
+
+
+@pytest.mark.rtl
+def test_unit_design_through_run_design_cosim_catches_a_planted_cycle(monkeypatch):
+    """The harness's path (TopkDesign + rtl.api.run_design_cosim): exact on its random tiles, and a
+    model one cycle off per round fails every tile on cycles."""
+    from archsim.spec.load import load_arch
+    from rtl.api import run_design_cosim
+    from rtl.attention.topk_design import TopkDesign
+
+    arch = load_arch("fusemax-edge", {"topk_parallelism": 2})
+    design = TopkDesign(arch.params, {"capacity": 16, "width": 8})
+    items = design.cosim_items("random", tiles=6, seed=3)
+    report = run_design_cosim(design, items)
+    assert report.ok and len(report.tiles) == 6, report.summary()
+    monkeypatch.setattr(topk_model, "ROUND_OVERHEAD_CYCLES", topk_model.ROUND_OVERHEAD_CYCLES + 1)
+    report = run_design_cosim(TopkDesign(arch.params, {"capacity": 16, "width": 8}), items)
+    assert not report.ok and all(not t.cycles_ok and t.values_ok for t in report.tiles)

@@ -126,12 +126,48 @@ def test_unpruned_bytes_are_sixteen_bit_kv():
 
 
 def test_requant_fraction_adds_lsb_bytes():
+    """Every row refetches: the K LSBs of every head's kept keys, in lsb_refetch layers."""
     arch = load_arch("spatten")
     full = {"msb_bits": 6, "lsb_bits": 4, "requant_fraction": 1.0}
     program = mappers.compile(_gpt2_decode(), arch, progressive_quant=full)
     d, heads = 64, 12
-    per_head = [k * d * 10 // 8 + v * d * 6 // 8 + 2 * d * 2 for k, v in zip(TRACE_KEYS, TRACE_VALUES)]
+    per_head = [k * d * 6 // 8 + v * d * 6 // 8 + 2 * d * 2 for k, v in zip(TRACE_KEYS, TRACE_VALUES)]
     assert _attention_dram(program) == heads * sum(per_head)
+    refetch = [lp for lp in program.layers if lp.op == "lsb_refetch"]
+    assert [lp.repeat for lp in refetch] == [heads] * 12
+    assert [sum(c.nbytes for c in lp.commands if type(c).__name__ == "Load") for lp in refetch] == \
+        [k * d * 4 // 8 for k in TRACE_KEYS]
+
+
+@pytest.mark.parametrize("detailed", [False, True])
+def test_lsb_refetch_bytes_and_cycles_by_hand(detailed):
+    """GPT-2-small decode, 64 keys, no pruning, 6-bit K/V, a quarter of the rows refetch 4 LSBs, on the
+    spatten preset (1 x 1024 array, 64 1D PEs at one op per cycle, 512 B/cycle DRAM, 100 cycles'
+    latency). Per layer ceil(0.25 * 12 heads * 1 query) = 3 rows, each (serially):
+    K LSBs 64 keys x 64 x 4 bit = 2048 B: 2048 / 512 + 100 = 104 cycles; Q.K of one row:
+    skew 1 + 1024 - 2 = 1023 + one key block x 64 = 1087 cycles; softmax over 64 scores on 64 PEs:
+    max, m*c, s*c - m*c, exp, sum, 1/l, normalise = 7 cycles. 3 x 1198 = 3594 cycles, 6144 B per
+    layer; both models (the refetch's tiles have data-independent cycles)."""
+    import archsim
+
+    pq = "progressive_quant={msb_bits: 6, lsb_bits: 4, requant_fraction: 0.25}"
+    result = archsim.simulate("gpt2", "spatten", overrides=["token_keep=null", "value_keep=1", pq],
+                              phase="decode", kv_len=63, detailed=detailed)
+    refetch = [l for l in result.layers if l.op == "lsb_refetch"]
+    assert len(refetch) == 12
+    assert all(l.dram_bytes == 3 * 2048 and l.cycles == 3 * (104 + 1087 + 7) for l in refetch)
+    assert all(l.macs == 3 * 64 * 64 for l in refetch)
+    # the attention layers fetch K and V at the 6 MSBs only
+    att = [l for l in result.layers if l.op == "attention"]
+    assert all(l.dram_bytes == 12 * (2 * 64 * 64 * 6 // 8 + 2 * 64 * 2) for l in att)
+
+
+def test_no_refetch_layers_without_a_fraction():
+    arch = load_arch("spatten")
+    program = mappers.compile(_gpt2_decode(), arch)  # the preset: requant_fraction 0
+    assert not any(lp.op == "lsb_refetch" for lp in program.layers)
+    with pytest.raises(ArchsimError, match="requant_fraction"):
+        mappers.compile(_gpt2_decode(), arch, progressive_quant={"requant_fraction": 1.5})
 
 
 def test_topk_layers_run_on_the_engine():

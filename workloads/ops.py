@@ -533,6 +533,34 @@ class TopK(Op):
             raise WorkloadError(f"{self.name}: target: expected tokens or heads, got {self.target!r}")
 
 
+@dataclass
+class LsbRefetch(Op):
+    """SpAtten's progressive-quantization refetch: for ``rows`` query rows whose attention was not
+    confident (max probability below the threshold), fetch the ``lsb_bits`` of the ``keys`` K rows
+    of ``head_dim`` values they read and recompute their scores and softmax (Q.K: ``rows * keys *
+    head_dim`` MACs). Inserted after its attention layer by
+    :func:`workloads.transforms.spatten.lsb_refetch`; like :class:`TopK` it has no graph inputs."""
+
+    rows: int = 1
+    keys: int = 1
+    head_dim: int = 1
+    lsb_bits: int = 4
+    kind: ClassVar[str] = "lsb_refetch"
+
+    def input_shapes(self) -> list[Shape]:
+        return []
+
+    def output_shape(self) -> Shape:
+        return (self.rows, self.keys)
+
+    def macs(self) -> int:
+        return self.rows * self.keys * self.head_dim
+
+    def check(self) -> None:
+        super().check()
+        _positive(self, rows=self.rows, keys=self.keys, head_dim=self.head_dim, lsb_bits=self.lsb_bits)
+
+
 def _check_window(op: Op, what: str, kh: int, kw: int, dh: int, dw: int) -> None:
     """A (dilated) window must fit in the padded input."""
     eff_h, eff_w = dh * (kh - 1) + 1, dw * (kw - 1) + 1

@@ -35,11 +35,11 @@ that accumulate the importance scores (one per probability, over heads and queri
 from __future__ import annotations
 
 from dataclasses import replace
-from math import floor
+from math import ceil, floor
 
 from archsim.errors import WorkloadError
 from workloads.graph import Graph, shapes_fit
-from workloads.ops import Attention, ShapeOp, TopK
+from workloads.ops import Attention, LsbRefetch, ShapeOp, TopK
 
 
 def _fractions(name: str, values, layers: int) -> list[float]:
@@ -164,3 +164,24 @@ def _add_topks(out: Graph, op: Attention, i: int, tokens: list[int], heads: list
     if i + 1 < n_layers and heads[i + 1] < h:
         out.add(TopK(f"{op.name}.topk_heads", n=h, k=heads[i + 1], count=op.batch, target="heads",
                      accumulate_adds=adds, act_precision=op.act_precision))
+
+
+def lsb_refetch(graph: Graph, lsb_bits: int, fraction: float) -> Graph:
+    """A copy of ``graph`` with progressive quantization's refetch after every attention layer: an
+    :class:`~workloads.ops.LsbRefetch` of ``ceil(fraction * batch * heads * seq_q)`` query rows
+    (rounded up: a refetch is never dropped) over the layer's keys. ``fraction`` is the share of
+    rows whose max softmax probability falls below the threshold (data-dependent: an input here).
+    ``fraction == 0`` returns ``graph`` unchanged."""
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 <= fraction <= 1:
+        raise WorkloadError(f"progressive_quant.requant_fraction: expected a fraction in [0, 1], got {fraction!r}")
+    atts = [op for op in graph.ops() if op.kind == "attention"]
+    if not atts or fraction == 0:
+        return graph
+    out = Graph(graph.name if graph.name.endswith("+spatten") else graph.name + "+spatten")
+    for op in graph.ops():
+        out.add(op, list(graph.inputs_of(op.name)))
+        if op.kind == "attention":
+            rows = ceil(fraction * op.batch * op.heads * op.seq_q - 1e-9)
+            out.add(LsbRefetch(f"{op.name}.lsb_refetch", rows=rows, keys=op.seq_kv, head_dim=op.head_dim,
+                               lsb_bits=lsb_bits, act_precision=op.act_precision))
+    return out

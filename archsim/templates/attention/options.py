@@ -39,10 +39,11 @@ class AttentionOptions(TemplateOptions):
     progressive_quant : dict | None
         SpAtten's progressive quantization of the K/V fetched from DRAM:
         ``{msb_bits: 6, lsb_bits: 4, requant_fraction: f}``: K and V arrive as ``msb_bits``
-        per element, and for a fraction ``f`` of the K rows (heads whose softmax is not
-        confident) the ``lsb_bits`` are fetched too and the scores recomputed. None: K and V
-        in 16 bits. The refetch's bytes are counted; its recompute of Q.K and the softmax is not
-        (the authors' GPT-2 trace refetches in no steady-state layer).
+        per element; for a fraction ``f`` of the query rows (those whose max softmax probability
+        is below the threshold: data-dependent, so an input here) the K rows' ``lsb_bits`` are
+        fetched and the row's scores and softmax recomputed: an ``lsb_refetch`` layer after each
+        attention layer (``ceil(f * batch * heads * seq_q)`` rows, bytes and cycles charged;
+        :mod:`workloads.transforms.spatten`). None: K and V in 16 bits.
     """
 
     attention_mapping: str = "fusemax"
@@ -105,8 +106,8 @@ class AttentionOptions(TemplateOptions):
         to the V rows by the mapper)."""
         if self.progressive_quant is None:
             return 16.0, 16.0
-        msb, lsb, frac = self.progressive_quant
-        return msb + frac * lsb, float(msb)
+        msb = self.progressive_quant[0]
+        return float(msb), float(msb)
 
     def buffer_bytes_of(self, mapping: str) -> int | None:
         """Bytes of the buffer ``mapping`` runs with, or None for the spec's own."""
