@@ -23,6 +23,9 @@ def main() -> None:
           f"({spatten.PAPER}). BERT-base runs the GPT-2 schedule (its per-task ratios are not published in "
           "our sources): a sensitivity, not a reproduction. Normalization: same preset (iso-MACs, iso-bandwidth), "
           "pruning on vs off.")
+    print(f"The LSB-refetch row (not in the paper's figures): {spatten.REFETCH_FRACTION:g} of the query rows (an "
+          "assumed share: it depends on the data) fetch their keys' 4 K LSBs and recompute Q.K and the softmax "
+          "(lsb_refetch layers, both models); the preset's 6-bit row has none, as the authors' steady-state trace.")
     for c in spatten.claims():
         print(f"{c.status:8s} {c.name}: ours {c.ours:,.4g} vs published {c.published:,.4g} {c.unit}")
 

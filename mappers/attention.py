@@ -161,18 +161,22 @@ class AttentionMapper(Mapper):
                             arch_key=None, repeat=op.count)
 
     def _lsb_refetch(self, op) -> LayerProgram:
-        """Progressive quantization's refetch, once per low-confidence query row (each reads its own
-        head's keys): load the K LSBs ``ceil(keys * head_dim * lsb_bits / 8)`` bytes, recompute the
-        row's scores (a FLAT ``qk`` tile of one query row; K's MSBs are still on chip) and its
+        """Progressive quantization's refetch, once per head with low-confidence rows (``op.heads``
+        iterations of ``ceil(rows / heads)`` rows: rounded up): load the head's K LSBs,
+        ``ceil(keys * head_dim * lsb_bits / 8)`` bytes, then per block of up to ``rows`` (array)
+        query rows recompute the scores (a FLAT ``qk`` tile; K's MSBs are still on chip) and the
         softmax on the 1D array (``softmax`` tile). P.V is not redone: it runs after the decision."""
         e = _Cmds()
         kl = e.load((), "weight", ceil(op.keys * op.head_dim * op.lsb_bits / 8))
-        qk = e.compute((kl,), self._tile("flat", 1, op.keys, op.head_dim, "qk"))
-        e.compute((qk,), self._tile("flat", 1, op.keys, op.head_dim, "softmax"))
+        rows = -(-op.rows // op.heads)
+        prev = None
+        for q in [self.p.rows] * (rows // self.p.rows) + ([rows % self.p.rows] if rows % self.p.rows else []):
+            qk = e.compute((kl,), self._tile("flat", q, op.keys, op.head_dim, "qk"))
+            prev = e.compute((qk, prev), self._tile("flat", q, op.keys, op.head_dim, "softmax"))
         _drain_last(e.cmds)
-        mapping = {"lsb_refetch_rows": op.rows, "keys": op.keys, "lsb_bits": op.lsb_bits}
+        mapping = {"lsb_refetch_rows": op.rows, "heads": op.heads, "keys": op.keys, "lsb_bits": op.lsb_bits}
         return LayerProgram(op.name, op.kind, op.macs(), e.cmds, ("attention-lsb-refetch", op_key(op)),
-                            mapping, arch_key=None, repeat=op.rows)
+                            mapping, arch_key=None, repeat=op.heads)
 
     def __call__(self, op, epilogue=None) -> LayerProgram:
         """Map ``op``; ``epilogue`` (:class:`mappers.fusion.Epilogue`, GEMM ops only):

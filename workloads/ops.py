@@ -536,12 +536,14 @@ class TopK(Op):
 @dataclass
 class LsbRefetch(Op):
     """SpAtten's progressive-quantization refetch: for ``rows`` query rows whose attention was not
-    confident (max probability below the threshold), fetch the ``lsb_bits`` of the ``keys`` K rows
-    of ``head_dim`` values they read and recompute their scores and softmax (Q.K: ``rows * keys *
-    head_dim`` MACs). Inserted after its attention layer by
-    :func:`workloads.transforms.spatten.lsb_refetch`; like :class:`TopK` it has no graph inputs."""
+    confident (max probability below the threshold), spread over ``heads`` (batch, head) pairs,
+    fetch the ``lsb_bits`` of each such head's ``keys`` K rows of ``head_dim`` values once and
+    recompute the rows' scores and softmax (Q.K: ``rows * keys * head_dim`` MACs). Inserted after
+    its attention layer by :func:`workloads.transforms.spatten.lsb_refetch`; like :class:`TopK` it
+    has no graph inputs."""
 
     rows: int = 1
+    heads: int = 1
     keys: int = 1
     head_dim: int = 1
     lsb_bits: int = 4
@@ -558,7 +560,10 @@ class LsbRefetch(Op):
 
     def check(self) -> None:
         super().check()
-        _positive(self, rows=self.rows, keys=self.keys, head_dim=self.head_dim, lsb_bits=self.lsb_bits)
+        _positive(self, rows=self.rows, heads=self.heads, keys=self.keys, head_dim=self.head_dim,
+                  lsb_bits=self.lsb_bits)
+        if self.heads > self.rows:
+            raise WorkloadError(f"{self.name}: heads: expected at most rows = {self.rows}, got {self.heads}")
 
 
 def _check_window(op: Op, what: str, kh: int, kw: int, dh: int, dw: int) -> None:

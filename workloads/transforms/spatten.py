@@ -169,8 +169,10 @@ def _add_topks(out: Graph, op: Attention, i: int, tokens: list[int], heads: list
 def lsb_refetch(graph: Graph, lsb_bits: int, fraction: float) -> Graph:
     """A copy of ``graph`` with progressive quantization's refetch after every attention layer: an
     :class:`~workloads.ops.LsbRefetch` of ``ceil(fraction * batch * heads * seq_q)`` query rows
-    (rounded up: a refetch is never dropped) over the layer's keys. ``fraction`` is the share of
-    rows whose max softmax probability falls below the threshold (data-dependent: an input here).
+    (rounded up: a refetch is never dropped) over the layer's keys, spread over as many heads as
+    they can be (``min(rows, batch * heads)``, each fetching its K LSBs once: an upper bound on the
+    bytes; in a decode step every row is its own head's). ``fraction`` is the share of rows whose
+    max softmax probability falls below the threshold (data-dependent: an input here).
     ``fraction == 0`` returns ``graph`` unchanged."""
     if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 <= fraction <= 1:
         raise WorkloadError(f"progressive_quant.requant_fraction: expected a fraction in [0, 1], got {fraction!r}")
@@ -182,6 +184,7 @@ def lsb_refetch(graph: Graph, lsb_bits: int, fraction: float) -> Graph:
         out.add(op, list(graph.inputs_of(op.name)))
         if op.kind == "attention":
             rows = ceil(fraction * op.batch * op.heads * op.seq_q - 1e-9)
-            out.add(LsbRefetch(f"{op.name}.lsb_refetch", rows=rows, keys=op.seq_kv, head_dim=op.head_dim,
+            out.add(LsbRefetch(f"{op.name}.lsb_refetch", rows=rows, heads=min(rows, op.batch * op.heads),
+                               keys=op.seq_kv, head_dim=op.head_dim,
                                lsb_bits=lsb_bits, act_precision=op.act_precision))
     return out
