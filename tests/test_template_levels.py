@@ -131,6 +131,26 @@ def assert_cycles_agree(model, tile, fast_cycles: int, det_cycles: int) -> None:
         assert low <= det_cycles <= high and low <= fast_cycles <= high, (tile, fast_cycles, det_cycles, low, high)
 
 
+def test_cycles_check_catches_planted_deviations():
+    """fast != detailed fails on a data-independent tile; on a top-k tile both must lie in the range."""
+    from archsim.templates.attention.topk import TopkTile
+
+    arch = load_arch("fusemax-edge", {"topk_parallelism": 4})
+    model = arch.model()
+    attn = get_template("attention").conformance_module.sample_tiles(np.random.default_rng(0), arch.params, 16)[0][0]
+    fast = model.tile_cycles(attn)
+    assert_cycles_agree(model, attn, fast, fast)
+    with pytest.raises(AssertionError):
+        assert_cycles_agree(model, attn, fast, fast + 1)
+    topk = TopkTile(20, 5)
+    low, high = model.detailed_cycles_range(topk)
+    assert low == 2 * 5 + (5 + 4) and low < model.tile_cycles(topk) < high  # fill + select, one round (n/P = 5)
+    assert_cycles_agree(model, topk, model.tile_cycles(topk), low)
+    for det in (low - 1, high + 1):
+        with pytest.raises(AssertionError):
+            assert_cycles_agree(model, topk, model.tile_cycles(topk), det)
+
+
 def test_samples_are_deterministic_and_differ_by_seed():
     for name in template_names():
         hook, _ = _hook_status(name)
