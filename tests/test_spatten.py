@@ -197,3 +197,21 @@ def test_prefill_with_a_lower_rank_residual_input():
     """Llama's embedding output is [tokens, hidden]; the pruned first residual add reads [1, T, hidden]."""
     pruned = cascade_prune(zoo.build("llama2-7b", seq_len=32), [1.0, 0.7])
     assert [op.seq_q for op in pruned.ops() if op.kind == "attention"][:3] == [32, 22, 22]
+
+
+def test_lsb_refetch_in_a_prefill_shares_a_heads_lsbs():
+    """BERT-base prefill, 32 tokens, 0.1 of the rows: ceil(0.1 * 12 heads * 32 queries) = 39 rows over
+    min(39, 12) = 12 heads; each head loads its 32 keys' 4-bit LSBs once (32 x 64 x 4 / 8 = 1024 B)
+    and recomputes ceil(39 / 12) = 4 rows, one Q.K and one softmax tile per row on a 1-row array."""
+    spatten = load_arch("spatten")
+    unpruned = {k: v for k, v in spatten.options.items() if k != "token_keep"}
+    arch = dataclasses.replace(spatten, options={**unpruned, "value_keep": 1.0})
+    pq = {"msb_bits": 6, "lsb_bits": 4, "requant_fraction": 0.1}
+    program = mappers.compile(zoo.build("bert_base", seq_len=32), arch, progressive_quant=pq)
+    refetch = [lp for lp in program.layers if lp.op == "lsb_refetch"]
+    assert len(refetch) == 12 and all(lp.repeat == 12 for lp in refetch)
+    for lp in refetch:
+        assert [c.nbytes for c in lp.commands if type(c).__name__ == "Load"] == [1024]
+        tiles = [c.tile for c in lp.commands if type(c).__name__ == "Compute"]
+        assert [t.phase for t in tiles] == ["qk", "softmax"] * 4 and {t.q_rows for t in tiles} == {1}
+        assert lp.macs == 39 * 32 * 64
