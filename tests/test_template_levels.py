@@ -6,8 +6,9 @@ template's conformance hook (``TEMPLATE.conformance``, see
 random legal tiles with operands. For every configuration x tile this file
 checks that
 
-- the fast model's cycles equal the detailed model's, and the fast model's
-  values equal the detailed model's bit for bit (same dtype);
+- the fast model's cycles equal the detailed model's (for a tile whose cycles depend on its
+  data, the model's ``detailed_cycles_range`` is not one value, both lie in that range), and the
+  fast model's values equal the detailed model's bit for bit (same dtype);
 - the values equal the template's independent numpy reference
   (``Template.reference``: written from the tile's definition, never the
   template's value code);
@@ -15,7 +16,9 @@ checks that
 
 and, marked ``rtl``, that for each template whose entry names an RTL design
 a few sampled tiles replayed on the RTL through ``rtl.run_cosim`` give the
-models' values and cycles.
+models' values and cycles; for each unit with its own standalone RTL (``Template(unit_rtl=...)``,
+:class:`rtl.design.UnitDesign`, e.g. SpAtten's top-k engine) the hook's tiles that unit runs are
+co-simulated on it, exact against the detailed model on values and cycles.
 
 Adding a template adds nothing here: everything comes from its ``Template``
 entry. A template with no detailed model (roofline) is skipped with its own reason.
@@ -270,6 +273,15 @@ def _unit_items(name: str, design, params, count: int) -> list:
     return items[:count]
 
 
+def _unit_setup(name: str, ref: str):
+    """(design, model, items) of unit design ``ref`` of template ``name`` on its configuration."""
+    entry = get_template(name)
+    design_cls = entry.unit_rtl_classes[list(entry.unit_rtl).index(ref)]
+    arch = _arch(name, entry.conformance_module, design_cls.conformance_arch)
+    design = design_cls(arch.params)
+    return design, arch.model(), _unit_items(name, design, arch.params, RTL_SAMPLES)
+
+
 def test_unit_rtl_cases_are_found():
     assert "attention-TopkDesign" in [p.id for p in UNIT_RTL_CASES]
 
@@ -278,18 +290,14 @@ def test_unit_rtl_cases_are_found():
 def test_unit_tiles_fast_detailed_and_reference_agree(name, ref):
     """A unit's tiles from the conformance hook on the unit's configuration: fast == detailed values,
     both equal to the reference; cycles as :func:`assert_cycles_agree` asks."""
-    hook = get_template(name).conformance_module
-    design_cls = get_template(name).unit_rtl_classes[list(get_template(name).unit_rtl).index(ref)]
-    arch = _arch(name, hook, design_cls.conformance_arch)
-    design, model = design_cls(arch.params), arch.model()
-    items = _unit_items(name, design, arch.params, RTL_SAMPLES)
+    design, model, items = _unit_setup(name, ref)
     assert len(items) == RTL_SAMPLES
     for tile, ops in items:
         fast_values = np.asarray(model.tile_values(tile, ops))
         det_values, det_cycles = model.detailed_tile(tile, ops)
         assert np.array_equal(np.asarray(det_values), fast_values), tile
         assert_cycles_agree(model, tile, model.tile_cycles(tile), det_cycles)
-        get_template(name).reference_fn(tile, ops, arch.params, fast_values)
+        get_template(name).reference_fn(tile, ops, design.params, fast_values)
 
 
 @pytest.mark.rtl
@@ -303,11 +311,7 @@ def test_unit_rtl_matches_models(name, ref):
     missing = simulator_missing_reason("icarus")
     if missing:
         pytest.skip(missing)
-    hook = get_template(name).conformance_module
-    design_cls = get_template(name).unit_rtl_classes[list(get_template(name).unit_rtl).index(ref)]
-    arch = _arch(name, hook, design_cls.conformance_arch)
-    design, model = design_cls(arch.params), arch.model()
-    items = _unit_items(name, design, arch.params, RTL_SAMPLES)
+    design, model, items = _unit_setup(name, ref)
     report = run_design_cosim(design, items)
     assert report.ok, "\n" + report.summary()
     assert len(report.tiles) == len(items)
