@@ -16,7 +16,8 @@ template gets these checks without editing this file. For each template:
   ships with (``sram_*_bytes.<operand>`` actions are priced per byte by the
   SRAM model, not the table);
 - every component of its ``area_inputs()`` has an area figure;
-- its RTL design (if any) overrides ``RtlDesign.cosim_items``;
+- its RTL design (if any) overrides ``RtlDesign.cosim_items``, and so does each unit design
+  (``unit_rtl``), a ``UnitDesign`` overriding ``accepts``;
 - its reference check (if it has a detailed model) rejects a planted wrong
   value in a tile its own conformance hook samples.
 
@@ -40,7 +41,7 @@ from archsim.spec.load import preset_names
 from archsim.templates import get_template, template_names
 from archsim.templates.base import UNIT_KINDS, NoDetailedModel, Template, TemplateModel, conformance_of
 from archsim.program import Compute, VectorOp
-from rtl.design import RtlDesign
+from rtl.design import RtlDesign, UnitDesign
 
 TOY = "toymac"
 #: (zoo workload, builder options): a CNN, an encoder, an LLM decode step, an attention block,
@@ -225,6 +226,10 @@ def test_entry_is_complete(name, toy_registered):
         problems += unpriced_actions(counted_actions(model, programs), arch.tech)
         problems += unpriced_area(arch)
     problems += missing_cosim(entry.rtl_cls)
+    for unit_cls in entry.unit_rtl_classes:  # units with their own RTL: UnitDesigns, cosim_items and accepts
+        problems += missing_cosim(unit_cls)
+        if not issubclass(unit_cls, UnitDesign) or unit_cls.accepts is UnitDesign.accepts:
+            problems.append(f"unit RTL {unit_cls.__name__}: expected a UnitDesign overriding accepts")
     problems += reference_blind_spots(entry)
     assert not problems, "\n".join(problems)
 
