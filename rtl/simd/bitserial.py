@@ -14,7 +14,9 @@ One PE of ``L`` lanes computing one output at a time, cycle for cycle the contra
   with ``noscale`` the partial sum goes straight into the output register (``done`` in that cycle);
   the unit runs ``SCALE_BITS`` cycles MSB first, ``acc = 2*acc + (bit ? psum : 0)``, and adds
   ``acc`` into the output register in its last cycle; ``done`` is high in the output's last
-  cycle (the drain's last dequantization cycle).
+  cycle (the drain's last dequantization cycle), when ``result`` is the output's value (``out``
+  holds it from the next cycle); ``start`` in a ``done`` cycle begins the next output in the next
+  cycle (back to back, as the array :mod:`rtl.simd.bitmod_array` runs its rounds).
 
 ``run_outputs`` drives it with :mod:`amaranth.sim` (no Verilog simulator needed).
 """
@@ -66,6 +68,7 @@ class BitmodPE(wiring.Component):
             "a": In(lanes * act_bits), "w": In(lanes * weight_bits), "sel": In(2),
             "scale": In(bitserial.SCALE_BITS), "group_last": In(1), "tile_last": In(1), "noscale": In(1),
             "take": Out(1), "busy": Out(1), "done": Out(1), "out": Out(signed(ACC_BITS)),
+            "result": Out(signed(ACC_BITS)),
         })
 
     def elaborate(self, platform):
@@ -85,6 +88,9 @@ class BitmodPE(wiring.Component):
         m.d.comb += last_term.eq(term == T - 1)
         psum = Signal(signed(ACC_BITS))
         out = Signal(signed(ACC_BITS))
+        out_next = Signal(signed(ACC_BITS))  # the value out takes at the end of this cycle
+        m.d.comb += out_next.eq(out)
+        m.d.sync += out.eq(out_next)
         dq_busy, dq_cnt = Signal(), Signal(range(D))
         dq_acc, dq_in = Signal(signed(ACC_BITS)), Signal(signed(ACC_BITS))
         dq_scale = Signal(D)
@@ -131,13 +137,23 @@ class BitmodPE(wiring.Component):
         with m.If(dq_busy):
             m.d.sync += [dq_acc.eq(dq_acc_next), dq_cnt.eq(dq_cnt + 1)]
             with m.If(dq_last):
-                m.d.sync += [out.eq(out + dq_acc_next), dq_busy.eq(0)]
+                m.d.comb += out_next.eq(out + dq_acc_next)
+                m.d.sync += dq_busy.eq(0)
 
         def hand_off(value, scale):
             m.d.sync += [dq_in.eq(value), dq_scale.eq(scale), dq_acc.eq(0), dq_cnt.eq(0), dq_busy.eq(1),
                          psum.eq(0)]
 
-        m.d.comb += [self.out.eq(out)]
+        m.d.comb += [self.out.eq(out), self.result.eq(out_next)]
+
+        def restart_or_idle():
+            """The output's done cycle: the next output's first term cycle follows on ``start``."""
+            with m.If(self.start):
+                m.d.sync += [out.eq(self.init), psum.eq(0), term.eq(0)]
+                m.next = "RUN"
+            with m.Else():
+                m.next = "IDLE"
+
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.start):
@@ -149,10 +165,11 @@ class BitmodPE(wiring.Component):
                 with m.If(last_term):
                     m.d.sync += [held_scale.eq(self.scale), held_last.eq(self.tile_last)]
                     with m.If(self.group_last & self.noscale):  # G = 0: no dequantization
-                        m.d.sync += [out.eq(out + psum_next), psum.eq(0)]
+                        m.d.comb += out_next.eq(out + psum_next)
+                        m.d.sync += psum.eq(0)
                         m.d.comb += self.done.eq(self.tile_last)
                         with m.If(self.tile_last):
-                            m.next = "IDLE"
+                            restart_or_idle()
                     with m.Elif(self.group_last):
                         with m.If(dq_free):
                             hand_off(psum_next, self.scale)
@@ -171,7 +188,7 @@ class BitmodPE(wiring.Component):
             with m.State("DRAIN"):
                 m.d.comb += [self.busy.eq(1), self.done.eq(dq_last)]
                 with m.If(dq_last):
-                    m.next = "IDLE"
+                    restart_or_idle()
         return m
 
 

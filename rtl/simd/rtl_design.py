@@ -48,13 +48,18 @@ class SimdDesign(RtlDesign):
     driver = "rtl.simd.driver:run_job"
     depth_options = ("op_depth", "scale_depth", "out_depth")
 
+    def __new__(cls, params: Any, options: SimdRtlOptions | dict | None = None):
+        """``pe: bitmod`` params build BitMoD's bit-serial PE array (:class:`rtl.simd.bitmod_design.BitmodDesign`)."""
+        if cls is SimdDesign and params.pe == "bitmod":
+            from rtl.simd.bitmod_design import BitmodDesign
+
+            return super().__new__(BitmodDesign)
+        return super().__new__(cls)
+
     def __init__(self, params: Any, options: SimdRtlOptions | dict | None = None):
         if isinstance(options, dict):
             options = SimdRtlOptions(**options)
         super().__init__(params, options or SimdRtlOptions())
-        if params.pe == "bitmod":
-            raise SpecError("simd RTL: pe: bitmod has no array generator; its RTL is the single PE "
-                            "rtl.simd.bitserial.BitmodPE (co-simulated in tests/test_simd_bitserial.py)")
         try:
             self.cfg = SimdConfig.from_params(params, self.options)
         except ValueError as err:
