@@ -183,9 +183,10 @@ def test_rtl_pe_matches_the_models_on_1000_tiles():
     assert (tiles, bad_values, bad_cycles) == (1000, 0, 0)
 
 
-def test_the_array_rtl_generator_refuses_the_bit_serial_pe():
-    from archsim.errors import SpecError
+def test_the_array_rtl_generator_builds_the_bit_serial_array():
+    from rtl.simd.bitmod_design import BitmodDesign
     from rtl.simd.rtl_design import SimdDesign
 
-    with pytest.raises(SpecError, match="pe: bitmod has no array generator"):
-        SimdDesign(_params())
+    assert type(SimdDesign(_params())) is BitmodDesign  # co-simulated in tests/test_simd_bitmod_array.py
+    assert type(SimdDesign(_params(pe="lanes", formats=["int8"], weight_format="int8", group_size=0,
+                                   pipeline_cycles=4))) is SimdDesign

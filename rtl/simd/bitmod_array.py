@@ -73,6 +73,8 @@ class BitmodConfig:
     pipeline_cycles: int
     modes: list[BitmodMode]
     options: SimdRtlOptions = field(default_factory=lambda: SimdRtlOptions(**DEFAULT_OPTIONS))
+    #: a planted bug of every PE (:data:`rtl.simd.bitserial.BUGS`), for the co-simulation's own tests
+    bug: str | None = None
 
     @staticmethod
     def from_params(params, options: SimdRtlOptions | None = None) -> "BitmodConfig":
@@ -112,7 +114,8 @@ class BitmodConfig:
                 "kinds": [list(k) for k in self.kinds], "act_word_bits": self.act_word_bits,
                 "weight_word_bits": self.weight_word_bits, "entry_bits": self.entry_bits, "out_bits": self.out_bits,
                 "data_bits": self.data_bits, "op_depth": self.options.op_depth,
-                "scale_depth": self.options.scale_depth, "out_depth": self.options.out_depth}
+                "scale_depth": self.options.scale_depth, "out_depth": self.options.out_depth,
+                **({"bug": self.bug} if self.bug else {})}
 
 
 class BitmodArray(wiring.Component):
@@ -174,7 +177,7 @@ class BitmodArray(wiring.Component):
         for ki, (lanes, ab, wf) in enumerate(kinds):
             wb = bits_of(wf)
             for p in range(P):
-                pe = m.submodules[f"k{ki}_pe{p}"] = BitmodPE(lanes, ab, wf)
+                pe = m.submodules[f"k{ki}_pe{p}"] = BitmodPE(lanes, ab, wf, bug=cfg.bug)
                 entry, sc = buf.op_data[p * EW:(p + 1) * EW], buf.sc_data[32 * p:32 * (p + 1)]
                 starts_kind = Cat(*(self.cmd_mode == md.index for md in cfg.modes if md.kind == (lanes, ab, wf)))
                 m.d.comb += [pe.start.eq((take & starts_kind.any()) | (restart & (kind == ki))),
