@@ -48,14 +48,6 @@ class SimdDesign(RtlDesign):
     driver = "rtl.simd.driver:run_job"
     depth_options = ("op_depth", "scale_depth", "out_depth")
 
-    def __new__(cls, params: Any, options: SimdRtlOptions | dict | None = None):
-        """``pe: bitmod`` params build BitMoD's bit-serial PE array (:class:`rtl.simd.bitmod_design.BitmodDesign`)."""
-        if cls is SimdDesign and params.pe == "bitmod":
-            from rtl.simd.bitmod_design import BitmodDesign
-
-            return super().__new__(BitmodDesign)
-        return super().__new__(cls)
-
     def __init__(self, params: Any, options: SimdRtlOptions | dict | None = None):
         if isinstance(options, dict):
             options = SimdRtlOptions(**options)
