@@ -87,6 +87,8 @@ def test_refusals_name_what_is_wrong():
     tile = SimdTile(1, 4, 1, "fp4_er_neg", "int8", group_size=2)  # fp4_er_neg is not among the formats
     with pytest.raises(SpecError, match="fp4_er_neg x int8 is not a mode of this build"):
         design.make_job([(tile, bitserial.make_operands(tile, design.params, rng))])
+    with pytest.raises(SpecError, match="fp16 activations are modelled only"):
+        _design(_arch(formats=conformance.BITMOD_ARCH["formats"] + ["fp16"]))
     big = SimdTile(1, 600, 1, "fp4_er_pos", "int8", group_size=1)  # 600 one-step groups > 512 scale entries
     with pytest.raises(SpecError, match="does not fit the RTL buffers"):
         design.make_job([(big, bitserial.make_operands(big, design.params, rng))])

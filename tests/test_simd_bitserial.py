@@ -125,8 +125,9 @@ def test_a_hand_worked_tile():
 def test_refusals():
     with pytest.raises(ValueError, match="BitMoD or integer weight type"):
         _params(formats=FORMATS + ["fp8_e4m3"], weight_format="fp8_e4m3").validate()
-    with pytest.raises(ValueError, match="integer activations"):
-        _params(formats=FORMATS + ["fp16"], activation_format="fp16").validate()
+    _params(formats=FORMATS + ["fp16"], activation_format="fp16").validate()  # tests/test_bitmod_fp16.py
+    with pytest.raises(ValueError, match="integer or fp16 activations"):
+        _params(formats=FORMATS + ["bf16"], activation_format="bf16").validate()
     with pytest.raises(ValueError, match="group_size > 0"):
         _params(group_size=0).validate()
     with pytest.raises(ValueError, match="pe: expected"):

@@ -80,6 +80,10 @@ class BitmodConfig:
     def from_params(params, options: SimdRtlOptions | None = None) -> "BitmodConfig":
         params.validate()
         modes = [BitmodMode(i, w, a, params.lanes(w, a)) for i, (w, a) in enumerate(params.pairs())]
+        fp = sorted({md.activation for md in modes if md.activation not in bitserial.INT_FORMATS})
+        if fp:
+            raise ValueError(f"formats: the bit-serial PE's RTL takes integer activations; {', '.join(fp)} "
+                             f"activations are modelled only (docs/bitmod.md): drop them from formats")
         if not modes:
             raise ValueError("formats: no (weights, activations) pair runs on the bit-serial PE")
         return BitmodConfig(params.pes, params.lane_bits, params.pipeline_cycles, modes,
