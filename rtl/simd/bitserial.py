@@ -104,8 +104,11 @@ class BitmodPE(wiring.Component):
             nz, neg = Signal(name=f"nz{j}"), Signal(name=f"neg{j}")
             shift = Signal(range(max_shift + 1), name=f"shift{j}")
             if self.is_int:  # radix-4 Booth digit: bits 2t+1, 2t, 2t-1 (bit -1 = 0), x2 for the fraction bit
-                triple = Signal(3, name=f"booth{j}")
-                m.d.comb += triple.eq(Cat(C(0, 1), code).bit_select(term * 2, 3))
+                triple, padded = Signal(3, name=f"booth{j}"), Cat(C(0, 1), code)
+                with m.Switch(term):  # a case per digit (no variable shift: lint-clean)
+                    for t in range(T):
+                        with m.Case(t):
+                            m.d.comb += triple.eq(padded[2 * t:2 * t + 3])
                 two = (triple == 0b011) | ((triple == 0b100) & (self.bug != "booth_minus_two"))
                 m.d.comb += [nz.eq((triple != 0) & (triple != 0b111)), neg.eq(triple[2]),
                              shift.eq(term * 2 + 1 + two)]
@@ -123,11 +126,9 @@ class BitmodPE(wiring.Component):
         m.d.comb += psum_next.eq(psum + sum(dot))
 
         # ---- the dequantization unit (one scale bit per cycle)
-        dq_bit = Signal()
-        if self.bug == "dequant_lsb_first":
-            m.d.comb += dq_bit.eq(dq_scale.bit_select(dq_cnt, 1))
-        else:  # MSB first: bit D-1-cnt
-            m.d.comb += dq_bit.eq(Cat(*(dq_scale[i] for i in reversed(range(D)))).bit_select(dq_cnt, 1))
+        dq_bit = Signal()  # the scale register shifts its next bit to the top (MSB first) each cycle
+        lsb_first = self.bug == "dequant_lsb_first"
+        m.d.comb += dq_bit.eq(dq_scale[0] if lsb_first else dq_scale[D - 1])
         dq_acc_next = Signal(signed(ACC_BITS))
         m.d.comb += dq_acc_next.eq((dq_acc << 1) + Mux(dq_bit, dq_in, 0))
         dq_last = Signal()
@@ -135,7 +136,8 @@ class BitmodPE(wiring.Component):
         dq_free = Signal()
         m.d.comb += dq_free.eq(~dq_busy | dq_last | (self.bug == "no_wait"))
         with m.If(dq_busy):
-            m.d.sync += [dq_acc.eq(dq_acc_next), dq_cnt.eq(dq_cnt + 1)]
+            m.d.sync += [dq_acc.eq(dq_acc_next), dq_cnt.eq(dq_cnt + 1),
+                         dq_scale.eq(dq_scale[1:] if lsb_first else Cat(C(0, 1), dq_scale[:-1]))]
             with m.If(dq_last):
                 m.d.comb += out_next.eq(out + dq_acc_next)
                 m.d.sync += dq_busy.eq(0)
