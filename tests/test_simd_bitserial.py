@@ -185,6 +185,7 @@ def test_rtl_pe_matches_the_models_on_1000_tiles():
 
 
 def test_the_array_rtl_generator_builds_the_bit_serial_array():
+    from archsim.errors import SpecError
     from rtl.simd.bitmod_design import BitmodDesign
     from rtl.simd.entry import SimdDesignEntry
     from rtl.simd.rtl_design import SimdDesign
@@ -192,3 +193,5 @@ def test_the_array_rtl_generator_builds_the_bit_serial_array():
     assert type(SimdDesignEntry(_params())) is BitmodDesign  # co-simulated in tests/test_simd_bitmod_array.py
     assert type(SimdDesignEntry(_params(pe="lanes", formats=["int8"], weight_format="int8", group_size=0,
                                    pipeline_cycles=4))) is SimdDesign
+    with pytest.raises(SpecError, match="pe: bitmod params build"):
+        SimdDesign(_params())

@@ -52,6 +52,9 @@ class SimdDesign(RtlDesign):
         if isinstance(options, dict):
             options = SimdRtlOptions(**options)
         super().__init__(params, options or SimdRtlOptions())
+        if params.pe == "bitmod":
+            raise SpecError("simd RTL: SimdDesign builds the lane array; pe: bitmod params build "
+                            "rtl.simd.bitmod_design.BitmodDesign (the template's entry rtl.simd.entry picks it)")
         try:
             self.cfg = SimdConfig.from_params(params, self.options)
         except ValueError as err:
