@@ -125,3 +125,21 @@ def test_array_matches_the_models_on_1000_tiles():
     report = _cosim(_design(arch), items)
     assert len(report.tiles) == 1000 and _mismatches(report, items, arch) == (0, 0)
     assert report.ok, "\n" + report.summary()
+
+
+@pytest.mark.rtl
+def test_array_behind_the_axi_wrapper_matches_the_models():
+    pytest.importorskip("cocotbext.axi")
+    from rtl.cosim import run_job, simulator_missing_reason
+    from rtl.lib.axi_design import axi_wrapped
+
+    if simulator_missing_reason("icarus"):
+        pytest.skip(simulator_missing_reason("icarus"))
+    arch = _arch(formats=["fp4_er_pos", "fp3_ea_pos", "int8"])
+    design = axi_wrapped(_design(arch))
+    items = _items(arch, 8, seed=3)
+    run = run_job(design.verilog(), design.toplevel, {**design.make_job(items), "axi_backpressure": True},
+                  sim="icarus")
+    report = design.check(items, run.result, sim="icarus")
+    assert report.ok, "\n" + report.summary()
+    assert len(report.tiles) == 8 and _mismatches(report, items, arch) == (0, 0)
