@@ -102,11 +102,12 @@ def _bits(v) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- tests
 
-def test_fast_detailed_and_reference_agree_on_random_tiles():
+def _agree(count: int, seed: int) -> int:
+    """fp16 tiles among ``count`` sampled ones, each checked fast == detailed == reference, bit for bit."""
     model = _model()
-    rng = np.random.default_rng(5)
+    rng = np.random.default_rng(seed)
     fp16_tiles = 0
-    for tile, ops in bitserial.sample_tiles(rng, model.params, 80):
+    for tile, ops in bitserial.sample_tiles(rng, model.params, count):
         if tile.activation_format != "fp16":
             continue
         fp16_tiles += 1
@@ -116,7 +117,16 @@ def test_fast_detailed_and_reference_agree_on_random_tiles():
         assert np.array_equal(_bits(fast), _bits(want)), tile
         assert np.array_equal(_bits(detailed), _bits(want)), tile
         assert cycles == model.tile_cycles(tile) == bitserial.tile_cycles(tile, model.params)
-    assert fp16_tiles >= 15
+    return fp16_tiles
+
+
+def test_fast_detailed_and_reference_agree_on_random_tiles():
+    assert _agree(80, seed=5) >= 15
+
+
+@pytest.mark.slow
+def test_fast_detailed_and_reference_agree_on_many_tiles():
+    assert _agree(2000, seed=7) >= 500
 
 
 def _one(a_codes, w_codes, wf="fp4_er_pos", g=0):
