@@ -79,8 +79,9 @@ def reference(tile, ops, lanes: int) -> np.ndarray:
                         lanes_on = []
                         for k, terms in zip(step, weight_terms):
                             sa, ma, ea = _fp16(A[m][k])
-                            if ma and terms[t]:
-                                lanes_on.append((sa * (1 if terms[t] > 0 else -1), ma, ea + abs(terms[t]).bit_length() - 1))
+                            if ma and terms[t]:  # (sign, significand, product exponent e + log2 |term|)
+                                sign = sa * (1 if terms[t] > 0 else -1)
+                                lanes_on.append((sign, ma, ea + abs(terms[t]).bit_length() - 1))
                         if not lanes_on:
                             continue
                         V = max(v for _s, _m, v in lanes_on)
