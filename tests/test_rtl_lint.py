@@ -25,6 +25,9 @@ SMALL = {
     # OS dataflow (If/Elif casez) with the ECP5 multiplier (+ MULT18X18D_model.v)
     "systolic_os_dsp": ("systolic-32x32-os", {"rows": 2, "cols": 2}, {"multiplier": "ecp5_dsp"}),
     "simd": ("simd-edge", {"pes": 2}, None),
+    "simd_bitmod": ("simd-edge", {"pes": 2, "lane_bits": 16, "pe": "bitmod", "group_size": 16, "pipeline_cycles": 2,
+                                  "formats": ["fp4_er_pos", "int8"], "weight_format": "fp4_er_pos",
+                                  "activation_format": "int8"}, None),
     "lut": (conformance.base_arch, dict(conformance.rtl_arch), None),
     "pim": ("pim-gpt-gddr6", {}, None),
     "attention": ("fusemax-edge", {"rows": 2, "cols": 2, "pe1d": 2}, None),

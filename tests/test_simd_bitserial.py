@@ -125,8 +125,9 @@ def test_a_hand_worked_tile():
 def test_refusals():
     with pytest.raises(ValueError, match="BitMoD or integer weight type"):
         _params(formats=FORMATS + ["fp8_e4m3"], weight_format="fp8_e4m3").validate()
-    with pytest.raises(ValueError, match="integer activations"):
-        _params(formats=FORMATS + ["fp16"], activation_format="fp16").validate()
+    _params(formats=FORMATS + ["fp16"], activation_format="fp16").validate()  # tests/test_bitmod_fp16.py
+    with pytest.raises(ValueError, match="integer or fp16 activations"):
+        _params(formats=FORMATS + ["bf16"], activation_format="bf16").validate()
     with pytest.raises(ValueError, match="group_size > 0"):
         _params(group_size=0).validate()
     with pytest.raises(ValueError, match="pe: expected"):
@@ -183,9 +184,14 @@ def test_rtl_pe_matches_the_models_on_1000_tiles():
     assert (tiles, bad_values, bad_cycles) == (1000, 0, 0)
 
 
-def test_the_array_rtl_generator_refuses_the_bit_serial_pe():
+def test_the_array_rtl_generator_builds_the_bit_serial_array():
     from archsim.errors import SpecError
+    from rtl.simd.bitmod_design import BitmodDesign
+    from rtl.simd.entry import SimdDesignEntry
     from rtl.simd.rtl_design import SimdDesign
 
-    with pytest.raises(SpecError, match="pe: bitmod has no array generator"):
+    assert type(SimdDesignEntry(_params())) is BitmodDesign  # co-simulated in tests/test_simd_bitmod_array.py
+    assert type(SimdDesignEntry(_params(pe="lanes", formats=["int8"], weight_format="int8", group_size=0,
+                                   pipeline_cycles=4))) is SimdDesign
+    with pytest.raises(SpecError, match="pe: bitmod params build"):
         SimdDesign(_params())

@@ -216,22 +216,25 @@ def _rtl_cases():
     for name in template_names():
         hook, reason = _hook_status(name)
         if hook is None:
-            yield pytest.param(name, "icarus", id=name, marks=pytest.mark.skip(reason=reason))
+            yield pytest.param(name, "icarus", None, id=name, marks=pytest.mark.skip(reason=reason))
         elif get_template(name).rtl is None:
-            yield pytest.param(name, "icarus", id=name, marks=pytest.mark.skip(
+            yield pytest.param(name, "icarus", None, id=name, marks=pytest.mark.skip(
                 reason=f"template {name!r} names no RTL design on its entry"))
         else:
             if name == "attention":  # see KNOWN_BROKEN_RTL
-                yield pytest.param(name, "icarus", id=name, marks=pytest.mark.xfail(strict=True, reason=KNOWN_BROKEN_RTL))
+                yield pytest.param(name, "icarus", None, id=name,
+                                   marks=pytest.mark.xfail(strict=True, reason=KNOWN_BROKEN_RTL))
             else:
-                yield pytest.param(name, "icarus", id=name)
+                yield pytest.param(name, "icarus", None, id=name)
+            if name == "simd":  # the array of BitMoD's bit-serial PEs (pe: bitmod)
+                yield pytest.param(name, "icarus", hook.BITMOD_ARCH, id="simd-bitmod")
             if name in VERILATOR_TEMPLATES:
-                yield pytest.param(name, "verilator", id=f"{name}-verilator", marks=pytest.mark.slow)
+                yield pytest.param(name, "verilator", None, id=f"{name}-verilator", marks=pytest.mark.slow)
 
 
 @pytest.mark.rtl
-@pytest.mark.parametrize("name, sim", list(_rtl_cases()))
-def test_rtl_matches_models(name, sim):
+@pytest.mark.parametrize("name, sim, overrides", list(_rtl_cases()))
+def test_rtl_matches_models(name, sim, overrides):
     from rtl import run_cosim
     from rtl.cosim import simulator_missing_reason
 
@@ -239,7 +242,7 @@ def test_rtl_matches_models(name, sim):
     if missing:
         pytest.skip(missing)
     hook = get_template(name).conformance_module
-    arch = _arch(name, hook, hook.rtl_arch)
+    arch = _arch(name, hook, hook.rtl_arch if overrides is None else overrides)
     model = arch.model()
     items = [(t, o) for t, o in hook.sample_tiles(_rng(name, -1), arch.params, RTL_SAMPLES) if o is not None]
     assert len(items) >= RTL_SAMPLES // 2

@@ -14,7 +14,9 @@ One PE of ``L`` lanes computing one output at a time, cycle for cycle the contra
   with ``noscale`` the partial sum goes straight into the output register (``done`` in that cycle);
   the unit runs ``SCALE_BITS`` cycles MSB first, ``acc = 2*acc + (bit ? psum : 0)``, and adds
   ``acc`` into the output register in its last cycle; ``done`` is high in the output's last
-  cycle (the drain's last dequantization cycle).
+  cycle (the drain's last dequantization cycle), when ``result`` is the output's value (``out``
+  holds it from the next cycle); ``start`` in a ``done`` cycle begins the next output in the next
+  cycle (back to back, as the array :mod:`rtl.simd.bitmod_array` runs its rounds).
 
 ``run_outputs`` drives it with :mod:`amaranth.sim` (no Verilog simulator needed).
 """
@@ -66,6 +68,7 @@ class BitmodPE(wiring.Component):
             "a": In(lanes * act_bits), "w": In(lanes * weight_bits), "sel": In(2),
             "scale": In(bitserial.SCALE_BITS), "group_last": In(1), "tile_last": In(1), "noscale": In(1),
             "take": Out(1), "busy": Out(1), "done": Out(1), "out": Out(signed(ACC_BITS)),
+            "result": Out(signed(ACC_BITS)),
         })
 
     def elaborate(self, platform):
@@ -85,6 +88,9 @@ class BitmodPE(wiring.Component):
         m.d.comb += last_term.eq(term == T - 1)
         psum = Signal(signed(ACC_BITS))
         out = Signal(signed(ACC_BITS))
+        out_next = Signal(signed(ACC_BITS))  # the value out takes at the end of this cycle
+        m.d.comb += out_next.eq(out)
+        m.d.sync += out.eq(out_next)
         dq_busy, dq_cnt = Signal(), Signal(range(D))
         dq_acc, dq_in = Signal(signed(ACC_BITS)), Signal(signed(ACC_BITS))
         dq_scale = Signal(D)
@@ -98,8 +104,11 @@ class BitmodPE(wiring.Component):
             nz, neg = Signal(name=f"nz{j}"), Signal(name=f"neg{j}")
             shift = Signal(range(max_shift + 1), name=f"shift{j}")
             if self.is_int:  # radix-4 Booth digit: bits 2t+1, 2t, 2t-1 (bit -1 = 0), x2 for the fraction bit
-                triple = Signal(3, name=f"booth{j}")
-                m.d.comb += triple.eq(Cat(C(0, 1), code).bit_select(term * 2, 3))
+                triple, padded = Signal(3, name=f"booth{j}"), Cat(C(0, 1), code)
+                with m.Switch(term):  # a case per digit (no variable shift: lint-clean)
+                    for t in range(T):
+                        with m.Case(t):
+                            m.d.comb += triple.eq(padded[2 * t:2 * t + 3])
                 two = (triple == 0b011) | ((triple == 0b100) & (self.bug != "booth_minus_two"))
                 m.d.comb += [nz.eq((triple != 0) & (triple != 0b111)), neg.eq(triple[2]),
                              shift.eq(term * 2 + 1 + two)]
@@ -117,11 +126,9 @@ class BitmodPE(wiring.Component):
         m.d.comb += psum_next.eq(psum + sum(dot))
 
         # ---- the dequantization unit (one scale bit per cycle)
-        dq_bit = Signal()
-        if self.bug == "dequant_lsb_first":
-            m.d.comb += dq_bit.eq(dq_scale.bit_select(dq_cnt, 1))
-        else:  # MSB first: bit D-1-cnt
-            m.d.comb += dq_bit.eq(Cat(*(dq_scale[i] for i in reversed(range(D)))).bit_select(dq_cnt, 1))
+        dq_bit = Signal()  # the scale register shifts its next bit to the top (MSB first) each cycle
+        lsb_first = self.bug == "dequant_lsb_first"
+        m.d.comb += dq_bit.eq(dq_scale[0] if lsb_first else dq_scale[D - 1])
         dq_acc_next = Signal(signed(ACC_BITS))
         m.d.comb += dq_acc_next.eq((dq_acc << 1) + Mux(dq_bit, dq_in, 0))
         dq_last = Signal()
@@ -129,15 +136,26 @@ class BitmodPE(wiring.Component):
         dq_free = Signal()
         m.d.comb += dq_free.eq(~dq_busy | dq_last | (self.bug == "no_wait"))
         with m.If(dq_busy):
-            m.d.sync += [dq_acc.eq(dq_acc_next), dq_cnt.eq(dq_cnt + 1)]
+            m.d.sync += [dq_acc.eq(dq_acc_next), dq_cnt.eq(dq_cnt + 1),
+                         dq_scale.eq(dq_scale[1:] if lsb_first else Cat(C(0, 1), dq_scale[:-1]))]
             with m.If(dq_last):
-                m.d.sync += [out.eq(out + dq_acc_next), dq_busy.eq(0)]
+                m.d.comb += out_next.eq(out + dq_acc_next)
+                m.d.sync += dq_busy.eq(0)
 
         def hand_off(value, scale):
             m.d.sync += [dq_in.eq(value), dq_scale.eq(scale), dq_acc.eq(0), dq_cnt.eq(0), dq_busy.eq(1),
                          psum.eq(0)]
 
-        m.d.comb += [self.out.eq(out)]
+        m.d.comb += [self.out.eq(out), self.result.eq(out_next)]
+
+        def restart_or_idle():
+            """The output's done cycle: the next output's first term cycle follows on ``start``."""
+            with m.If(self.start):
+                m.d.sync += [out.eq(self.init), psum.eq(0), term.eq(0)]
+                m.next = "RUN"
+            with m.Else():
+                m.next = "IDLE"
+
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.start):
@@ -149,10 +167,11 @@ class BitmodPE(wiring.Component):
                 with m.If(last_term):
                     m.d.sync += [held_scale.eq(self.scale), held_last.eq(self.tile_last)]
                     with m.If(self.group_last & self.noscale):  # G = 0: no dequantization
-                        m.d.sync += [out.eq(out + psum_next), psum.eq(0)]
+                        m.d.comb += out_next.eq(out + psum_next)
+                        m.d.sync += psum.eq(0)
                         m.d.comb += self.done.eq(self.tile_last)
                         with m.If(self.tile_last):
-                            m.next = "IDLE"
+                            restart_or_idle()
                     with m.Elif(self.group_last):
                         with m.If(dq_free):
                             hand_off(psum_next, self.scale)
@@ -171,7 +190,7 @@ class BitmodPE(wiring.Component):
             with m.State("DRAIN"):
                 m.d.comb += [self.busy.eq(1), self.done.eq(dq_last)]
                 with m.If(dq_last):
-                    m.next = "IDLE"
+                    restart_or_idle()
         return m
 
 

@@ -50,10 +50,14 @@ class SimdEngine(wiring.Component):
         self.pe_instances = pe_instances
         super().__init__(engine_members(cfg))
 
+    def make_array(self) -> wiring.Component:
+        """The array behind the host interface (:class:`rtl.simd.bitmod_array.BitmodEngine` puts BitMoD's)."""
+        return SimdArray(self.cfg, self.pe_instances)
+
     def elaborate(self, platform):
         cfg = self.cfg
         m = Module()
-        arr = m.submodules.array = SimdArray(cfg, self.pe_instances)
+        arr = m.submodules.array = self.make_array()
         cmd = self.cmd.payload
         # ---- commands: a mode this build lacks is refused (taken, dropped, error set)
         bad = Signal(name="bad_mode")

@@ -53,8 +53,8 @@ class SimdDesign(RtlDesign):
             options = SimdRtlOptions(**options)
         super().__init__(params, options or SimdRtlOptions())
         if params.pe == "bitmod":
-            raise SpecError("simd RTL: pe: bitmod has no array generator; its RTL is the single PE "
-                            "rtl.simd.bitserial.BitmodPE (co-simulated in tests/test_simd_bitserial.py)")
+            raise SpecError("simd RTL: SimdDesign builds the lane array; pe: bitmod params build "
+                            "rtl.simd.bitmod_design.BitmodDesign (the template's entry rtl.simd.entry picks it)")
         try:
             self.cfg = SimdConfig.from_params(params, self.options)
         except ValueError as err:

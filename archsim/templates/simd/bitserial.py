@@ -48,6 +48,7 @@ import numpy as np
 
 from archsim.numerics import bits_of, get_format
 from archsim.numerics._bitmod import MIXTURES
+from archsim.templates.simd import bitmod_fp16
 
 #: cycles per BitMoD weight: every 3- and 4-bit BitMoD value x2 has at most two set bits
 TERMS_PER_WEIGHT = 2
@@ -57,7 +58,7 @@ SCALE_BITS = 8
 BITMOD_FORMATS = tuple(name for bits in sorted(MIXTURES) for name in MIXTURES[bits])
 INT_FORMATS = ("int2", "int4", "int8", "int16")
 WEIGHT_FORMATS = BITMOD_FORMATS + INT_FORMATS
-ACTIVATION_FORMATS = INT_FORMATS
+ACTIVATION_FORMATS = INT_FORMATS + ("fp16",)  # fp16: block-float alignment (archsim.templates.simd.bitmod_fp16)
 
 
 def terms_per_weight(weight_format: str) -> int:
@@ -75,8 +76,7 @@ def pair_problem(params, weight_format: str, activation_format: str) -> str:
     if weight_format not in WEIGHT_FORMATS:
         return f"pe bitmod needs a BitMoD or integer weight type ({', '.join(WEIGHT_FORMATS)}), got {weight_format}"
     if activation_format not in ACTIVATION_FORMATS:
-        return (f"pe bitmod needs integer activations ({', '.join(ACTIVATION_FORMATS)}), got {activation_format} "
-                f"(the paper's FP16 activations are not modelled)")
+        return f"pe bitmod needs integer or fp16 activations ({', '.join(ACTIVATION_FORMATS)}), got {activation_format}"
     if params.lane_bits // bits_of(activation_format) < 1:
         return f"{activation_format} needs more than lane_bits={params.lane_bits} bits"
     return ""
@@ -197,6 +197,9 @@ def tile_cycles(tile, params) -> int:
 # ------------------------------------------------------------------ values (fast: whole tile at once)
 
 def tile_values(tile, operands: dict, params) -> np.ndarray:
+    if tile.activation_format == bitmod_fp16.FP16:  # block-float alignment, fp32 output
+        return bitmod_fp16.tile_values(tile, operands, params, weight_terms(tile, operands),
+                                       scale_codes(tile, operands), lanes(params, tile.activation_format))
     a, w2, scale = activations(tile, operands), weights_x2(tile, operands), scale_codes(tile, operands)
     out = (np.asarray(operands["psum"], np.int64).copy() if tile.accumulate
            else np.zeros((tile.m, tile.n), np.int64))
@@ -212,17 +215,23 @@ def detailed_tile(tile, operands: dict, params) -> tuple[np.ndarray, int]:
     """Cycle by cycle, vectorized over a round's PEs: two term cycles per lane step, the group
     hand-off to the dequantization unit (waiting while it is busy), 8 dequantization cycles
     beside the next group, the drain after the last group."""
-    a, scale = activations(tile, operands), scale_codes(tile, operands)
+    fp16 = tile.activation_format == bitmod_fp16.FP16  # block-float group accumulator, fp32 output
+    out_dtype = np.float32 if fp16 else np.int64
+    if fp16:
+        a_parts = bitmod_fp16.fp16_parts(operands["input"])
+    else:
+        a = activations(tile, operands)
+    scale = scale_codes(tile, operands)
     terms_kn = weight_terms(tile, operands)
     L, N, P = lanes(params, tile.activation_format), tile.n, params.pes
-    psum_in = np.asarray(operands["psum"], np.int64) if tile.accumulate else None
-    out = np.zeros((tile.m, tile.n), np.int64)
+    psum_in = np.asarray(operands["psum"], out_dtype) if tile.accumulate else None
+    out = np.zeros((tile.m, tile.n), out_dtype)
     cycles = 0
     for r in range(-(-tile.outputs // P)):
         o = np.arange(r * P, min(tile.outputs, (r + 1) * P))
         mi, ni = o // N, o % N
-        acc_out = psum_in[mi, ni].copy() if psum_in is not None else np.zeros(len(o), np.int64)
-        dq = {"busy": False, "cnt": 0, "acc": None, "in": None, "scale": None}
+        acc_out = psum_in[mi, ni].copy() if psum_in is not None else np.zeros(len(o), out_dtype)
+        dq = {"busy": False, "cnt": 0, "acc": None, "in": None, "scale": None, "exp": None}
 
         def tick() -> bool:
             """One cycle of the dequantization unit; True if it can take a hand-off at this cycle's end."""
@@ -232,7 +241,8 @@ def detailed_tile(tile, operands: dict, params) -> tuple[np.ndarray, int]:
             bit = (dq["scale"] >> (SCALE_BITS - 1 - dq["cnt"])) & 1
             dq["acc"] = 2 * dq["acc"] + bit * dq["in"]
             if dq["cnt"] == SCALE_BITS - 1:
-                acc_out = acc_out + dq["acc"]
+                acc_out = (bitmod_fp16.add_group(acc_out, dq["acc"], dq["exp"], None) if fp16
+                           else acc_out + dq["acc"])
                 dq["busy"] = False
                 return True
             dq["cnt"] += 1
@@ -240,24 +250,33 @@ def detailed_tile(tile, operands: dict, params) -> tuple[np.ndarray, int]:
 
         for g, (start, length) in enumerate(tile.groups()):
             psum = np.zeros(len(o), np.int64)
+            psum_exp = np.zeros(len(o), np.int64)  # fp16: the block-float accumulator's exponent
             steps = -(-length // L)
             free = True
             for s in range(steps):
                 k = start + s * L + np.arange(L)
                 valid = k < start + length
                 kk = np.where(valid, k, 0)
-                a_l = np.where(valid, a[mi[:, None], kk[None, :]], 0)
+                if fp16:
+                    a_l = [np.where(valid, part[mi[:, None], kk[None, :]], 0) for part in a_parts]
+                else:
+                    a_l = np.where(valid, a[mi[:, None], kk[None, :]], 0)
                 for terms in terms_kn:  # one clock cycle each
-                    psum = psum + (a_l * np.where(valid, terms[kk[None, :], ni[:, None]], 0)).sum(axis=1)
+                    t = np.where(valid, terms[kk[None, :], ni[:, None]], 0)
+                    if fp16:
+                        psum, psum_exp = bitmod_fp16.term_cycle(psum, psum_exp, *a_l, t)
+                    else:
+                        psum = psum + (a_l * t).sum(axis=1)
                     free = tick()
                     cycles += 1
             if scale is None:  # G = 0: the partial sum bypasses the dequantization unit
-                acc_out = acc_out + psum
+                acc_out = bitmod_fp16.add_group(acc_out, psum, psum_exp, None) if fp16 else acc_out + psum
                 continue
             while not free:  # the group's hand-off waits for the dequantization unit
                 free = tick()
                 cycles += 1
-            dq.update(busy=True, cnt=0, acc=np.zeros(len(o), np.int64), scale=scale[g, ni], **{"in": psum})
+            dq.update(busy=True, cnt=0, acc=np.zeros(len(o), np.int64), scale=scale[g, ni], exp=psum_exp,
+                      **{"in": psum})
         while dq["busy"]:  # drain: the last group's dequantization
             tick()
             cycles += 1
@@ -280,8 +299,9 @@ def detailed_tile_cycles(tile, params) -> int:
 #: generic 4-LUT cells (LUTs + flip-flops, ``synth -flatten -lut 4``, native yosys 0.23) of the RTL PE
 #: :class:`rtl.simd.bitserial.BitmodPE` per (lanes, activation bits, weight bits), run 2026-11-27 with
 #: ``python bench/bench_bitmod_synth.py 4 16 fp4_er_pos`` (rtl.synth.synthesize_verilog, target generic):
-#: 2620 LUTs + 279 FFs (the PE built for the FP4 types)
-SYNTH_CELLS = {(4, 16, 4): 2899}
+#: 2967 LUTs + 279 FFs (the PE built for the FP4 types; rerun after the array's changes: the ``result`` port
+#: and back-to-back ``start``, the scale shift register; 2620 + 279 before them)
+SYNTH_CELLS = {(4, 16, 4): 3246}
 
 
 def pe_um2(params) -> tuple[float, str]:
@@ -331,16 +351,24 @@ def peak_macs_per_cycle(params, weight_format: str, activation_format: str) -> f
 # ------------------------------------------------------------------ conformance: operands, samples, reference
 
 def make_operands(tile, params, rng: np.random.Generator) -> dict:
-    """Uniform codes (every integer and BitMoD code is finite), selectors, 8-bit scale codes, int64 psum."""
+    """Uniform codes (every integer and BitMoD code is finite; fp16: the finite codes), selectors, 8-bit
+    scale codes, psum (int64; fp32 for fp16 activations)."""
     groups = tile.scale_groups()
-    ops = {"input": rng.integers(0, 1 << bits_of(tile.activation_format), size=(tile.m, tile.k)).astype(np.uint32),
+    fp16 = tile.activation_format == bitmod_fp16.FP16
+    if fp16:  # sign, biased exponent 0..30 (no inf / NaN), fraction
+        acts = (rng.integers(0, 2, size=(tile.m, tile.k)) << 15 | rng.integers(0, 31, size=(tile.m, tile.k)) << 10
+                | rng.integers(0, 1024, size=(tile.m, tile.k)))
+    else:
+        acts = rng.integers(0, 1 << bits_of(tile.activation_format), size=(tile.m, tile.k))
+    ops = {"input": acts.astype(np.uint32),
            "weight": rng.integers(0, 1 << bits_of(tile.weight_format), size=(tile.k, tile.n)).astype(np.uint32)}
     if tile.weight_format in BITMOD_FORMATS and rng.integers(0, 4):  # else: every group the tile's type
         ops["dtype"] = rng.integers(0, 4, size=(max(1, groups), tile.n)).astype(np.uint8)
     if groups:
         ops["scale"] = rng.integers(0, 1 << SCALE_BITS, size=(groups, tile.n)).astype(np.uint8)
     if tile.accumulate:
-        ops["psum"] = rng.integers(-(1 << 40), 1 << 40, size=(tile.m, tile.n), dtype=np.int64)
+        ops["psum"] = ((rng.standard_normal((tile.m, tile.n)) * 1000).astype(np.float32) if fp16
+                       else rng.integers(-(1 << 40), 1 << 40, size=(tile.m, tile.n), dtype=np.int64))
     return ops
 
 
@@ -371,6 +399,9 @@ def sample_tiles(rng: np.random.Generator, params, count: int) -> list:
 def reference_values(tile, operands: dict) -> np.ndarray:
     """Output by output with Python ints from the paper's value sets written out below (not
     the module's tables): ``psum + sum_g scale * sum_k a * 2 * value``."""
+    if tile.activation_format == "fp16":
+        raise ValueError("reference_values: fp16 activations (block-float alignment) have their independent "
+                         "reference in tests/test_bitmod_fp16.py")
     fp3, fp4 = [0, 1, 2, 4], [0, 0.5, 1, 1.5, 2, 3, 4, 6]
     special = {"fp3_er": 3, "fp3_ea": 6, "fp4_er": 5, "fp4_ea": 8}
     is_int = tile.weight_format.startswith("int")

@@ -29,6 +29,13 @@ MODE_PAIRS = (
 )
 
 
+#: BitMoD's bit-serial PE (``pe: bitmod``), small enough to co-simulate its array RTL
+#: (tests/test_template_levels.py, tests/test_simd_bitmod_array.py)
+BITMOD_ARCH: dict = {"pes": 3, "lane_bits": 16, "pe": "bitmod", "group_size": 16, "pipeline_cycles": 2,
+                     "formats": ["fp4_er_pos", "fp4_ea_neg", "fp3_ea_pos", "int8", "int4"],
+                     "weight_format": "fp4_er_pos", "activation_format": "int8"}
+
+
 def conformance_archs() -> list[dict]:
     return [
         {"pes": 4, "lane_bits": 16},
@@ -36,9 +43,7 @@ def conformance_archs() -> list[dict]:
         {"pes": 2, "lane_bits": 16, "multiplier": "shift_add", "pipeline_cycles": 0},
         {"pes": 4, "lane_bits": 16, "dequant": True, "group_size": 8},
         {"pes": 5, "lane_bits": 32, "pipeline_cycles": 1},
-        {"pes": 3, "lane_bits": 16, "pe": "bitmod", "group_size": 16, "pipeline_cycles": 2,
-         "formats": ["fp4_er_pos", "fp4_ea_neg", "fp3_ea_pos", "int8", "int4"],
-         "weight_format": "fp4_er_pos", "activation_format": "int8"},
+        dict(BITMOD_ARCH),
         {"pes": 2, "lane_bits": 8, "formats": ["int2", "int4", "int8", "fp4_e2m1", "fp8_e4m3", "fp8_e5m2",
                                                "posit8_0"]},
     ]
