@@ -179,6 +179,7 @@ def test_rtl_planted_bug_is_caught(bug):
 
 @pytest.mark.rtl
 @pytest.mark.slow
+@pytest.mark.long  # suite time: the 50-tile run and the bit-serial array's 20 tiles stay in the default suite
 def test_rtl_pe_matches_the_models_on_1000_tiles():
     tiles, bad_values, bad_cycles = _cosim(1000, seed=3)
     assert (tiles, bad_values, bad_cycles) == (1000, 0, 0)

@@ -97,11 +97,15 @@ def test_tpe_rtl_matches_models_small(style):
 @pytest.mark.slow
 @needs_icarus
 @pytest.mark.parametrize("overrides", [
-    {"rows": 4, "cols": 4, "dataflow": "auto", "preload": "double_buffered", "pe_style": "tpe"},
-    {"rows": 3, "cols": 2, "dataflow": "auto", "preload": "serial", "pe_style": "tpe",
-     "input_precision": "int16", "weight_precision": "int16", "acc_precision": "int64"},
-    {"rows": 4, "cols": 3, "dataflow": "auto", "preload": "double_buffered", "pe_style": "tpe_pipelined"},
-], ids=["4x4-int8-int32", "3x2-int16-int64", "4x3-pipelined"])
+    pytest.param({"rows": 4, "cols": 4, "dataflow": "auto", "preload": "double_buffered", "pe_style": "tpe"},
+                 id="4x4-int8-int32"),
+    # the two other configurations run with `-m long` (suite time); the small 12-tile test covers both styles
+    pytest.param({"rows": 3, "cols": 2, "dataflow": "auto", "preload": "serial", "pe_style": "tpe",
+                  "input_precision": "int16", "weight_precision": "int16", "acc_precision": "int64"},
+                 id="3x2-int16-int64", marks=pytest.mark.long),
+    pytest.param({"rows": 4, "cols": 3, "dataflow": "auto", "preload": "double_buffered", "pe_style": "tpe_pipelined"},
+                 id="4x3-pipelined", marks=pytest.mark.long),
+])
 def test_tpe_rtl_matches_models_1000_tiles(overrides):
     report = _cosim(overrides, tiles=1100, seed=7)
     assert len(report.tiles) >= 1000
