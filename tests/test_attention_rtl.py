@@ -258,6 +258,54 @@ def test_cli_cosim(capsys):
     assert "PASS: 3/3 tiles match archsim on icarus" in out
 
 
+def _icarus_or_skip():
+    from rtl.cosim.harness import simulator_missing_reason
+
+    reason = simulator_missing_reason("icarus")
+    if reason:
+        pytest.skip(reason)
+
+
+#: the smallest tile that read X back before the fix (issue 23), as the first tile of a run: one
+#: query row, so lane 0's row index stays 0 and its l_state[row] read is never re-evaluated
+FIRST_TILE_X = AttentionTile("fusemax", 1, 1, 1)
+
+
+@pytest.mark.rtl
+def test_a_first_tile_whose_lane_inputs_never_change_reads_no_x():
+    """Issue 23: yosys gives every module an initialised ``$auto$verilog_backend`` reg that Icarus
+    must see change before an ``always @*`` block runs; the driver wrote only the top module's, so a
+    sub-module block whose inputs kept their initial values (lane 0's ``l_state[0]`` mux: row index
+    0, ``l`` first written 0) stayed X and the X reached the result. Now every instance is kicked:
+    the tile (first of its run) is bit-exact with the models and on both models' cycles."""
+    from rtl import run_cosim
+
+    _icarus_or_skip()
+    items = [(FIRST_TILE_X, _ops(np.random.default_rng(21), 1, 1, 1))]
+    report = run_cosim(_arch(), items, sim="icarus")
+    assert report.ok, "\n" + report.summary()
+    model = _arch().model()
+    assert report.tiles[0].rtl_cycles == model.tile_cycles(FIRST_TILE_X) == report.tiles[0].detailed_cycles
+
+
+@pytest.mark.rtl
+def test_x_read_back_fails_loudly_naming_the_tile():
+    """Without the driver's kicks (the old bug, planted by emptying the job's ``kick`` list) the
+    result word holds X bits: the run fails with the tile named, and no value is compared."""
+    from rtl.cosim import run_job
+
+    _icarus_or_skip()
+    design = design_for(_arch())
+    items = [(FIRST_TILE_X, _ops(np.random.default_rng(21), 1, 1, 1))]
+    job = {**design.make_job(items), "kick": []}
+    run = run_job(design.verilog(), design.toplevel, job, sim="icarus")
+    report = design.check(items, run.result)
+    assert not report.ok
+    assert report.error.startswith("tile 0 (fusemax q=1 L=1 d=1): X/Z read back: rd_data of result address 0 "
+                                   "holds "), report.error
+    assert report.tiles[0].mismatch == "no result from the RTL"
+
+
 @pytest.mark.rtl
 def test_axi_wrapped_attention_is_exact_against_the_models(tmp_path):
     """``--wrapper axi``: the array driven only through cocotbext-axi's bus models (both streams

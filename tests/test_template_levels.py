@@ -205,13 +205,6 @@ def test_the_reference_catches_a_wrong_value():
 VERILATOR_TEMPLATES = ("systolic", "pim")
 
 
-#: the attention engine (host interface, this round) reads X back from its output buffer on the
-#: conformance hook's edge-case tiles (the first: flat, 2 queries x 10 keys, head dim 4, on the
-#: 2x3 harness array); its own co-simulation tests (random tiles, tests/test_attention_rtl.py) pass.
-#: Left open in issue 23's note; strict: the mark fails once the engine is fixed.
-KNOWN_BROKEN_RTL = ("attention engine: X read back on the harness's edge-case tiles (issue 23, left open)")
-
-
 def _rtl_cases():
     for name in template_names():
         hook, reason = _hook_status(name)
@@ -221,11 +214,7 @@ def _rtl_cases():
             yield pytest.param(name, "icarus", None, id=name, marks=pytest.mark.skip(
                 reason=f"template {name!r} names no RTL design on its entry"))
         else:
-            if name == "attention":  # see KNOWN_BROKEN_RTL
-                yield pytest.param(name, "icarus", None, id=name,
-                                   marks=pytest.mark.xfail(strict=True, reason=KNOWN_BROKEN_RTL))
-            else:
-                yield pytest.param(name, "icarus", None, id=name)
+            yield pytest.param(name, "icarus", None, id=name)
             if name == "simd":  # the array of BitMoD's bit-serial PEs (pe: bitmod)
                 yield pytest.param(name, "icarus", hook.BITMOD_ARCH, id="simd-bitmod")
             if name in VERILATOR_TEMPLATES:

@@ -36,8 +36,9 @@ this module is the array it wraps (flat ports).
   ``l`` and output ``O`` (``R x D``), per-block rings for the block max, ``m*c``,
   ``alpha``, the row sum and ``P.V``; a finished pass's ``l`` and ``O`` are
   captured into the result buffer, normalised (``1/l``, ``O * 1/l``, one
-  element per cycle) after the tile: the contract times that final divide on
-  the 1D array's companion tile, where it overlaps the next tile.
+  element per cycle, on lane 0's reciprocal and multiplier, idle then) after
+  the tile: the contract times that final divide on the 1D array's companion
+  tile, where it overlaps the next tile.
 - **controller**: fusemax: slots (``s = 0 .. passes*nb + 2``), the 2D unit
   running ``qk_max(s)`` then ``exp_sum_av(s-2)``, the 1D unit ``stat(s-1)``
   then ``update(s-3)``; a slot ends in the cycle both units have finished; then
@@ -308,6 +309,13 @@ class AttentionArray(wiring.Component):
         chain = carry
         first1 = first[1] & ~flat
         first3 = first[3] & ~flat
+        # the final divide (after the tile, op1 = OP_DONE): lane 0's reciprocal and multiplier do it
+        fp_ = Signal(range(QP + 1))
+        fi = Signal(range(R + 1))
+        fe = Signal(range(D + 1))
+        fin_l = res_l[fp_ * R + fi]
+        fin_o = res_o[(fp_ * R + fi) * D + fe]
+        lanes = []
         for ln in range(P):
             ii = Signal(range(R + P + 2), name=f"lane{ln}_i")
             cc = Signal(range(max(D, FL) + 2), name=f"lane{ln}_c")
@@ -322,6 +330,8 @@ class AttentionArray(wiring.Component):
             mb = Signal(32, name=f"{nm}_mb")
             aa = Signal(32, name=f"{nm}_aa")
             ab = Signal(32, name=f"{nm}_ab")
+            m.submodules[nm] = lane = Lane1D(E, S1)
+            lanes.append(lane)
             with m.Switch(op1):
                 with m.Case(OP_MULC):
                     m.d.comb += [ma.eq(m_state[ii]), mb.eq(scale)]
@@ -345,10 +355,13 @@ class AttentionArray(wiring.Component):
                     m.d.comb += [aa.eq(Mux(cc == 0, 0, chain)), ab.eq(sbuf[si])]
                 with m.Case(OP_FMULN):
                     m.d.comb += [ma.eq(sbuf[si]), mb.eq(l_state[ii])]
-            m.submodules[nm] = lane = Lane1D(E, S1)
+                if ln == 0:  # no op: the final divide's O * (1/l)
+                    with m.Case(OP_DONE):
+                        m.d.comb += [ma.eq(fin_o), mb.eq(lane.recip)]
+            recip_in = Mux(op1 == OP_DONE, fin_l, l_state[ii]) if ln == 0 else l_state[ii]
             m.d.comb += [lane.ma.eq(ma), lane.mb.eq(mb), lane.aa.eq(aa), lane.ab.eq(ab),
                          lane.fmulx.eq(op1 == OP_FMULX), lane.neg_mc.eq(fp.fp32_neg(mc_state[ii])),
-                         lane.recip_in.eq(l_state[ii]), lane.m_in.eq(m_state[ii]), lane.bm_in.eq(bmA[r1[0]][ii]),
+                         lane.recip_in.eq(recip_in), lane.m_in.eq(m_state[ii]), lane.bm_in.eq(bmA[r1[0]][ii]),
                          lane.chain_in.eq(chain), lane.s_in.eq(sbuf[si]), lane.fmax.eq(op1 == OP_FMAX),
                          lane.row_start.eq(cc == 0)]
             prod, add, ex, rc, mx, seg = lane.prod, lane.sum, lane.exp, lane.recip, lane.max, lane.seg
@@ -461,11 +474,7 @@ class AttentionArray(wiring.Component):
                         m.d.sync += res_o[(pp * R + i) * D + e].eq(o_state[i * D + e])
 
         # ------------------------------------------------------------------ the final divide (after the tile)
-        fp_ = Signal(range(QP + 1))
-        fi = Signal(range(R + 1))
-        fe = Signal(range(D + 1))
-        fr = fp.recip(m, res_l[fp_ * R + fi], "fin_recip")
-        fo = fp.fp32_mul_finite(m, res_o[(fp_ * R + fi) * D + fe], fr, "fin_mul")
+        fo = lanes[0].prod  # O * (1/l) on lane 0 (its op is OP_DONE in FIN: see the lane loop)
 
         # ------------------------------------------------------------------ main controller
         slot_last = slot == nb_all + 2

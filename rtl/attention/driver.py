@@ -13,7 +13,7 @@ systolic ones: the ``wr`` stream's ``buf`` codes 0, 1, 2 are Q, K, V here.
 """
 from __future__ import annotations
 
-from rtl.cosim.direct_host import DirectHost
+from rtl.cosim.direct_host import DirectHost, UnresolvedRead
 
 #: the host drivers' buffer names for the buf codes 0 (Q), 1 (K), 2 (V)
 BUF_NAMES = ("left", "top", "out")
@@ -21,11 +21,30 @@ MAX_CYCLES = 200_000
 
 
 def _kick(dut, names: tuple[str, ...]):
-    """Evaluate every combinational block once (see rtl.attention.rtl_design.make_job)."""
-    dut._discover_all()
-    for key in dut._keys():
-        if str(key).strip().lstrip("\\") in names:
-            dut._get(key).value = 1
+    """Evaluate every combinational block once (see rtl.attention.rtl_design.make_job): write 1 to
+    each module instance's ``$auto$verilog_backend`` reg, walking the whole instance tree.
+
+    yosys declares one such reg per module, so kicking only the top module's left the blocks of
+    the sub-modules (the array, its lanes and PEs) unevaluated until one of their inputs changed:
+    a block whose inputs never change from their initial values (a lane's ``l_state[row]`` read
+    while its row index stays 0 and ``l`` is first written 0) kept X, and the X reached the
+    results (issue 23: the level harness's first fusemax tile on the 2x3 array)."""
+    from cocotb.handle import HierarchyArrayObject, HierarchyObject
+
+    todo = [dut]
+    while todo:
+        scope = todo.pop()
+        scope._discover_all()
+        for key in scope._keys():
+            name = str(key).strip().lstrip("\\")
+            if name in names:
+                scope._get(key).value = 1
+                continue
+            child = scope._get(key)
+            if isinstance(child, HierarchyArrayObject):
+                todo.extend(child)
+            elif isinstance(child, HierarchyObject):
+                todo.append(child)
 
 
 async def run_job(dut, job) -> dict:
@@ -52,9 +71,12 @@ async def run_job(dut, job) -> dict:
                     "tiles": out}
         timing = (await host.batch_timing(1))[0]
         rows = []
-        for base, count in t["reads"]:
-            for word in await host.read_rows(base, count):
-                rows.append([(word >> (32 * e)) & 0xFFFFFFFF for e in range(D)])
+        try:
+            for base, count in t["reads"]:
+                for word in await host.read_rows(base, count):
+                    rows.append([(word >> (32 * e)) & 0xFFFFFFFF for e in range(D)])
+        except UnresolvedRead as err:  # never a value: the report names the tile
+            return {"error": f"tile {len(out)} ({t.get('label', '?')}): X/Z read back: {err}", "tiles": out}
         status = await host.finish()
         out.append({**timing, "rows": rows, "error_flag": status["error_flag"]})
     return {"tiles": out, **await host.finish()}

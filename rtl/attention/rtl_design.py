@@ -180,7 +180,7 @@ class AttentionDesign(RtlDesign):
         reads = [[p * R, tile.q_rows] for p in range(tile.passes)]  # [first address, rows]
         return {"cmd": {"flat": int(tile.mapping == "flat"), "q_rows": tile.q_rows, "kv_len": tile.kv_len,
                         "head_dim": tile.head_dim, "passes": tile.passes, "drain": int(tile.drain)},
-                "writes": writes, "reads": reads}
+                "writes": writes, "reads": reads, "label": self.label(tile)}
 
     def make_job(self, items) -> dict[str, Any]:
         import re

@@ -22,6 +22,20 @@ def _u(sig) -> int:
     return v.to_unsigned() if hasattr(v, "to_unsigned") else int(v)
 
 
+class UnresolvedRead(ValueError):
+    """A word read from the design holds X or Z bits (an uninitialised or undriven value): the
+    co-simulation stops with this rather than read it as a number."""
+
+
+def resolved(sig, what: str) -> int:
+    """``sig``'s value as an unsigned integer; :class:`UnresolvedRead` naming ``what`` if any bit is X/Z."""
+    v = sig.value
+    if getattr(v, "is_resolvable", True):
+        return _u(sig)
+    bad = sum(ch not in "01" for ch in str(v))
+    raise UnresolvedRead(f"{what} holds {bad} X/Z bit(s) of {len(v)} (an uninitialised or undriven value)")
+
+
 class _Monitor:
     def __init__(self, dut, tiles: int = 0):
         self.dut = dut
@@ -76,7 +90,7 @@ async def _read(dut, addr: int, limit: int = 1000) -> int:
     for _ in range(limit):
         await FallingEdge(dut.clk)
         if _u(dut.rd_data__valid):
-            word = _u(dut.rd_data__payload)
+            word = resolved(dut.rd_data__payload, f"rd_data of result address {addr}")
             await RisingEdge(dut.clk)  # rd_data__ready is held high: the word is taken at this edge
             return word
     raise TimeoutError(f"no rd_data within {limit} cycles of reading address {addr}")

@@ -174,7 +174,8 @@ def run_job(
     build_args = ["-Wno-fatal", "-Wno-lint", "-Wno-style"] if sim == "verilator" else []
     log = build / "sim.log"
     sink = io.StringIO()
-    t0 = time.perf_counter()
+    t0 = t1 = time.perf_counter()
+    built = False  # a SystemExit after the build is the test's failure, not the build's
     with _env(sim_env):
         try:
             with contextlib.redirect_stdout(sink) if quiet else contextlib.nullcontext():
@@ -193,6 +194,7 @@ def run_job(
                     if old != stamp:
                         old.unlink()
                 stamp.touch()
+                built = True
                 t1 = time.perf_counter()
                 report("start", 0, 0)
                 with tile_progress.Tail(progress_file, lambda done, total: report("run", done, total)) \
@@ -207,7 +209,10 @@ def run_job(
                         timescale=("1ns", "1ps"),
                         log_file=log,
                     )
-        except SystemExit as err:  # cocotb's runner exits on build errors
+        except SystemExit as err:  # cocotb's runner exits on build errors (and on a failed test)
+            if built:
+                raise ToolError(f"{sim} co-simulation failed (the cocotb test failed, exit {err.code}); "
+                                f"see {log}") from None
             raise ToolError(f"{sim} build failed (exit {err.code}); see {build / 'build.log'}") from None
         except ToolError:
             raise

@@ -18,6 +18,7 @@ import os
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
+from rtl.cosim.direct_host import UnresolvedRead
 from rtl.cosim.progress import tile_done
 
 CLOCK_PERIOD_NS = 10
@@ -35,6 +36,9 @@ async def run_job(dut):
     for _ in range(3):
         await RisingEdge(dut.clk)
     dut.rst.value = 0
-    result = await driver(dut, job)
+    try:
+        result = await driver(dut, job)
+    except UnresolvedRead as err:  # X/Z in a result word: a failure the report names, never a value
+        result = {"error": f"X/Z read back: {err}", "tiles": []}
     with open(os.environ["ARCHSIM_COSIM_RESULT"], "w") as f:
         json.dump(result, f)
