@@ -290,7 +290,7 @@ def test_a_first_tile_whose_lane_inputs_never_change_reads_no_x():
 
 @pytest.mark.rtl
 def test_x_read_back_fails_loudly_naming_the_tile():
-    """Without the driver's kicks (the old bug, planted by emptying the job's ``kick`` list) the
+    """Without the testbench kicks (the old bug, planted by emptying the job's ``kick`` list) the
     result word holds X bits: the run fails with the tile named, and no value is compared."""
     from rtl.cosim import run_job
 

@@ -20,37 +20,8 @@ BUF_NAMES = ("left", "top", "out")
 MAX_CYCLES = 200_000
 
 
-def _kick(dut, names: tuple[str, ...]):
-    """Evaluate every combinational block once (see rtl.attention.rtl_design.make_job): write 1 to
-    each module instance's ``$auto$verilog_backend`` reg, walking the whole instance tree.
-
-    yosys declares one such reg per module, so kicking only the top module's left the blocks of
-    the sub-modules (the array, its lanes and PEs) unevaluated until one of their inputs changed:
-    a block whose inputs never change from their initial values (a lane's ``l_state[row]`` read
-    while its row index stays 0 and ``l`` is first written 0) kept X, and the X reached the
-    results (issue 23: the level harness's first fusemax tile on the 2x3 array)."""
-    from cocotb.handle import HierarchyArrayObject, HierarchyObject
-
-    todo = [dut]
-    while todo:
-        scope = todo.pop()
-        scope._discover_all()
-        for key in scope._keys():
-            name = str(key).strip().lstrip("\\")
-            if name in names:
-                scope._get(key).value = 1
-                continue
-            child = scope._get(key)
-            if isinstance(child, HierarchyArrayObject):
-                todo.extend(child)
-            elif isinstance(child, HierarchyObject):
-                todo.append(child)
-
-
 async def run_job(dut, job) -> dict:
     D = job["head_dim_max"]
-    if job.get("kick"):
-        _kick(dut, tuple(job["kick"]))
     if job.get("host") == "axi":
         from rtl.lib.axi_host import AxiHost
 

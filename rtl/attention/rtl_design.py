@@ -183,15 +183,9 @@ class AttentionDesign(RtlDesign):
                 "writes": writes, "reads": reads, "label": self.label(tile)}
 
     def make_job(self, items) -> dict[str, Any]:
-        import re
-
-        # yosys' write_verilog makes every `always @*` block depend on one initialised reg so that
-        # simulators run it at time 0; Icarus in SystemVerilog mode (cocotb's default) raises no
-        # event for a declaration initialiser, so the driver writes that reg once after reset
-        kick = sorted(set(re.findall(r"reg \\(\$auto\$verilog_backend\S*)\s", self.verilog())))
         sig = attention_host_signature(self.cfg)
         wr = payload_shape(sig.members["wr"])
-        return {"driver": self.driver, "head_dim_max": self.cfg.head_dim_max, "kick": kick,
+        return {"driver": self.driver, "head_dim_max": self.cfg.head_dim_max,
                 "command_layout": [(n, f.offset, f.width) for n, f in command_layout(self.cfg)],
                 "write_layout": [(n, f.offset, f.width) for n, f in wr],
                 "tiles": [self.encode(t, o) for t, o in items]}

@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from archsim.errors import ToolError
 from rtl.cosim import progress as tile_progress
+from rtl.cosim.kick import kick_names
 
 SIMULATORS = ("icarus", "verilator")
 _REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -126,7 +127,8 @@ def run_job(
     extra_sources: dict[str, str] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> CosimRun:
-    """Build ``verilog`` (once per text and simulator) and replay ``job`` on it."""
+    """Build ``verilog`` (once per text and simulator) and replay ``job`` on it (the testbench first
+    kicks yosys' always-@* regs: :mod:`rtl.cosim.kick`)."""
     reason = simulator_missing_reason(sim)
     if reason:
         raise ToolError(reason)
@@ -152,6 +154,7 @@ def run_job(
     stamp = build / (".built-waves" if waves else ".built")
     job_file = build / "job.json"
     result_file = build / "result.json"
+    job = {"kick": kick_names(verilog), **job}  # a job may plant "kick": [] (tests of the X check)
     job_file.write_text(json.dumps(job))
     progress_file = build / "progress.txt"
     for stale in (result_file, progress_file):
