@@ -305,7 +305,9 @@ def test_posit_decode(bits, es):
     else:
         ref = [float(softposit.posit8(bits=int(c))) if bits == 8 else float(softposit.posit16(bits=int(c)))
                for c in codes]
-    for stages in (0, 2):
+    deepest = PositDecode(bits, es, 0).max_stages
+    assert deepest == 5  # four cut points (two's complement, the count's two levels, the shift) + output
+    for stages in (0, 2, deepest):
         got = simulate(PositDecode(bits, es, stages), {"a": codes}, outs=("nar", "sign", "exp", "sig"))
         for i, r in enumerate(ref):
             if got["nar"][i]:
