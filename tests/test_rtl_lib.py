@@ -305,7 +305,9 @@ def test_posit_decode(bits, es):
     else:
         ref = [float(softposit.posit8(bits=int(c))) if bits == 8 else float(softposit.posit16(bits=int(c)))
                for c in codes]
-    for stages in (0, 2):
+    deepest = PositDecode(bits, es, 0).max_stages
+    assert deepest == 5  # four cut points (two's complement, the count's two levels, the shift) + output
+    for stages in (0, 2, deepest):
         got = simulate(PositDecode(bits, es, stages), {"a": codes}, outs=("nar", "sign", "exp", "sig"))
         for i, r in enumerate(ref):
             if got["nar"][i]:
@@ -347,6 +349,208 @@ def test_int_mac(stages):
     assert [as_signed(g, 32) for g in got["acc"]] == want
 
 
+# ----------------------------------------------------------------------------- registered DSP blocks (mul="dsp_reg")
+
+
+def _dsp_reg_units():
+    """(name, constructor(stages, mul)) of every unit with a significand multiplier."""
+    from rtl.lib.units import Exp2, Fp32MulFinite, FpMul, IntMac, NarrowMulFp32
+
+    return [("bf16_mul", lambda s, k: FpMul("bf16", s, k)), ("fp16_mul", lambda s, k: FpMul("fp16", s, k)),
+            ("fp32_mul", lambda s, k: FpMul("fp32", s, k)), ("e4m3_mul", lambda s, k: FpMul("fp8_e4m3", s, k)),
+            ("bf16_mul_fp32", lambda s, k: NarrowMulFp32("bf16", s, k)),
+            ("fp32_mul_finite", lambda s, k: Fp32MulFinite(s, k)), ("exp2_4", lambda s, k: Exp2(4, s, k)),
+            ("int8_mac", lambda s, k: IntMac(8, 8, 32, s, k))]
+
+
+def test_dsp_reg_declares_the_latency_of_its_model_and_of_dsp():
+    """The primitive, its Amaranth model and the inferred multiplier: the same cut points, so the same
+    ``max_stages`` and, at every depth, the same declared latency (what the templates' models read)."""
+    def unit(make, stages, kind):
+        u = make(stages, kind)
+        u._MustUse__silence = True  # inspected, never elaborated
+        return u
+
+    for name, make in _dsp_reg_units():
+        deepest = unit(make, 1, "dsp").max_stages
+        for kind in ("dsp_reg", "dsp_reg_sim"):
+            assert unit(make, 1, kind).max_stages == deepest, (name, kind)
+            for stages in sorted({1, deepest // 2, deepest}):
+                assert unit(make, stages, kind).latency == unit(make, stages, "dsp").latency == stages, (name, kind)
+
+
+@pytest.mark.parametrize("fmt", list(DTYPES))
+def test_fp_mul_dsp_reg_model(fmt):
+    """``mul="dsp_reg_sim"`` (the registered DSP's Amaranth model) at full, half and one-stage depth:
+    numpy's bits, ``latency`` cycles after the operands."""
+    from rtl.lib.units import FpMul
+
+    a, b = pairs(fmt, 150, 29)
+    deepest = FpMul(fmt, 0, "dsp_reg_sim").max_stages
+    for stages in (1, deepest // 2, deepest):
+        got = simulate(FpMul(fmt, stages, "dsp_reg_sim"), {"a": a, "b": b})
+        assert_same_float(got["out"], reference(fmt, "mul", a, b), fmt)
+
+
+def test_fp32_mul_dsp_reg_model_at_every_depth():
+    """Every depth picks other cut points: with 4 split blocks the operand and product registers move
+    between the blocks and the fabric."""
+    from rtl.lib.units import FpMul
+
+    a, b = pairs("fp32", 40, 31)
+    for stages in range(FpMul("fp32", 0, "dsp_reg_sim").max_stages + 1):
+        got = simulate(FpMul("fp32", stages, "dsp_reg_sim"), {"a": a, "b": b})
+        assert_same_float(got["out"], reference("fp32", "mul", a, b), "fp32")
+
+
+def test_narrow_mul_and_exp2_dsp_reg_model():
+    from archsim.templates.attention.values import exp2_poly
+    from rtl.lib.units import Exp2, NarrowMulFp32
+
+    for fmt in ("bf16", "fp16"):
+        dt, ut = DTYPES[fmt]
+        a, b = pairs(fmt, 200, 5)
+        x, y = a.astype(ut).view(dt).astype(np.float64), b.astype(ut).view(dt).astype(np.float64)
+        keep = np.isfinite(x) & np.isfinite(y) & np.isfinite((x * y).astype(np.float32))
+        want = (x * y).astype(np.float32)[keep]
+        for stages in (2, NarrowMulFp32(fmt, 0).max_stages):
+            got = simulate(NarrowMulFp32(fmt, stages, "dsp_reg_sim"), {"a": a[keep], "b": b[keep]})
+            assert_same_float(got["out"], want, "fp32")
+    x = -np.abs(np.random.default_rng(9).standard_normal(30).astype(np.float32) * 20)
+    got = simulate(Exp2(4, Exp2(4, 0).max_stages, "dsp_reg_sim"), {"a": x.view(np.uint32)})
+    assert_same_float(got["out"], exp2_poly(x, 4), "fp32")
+
+
+def test_dsp_reg_verilog_uses_the_block_registers_at_the_chosen_cuts():
+    """``mul="dsp_reg"`` emits MULT18X18D instances (4 for a 24 x 24 significand product) whose input
+    and output registers are on exactly when the cut points before and after them are chosen."""
+    import re
+
+    from amaranth.back import verilog
+
+    from rtl.lib.units import FpMul
+
+    def regs(unit):
+        text = verilog.convert(unit, name="t", emit_src=False)
+        cells = re.findall(r"MULT18X18D #\((.*?)\) ", text, re.S)
+        return [(re.search(r"REG_INPUTA_CLK\(\"(\w+)", c)[1], re.search(r"REG_INPUTB_CLK\(\"(\w+)", c)[1],
+                 re.search(r"REG_OUTPUT_CLK\(\"(\w+)", c)[1]) for c in cells], text
+
+    deepest = FpMul("bf16", 0).max_stages
+    cells, text = regs(FpMul("bf16", deepest, "dsp_reg"))
+    assert cells == [("CLK0", "CLK0", "CLK0")]
+    assert not re.search(r"=[^;]*\s\*\s", text)  # no inferred multiply (`assign p = a * b;`) left in the fabric
+    assert regs(FpMul("bf16", 0, "dsp_reg"))[0] == [("NONE", "NONE", "NONE")]
+    cells, _ = regs(FpMul("fp32", FpMul("fp32", 0).max_stages, "dsp_reg"))
+    assert cells == [("CLK0", "CLK0", "CLK0")] * 4
+
+
+def run_icarus(unit, ops: dict[str, np.ndarray], out: str, tmp_path) -> list[int]:
+    """Simulate ``unit``'s Verilog with the MULT18X18D model in Icarus: one operand set per cycle, each
+    ``out`` collected when ``out_valid``, and the cycles between them checked against ``latency``."""
+    import shutil
+    import subprocess
+
+    from amaranth.back import verilog
+
+    from rtl.lib.ecp5 import mult18x18d_sim_model
+
+    if not shutil.which("iverilog"):
+        pytest.skip("iverilog not installed")
+    n = len(next(iter(ops.values())))
+    (tmp_path / "unit.v").write_text(verilog.convert(unit, name="unit", emit_src=False))
+    (tmp_path / "mult18x18d.v").write_text(mult18x18d_sim_model())
+    widths = {k: len(getattr(unit, k)) for k in [*ops, out]}
+    for k, v in ops.items():
+        (tmp_path / f"{k}.hex").write_text("".join(f"{int(x) & ((1 << widths[k]) - 1):x}\n" for x in v))
+    decl = "".join(f"  reg [{widths[k] - 1}:0] mem_{k} [0:{n - 1}]; reg [{widths[k] - 1}:0] {k} = 0;\n" for k in ops)
+    load = "".join(f'    $readmemh("{tmp_path / k}.hex", mem_{k});\n' for k in ops)
+    drive = "".join(f"      {k} <= mem_{k}[i];\n" for k in ops)
+    conns = "".join(f".{k}({k}), " for k in ops)
+    (tmp_path / "tb.v").write_text(f"""`timescale 1ns/1ps
+module tb;
+  reg clk = 0, rst = 1, in_valid = 0;
+{decl}  wire [{widths[out] - 1}:0] res; wire out_valid;
+  integer i = 0, cycle = 0, f;
+  unit dut(.clk(clk), .rst(rst), .in_valid(in_valid), {conns}.{out}(res), .out_valid(out_valid));
+  always #5 clk = ~clk;
+  initial begin
+{load}    f = $fopen("{tmp_path}/out.txt", "w");
+    @(posedge clk); rst <= 0;
+    repeat ({n} + {unit.latency} + 4) begin
+      @(posedge clk);
+      if (out_valid) $fwrite(f, "%0d %h\\n", cycle, res);
+      if (i < {n}) begin
+{drive}        in_valid <= 1; i = i + 1;
+      end else in_valid <= 0;
+      cycle = cycle + 1;
+    end
+    $fclose(f); $finish;
+  end
+endmodule
+""")
+    subprocess.run(["iverilog", "-g2012", "-o", str(tmp_path / "sim"), str(tmp_path / "tb.v"), str(tmp_path / "unit.v"),
+                    str(tmp_path / "mult18x18d.v")], check=True, capture_output=True)
+    subprocess.run(["vvp", str(tmp_path / "sim")], check=True, capture_output=True, cwd=tmp_path)
+    rows = [line.split() for line in (tmp_path / "out.txt").read_text().splitlines()]
+    assert len(rows) == n
+    # operand set j is driven at the edge that ends loop pass j; its result is seen in pass j + latency
+    assert [int(c) for c, _ in rows] == [j + unit.latency + 1 for j in range(n)]
+    return [int(v, 16) for _, v in rows]
+
+
+@pytest.mark.rtl
+@pytest.mark.verilog
+@pytest.mark.parametrize("fmt, stages", [("bf16", None), ("fp32", None), ("fp32", 4), ("fp16", 1)])
+def test_fp_mul_dsp_reg_primitive_in_icarus(fmt, stages, tmp_path):
+    """The instantiated MULT18X18D's wiring (operand bits, unsigned mode, which registers are on) through
+    the Verilog model of the block: numpy's bits at the declared latency."""
+    from rtl.lib.units import FpMul
+
+    a, b = pairs(fmt, 80, 41)
+    unit = FpMul(fmt, FpMul(fmt, 0).max_stages if stages is None else stages, "dsp_reg")
+    assert_same_float(run_icarus(unit, {"a": a, "b": b}, "out", tmp_path), reference(fmt, "mul", a, b), fmt)
+
+
+@pytest.mark.rtl
+@pytest.mark.verilog
+@pytest.mark.parametrize("stages", [2, 3])
+def test_int_mac_dsp_reg_primitive_in_icarus(stages, tmp_path):
+    """The signed MULT18X18D (sign-extended 8-bit operands) of the int8 MAC, in Icarus."""
+    from rtl.lib.units import IntMac
+
+    rng = np.random.default_rng(12)
+    n = 60
+    a, b = rng.integers(-128, 128, n), rng.integers(-128, 128, n)
+    a[:3], b[:3] = [-128, 127, -128], [-128, -128, 127]
+    first = (np.arange(n) % 16 == 0).astype(int)
+    want, acc = [], 0
+    for x, y, f in zip(a, b, first):
+        acc = (0 if f else acc) + int(x) * int(y)
+        want.append(acc)
+    got = run_icarus(IntMac(8, 8, 32, stages, "dsp_reg"), {"a": a, "b": b, "first": first}, "acc", tmp_path)
+    assert [as_signed(g, 32) for g in got] == want
+
+
+@pytest.mark.parametrize("stages", [1, 2, 3])
+@pytest.mark.parametrize("mul", ["dsp", "dsp_reg_sim"])
+def test_int_mac_depths(stages, mul):
+    from rtl.lib.units import IntMac
+
+    rng = np.random.default_rng(16)
+    n = 120
+    a, b = rng.integers(-128, 128, n), rng.integers(-128, 128, n)
+    a[:4], b[:4] = [-128, -128, 127, 0], [-128, 127, -128, 5]
+    first = (rng.random(n) < 0.1).astype(int)
+    first[0] = 1
+    want, acc = [], 0
+    for x, y, f in zip(a, b, first):
+        acc = (0 if f else acc) + int(x) * int(y)
+        want.append(acc)
+    got = simulate(IntMac(8, 8, 32, stages, mul), {"a": a & 0xFF, "b": b & 0xFF, "first": first}, outs=("acc",))
+    assert [as_signed(g, 32) for g in got["acc"]] == want
+
+
 def test_stages_out_of_range_is_refused():
     from rtl.lib.units import FpMul
 
@@ -356,6 +560,10 @@ def test_stages_out_of_range_is_refused():
         FpMul("fp12", 1)
     with pytest.raises(ValueError, match="mul"):
         FpMul("fp16", 1, "abacus")
+    from rtl.lib.units import IntMac
+
+    with pytest.raises(ValueError, match="at most 18 bits"):
+        IntMac(24, 8, 48, 2, "dsp_reg")
 
 
 # ----------------------------------------------------------------------------- package structure

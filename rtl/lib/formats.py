@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from amaranth import Cat, Const, Module, Mux, Signal, signed
 
-from rtl.lib.lzc import lzc
+from rtl.lib.lzc import lzc_combine, lzc_groups
 from rtl.lib.pipe import Pipe, cut
 
 EXP_W = 12  # signed exponent width of decoded operands (bf16 / fp32 / posit16 ranges fit)
@@ -79,8 +79,9 @@ class Decoded:
 
 
 def decode(m: Module, f: FormatHw, code, name: str, pipe: Pipe | None = None) -> Decoded:
-    """Decode the ``f.bits``-bit ``code`` (see the module docstring). Posits have one cut point
-    (after the regime count), the other kinds none."""
+    """Decode the ``f.bits``-bit ``code`` (see the module docstring). Posits have four cut points
+    (after the two's complement, between the regime count's two levels, after the count, after the
+    regime shift), the other kinds none."""
     b = f.bits
     sign = Signal(name=f"{name}_s")
     exp = Signal(signed(EXP_W), name=f"{name}_e")
@@ -105,19 +106,23 @@ def decode(m: Module, f: FormatHw, code, name: str, pipe: Pipe | None = None) ->
         fw = f.sig_bits - 1
         mag = Signal(n, name=f"{name}_abs")
         m.d.comb += mag.eq(Mux(code[n - 1], ((1 << n) - code[:n])[:n], code[:n]))
+        zero = code[:n] == 0
+        is_nar = code[:n] == (1 << (n - 1))
+        mag, zero, is_nar, s0 = cut(pipe, mag, zero, is_nar, code[n - 1])  # after the two's complement
         body = mag[:n - 1]
         first = body[n - 2]
         run_src = Signal(n - 1, name=f"{name}_rs")
         m.d.comb += run_src.eq(Mux(first, ~body, body))
-        run = lzc(m, run_src, n - 1, f"{name}_run")  # regime run length k
-        zero = code[:n] == 0
-        is_nar = code[:n] == (1 << (n - 1))
-        run, first, body, zero, is_nar, s0 = cut(pipe, run, first, body, zero, is_nar, code[n - 1])
-        m.d.comb += sign.eq(s0)
+        groups = cut(pipe, *lzc_groups(m, run_src, n - 1, f"{name}_run"), first, body, zero, is_nar, s0)
+        *groups, first, body, zero, is_nar, s0 = groups  # between the regime count's two levels
+        run = lzc_combine(m, groups, n - 1, f"{name}_run")  # regime run length k
+        run, first, body, zero, is_nar, s0 = cut(pipe, run, first, body, zero, is_nar, s0)
         regime = Signal(signed(6), name=f"{name}_k")
         m.d.comb += regime.eq(Mux(first, run - 1, -run))
         rest = Signal(n - 1, name=f"{name}_rest")
         m.d.comb += rest.eq((body << (run + 1))[:n - 1])  # exponent bits, then fraction, zero filled
+        regime, rest, zero, is_nar, s0 = cut(pipe, regime, rest, zero, is_nar, s0)  # after the regime shift
+        m.d.comb += sign.eq(s0)
         e_bits = rest[n - 1 - es:n - 1] if es else Const(0, 1)
         frac = rest[n - 1 - es - fw:n - 1 - es] if fw else Const(0, 0)
         m.d.comb += [sig.eq(Cat(frac, Const(1, 1))), exp.eq((regime << es) + e_bits - fw)]

@@ -17,10 +17,10 @@ those taking ``pipe`` have cut points (:mod:`rtl.lib.pipe`) and no output regist
 """
 from __future__ import annotations
 
-from amaranth import Cat, Const, Module, Mux, Signal, signed
+from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 
 from rtl.lib.formats import EXP_W, FP32, Decoded, FormatHw, decode, decode_fp32
-from rtl.lib.pipe import Pipe, carry, cut, drop
+from rtl.lib.pipe import HardRegistered, Pipe, carry, cut, drop, registers_next
 from rtl.lib.round import EW, P, W, round_pack, round_pack_fp32, shift_coarse, shift_fine
 
 QNAN = 0x7FC00000
@@ -97,20 +97,59 @@ def narrow_mul_fp32(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None =
     exp = Signal(signed(EW), name=f"{name}_e")
     # prod * 2**(ea' + eb' - 2 bias - 2 mb) = sig * 2**(exp - 127 - P) with sig = prod << (P - 2 mb)
     m.d.comb += exp.eq(Mux(ea == 0, 1, ea) + Mux(eb_ == 0, 1, eb_) + (127 - 2 * f.bias))
-    sign, exp, ma, mbv = cut(pipe, a[f.bits - 1] ^ b[f.bits - 1], exp, ma, mbv)  # the DSP's input register
-    prod = Signal(2 * mb + 2, name=f"{name}_p")
+    reg_in = registers_next(pipe)  # the DSP's input register (inside the block with "dsp_reg")
+    sign, exp, ma, mbv = cut(pipe, a[f.bits - 1] ^ b[f.bits - 1], exp, _hard(mul, ma), _hard(mul, mbv))
     c_s, c_e = carry(pipe, sign), carry(pipe, exp)
-    m.d.comb += prod.eq(multiply(m, ma, mbv, mb + 1, mb + 1, name, pipe, mul))
+    prod = _product_signal(m, multiply(m, ma, mbv, mb + 1, mb + 1, name, pipe, mul, reg_in), 2 * mb + 2, f"{name}_p")
     sign, exp = drop(pipe, c_s), drop(pipe, c_e)
+    sign, exp, prod = cut(pipe, sign, exp, prod)
     sig = Signal(W, name=f"{name}_sig")
     m.d.comb += sig.eq(prod << (P - 2 * mb))
-    sign, exp, sig = cut(pipe, sign, exp, sig)
     return round_pack_fp32(m, sign, exp, sig, name, pipe)
 
 
-#: multiplier kinds: ``"dsp"`` (inferred MULT18X18D blocks, no cut inside), ``"lut"`` (fabric adder tree
-#: with a cut point between its levels; no stage carries the DSP block's 3.9 ns combinational delay)
-MULTIPLIERS = ("dsp", "lut")
+#: multiplier kinds: ``"dsp"`` (inferred MULT18X18D blocks, no cut inside; the registers around them stay
+#: in the fabric), ``"lut"`` (fabric adder tree with a cut point between its levels; no stage carries the DSP
+#: block's 3.9 ns combinational delay), ``"dsp_reg"`` (instantiated MULT18X18D blocks whose own input and
+#: output registers are the cut points before and after them: :mod:`rtl.lib.ecp5`; ECP5 only, simulate the
+#: Verilog with ``mult18x18d_sim_model``), ``"dsp_reg_sim"`` (the same registers and products in Amaranth,
+#: for amaranth.sim: same cut points, latency and bits as ``"dsp_reg"``)
+MULTIPLIERS = ("dsp", "lut", "dsp_reg", "dsp_reg_sim")
+#: the kinds whose operand and product registers are a DSP block's own
+DSP_REG = ("dsp_reg", "dsp_reg_sim")
+
+
+def _hard(mul: str, v):
+    """``v`` marked as registered inside the DSP block at the next cut point (``DSP_REG`` kinds)."""
+    return HardRegistered(v) if mul in DSP_REG else v
+
+
+def _product_signal(m: Module, prod, width: int, name: str):
+    """A ``width``-bit signal holding ``prod`` (:func:`multiply`'s result), still marked
+    :class:`HardRegistered` if ``prod`` was (its register is the block's, at the next cut point)."""
+    sig = Signal(width, name=name)
+    m.d.comb += sig.eq(prod.value if isinstance(prod, HardRegistered) else prod)
+    return HardRegistered(sig) if isinstance(prod, HardRegistered) else sig
+
+
+def dsp_block(m: Module, x, y, name: str, pipe: Pipe | None, mul: str, reg_in: bool):
+    """Unsigned ``x * y`` (at most 18 bits each) through one MULT18X18D (``mul="dsp_reg"``) or its
+    Amaranth equivalent (``"dsp_reg_sim"``): the operands registered inside if ``reg_in`` (the cut
+    point before was chosen), the product if the next cut point of ``pipe`` is; that cut point
+    must take the result (:class:`HardRegistered`) and nothing may cut in between."""
+    from rtl.lib.ecp5 import mult18x18d, mult18x18d_behavioural
+
+    wx, wy = len(Value.cast(x)), len(Value.cast(y))
+    p = Signal(wx + wy, name=f"{name}_dsp")
+    reg_out = registers_next(pipe)
+    domain, en = ("sync", None) if pipe is None else (pipe.domain, pipe.en)
+    if mul == "dsp_reg":
+        m.submodules[f"{name}_mult18x18d"] = mult18x18d(x, y, p, input_reg=reg_in, output_reg=reg_out, signed=False,
+                                                        enable=en, domain=domain)
+    else:
+        mult18x18d_behavioural(m, x, y, p, input_reg=reg_in, output_reg=reg_out, signed=False, enable=en,
+                               domain=domain, name=name)
+    return HardRegistered(p)
 
 
 def lut_mul(m: Module, x, y, wx: int, wy: int, name: str, pipe: Pipe | None = None):
@@ -134,24 +173,36 @@ def lut_mul(m: Module, x, y, wx: int, wy: int, name: str, pipe: Pipe | None = No
     return out
 
 
-def multiply(m: Module, x, y, wx: int, wy: int, name: str, pipe: Pipe | None = None, mul: str = "dsp"):
+def multiply(m: Module, x, y, wx: int, wy: int, name: str, pipe: Pipe | None = None, mul: str = "dsp",
+             reg_in: bool = False):
     """Unsigned ``x * y`` by the multiplier kind ``mul`` (:data:`MULTIPLIERS`): :func:`wide_mul` or
-    :func:`lut_mul` (cut points: theirs)."""
+    :func:`lut_mul` (cut points: theirs). ``DSP_REG`` kinds: ``x`` / ``y`` are the operands before the
+    cut point that precedes the call (the caller passed them :class:`HardRegistered`), ``reg_in``
+    whether that cut point was chosen; an unsplit product comes back :class:`HardRegistered` (the
+    caller's next cut point is the block's output register)."""
     if mul not in MULTIPLIERS:
         raise ValueError(f"mul: expected one of {', '.join(MULTIPLIERS)}, got {mul!r}")
-    return lut_mul(m, x, y, wx, wy, name, pipe) if mul == "lut" else wide_mul(m, x, y, wx, wy, name, pipe)
+    if mul == "lut":
+        return lut_mul(m, x, y, wx, wy, name, pipe)
+    if mul in DSP_REG:
+        return wide_mul(m, x, y, wx, wy, name, pipe,
+                        block=lambda px, py, nm: dsp_block(m, px, py, nm, pipe, mul, reg_in))
+    return wide_mul(m, x, y, wx, wy, name, pipe)
 
 
-def wide_mul(m: Module, x, y, wx: int, wy: int, name: str, pipe: Pipe | None = None):
+def wide_mul(m: Module, x, y, wx: int, wy: int, name: str, pipe: Pipe | None = None, block=None):
     """Unsigned ``x * y``; operands wider than 18 bits are split in 17-bit pieces whose partial
     products (one 18x18 DSP each) meet at a cut point, then the off-diagonal ones are summed, a second
     cut point, then added to the diagonal ones (which do not overlap: a bit-wise or). Cut points: 2 if
-    split, else 0."""
+    split, else 0. ``block(px, py, name)``: one 18x18 product (default: inferred ``px * py``)."""
+    if block is None:
+        def block(px, py, nm):
+            return px * py
     if wx <= 18 and wy <= 18:
-        return x * y
+        return block(x, y, name)
     def pieces(v, w):
         return [(v[i:min(i + 17, w)], k) for k, i in enumerate(range(0, w, 17))]
-    parts = [(px * py, kx, ky) for px, kx in pieces(x, wx) for py, ky in pieces(y, wy)]
+    parts = [(block(px, py, f"{name}_pp{kx}{ky}"), kx, ky) for px, kx in pieces(x, wx) for py, ky in pieces(y, wy)]
     regs = cut(pipe, *(p for p, _, _ in parts))
     diag, off = 0, 0
     for r, (_, kx, ky) in zip(regs, parts):
@@ -309,7 +360,8 @@ def product(m: Module, a: Decoded, b: Decoded, wa: int, wb: int, name: str, sig_
             pipe: Pipe | None = None, out: FormatHw = FP32, mul: str = "dsp"):
     """Bits of ``a * b`` in ``out`` (default fp32) rounded once (RNE); also the exact unsigned product
     and its sign. Cut points: before and after the multiplier (and the multiplier's own, ``mul``:
-    :func:`multiply`), and round_pack's.
+    :func:`multiply`), and round_pack's. With ``mul="dsp_reg"`` and a chosen cut after the multiplier,
+    the exact product returned is the block's registered one (a cycle later than without).
 
     ``sig_product``: ``a.sig * b.sig`` computed elsewhere (shift-and-add, bit-serial); default a multiplier.
     """
@@ -319,19 +371,20 @@ def product(m: Module, a: Decoded, b: Decoded, wa: int, wb: int, name: str, sig_
     zb = (b.sig == 0) & ~b.nan & ~b.inf
     nan = a.nan | b.nan | (a.inf & zb) | (b.inf & za)
     inf = a.inf | b.inf
-    p = Signal(wa + wb, name=f"{name}_p")
     e = Signal(signed(EXP_W + 1), name=f"{name}_e")
     if sig_product is None:  # the multiplier's operands registered first (a DSP's input register)
-        sa, sb, xa, xb, sc, nan, inf = cut(pipe, a.sig, b.sig, a.exp, b.exp, s, nan, inf)
+        reg_in = registers_next(pipe)
+        sa, sb, xa, xb, sc, nan, inf = cut(pipe, _hard(mul, a.sig), _hard(mul, b.sig), a.exp, b.exp, s, nan, inf)
         m.d.comb += e.eq(xa + xb)  # beside the multiplier
         cc = [carry(pipe, v) for v in (e, sc, nan, inf)]
-        m.d.comb += p.eq(multiply(m, sa, sb, wa, wb, name, pipe, mul))
+        p = _product_signal(m, multiply(m, sa, sb, wa, wb, name, pipe, mul, reg_in), wa + wb, f"{name}_p")
         ec, sc, nan, inf = (drop(pipe, c) for c in cc)
     else:
         m.d.comb += e.eq(a.exp + b.exp)
         ec, sc, nan, inf = cut(pipe, e, s, nan, inf)
-        m.d.comb += p.eq(sig_product)
+        p = _product_signal(m, sig_product, wa + wb, f"{name}_p")
     pc, ec, sc, nan, inf = cut(pipe, p, ec, sc, nan, inf)
+    p = p.value if isinstance(p, HardRegistered) else p
     c_nan, c_inf = carry(pipe, nan), carry(pipe, inf)
     finite = round_pack(m, sc, ec, pc, wa + wb, f"{name}_rp", out.ebits, out.mbits, out.specials, pipe)
     nan, inf = drop(pipe, c_nan), drop(pipe, c_inf)

@@ -31,6 +31,19 @@ class Carried:
         self.value = value
 
 
+class HardRegistered:
+    """A value whose register at the next cut point is inside a hard block (a DSP's input or output
+    register, switched on exactly when that cut point registers: :func:`registers_next`); the cut
+    passes it through unregistered, so the stage count is the same with or without the block."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _unwrap(v):
+    return v.value if isinstance(v, HardRegistered) else v
+
+
 class Pipe:
     """The cut points of one builder call: ``stages`` of its ``n_cuts`` points become registers."""
 
@@ -48,10 +61,11 @@ class Pipe:
             raise RuntimeError(f"{self.name}: more than the {self.n_cuts} declared cut points")
         self._next += 1
         if i not in self._chosen:
-            return values
+            return tuple(_unwrap(v) for v in values)
         for k, c in enumerate(self._carried):
             c.value = self._register(c.value, f"{self.name}_c{i}_carry{k}")
-        return tuple(self._register(v, f"{self.name}_c{i}_{k}") for k, v in enumerate(values))
+        return tuple(v.value if isinstance(v, HardRegistered) else self._register(v, f"{self.name}_c{i}_{k}")
+                     for k, v in enumerate(values))
 
     def _register(self, v, name: str):
         if _is_constant(v):  # a constant needs no register (and many constant registers would merge into
@@ -80,7 +94,13 @@ def _is_constant(v) -> bool:
 
 def cut(pipe: Pipe | None, *values):
     """``pipe.cut(*values)``, or the values unchanged without a pipe (combinational builder)."""
-    return values if pipe is None else pipe.cut(*values)
+    return tuple(_unwrap(v) for v in values) if pipe is None else pipe.cut(*values)
+
+
+def registers_next(pipe: Pipe | None) -> bool:
+    """Whether the next cut point of ``pipe`` is a register (what a hard block's own register,
+    :class:`HardRegistered`, must match)."""
+    return pipe is not None and pipe._next in pipe._chosen
 
 
 def carry(pipe: Pipe | None, value) -> Carried:

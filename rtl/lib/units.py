@@ -75,8 +75,9 @@ class Unit(wiring.Component):
 
 class FpMul(Unit):
     """``a * b`` in the float ``fmt`` (fp8_e4m3, fp8_e5m2, fp16, bf16, fp32), one RNE rounding;
-    ``mul``: the significand multiplier, ``"dsp"`` (DSP blocks) or ``"lut"`` (fabric, one more cut point:
-    :func:`rtl.lib.fp.multiply`)."""
+    ``mul``: the significand multiplier (:data:`rtl.lib.fp.MULTIPLIERS`): ``"dsp"`` (inferred DSP blocks),
+    ``"lut"`` (fabric, one more cut point), ``"dsp_reg"`` (instantiated MULT18X18D blocks with their own
+    registers, ECP5) or ``"dsp_reg_sim"`` (their Amaranth equivalent, for amaranth.sim): :func:`rtl.lib.fp.multiply`."""
 
     def __init__(self, fmt: str, stages: int = 1, mul: str = "dsp"):
         self.fmt = _float(fmt)
@@ -227,13 +228,22 @@ class Exp2(Unit):
 
 class IntMac(wiring.Component):
     """``acc = (first ? 0 : acc) + a * b`` on signed integers, a ``stages``-deep pipeline:
-    ``stages=1`` multiplies and accumulates in one cycle, ``stages=2`` registers the product first.
-    ``acc`` shows the sum including an operand pair ``latency`` cycles after it entered."""
+    ``stages=1`` multiplies and accumulates in one cycle, ``stages=2`` registers the product first,
+    ``stages=3`` also the operands (before the multiplier). ``acc`` shows the sum including an
+    operand pair ``latency`` cycles after it entered. ``mul``: ``"dsp"`` (inferred; the registers in
+    the fabric), ``"dsp_reg"`` (an instantiated MULT18X18D whose own registers are the operand and
+    product registers: :mod:`rtl.lib.ecp5`) or ``"dsp_reg_sim"`` (its Amaranth equivalent)."""
 
-    def __init__(self, a_bits: int, b_bits: int, acc_bits: int, stages: int = 2):
-        if stages not in (1, 2):
-            raise ValueError(f"IntMac: stages expected 1 or 2, got {stages!r}")
-        self.stages, self.max_stages = stages, 2
+    MULS = ("dsp", "dsp_reg", "dsp_reg_sim")
+
+    def __init__(self, a_bits: int, b_bits: int, acc_bits: int, stages: int = 2, mul: str = "dsp"):
+        if isinstance(stages, bool) or stages not in (1, 2, 3):
+            raise ValueError(f"IntMac: stages expected 1, 2 or 3, got {stages!r}")
+        if mul not in self.MULS:
+            raise ValueError(f"IntMac: mul expected one of {', '.join(self.MULS)}, got {mul!r}")
+        if mul != "dsp" and max(a_bits, b_bits) > 18:
+            raise ValueError(f"IntMac: mul={mul!r} takes operands of at most 18 bits, got {a_bits} x {b_bits}")
+        self.stages, self.max_stages, self.mul = stages, 3, mul
         self.acc_bits = acc_bits
         super().__init__({"in_valid": In(1), "first": In(1), "a": In(signed(a_bits)), "b": In(signed(b_bits)),
                           "acc": Out(signed(acc_bits)), "out_valid": Out(1)})
@@ -243,15 +253,29 @@ class IntMac(wiring.Component):
         return self.stages
 
     def elaborate(self, platform):
+        from rtl.lib.ecp5 import mult18x18d, mult18x18d_behavioural
+
         m = Module()
         prod = Signal(signed(len(self.a) + len(self.b)), name="prod")
         valid, first = self.in_valid, self.first
-        if self.stages == 2:
-            v1, f1 = Signal(), Signal()
-            m.d.sync += [prod.eq(self.a * self.b), v1.eq(valid), f1.eq(first)]
-            valid, first = v1, f1
+        reg_in, reg_out = self.stages == 3, self.stages >= 2
+        for i in range(self.stages - 1):  # valid and first beside the operand / product registers
+            v, f = Signal(name=f"valid_{i}"), Signal(name=f"first_{i}")
+            m.d.sync += [v.eq(valid), f.eq(first)]
+            valid, first = v, f
+        if self.mul == "dsp_reg":
+            m.submodules.mult18x18d = mult18x18d(self.a, self.b, prod, input_reg=reg_in, output_reg=reg_out)
+        elif self.mul == "dsp_reg_sim":
+            mult18x18d_behavioural(m, self.a, self.b, prod, input_reg=reg_in, output_reg=reg_out, name="mul")
         else:
-            m.d.comb += prod.eq(self.a * self.b)
+            a, b = self.a, self.b
+            if reg_in:
+                a, b = Signal.like(self.a, name="a_q"), Signal.like(self.b, name="b_q")
+                m.d.sync += [a.eq(self.a), b.eq(self.b)]
+            if reg_out:
+                m.d.sync += prod.eq(a * b)
+            else:
+                m.d.comb += prod.eq(a * b)
         acc = Signal(signed(self.acc_bits), name="acc_r")
         ov = Signal()
         m.d.sync += ov.eq(valid)

@@ -37,7 +37,7 @@ class SystolicRtlOptions:
         operand itself, or the moving one in OS) and, with ``mult_pipeline_stages=1``,
         its output register as the product register; WS, IS or OS builds (not
         ``auto``), operands up to 18 bits. Simulation uses the behavioural model
-        :func:`rtl.systolic.ecp5.mult18x18d_sim_model`.
+        :func:`rtl.lib.ecp5.mult18x18d_sim_model`.
     out_ram : str
         ``"auto"`` (the synthesizer chooses), ``"block"`` or ``"distributed"``: a
         ``ram_style`` hint for the output buffer. ECP5 block RAM has no output

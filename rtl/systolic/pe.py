@@ -22,7 +22,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.lib.csa import booth_rows, compress
 from rtl.systolic.config import SystolicConfig, acc_shape, lane_shape
-from rtl.systolic.ecp5 import mult18x18d
+from rtl.lib.ecp5 import mult18x18d
 
 
 def pe_signature(cfg: SystolicConfig) -> wiring.Signature:

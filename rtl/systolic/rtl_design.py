@@ -73,7 +73,7 @@ class SystolicDesign(RtlDesign):
 
     def sim_sources(self) -> dict[str, str]:
         if self.cfg.multiplier == "ecp5_dsp":
-            from rtl.systolic.ecp5 import mult18x18d_sim_model
+            from rtl.lib.ecp5 import mult18x18d_sim_model
 
             return {"MULT18X18D_model.v": mult18x18d_sim_model()}
         return {}

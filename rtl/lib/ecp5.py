@@ -1,0 +1,127 @@
+"""Lattice ECP5 ``MULT18X18D`` with its own registers, and two models of it for simulation.
+
+:func:`mult18x18d` instantiates the primitive (yosys ``techlibs/ecp5/cells_bb.v``): A and B input
+registers (``REG_INPUTA_CLK`` / ``REG_INPUTB_CLK``) and the output register (``REG_OUTPUT_CLK``)
+each on clock ``CLK0`` of the domain or off (``"NONE"``), no pipeline register, signed or unsigned
+operands (``SIGNEDA`` / ``SIGNEDB``), clock enable ``CE0`` (the B register optionally on its own
+enable, ``CE1``) and synchronous reset from the domain's reset. Unused ports (C, cascades) are left
+unconnected. This is the only way to get the block's registers: yosys' ``synth_ecp5`` infers the
+multiply but leaves registers around it in the fabric, and the block's 3.9 ns combinational delay
+(nextpnr's model) then sits between two fabric routes.
+
+Neither Icarus nor amaranth.sim simulate the primitive:
+
+- :func:`mult18x18d_sim_model`: Verilog of the subset above, shipped beside generated Verilog;
+- :func:`mult18x18d_behavioural`: the same registers and product in Amaranth (amaranth.sim), what
+  ``rtl.lib``'s ``mul="dsp_reg_sim"`` elaborates instead of the instance (same latency, same bits).
+"""
+from __future__ import annotations
+
+from amaranth.hdl import ClockSignal, Const, Instance, Module, ResetSignal, Signal, Value
+
+
+def _operand(v: Value, signed: bool) -> Value:
+    v = Value.cast(v)
+    if len(v) > 18:
+        raise ValueError(f"MULT18X18D: operands of at most 18 bits, got {len(v)}")
+    return v.as_signed() if signed else v.as_unsigned()
+
+
+def mult18x18d(a: Value, b: Value, p: Value, *, output_reg: bool, input_reg: bool = True, signed: bool = True,
+               b_enable: Value | None = None, enable: Value | None = None, domain: str = "sync") -> Instance:
+    """``p = a * b`` (signed or unsigned, at most 18 bits each) through one MULT18X18D: the
+    operands registered inside the block if ``input_reg``, the product if ``output_reg``;
+    ``enable`` (default: always) clocks every register (CE0), ``b_enable`` (default: ``enable``)
+    the B input register alone (CE1), so that register can hold a stationary operand."""
+    a18, b18 = _operand(a, signed), _operand(b, signed)
+    ports = {}
+    for i in range(18):  # extension to 18 bits: the top bit repeated (signed) or zeros (unsigned)
+        ports[f"i_A{i}"] = a18[i] if i < len(a18) else (a18[-1] if signed else Const(0, 1))
+        ports[f"i_B{i}"] = b18[i] if i < len(b18) else (b18[-1] if signed else Const(0, 1))
+    for i in range(36):
+        ports[f"o_P{i}"] = p[i] if i < len(p) else Signal(name=f"p_unused{i}")
+    clk_in = "CLK0" if input_reg else "NONE"
+    ce = Const(1) if enable is None else enable
+    return Instance(
+        "MULT18X18D",
+        p_REG_INPUTA_CLK=clk_in, p_REG_INPUTA_CE="CE0", p_REG_INPUTA_RST="RST0",
+        p_REG_INPUTB_CLK=clk_in, p_REG_INPUTB_CE="CE0" if b_enable is None else "CE1", p_REG_INPUTB_RST="RST0",
+        p_REG_PIPELINE_CLK="NONE",
+        p_REG_OUTPUT_CLK="CLK0" if output_reg else "NONE", p_REG_OUTPUT_CE="CE0", p_REG_OUTPUT_RST="RST0",
+        p_GSR="DISABLED", p_RESETMODE="SYNC", p_CLK0_DIV="ENABLED",
+        i_SIGNEDA=Const(int(signed)), i_SIGNEDB=Const(int(signed)), i_SOURCEA=Const(0), i_SOURCEB=Const(0),
+        i_CLK0=ClockSignal(domain), i_CE0=ce, i_CE1=ce if b_enable is None else b_enable,
+        i_RST0=ResetSignal(domain),
+        **ports,
+    )
+
+
+def mult18x18d_behavioural(m: Module, a: Value, b: Value, p: Value, *, output_reg: bool, input_reg: bool = True,
+                           signed: bool = True, enable: Value | None = None, domain: str = "sync",
+                           name: str = "dsp") -> None:
+    """What :func:`mult18x18d` computes, in Amaranth: the same registers (reset to 0, like the block's
+    synchronous reset) and the product, so amaranth.sim runs it cycle for cycle."""
+    a, b = _operand(a, signed), _operand(b, signed)
+
+    def reg(v, nm):
+        r = Signal(v.shape(), name=f"{name}_{nm}")
+        if enable is None:
+            m.d[domain] += r.eq(v)
+        else:
+            with m.If(enable):
+                m.d[domain] += r.eq(v)
+        return r
+
+    if input_reg:
+        a, b = reg(a, "a_q"), reg(b, "b_q")
+    prod = Signal((a * b).shape(), name=f"{name}_prod")
+    m.d.comb += prod.eq(a * b)
+    m.d.comb += p.eq(reg(prod, "p_q") if output_reg else prod)
+
+
+def mult18x18d_sim_model() -> str:
+    """Verilog model of the subset of MULT18X18D that :func:`mult18x18d` uses."""
+    a = ", ".join(f"A{i}" for i in range(17, -1, -1))
+    b = ", ".join(f"B{i}" for i in range(17, -1, -1))
+    pp = ", ".join(f"P{i}" for i in range(35, -1, -1))
+    return f"""// Behavioural model of the Lattice ECP5 MULT18X18D subset used by archsim's RTL
+// (A x B, signed or unsigned, with optional input registers and output register; CE0 enables the
+// A and output registers, and the B register unless REG_INPUTB_CE = "CE1"; no cascade, no C input).
+module MULT18X18D({a}, {b}, SIGNEDA, SIGNEDB, SOURCEA, SOURCEB, CLK0, CE0, CE1, RST0, {pp});
+  input {a};
+  input {b};
+  input SIGNEDA, SIGNEDB, SOURCEA, SOURCEB, CLK0, CE0, CE1, RST0;
+  output {pp};
+  parameter REG_INPUTA_CLK = "NONE";
+  parameter REG_INPUTA_CE = "CE0";
+  parameter REG_INPUTA_RST = "RST0";
+  parameter REG_INPUTB_CLK = "NONE";
+  parameter REG_INPUTB_CE = "CE0";
+  parameter REG_INPUTB_RST = "RST0";
+  parameter REG_PIPELINE_CLK = "NONE";
+  parameter REG_OUTPUT_CLK = "NONE";
+  parameter REG_OUTPUT_CE = "CE0";
+  parameter REG_OUTPUT_RST = "RST0";
+  parameter GSR = "ENABLED";
+  parameter RESETMODE = "SYNC";
+  parameter CLK0_DIV = "ENABLED";
+  wire [17:0] a_in = {{{a}}};
+  wire [17:0] b_in = {{{b}}};
+  reg [17:0] a_q = 18'd0, b_q = 18'd0;
+  reg [35:0] p_q = 36'd0;
+  wire [17:0] a_u = (REG_INPUTA_CLK == "NONE") ? a_in : a_q;
+  wire [17:0] b_u = (REG_INPUTB_CLK == "NONE") ? b_in : b_q;
+  wire signed [35:0] a_x = SIGNEDA ? {{{{18{{a_u[17]}}}}, a_u}} : {{18'd0, a_u}};
+  wire signed [35:0] b_x = SIGNEDB ? {{{{18{{b_u[17]}}}}, b_u}} : {{18'd0, b_u}};
+  wire [35:0] prod = a_x * b_x;
+  always @(posedge CLK0) begin
+    if (RST0) begin
+      a_q <= 18'd0; b_q <= 18'd0; p_q <= 36'd0;
+    end else if (CE0) begin
+      a_q <= a_in; p_q <= prod;
+      if (REG_INPUTB_CE == "CE0" || CE1) b_q <= b_in;
+    end
+  end
+  assign {{{pp}}} = (REG_OUTPUT_CLK == "NONE") ? prod : p_q;
+endmodule
+"""
