@@ -16,6 +16,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -114,6 +115,18 @@ def default_build_dir(verilog: str, sim: str, extra: dict[str, str] | None = Non
     return Path(base) / f"{sim}-{digest}"
 
 
+#: yosys' write_verilog trigger register: every ``always @*`` block reads it, so a change wakes them all
+_TRIGGER = re.compile(r"^(\s*)reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+) *= *0;$", re.M)
+
+
+def _wake_combinational(verilog: str) -> str:
+    """Toggle yosys' trigger register 1 ps into the simulation. Its ``= 0`` initializer races the
+    ``always @*`` blocks at time 0 in Icarus, so a block whose inputs never change afterwards (a masked
+    lane's pipeline registers that keep their reset values) stays X; the toggle evaluates every block
+    once before the first clock edge. Simulation only: the generated Verilog is unchanged."""
+    return _TRIGGER.sub(lambda mt: f"{mt.group(0)}\n{mt.group(1)}initial #0.001 {mt.group(2)} = 1'h1;", verilog)
+
+
 def run_job(
     verilog: str,
     toplevel: str,
@@ -139,6 +152,8 @@ def run_job(
     build = build.resolve()
     build.mkdir(parents=True, exist_ok=True)
     src = build / f"{toplevel}.v"
+    if sim == "icarus":
+        verilog = _wake_combinational(verilog)
     fresh = not src.exists() or src.read_text() != verilog
     if fresh:
         src.write_text(verilog)

@@ -10,6 +10,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.lib import fp
 from rtl.lib.formats import EXP_W, Decoded, FormatHw, decode, decode_fp32
+from rtl.lib.pipe import Pipe
 from rtl.simd.config import CUT_ORDER, Mode, SimdConfig, _bits, _delayed, _level_nodes  # noqa: F401
 
 def _cut_decoded(m: Module, d, on: bool, name: str):
@@ -23,6 +24,38 @@ def _cut_decoded(m: Module, d, on: bool, name: str):
 
 
 PE_TOP = "archsim_simd_pe"
+
+
+def _lane_widths(cfg: SimdConfig, j: int) -> tuple[int, int, bool]:
+    """Significand widths (activation, weight) of lane ``j``'s decoded operands, and whether it builds
+    the float product (some mode of the lane multiplies a float)."""
+    lane_modes = [md for md in cfg.modes if md.lanes > j]
+    aw = max(md.activation.sig_bits for md in lane_modes)
+    ww = FormatHw.of(cfg.dequant_format).sig_bits if cfg.dequant else max(md.weight.sig_bits for md in lane_modes)
+    return aw, ww, cfg.dequant or any(not md.integer for md in lane_modes)
+
+
+def _product_cut_points(aw: int, ww: int, given_product: bool) -> int:
+    """Cut points of the lane's :func:`rtl.lib.fp.product` (a dry run into a scratch module)."""
+    m = Module()
+    m._MustUse__silence = True  # a scratch module, never elaborated
+    pipe = Pipe(m, 0, 1 << 30, "count")
+
+    def operand(w):
+        return Decoded(Signal(), Signal(), Signal(), Signal(signed(EXP_W)), Signal(w))
+
+    fp.product(m, operand(aw), operand(ww), aw, ww, "count", pipe=pipe,
+               sig_product=Signal(aw + ww) if given_product else None)
+    return pipe._next
+
+
+def lane_cut_points(cfg: SimdConfig) -> int:
+    """Most ``lane_stages`` this PE takes: the fewest cut points of a lane's multiply-and-round (a lane
+    without float modes has no product to cut: its integer product is delayed alongside)."""
+    given = cfg.multiplier != "array"
+    counts = [_product_cut_points(aw, ww, given) for aw, ww, has_f in
+              (_lane_widths(cfg, j) for j in range(cfg.max_lanes)) if has_f]
+    return min(counts) if counts else 1 << 30
 
 
 def pe_signature(cfg: SimdConfig) -> dict:
@@ -132,11 +165,15 @@ class SimdPE(wiring.Component):
     def _lanes(self, m, regs, int_mode, pipelined: bool):
         """Stage 1 up to the products: per lane, both operands decoded (formats muxed by mode), the
         significand product, the exactly rounded fp32 product and the exact integer product beside it
-        (masked lanes give +0.0 / 0). Returns (fp32 products, integer products)."""
+        (masked lanes give +0.0 / 0). The pipelined PE registers the decoded operands and cuts the
+        multiply-and-round at ``lane_stages`` of its cut points (:class:`rtl.lib.pipe.Pipe`: its latency
+        is exactly ``lane_stages``, the mask rides alongside). Returns (fp32 products, integer products)."""
         cfg = self.cfg
         AW, WW = cfg.act_word_bits, cfg.weight_word_bits
         entry = self.entry
         a_word, w_word = entry[:AW], entry[AW:AW + WW]
+        Lf = cfg.lane_stages if pipelined else 0
+        given = cfg.multiplier != "array"
         prods_f, prods_i = [], []
         for j in range(cfg.max_lanes):
             lane_modes = [md for md in cfg.modes if md.lanes > j]
@@ -149,20 +186,25 @@ class SimdPE(wiring.Component):
                 w, ww = self._lane_decode(m, w_word, "w", j, lane_modes, regs, f"{name}_w")
             a = _cut_decoded(m, a, "decode" in cfg.cuts or pipelined, f"{name}_a")
             w = _cut_decoded(m, w, "decode" in cfg.cuts or pipelined, f"{name}_w")
+            mask = _delayed(m, self.s1_mask[j], Lf, f"{name}_mask")
             sig_p = self._sig_product(m, a, aw, w, ww, name)
             if cfg.dequant or any(not md.integer for md in lane_modes):
-                pf, praw, psign = fp.product(m, a, w, aw, ww, f"{name}_prod", sig_product=sig_p)
+                pipe = Pipe(m, Lf, _product_cut_points(aw, ww, given), f"{name}_fe") if pipelined else None
+                pf, praw, psign = fp.product(m, a, w, aw, ww, f"{name}_prod", sig_product=sig_p, pipe=pipe)
+                if pipe is not None:
+                    pipe.finish()
                 pfm = Signal(32, name=f"{name}_pf")
-                m.d.comb += pfm.eq(Mux(self.s1_mask[j], pf, 0))
+                m.d.comb += pfm.eq(Mux(mask, pf, 0))
                 prods_f.append(pfm)
             else:  # integer-only lane: the exact product alone
                 praw = Signal(aw + ww, name=f"{name}_p")
                 m.d.comb += praw.eq(a.sig * w.sig if sig_p is None else sig_p)
-                psign = a.sign ^ w.sign
+                praw = _delayed(m, praw, Lf, f"{name}_p")
+                psign = _delayed(m, a.sign ^ w.sign, Lf, f"{name}_ps")
                 prods_f.append(Const(0, 32))
             if cfg.has_int and any(md.integer for md in lane_modes):
                 pim = Signal(signed(aw + ww + 1), name=f"{name}_pi")
-                m.d.comb += pim.eq(Mux(self.s1_mask[j] & int_mode, Mux(psign, -praw, praw), 0))
+                m.d.comb += pim.eq(Mux(mask & int_mode, Mux(psign, -praw, praw), 0))
                 prods_i.append(pim)
         if "prod" in cfg.cuts or pipelined:
             prods_f = [_delayed(m, x, 1, f"l{j}_pfc") for j, x in enumerate(prods_f)]

@@ -3,8 +3,9 @@
 Timing, in cycles from ``D`` (the cycle the decoded operands are in registers: the
 issue + 2)::
 
-  D        decoded operands (registered); products formed and registered      -> D + 1
-  D+1      lane tree: tree_levels(L) levels of FpAdd (S stages each)          -> C = D + 1 + T*S
+  D        decoded operands (registered); products formed (``lane_stages`` Lf
+           register stages inside the multiply-and-round), registered         -> D + 1 + Lf
+  D+1+Lf   lane tree: tree_levels(L) levels of FpAdd (S stages each)          -> C = D + 1 + Lf + T*S
   C        group accumulator: InterleavedSum(A) over the group's cycles; the
            int64 group sum beside it (one 64-bit add per step)              -> Gt = C + R
   Gt       group result: int64 -> fp32 (IntToFp), x scale (FpMul, Sm stages) -> O = Gt + Sm
@@ -46,12 +47,12 @@ def timing(cfg) -> dict[str, int]:
     R = A + tree_levels(A) * S
     Sm = min(A, _max_stages("mul"))
     Si = min(A, _max_stages("i2f"), R - 1)
-    C = 1 + tree_levels(cfg.max_lanes) * S
+    C = 1 + cfg.lane_stages + tree_levels(cfg.max_lanes) * S
     Gt = C + R
     O = Gt + Sm
     Rt = O + R
     F = Rt + S
-    return {"S": S, "R": R, "Sm": Sm, "Si": Si, "C": C, "Gt": Gt, "O": O, "Rt": Rt, "F": F}
+    return {"Lf": cfg.lane_stages, "S": S, "R": R, "Sm": Sm, "Si": Si, "C": C, "Gt": Gt, "O": O, "Rt": Rt, "F": F}
 
 
 def write_latency(cfg) -> int:
@@ -64,7 +65,7 @@ def pipelined_pe_ports(cfg) -> dict:
 
 
 def elaborate_pipelined(pe, cfg, m: Module, regs, int_mode, prods_f, prods_i):
-    """Everything after the lane products (registered at D + 1) of a pipelined PE."""
+    """Everything after the lane products (registered at D + 1 + lane_stages) of a pipelined PE."""
     t = timing(cfg)
     S, OW = t["S"], cfg.out_bits
     flags = {k: getattr(pe, k) for k in STEP_FLAGS}
@@ -72,7 +73,7 @@ def elaborate_pipelined(pe, cfg, m: Module, regs, int_mode, prods_f, prods_i):
     def at(name, cycle):  # a D-timed flag at D + cycle
         return delayed(m, flags[name], cycle, f"{name}_{cycle}")
 
-    # ---- lane tree (D+1 -> C)
+    # ---- lane tree (D+1+Lf -> C)
     def has_right(lev, i):
         return regs.reg(f"t{lev}_{i // 2}_r", 1, lambda md: i + 1 < _level_nodes(md.lanes, lev))
 
@@ -91,7 +92,7 @@ def elaborate_pipelined(pe, cfg, m: Module, regs, int_mode, prods_f, prods_i):
         total_i = prods_i[0]
         for x in prods_i[1:]:
             total_i = total_i + x
-        cs_i = delayed(m, total_i, C - 1, "sum_i")
+        cs_i = delayed(m, total_i, C - 1 - t["Lf"], "sum_i")  # the products are at D + 1 + Lf
         step_c, gfirst_c = at("p_step", C), at("p_gfirst", C)  # (delay lines built outside any m.If)
         with m.If(step_c):
             m.d.sync += gacc_i.eq(Mux(gfirst_c, 0, gacc_i) + cs_i)
