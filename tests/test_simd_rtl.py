@@ -302,7 +302,10 @@ def test_multiplier_styles_dequant_and_wider_lanes(icarus, overrides):
      "formats": ["int4", "int8", "fp8_e4m3", "fp16", "posit16_1"]},
     {"pes": 2, "accumulators": 3, "lane_stages": 3, "pipeline_cycles": 40, "multiplier": "bit_serial",
      "group_size": 4, "formats": ["int2", "int4", "fp8_e4m3"]},
-], ids=["acc2", "acc3-bit_serial-plus3", "acc2-dequant-plus3", "acc2-lane8", "acc3-bit_serial-lane3"])
+    {"pes": 2, "accumulators": 2, "lane_stages": 5, "rtl_multiplier": "lut", "pipeline_cycles": 27,
+     "formats": ["int4", "fp8_e4m3", "fp16", "bf16"]},
+], ids=["acc2", "acc3-bit_serial-plus3", "acc2-dequant-plus3", "acc2-lane8", "acc3-bit_serial-lane3",
+        "acc2-lane5-lut"])
 def test_pipelined_pe_with_interleaved_accumulators(icarus, overrides):
     """accumulators > 1 (rtl/simd/pipelined.py): values in the interleaved order of both references, the
     contract's cycles; short tiles first (one step, a group of one step, fewer cycles than the ring has
@@ -350,6 +353,13 @@ def test_lane_stages_lengthen_the_latency_and_are_bounded():
         SimdConfig.from_params(load_arch("simd-edge", {**fp16, "lane_stages": most + 1, "pipeline_cycles": 99}).params)
     with pytest.raises(ArchsimError, match="lane_stages: expected 0 with accumulators 1"):
         load_arch("simd-edge", {**fp16, "accumulators": 1, "lane_stages": 1})
+    with pytest.raises(ArchsimError, match="rtl_multiplier: expected one of dsp, lut, got 'mac'"):
+        load_arch("simd-edge", {**fp16, "rtl_multiplier": "mac"})
+    with pytest.raises(ArchsimError, match="rtl_multiplier: expected dsp with accumulators 1"):
+        load_arch("simd-edge", {**fp16, "accumulators": 1, "rtl_multiplier": "lut"})
+    # fabric multipliers: more cut points (one per adder-tree level), so more lane stages
+    lut = SimdConfig.from_params(load_arch("simd-edge", {**fp16, "rtl_multiplier": "lut", "pipeline_cycles": 99}).params)
+    assert lane_cut_points(lut) > most
 
 
 @pytest.mark.rtl

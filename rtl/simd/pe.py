@@ -35,7 +35,7 @@ def _lane_widths(cfg: SimdConfig, j: int) -> tuple[int, int, bool]:
     return aw, ww, cfg.dequant or any(not md.integer for md in lane_modes)
 
 
-def _product_cut_points(aw: int, ww: int, given_product: bool) -> int:
+def _product_cut_points(aw: int, ww: int, given_product: bool, mul: str) -> int:
     """Cut points of the lane's :func:`rtl.lib.fp.product` (a dry run into a scratch module)."""
     m = Module()
     m._MustUse__silence = True  # a scratch module, never elaborated
@@ -45,7 +45,7 @@ def _product_cut_points(aw: int, ww: int, given_product: bool) -> int:
         return Decoded(Signal(), Signal(), Signal(), Signal(signed(EXP_W)), Signal(w))
 
     fp.product(m, operand(aw), operand(ww), aw, ww, "count", pipe=pipe,
-               sig_product=Signal(aw + ww) if given_product else None)
+               sig_product=Signal(aw + ww) if given_product else None, mul=mul)
     return pipe._next
 
 
@@ -53,7 +53,7 @@ def lane_cut_points(cfg: SimdConfig) -> int:
     """Most ``lane_stages`` this PE takes: the fewest cut points of a lane's multiply-and-round (a lane
     without float modes has no product to cut: its integer product is delayed alongside)."""
     given = cfg.multiplier != "array"
-    counts = [_product_cut_points(aw, ww, given) for aw, ww, has_f in
+    counts = [_product_cut_points(aw, ww, given, cfg.rtl_multiplier) for aw, ww, has_f in
               (_lane_widths(cfg, j) for j in range(cfg.max_lanes)) if has_f]
     return min(counts) if counts else 1 << 30
 
@@ -189,8 +189,10 @@ class SimdPE(wiring.Component):
             mask = _delayed(m, self.s1_mask[j], Lf, f"{name}_mask")
             sig_p = self._sig_product(m, a, aw, w, ww, name)
             if cfg.dequant or any(not md.integer for md in lane_modes):
-                pipe = Pipe(m, Lf, _product_cut_points(aw, ww, given), f"{name}_fe") if pipelined else None
-                pf, praw, psign = fp.product(m, a, w, aw, ww, f"{name}_prod", sig_product=sig_p, pipe=pipe)
+                mul = cfg.rtl_multiplier
+                pipe = Pipe(m, Lf, _product_cut_points(aw, ww, given, mul), f"{name}_fe") if pipelined else None
+                pf, praw, psign = fp.product(m, a, w, aw, ww, f"{name}_prod", sig_product=sig_p, pipe=pipe,
+                                             mul=mul)
                 if pipe is not None:
                     pipe.finish()
                 pfm = Signal(32, name=f"{name}_pf")

@@ -15,7 +15,8 @@ issue + 2)::
   F        the output register; written to the output buffer at issue + F + 3
 
 ``S = A`` (the ring's adder must have exactly ``A`` stages; the tree adders use the
-same), ``R`` = ``InterleavedSum.latency``, ``Sm = min(A, FpMul max stages)``. The
+same), ``R`` = ``InterleavedSum.latency``, ``Sm = min(A, FpMul max stages)`` (``rtl_multiplier``: its
+significand multiplier, DSP blocks or fabric). The
 write latency :func:`write_latency` is what ``pipeline_cycles`` must cover. The
 order of the sums is :mod:`archsim.templates.simd.interleave` (the models').
 """
@@ -34,8 +35,8 @@ STEP_FLAGS = ("p_step", "p_gfirst", "p_gstart", "p_gend", "p_rstart", "p_rend")
 
 
 @lru_cache(maxsize=None)
-def _max_stages(kind: str) -> int:
-    unit = FpMul("fp32", 1) if kind == "mul" else IntToFp(64, "fp32", 1)
+def _max_stages(kind: str, mul: str = "dsp") -> int:
+    unit = FpMul("fp32", 1, mul) if kind == "mul" else IntToFp(64, "fp32", 1)
     unit._MustUse__silence = True  # only asked for its depth, never elaborated
     return unit.max_stages
 
@@ -45,7 +46,7 @@ def timing(cfg) -> dict[str, int]:
     A = cfg.accumulators
     S = A
     R = A + tree_levels(A) * S
-    Sm = min(A, _max_stages("mul"))
+    Sm = min(A, _max_stages("mul", cfg.rtl_multiplier))
     Si = min(A, _max_stages("i2f"), R - 1)
     C = 1 + cfg.lane_stages + tree_levels(cfg.max_lanes) * S
     Gt = C + R
@@ -107,7 +108,7 @@ def elaborate_pipelined(pe, cfg, m: Module, regs, int_mode, prods_f, prods_i):
     if cfg.dequant:
         grp_res = plain
     else:
-        mul = m.submodules.scale_mul = FpMul("fp32", t["Sm"])
+        mul = m.submodules.scale_mul = FpMul("fp32", t["Sm"], cfg.rtl_multiplier)
         m.d.comb += [mul.a.eq(grp_src), mul.b.eq(pe.scale), mul.in_valid.eq(1)]
         grp_res = Mux(pe.g_zero, plain, mul.out)
     # ---- output accumulator (O -> Rt)

@@ -21,6 +21,8 @@ MULTIPLIERS = ("array", "shift_add", "bit_serial")
 PE_STYLES = ("lanes", "bitmod")
 #: formats the dequantize-then-MAC baseline can dequantize weights to
 DEQUANT_FORMATS = ("fp16", "bf16")
+#: how the RTL of the pipelined PE builds its significand multipliers (rtl.lib.fp.MULTIPLIERS)
+RTL_MULTIPLIERS = ("dsp", "lut")
 #: most interleaved partial sums per accumulator (the fp32 adder unit, rtl.lib.units.FpAdd, has at most 11 stages)
 MAX_ACCUMULATORS = 11
 
@@ -75,6 +77,11 @@ class SimdParams(TemplateParams):
         Register stages inside each lane's multiply-and-round-to-fp32 of the pipelined PE
         (``accumulators > 1``; the RTL refuses more than a lane has cut points). They lengthen the
         RTL's latency, which ``pipeline_cycles`` must cover; values and the cycle contract do not change.
+    rtl_multiplier : str
+        How the RTL of the pipelined PE builds the lanes' (``array`` multiplier) and the group scale's
+        significand products: ``dsp`` (DSP blocks) or ``lut`` (fabric adder trees with a cut point
+        between levels: more ``lane_stages`` and scale-multiply stages, no DSP delay in a stage).
+        RTL only: the models' values and cycles do not depend on it.
     """
 
     pes: int = 16
@@ -90,6 +97,7 @@ class SimdParams(TemplateParams):
     pe: str = "lanes"
     accumulators: int = 1
     lane_stages: int = 0
+    rtl_multiplier: str = "dsp"
 
     def validate(self) -> None:
         """Raise ``ValueError("key: expected ...")`` for an impossible value."""
@@ -131,6 +139,12 @@ class SimdParams(TemplateParams):
         if v and self.accumulators == 1:
             raise ValueError("lane_stages: expected 0 with accumulators 1 (only the pipelined PE, "
                              "accumulators > 1, has lane stages)")
+        if self.rtl_multiplier not in RTL_MULTIPLIERS:
+            raise ValueError(f"rtl_multiplier: expected one of {', '.join(RTL_MULTIPLIERS)}, "
+                             f"got {self.rtl_multiplier!r}")
+        if self.rtl_multiplier != "dsp" and self.accumulators == 1:
+            raise ValueError("rtl_multiplier: expected dsp with accumulators 1 (only the pipelined PE, "
+                             "accumulators > 1, builds fabric multipliers)")
         for key in ("weight_format", "activation_format"):
             if getattr(self, key) not in self.formats:
                 raise ValueError(f"{key}: expected one of formats ({', '.join(self.formats)}), "
