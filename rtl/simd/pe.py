@@ -51,11 +51,12 @@ def _product_cut_points(aw: int, ww: int, given_product: bool, mul: str) -> int:
 
 def lane_cut_points(cfg: SimdConfig) -> int:
     """Most ``lane_stages`` this PE takes: the fewest cut points of a lane's multiply-and-round (a lane
-    without float modes has no product to cut: its integer product is delayed alongside)."""
+    without float modes has no product to cut: its integer product is delayed alongside), plus one
+    inside the operand decode, which is the last one used (``lane_stages`` = this number)."""
     given = cfg.multiplier != "array"
     counts = [_product_cut_points(aw, ww, given, cfg.rtl_multiplier) for aw, ww, has_f in
               (_lane_widths(cfg, j) for j in range(cfg.max_lanes)) if has_f]
-    return min(counts) if counts else 1 << 30
+    return (min(counts) if counts else 0) + 1
 
 
 def pe_signature(cfg: SimdConfig) -> dict:
@@ -106,8 +107,11 @@ class SimdPE(wiring.Component):
         self.cfg = cfg
         super().__init__(pe_signature(cfg))
 
-    def _lane_decode(self, m, word, side: str, j: int, lane_modes: list[Mode], regs: _ModeRegs, name: str):
-        """Decoded operand of lane ``j`` (formats muxed by mode); ``side`` "a" or "w"."""
+    def _lane_decode(self, m, word, side: str, j: int, lane_modes: list[Mode], regs: _ModeRegs, name: str,
+                     cut: bool = False):
+        """Decoded operand of lane ``j`` (formats muxed by mode); ``side`` "a" or "w". ``cut``: one register
+        stage inside every format's decode (a posit's own cut point after its regime count; the code of
+        the other kinds, which have none), before the mux."""
         fmts: dict[str, FormatHw] = {}
         for md in lane_modes:
             f = md.activation if side == "a" else md.weight
@@ -115,7 +119,14 @@ class SimdPE(wiring.Component):
         decs = {}
         for fname, f in fmts.items():
             code = word[j * f.bits:(j + 1) * f.bits]
-            decs[fname] = (f, decode(m, f, code, f"{name}_{fname}"))
+            pipe = None
+            if cut and f.kind == "posit":
+                pipe = Pipe(m, 1, 1, f"{name}_{fname}_dc")
+            elif cut:
+                code = _delayed(m, code, 1, f"{name}_{fname}_code")
+            decs[fname] = (f, decode(m, f, code, f"{name}_{fname}", pipe))
+            if pipe is not None:
+                pipe.finish()
         sw = max(f.sig_bits for f, _ in decs.values())
         out = Decoded(Signal(name=f"{name}_nan"), Signal(name=f"{name}_inf"), Signal(name=f"{name}_s"),
                             Signal(signed(EXP_W), name=f"{name}_e"), Signal(sw, name=f"{name}_m"))
@@ -132,9 +143,10 @@ class SimdPE(wiring.Component):
                      out.exp.eq(fields[3]), out.sig.eq(fields[4])]
         return out, sw
 
-    def _dequant_weight(self, m, word, scale, j, lane_modes, regs, name):
+    def _dequant_weight(self, m, word, scale, j, lane_modes, regs, name, cut: bool = False):
         """Lane ``j``'s dequantized weight ``round_to(dequant_format, rne(decode(w) * scale))``, decoded."""
-        w, ww = self._lane_decode(m, word, "w", j, lane_modes, regs, f"{name}_raw")
+        w, ww = self._lane_decode(m, word, "w", j, lane_modes, regs, f"{name}_raw", cut)
+        scale = _delayed(m, scale, int(cut), f"{name}_scale")
         s = decode_fp32(m, scale, f"{name}_sc")
         prod32, _p, _s = fp.product(m, w, s, ww, 24, f"{name}_ws")
         df = FormatHw.of(self.cfg.dequant_format)
@@ -156,9 +168,10 @@ class SimdPE(wiring.Component):
         # bit_serial: one weight (magnitude) bit per cycle into a shift-add register
         acc = Signal(aw + ww, name=f"{name}_bs")
         partial = Signal(aw + ww, name=f"{name}_bsp")
-        m.d.comb += partial.eq(Mux(w.sig.bit_select(self.s1_bit, 1), a.sig << self.s1_bit, 0)
-                               + Mux(self.s1_first_bit, 0, acc))
-        with m.If(self.s1_v):
+        s1_bit, s1_first_bit, s1_v = self._s1
+        m.d.comb += partial.eq(Mux(w.sig.bit_select(s1_bit, 1), a.sig << s1_bit, 0)
+                               + Mux(s1_first_bit, 0, acc))
+        with m.If(s1_v):
             m.d.sync += acc.eq(partial)
         return partial
 
@@ -173,24 +186,28 @@ class SimdPE(wiring.Component):
         entry = self.entry
         a_word, w_word = entry[:AW], entry[AW:AW + WW]
         Lf = cfg.lane_stages if pipelined else 0
+        dc = int(Lf > lane_cut_points(cfg) - 1)  # the decode cut: the last lane stage added
+        # the step's controls at the decoded-operand register (the decode cut delays it)
+        self._s1 = tuple(_delayed(m, v, dc, f"s1_{k}") for k, v in
+                         (("bit", self.s1_bit), ("first_bit", self.s1_first_bit), ("v", self.s1_v)))
         given = cfg.multiplier != "array"
         prods_f, prods_i = [], []
         for j in range(cfg.max_lanes):
             lane_modes = [md for md in cfg.modes if md.lanes > j]
             name = f"l{j}"
-            a, aw = self._lane_decode(m, a_word, "a", j, lane_modes, regs, f"{name}_a")
+            a, aw = self._lane_decode(m, a_word, "a", j, lane_modes, regs, f"{name}_a", bool(dc))
             if cfg.dequant:
                 scale = entry[AW + WW + 32 * j:AW + WW + 32 * (j + 1)]
-                w, ww = self._dequant_weight(m, w_word, scale, j, lane_modes, regs, f"{name}_w")
+                w, ww = self._dequant_weight(m, w_word, scale, j, lane_modes, regs, f"{name}_w", bool(dc))
             else:
-                w, ww = self._lane_decode(m, w_word, "w", j, lane_modes, regs, f"{name}_w")
+                w, ww = self._lane_decode(m, w_word, "w", j, lane_modes, regs, f"{name}_w", bool(dc))
             a = _cut_decoded(m, a, "decode" in cfg.cuts or pipelined, f"{name}_a")
             w = _cut_decoded(m, w, "decode" in cfg.cuts or pipelined, f"{name}_w")
             mask = _delayed(m, self.s1_mask[j], Lf, f"{name}_mask")
             sig_p = self._sig_product(m, a, aw, w, ww, name)
             if cfg.dequant or any(not md.integer for md in lane_modes):
                 mul = cfg.rtl_multiplier
-                pipe = Pipe(m, Lf, _product_cut_points(aw, ww, given, mul), f"{name}_fe") if pipelined else None
+                pipe = Pipe(m, Lf - dc, _product_cut_points(aw, ww, given, mul), f"{name}_fe") if pipelined else None
                 pf, praw, psign = fp.product(m, a, w, aw, ww, f"{name}_prod", sig_product=sig_p, pipe=pipe,
                                              mul=mul)
                 if pipe is not None:
@@ -201,8 +218,8 @@ class SimdPE(wiring.Component):
             else:  # integer-only lane: the exact product alone
                 praw = Signal(aw + ww, name=f"{name}_p")
                 m.d.comb += praw.eq(a.sig * w.sig if sig_p is None else sig_p)
-                praw = _delayed(m, praw, Lf, f"{name}_p")
-                psign = _delayed(m, a.sign ^ w.sign, Lf, f"{name}_ps")
+                praw = _delayed(m, praw, Lf - dc, f"{name}_p")
+                psign = _delayed(m, a.sign ^ w.sign, Lf - dc, f"{name}_ps")
                 prods_f.append(Const(0, 32))
             if cfg.has_int and any(md.integer for md in lane_modes):
                 pim = Signal(signed(aw + ww + 1), name=f"{name}_pi")
