@@ -342,7 +342,7 @@ def test_lane_stages_lengthen_the_latency_and_are_bounded():
     """Each lane stage is one more cycle of write latency (the tree starts later); more stages than the
     lane's multiply-and-round has cut points, or lane stages without the pipelined PE, are one-line errors."""
     from rtl.simd.design import SimdConfig
-    from rtl.simd.pe import lane_cut_points
+    from rtl.simd.lane_cuts import lane_cut_points
     from rtl.simd.pipelined import write_latency
 
     fp16 = {"pes": 1, "accumulators": 2, "formats": ["fp16"], "weight_format": "fp16", "activation_format": "fp16"}

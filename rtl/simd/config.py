@@ -77,7 +77,7 @@ class SimdConfig:
             from rtl.simd.pipelined import write_latency
 
             ms = modes(params)
-            from rtl.simd.pe import lane_cut_points
+            from rtl.simd.lane_cuts import lane_cut_points
 
             cfg = SimdConfig(params.pes, params.lane_bits, params.multiplier, params.pipeline_cycles,
                              params.dequant, params.dequant_format, ms, options or SimdRtlOptions(), accumulators,

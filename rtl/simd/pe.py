@@ -11,6 +11,7 @@ from amaranth.lib.wiring import In, Out
 from rtl.lib import fp
 from rtl.lib.formats import EXP_W, Decoded, FormatHw, decode, decode_fp32
 from rtl.lib.pipe import Pipe
+from rtl.simd.lane_cuts import lane_cut_points, product_cut_points
 from rtl.simd.config import CUT_ORDER, Mode, SimdConfig, _bits, _delayed, _level_nodes  # noqa: F401
 
 def _cut_decoded(m: Module, d, on: bool, name: str):
@@ -24,39 +25,6 @@ def _cut_decoded(m: Module, d, on: bool, name: str):
 
 
 PE_TOP = "archsim_simd_pe"
-
-
-def _lane_widths(cfg: SimdConfig, j: int) -> tuple[int, int, bool]:
-    """Significand widths (activation, weight) of lane ``j``'s decoded operands, and whether it builds
-    the float product (some mode of the lane multiplies a float)."""
-    lane_modes = [md for md in cfg.modes if md.lanes > j]
-    aw = max(md.activation.sig_bits for md in lane_modes)
-    ww = FormatHw.of(cfg.dequant_format).sig_bits if cfg.dequant else max(md.weight.sig_bits for md in lane_modes)
-    return aw, ww, cfg.dequant or any(not md.integer for md in lane_modes)
-
-
-def _product_cut_points(aw: int, ww: int, given_product: bool, mul: str) -> int:
-    """Cut points of the lane's :func:`rtl.lib.fp.product` (a dry run into a scratch module)."""
-    m = Module()
-    m._MustUse__silence = True  # a scratch module, never elaborated
-    pipe = Pipe(m, 0, 1 << 30, "count")
-
-    def operand(w):
-        return Decoded(Signal(), Signal(), Signal(), Signal(signed(EXP_W)), Signal(w))
-
-    fp.product(m, operand(aw), operand(ww), aw, ww, "count", pipe=pipe,
-               sig_product=Signal(aw + ww) if given_product else None, mul=mul)
-    return pipe._next
-
-
-def lane_cut_points(cfg: SimdConfig) -> int:
-    """Most ``lane_stages`` this PE takes: the fewest cut points of a lane's multiply-and-round (a lane
-    without float modes has no product to cut: its integer product is delayed alongside), plus one
-    inside the operand decode, which is the last one used (``lane_stages`` = this number)."""
-    given = cfg.multiplier != "array"
-    counts = [_product_cut_points(aw, ww, given, cfg.rtl_multiplier) for aw, ww, has_f in
-              (_lane_widths(cfg, j) for j in range(cfg.max_lanes)) if has_f]
-    return (min(counts) if counts else 0) + 1
 
 
 def pe_signature(cfg: SimdConfig) -> dict:
@@ -207,7 +175,8 @@ class SimdPE(wiring.Component):
             sig_p = self._sig_product(m, a, aw, w, ww, name)
             if cfg.dequant or any(not md.integer for md in lane_modes):
                 mul = cfg.rtl_multiplier
-                pipe = Pipe(m, Lf - dc, _product_cut_points(aw, ww, given, mul), f"{name}_fe") if pipelined else None
+                cuts = product_cut_points(aw, ww, given, mul)
+                pipe = Pipe(m, Lf - dc, cuts, f"{name}_fe") if pipelined else None
                 pf, praw, psign = fp.product(m, a, w, aw, ww, f"{name}_prod", sig_product=sig_p, pipe=pipe,
                                              mul=mul)
                 if pipe is not None:
