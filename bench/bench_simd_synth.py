@@ -31,11 +31,12 @@ from rtl.synth import synthesize_verilog  # noqa: E402
 
 
 def pe_params(formats: list[str], lane_bits: int = 16, multiplier: str = "array",
-              pipeline_cycles: int = 4, dequant: bool = False, accumulators: int = 1) -> SimdParams:
+              pipeline_cycles: int = 4, dequant: bool = False, accumulators: int = 1,
+              lane_stages: int = 0, rtl_multiplier: str = "dsp") -> SimdParams:
     f = formats[0]
     return SimdParams(pes=1, lane_bits=lane_bits, formats=list(formats), multiplier=multiplier,
                       weight_format=f, activation_format=f, pipeline_cycles=pipeline_cycles, dequant=dequant,
-                      accumulators=accumulators)
+                      accumulators=accumulators, lane_stages=lane_stages, rtl_multiplier=rtl_multiplier)
 
 
 def synth_pe(params: SimdParams, pnr: bool, targets=("ecp5", "generic")) -> dict:
@@ -58,6 +59,10 @@ def main(argv=None) -> int:
     ap.add_argument("--accumulators", type=int, default=1,
                     help="interleaved fp32 partial sums (> 1: the pipelined PE, rtl/simd/pipelined.py; "
                          "--pipeline-cycles must cover its latency)")
+    ap.add_argument("--lane-stages", type=int, default=0, dest="lane_stages",
+                    help="register stages in each lane's multiply-and-round (pipelined PE only)")
+    ap.add_argument("--rtl-multiplier", default="dsp", choices=("dsp", "lut"), dest="rtl_multiplier",
+                    help="the pipelined PE's significand multipliers: DSP blocks or fabric")
     ap.add_argument("--dequant", action="store_true",
                     help="dequantize-then-fp16 baseline PEs (weights x scale -> fp16 per lane, then an fp16 MAC)")
     ap.add_argument("--no-pnr", action="store_true", help="skip nextpnr (no Fmax)")
@@ -79,7 +84,8 @@ def main(argv=None) -> int:
             formats_ok = formats
         try:
             r = synth_pe(pe_params(formats_ok, multiplier=args.multiplier, pipeline_cycles=args.pipeline_cycles,
-                                   dequant=args.dequant, accumulators=args.accumulators),
+                                   dequant=args.dequant, accumulators=args.accumulators,
+                                   lane_stages=args.lane_stages, rtl_multiplier=args.rtl_multiplier),
                          pnr, args.targets)
         except ValueError as err:
             print(f"{label}: {err}", file=sys.stderr)
@@ -91,6 +97,7 @@ def main(argv=None) -> int:
     head = (f"{'PE':<22} {'modes':>5} {'lanes':>5} {'LUT4':>7} {'FF':>6} {'DSP':>4} {'CCU2C':>6} "
             f"{'Fmax MHz':>8} {'gen cells':>9} {'gen LUT4':>8}")
     print(f"SIMD PE synthesis ({args.multiplier} multiplier{', dequant' if args.dequant else ''}, lane_bits 16, pipeline_cycles {args.pipeline_cycles}, "
+          f"accumulators {args.accumulators}, lane_stages {args.lane_stages}, {args.rtl_multiplier} multipliers, "
           f"one PE): ECP5 synth_ecp5"
           + (" + nextpnr-ecp5 (LFE5U-85F, out of context)" if pnr else "") + "; yosys generic synth -lut 4")
     print(head)
@@ -101,6 +108,8 @@ def main(argv=None) -> int:
         print(f"{r['label']:<22} {r['modes']:>5} {r['lanes']:>5} {e.get('luts', '-'):>7} {e.get('ffs', '-'):>6} "
               f"{e.get('dsps', '-'):>4} {e.get('carry', '-'):>6} {fmax:>8} {g.get('cells', '-'):>9} "
               f"{g.get('luts', '-'):>8}")
+        if "critical_path" in e:
+            print(f"    critical path: {e['critical_path']}")
     fixed = [r for r in rows if r["label"].startswith("fixed")]
     recon = next((r for r in rows if r["label"] == "reconfigurable"), None)
     if fixed and recon and all(r["ecp5"] for r in rows) and "luts" in recon["ecp5"]:

@@ -276,7 +276,7 @@ def test_a_first_tile_whose_lane_inputs_never_change_reads_no_x():
     """Issue 23: yosys gives every module an initialised ``$auto$verilog_backend`` reg that Icarus
     must see change before an ``always @*`` block runs; the driver wrote only the top module's, so a
     sub-module block whose inputs kept their initial values (lane 0's ``l_state[0]`` mux: row index
-    0, ``l`` first written 0) stayed X and the X reached the result. Now every instance is kicked:
+    0, ``l`` first written 0) stayed X and the X reached the result. Now every block is woken once:
     the tile (first of its run) is bit-exact with the models and on both models' cycles."""
     from rtl import run_cosim
 
@@ -290,15 +290,15 @@ def test_a_first_tile_whose_lane_inputs_never_change_reads_no_x():
 
 @pytest.mark.rtl
 def test_x_read_back_fails_loudly_naming_the_tile():
-    """Without the testbench kicks (the old bug, planted by emptying the job's ``kick`` list) the
-    result word holds X bits: the run fails with the tile named, and no value is compared."""
+    """Without the harness's wake of every ``always @*`` block (the old bug, planted with
+    ``wake_combinational=False``) the result word holds X bits: the run fails with the tile named, and
+    no value is compared."""
     from rtl.cosim import run_job
 
     _icarus_or_skip()
     design = design_for(_arch())
     items = [(FIRST_TILE_X, _ops(np.random.default_rng(21), 1, 1, 1))]
-    job = {**design.make_job(items), "kick": []}
-    run = run_job(design.verilog(), design.toplevel, job, sim="icarus")
+    run = run_job(design.verilog(), design.toplevel, design.make_job(items), sim="icarus", wake_combinational=False)
     report = design.check(items, run.result)
     assert not report.ok
     assert report.error.startswith("tile 0 (fusemax q=1 L=1 d=1): X/Z read back: rd_data of result address 0 "

@@ -71,7 +71,7 @@ def simulate(slots: int, runs) -> list[int]:
     return got
 
 
-@pytest.mark.parametrize("slots", [2, 3, 4, 8])
+@pytest.mark.parametrize("slots", [2, 3, 4, 8, 11])
 def test_interleaved_sum_follows_the_models_order(slots):
     rng = np.random.default_rng(slots)
     runs = _runs(rng, 40)

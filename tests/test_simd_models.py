@@ -253,5 +253,5 @@ def test_interleaved_accumulators_agree_in_all_levels(overrides):
 
 
 def test_accumulators_out_of_range_is_a_one_line_error():
-    with pytest.raises(ValueError, match="accumulators: expected an integer 1..8"):
-        SimdParams(accumulators=9).validate()
+    with pytest.raises(ValueError, match="accumulators: expected an integer 1..11"):
+        SimdParams(accumulators=12).validate()

@@ -14,6 +14,7 @@ import pytest
 
 from archsim.errors import SpecError
 from archsim.numerics import get_format
+from archsim.errors import ArchsimError
 from archsim.spec import load_arch
 from archsim.templates.simd.conformance import MODE_PAIRS
 from archsim.templates.simd.params import SimdParams
@@ -297,7 +298,16 @@ def test_multiplier_styles_dequant_and_wider_lanes(icarus, overrides):
     {"pes": 3, "accumulators": 3, "pipeline_cycles": 40, "multiplier": "bit_serial", "group_size": 4,
      "formats": ["int2", "int4", "int8", "fp8_e4m3"]},
     {"pes": 2, "accumulators": 2, "pipeline_cycles": 19, "dequant": True, "formats": ["int4", "fp8_e4m3", "fp16"]},
-], ids=["acc2", "acc3-bit_serial-plus3", "acc2-dequant-plus3"])
+    {"pes": 2, "accumulators": 2, "lane_stages": 9, "pipeline_cycles": 30,
+     "formats": ["int4", "int8", "fp8_e4m3", "fp16", "posit16_1"]},
+    {"pes": 2, "accumulators": 3, "lane_stages": 9, "pipeline_cycles": 46, "multiplier": "bit_serial",
+     "group_size": 4, "formats": ["int2", "int4", "fp8_e4m3"]},
+    {"pes": 2, "accumulators": 2, "lane_stages": 9, "pipeline_cycles": 25, "dequant": True,
+     "formats": ["int4", "fp8_e4m3", "fp16"]},
+    {"pes": 2, "accumulators": 2, "lane_stages": 5, "rtl_multiplier": "lut", "pipeline_cycles": 27,
+     "formats": ["int4", "fp8_e4m3", "fp16", "bf16"]},
+], ids=["acc2", "acc3-bit_serial-plus3", "acc2-dequant-plus3", "acc2-lane9-decode-cut",
+        "acc3-bit_serial-lane9-decode-cut", "acc2-dequant-lane9-decode-cut", "acc2-lane5-lut"])
 def test_pipelined_pe_with_interleaved_accumulators(icarus, overrides):
     """accumulators > 1 (rtl/simd/pipelined.py): values in the interleaved order of both references, the
     contract's cycles; short tiles first (one step, a group of one step, fewer cycles than the ring has
@@ -326,6 +336,32 @@ def test_a_pipelined_pe_needs_its_latency():
     arch = load_arch("simd-edge", {"pes": 1, "accumulators": 2, "pipeline_cycles": 40})
     with pytest.raises(ValueError, match="pipeline_cycles: the RTL's datapath with accumulators=2 takes 22"):
         SimdConfig.from_params(replace(arch.params, pipeline_cycles=21))
+
+
+def test_lane_stages_lengthen_the_latency_and_are_bounded():
+    """Each lane stage is one more cycle of write latency (the tree starts later); more stages than the
+    lane's multiply-and-round has cut points, or lane stages without the pipelined PE, are one-line errors."""
+    from rtl.simd.design import SimdConfig
+    from rtl.simd.lane_cuts import lane_cut_points
+    from rtl.simd.pipelined import write_latency
+
+    fp16 = {"pes": 1, "accumulators": 2, "formats": ["fp16"], "weight_format": "fp16", "activation_format": "fp16"}
+    base = SimdConfig.from_params(load_arch("simd-edge", {**fp16, "pipeline_cycles": 99}).params)
+    most = lane_cut_points(base)
+    assert most >= 9  # the decode, the operand register, the DSP product, round-and-pack's own cut points
+    deep = SimdConfig.from_params(load_arch("simd-edge", {**fp16, "lane_stages": most, "pipeline_cycles": 99}).params)
+    assert write_latency(deep) == write_latency(base) + most
+    with pytest.raises(ValueError, match=f"lane_stages: expected 0..{most} "):
+        SimdConfig.from_params(load_arch("simd-edge", {**fp16, "lane_stages": most + 1, "pipeline_cycles": 99}).params)
+    with pytest.raises(ArchsimError, match="lane_stages: expected 0 with accumulators 1"):
+        load_arch("simd-edge", {**fp16, "accumulators": 1, "lane_stages": 1})
+    with pytest.raises(ArchsimError, match="rtl_multiplier: expected one of dsp, lut, got 'mac'"):
+        load_arch("simd-edge", {**fp16, "rtl_multiplier": "mac"})
+    with pytest.raises(ArchsimError, match="rtl_multiplier: expected dsp with accumulators 1"):
+        load_arch("simd-edge", {**fp16, "accumulators": 1, "rtl_multiplier": "lut"})
+    # fabric multipliers: more cut points (one per adder-tree level), so more lane stages
+    lut = SimdConfig.from_params(load_arch("simd-edge", {**fp16, "rtl_multiplier": "lut", "pipeline_cycles": 99}).params)
+    assert lane_cut_points(lut) > most
 
 
 @pytest.mark.rtl

@@ -16,6 +16,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -26,7 +27,6 @@ from typing import Any, Callable
 
 from archsim.errors import ToolError
 from rtl.cosim import progress as tile_progress
-from rtl.cosim.kick import kick_names
 
 SIMULATORS = ("icarus", "verilator")
 _REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -115,6 +115,18 @@ def default_build_dir(verilog: str, sim: str, extra: dict[str, str] | None = Non
     return Path(base) / f"{sim}-{digest}"
 
 
+#: yosys' write_verilog trigger register: every ``always @*`` block reads it, so a change wakes them all
+_TRIGGER = re.compile(r"^(\s*)reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+) *= *0;$", re.M)
+
+
+def _wake_combinational(verilog: str) -> str:
+    """Toggle yosys' trigger register 1 ps into the simulation. Its ``= 0`` initializer races the
+    ``always @*`` blocks at time 0 in Icarus, so a block whose inputs never change afterwards (a masked
+    lane's pipeline registers that keep their reset values) stays X; the toggle evaluates every block
+    once before the first clock edge. Simulation only: the generated Verilog is unchanged."""
+    return _TRIGGER.sub(lambda mt: f"{mt.group(0)}\n{mt.group(1)}initial #0.001 {mt.group(2)} = 1'h1;", verilog)
+
+
 def run_job(
     verilog: str,
     toplevel: str,
@@ -126,9 +138,11 @@ def run_job(
     quiet: bool = True,
     extra_sources: dict[str, str] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    wake_combinational: bool = True,
 ) -> CosimRun:
-    """Build ``verilog`` (once per text and simulator) and replay ``job`` on it (the testbench first
-    kicks yosys' always-@* regs: :mod:`rtl.cosim.kick`)."""
+    """Build ``verilog`` (once per text and simulator) and replay ``job`` on it . On Icarus every
+    ``always @*`` block is woken once 1 ps into the run (:func:`_wake_combinational`) unless
+    ``wake_combinational`` is False (tests that plant the X it prevents)."""
     reason = simulator_missing_reason(sim)
     if reason:
         raise ToolError(reason)
@@ -141,6 +155,8 @@ def run_job(
     build = build.resolve()
     build.mkdir(parents=True, exist_ok=True)
     src = build / f"{toplevel}.v"
+    if sim == "icarus" and wake_combinational:
+        verilog = _wake_combinational(verilog)
     fresh = not src.exists() or src.read_text() != verilog
     if fresh:
         src.write_text(verilog)
@@ -154,7 +170,6 @@ def run_job(
     stamp = build / (".built-waves" if waves else ".built")
     job_file = build / "job.json"
     result_file = build / "result.json"
-    job = {"kick": kick_names(verilog), **job}  # a job may plant "kick": [] (tests of the X check)
     job_file.write_text(json.dumps(job))
     progress_file = build / "progress.txt"
     for stale in (result_file, progress_file):

@@ -19,7 +19,6 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 from rtl.cosim.direct_host import UnresolvedRead
-from rtl.cosim.kick import kick
 from rtl.cosim.progress import tile_done
 
 CLOCK_PERIOD_NS = 10
@@ -37,7 +36,6 @@ async def run_job(dut):
     for _ in range(3):
         await RisingEdge(dut.clk)
     dut.rst.value = 0
-    kick(dut, job.get("kick", ()))
     try:
         result = await driver(dut, job)
     except UnresolvedRead as err:  # X/Z in a result word: a failure the report names, never a value

@@ -359,9 +359,9 @@ def special(m: Module, nan, inf, sign, finite, name: str, f: FormatHw = FP32):
 def product(m: Module, a: Decoded, b: Decoded, wa: int, wb: int, name: str, sig_product=None,
             pipe: Pipe | None = None, out: FormatHw = FP32, mul: str = "dsp"):
     """Bits of ``a * b`` in ``out`` (default fp32) rounded once (RNE); also the exact unsigned product
-    and its sign. Cut points: before and after the multiplier (and the multiplier's own, ``mul``:
-    :func:`multiply`), and round_pack's. With ``mul="dsp_reg"`` and a chosen cut after the multiplier,
-    the exact product returned is the block's registered one (a cycle later than without).
+    and its sign, timed with the rounded bits (carried across the cut points). Cut points: before and
+    after the multiplier (and the multiplier's own, ``mul``: :func:`multiply`), and round_pack's. With
+    ``mul="dsp_reg"`` and a chosen cut after the multiplier, the product register is the block's own.
 
     ``sig_product``: ``a.sig * b.sig`` computed elsewhere (shift-and-add, bit-serial); default a multiplier.
     """
@@ -379,17 +379,16 @@ def product(m: Module, a: Decoded, b: Decoded, wa: int, wb: int, name: str, sig_
         cc = [carry(pipe, v) for v in (e, sc, nan, inf)]
         p = _product_signal(m, multiply(m, sa, sb, wa, wb, name, pipe, mul, reg_in), wa + wb, f"{name}_p")
         ec, sc, nan, inf = (drop(pipe, c) for c in cc)
-    else:
+    else:  # the given product is cut with the operands' fields (it is a function of the same cycle)
         m.d.comb += e.eq(a.exp + b.exp)
-        ec, sc, nan, inf = cut(pipe, e, s, nan, inf)
-        p = _product_signal(m, sig_product, wa + wb, f"{name}_p")
+        ec, sc, nan, inf, sp = cut(pipe, e, s, nan, inf, sig_product)
+        p = _product_signal(m, sp, wa + wb, f"{name}_p")
     pc, ec, sc, nan, inf = cut(pipe, p, ec, sc, nan, inf)
-    p = p.value if isinstance(p, HardRegistered) else p
-    c_nan, c_inf = carry(pipe, nan), carry(pipe, inf)
+    c_nan, c_inf, c_p, c_s = carry(pipe, nan), carry(pipe, inf), carry(pipe, pc), carry(pipe, sc)
     finite = round_pack(m, sc, ec, pc, wa + wb, f"{name}_rp", out.ebits, out.mbits, out.specials, pipe)
-    nan, inf = drop(pipe, c_nan), drop(pipe, c_inf)
+    nan, inf, p_out, s_out = drop(pipe, c_nan), drop(pipe, c_inf), drop(pipe, c_p), drop(pipe, c_s)
     sign = finite[out.bits - 1]
-    return special(m, nan, inf, sign, finite, name, out), p, s
+    return special(m, nan, inf, sign, finite, name, out), p_out, s_out
 
 
 def fp32_mul(m: Module, x, y, name: str, pipe: Pipe | None = None):

@@ -28,6 +28,8 @@ def _level_nodes(lanes: int, level: int) -> int:
 
 
 NEG_ZERO = 0x80000000
+#: most slots: the ring's adder has exactly ``slots`` stages, and FpAdd("fp32") has at most 11
+MAX_SLOTS = 11
 
 
 def delayed(m: Module, value, cycles: int, name: str):
@@ -74,8 +76,8 @@ class InterleavedSum(wiring.Component):
     ``end`` cycle. ``in_valid`` marks the cycles that carry a value ``in_x``."""
 
     def __init__(self, slots: int, tree_stages: int | None = None):
-        if isinstance(slots, bool) or not isinstance(slots, int) or not 2 <= slots <= 8:
-            raise ValueError(f"slots: expected an integer 2..8, got {slots!r}")
+        if isinstance(slots, bool) or not isinstance(slots, int) or not 2 <= slots <= MAX_SLOTS:
+            raise ValueError(f"slots: expected an integer 2..{MAX_SLOTS}, got {slots!r}")
         self.slots = slots
         self.tree_stages = slots if tree_stages is None else tree_stages
         super().__init__({"in_valid": In(1), "in_x": In(32), "start": In(1), "end": In(1),

@@ -66,6 +66,8 @@ class SimdConfig:
     modes: list[Mode]
     options: SimdRtlOptions = field(default_factory=SimdRtlOptions)
     accumulators: int = 1
+    lane_stages: int = 0
+    rtl_multiplier: str = "dsp"
 
     @staticmethod
     def from_params(params, options: SimdRtlOptions | None = None) -> "SimdConfig":
@@ -75,14 +77,21 @@ class SimdConfig:
             from rtl.simd.pipelined import write_latency
 
             ms = modes(params)
+            from rtl.simd.lane_cuts import lane_cut_points
+
             cfg = SimdConfig(params.pes, params.lane_bits, params.multiplier, params.pipeline_cycles,
-                             params.dequant, params.dequant_format, ms, options or SimdRtlOptions(), accumulators)
+                             params.dequant, params.dequant_format, ms, options or SimdRtlOptions(), accumulators,
+                             params.lane_stages, params.rtl_multiplier)
+            if not ms:
+                raise ValueError("formats: no (weights, activations) pair runs on this datapath")
+            most = lane_cut_points(cfg)
+            if params.lane_stages > most:
+                raise ValueError(f"lane_stages: expected 0..{most} (the cut points of this datapath's lane "
+                                 f"multiply-and-round), got {params.lane_stages}")
             need = write_latency(cfg)
             if params.pipeline_cycles < need:
                 raise ValueError(f"pipeline_cycles: the RTL's datapath with accumulators={accumulators} takes "
-                                 f"{need} cycles, got {params.pipeline_cycles}")
-            if not ms:
-                raise ValueError("formats: no (weights, activations) pair runs on this datapath")
+                                 f"{need} cycles (lane_stages {params.lane_stages}), got {params.pipeline_cycles}")
             return cfg
         if params.pipeline_cycles < DATAPATH_STAGES:
             raise ValueError(f"pipeline_cycles: the RTL's datapath takes {DATAPATH_STAGES} cycles, "
@@ -159,7 +168,8 @@ class SimdConfig:
     def as_dict(self) -> dict:
         return {
             "pes": self.pes, "lane_bits": self.lane_bits, "multiplier": self.multiplier,
-            "pipeline_cycles": self.pipeline_cycles, "accumulators": self.accumulators, "cuts": list(self.cuts),
+            "pipeline_cycles": self.pipeline_cycles, "accumulators": self.accumulators,
+            "lane_stages": self.lane_stages, "rtl_multiplier": self.rtl_multiplier, "cuts": list(self.cuts),
             "dequant": self.dequant,
             "dequant_format": self.dequant_format if self.dequant else None,
             "modes": [[md.weight.name, md.activation.name, md.lanes] for md in self.modes],

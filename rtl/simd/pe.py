@@ -10,6 +10,8 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.lib import fp
 from rtl.lib.formats import EXP_W, Decoded, FormatHw, decode, decode_fp32
+from rtl.lib.pipe import Pipe
+from rtl.simd.lane_cuts import lane_cut_points, product_cut_points
 from rtl.simd.config import CUT_ORDER, Mode, SimdConfig, _bits, _delayed, _level_nodes  # noqa: F401
 
 def _cut_decoded(m: Module, d, on: bool, name: str):
@@ -73,8 +75,11 @@ class SimdPE(wiring.Component):
         self.cfg = cfg
         super().__init__(pe_signature(cfg))
 
-    def _lane_decode(self, m, word, side: str, j: int, lane_modes: list[Mode], regs: _ModeRegs, name: str):
-        """Decoded operand of lane ``j`` (formats muxed by mode); ``side`` "a" or "w"."""
+    def _lane_decode(self, m, word, side: str, j: int, lane_modes: list[Mode], regs: _ModeRegs, name: str,
+                     cut: bool = False):
+        """Decoded operand of lane ``j`` (formats muxed by mode); ``side`` "a" or "w". ``cut``: one register
+        stage inside every format's decode (a posit's own cut point after its regime count; the code of
+        the other kinds, which have none), before the mux."""
         fmts: dict[str, FormatHw] = {}
         for md in lane_modes:
             f = md.activation if side == "a" else md.weight
@@ -82,7 +87,14 @@ class SimdPE(wiring.Component):
         decs = {}
         for fname, f in fmts.items():
             code = word[j * f.bits:(j + 1) * f.bits]
-            decs[fname] = (f, decode(m, f, code, f"{name}_{fname}"))
+            pipe = None
+            if cut and f.kind == "posit":
+                pipe = Pipe(m, 1, 1, f"{name}_{fname}_dc")
+            elif cut:
+                code = _delayed(m, code, 1, f"{name}_{fname}_code")
+            decs[fname] = (f, decode(m, f, code, f"{name}_{fname}", pipe))
+            if pipe is not None:
+                pipe.finish()
         sw = max(f.sig_bits for f, _ in decs.values())
         out = Decoded(Signal(name=f"{name}_nan"), Signal(name=f"{name}_inf"), Signal(name=f"{name}_s"),
                             Signal(signed(EXP_W), name=f"{name}_e"), Signal(sw, name=f"{name}_m"))
@@ -99,9 +111,10 @@ class SimdPE(wiring.Component):
                      out.exp.eq(fields[3]), out.sig.eq(fields[4])]
         return out, sw
 
-    def _dequant_weight(self, m, word, scale, j, lane_modes, regs, name):
+    def _dequant_weight(self, m, word, scale, j, lane_modes, regs, name, cut: bool = False):
         """Lane ``j``'s dequantized weight ``round_to(dequant_format, rne(decode(w) * scale))``, decoded."""
-        w, ww = self._lane_decode(m, word, "w", j, lane_modes, regs, f"{name}_raw")
+        w, ww = self._lane_decode(m, word, "w", j, lane_modes, regs, f"{name}_raw", cut)
+        scale = _delayed(m, scale, int(cut), f"{name}_scale")
         s = decode_fp32(m, scale, f"{name}_sc")
         prod32, _p, _s = fp.product(m, w, s, ww, 24, f"{name}_ws")
         df = FormatHw.of(self.cfg.dequant_format)
@@ -123,46 +136,63 @@ class SimdPE(wiring.Component):
         # bit_serial: one weight (magnitude) bit per cycle into a shift-add register
         acc = Signal(aw + ww, name=f"{name}_bs")
         partial = Signal(aw + ww, name=f"{name}_bsp")
-        m.d.comb += partial.eq(Mux(w.sig.bit_select(self.s1_bit, 1), a.sig << self.s1_bit, 0)
-                               + Mux(self.s1_first_bit, 0, acc))
-        with m.If(self.s1_v):
+        s1_bit, s1_first_bit, s1_v = self._s1
+        m.d.comb += partial.eq(Mux(w.sig.bit_select(s1_bit, 1), a.sig << s1_bit, 0)
+                               + Mux(s1_first_bit, 0, acc))
+        with m.If(s1_v):
             m.d.sync += acc.eq(partial)
         return partial
 
     def _lanes(self, m, regs, int_mode, pipelined: bool):
         """Stage 1 up to the products: per lane, both operands decoded (formats muxed by mode), the
         significand product, the exactly rounded fp32 product and the exact integer product beside it
-        (masked lanes give +0.0 / 0). Returns (fp32 products, integer products)."""
+        (masked lanes give +0.0 / 0). The pipelined PE registers the decoded operands and cuts the
+        multiply-and-round at ``lane_stages`` of its cut points (:class:`rtl.lib.pipe.Pipe`: its latency
+        is exactly ``lane_stages``, the mask rides alongside). Returns (fp32 products, integer products)."""
         cfg = self.cfg
         AW, WW = cfg.act_word_bits, cfg.weight_word_bits
         entry = self.entry
         a_word, w_word = entry[:AW], entry[AW:AW + WW]
+        Lf = cfg.lane_stages if pipelined else 0
+        dc = int(Lf > lane_cut_points(cfg) - 1)  # the decode cut: the last lane stage added
+        # the step's controls at the decoded-operand register (the decode cut delays it)
+        self._s1 = tuple(_delayed(m, v, dc, f"s1_{k}") for k, v in
+                         (("bit", self.s1_bit), ("first_bit", self.s1_first_bit), ("v", self.s1_v)))
+        given = cfg.multiplier != "array"
         prods_f, prods_i = [], []
         for j in range(cfg.max_lanes):
             lane_modes = [md for md in cfg.modes if md.lanes > j]
             name = f"l{j}"
-            a, aw = self._lane_decode(m, a_word, "a", j, lane_modes, regs, f"{name}_a")
+            a, aw = self._lane_decode(m, a_word, "a", j, lane_modes, regs, f"{name}_a", bool(dc))
             if cfg.dequant:
                 scale = entry[AW + WW + 32 * j:AW + WW + 32 * (j + 1)]
-                w, ww = self._dequant_weight(m, w_word, scale, j, lane_modes, regs, f"{name}_w")
+                w, ww = self._dequant_weight(m, w_word, scale, j, lane_modes, regs, f"{name}_w", bool(dc))
             else:
-                w, ww = self._lane_decode(m, w_word, "w", j, lane_modes, regs, f"{name}_w")
+                w, ww = self._lane_decode(m, w_word, "w", j, lane_modes, regs, f"{name}_w", bool(dc))
             a = _cut_decoded(m, a, "decode" in cfg.cuts or pipelined, f"{name}_a")
             w = _cut_decoded(m, w, "decode" in cfg.cuts or pipelined, f"{name}_w")
+            mask = _delayed(m, self.s1_mask[j], Lf, f"{name}_mask")
             sig_p = self._sig_product(m, a, aw, w, ww, name)
             if cfg.dequant or any(not md.integer for md in lane_modes):
-                pf, praw, psign = fp.product(m, a, w, aw, ww, f"{name}_prod", sig_product=sig_p)
+                mul = cfg.rtl_multiplier
+                cuts = product_cut_points(aw, ww, given, mul)
+                pipe = Pipe(m, Lf - dc, cuts, f"{name}_fe") if pipelined else None
+                pf, praw, psign = fp.product(m, a, w, aw, ww, f"{name}_prod", sig_product=sig_p, pipe=pipe,
+                                             mul=mul)
+                if pipe is not None:
+                    pipe.finish()
                 pfm = Signal(32, name=f"{name}_pf")
-                m.d.comb += pfm.eq(Mux(self.s1_mask[j], pf, 0))
+                m.d.comb += pfm.eq(Mux(mask, pf, 0))
                 prods_f.append(pfm)
             else:  # integer-only lane: the exact product alone
                 praw = Signal(aw + ww, name=f"{name}_p")
                 m.d.comb += praw.eq(a.sig * w.sig if sig_p is None else sig_p)
-                psign = a.sign ^ w.sign
+                praw = _delayed(m, praw, Lf - dc, f"{name}_p")
+                psign = _delayed(m, a.sign ^ w.sign, Lf - dc, f"{name}_ps")
                 prods_f.append(Const(0, 32))
             if cfg.has_int and any(md.integer for md in lane_modes):
                 pim = Signal(signed(aw + ww + 1), name=f"{name}_pi")
-                m.d.comb += pim.eq(Mux(self.s1_mask[j] & int_mode, Mux(psign, -praw, praw), 0))
+                m.d.comb += pim.eq(Mux(mask & int_mode, Mux(psign, -praw, praw), 0))
                 prods_i.append(pim)
         if "prod" in cfg.cuts or pipelined:
             prods_f = [_delayed(m, x, 1, f"l{j}_pfc") for j, x in enumerate(prods_f)]

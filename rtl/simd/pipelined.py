@@ -3,8 +3,9 @@
 Timing, in cycles from ``D`` (the cycle the decoded operands are in registers: the
 issue + 2)::
 
-  D        decoded operands (registered); products formed and registered      -> D + 1
-  D+1      lane tree: tree_levels(L) levels of FpAdd (S stages each)          -> C = D + 1 + T*S
+  D        decoded operands (registered); products formed (``lane_stages`` Lf
+           register stages inside the multiply-and-round), registered         -> D + 1 + Lf
+  D+1+Lf   lane tree: tree_levels(L) levels of FpAdd (S stages each)          -> C = D + 1 + Lf + T*S
   C        group accumulator: InterleavedSum(A) over the group's cycles; the
            int64 group sum beside it (one 64-bit add per step)              -> Gt = C + R
   Gt       group result: int64 -> fp32 (IntToFp), x scale (FpMul, Sm stages) -> O = Gt + Sm
@@ -14,7 +15,8 @@ issue + 2)::
   F        the output register; written to the output buffer at issue + F + 3
 
 ``S = A`` (the ring's adder must have exactly ``A`` stages; the tree adders use the
-same), ``R`` = ``InterleavedSum.latency``, ``Sm = min(A, FpMul max stages)``. The
+same), ``R`` = ``InterleavedSum.latency``, ``Sm = min(A, FpMul max stages)`` (``rtl_multiplier``: its
+significand multiplier, DSP blocks or fabric). The
 write latency :func:`write_latency` is what ``pipeline_cycles`` must cover. The
 order of the sums is :mod:`archsim.templates.simd.interleave` (the models').
 """
@@ -33,8 +35,8 @@ STEP_FLAGS = ("p_step", "p_gfirst", "p_gstart", "p_gend", "p_rstart", "p_rend")
 
 
 @lru_cache(maxsize=None)
-def _max_stages(kind: str) -> int:
-    unit = FpMul("fp32", 1) if kind == "mul" else IntToFp(64, "fp32", 1)
+def _max_stages(kind: str, mul: str = "dsp") -> int:
+    unit = FpMul("fp32", 1, mul) if kind == "mul" else IntToFp(64, "fp32", 1)
     unit._MustUse__silence = True  # only asked for its depth, never elaborated
     return unit.max_stages
 
@@ -44,14 +46,14 @@ def timing(cfg) -> dict[str, int]:
     A = cfg.accumulators
     S = A
     R = A + tree_levels(A) * S
-    Sm = min(A, _max_stages("mul"))
+    Sm = min(A, _max_stages("mul", cfg.rtl_multiplier))
     Si = min(A, _max_stages("i2f"), R - 1)
-    C = 1 + tree_levels(cfg.max_lanes) * S
+    C = 1 + cfg.lane_stages + tree_levels(cfg.max_lanes) * S
     Gt = C + R
     O = Gt + Sm
     Rt = O + R
     F = Rt + S
-    return {"S": S, "R": R, "Sm": Sm, "Si": Si, "C": C, "Gt": Gt, "O": O, "Rt": Rt, "F": F}
+    return {"Lf": cfg.lane_stages, "S": S, "R": R, "Sm": Sm, "Si": Si, "C": C, "Gt": Gt, "O": O, "Rt": Rt, "F": F}
 
 
 def write_latency(cfg) -> int:
@@ -64,7 +66,7 @@ def pipelined_pe_ports(cfg) -> dict:
 
 
 def elaborate_pipelined(pe, cfg, m: Module, regs, int_mode, prods_f, prods_i):
-    """Everything after the lane products (registered at D + 1) of a pipelined PE."""
+    """Everything after the lane products (registered at D + 1 + lane_stages) of a pipelined PE."""
     t = timing(cfg)
     S, OW = t["S"], cfg.out_bits
     flags = {k: getattr(pe, k) for k in STEP_FLAGS}
@@ -72,7 +74,7 @@ def elaborate_pipelined(pe, cfg, m: Module, regs, int_mode, prods_f, prods_i):
     def at(name, cycle):  # a D-timed flag at D + cycle
         return delayed(m, flags[name], cycle, f"{name}_{cycle}")
 
-    # ---- lane tree (D+1 -> C)
+    # ---- lane tree (D+1+Lf -> C)
     def has_right(lev, i):
         return regs.reg(f"t{lev}_{i // 2}_r", 1, lambda md: i + 1 < _level_nodes(md.lanes, lev))
 
@@ -91,7 +93,7 @@ def elaborate_pipelined(pe, cfg, m: Module, regs, int_mode, prods_f, prods_i):
         total_i = prods_i[0]
         for x in prods_i[1:]:
             total_i = total_i + x
-        cs_i = delayed(m, total_i, C - 1, "sum_i")
+        cs_i = delayed(m, total_i, C - 1 - t["Lf"], "sum_i")  # the products are at D + 1 + Lf
         step_c, gfirst_c = at("p_step", C), at("p_gfirst", C)  # (delay lines built outside any m.If)
         with m.If(step_c):
             m.d.sync += gacc_i.eq(Mux(gfirst_c, 0, gacc_i) + cs_i)
@@ -106,7 +108,7 @@ def elaborate_pipelined(pe, cfg, m: Module, regs, int_mode, prods_f, prods_i):
     if cfg.dequant:
         grp_res = plain
     else:
-        mul = m.submodules.scale_mul = FpMul("fp32", t["Sm"])
+        mul = m.submodules.scale_mul = FpMul("fp32", t["Sm"], cfg.rtl_multiplier)
         m.d.comb += [mul.a.eq(grp_src), mul.b.eq(pe.scale), mul.in_valid.eq(1)]
         grp_res = Mux(pe.g_zero, plain, mul.out)
     # ---- output accumulator (O -> Rt)

@@ -21,8 +21,10 @@ MULTIPLIERS = ("array", "shift_add", "bit_serial")
 PE_STYLES = ("lanes", "bitmod")
 #: formats the dequantize-then-MAC baseline can dequantize weights to
 DEQUANT_FORMATS = ("fp16", "bf16")
-#: most interleaved partial sums per accumulator (the fp32 adder unit has at most 8 stages)
-MAX_ACCUMULATORS = 8
+#: how the RTL of the pipelined PE builds its significand multipliers (rtl.lib.fp.MULTIPLIERS)
+RTL_MULTIPLIERS = ("dsp", "lut")
+#: most interleaved partial sums per accumulator (the fp32 adder unit, rtl.lib.units.FpAdd, has at most 11 stages)
+MAX_ACCUMULATORS = 11
 
 
 def _all_formats() -> list[str]:
@@ -67,10 +69,19 @@ class SimdParams(TemplateParams):
         types, integer activations, bit-serial per-group dequantization (:mod:`.bitserial`).
     accumulators : int
         ``A``: interleaved fp32 partial sums of the group and output accumulators
-        (1..8). 1 is one running sum per accumulator; ``A > 1`` feeds ``A`` partial
+        (1..11). 1 is one running sum per accumulator; ``A > 1`` feeds ``A`` partial
         sums round-robin by cycle and reduces them at the group / round end
         (:mod:`.interleave`), so the RTL's fp32 adders can be ``A``-stage pipelines.
         It changes the summation order (the values), not the cycles.
+    lane_stages : int
+        Register stages inside each lane's multiply-and-round-to-fp32 of the pipelined PE
+        (``accumulators > 1``; the RTL refuses more than a lane has cut points). They lengthen the
+        RTL's latency, which ``pipeline_cycles`` must cover; values and the cycle contract do not change.
+    rtl_multiplier : str
+        How the RTL of the pipelined PE builds the lanes' (``array`` multiplier) and the group scale's
+        significand products: ``dsp`` (DSP blocks) or ``lut`` (fabric adder trees with a cut point
+        between levels: more ``lane_stages`` and scale-multiply stages, no DSP delay in a stage).
+        RTL only: the models' values and cycles do not depend on it.
     """
 
     pes: int = 16
@@ -85,6 +96,8 @@ class SimdParams(TemplateParams):
     pipeline_cycles: int = 4
     pe: str = "lanes"
     accumulators: int = 1
+    lane_stages: int = 0
+    rtl_multiplier: str = "dsp"
 
     def validate(self) -> None:
         """Raise ``ValueError("key: expected ...")`` for an impossible value."""
@@ -120,6 +133,18 @@ class SimdParams(TemplateParams):
         v = self.accumulators
         if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_ACCUMULATORS:
             raise ValueError(f"accumulators: expected an integer 1..{MAX_ACCUMULATORS}, got {v!r}")
+        v = self.lane_stages
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"lane_stages: expected a non-negative integer, got {v!r}")
+        if v and self.accumulators == 1:
+            raise ValueError("lane_stages: expected 0 with accumulators 1 (only the pipelined PE, "
+                             "accumulators > 1, has lane stages)")
+        if self.rtl_multiplier not in RTL_MULTIPLIERS:
+            raise ValueError(f"rtl_multiplier: expected one of {', '.join(RTL_MULTIPLIERS)}, "
+                             f"got {self.rtl_multiplier!r}")
+        if self.rtl_multiplier != "dsp" and self.accumulators == 1:
+            raise ValueError("rtl_multiplier: expected dsp with accumulators 1 (only the pipelined PE, "
+                             "accumulators > 1, builds fabric multipliers)")
         for key in ("weight_format", "activation_format"):
             if getattr(self, key) not in self.formats:
                 raise ValueError(f"{key}: expected one of formats ({', '.join(self.formats)}), "
