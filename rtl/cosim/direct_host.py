@@ -12,6 +12,7 @@ where its tile begins differently on the ports, how (:class:`TileStart`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import count
 
 from cocotb.triggers import FallingEdge, RisingEdge
 from cocotb.utils import get_sim_time
@@ -75,28 +76,23 @@ class _Monitor:
             self.cycle += 1
 
 
-async def _write(dut, layout: list, buf: int, addr: int, word: int):
-    """One beat on the ``wr`` stream to buffer code ``buf`` (waits for ``wr__ready``)."""
-    dut.wr__payload.value = pack_command(layout, {"buf": buf, "addr": addr, "data": word})
-    dut.wr__valid.value = 1
-    while True:
+async def _beat(dut, stream: str, payload: int, limit: int | None = None):
+    """One beat on ``stream`` (``cmd``, ``wr``, ``rd_addr``): ``valid`` until ``ready`` is seen (or
+    ``limit`` cycles have passed), dropped after the next rising edge."""
+    getattr(dut, f"{stream}__payload").value = payload
+    valid, ready = getattr(dut, f"{stream}__valid"), getattr(dut, f"{stream}__ready")
+    valid.value = 1
+    for _ in range(limit) if limit is not None else count():
         await FallingEdge(dut.clk)
-        if unsigned(dut.wr__ready):
+        if unsigned(ready):
             break
     await RisingEdge(dut.clk)
-    dut.wr__valid.value = 0
+    valid.value = 0
 
 
 async def _read(dut, addr: int, limit: int = 1000) -> int:
     """One request on ``rd_addr`` and its answer on ``rd_data``."""
-    dut.rd_addr__payload.value = addr
-    dut.rd_addr__valid.value = 1
-    for _ in range(limit):
-        await FallingEdge(dut.clk)
-        if unsigned(dut.rd_addr__ready):
-            break
-    await RisingEdge(dut.clk)
-    dut.rd_addr__valid.value = 0
+    await _beat(dut, "rd_addr", addr, limit)
     for _ in range(limit):
         await FallingEdge(dut.clk)
         if unsigned(dut.rd_data__valid):
@@ -104,17 +100,6 @@ async def _read(dut, addr: int, limit: int = 1000) -> int:
             await RisingEdge(dut.clk)  # rd_data__ready is held high: the word is taken at this edge
             return word
     raise TimeoutError(f"no rd_data within {limit} cycles of reading address {addr}")
-
-
-async def _issue(dut, payload: int):
-    dut.cmd__payload.value = payload
-    dut.cmd__valid.value = 1
-    while True:
-        await FallingEdge(dut.clk)
-        if unsigned(dut.cmd__ready):
-            break
-    await RisingEdge(dut.clk)
-    dut.cmd__valid.value = 0
 
 
 async def _wait_idle(dut, limit: int) -> bool:
@@ -177,10 +162,10 @@ class DirectHost:
         """``words`` into buffer ``buf`` (one of ``buffers``) from address ``base`` on, a beat each."""
         code = self.buffers[buf]
         for a, word in enumerate(words):
-            await _write(self.dut, self.wr_layout, code, base + a, word)
+            await _beat(self.dut, "wr", pack_command(self.wr_layout, {"buf": code, "addr": base + a, "data": word}))
 
     async def issue(self, fields: dict[str, int]):
-        await _issue(self.dut, pack_command(self.cmd_layout, fields))
+        await _beat(self.dut, "cmd", pack_command(self.cmd_layout, fields))
 
     def begin_batch(self):
         self.first_done = len(self.mon.dones)
