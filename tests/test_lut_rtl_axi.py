@@ -8,7 +8,6 @@ look + pipeline_cycles``, ``pre' = pre + precompute_pipeline_cycles``, 0 with fu
 """
 from __future__ import annotations
 
-import dataclasses
 from math import ceil
 
 import pytest
@@ -16,11 +15,9 @@ import pytest
 from archsim.spec import load_arch
 from archsim.templates.lut import conformance
 from archsim.templates.lut.tile import PLANES
-from rtl import design_for
-from rtl.cosim import run_job, simulator_missing_reason
-from rtl.lib.axi_design import axi_wrapped
 
-SIM_MISSING = simulator_missing_reason("icarus")
+from axi_cosim import assert_exact_from_the_counter, check_against, run_axi
+
 #: the co-simulation build with the registered lookup and a 5-cycle precompute pipeline
 OVER = {**conformance.rtl_arch, "pipeline_cycles": 4, "precompute_pipeline_cycles": 5}
 
@@ -34,27 +31,17 @@ def _by_hand(tile, p) -> int:
 
 @pytest.fixture(scope="module")
 def axi_run(tmp_path_factory):
-    pytest.importorskip("cocotbext.axi")
-    if SIM_MISSING:
-        pytest.skip(SIM_MISSING)
     arch = load_arch(conformance.base_arch, OVER)
-    design = axi_wrapped(design_for(arch))
-    items = design.cosim_items("random", tiles=10, seed=4)
-    job = {**design.make_job(items), "axi_backpressure": True}
-    run = run_job(design.verilog(), design.toplevel, job, sim="icarus", build_dir=tmp_path_factory.mktemp("axi"))
-    return arch, design, items, run.result
+    return arch, *run_axi(arch, tmp_path_factory.mktemp("axi"), tiles=10, seed=4)
 
 
 @pytest.mark.rtl
 def test_axi_wrapped_lut_is_exact_against_the_models(axi_run):
     arch, design, items, result = axi_run
-    report = design.check(items, result)
-    assert report.ok, "\n" + report.summary()
+    # from the CYCLES register, not the ports
+    report = assert_exact_from_the_counter(design, items, result, lambda tile: _by_hand(tile, arch.params))
     assert len(report.tiles) == 10
     assert any(t.precomputed for t, _ in items) and any(not t.precomputed for t, _ in items)
-    for (tile, _), check in zip(items, report.tiles):
-        assert check.rtl_cycles == _by_hand(tile, arch.params)  # from the CYCLES register, not the ports
-        assert check.extra.get("port_cycles") is None
 
 
 @pytest.mark.rtl
@@ -62,7 +49,6 @@ def test_axi_run_fails_against_a_shallower_precompute_model(axi_run):
     """The same hardware result checked against a model whose precompute unit is one cycle shorter fails
     on every tile that builds its tables."""
     arch, design, items, result = axi_run
-    other = axi_wrapped(design_for(dataclasses.replace(arch.params, precompute_pipeline_cycles=4)))
-    report = other.check(items, result)
+    report = check_against(arch.params, items, result, precompute_pipeline_cycles=4)
     assert not report.ok
     assert [not c.cycles_ok for c in report.tiles] == [not t.precomputed for t, _ in items]

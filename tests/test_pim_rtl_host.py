@@ -21,10 +21,10 @@ from rtl import design_for
 from rtl.cosim import run_job, simulator_missing_reason
 from rtl.lib.host import implements_host
 
+from axi_cosim import assert_exact_from_the_counter, run_axi
 from test_pim_rtl import P
 
 SIM_MISSING = simulator_missing_reason("icarus")
-needs_icarus = pytest.mark.skipif(SIM_MISSING is not None, reason=SIM_MISSING or "")
 
 
 def test_default_top_implements_the_host_signature():
@@ -72,20 +72,9 @@ def test_host_engine_run_fails_against_a_slower_model(direct_run):
 
 @pytest.mark.rtl
 def test_axi_wrapped_pim_is_exact_against_the_models(tmp_path):
-    pytest.importorskip("cocotbext.axi")
-    if SIM_MISSING:
-        pytest.skip(SIM_MISSING)
-    from rtl.lib.axi_design import axi_wrapped
-
-    design = axi_wrapped(design_for(P))
-    items = design.cosim_items("random", tiles=3, seed=1, max_stream=4)
-    job = {**design.make_job(items), "axi_backpressure": True}  # both streams stall now and then
-    run = run_job(design.verilog(), design.toplevel, job, sim="icarus", build_dir=tmp_path)
-    report = design.check(items, run.result)
-    assert report.ok, "\n" + report.summary()
-    for (tile, _), check in zip(items, report.tiles):
-        # read from the wrapper's CYCLES register (the engine's counter); the ports are not visible
-        assert check.rtl_cycles == tile_cycles(tile, P) and check.extra["port_cycles"] is None
+    design, items, result = run_axi(P, tmp_path, tiles=3, seed=1, max_stream=4)  # both streams stall now and then
+    # read from the wrapper's CYCLES register (the engine's counter); the ports are not visible
+    assert_exact_from_the_counter(design, items, result, lambda tile: tile_cycles(tile, P))
 
 
 @pytest.mark.verilog

@@ -7,7 +7,6 @@ length, plus R + C - 2 + P); values from archsim's models (numpy).
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 
@@ -15,13 +14,10 @@ import pytest
 
 from archsim.cli import main
 from archsim.spec import load_arch
-from rtl import design_for
-from rtl.cosim import run_job, simulator_missing_reason
 from rtl.lib.axi import CYCLES_DEPTH
-from rtl.lib.axi_design import axi_wrapped
 
-SIM_MISSING = simulator_missing_reason("icarus")
-needs_icarus = pytest.mark.skipif(SIM_MISSING is not None, reason=SIM_MISSING or "")
+from axi_cosim import assert_exact_from_the_counter, check_against, run_axi
+
 ARCH = ["rows=2", "cols=2", "dataflow=auto", "preload=double_buffered", "mult_pipeline_stages=1"]
 
 
@@ -33,38 +29,26 @@ def _contract_cycles(tile, R, C, P):
 
 @pytest.fixture(scope="module")
 def axi_run(tmp_path_factory):
-    pytest.importorskip("cocotbext.axi")
-    if SIM_MISSING:
-        pytest.skip(SIM_MISSING)
     arch = load_arch("systolic-32x32-ws", ARCH)
-    design = axi_wrapped(design_for(arch))
-    # more tiles than the CYCLES queue holds: the driver splits them into batches of at most its depth
-    items = design.cosim_items("random", tiles=CYCLES_DEPTH + 4, seed=2, max_stream=4)
+    # more tiles than the CYCLES queue holds: the driver splits them into batches of at most its depth;
     # both streams stall now and then (the bus models' pause generators): results wait in the engine
-    job = {**design.make_job(items), "axi_backpressure": True}
-    run = run_job(design.verilog(), design.toplevel, job, sim="icarus", build_dir=tmp_path_factory.mktemp("axi"))
-    return arch, design, items, run.result
+    return arch, *run_axi(arch, tmp_path_factory.mktemp("axi"), tiles=CYCLES_DEPTH + 4, seed=2, max_stream=4)
 
 
 @pytest.mark.rtl
 def test_axi_wrapped_systolic_is_exact_against_the_models(axi_run):
     arch, design, items, result = axi_run
-    report = design.check(items, result)
-    assert report.ok, "\n" + report.summary()
+    # the cycles are read from the wrapper's CYCLES register (the engine's counter), not the ports
+    report = assert_exact_from_the_counter(design, items, result, lambda tile: _contract_cycles(tile, 2, 2, 1))
     assert len(report.tiles) == CYCLES_DEPTH + 4
     assert {t.dataflow for t, _ in items} == {"ws", "os", "is"}
-    for (tile, _), check in zip(items, report.tiles):
-        # the cycles were read from the wrapper's CYCLES register (the engine's counter), not the ports
-        assert check.rtl_cycles == _contract_cycles(tile, 2, 2, 1)
-        assert check.extra.get("port_cycles") is None
 
 
 @pytest.mark.rtl
 def test_axi_run_fails_against_a_different_model(axi_run):
     """The same hardware result checked against a model with one pipeline stage fewer must fail."""
     arch, design, items, result = axi_run
-    other = axi_wrapped(design_for(dataclasses.replace(arch.params, mult_pipeline_stages=0)))
-    report = other.check(items, result)
+    report = check_against(arch.params, items, result, mult_pipeline_stages=0)
     assert not report.ok and all(not t.cycles_ok for t in report.tiles)
 
 

@@ -8,26 +8,21 @@ tile. The tile's cycles are the hardware's ``tile_cycles`` counter; on the bare 
 monitor also times ``tile_start`` .. ``done`` on the ports (``port_cycles``). With
 ``job["host"] == "axi"`` the same steps go through the AXI wrapper's bus functional models.
 
-The port-level host is :class:`rtl.cosim.direct_host.DirectHost`. Its buffer names are the
-systolic ones: the ``wr`` stream's ``buf`` codes 0, 1, 2 are Q, K, V here.
+The host is :func:`rtl.cosim.direct_host.host_for`'s (on the ports or through the AXI wrapper).
 """
 from __future__ import annotations
 
-from rtl.cosim.direct_host import DirectHost, UnresolvedRead
+from rtl.cosim.direct_host import UnresolvedRead, host_for
 
-#: the host drivers' buffer names for the buf codes 0 (Q), 1 (K), 2 (V)
-BUF_NAMES = ("left", "top", "out")
+#: the ``wr`` stream's buffers, in ``buf`` code order (0 Q, 1 K, 2 V)
+BUF_NAMES = ("q", "k", "v")
+BUFFERS = {name: code for code, name in enumerate(BUF_NAMES)}
 MAX_CYCLES = 200_000
 
 
 async def run_job(dut, job) -> dict:
     D = job["head_dim_max"]
-    if job.get("host") == "axi":
-        from rtl.lib.axi_host import AxiHost
-
-        host = AxiHost(dut, job)
-    else:
-        host = DirectHost(dut, job)
+    host = host_for(dut, job, BUFFERS)
     problem = await host.start(32 * D)
     if problem:
         return {"error": problem, "tiles": []}

@@ -23,9 +23,6 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-#: the model's per-round overhead is these four states (pivot read, pivot latch, tail, decide)
-ROUND_STATES = ("PIVOT_READ", "PIVOT_LATCH", "TAIL", "DECIDE")
-
 
 def _popcount(bits):
     return sum((bits[i] for i in range(len(bits))), Const(0, 1))

@@ -1,23 +1,40 @@
 """The port-level host of the shared host signature (:mod:`rtl.lib.host`) for cocotb drivers:
 :class:`DirectHost` drives ``cmd`` / ``wr`` / ``rd_addr`` / ``rd_data`` directly and times each tile
-by ``done`` and the hardware's ``tile_cycles`` counter (and by ``tile_start`` where the design has
-that debug port). Its methods match :class:`rtl.lib.axi_host.AxiHost`, so a template driver runs
-the same steps on the bare engine or behind the AXI wrapper.
+by ``done`` and the hardware's ``tile_cycles`` counter (and on the ports from a start signal, by
+default the ``tile_start`` debug port, where the design has it). Its methods match
+:class:`rtl.lib.axi_host.AxiHost`, so a template driver runs the same steps on the bare engine or
+behind the AXI wrapper.
 
-The one copy: the systolic and attention drivers use it. Buffer names are the systolic ones
-("left", "top", "out" for the ``wr`` stream's buf codes 0, 1, 2).
+The one copy: every template driver on the host signature uses it (systolic, SIMD, LUT, PIM host
+engine, attention). A driver names its ``wr`` buffers (``buffers``: name -> the ``buf`` code) and,
+where its tile begins differently on the ports, how (:class:`TileStart`).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import count
 
 from cocotb.triggers import FallingEdge, RisingEdge
 from cocotb.utils import get_sim_time
 from rtl.cosim.progress import tile_done
 from rtl.lib.payload import pack_command
 
-BUF = {"left": 0, "top": 1, "out": 2}
+
+@dataclass(frozen=True)
+class TileStart:
+    """Where a tile begins on the ports, for ``port_cycles`` (the hardware count measured on the ports).
+
+    ``port``: the start signal; ``rising``: record the cycle it rises (a level held through the tile)
+    rather than every cycle it is high (a one-cycle pulse); ``lead_cycles``: cycles from that cycle to
+    the first cycle the hardware counter counts (``port_cycles = done - start - lead_cycles + 1``)."""
+
+    port: str = "tile_start"
+    rising: bool = False
+    lead_cycles: int = 0
 
 
-def _u(sig) -> int:
+def unsigned(sig) -> int:
+    """A port's value as an unsigned int (cocotb 2 LogicArray or an int)."""
     v = sig.value
     return v.to_unsigned() if hasattr(v, "to_unsigned") else int(v)
 
@@ -31,16 +48,21 @@ def resolved(sig, what: str) -> int:
     """``sig``'s value as an unsigned integer; :class:`UnresolvedRead` naming ``what`` if any bit is X/Z."""
     v = sig.value
     if getattr(v, "is_resolvable", True):
-        return _u(sig)
+        return unsigned(sig)
     bad = sum(ch not in "01" for ch in str(v))
     raise UnresolvedRead(f"{what} holds {bad} X/Z bit(s) of {len(v)} (an uninitialised or undriven value)")
 
 
 class _Monitor:
-    def __init__(self, dut, tiles: int = 0):
+    """Per finished tile: its start cycle (shifted by the lead, see :class:`TileStart`), its ``done``
+    cycle, the counter the cycle after ``done`` and the simulation time of ``done``."""
+
+    def __init__(self, dut, tiles: int = 0, tile_start: TileStart = TileStart()):
         self.dut = dut
-        self.has_start = hasattr(dut, "tile_start")
+        self.start = tile_start
+        self.has_start = hasattr(dut, tile_start.port)
         self.tiles = tiles
+        self.pending = False  # done seen, its counter not read yet
         self.cycle = 0
         self.starts: list[int] = []
         self.dones: list[int] = []
@@ -48,69 +70,56 @@ class _Monitor:
         self.done_ns: list[float] = []
 
     async def run(self):
-        dut = self.dut
-        pending_hw = False
+        dut, start = self.dut, self.start
+        was_high = 0
         while True:
             await FallingEdge(dut.clk)
-            if pending_hw:
-                self.hw_cycles.append(_u(dut.tile_cycles))
-                pending_hw = False
-            if self.has_start and _u(dut.tile_start):
-                self.starts.append(self.cycle)
-            if _u(dut.done):
+            if self.pending:
+                self.hw_cycles.append(unsigned(dut.tile_cycles))
+                self.pending = False
+            if self.has_start:
+                high = unsigned(getattr(dut, start.port))
+                if high and not (start.rising and was_high):
+                    self.starts.append(self.cycle + start.lead_cycles)
+                was_high = high
+            if unsigned(dut.done):
                 self.dones.append(self.cycle)
                 self.done_ns.append(get_sim_time(unit="ns"))
                 tile_done(len(self.dones), self.tiles)  # progress per tile, as the array finishes it
-                pending_hw = True
+                self.pending = True
             self.cycle += 1
 
 
-async def _write(dut, layout: list, buf: str, addr: int, word: int):
-    """One beat on the ``wr`` stream (waits for ``wr__ready``)."""
-    dut.wr__payload.value = pack_command(layout, {"buf": BUF[buf], "addr": addr, "data": word})
-    dut.wr__valid.value = 1
-    while True:
+async def _beat(dut, stream: str, payload: int, limit: int | None = None):
+    """One beat on ``stream`` (``cmd``, ``wr``, ``rd_addr``): ``valid`` until ``ready`` is seen (or
+    ``limit`` cycles have passed), dropped after the next rising edge."""
+    getattr(dut, f"{stream}__payload").value = payload
+    valid, ready = getattr(dut, f"{stream}__valid"), getattr(dut, f"{stream}__ready")
+    valid.value = 1
+    for _ in range(limit) if limit is not None else count():
         await FallingEdge(dut.clk)
-        if _u(dut.wr__ready):
+        if unsigned(ready):
             break
     await RisingEdge(dut.clk)
-    dut.wr__valid.value = 0
+    valid.value = 0
 
 
 async def _read(dut, addr: int, limit: int = 1000) -> int:
     """One request on ``rd_addr`` and its answer on ``rd_data``."""
-    dut.rd_addr__payload.value = addr
-    dut.rd_addr__valid.value = 1
+    await _beat(dut, "rd_addr", addr, limit)
     for _ in range(limit):
         await FallingEdge(dut.clk)
-        if _u(dut.rd_addr__ready):
-            break
-    await RisingEdge(dut.clk)
-    dut.rd_addr__valid.value = 0
-    for _ in range(limit):
-        await FallingEdge(dut.clk)
-        if _u(dut.rd_data__valid):
+        if unsigned(dut.rd_data__valid):
             word = resolved(dut.rd_data__payload, f"rd_data of result address {addr}")
             await RisingEdge(dut.clk)  # rd_data__ready is held high: the word is taken at this edge
             return word
     raise TimeoutError(f"no rd_data within {limit} cycles of reading address {addr}")
 
 
-async def _issue(dut, payload: int):
-    dut.cmd__payload.value = payload
-    dut.cmd__valid.value = 1
-    while True:
-        await FallingEdge(dut.clk)
-        if _u(dut.cmd__ready):
-            break
-    await RisingEdge(dut.clk)
-    dut.cmd__valid.value = 0
-
-
 async def _wait_idle(dut, limit: int) -> bool:
     for _ in range(limit):
         await FallingEdge(dut.clk)
-        if not _u(dut.busy):
+        if not unsigned(dut.busy):
             return True
     return False
 
@@ -133,16 +142,20 @@ def port_problem(dut, cmd_layout: list, wr_layout: list, rd_bits: int) -> str:
 
 
 class DirectHost:
-    """Drives the host signature's ports directly; tile cycles from ``done`` and ``tile_cycles``."""
+    """Drives the host signature's ports directly; tile cycles from ``done`` and ``tile_cycles``.
+
+    ``buffers``: the template's ``wr`` buffer names -> ``buf`` codes (what :meth:`write_rows` takes);
+    ``tile_start``: how a tile begins on the ports (:class:`TileStart`)."""
 
     max_batch = None  # no limit beyond the buffers
 
-    def __init__(self, dut, job: dict):
+    def __init__(self, dut, job: dict, buffers: dict[str, int], tile_start: TileStart = TileStart()):
         self.dut = dut
         self.job = job
+        self.buffers = buffers
         self.cmd_layout = job["command_layout"]
         self.wr_layout = [tuple(f) for f in job["write_layout"]]
-        self.mon = _Monitor(dut, len(job["tiles"]))
+        self.mon = _Monitor(dut, len(job["tiles"]), tile_start)
         self.first_done = 0
 
     async def start(self, rd_bits: int) -> str:
@@ -160,11 +173,13 @@ class DirectHost:
         return ""
 
     async def write_rows(self, buf: str, base: int, words: list[int]):
+        """``words`` into buffer ``buf`` (one of ``buffers``) from address ``base`` on, a beat each."""
+        code = self.buffers[buf]
         for a, word in enumerate(words):
-            await _write(self.dut, self.wr_layout, buf, base + a, word)
+            await _beat(self.dut, "wr", pack_command(self.wr_layout, {"buf": code, "addr": base + a, "data": word}))
 
     async def issue(self, fields: dict[str, int]):
-        await _issue(self.dut, pack_command(self.cmd_layout, fields))
+        await _beat(self.dut, "cmd", pack_command(self.cmd_layout, fields))
 
     def begin_batch(self):
         self.first_done = len(self.mon.dones)
@@ -172,6 +187,8 @@ class DirectHost:
     async def wait_idle(self, limit: int) -> bool:
         ok = await _wait_idle(self.dut, limit)
         await FallingEdge(self.dut.clk)  # let the monitor record the last tile_cycles
+        while ok and self.mon.pending:  # a done seen at that edge: its counter is read at the next
+            await FallingEdge(self.dut.clk)
         return ok
 
     async def read_rows(self, base: int, count: int) -> list[int]:
@@ -194,4 +211,14 @@ class DirectHost:
         return out
 
     async def finish(self) -> dict:
-        return {"error_flag": _u(self.dut.error), "cycles_total": self.mon.cycle}
+        return {"error_flag": unsigned(self.dut.error), "cycles_total": self.mon.cycle}
+
+
+def host_for(dut, job: dict, buffers: dict[str, int], tile_start: TileStart = TileStart()):
+    """The driver's host: :class:`rtl.lib.axi_host.AxiHost` when ``job["host"] == "axi"`` (the engine
+    behind the AXI wrapper), else :class:`DirectHost` on the host ports."""
+    if job.get("host") == "axi":
+        from rtl.lib.axi_host import AxiHost
+
+        return AxiHost(dut, job, buffers)
+    return DirectHost(dut, job, buffers, tile_start)

@@ -5,7 +5,8 @@ models — an ``AxiLiteMaster`` on ``s_axil_*`` for the registers, an ``AxiStrea
 
 Tile cycles come from the wrapper's CYCLES register (a queue of the engine's ``tile_cycles``
 counts, one per finished tile), so a batch holds at most the queue's depth of tiles. The
-methods match :class:`rtl.cosim.direct_host.DirectHost`.
+methods match :class:`rtl.cosim.direct_host.DirectHost`, and like it the host is template-neutral:
+a driver passes its ``wr`` buffer names (``buffers``: name -> the wrapper's WR_BUF code).
 """
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ from cocotb.triggers import RisingEdge
 from rtl.cosim.progress import tile_done
 from rtl.lib.axi import ID_VALUE, REGS, CMD_BASE
 
-BUF = {"left": 0, "top": 1, "out": 2}
-
 
 class AxiHost:
-    def __init__(self, dut, job: dict):
+    """The template's engine behind :class:`rtl.lib.axi.AxiHostWrapper`, through the bus models."""
+
+    def __init__(self, dut, job: dict, buffers: dict[str, int]):
         self.dut = dut
         self.job = job
+        self.buffers = buffers
         self.cmd_layout = job["command_layout"]
         self.max_batch = None
         self.done_tiles = 0
@@ -66,11 +68,12 @@ class AxiHost:
         await self.lite.write_dword(addr, value & 0xFFFFFFFF)
 
     async def write_rows(self, buf: str, base: int, words: list[int]):
+        """``words`` into buffer ``buf`` (one of ``buffers``) from address ``base`` on, as one frame."""
         if not words:
             return
         from cocotbext.axi import AxiStreamFrame
 
-        await self.set_reg(REGS["WR_BUF"], BUF[buf])
+        await self.set_reg(REGS["WR_BUF"], self.buffers[buf])
         await self.set_reg(REGS["WR_ADDR"], base)
         data = b"".join(int(w).to_bytes(self.in_bytes, "little") for w in words)
         await self.source.send(AxiStreamFrame(data))

@@ -22,10 +22,12 @@ Buffer layout per tile (lane = array row for "left", array column for
 """
 from __future__ import annotations
 
-from rtl.cosim.direct_host import DirectHost
+from rtl.cosim.direct_host import host_for
 from rtl.design import pack_lanes
 
 DATAFLOW_CODES = {"ws": 0, "os": 1, "is": 2}
+#: the ``wr`` stream's buffers (``buf`` codes)
+BUFFERS = {"left": 0, "top": 1, "out": 2}
 
 
 _pack = pack_lanes  # one word of lanes (rtl.design)
@@ -82,12 +84,7 @@ async def run_job(dut, job: dict) -> dict:
     depth = {"left": cfg["left_depth"], "top": cfg["top_depth"], "out": cfg["out_depth"]}
     tiles = job["tiles"]
 
-    if job.get("host") == "axi":  # through the AXI wrapper (rtl.lib.axi)
-        from rtl.lib.axi_host import AxiHost
-
-        host = AxiHost(dut, job)
-    else:
-        host = DirectHost(dut, job)
+    host = host_for(dut, job, BUFFERS)  # on the ports, or through the AXI wrapper (rtl.lib.axi)
     problem = await host.start(C * ab)
     if problem:
         return {"error": problem, "tiles": []}
