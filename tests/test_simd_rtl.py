@@ -436,6 +436,25 @@ def test_the_edge_preset_generates_with_one_pe_module(tmp_path):
 
 @pytest.mark.rtl
 @pytest.mark.slow
+def test_a_thousand_random_tiles_over_every_representative_mode(icarus):
+    """The fixed configuration (simd-edge's datapath, all 11 formats, its pipeline, 2 PEs): 1000 random
+    tiles in one simulator run, cycling over the representative modes (>= 45 tiles each), NaN / inf
+    codes in one tile of eight: every tile bit- and cycle-exact against the models and the reference.
+    (1000 tiles of each mode on its own build: the ``long`` test below.)"""
+    from rtl.simd.sources import random_items
+
+    arch = load_arch("simd-edge", {"pes": 2})
+    reps = [pair for pair in MODE_PAIRS if not arch.params.pair_problem(*pair)]
+    assert len(reps) >= 15
+    items = random_items(arch.params, 1000, np.random.default_rng(1000), modes=reps, max_k=10)
+    assert {(t.weight_format, t.activation_format) for t, _ in items} == set(reps)
+    report = _cosim_against_reference(arch, items)
+    assert sum(t.ok for t in report.tiles) == 1000
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+@pytest.mark.long  # suite time: 22 builds x 1000 tiles; the default suite runs the test above
 @pytest.mark.parametrize("pair", MODE_PAIRS, ids=[f"{w}x{a}" for w, a in MODE_PAIRS])
 def test_a_thousand_random_tiles_per_mode(icarus, pair):
     """1000 random tiles of one precision mode (all in one simulator run) on a 2-PE build of that mode's
@@ -451,10 +470,30 @@ def test_a_thousand_random_tiles_per_mode(icarus, pair):
     assert sum(t.ok for t in report.tiles) == 1000
 
 
+PIPELINED_PAIRS = [("posit8_0", "posit8_0"), ("int4", "fp8_e4m3"), ("int8", "int8")]
+
+
 @pytest.mark.rtl
 @pytest.mark.slow
-@pytest.mark.parametrize("pair", [("posit8_0", "posit8_0"), ("int4", "fp8_e4m3"), ("int8", "int8")],
-                         ids=["posit8_0", "int4xfp8_e4m3", "int8"])
+def test_a_thousand_random_tiles_pipelined_over_three_modes(icarus):
+    """The pipelined PE (accumulators 4, its latency 48 as pipeline_cycles) on one build of the three
+    modes' formats: 1000 random short tiles (K <= 10, the runs shorter than the rings) cycling over
+    them, including the two modes whose earlier pipelined scale multiply left X on some outputs.
+    (1000 tiles of each mode on its own build: the ``long`` test below.)"""
+    from rtl.simd.sources import random_items
+
+    formats = sorted({f for pair in PIPELINED_PAIRS for f in pair})
+    arch = load_arch("simd-edge", {"pes": 2, "formats": formats, "weight_format": "int8", "activation_format": "int8",
+                                   "accumulators": 4, "pipeline_cycles": 48})
+    items = random_items(arch.params, 1000, np.random.default_rng(48), modes=PIPELINED_PAIRS, max_k=10)
+    report = _cosim_against_reference(arch, items)
+    assert sum(t.ok for t in report.tiles) == 1000
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+@pytest.mark.long  # suite time: the default suite runs the three modes on one build (above)
+@pytest.mark.parametrize("pair", PIPELINED_PAIRS, ids=["posit8_0", "int4xfp8_e4m3", "int8"])
 def test_a_thousand_random_tiles_pipelined(icarus, pair):
     """The pipelined PE (accumulators 4, its latency 48 as pipeline_cycles): 1000 random short tiles
     (K <= 10, the runs shorter than the rings) per mode, including the two modes whose earlier
