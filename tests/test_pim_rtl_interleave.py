@@ -97,3 +97,33 @@ def test_a_channel_refuses_interleave():
 
     with pytest.raises(ArchsimError, match="accumulator_interleave: a channel"):
         design_for(BF16, {"banks": 2})
+
+
+def test_irregular_mac_spacing_exercises_every_forwarding_distance():
+    """The scheduler's bursts hit a partial exactly every P cycles; a stream stretched with gaps of
+    0-2 extra cycles between MACs hits it P, P + 1, P + 2 and more cycles apart (the forwarded
+    results in flight and the memory). Values are timing-independent: still the interleaved order."""
+    from archsim.templates.pim.values import gemv_dot
+
+    rows, k = 2, 120
+    rng = np.random.default_rng(5)
+    w = to_bf16((rng.standard_normal((1, rows, k)) * np.exp2(rng.integers(-8, 9, (1, rows, k)))).astype(F))
+    x = to_bf16(rng.standard_normal(k).astype(F))
+    tile = PimTile("gemv", rows=rows, k=k, banks=1, ref_due=1000)
+    design = design_for(BF16, {"top": "unit"})
+    stream = design.stream(tile, {"weight": w, "input": x})
+    gaps = [0, 1, 0, 0, 2, 1, 0, 2, 2, 0, 1, 1]  # extra cycles before each MAC (cycled)
+    shift, n, cmds = 0, 0, []
+    for c in stream["commands"]:
+        if c[1] == "MAC":
+            shift += gaps[n % len(gaps)]
+            n += 1
+        cmds.append([c[0] + shift] + c[1:])
+    stream["commands"] = cmds
+    job = {"driver": design.driver, "array_latency": design.array_latency(), "streams": [stream]}
+    res = run_job(design.verilog(), design.toplevel, job).result["streams"][0]
+    assert res["error"] == 0, "\n".join(res["trace"])
+    rtl = design.rtl_values(tile, res).astype(F)
+    ref = np.array([[_reference_row(w[0, r], x, BF16.column_elements, 4) for r in range(rows)]], F)
+    assert rtl.view(np.uint32).tolist() == ref.view(np.uint32).tolist()
+    assert ref.view(np.uint32).tolist() == gemv_dot(w, x, BF16.column_elements, "bf16", 4).view(np.uint32).tolist()
