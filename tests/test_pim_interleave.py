@@ -61,7 +61,8 @@ def test_fast_and_detailed_follow_the_interleaved_order(P):
     tile = PimTile("gemv", rows=rows, k=k, banks=banks, ref_due=1400)
     detailed, _cycles, _cmds = run_detailed(tile, p, w, x)
     if P > 1:  # the operands tell this order from the sequential one
-        seq = np.array([[reference_row(w[b, r], x, p.column_elements, 1) for r in range(rows)] for b in range(banks)], F)
+        seq = np.array([[reference_row(w[b, r], x, p.column_elements, 1) for r in range(rows)]
+                        for b in range(banks)], F)
         assert ref.view(np.uint32).tolist() != seq.view(np.uint32).tolist()
     assert fast.view(np.uint32).tolist() == ref.view(np.uint32).tolist()
     assert detailed.view(np.uint32).tolist() == ref.view(np.uint32).tolist()

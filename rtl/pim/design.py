@@ -28,6 +28,7 @@ from amaranth import Cat, Module, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.lib.pipe import delay
 from rtl.pim.accumulators import READ_LATENCY, PimAccumulators
 from rtl.pim.controller import ACT, GBWR, MAC, PRE, RDACC, REF, PimBankController, bits_for
 from rtl.pim.interleaved import PimInterleavedAccumulators
@@ -102,15 +103,6 @@ def pim_signature(p) -> dict:
         "out_valid": Out(1), "out_data": Out(32 * (p.column_bytes // 4)),
         "ready": Out(1), "busy": Out(1), "error": Out(1),
     }
-
-
-def delay(m: Module, value, cycles: int, name: str):
-    """``value`` through ``cycles`` registers."""
-    for i in range(cycles):
-        r = Signal.like(value, name=f"{name}{i}")
-        m.d.sync += r.eq(value)
-        value = r
-    return value
 
 
 class PimBankUnit(wiring.Component):

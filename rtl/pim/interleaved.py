@@ -26,19 +26,12 @@ from amaranth import Array, Cat, Module, Mux, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.lib.pipe import delay
 from rtl.lib.units import Fp32AddFinite
 from rtl.pim.controller import bits_for
 
 #: cycles from ``rd`` to the partials (register the command, read the memories)
 PARTIALS_LATENCY = 2
-
-
-def _delay(m: Module, value, cycles: int, name: str):
-    for i in range(cycles):
-        r = Signal.like(value, name=f"{name}{i}")
-        m.d.sync += r.eq(value)
-        value = r
-    return value
 
 
 def _adder(m: Module, precision: str, a, b, stages: int, name: str):
@@ -50,7 +43,7 @@ def _adder(m: Module, precision: str, a, b, stages: int, name: str):
         return u.out
     s = Signal(32, name=f"{name}_sum")
     m.d.comb += s.eq((a + b)[:32])
-    return _delay(m, s, stages, f"{name}_d")
+    return delay(m, s, stages, f"{name}_d")
 
 
 class PimInterleavedAccumulators(wiring.Component):
@@ -165,5 +158,5 @@ class PimInterleavedAccumulators(wiring.Component):
                          for i in range(0, len(terms), 2)]
                 level += 1
             outs.append(terms[0])
-        m.d.comb += [self.rd_valid.eq(_delay(m, rv, self.read_latency - PARTIALS_LATENCY, "rd_v")),
+        m.d.comb += [self.rd_valid.eq(delay(m, rv, self.read_latency - PARTIALS_LATENCY, "rd_v")),
                      self.rd_data.eq(Cat(*outs))]
