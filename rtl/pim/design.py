@@ -48,13 +48,16 @@ def pipeline_budget(p) -> int:
 
 
 def default_stages(p) -> tuple[int, int]:
-    """``(mul_stages, add_stages)``: the deepest of a fixed preference list that fits the budget."""
+    """``(mul_stages, add_stages)``: the deepest of a fixed preference list that fits the budget and
+    leaves the DRAM array at least one cycle (the host engine's array memory needs it), else the
+    deepest that fits the budget."""
     E = p.column_elements
     prefs = [(1, 1), (1, 0), (0, 0)] if p.mac_precision == "int8" else \
         [(3, 2), (2, 2), (2, 1), (1, 1), (1, 0), (0, 0)]
-    for ms, ad in prefs:
-        if mac_latency(p.mac_precision, E, ms, ad) <= pipeline_budget(p):
-            return ms, ad
+    for spare in (1, 0):
+        for ms, ad in prefs:
+            if mac_latency(p.mac_precision, E, ms, ad) <= pipeline_budget(p) - spare:
+                return ms, ad
     return 0, 0
 
 

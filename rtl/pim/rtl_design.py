@@ -126,6 +126,10 @@ class PimDesign(RtlDesign):
         ms, ad = default_stages(params)
         #: the MAC datapath's pipeline depths (options, else the deepest default that fits tCL)
         self.mul_stages, self.add_stages = stages.get("mul_stages", ms), stages.get("add_stages", ad)
+        if top == "host" and array_latency(params, self.mul_stages, self.add_stages) < 1:
+            raise SpecError(f"pim RTL: mul_stages/add_stages: the host engine's DRAM array memory needs >= 1 cycle "
+                            f"of array latency (tCL + mac_pipeline_cycles - 2 - (accumulator_interleave - 1) - the "
+                            f"MAC latency), got {array_latency(params, self.mul_stages, self.add_stages)}")
 
     @staticmethod
     def target_options(params: Any, target: str) -> dict[str, Any]:
