@@ -2,7 +2,8 @@
 (products exact in float32, a pairwise float32 tree, or int32 wrap) exactly ``latency`` cycles
 after its operands; the accumulators against a Python running sum (same accumulator hit back to
 back, interleaved, after gaps; the group restart; the read-out 2 cycles after an RDACC); the
-controller's timing checks on hand-written command sequences."""
+controller's timing checks on hand-written command sequences; the interleaved accumulators (P partials)
+against a Python model of the interleaved order."""
 from __future__ import annotations
 
 import ml_dtypes as md
@@ -177,3 +178,88 @@ def test_controller_checks_trcd_and_reads_the_open_row(mac_at, want_error):
     assert seen["rd"] == (mac_at, 9, 2)  # high the cycle after the command, the open row
     assert seen["error"] == want_error
     assert seen["ready_at"] == 12 + P.tRP  # closed, tRP after the PRE
+
+
+def _interleaved(dut, macs, reads, cycles, fp32, lead=6):
+    """Drive MAC commands ``macs`` {cycle: (acc, value)} (the accumulate ``lead`` cycles later, with
+    the tags the counters gave) and RDACC ``reads`` {cycle: col}; return {read cycle: words}."""
+    from rtl.pim.interleaved import PARTIALS_LATENCY
+
+    out, tags = {}, {}
+
+    async def tb(ctx):
+        for cycle in range(cycles):
+            cmd = macs.get(cycle)
+            ctx.set(dut.cmd_mac, cmd is not None)
+            ctx.set(dut.cmd_acc, cmd[0] if cmd else 0)
+            ctx.set(dut.cmd_rdacc, cycle in reads)
+            ctx.set(dut.rd, cycle in reads)
+            ctx.set(dut.rd_col, reads.get(cycle, 0))
+            now, pre, pre2 = (macs.get(cycle - lead + d) for d in (0, 1, 2))
+            ctx.set(dut.valid, now is not None)
+            ctx.set(dut.idx, now[0] if now else 0)
+            ctx.set(dut.part, tags.get(cycle - lead, (0, 0))[0])
+            val = now[1] if now else 0
+            ctx.set(dut.col_sum, int(np.float32(val).view(np.uint32)) if fp32 else val & 0xFFFFFFFF)
+            ctx.set(dut.pre_valid, pre is not None)
+            ctx.set(dut.pre_idx, pre[0] if pre else 0)
+            ctx.set(dut.pre_part, tags.get(cycle - lead + 1, (0, 0))[0])
+            ctx.set(dut.pre_first, tags.get(cycle - lead + 1, (0, 0))[1])
+            ctx.set(dut.pre2_idx, pre2[0] if pre2 else 0)
+            await ctx.tick()
+            if cmd is not None:  # the tags of this command, registered
+                tags[cycle] = (ctx.get(dut.tag_part), ctx.get(dut.tag_first))
+            if ctx.get(dut.rd_valid):
+                word = ctx.get(dut.rd_data)
+                out[cycle + 1 - dut.read_latency] = [(word >> (32 * i)) & 0xFFFFFFFF for i in range(dut.out_lanes)]
+        assert dut.read_latency == PARTIALS_LATENCY + (dut.P.bit_length() - 1) * dut.P
+
+    _run(dut, tb)
+    return out
+
+
+@pytest.mark.parametrize("prec,P", [("int8", 2), ("bf16", 4)])
+def test_interleaved_accumulators_partials_forwarding_and_restart(prec, P):
+    """Column c of an accumulator into partial c mod P; hits P, P+1, P+2 and more cycles apart;
+    the RDACC's pairwise sum of the partials (unwritten ones 0); a second group restarts."""
+    from rtl.pim.interleaved import PimInterleavedAccumulators
+
+    dut = PimInterleavedAccumulators(prec, registers=6, out_lanes=2, col_bits=2, interleave=P)
+    rng = np.random.default_rng(P)
+    fp32 = prec == "bf16"
+    # group 1: acc 3 every cycle, then with gaps of 1 and 2, acc 0/1 interleaved, acc 4 once
+    cycles_accs = [(c, 3) for c in range(0, 9)] + [(10, 3), (11, 3), (13, 3), (14, 0), (15, 1), (16, 0),
+                                                     (17, 3), (19, 1), (20, 0), (22, 3), (23, 4)]
+
+    def value():
+        if fp32:
+            return np.float32(rng.standard_normal() * 10.0 ** rng.integers(-3, 4))
+        return int(rng.integers(-2**31, 2**31))
+    macs = {c: (a, value()) for c, a in cycles_accs}
+    g2 = {60: (1, value()), 61: (1, value()), 62: (5, value())}
+    macs.update(g2)
+    reads = {45: 0, 46: 1, 47: 2, 90: 0, 91: 1, 92: 2}
+    out = _interleaved(dut, macs, reads, 110, fp32)
+
+    def want(group):
+        parts = {}
+        taken = {}
+        for c in sorted(group):
+            a, v = group[c]
+            j = taken.get(a, 0) % P
+            taken[a] = taken.get(a, 0) + 1
+            old = parts.get((a, j), np.float32(0) if fp32 else 0)
+            parts[(a, j)] = np.float32(old + v) if fp32 else (old + v) & 0xFFFFFFFF
+        words = []
+        for a in range(6):
+            ps = [parts.get((a, j), np.float32(0) if fp32 else 0) for j in range(P)]
+            while len(ps) > 1:
+                ps = [np.float32(ps[i] + ps[i + 1]) if fp32 else (ps[i] + ps[i + 1]) & 0xFFFFFFFF
+                      for i in range(0, len(ps), 2)]
+            words.append(int(np.float32(ps[0]).view(np.uint32)) if fp32 else ps[0])
+        return words
+
+    w1 = want({c: m for c, m in macs.items() if c < 45})
+    w2 = want(g2)
+    assert [out[45], out[46], out[47]] == [w1[0:2], w1[2:4], w1[4:6]]
+    assert [out[90], out[91], out[92]] == [w2[0:2], w2[2:4], w2[4:6]]

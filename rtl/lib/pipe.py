@@ -116,3 +116,12 @@ def drop(pipe: Pipe | None, c: Carried):
     if pipe is not None:
         pipe._carried.remove(c)
     return c.value
+
+
+def delay(m: Module, value, cycles: int, name: str, domain: str = "sync"):
+    """``value`` through ``cycles`` registers (a fixed delay line, no enable)."""
+    for i in range(cycles):
+        r = Signal.like(value, name=f"{name}{i}")
+        m.d[domain] += r.eq(value)
+        value = r
+    return value

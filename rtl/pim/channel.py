@@ -34,6 +34,9 @@ def channel_signature(p, banks: int) -> dict:
 
 def check_channel(p, banks: int, mul_stages: int | None = None, add_stages: int | None = None) -> None:
     check_params(p, mul_stages, add_stages)
+    if banks > 1 and p.accumulator_interleave != 1:
+        raise ValueError("accumulator_interleave: a channel (banks > 1) gathers one register per accumulator; "
+                         "it takes accumulator_interleave 1")
     if not 1 <= banks <= p.banks_per_channel:
         raise ValueError(f"banks: expected 1..{p.banks_per_channel} (banks_per_channel), got {banks}")
 

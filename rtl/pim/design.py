@@ -28,8 +28,10 @@ from amaranth import Cat, Module, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.lib.pipe import delay
 from rtl.pim.accumulators import READ_LATENCY, PimAccumulators
 from rtl.pim.controller import ACT, GBWR, MAC, PRE, RDACC, REF, PimBankController, bits_for
+from rtl.pim.interleaved import PimInterleavedAccumulators
 from rtl.pim.mac import LANE_BITS, PimMacDatapath, mac_latency
 
 __all__ = ["ACT", "PRE", "REF", "MAC", "GBWR", "RDACC", "LANE_BITS", "PimBankUnit", "check_params",
@@ -40,18 +42,22 @@ _bits = bits_for
 
 def pipeline_budget(p) -> int:
     """Cycles the MAC datapath may take: ``tCL + mac_pipeline_cycles - 2`` (the rest of the read
-    latency is the array's, at least 0 cycles; one cycle is the buffer read)."""
-    return p.tCL + p.mac_pipeline_cycles - 2
+    latency is the array's, at least 0 cycles; one cycle is the buffer read), less the ``P - 1``
+    extra cycles of a ``P``-deep accumulate adder (``accumulator_interleave``)."""
+    return p.tCL + p.mac_pipeline_cycles - 2 - (p.accumulator_interleave - 1)
 
 
 def default_stages(p) -> tuple[int, int]:
-    """``(mul_stages, add_stages)``: the deepest of a fixed preference list that fits the budget."""
+    """``(mul_stages, add_stages)``: the deepest of a fixed preference list that fits the budget and
+    leaves the DRAM array at least one cycle (the host engine's array memory needs it), else the
+    deepest that fits the budget."""
     E = p.column_elements
     prefs = [(1, 1), (1, 0), (0, 0)] if p.mac_precision == "int8" else \
         [(3, 2), (2, 2), (2, 1), (1, 1), (1, 0), (0, 0)]
-    for ms, ad in prefs:
-        if mac_latency(p.mac_precision, E, ms, ad) <= pipeline_budget(p):
-            return ms, ad
+    for spare in (1, 0):
+        for ms, ad in prefs:
+            if mac_latency(p.mac_precision, E, ms, ad) <= pipeline_budget(p) - spare:
+                return ms, ad
     return 0, 0
 
 
@@ -66,13 +72,21 @@ def check_params(p, mul_stages: int | None = None, add_stages: int | None = None
                          f"got {p.mac_pipeline_cycles}")
     if p.tCL < 2:
         raise ValueError(f"tCL: the RTL needs tCL >= 2, got {p.tCL}")
+    P = p.accumulator_interleave
+    if P > 1 and p.tCL + p.mac_pipeline_cycles - 1 < P + 2:
+        raise ValueError(f"accumulator_interleave: the RTL fetches a partial 2 cycles before its {P}-cycle "
+                         f"accumulate; needs tCL + mac_pipeline_cycles >= {P + 3}")
+    if P > 1 and (p.column_bytes // 4) & (p.column_bytes // 4 - 1):
+        raise ValueError(f"column_bytes: the interleaved accumulators need column_bytes // 4 a power of two, "
+                         f"got {p.column_bytes // 4}")
     ms, ad = default_stages(p)
     ms = ms if mul_stages is None else mul_stages
     ad = ad if add_stages is None else add_stages
     lat = mac_latency(p.mac_precision, p.column_elements, ms, ad)
     if lat > pipeline_budget(p):
         raise ValueError(f"mul_stages/add_stages: the MAC datapath's {lat} cycles exceed tCL + mac_pipeline_cycles "
-                         f"- 2 = {pipeline_budget(p)} (raise mac_pipeline_cycles in the arch to pay for them)")
+                         f"- 2 - (accumulator_interleave - 1) = {pipeline_budget(p)} (raise mac_pipeline_cycles in "
+                         f"the arch to pay for them)")
 
 
 def array_latency(p, mul_stages: int, add_stages: int) -> int:
@@ -92,15 +106,6 @@ def pim_signature(p) -> dict:
         "out_valid": Out(1), "out_data": Out(32 * (p.column_bytes // 4)),
         "ready": Out(1), "busy": Out(1), "error": Out(1),
     }
-
-
-def delay(m: Module, value, cycles: int, name: str):
-    """``value`` through ``cycles`` registers."""
-    for i in range(cycles):
-        r = Signal.like(value, name=f"{name}{i}")
-        m.d.sync += r.eq(value)
-        value = r
-    return value
 
 
 class PimBankUnit(wiring.Component):
@@ -133,7 +138,12 @@ class PimBankUnit(wiring.Component):
         m = Module()
         ctrl = m.submodules.ctrl = PimBankController(p, len(self.col_addr))
         mac = m.submodules.mac = PimMacDatapath(p.mac_precision, self.E, self.mul_stages, self.add_stages)
-        accu = m.submodules.accs = PimAccumulators(p.mac_precision, self.A, self.out_lanes, len(self.col_addr))
+        P = p.accumulator_interleave
+        if P == 1:
+            accu = m.submodules.accs = PimAccumulators(p.mac_precision, self.A, self.out_lanes, len(self.col_addr))
+        else:
+            accu = m.submodules.accs = PimInterleavedAccumulators(p.mac_precision, self.A, self.out_lanes,
+                                                                  len(self.col_addr), P)
         for name in ("row_valid", "row_cmd", "row_addr", "col_valid", "col_cmd", "col_addr"):
             m.d.comb += getattr(ctrl, name).eq(getattr(self, name))
         for name in ("dram_rd", "dram_row", "dram_col", "ready", "error"):
@@ -153,14 +163,28 @@ class PimBankUnit(wiring.Component):
         m.d.sync += [v[0].eq(is_mac), a[0].eq(self.col_acc)]
         m.d.sync += [x.eq(y) for x, y in zip(v[1:] + a[1:], v[:-1] + a[:-1])]
         m.d.comb += self.busy.eq(Cat(*v).any())
+        # the accumulate starts in cycle T = L - (P - 1) after the command (a P-deep adder lands at L + 1)
+        T = L - (P - 1)
         # the buffer slice (valid the cycle after the command) waits for the array's column
-        m.d.comb += [mac.x.eq(delay(m, self.buf_data, L - 1 - mac.latency, "mac_x")), mac.w.eq(self.dram_rdata)]
-        m.d.comb += [accu.valid.eq(v[L - 1]), accu.idx.eq(a[L - 1]), accu.next_idx.eq(a[L - 2]),
-                     accu.col_sum.eq(mac.sum), accu.rdacc.eq(is_rdacc), accu.rd.eq(is_rdacc),
-                     accu.rd_col.eq(self.col_addr)]
-        m.d.comb += [acc.eq(accu.accs[32 * i:32 * i + 32]) for i, acc in enumerate(self.accs)]
+        m.d.comb += [mac.x.eq(delay(m, self.buf_data, T - 1 - mac.latency, "mac_x")), mac.w.eq(self.dram_rdata)]
+        m.d.comb += [accu.valid.eq(v[T - 1]), accu.idx.eq(a[T - 1]), accu.col_sum.eq(mac.sum),
+                     accu.rd.eq(is_rdacc), accu.rd_col.eq(self.col_addr)]
+        if P == 1:
+            m.d.comb += [accu.next_idx.eq(a[L - 2]), accu.rdacc.eq(is_rdacc)]
+            m.d.comb += [acc.eq(accu.accs[32 * i:32 * i + 32]) for i, acc in enumerate(self.accs)]
+            read_latency = READ_LATENCY
+        else:  # the partial and 'first' tags, from the command-time counters, ride beside v / a
+            m.d.comb += [accu.cmd_mac.eq(is_mac), accu.cmd_acc.eq(self.col_acc), accu.cmd_rdacc.eq(is_rdacc)]
+            part, first = [accu.tag_part], [accu.tag_first]
+            for i in range(1, T):
+                part.append(delay(m, part[-1], 1, f"mac_part{i}_"))
+                first.append(delay(m, first[-1], 1, f"mac_first{i}_"))
+            m.d.comb += [accu.part.eq(part[T - 1]), accu.pre_valid.eq(v[T - 2]), accu.pre_idx.eq(a[T - 2]),
+                         accu.pre_part.eq(part[T - 2]), accu.pre_first.eq(first[T - 2]), accu.pre2_idx.eq(a[T - 3])]
+            read_latency = accu.read_latency
+            assert read_latency == p.rdacc_reduction_cycles, "the RTL's RDACC reduction differs from the models'"
         # RDACC: the column is presented tCL cycles after the command
-        extra = p.tCL - READ_LATENCY
+        extra = p.tCL - read_latency
         m.d.comb += [self.out_valid.eq(delay(m, accu.rd_valid, extra, "out_v")),
                      self.out_data.eq(delay(m, accu.rd_data, extra, "out_d"))]
         return m

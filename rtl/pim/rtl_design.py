@@ -126,6 +126,10 @@ class PimDesign(RtlDesign):
         ms, ad = default_stages(params)
         #: the MAC datapath's pipeline depths (options, else the deepest default that fits tCL)
         self.mul_stages, self.add_stages = stages.get("mul_stages", ms), stages.get("add_stages", ad)
+        if top == "host" and array_latency(params, self.mul_stages, self.add_stages) < 1:
+            raise SpecError(f"pim RTL: mul_stages/add_stages: the host engine's DRAM array memory needs >= 1 cycle "
+                            f"of array latency (tCL + mac_pipeline_cycles - 2 - (accumulator_interleave - 1) - the "
+                            f"MAC latency), got {array_latency(params, self.mul_stages, self.add_stages)}")
 
     @staticmethod
     def target_options(params: Any, target: str) -> dict[str, Any]:
@@ -191,7 +195,8 @@ class PimDesign(RtlDesign):
         w = np.asarray(ops["weight"])
         x = np.asarray(ops["input"]).reshape(-1)
         det_vals, det_cycles, _cmds = run_detailed(tile, p, w, x)
-        return TileModels(gemv_dot(w, x, p.column_elements, p.mac_precision), tile_cycles(tile, p), det_vals, det_cycles)
+        fast = gemv_dot(w, x, p.column_elements, p.mac_precision, p.accumulator_interleave)
+        return TileModels(fast, tile_cycles(tile, p), det_vals, det_cycles)
 
     def rtl_cycles(self, g):
         if self.top == "host":  # the hardware's counter

@@ -355,6 +355,10 @@ def execute(commands: list[Cmd], tile: PimTile, p, mem: np.ndarray, x: np.ndarra
     xp[: len(x)] = x
     buf = np.zeros(p.input_buffer_bytes // p.element_bytes + ce, mem.dtype)
     accs = V.zeros((tile.banks, max(p.acc_registers, kc * ce)), prec)
+    # dot mode: P partial accumulators per accumulator, and the columns each has taken in the group
+    P = p.accumulator_interleave
+    parts = V.zeros((tile.banks, p.acc_registers, P), prec)
+    taken = np.zeros(p.acc_registers, np.int64)
     fresh = False
     if tile.mode == "dot":
         out = V.zeros((tile.banks, tile.rows), prec)
@@ -366,11 +370,15 @@ def execute(commands: list[Cmd], tile: PimTile, p, mem: np.ndarray, x: np.ndarra
         elif c.cmd == "MAC":
             if fresh:
                 accs[:] = 0
+                parts[:] = 0
+                taken[:] = 0
                 fresh = False
             w = mem[:, c.row, c.col * ce:(c.col + 1) * ce]
             if tile.mode == "dot":
                 s = V.tree_sum(V.products(w, buf[c.in_off:c.in_off + ce][None, :], prec), prec)
-                accs[:, c.acc] = V.accumulate(accs[:, c.acc], s, prec)
+                j = taken[c.acc] % P
+                parts[:, c.acc, j] = V.accumulate(parts[:, c.acc, j], s, prec)
+                taken[c.acc] += 1
             else:
                 scal = buf[np.arange(tile.banks) * tile.rows + c.in_off][:, None]
                 sl = slice(c.acc * ce, (c.acc + 1) * ce)
@@ -378,7 +386,7 @@ def execute(commands: list[Cmd], tile: PimTile, p, mem: np.ndarray, x: np.ndarra
         elif c.cmd == "RDACC":
             g0, rg = src
             if tile.mode == "dot":
-                out[:, g0:g0 + rg] = accs[:, :rg]
+                out[:, g0:g0 + rg] = V.reduce_partials(parts[:, :rg], prec)
             else:
                 total = V.zeros((tile.k,), prec)
                 for b in range(tile.banks):

@@ -104,7 +104,7 @@ class PimModel(TemplateModel):
         w = np.asarray(operands["weight"])
         x = np.asarray(operands["input"])
         if tile.mode == "dot":
-            return V.gemv_dot(w, x, p.column_elements, p.mac_precision)
+            return V.gemv_dot(w, x, p.column_elements, p.mac_precision, p.accumulator_interleave)
         return V.gemv_axpy(w, x.reshape(tile.banks, tile.rows), p.mac_precision)
 
     # -- detailed model ------------------------------------------------------------------

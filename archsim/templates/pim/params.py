@@ -50,6 +50,8 @@ MAC_PRECISIONS = ("int8", "bf16")
 ACC_PRECISION = {"int8": "int32", "bf16": "fp32"}
 ELEMENT_BYTES = {name: bits_of(name) // 8 for name in ("int8", "bf16")}  # the registry's widths
 ACC_BYTES = {"int8": 4, "bf16": 4}
+#: accumulator_interleave values (powers of two: the partials' adder tree has no padding)
+INTERLEAVES = (1, 2, 4, 8)
 MAX_CHANNELS = 65536  # channels x stacks: 5 HBM stacks are 80, a 64-stack system 1024
 
 TIMING_NAMES = ("tRCD", "tRCDWR", "tRP", "tRAS", "tRTP", "tWR", "tCCD_S", "tCCD_L", "tRRD", "tRRD_L", "tFAW", "tWTR",
@@ -94,6 +96,13 @@ class PimParams(TemplateParams):
         DRAM timings in command-clock cycles (see the module docstring).
     max_postponed_refreshes : int
         REF commands a controller may postpone (JEDEC: 8).
+    accumulator_interleave : int
+        ``P`` partial accumulators per output row in dot mode (a power of two, 1..8; default 1, the
+        plain sequential accumulate): column ``c`` of a row goes into partial ``c mod P``, so the
+        fp32 accumulate loop may take ``P`` cycles (the RTL pipelines its adder ``P`` deep), and an
+        RDACC sums the partials by a pairwise adder tree within its ``tCL``
+        (:attr:`rdacc_reduction_cycles`; refused if ``tCL`` is shorter -- no cycles are added).
+        Changes the fp32 summation order (:func:`archsim.templates.pim.values.gemv_dot`).
 
     The ASIC beside the DRAM (non-linear ops, cross-bank reductions) is the
     arch spec's ``vector_unit`` and runs at ``clock_mhz``.
@@ -134,6 +143,7 @@ class PimParams(TemplateParams):
     tCL: int = 14
     act_bus_cycles: int = 2
     max_postponed_refreshes: int = 8
+    accumulator_interleave: int = 1
 
     def validate(self) -> None:
         """Raise ``ValueError("key: expected ...")`` for an impossible value."""
@@ -152,6 +162,13 @@ class PimParams(TemplateParams):
         if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 8:
             raise ValueError(f"max_postponed_refreshes: expected 1..8 (refresh waits for the end of a row burst), "
                              f"got {v!r}")
+        v = self.accumulator_interleave
+        if isinstance(v, bool) or not isinstance(v, int) or v not in INTERLEAVES:
+            raise ValueError(f"accumulator_interleave: expected one of {', '.join(map(str, INTERLEAVES))}, got {v!r}")
+        if self.tCL < self.rdacc_reduction_cycles:
+            raise ValueError(f"accumulator_interleave: an RDACC's reduction of {v} partials takes "
+                             f"{self.rdacc_reduction_cycles} cycles, longer than tCL ({self.tCL}); lower it or "
+                             f"raise tCL")
         if self.mac_precision not in MAC_PRECISIONS:
             raise ValueError(f"mac_precision: expected one of {', '.join(MAC_PRECISIONS)}, got {self.mac_precision!r}")
         if self.banks_per_channel % self.bank_groups:
@@ -231,6 +248,14 @@ class PimParams(TemplateParams):
         """Cycles from an RD-MAC command to its accumulator update:
         ``tCL + mac_cycles_per_column - 1 + mac_pipeline_cycles``."""
         return self.tCL + self.mac_cycles_per_column - 1 + self.mac_pipeline_cycles
+
+    @property
+    def rdacc_reduction_cycles(self) -> int:
+        """Cycles from an RDACC to its column of reduced partials: 0 for ``P = 1``; else 2 (read the
+        partials) + ``log2(P)`` adder-tree levels of ``P`` cycles each (the accumulate adder's depth).
+        Must fit in ``tCL``."""
+        P = self.accumulator_interleave
+        return 0 if P == 1 else 2 + (P.bit_length() - 1) * P
 
     @property
     def n_channels(self) -> int:

@@ -6,6 +6,13 @@
   zero); each product is exact in fp32; the products of one column are summed
   by a pairwise adder tree in fp32 (``tree_sum``), and the column sum is added
   to the fp32 accumulator. Axpy mode accumulates each lane's product directly.
+- ``accumulator_interleave`` ``P`` (dot mode; default 1): each output row has ``P``
+  partial accumulators; column ``c`` (the ``c``-th column sum of that row in the
+  group) goes into partial ``c mod P`` (one rounding per column, as above), and
+  an RDACC reads the pairwise adder-tree sum of the ``P`` partials
+  (``reduce_partials``: ``(p0 + p1) + (p2 + p3)`` for ``P = 4``). ``P = 1`` is
+  the plain sequential accumulate. The RTL pipelines its fp32 accumulate adder
+  ``P`` deep this way (:mod:`rtl.pim.accumulators`).
 """
 from __future__ import annotations
 
@@ -55,8 +62,20 @@ def products(w: np.ndarray, x: np.ndarray, precision: str) -> np.ndarray:
     return w.astype(np.float32) * x.astype(np.float32)
 
 
-def gemv_dot(weights: np.ndarray, x: np.ndarray, column_elements: int, precision: str) -> np.ndarray:
-    """Fast model of dot mode: ``weights[..., rows, k] . x[k]`` column by column."""
+def reduce_partials(partials: np.ndarray, precision: str) -> np.ndarray:
+    """An RDACC's value from a row's ``P`` partial accumulators (last axis): the pairwise adder
+    tree (fp32) or the int32-wrapped exact sum; ``P = 1`` returns the accumulator itself."""
+    if partials.shape[-1] == 1:
+        return partials[..., 0]
+    if precision == "int8":
+        return wrap32(partials.astype(np.int64).sum(axis=-1))
+    return tree_sum(partials, precision)
+
+
+def gemv_dot(weights: np.ndarray, x: np.ndarray, column_elements: int, precision: str,
+             interleave: int = 1) -> np.ndarray:
+    """Fast model of dot mode: ``weights[..., rows, k] . x[k]`` column by column, column ``c``
+    into partial accumulator ``c mod interleave``, the partials reduced at the end."""
     k = weights.shape[-1]
     kc = -(-k // column_elements)
     pad = kc * column_elements - k
@@ -64,10 +83,10 @@ def gemv_dot(weights: np.ndarray, x: np.ndarray, column_elements: int, precision
     xp = np.concatenate([x, np.zeros(pad, x.dtype)]) if pad else x
     prods = products(w, xp, precision).reshape(w.shape[:-1] + (kc, column_elements))
     sums = tree_sum(prods, precision)  # [..., rows, kc]
-    acc = zeros(weights.shape[:-1], precision)
+    acc = zeros(weights.shape[:-1] + (interleave,), precision)
     for c in range(kc):
-        acc = accumulate(acc, sums[..., c], precision)
-    return acc
+        acc[..., c % interleave] = accumulate(acc[..., c % interleave], sums[..., c], precision)
+    return reduce_partials(acc, precision)
 
 
 def gemv_axpy(weights: np.ndarray, scalars: np.ndarray, precision: str) -> np.ndarray:

@@ -1,0 +1,162 @@
+"""The bank's accumulators with ``P`` interleaved partials per output row
+(:class:`PimInterleavedAccumulators`, ``accumulator_interleave = P > 1``): the models' order of
+:func:`archsim.templates.pim.values.gemv_dot`.
+
+- Column counters (at the MAC command): accumulator ``a``'s ``c``-th column of the group goes into
+  partial ``c mod P``; ``first`` (``c < P``) says that partial starts from zero (no clearing of the
+  storage at a group start: the first MAC after an RDACC resets the counters).
+- Storage: one memory per partial, a row per RDACC column (``out_lanes`` words, word-granular
+  writes), so an RDACC reads its ``out_lanes x P`` partials in one cycle and the accumulate loop
+  has no 64:1 register mux.
+- Accumulate: the fp32 adder (int8: an int32 add) is ``P`` cycles deep, so a partial's loop has
+  ``P`` cycles (a partial is hit at most every ``P`` columns). Its operand is fetched 2 cycles
+  ahead from the memory; a result still in flight (hit ``P``, ``P + 1`` or ``P + 2`` cycles ago) is
+  forwarded, the select precomputed a cycle ahead, so the loop is the adder plus one 2:1 mux.
+- Read-out: an RDACC's partials (those not written in the group read as 0) are summed by a
+  pairwise tree of ``P``-deep adders: ``rd_data`` :attr:`read_latency` cycles after ``rd``
+  (= the params' ``rdacc_reduction_cycles``).
+
+Timing contract with :class:`rtl.pim.design.PimBankUnit`: the accumulate of a MAC starts (``valid``)
+``P - 1`` cycles earlier than with one accumulator, so its result lands at the same cycle; the
+``pre_*`` inputs are the tags one cycle before ``valid``'s, ``pre2_*`` two cycles before.
+"""
+from __future__ import annotations
+
+from amaranth import Array, Cat, Module, Mux, Signal
+from amaranth.lib import memory, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.lib.pipe import delay
+from rtl.lib.units import Fp32AddFinite
+from rtl.pim.controller import bits_for
+
+#: cycles from ``rd`` to the partials (register the command, read the memories)
+PARTIALS_LATENCY = 2
+
+
+def _adder(m: Module, precision: str, a, b, stages: int, name: str):
+    """``a + b`` (fp32 finite or int32 wrap), ``stages`` cycles later."""
+    if precision == "bf16":
+        u = Fp32AddFinite(stages)
+        m.submodules[name] = u
+        m.d.comb += [u.in_valid.eq(1), u.a.eq(a), u.b.eq(b)]
+        return u.out
+    s = Signal(32, name=f"{name}_sum")
+    m.d.comb += s.eq((a + b)[:32])
+    return delay(m, s, stages, f"{name}_d")
+
+
+class PimInterleavedAccumulators(wiring.Component):
+    """``cmd_mac`` / ``cmd_acc`` / ``cmd_rdacc``: the column command (its tags ``tag_part`` /
+    ``tag_first`` the cycle after). ``valid`` / ``idx`` / ``part`` / ``col_sum``: start the
+    accumulate; ``pre_*`` / ``pre2_*``: the tags 1 / 2 cycles before. ``rd`` / ``rd_col``: an RDACC."""
+
+    def __init__(self, precision: str, registers: int, out_lanes: int, col_bits: int, interleave: int):
+        P = interleave
+        if P < 2 or P & (P - 1):
+            raise ValueError(f"accumulator_interleave: the interleaved accumulators take a power of two >= 2, got {P}")
+        if out_lanes & (out_lanes - 1):
+            raise ValueError(f"column_bytes: the interleaved accumulators need column_bytes // 4 a power of two, "
+                             f"got {out_lanes}")
+        self.precision, self.A, self.out_lanes, self.P = precision, registers, out_lanes, P
+        self.read_latency = PARTIALS_LATENCY + (P.bit_length() - 1) * P
+        ib, pb = bits_for(registers), bits_for(P)
+        super().__init__({
+            "cmd_mac": In(1), "cmd_acc": In(ib), "cmd_rdacc": In(1), "tag_part": Out(pb), "tag_first": Out(1),
+            "valid": In(1), "idx": In(ib), "part": In(pb), "col_sum": In(32),
+            "pre_valid": In(1), "pre_idx": In(ib), "pre_part": In(pb), "pre_first": In(1),
+            "pre2_idx": In(ib),
+            "rd": In(1), "rd_col": In(col_bits), "rd_valid": Out(1), "rd_data": Out(32 * out_lanes),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        A, P, L = self.A, self.P, self.out_lanes
+        pb, lb = bits_for(P), (L - 1).bit_length()
+        rows = -(-A // L)
+        self._counters(m, pb)
+        mems = []
+        for j in range(P):
+            mem = memory.Memory(shape=32 * L, depth=max(2, rows), init=[])
+            m.submodules[f"part{j}"] = mem
+            mems.append((mem.write_port(granularity=32), mem.read_port(), mem.read_port()))
+        # -- accumulate: the adder P deep, its tags beside it
+        out_tag = [(Signal(name=f"out_v{i}"), Signal.like(self.idx, name=f"out_i{i}"),
+                    Signal.like(self.part, name=f"out_p{i}")) for i in range(P + 2)]
+        prev = (self.valid, self.idx, self.part)
+        for t in out_tag:  # out_tag[i]: the accumulate started i + 1 cycles ago
+            m.d.sync += [x.eq(y) for x, y in zip(t, prev)]
+            prev = t
+        operand = Signal(32)
+        total = _adder(m, self.precision, operand, self.col_sum, P, "acc_add")
+        done_v, done_i, done_p = out_tag[P - 1]  # total is the accumulate started P cycles ago
+        total_d1, total_d2 = Signal(32), Signal(32)
+        m.d.sync += [total_d1.eq(total), total_d2.eq(total_d1)]
+        # write-back
+        for j, (wp, _rp, _rd) in enumerate(mems):
+            m.d.comb += [wp.addr.eq(done_i >> lb), wp.data.eq(Cat(*([total] * L)))]
+            for lane in range(L):
+                m.d.comb += wp.en[lane].eq(done_v & (done_p == j) & ((done_i & (L - 1)) == lane))
+        # operand fetch: memory read 2 cycles ahead, the word picked and registered 1 cycle ahead
+        for _wp, rp, _rd in mems:
+            m.d.comb += [rp.addr.eq(self.pre2_idx >> lb), rp.en.eq(1)]
+        words = Array(mems[j][1].data[32 * lane:32 * lane + 32] for j in range(P) for lane in range(L))
+        mem_word = words[Cat(self.pre_idx[:lb], self.pre_part) if lb else self.pre_part]
+        # forwarding: the accumulate that starts next cycle hits one started P, P + 1 or P + 2 cycles before
+        # it (out_tag[P - 2 + k] now); the most recent wins
+        hits = []
+        for k in range(3):
+            v, i, pt = out_tag[P - 2 + k]
+            hits.append(self.pre_valid & ~self.pre_first & v & (i == self.pre_idx) & (pt == self.pre_part))
+        sel0, alt = Signal(), Signal(32)
+        m.d.sync += [sel0.eq(hits[0]),
+                     alt.eq(Mux(self.pre_first, 0, Mux(hits[1], total, Mux(hits[2], total_d1, mem_word))))]
+        m.d.comb += operand.eq(Mux(sel0, total, alt))
+        self._read_out(m, mems, pb, lb)
+        return m
+
+    def _counters(self, m: Module, pb: int):
+        """Per accumulator: columns taken in the group (``pb`` bits mod P, plus a 'P or more' bit)."""
+        cnt = Array(Signal(pb + 1, name=f"cnt{i}") for i in range(self.A))
+        self._cnt = cnt
+        fresh = Signal(init=1)
+        c = Signal(pb + 1)
+        m.d.comb += c.eq(Mux(fresh, 0, cnt[self.cmd_acc]))
+        nxt = Cat((c[:pb] + 1)[:pb], c[pb] | (c[:pb] == self.P - 1))
+        with m.If(self.cmd_mac):
+            with m.If(fresh):
+                m.d.sync += [x.eq(0) for x in cnt]
+            m.d.sync += [cnt[self.cmd_acc].eq(nxt), fresh.eq(0)]
+        with m.If(self.cmd_rdacc):
+            m.d.sync += fresh.eq(1)
+        m.d.sync += [self.tag_part.eq(c[:pb]), self.tag_first.eq(~c[pb])]
+
+    def _read_out(self, m: Module, mems, pb: int, lb: int):
+        A, P, L = self.A, self.P, self.out_lanes
+        rd_v, rd_col = Signal(), Signal.like(self.rd_col)
+        m.d.sync += [rd_v.eq(self.rd), rd_col.eq(self.rd_col)]
+        for _wp, _rp, rd in mems:
+            m.d.comb += [rd.addr.eq(rd_col), rd.en.eq(1)]
+        # which partials the group wrote (read with the command; the memories answer a cycle later)
+        live = []
+        for lane in range(L):
+            at = Signal(len(rd_col) + lb + 1, name=f"rd_at{lane}")
+            m.d.comb += at.eq(rd_col * L + lane)
+            n = Signal(pb + 1, name=f"rd_cnt{lane}")
+            m.d.comb += n.eq(Mux(at < A, self._cnt[at[:bits_for(A)]], 0))
+            w = Signal(P, name=f"rd_live{lane}")
+            m.d.sync += w.eq(Cat(*[n > j for j in range(P)]))
+            live.append(w)
+        rv = Signal()
+        m.d.sync += rv.eq(rd_v)
+        outs = []
+        for lane in range(L):
+            terms = [Mux(live[lane][j], mems[j][2].data[32 * lane:32 * lane + 32], 0) for j in range(P)]
+            level = 0
+            while len(terms) > 1:
+                terms = [_adder(m, self.precision, terms[i], terms[i + 1], P, f"red{lane}_{level}_{i // 2}")
+                         for i in range(0, len(terms), 2)]
+                level += 1
+            outs.append(terms[0])
+        m.d.comb += [self.rd_valid.eq(delay(m, rv, self.read_latency - PARTIALS_LATENCY, "rd_v")),
+                     self.rd_data.eq(Cat(*outs))]
