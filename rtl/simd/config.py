@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from amaranth import Module, Signal
-
 from rtl.lib.formats import FormatHw
 from rtl.simd.accumulate import _level_nodes  # noqa: F401 - re-exported for rtl.simd.pe
+from rtl.simd.accumulate import delayed as _delayed  # noqa: F401 - re-exported for rtl.simd.pe / controller
 
 #: latency of the datapath from a step's issue to its output's write (stages 1..4), without extra cuts
 DATAPATH_STAGES = 4
@@ -182,12 +181,3 @@ class SimdConfig:
 
 def _bits(n: int) -> int:
     return max(1, (n - 1).bit_length())
-
-
-def _delayed(m: Module, value, cycles: int, name: str):
-    """``value`` through ``cycles`` registers (itself when 0)."""
-    for i in range(cycles):
-        reg = Signal(value.shape(), name=f"{name}_d{i + 1}")
-        m.d.sync += reg.eq(value)
-        value = reg
-    return value
