@@ -29,11 +29,12 @@ WF = {"W1": "int1", "W1.58": "ternary", "W2": "int2", "W4": "int4"}
 AF = {"A8": "int8", "A16": "fp16"}
 
 
-def build(w: str, a: str, pipeline: int, precompute: int):
-    """The LUT params of one W x A build of the FPGA configuration."""
+def build(w: str, a: str, pipeline: int, precompute: int, tile_n: int = 8):
+    """The LUT params of one W x A build of the FPGA configuration (``tile_n`` 8; smaller only to
+    bound a synthesis, and then not the preset's build)."""
     from dataclasses import replace
 
-    p = synth_bench.lut_params(2, 8, 4, WF[w], AF[a])
+    p = synth_bench.lut_params(2, tile_n, 4, WF[w], AF[a])
     return replace(p, pipeline_cycles=pipeline, precompute_pipeline_cycles=precompute)
 
 
@@ -42,6 +43,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only", required=True, metavar="W,A", help="one pair, e.g. W2,A16")
     ap.add_argument("--pipeline", type=int, default=4, help="pipeline_cycles (default 4, as the preset)")
     ap.add_argument("--precompute", type=int, default=4, help="precompute_pipeline_cycles (default 4)")
+    ap.add_argument("--tile-n", type=int, default=8, help="columns (default 8, the preset's)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per tool (default 900)")
     ap.add_argument("--workdir", help="keep yosys.log / nextpnr.log here")
     ap.add_argument("--json", metavar="FILE")
@@ -49,7 +51,7 @@ def main(argv=None) -> int:
     w, _, a = args.only.partition(",")
     if w not in WF or a not in AF:
         raise SystemExit(f"error: --only: expected W in {', '.join(WF)} and A in {', '.join(AF)}, got {args.only!r}")
-    p = build(w, a, args.pipeline, args.precompute)
+    p = build(w, a, args.pipeline, args.precompute, args.tile_n)
     stages: dict[str, float] = {}
     last = [time.time(), None]
 
@@ -64,12 +66,18 @@ def main(argv=None) -> int:
         fig = synthesize(p, target="ecp5", pnr=True, options=synth_bench.LUT_OPTIONS, timeout_s=args.timeout,
                          workdir=args.workdir, progress=progress, **synth_bench.SYNTH)
     except ToolError as err:
-        print(f"{w} x {a}: {err} ({time.time() - last[0]:.0f} s in {last[1]})")
+        print(f"{w} x {a}: {err} ({time.time() - last[0]:.0f} s in {last[1]}; before it {stages})")
+        stat = Path(args.workdir or ".") / "stat.json"
+        if args.workdir and stat.exists():  # yosys finished: its figures stand without an Fmax
+            from rtl.synth import resources_from_stat
+
+            print(f"  yosys figures: {resources_from_stat(json.loads(stat.read_text()), 'ecp5')}")
         return 1
     if last[1]:
         stages[last[1]] = round(time.time() - last[0], 1)
     cp = fig.get("critical_path", {})
-    row = {"build": f"{w} x {a}", "pipeline_cycles": args.pipeline, "precompute_pipeline_cycles": args.precompute,
+    row = {"build": f"{w} x {a}" + (f" N{args.tile_n}" if args.tile_n != 8 else ""),
+           "pipeline_cycles": args.pipeline, "precompute_pipeline_cycles": args.precompute,
            "luts": fig["luts"], "ffs": fig["ffs"], "dsps": fig["dsps"], "bram": fig.get("bram", 0),
            "fmax_mhz": fig["fmax_mhz"], "critical_path": cp, "wall_s": stages, "tools": fig.get("tools")}
     print(f"{row['build']} (pipeline {args.pipeline}, precompute {args.precompute}): {row['luts']:,} LUT4, "
