@@ -545,15 +545,17 @@ class LutCore(wiring.Component):
         m.d.sync += [s3_valid.eq(acc_valid), s3_oaddr.eq(acc_oaddr), s3_fg.eq(acc_fg)]
 
         # ---------------------------------------------------------- stage 3: acc + r, write
-        fw_valid = Signal()
-        fw_addr = Signal.like(s1_oaddr)
+        # the previous cycle's write (fw_data) is forwarded when it went to this entry: that compare is
+        # made a stage early and registered (fwd), keeping it off the accumulate loop (entry -> fp32 add)
         fw_data = Signal(c.out_word)
+        fwd = Signal()
         if c.scale == "per_channel":  # the scratch is addressed by column block
             s3_nb = Signal.like(s2_nb)
-            m.d.sync += s3_nb.eq(s2_nb)
-            old = Mux(fw_valid & (fw_addr == s3_nb), fw_data, acc_rd.data)
+            m.d.sync += [s3_nb.eq(s2_nb), fwd.eq(s3_valid & (s3_nb == s2_nb))]
+            old = Mux(fwd, fw_data, acc_rd.data)
         else:
-            old = Mux(fw_valid & (fw_addr == s3_oaddr), fw_data, out_r.data)
+            m.d.sync += fwd.eq(s3_valid & (s3_oaddr == acc_oaddr))
+            old = Mux(fwd, fw_data, out_r.data)
         sums = []
         acc_int = IntArith(ACC_BITS)
         acc_kinds = [("fp", None)] if c.scale == "per_group" else ariths  # per_group: fp32 even for int8
@@ -572,12 +574,12 @@ class LutCore(wiring.Component):
                 m.d.comb += v.eq(self._by_kind(vals, is_fp))
                 sums.append(v)
         if c.scale == "per_channel":
-            m.d.sync += [fw_valid.eq(s3_valid), fw_addr.eq(s3_nb), fw_data.eq(Cat(*sums))]
+            m.d.sync += fw_data.eq(Cat(*sums))
             m.d.comb += [scr_w.addr.eq(s3_nb), scr_w.data.eq(Cat(*sums)), scr_w.en.eq(s3_valid)]
             fin_valid, fin_addr, fin_data = self._channel_scale(m, sums, s3_valid & s3_lastg, s3_oaddr, s3_nb,
                                                                  sc_r, out_r, running, acc_cmd, is_fp)
         else:
-            m.d.sync += [fw_valid.eq(s3_valid), fw_addr.eq(s3_oaddr), fw_data.eq(Cat(*sums))]
+            m.d.sync += fw_data.eq(Cat(*sums))
             fin_valid, fin_addr, fin_data = s3_valid, s3_oaddr, Cat(*sums)
 
         m.d.comb += [out_w.addr.eq(fin_addr), out_w.data.eq(fin_data), out_w.en.eq(fin_valid)]
