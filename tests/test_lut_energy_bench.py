@@ -15,8 +15,6 @@ pytestmark = [pytest.mark.synth, pytest.mark.rtl]
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.xfail(strict=True, reason="the bench's gate-level check runs rtl/lut/gate_level.py, whose behavioural "
-                   "buffer wrapper predates the LUT core's double-buffered operand banks (issue 23, left open)")
 def test_energy_bench_measures_w4_a8_with_gate_level_checks(tmp_path):
     if not shutil.which("iverilog"):
         pytest.skip("iverilog not installed")

@@ -149,11 +149,8 @@ def _lut_build():
 
 @pytest.mark.synth
 @pytest.mark.rtl
-@pytest.mark.xfail(strict=True, reason="rtl/lut/gate_level.py's behavioural buffer wrapper predates the LUT "
-                   "core's double-buffered operand banks and host interface (issue 23, this round): its ports no "
-                   "longer match the netlist, so Icarus refuses it; the wrapper must be ported")
 def test_lut_netlist_gate_level_matches_the_models_and_a_broken_lut_is_caught():
-    """The synthesized LUT core (external buffers) behind the behavioural buffers gives the models'
+    """The synthesized LUT core (external buffers) inside the core's own buffers gives the models'
     outputs and cycles on conformance tiles; inverting one LUT that drives an accumulator bit is caught."""
     if not shutil.which("iverilog"):
         pytest.skip("iverilog not installed")

@@ -35,7 +35,7 @@ reads the other.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from math import ceil
 from types import SimpleNamespace
 
@@ -206,30 +206,37 @@ class LutConfig:
         return d
 
 
+def buffer_ports(c: LutConfig) -> dict:
+    """The datapath's ports to its buffers (as the datapath sees them): act asynchronous read; weight,
+    table, out, scale data the next cycle; ``bank`` is the operand bank the running tile reads."""
+    ports = {
+        "bank": Out(1),
+        "act_raddr": Out(_bits(c.act_depth)), "act_rdata": In(c.act_word),
+        "weight_raddr": Out(_bits(c.weight_depth)), "weight_rdata": In(c.weight_word),
+        "table_raddr": Out(_bits(c.table_depth)), "table_rdata": In(c.table_word),
+        "out_raddr": Out(_bits(c.out_depth)), "out_rdata": In(c.out_word),
+        "out_waddr": Out(_bits(c.out_depth)), "out_wdata": Out(c.out_word), "out_we": Out(1),
+    }
+    if c.scale != "none":
+        ports.update({"scale_raddr": Out(_bits(c.scale_depth)), "scale_rdata": In(c.scale_word)})
+    return ports
+
+
+def host_ports(c: LutConfig) -> dict:
+    """The host's buffer write / output read ports of a build with its own buffers."""
+    return {"wr_en": In(1), "wr_buf": In(3 if c.scale != "none" else 2), "wr_bank": In(1),
+            "wr_addr": In(c.addr_bits), "wr_data": In(c.data_bits),
+            "rd_en": In(1), "rd_addr": In(c.addr_bits), "rd_data": Out(c.out_word), "wr_ready": Out(1)}
+
+
 def lut_signature(c: LutConfig) -> dict:
     sig = {
         "cmd_valid": In(1), "cmd_ready": Out(1),
         "cmd_row_blocks": In(DIM_BITS), "cmd_groups": In(DIM_BITS), "cmd_col_blocks": In(DIM_BITS),
         "cmd_wfmt": In(3), "cmd_afmt": In(2), "cmd_accumulate": In(1), "cmd_precomputed": In(1),
+        "cmd_bank": In(1),
     }
-    if not c.external_buffers:
-        sig["cmd_bank"] = In(1)
-    if c.external_buffers:  # the buffers' read / write ports (act: asynchronous read; others: data next cycle)
-        sig.update({
-            "act_raddr": Out(_bits(c.act_depth)), "act_rdata": In(c.act_word),
-            "weight_raddr": Out(_bits(c.weight_depth)), "weight_rdata": In(c.weight_word),
-            "table_raddr": Out(_bits(c.table_depth)), "table_rdata": In(c.table_word),
-            "out_raddr": Out(_bits(c.out_depth)), "out_rdata": In(c.out_word),
-            "out_waddr": Out(_bits(c.out_depth)), "out_wdata": Out(c.out_word), "out_we": Out(1),
-        })
-        if c.scale != "none":
-            sig.update({"scale_raddr": Out(_bits(c.scale_depth)), "scale_rdata": In(c.scale_word)})
-    else:
-        sig.update({
-            "wr_en": In(1), "wr_buf": In(3 if c.scale != "none" else 2), "wr_bank": In(1),
-            "wr_addr": In(c.addr_bits), "wr_data": In(c.data_bits),
-            "rd_en": In(1), "rd_addr": In(c.addr_bits), "rd_data": Out(c.out_word), "wr_ready": Out(1),
-        })
+    sig.update(buffer_ports(c) if c.external_buffers else host_ports(c))
     sig.update({
         "busy": Out(1), "tile_start": Out(1), "tile_done": Out(1),
         "tile_cycles": Out(32), "tiles_done": Out(32), "error": Out(1),
@@ -257,13 +264,77 @@ class OperandBuffer(wiring.Component):
         return m
 
 
-def _banked(m: Module, name: str, width: int, depth: int, bank, core, async_read: bool = False):
-    """An :class:`OperandBuffer` of the core: (host write port, datapath read port) as address / data
-    / enable views; the write bank is the core's ``wr_bank``."""
-    m.submodules[name] = buf = OperandBuffer(width, depth, async_read)
-    m.d.comb += [buf.bank.eq(bank), buf.w_bank.eq(core.wr_bank)]
-    return (SimpleNamespace(addr=buf.w_addr, data=buf.w_data, en=buf.w_en),
-            SimpleNamespace(addr=buf.r_addr, data=buf.r_data))
+class LutBuffers(wiring.Component):
+    """The core's own buffers around its datapath: two-bank operand buffers (act, weight, table,
+    scale: the running tile reads bank ``bank``, the host writes bank ``wr_bank``) and the output
+    buffer (the datapath's accumulators; the host reads it while no tile runs, and writes psums).
+
+    Ports: :func:`host_ports`, the datapath's :func:`buffer_ports` flipped, ``busy`` (a tile runs)
+    and ``write_error`` (sticky: a host write refused). Operand writes are taken while a tile runs,
+    into the bank it does not read; a write into its bank, or into the output buffer, while it runs
+    is refused (dropped, ``write_error``)."""
+
+    def __init__(self, cfg: LutConfig):
+        self.cfg = cfg
+        ports = {**host_ports(cfg), **{k: v.flip() for k, v in buffer_ports(cfg).items()}}
+        super().__init__({**ports, "busy": In(1), "write_error": Out(1)})
+
+    def operands(self) -> list[tuple[str, int, int, bool]]:
+        """(name, width, depth, asynchronous read) of each operand buffer."""
+        c = self.cfg
+        out = [("act", c.act_word, c.act_depth, True), ("weight", c.weight_word, c.weight_depth, False),
+               ("table", c.table_word, c.table_depth, False)]
+        if c.scale != "none":  # tile_n fp32 scales an entry
+            out.append(("scale", c.scale_word, c.scale_depth, False))
+        return out
+
+    def elaborate(self, platform):
+        c = self.cfg
+        m = Module()
+        running = self.busy
+        m.d.comb += self.wr_ready.eq(~(running & ((self.wr_buf == BUFS["out"]) | (self.wr_bank == self.bank))))
+        refused = self.wr_en & ~self.wr_ready
+        host_wr = self.wr_en & ~refused
+        with m.If(refused):
+            m.d.sync += self.write_error.eq(1)
+        for name, width, depth, async_read in self.operands():
+            m.submodules[f"{name}_buf"] = buf = OperandBuffer(width, depth, async_read)
+            m.d.comb += [buf.bank.eq(self.bank), buf.w_bank.eq(self.wr_bank), buf.w_addr.eq(self.wr_addr),
+                         buf.w_data.eq(self.wr_data), buf.w_en.eq(host_wr & (self.wr_buf == BUFS[name])),
+                         buf.r_addr.eq(getattr(self, f"{name}_raddr")), getattr(self, f"{name}_rdata").eq(buf.r_data)]
+        m.submodules.out_buf = obuf = Memory(shape=c.out_word, depth=c.out_depth, init=[])
+        out_w, out_r = obuf.write_port(), obuf.read_port()
+        # the datapath reads the accumulators while a tile runs, the host otherwise
+        m.d.comb += [out_r.addr.eq(Mux(running, self.out_raddr, self.rd_addr)), out_r.en.eq(running | self.rd_en),
+                     self.out_rdata.eq(out_r.data), self.rd_data.eq(out_r.data)]
+        with m.If(self.out_we):
+            m.d.comb += [out_w.addr.eq(self.out_waddr), out_w.data.eq(self.out_wdata), out_w.en.eq(1)]
+        with m.Else():
+            m.d.comb += [out_w.addr.eq(self.wr_addr), out_w.data.eq(self.wr_data),
+                         out_w.en.eq(host_wr & (self.wr_buf == BUFS["out"]))]
+        return m
+
+
+def attach_buffers(m: Module, c: LutConfig, outer, datapath) -> None:
+    """Build ``c``'s own buffers (:class:`LutBuffers`) around ``datapath`` -- anything with the
+    ports of the ``external_buffers`` build (the core itself, or its synthesized netlist's
+    instance) -- and connect both to ``outer``, which has the ports of the build with buffers."""
+    m.submodules.buffers = bufs = LutBuffers(c)
+    inner = buffer_ports(c)
+    for name, member in lut_signature(replace(c, external_buffers=True)).items():
+        other = bufs if name in inner else outer
+        if name == "error":  # the datapath's, or a refused host write
+            continue
+        if member.flow == Out:
+            m.d.comb += getattr(other, name).eq(getattr(datapath, name))
+        else:
+            m.d.comb += getattr(datapath, name).eq(getattr(other, name))
+    for name, member in host_ports(c).items():
+        if member.flow == In:
+            m.d.comb += getattr(bufs, name).eq(getattr(outer, name))
+        else:
+            m.d.comb += getattr(outer, name).eq(getattr(bufs, name))
+    m.d.comb += [bufs.busy.eq(datapath.busy), outer.error.eq(datapath.error | bufs.write_error)]
 
 
 class LutCore(wiring.Component):
@@ -353,27 +424,20 @@ class LutCore(wiring.Component):
         ab, eb, pb = c.act_bits, c.entry_bits, c.p_bits
         ariths = self._arithmetics()
 
+        if not c.external_buffers:  # the datapath of the external_buffers build inside the core's own buffers
+            m.submodules.datapath = datapath = LutCore(replace(c, external_buffers=True))
+            attach_buffers(m, c, self, datapath)
+            return m
         m.submodules.controller = ctrl = LutController(c)
-        # ---------------------------------------------------------- buffers
-        if c.external_buffers:  # SRAM macros outside: their ports are the component's
-            act_r = SimpleNamespace(addr=self.act_raddr, data=self.act_rdata)
-            wgt_r = SimpleNamespace(addr=self.weight_raddr, data=self.weight_rdata)
-            tab_r = SimpleNamespace(addr=self.table_raddr, data=self.table_rdata)
-            out_r = SimpleNamespace(addr=self.out_raddr, data=self.out_rdata, en=Signal())
-            out_w = SimpleNamespace(addr=self.out_waddr, data=self.out_wdata, en=self.out_we)
-        else:  # operand buffers: two banks each (the running tile reads one, the host fills the other)
-            bank = ctrl.bank  # the running tile's operand bank (cmd_bank)
-            act_w, act_r = _banked(m, "act_buf", c.act_word, c.act_depth, bank, self, async_read=True)
-            wgt_w, wgt_r = _banked(m, "weight_buf", c.weight_word, c.weight_depth, bank, self)
-            tab_w, tab_r = _banked(m, "table_buf", c.table_word, c.table_depth, bank, self)
-            m.submodules.out_buf = obuf = Memory(shape=c.out_word, depth=c.out_depth, init=[])
-            out_w, out_r = obuf.write_port(), obuf.read_port()
-        sc_w = sc_r = scr_w = scr_r = None
+        # ---------------------------------------------------------- buffer ports (LutBuffers or SRAM macros)
+        act_r = SimpleNamespace(addr=self.act_raddr, data=self.act_rdata)
+        wgt_r = SimpleNamespace(addr=self.weight_raddr, data=self.weight_rdata)
+        tab_r = SimpleNamespace(addr=self.table_raddr, data=self.table_rdata)
+        out_r = SimpleNamespace(addr=self.out_raddr, data=self.out_rdata)
+        out_w = SimpleNamespace(addr=self.out_waddr, data=self.out_wdata, en=self.out_we)
+        sc_r = scr_w = scr_r = None
         if c.scale != "none":  # scale buffer: tile_n fp32 scales an entry (data the next cycle)
-            if c.external_buffers:
-                sc_r = SimpleNamespace(addr=self.scale_raddr, data=self.scale_rdata)
-            else:
-                sc_w, sc_r = _banked(m, "scale_buf", c.scale_word, c.scale_depth, bank, self)
+            sc_r = SimpleNamespace(addr=self.scale_raddr, data=self.scale_rdata)
         if c.scale == "per_channel":  # the tile's running sums by column block (psum stays in the output buffer)
             m.submodules.acc_scratch = scr = Memory(shape=c.out_word, depth=c.out_depth, init=[])
             scr_w, scr_r = scr.write_port(), scr.read_port()
@@ -383,13 +447,10 @@ class LutCore(wiring.Component):
         acc_cmd, precomp = ctrl.acc_cmd, ctrl.precomp
         m.d.comb += [getattr(ctrl, n).eq(getattr(self, n)) for n in (
             "cmd_valid", "cmd_row_blocks", "cmd_groups", "cmd_col_blocks", "cmd_wfmt", "cmd_afmt", "cmd_accumulate",
-            "cmd_precomputed")]
-        if not c.external_buffers:
-            m.d.comb += ctrl.cmd_bank.eq(self.cmd_bank)
-        error = Signal()  # sticky: a refused host write (the controller's own: a refused command)
+            "cmd_precomputed", "cmd_bank")]
         m.d.comb += [self.cmd_ready.eq(ctrl.cmd_ready), self.busy.eq(running), self.tile_start.eq(ctrl.tile_start),
                      self.tile_done.eq(ctrl.tile_done), self.tile_cycles.eq(ctrl.tile_cycles),
-                     self.tiles_done.eq(ctrl.tiles_done), self.error.eq(ctrl.cmd_error | error),
+                     self.tiles_done.eq(ctrl.tiles_done), self.error.eq(ctrl.cmd_error), self.bank.eq(ctrl.bank),
                      wgt_r.addr.eq(ctrl.w_addr), tab_r.addr.eq(ctrl.tab_addr)]
         t1_valid, t1_first, t1_last, t1_bank, t1_fg = ctrl.t1_valid, ctrl.t1_first, ctrl.t1_last, ctrl.t1_bank, ctrl.t1_fg
         t1_oaddr = ctrl.t1_oaddr
@@ -484,15 +545,17 @@ class LutCore(wiring.Component):
         m.d.sync += [s3_valid.eq(acc_valid), s3_oaddr.eq(acc_oaddr), s3_fg.eq(acc_fg)]
 
         # ---------------------------------------------------------- stage 3: acc + r, write
-        fw_valid = Signal()
-        fw_addr = Signal.like(s1_oaddr)
+        # the previous cycle's write (fw_data) is forwarded when it went to this entry: that compare is
+        # made a stage early and registered (fwd), keeping it off the accumulate loop (entry -> fp32 add)
         fw_data = Signal(c.out_word)
+        fwd = Signal()
         if c.scale == "per_channel":  # the scratch is addressed by column block
             s3_nb = Signal.like(s2_nb)
-            m.d.sync += s3_nb.eq(s2_nb)
-            old = Mux(fw_valid & (fw_addr == s3_nb), fw_data, acc_rd.data)
+            m.d.sync += [s3_nb.eq(s2_nb), fwd.eq(s3_valid & (s3_nb == s2_nb))]
+            old = Mux(fwd, fw_data, acc_rd.data)
         else:
-            old = Mux(fw_valid & (fw_addr == s3_oaddr), fw_data, out_r.data)
+            m.d.sync += fwd.eq(s3_valid & (s3_oaddr == acc_oaddr))
+            old = Mux(fwd, fw_data, out_r.data)
         sums = []
         acc_int = IntArith(ACC_BITS)
         acc_kinds = [("fp", None)] if c.scale == "per_group" else ariths  # per_group: fp32 even for int8
@@ -511,42 +574,13 @@ class LutCore(wiring.Component):
                 m.d.comb += v.eq(self._by_kind(vals, is_fp))
                 sums.append(v)
         if c.scale == "per_channel":
-            m.d.sync += [fw_valid.eq(s3_valid), fw_addr.eq(s3_nb), fw_data.eq(Cat(*sums))]
+            m.d.sync += fw_data.eq(Cat(*sums))
             m.d.comb += [scr_w.addr.eq(s3_nb), scr_w.data.eq(Cat(*sums)), scr_w.en.eq(s3_valid)]
             fin_valid, fin_addr, fin_data = self._channel_scale(m, sums, s3_valid & s3_lastg, s3_oaddr, s3_nb,
                                                                  sc_r, out_r, running, acc_cmd, is_fp)
         else:
-            m.d.sync += [fw_valid.eq(s3_valid), fw_addr.eq(s3_oaddr), fw_data.eq(Cat(*sums))]
+            m.d.sync += fw_data.eq(Cat(*sums))
             fin_valid, fin_addr, fin_data = s3_valid, s3_oaddr, Cat(*sums)
 
-        # ---------------------------------------------------------- host ports
-        if c.external_buffers:
-            m.d.comb += [out_w.addr.eq(fin_addr), out_w.data.eq(fin_data), out_w.en.eq(fin_valid)]
-            return m
-        # operand writes are taken while a tile runs, into the bank it does not read; a write into its
-        # bank, or into the output buffer, while it runs is refused (dropped, sticky error)
-        to_out = self.wr_buf == BUFS["out"]
-        m.d.comb += self.wr_ready.eq(~(running & (to_out | (self.wr_bank == bank))))
-        refused = self.wr_en & ~self.wr_ready
-        host_wr = self.wr_en & ~refused
-        with m.If(refused):
-            m.d.sync += error.eq(1)
-        m.d.comb += [
-            act_w.addr.eq(self.wr_addr), act_w.data.eq(self.wr_data), act_w.en.eq(host_wr & (self.wr_buf == BUFS["act"])),
-            wgt_w.addr.eq(self.wr_addr), wgt_w.data.eq(self.wr_data),
-            wgt_w.en.eq(host_wr & (self.wr_buf == BUFS["weight"])),
-            tab_w.addr.eq(self.wr_addr), tab_w.data.eq(self.wr_data),
-            tab_w.en.eq(host_wr & (self.wr_buf == BUFS["table"])),
-            self.rd_data.eq(out_r.data),
-        ]
-        with m.If(~running):  # the host reads through the accumulators' read port while no tile runs
-            m.d.comb += [out_r.addr.eq(self.rd_addr), out_r.en.eq(self.rd_en)]
-        if c.scale != "none":
-            m.d.comb += [sc_w.addr.eq(self.wr_addr), sc_w.data.eq(self.wr_data),
-                         sc_w.en.eq(host_wr & (self.wr_buf == BUFS["scale"]))]
-        with m.If(fin_valid):
-            m.d.comb += [out_w.addr.eq(fin_addr), out_w.data.eq(fin_data), out_w.en.eq(1)]
-        with m.Else():
-            m.d.comb += [out_w.addr.eq(self.wr_addr), out_w.data.eq(self.wr_data),
-                         out_w.en.eq(host_wr & (self.wr_buf == BUFS["out"]))]
+        m.d.comb += [out_w.addr.eq(fin_addr), out_w.data.eq(fin_data), out_w.en.eq(fin_valid)]
         return m

@@ -28,6 +28,8 @@ PORT_DOCS = {
     "cmd_accumulate": "1: out += A.W onto the output buffer's contents; 0: out = A.W",
     "cmd_precomputed": "1: the tables come from the table buffer (fused precompute, no table-build cycles)",
     "cmd_bank": "operand bank the tile reads (activations, weight planes, tables, scales: two banks each)",
+    "bank": "external_buffers: the operand bank the running tile reads (cmd_bank, taken with the command): the "
+            "external operand buffers' read bank",
     "wr_en": "write one entry of the buffer selected by wr_buf; while a tile runs only into the operand bank it "
              "does not read (a write into its bank or into the output buffer is dropped and sets error)",
     "wr_bank": "operand bank of the write (ignored for the output buffer)",

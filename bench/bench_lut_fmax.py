@@ -1,0 +1,93 @@
+"""ECP5 resources and Fmax of the LUT core's FPGA configuration, one W x A per build (issue 23 item 6).
+
+The build is ``lut-m2n8k4-ecp5``'s organisation (M2 N8 K4, symmetric tables,
+``pipeline_cycles`` 4, ``precompute_pipeline_cycles`` 4) for ONE weight x activation
+format, with the density bench's options (``bench_lut_synth.LUT_OPTIONS``: external
+buffers, 16 entries; 2 precompute entries per cycle) and its flow (shifters premapped):
+yosys ``synth_ecp5`` + nextpnr-ecp5 (ECP5-85k, out of context, seed 1). Prints LUT4 /
+FF / DSP / BRAM / Fmax, the critical path's ends and its logic / routing split, and the
+wall time of each tool. Each tool gets ``--timeout`` seconds (default 900).
+
+    ARCHSIM_YOSYS=native python bench/bench_lut_fmax.py --only W2,A16 [--pipeline 4] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_lut_synth as synth_bench  # noqa: E402
+from archsim.errors import ToolError  # noqa: E402
+from rtl.synth import synthesize  # noqa: E402
+
+WF = {"W1": "int1", "W1.58": "ternary", "W2": "int2", "W4": "int4"}
+AF = {"A8": "int8", "A16": "fp16"}
+
+
+def build(w: str, a: str, pipeline: int, precompute: int, tile_n: int = 8):
+    """The LUT params of one W x A build of the FPGA configuration (``tile_n`` 8; smaller only to
+    bound a synthesis, and then not the preset's build)."""
+    from dataclasses import replace
+
+    p = synth_bench.lut_params(2, tile_n, 4, WF[w], AF[a])
+    return replace(p, pipeline_cycles=pipeline, precompute_pipeline_cycles=precompute)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", required=True, metavar="W,A", help="one pair, e.g. W2,A16")
+    ap.add_argument("--pipeline", type=int, default=4, help="pipeline_cycles (default 4, as the preset)")
+    ap.add_argument("--precompute", type=int, default=4, help="precompute_pipeline_cycles (default 4)")
+    ap.add_argument("--tile-n", type=int, default=8, help="columns (default 8, the preset's)")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per tool (default 900)")
+    ap.add_argument("--workdir", help="keep yosys.log / nextpnr.log here")
+    ap.add_argument("--json", metavar="FILE")
+    args = ap.parse_args(argv)
+    w, _, a = args.only.partition(",")
+    if w not in WF or a not in AF:
+        raise SystemExit(f"error: --only: expected W in {', '.join(WF)} and A in {', '.join(AF)}, got {args.only!r}")
+    p = build(w, a, args.pipeline, args.precompute, args.tile_n)
+    stages: dict[str, float] = {}
+    last = [time.time(), None]
+
+    def progress(stage: str):
+        now = time.time()
+        if last[1]:
+            stages[last[1]] = round(now - last[0], 1)
+        last[0], last[1] = now, stage
+        print(f"  {stage} ...", file=sys.stderr, flush=True)
+
+    try:
+        fig = synthesize(p, target="ecp5", pnr=True, options=synth_bench.LUT_OPTIONS, timeout_s=args.timeout,
+                         workdir=args.workdir, progress=progress, **synth_bench.SYNTH)
+    except ToolError as err:
+        print(f"{w} x {a}: {err} ({time.time() - last[0]:.0f} s in {last[1]}; before it {stages})")
+        stat = Path(args.workdir or ".") / "stat.json"
+        if args.workdir and stat.exists():  # yosys finished: its figures stand without an Fmax
+            from rtl.synth import resources_from_stat
+
+            print(f"  yosys figures: {resources_from_stat(json.loads(stat.read_text()), 'ecp5')}")
+        return 1
+    if last[1]:
+        stages[last[1]] = round(time.time() - last[0], 1)
+    cp = fig.get("critical_path", {})
+    row = {"build": f"{w} x {a}" + (f" N{args.tile_n}" if args.tile_n != 8 else ""),
+           "pipeline_cycles": args.pipeline, "precompute_pipeline_cycles": args.precompute,
+           "luts": fig["luts"], "ffs": fig["ffs"], "dsps": fig["dsps"], "bram": fig.get("bram", 0),
+           "fmax_mhz": fig["fmax_mhz"], "critical_path": cp, "wall_s": stages, "tools": fig.get("tools")}
+    print(f"{row['build']} (pipeline {args.pipeline}, precompute {args.precompute}): {row['luts']:,} LUT4, "
+          f"{row['ffs']:,} FF, {row['dsps']} DSP, {row['bram']} BRAM, {row['fmax_mhz']} MHz; critical path "
+          f"{cp.get('from')} -> {cp.get('to')} ({cp.get('logic_ns')} ns logic + {cp.get('routing_ns')} ns routing); "
+          f"wall {stages}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(row, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
