@@ -21,17 +21,14 @@ from amaranth import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.lib.pipe import delay as pipe_delay
 from rtl.lib.units import Fp32AddFinite
 from rtl.lut.arith import FpArith, IntArith
 
 
 def delay(m: Module, x, cycles: int, name: str):
-    """``x`` through ``cycles`` registers."""
-    for i in range(cycles):
-        r = Signal.like(x, name=f"{name}_d{i}")
-        m.d.sync += r.eq(x)
-        x = r
-    return x
+    """``x`` through ``cycles`` registers named ``{name}_d{i}`` (:func:`rtl.lib.pipe.delay`)."""
+    return pipe_delay(m, x, cycles, f"{name}_d")
 
 
 def fp_add_max_stages() -> int:
