@@ -78,6 +78,16 @@ class Decoded:
         return (self.nan, self.inf, self.sign, self.exp, self.sig)
 
 
+def decode_cut_points(f: FormatHw) -> int:
+    """Cut points :func:`decode` offers for ``f`` (a posit's regime/exponent split has its own; the
+    other kinds none): the ``n_cuts`` of a :class:`Pipe` that a caller passes to it."""
+    m = Module()
+    m._MustUse__silence = True  # a scratch module, never elaborated
+    pipe = Pipe(m, 0, 1 << 30, "count")
+    decode(m, f, Signal(f.bits, name="code"), "count", pipe)
+    return pipe._next
+
+
 def decode(m: Module, f: FormatHw, code, name: str, pipe: Pipe | None = None) -> Decoded:
     """Decode the ``f.bits``-bit ``code`` (see the module docstring). Posits have four cut points
     (after the two's complement, between the regime count's two levels, after the count, after the

@@ -17,7 +17,7 @@ from archsim.numerics import bits_of
 from archsim.templates.simd import bitserial
 from rtl.design import RtlDesign, pack_lanes
 from rtl.simd.bitmod_array import DEFAULT_OPTIONS, BitmodConfig, BitmodEngine
-from rtl.simd.config import DIM_BITS, SimdRtlOptions
+from rtl.simd.config import SimdRtlOptions
 from rtl.simd.rtl_design import PORT_DOCS, SimdDesign
 
 BITMOD_PORT_DOCS = {
@@ -95,12 +95,7 @@ class BitmodDesign(SimdDesign):
     def layout(self, tile, ops) -> dict[str, Any]:
         """The job entry of one tile (the simd job format; the module docstring says what differs)."""
         cfg, p = self.cfg, self.params
-        key = (tile.weight_format, tile.activation_format)
-        if key not in self._mode_index:
-            raise ValueError(f"{key[0]} x {key[1]} is not a mode of this build")
-        for dim in ("m", "n", "k", "group_size"):
-            if getattr(tile, dim) >= 1 << DIM_BITS:
-                raise ValueError(f"tile {dim}={getattr(tile, dim)} does not fit the {DIM_BITS}-bit command field")
+        key = self._mode_of(tile)
         P, L, EW, AW = cfg.pes, p.lanes(*key), cfg.entry_bits, cfg.act_word_bits
         ab, wb = bits_of(tile.activation_format), bits_of(tile.weight_format)
         groups = tile.groups()

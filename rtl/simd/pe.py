@@ -9,7 +9,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.lib import fp
-from rtl.lib.formats import EXP_W, Decoded, FormatHw, decode, decode_fp32
+from rtl.lib.formats import EXP_W, Decoded, FormatHw, decode, decode_cut_points, decode_fp32
 from rtl.lib.pipe import Pipe
 from rtl.simd.lane_cuts import lane_cut_points, product_cut_points
 from rtl.simd.config import CUT_ORDER, Mode, SimdConfig, _bits, _delayed, _level_nodes  # noqa: F401
@@ -78,8 +78,8 @@ class SimdPE(wiring.Component):
     def _lane_decode(self, m, word, side: str, j: int, lane_modes: list[Mode], regs: _ModeRegs, name: str,
                      cut: bool = False):
         """Decoded operand of lane ``j`` (formats muxed by mode); ``side`` "a" or "w". ``cut``: one register
-        stage inside every format's decode (a posit's own cut point after its regime count; the code of
-        the other kinds, which have none), before the mux."""
+        stage inside every format's decode (the last of a posit's own cut points; the code of the other
+        kinds, which have none), before the mux."""
         fmts: dict[str, FormatHw] = {}
         for md in lane_modes:
             f = md.activation if side == "a" else md.weight
@@ -89,7 +89,7 @@ class SimdPE(wiring.Component):
             code = word[j * f.bits:(j + 1) * f.bits]
             pipe = None
             if cut and f.kind == "posit":
-                pipe = Pipe(m, 1, 1, f"{name}_{fname}_dc")
+                pipe = Pipe(m, 1, decode_cut_points(f), f"{name}_{fname}_dc")
             elif cut:
                 code = _delayed(m, code, 1, f"{name}_{fname}_code")
             decs[fname] = (f, decode(m, f, code, f"{name}_{fname}", pipe))

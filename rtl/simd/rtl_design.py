@@ -99,18 +99,24 @@ class SimdDesign(RtlDesign):
         return (f"{tile.weight_format}x{tile.activation_format} m={tile.m} k={tile.k} n={tile.n}{g}"
                 + (" acc" if tile.accumulate else ""))
 
-    def layout(self, tile, ops) -> dict[str, Any]:
-        """The job entry of one tile: buffer entries (address, word), the command, read-back size."""
-        from archsim.numerics import get_format
-        from archsim.templates.simd.tile import exact_integer_output, tile_cycles
-
-        cfg, p = self.cfg, self.params
+    def _mode_of(self, tile) -> tuple[str, str]:
+        """The tile's (weight, activation) mode; ValueError if this build lacks it or a dimension
+        does not fit the command's fields."""
         key = (tile.weight_format, tile.activation_format)
         if key not in self._mode_index:
             raise ValueError(f"{key[0]} x {key[1]} is not a mode of this build")
         for dim in ("m", "n", "k", "group_size"):
             if getattr(tile, dim) >= 1 << DIM_BITS:
                 raise ValueError(f"tile {dim}={getattr(tile, dim)} does not fit the {DIM_BITS}-bit command field")
+        return key
+
+    def layout(self, tile, ops) -> dict[str, Any]:
+        """The job entry of one tile: buffer entries (address, word), the command, read-back size."""
+        from archsim.numerics import get_format
+        from archsim.templates.simd.tile import exact_integer_output, tile_cycles
+
+        cfg, p = self.cfg, self.params
+        key = self._mode_of(tile)
         P, L = cfg.pes, p.lanes(*key)
         wb, ab = get_format(tile.weight_format).bits, get_format(tile.activation_format).bits
         AW, WW, EW, OW = cfg.act_word_bits, cfg.weight_word_bits, cfg.entry_bits, cfg.out_bits
