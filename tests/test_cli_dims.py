@@ -127,7 +127,7 @@ def _doc_commands():
             if "archsim " not in line or "--set" not in line or "--arch" not in line:
                 continue
             cmd = line[line.index("archsim "):].split("`")[0]
-            cmd = re.sub(r"\[[^\]]*\]", "", cmd)  # optional parts: [--sim verilator]
+            cmd = re.sub(r"(?<!=)\[[^\]]*\]", "", cmd)  # optional parts: [--sim verilator], not KEY=[a,b] lists
             words = shlex.split(cmd)
             arch = words[words.index("--arch") + 1]
             if arch.isupper():  # a placeholder in a usage line (--arch SPEC), not a command to run

@@ -174,9 +174,9 @@ UNDER_ULIMIT = textwrap.dedent("""
     blocks = []
     try:
         with memory_guard():
-            for _ in range(100):
-                blocks.append(b"x" * (10 * 2**20))
-                time.sleep(0.005)
+            for _ in range(250):  # 4 MiB per 10 ms: the guard's band (the top 10 % of the cap) spans
+                blocks.append(b"x" * (4 * 2**20))  # several of its 50 ms polls even on a loaded machine
+                time.sleep(0.01)
     except ResourceLimitError as err:
         print(err)
     except MemoryError:

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from filelock import FileLock
+
 from archsim.errors import ToolError
 from rtl.cosim import progress as tile_progress
 
@@ -154,6 +156,15 @@ def run_job(
     build = Path(build_dir) if build_dir else default_build_dir(verilog, sim, extra_sources)
     build = build.resolve()
     build.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(build / ".lock")):  # one run at a time per build folder (parallel test workers)
+        return _run_in(build, verilog, toplevel, job, sim, waves, quiet, extra_sources, progress,
+                       wake_combinational, get_runner)
+
+
+def _run_in(build: Path, verilog: str, toplevel: str, job: dict[str, Any], sim: str, waves: bool, quiet: bool,
+            extra_sources: dict[str, str] | None, progress: Callable[[str, int, int], None] | None,
+            wake_combinational: bool, get_runner) -> CosimRun:
+    """:func:`run_job`'s build and run in ``build``, under its lock."""
     src = build / f"{toplevel}.v"
     if sim == "icarus" and wake_combinational:
         verilog = _wake_combinational(verilog)
@@ -247,3 +258,4 @@ def run_job(
         wave_file = candidates[0] if candidates else None
     return CosimRun(sim=sim, result=result, build_dir=build, waves=wave_file,
                     build_s=t1 - t0, run_s=t2 - t1, log=log)
+
