@@ -23,12 +23,12 @@ its operand buffers, the online-softmax state and the controller), so that
 """
 from __future__ import annotations
 
-from amaranth import Module, Mux, Signal
+from amaranth import Module
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import Out
 
 from rtl.attention.design import AttentionArray, AttentionRtlConfig, _bits
-from rtl.lib.host import host_members
+from rtl.lib.host import host_members, serve_result_reads
 
 #: operand buffers of the ``wr`` stream's ``buf`` field
 BUF_CODES = {"q": 0, "k": 1, "v": 2}
@@ -88,22 +88,9 @@ class AttentionEngine(wiring.Component):
             core.wr_en.eq(self.wr.valid & ~core.busy), core.wr_buf.eq(wr.buf),
             core.wr_addr.eq(wr.addr[:eb]), core.wr_bank.eq(wr.addr[eb:]), core.wr_data.eq(wr.data),
         ]
-        # result reads: the array answers one cycle after the request; a result the host does not
-        # take at once waits in `held`, and no request is taken while one waits
-        held = Signal(32 * c.head_dim_max)
-        held_valid = Signal()
-        fresh = core.rd_valid
-        m.d.comb += [
-            self.rd_addr.ready.eq(~held_valid & (~fresh | self.rd_data.ready)),
-            core.rd_en.eq(self.rd_addr.valid & self.rd_addr.ready),
-            core.rd_addr.eq(self.rd_addr.payload),
-            self.rd_data.valid.eq(fresh | held_valid),
-            self.rd_data.payload.eq(Mux(held_valid, held, core.rd_data)),
-        ]
-        with m.If(fresh & ~self.rd_data.ready):
-            m.d.sync += [held.eq(core.rd_data), held_valid.eq(1)]
-        with m.Elif(held_valid & self.rd_data.ready):
-            m.d.sync += held_valid.eq(0)
+        # result reads: the array answers one cycle after the request
+        serve_result_reads(m, self.rd_addr, self.rd_data, en=core.rd_en, addr=core.rd_addr, fresh=core.rd_valid,
+                           data=core.rd_data)
         m.d.comb += [
             self.busy.eq(core.busy), self.done.eq(core.tile_done), self.tile_start.eq(core.tile_start),
             self.tile_cycles.eq(core.tile_cycles), self.tiles_done.eq(core.tiles_done), self.error.eq(core.error),

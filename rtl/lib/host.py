@@ -127,3 +127,26 @@ HOST_PORT_DOCS = {
     "tiles_done": "tiles finished since reset",
     "error": "sticky: a command was refused",
 }
+
+
+def serve_result_reads(m, rd_addr, rd_data, *, en, addr, fresh, data, blocked=None) -> None:
+    """The host's ``rd_addr`` / ``rd_data`` streams onto a result memory that answers a request
+    (``en``, ``addr``) the next cycle (``fresh`` high, the word on ``data``): a result the host does
+    not take at once waits in ``held``, and no request is taken while one waits (nor while
+    ``blocked``, e.g. a tile runs)."""
+    from amaranth import Mux, Signal
+
+    held = Signal(len(rd_data.payload))
+    held_valid = Signal()
+    ready = ~held_valid & (~fresh | rd_data.ready)
+    m.d.comb += [
+        rd_addr.ready.eq(ready if blocked is None else ~blocked & ready),
+        en.eq(rd_addr.valid & rd_addr.ready),
+        addr.eq(rd_addr.payload),
+        rd_data.valid.eq(fresh | held_valid),
+        rd_data.payload.eq(Mux(held_valid, held, data)),
+    ]
+    with m.If(fresh & ~rd_data.ready):
+        m.d.sync += [held.eq(data), held_valid.eq(1)]
+    with m.Elif(held_valid & rd_data.ready):
+        m.d.sync += held_valid.eq(0)

@@ -13,11 +13,11 @@ emits for an LUT build with internal buffers, and what ``--wrapper axi`` wraps.
 """
 from __future__ import annotations
 
-from amaranth import Module, Mux, Signal
+from amaranth import Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import Out
 
-from rtl.lib.host import host_members
+from rtl.lib.host import host_members, serve_result_reads
 from rtl.lut.design import DIM_BITS, LutConfig, LutCore, _bits
 
 #: command fields (payload bit order: first lowest) and widths
@@ -60,21 +60,11 @@ class LutEngine(wiring.Component):
             core.wr_addr.eq(wr.addr[:c.addr_bits]), core.wr_bank.eq(wr.addr[c.addr_bits]),
             core.wr_data.eq(wr.data),
         ]
-        # result reads: the core answers the cycle after a request; a result the host does not take
-        # at once waits in `held`, and no request is taken while one waits or a tile runs
-        held = Signal(c.out_word)
-        held_valid, fresh = Signal(), Signal()
-        m.d.comb += [
-            self.rd_addr.ready.eq(~core.busy & ~held_valid & (~fresh | self.rd_data.ready)),
-            core.rd_en.eq(self.rd_addr.valid & self.rd_addr.ready), core.rd_addr.eq(self.rd_addr.payload),
-            self.rd_data.valid.eq(fresh | held_valid),
-            self.rd_data.payload.eq(Mux(held_valid, held, core.rd_data)),
-        ]
+        # result reads: the core answers the cycle after a request; none is taken while a tile runs
+        fresh = Signal()
         m.d.sync += fresh.eq(core.rd_en)
-        with m.If(fresh & ~self.rd_data.ready):
-            m.d.sync += [held.eq(core.rd_data), held_valid.eq(1)]
-        with m.Elif(held_valid & self.rd_data.ready):
-            m.d.sync += held_valid.eq(0)
+        serve_result_reads(m, self.rd_addr, self.rd_data, en=core.rd_en, addr=core.rd_addr, fresh=fresh,
+                           data=core.rd_data, blocked=core.busy)
         m.d.comb += [
             self.busy.eq(core.busy), self.done.eq(core.tile_done), self.tile_start.eq(core.tile_start),
             self.tile_cycles.eq(core.tile_cycles), self.tiles_done.eq(core.tiles_done), self.error.eq(core.error),

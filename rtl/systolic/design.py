@@ -31,11 +31,11 @@ complement and wraps at the accumulator width, like archsim's models.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
-from rtl.lib.host import host_members
+from rtl.lib.host import host_members, serve_result_reads
 from rtl.systolic.array import SystolicArray
 from rtl.systolic.buffers import LaneBuffer, OutputBuffer
 from rtl.systolic.config import (  # noqa: F401 - re-exported: the public names of the design
@@ -92,22 +92,9 @@ class SystolicAccelerator(wiring.Component):
         m.d.comb += self.wr.ready.eq(1)  # a write takes one cycle, always (out: only while busy is low)
         for buf in (left.wr, top.wr, out.wr):
             m.d.comb += [buf.en.eq(self.wr.valid), buf.buf.eq(wr.buf), buf.addr.eq(wr.addr), buf.data.eq(wr.data)]
-        # result reads: the output buffer answers one cycle after the request; a result the host
-        # does not take at once waits in `held`, and no request is taken while one waits
-        held = Signal(cfg.rd_data_bits)
-        held_valid = Signal()
-        fresh = out.rd.valid
-        m.d.comb += [
-            self.rd_addr.ready.eq(~held_valid & (~fresh | self.rd_data.ready)),
-            out.rd.en.eq(self.rd_addr.valid & self.rd_addr.ready),
-            out.rd.addr.eq(self.rd_addr.payload),
-            self.rd_data.valid.eq(fresh | held_valid),
-            self.rd_data.payload.eq(Mux(held_valid, held, out.rd.data)),
-        ]
-        with m.If(fresh & ~self.rd_data.ready):
-            m.d.sync += [held.eq(out.rd.data), held_valid.eq(1)]
-        with m.Elif(held_valid & self.rd_data.ready):
-            m.d.sync += held_valid.eq(0)
+        # result reads: the output buffer answers one cycle after the request
+        serve_result_reads(m, self.rd_addr, self.rd_data, en=out.rd.en, addr=out.rd.addr, fresh=out.rd.valid,
+                           data=out.rd.data)
         m.d.comb += [
             left.addr.eq(ctrl.left_addr), top.addr.eq(ctrl.top_addr),
             array.left_data.eq(left.data), array.top_data.eq(top.data),
