@@ -206,8 +206,9 @@ class RtlDesign:
         raise NotImplementedError
 
     # ---- co-simulation verdict: one loop for every template, per-template hooks below ----
-    #: whether the design has a hardware tile-cycle counter (``hw_cycles``) that must equal the
-    #: cycles the harness measured on the ports
+    #: whether the design has a hardware tile-cycle counter (the driver's ``cycles``: the shared host
+    #: reads ``tile_cycles`` after ``done``) that must equal the cycles measured on the ports
+    #: (``port_cycles``, when the host sees them)
     has_cycle_counter: ClassVar[bool] = True
 
     def check(self, items, result, sim: str = "icarus") -> CosimReport:
@@ -270,7 +271,8 @@ class RtlDesign:
         return TileCheck(idx, label, rtl_cycles, models.fast_cycles, models.detailed_cycles, not problems,
                          "; ".join(problems), extra)
 
-    # hooks (defaults suit a design whose driver reports ``tiles`` of ``cycles`` / ``hw_cycles`` / ``out``)
+    # hooks (defaults suit a design driven by the shared host, :func:`rtl.cosim.direct_host.host_for`,
+    # whose driver reports ``tiles`` of ``cycles`` (the hardware counter) / ``port_cycles`` / values)
     def rtl_tiles(self, result: dict) -> list[dict]:
         """The driver's per-tile records."""
         return result.get("tiles", [])
@@ -298,17 +300,17 @@ class RtlDesign:
         return v.astype(np.int64)
 
     def rtl_cycles(self, g: dict) -> int | None:
-        """The RTL's cycles of a tile, compared with the models' (default: measured on the ports)."""
+        """The RTL's cycles of a tile, compared with the models' (default: the hardware counter)."""
         return g.get("cycles")
 
     def counter_cycles(self, g: dict) -> int | None:
         """The hardware cycle counter's reading for a tile (a design with ``has_cycle_counter``)."""
-        return g.get("hw_cycles")
+        return g.get("cycles")
 
     def port_cycles(self, g: dict) -> int | None:
         """The tile's cycles as measured on the ports, checked against the counter; None when the host
         cannot see the ports (behind a bus wrapper), and then the counter stands alone."""
-        return self.rtl_cycles(g)
+        return g.get("port_cycles")
 
     def value_name(self, at: tuple[int, ...]) -> str:
         return "out[" + ",".join(str(v) for v in at) + "]"
@@ -320,7 +322,9 @@ class RtlDesign:
 
     def tile_extra(self, tile, ops, g: dict) -> dict:
         """Extra fields of the tile's record."""
-        return {"hw_cycles": g.get("hw_cycles")} if self.has_cycle_counter else {}
+        if not self.has_cycle_counter:
+            return {}
+        return {"hw_cycles": self.counter_cycles(g), "port_cycles": self.port_cycles(g)}
 
     def value_extra(self, tile, ops, vals) -> dict:
         """Extra fields computed from values that match the models (default none)."""

@@ -244,7 +244,7 @@ def test_rtl_cycles_follow_the_contract_worked_by_hand(small_run):
     items, report = small_run
     assert [t.rtl_cycles for t in report.tiles[:2]] == [39, 43]
     assert all(t.rtl_cycles == t.fast_cycles == t.detailed_cycles for t in report.tiles)
-    assert all(t.extra["hw_tile_cycles"] == t.rtl_cycles for t in report.tiles)
+    assert all(t.extra["hw_cycles"] == t.rtl_cycles for t in report.tiles)
 
 
 @pytest.mark.rtl

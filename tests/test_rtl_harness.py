@@ -81,7 +81,7 @@ class _ToyDesign:
 
 
 def _verdict(design, **g):
-    return design.check([("t0", {})], {"tiles": [{"cycles": 7, "hw_cycles": 7, "out": [[1, 2]], **g}]})
+    return design.check([("t0", {})], {"tiles": [{"cycles": 7, "port_cycles": 7, "out": [[1, 2]], **g}]})
 
 
 def test_the_shared_check_passes_a_matching_tile_and_names_each_kind_of_failure():
@@ -89,15 +89,15 @@ def test_the_shared_check_passes_a_matching_tile_and_names_each_kind_of_failure(
     assert _verdict(toy).ok
     (msg,) = _verdict(toy, out=[[1, 3]]).failures()
     assert msg == "tile 0 (toy t0): out[0,1] = 3, expected 2 (archsim models); lane 1; 1 of 2 values differ"
-    (msg,) = _verdict(toy, hw_cycles=6).failures()  # the hardware counter disagrees with the ports
-    assert msg == "tile 0 (toy t0): tile_cycles counter says 6, ports say 7"
-    (msg,) = _verdict(toy, hw_cycles=None).failures()  # a counter the driver did not read is a failure too
-    assert "counter says None" in msg
-    assert _verdict(_ToyDesign.make(counter=False), hw_cycles=None).ok  # a design without a counter
+    (msg,) = _verdict(toy, port_cycles=6).failures()  # the hardware counter disagrees with the ports
+    assert msg == "tile 0 (toy t0): tile_cycles counter says 7, ports say 6"
+    assert _verdict(toy, port_cycles=None).ok  # behind a bus wrapper: the counter stands alone
+    assert "counter says None" in _verdict(toy, cycles=None).failures()[0]  # a counter the driver did not read
+    assert _verdict(_ToyDesign.make(counter=False), port_cycles=None).ok  # a design without a counter
     (msg,) = _verdict(_ToyDesign.make(det=((1, 5),))).failures()
     assert msg.endswith("fast and detailed models disagree on values (model bug)")
-    assert _verdict(toy, cycles=8).failures() == ["tile 0 (toy t0): tile_cycles counter says 7, ports say 8",
+    assert _verdict(toy, cycles=8).failures() == ["tile 0 (toy t0): tile_cycles counter says 8, ports say 7",
                                                   "tile 0 (toy t0): cycles rtl=8 fast=7 detailed=7"]
-    missing = toy.check([("t0", {}), ("t1", {})], {"tiles": [{"cycles": 7, "hw_cycles": 7, "out": [[1, 2]]}]})
+    missing = toy.check([("t0", {}), ("t1", {})], {"tiles": [{"cycles": 7, "port_cycles": 7, "out": [[1, 2]]}]})
     assert missing.failures() == ["tile 1 (toy t1): no result from the RTL",
                                   "tile 1 (toy t1): cycles rtl=None fast=7 detailed=7"]

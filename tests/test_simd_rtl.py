@@ -245,7 +245,7 @@ def _cosim_against_reference(arch, items):
         rtl = design.rtl_values(tile, got["words"])
         raw = rtl.view(np.uint32).astype(np.int64) if rtl.dtype == np.float32 else rtl
         assert np.array_equal(raw, bits(reference(tile, ops, arch.params))), design.label(tile)
-        assert check.rtl_cycles == got["hw_cycles"] == contract_cycles(tile, arch.params), design.label(tile)
+        assert check.rtl_cycles == got["cycles"] == contract_cycles(tile, arch.params), design.label(tile)
     return report
 
 

@@ -206,17 +206,6 @@ class AttentionDesign(RtlDesign):
         return (rows[:, :tile.head_dim].astype(np.uint32).view(np.float32) if rows.size
                 else np.zeros((0, tile.head_dim), np.float32))
 
-    # cycles: the hardware counter (tile_cycles); where the driver sees the debug tile_start port,
-    # also from the ports (``port_cycles``), and the checker asks the two to agree
-    def counter_cycles(self, g):
-        return g.get("cycles")
-
-    def port_cycles(self, g):
-        return g.get("port_cycles")
-
-    def tile_extra(self, tile, ops, g):
-        return {"hw_tile_cycles": g.get("cycles"), "port_cycles": g.get("port_cycles")}
-
     def value_extra(self, tile, ops, vals):
         from archsim.templates.attention.reference import error_bound, reference_attention
 

@@ -222,18 +222,6 @@ class LutDesign(RtlDesign):
                 "rd_bits": c.out_word, "command_layout": layouts["cmd"], "write_layout": layouts["wr"]}
 
     # cycles: the hardware counter, checked against the ports where the host sees them
-    def rtl_cycles(self, g):
-        return g.get("cycles")
-
-    def counter_cycles(self, g):
-        return g.get("cycles")
-
-    def port_cycles(self, g):
-        return g.get("port_cycles")
-
-    def tile_extra(self, tile, ops, g):
-        return {"port_cycles": g.get("port_cycles")}
-
     def model_results(self, items):
         from archsim.templates.lut.detailed import LutArrayDetailed
         from archsim.templates.lut.tile import tile_cycles

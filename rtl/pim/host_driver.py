@@ -37,7 +37,7 @@ async def run_job(dut, job: dict) -> dict:
                     "streams": results}
         words = await host.read_rows(0, tile["rdaccs"])
         (timing,) = await host.batch_timing(1)
-        results.append({"outputs": [[None, w] for w in words], "hw_cycles": timing["cycles"],
+        results.append({"outputs": [[None, w] for w in words], "cycles": timing["cycles"],
                         "port_cycles": timing.get("port_cycles"),
                         "error": unsigned(dut.error) if hasattr(dut, "error") else 0,
                         "error_before": 0, "trace": []})

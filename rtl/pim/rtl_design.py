@@ -200,7 +200,7 @@ class PimDesign(RtlDesign):
 
     def rtl_cycles(self, g):
         if self.top == "host":  # the hardware's counter
-            return g.get("hw_cycles")
+            return g.get("cycles")
         last_out = max([o[0] for o in g["outputs"]] + [0])
         return max(last_out, g.get("ready_at") or 0)
 
@@ -213,13 +213,8 @@ class PimDesign(RtlDesign):
     def value_name(self, at):
         return f"row {at[1]}"
 
-    def port_cycles(self, g):
-        return g.get("port_cycles") if self.top == "host" else self.rtl_cycles(g)
-
     def tile_extra(self, tile, ops, g):
-        if self.top == "host":
-            return {"hw_cycles": g.get("hw_cycles"), "port_cycles": g.get("port_cycles")}
-        return {"ready_at": g.get("ready_at")}
+        return super().tile_extra(tile, ops, g) if self.top == "host" else {"ready_at": g.get("ready_at")}
 
     def tile_flag(self, g, extra):
         if g.get("error") and not g.get("error_before"):

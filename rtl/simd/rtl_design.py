@@ -203,18 +203,8 @@ class SimdDesign(RtlDesign):
     def comparable(self, tile, values, rtl=False):
         return _comparable(values, canonical=not rtl)
 
-    def rtl_cycles(self, g):
-        return g.get("cycles")  # the hardware's tile_cycles counter (the driver reads it after done)
-
-    def counter_cycles(self, g):
-        return g.get("cycles")
-
-    def port_cycles(self, g):
-        return g.get("port_cycles")  # tile_start .. done on the ports (None behind the AXI wrapper)
-
     def tile_extra(self, tile, ops, g):
-        return {"hw_cycles": g.get("cycles"), "port_cycles": g.get("port_cycles"),
-                "take_to_start": g.get("take_to_start")}
+        return {**super().tile_extra(tile, ops, g), "take_to_start": g.get("take_to_start")}
 
     def locate(self, tile, ops, at, extra):
         o = at[0] * tile.n + at[1]

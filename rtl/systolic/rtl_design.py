@@ -140,17 +140,8 @@ class SystolicDesign(RtlDesign):
 
     # the driver reads each tile's cycles off the hardware counter (``cycles``, the host interface's
     # tile_cycles) and, where it sees the debug tile_start port, also from the ports (``port_cycles``)
-    def rtl_cycles(self, g):
-        return g.get("cycles")
-
-    def counter_cycles(self, g):
-        return g.get("cycles")
-
-    def port_cycles(self, g):
-        return g.get("port_cycles")
-
     def tile_extra(self, tile, ops, g):
-        return {"port_cycles": g.get("port_cycles"), "start_cycle": g.get("start_cycle"),
+        return {**super().tile_extra(tile, ops, g), "start_cycle": g.get("start_cycle"),
                 "gap_before": g.get("gap_before")}
 
     def locate(self, tile, ops, at, extra):
