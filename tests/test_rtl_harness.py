@@ -101,3 +101,24 @@ def test_the_shared_check_passes_a_matching_tile_and_names_each_kind_of_failure(
     missing = toy.check([("t0", {}), ("t1", {})], {"tiles": [{"cycles": 7, "port_cycles": 7, "out": [[1, 2]]}]})
     assert missing.failures() == ["tile 1 (toy t1): no result from the RTL",
                                   "tile 1 (toy t1): cycles rtl=None fast=7 detailed=7"]
+
+
+def test_a_killed_simulator_is_named_as_killed_not_as_a_build_error(tmp_path):
+    import logging
+
+    from rtl.cosim.harness import _run_in, killed_by
+    from archsim.errors import ArchsimError
+
+    assert killed_by(143) == "killed by SIGTERM" and killed_by(-9) == "killed by SIGKILL"
+    assert killed_by(1) == killed_by(2) == killed_by(0) == killed_by(None) == ""
+
+    class Killed:  # a runner whose build process a timeout ended with SIGTERM (the shell's 128 + 15)
+        log = logging.getLogger("fake-runner")
+
+        def build(self, **_kw):
+            raise SystemExit(143)
+
+    with pytest.raises(ArchsimError) as err:
+        _run_in(tmp_path, "module m; endmodule", "m", {}, "icarus", False, True, None, None, True,
+                lambda sim: Killed())
+    assert "build was killed by SIGTERM" in str(err.value) and "build failed" not in str(err.value)

@@ -129,6 +129,20 @@ def _wake_combinational(verilog: str) -> str:
     return _TRIGGER.sub(lambda mt: f"{mt.group(0)}\n{mt.group(1)}initial #0.001 {mt.group(2)} = 1'h1;", verilog)
 
 
+def killed_by(code) -> str:
+    """"killed by SIGTERM" when an exit status says a signal ended the process (a shell's 128 + N, or
+    subprocess's -N), else "": a timeout's kill is not a build error."""
+    import signal
+
+    if not isinstance(code, int) or code == 0:
+        return ""
+    number = -code if code < 0 else code - 128 if code > 128 else 0
+    try:
+        return f"killed by {signal.Signals(number).name}" if number else ""
+    except ValueError:
+        return ""
+
+
 def run_job(
     verilog: str,
     toplevel: str,
@@ -239,6 +253,11 @@ def _run_in(build: Path, verilog: str, toplevel: str, job: dict[str, Any], sim: 
                         log_file=log,
                     )
         except SystemExit as err:  # cocotb's runner exits on build errors (and on a failed test)
+            killed = killed_by(err.code)
+            if killed:
+                stage = "co-simulation" if built else "build"
+                raise ToolError(f"{sim} {stage} was {killed} (a timeout or the user stopped it); "
+                                f"see {log if built else build / 'build.log'}") from None
             if built:
                 raise ToolError(f"{sim} co-simulation failed (the cocotb test failed, exit {err.code}); "
                                 f"see {log}") from None
