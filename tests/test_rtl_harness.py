@@ -122,3 +122,31 @@ def test_a_killed_simulator_is_named_as_killed_not_as_a_build_error(tmp_path):
         _run_in(tmp_path, "module m; endmodule", "m", {}, "icarus", False, True, None, None, True,
                 lambda sim: Killed())
     assert "build was killed by SIGTERM" in str(err.value) and "build failed" not in str(err.value)
+
+
+def test_an_x_read_by_a_bus_model_is_named_in_one_line(tmp_path):
+    """cocotbext-axi converts m_axis tdata to int in its own coroutine; an X there fails the cocotb
+    test with a raw ValueError the driver never sees. The harness reads the log and says what it was."""
+    import logging
+
+    from rtl.cosim.harness import _run_in
+
+    trace = ('Traceback (most recent call last):\n'
+             '  File "/venv/lib/python3.11/site-packages/cocotbext/axi/axis.py", line 713, in _run\n'
+             '    frame.tdata.append((int(self.bus.tdata.value) >> (offset * self.byte_size)) & self.byte_mask)\n'
+             "ValueError: Can't convert LogicArray to int: it contains non-0/1 values\n")
+
+    class XOnTheBus:
+        log = logging.getLogger("fake-runner")
+
+        def build(self, **_kw):
+            pass
+
+        def test(self, log_file, **_kw):
+            log_file.write_text(trace)  # the test failed: no result file
+
+    with pytest.raises(ToolError) as err:
+        _run_in(tmp_path, "module m; endmodule", "m", {}, "icarus", False, True, None, None, True,
+                lambda sim: XOnTheBus())
+    msg = str(err.value)
+    assert "an AXI4-Stream bus model read X/Z bits" in msg and "axis.py" in msg and "\n" not in msg

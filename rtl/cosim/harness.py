@@ -143,6 +143,29 @@ def killed_by(code) -> str:
         return ""
 
 
+#: what cocotb 2 says when a bus model (cocotbext-axi's stream sink, AXI-Lite read) converts a
+#: signal holding X/Z bits to an integer in its own coroutine, where no driver can catch it
+_UNRESOLVED_BUS_READ = "contains non-0/1 values"
+
+
+def failure_cause(log: Path) -> str:
+    """A failed cocotb test's cause in words, from its log, when it is one a user can act on
+    ("" otherwise): today an X/Z value read by a bus functional model."""
+    try:
+        text = Path(log).read_text(errors="replace")
+    except OSError:
+        return ""
+    if _UNRESOLVED_BUS_READ not in text:
+        return ""
+    where = ""
+    for line in text.splitlines():
+        if "cocotbext/axi/" in line and 'File "' in line:
+            where = line.split("cocotbext/axi/")[1].split('"')[0]
+    bus = {"axis.py": "an AXI4-Stream", "axil_master.py": "the AXI4-Lite"}.get(where, "a bus")
+    return (f"{bus} bus model read X/Z bits (an uninitialised or undriven value reached the bus"
+            f"{' in cocotbext/axi/' + where if where else ''})")
+
+
 def run_job(
     verilog: str,
     toplevel: str,
@@ -259,8 +282,8 @@ def _run_in(build: Path, verilog: str, toplevel: str, job: dict[str, Any], sim: 
                 raise ToolError(f"{sim} {stage} was {killed} (a timeout or the user stopped it); "
                                 f"see {log if built else build / 'build.log'}") from None
             if built:
-                raise ToolError(f"{sim} co-simulation failed (the cocotb test failed, exit {err.code}); "
-                                f"see {log}") from None
+                raise ToolError(f"{sim} co-simulation failed ({failure_cause(log) or 'the cocotb test failed'}, "
+                                f"exit {err.code}); see {log}") from None
             raise ToolError(f"{sim} build failed (exit {err.code}); see {build / 'build.log'}") from None
         except ToolError:
             raise
@@ -269,7 +292,8 @@ def _run_in(build: Path, verilog: str, toplevel: str, job: dict[str, Any], sim: 
             raise ToolError(f"{sim} co-simulation failed: {detail}; see {log}") from None
     t2 = time.perf_counter()
     if not result_file.exists():
-        raise ToolError(f"{sim} co-simulation produced no result (the cocotb test failed); see {log}")
+        raise ToolError(f"{sim} co-simulation produced no result "
+                        f"({failure_cause(log) or 'the cocotb test failed'}); see {log}")
     result = json.loads(result_file.read_text())
     wave_file = None
     if waves:
