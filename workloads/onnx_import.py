@@ -187,6 +187,9 @@ def _lower(path: str, m: OnnxModel, graph: Graph, precision: dict, unknown_ops: 
         "macs_accounted_fraction": None if unknown else 1.0,
         "shape_resolution": ["onnx shape inference", *steps],
         "weight_formats": lower.weight_formats,
+        # causal: the MACs of the unmasked pairs only, as the zoo counts them; other / unknown masks are
+        # counted dense (every query-key pair), an upper bound
+        "attention_masks": lower.attention_masks,
     }
 
 

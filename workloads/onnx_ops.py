@@ -71,6 +71,7 @@ class Lowerer:
         self.produced: dict[str, str] = {}  # tensor -> "op" or "op:k"
         self.quantized: dict[str, str] = {}  # tensor -> precision a Q/DQ pair declares
         self.weight_formats: list[dict] = []  # layers whose weight format the model declares
+        self.attention_masks: list[dict] = []  # each attention's score mask: causal / none / other / unknown
         self.absorbed: set[int] = set()  # ids of nodes folded into another node's op
         self.folded_into: dict[int, str] = {}  # id(node) -> name of the op it was folded into
         self.node_macs = 0  # MACs of the node being lowered (all its ops)
@@ -415,12 +416,13 @@ class Lowerer:
         sa, sb = self._shape(a_name, node), self._shape(b_name, node)
         if len(sa) not in (3, 4) or len(sb) != len(sa):
             return False
-        chain, t = [], node.output[0]
+        chain, t, masks = [], node.output[0], []
         while True:
             nxt = self.m.only_consumer(t)
             if nxt is None:
                 return False
             if nxt.op_type in ("Mul", "Div", "Add", "Sub", "Where", "Cast", "Identity", "Dropout", "Clip"):
+                masks += self._mask_inputs(nxt, t)
                 chain.append(nxt)
                 t = nxt.output[0]
                 continue
@@ -469,15 +471,38 @@ class Lowerer:
                       in_shapes=(self._shape(k_src, node),), out_shapes=((batch, skv, kv_heads * d),))
         v = self._add(ShapeOp, node, [v_src], [], name=f"{base}.v", fn="reshape",
                       in_shapes=(self._shape(v_src, nxt),), out_shapes=((batch, skv, kv_heads * d),))
+        mask = self._mask_kind(masks, sq, skv)
+        self.attention_masks.append({"attention": f"{base}.attention", "mask": mask})
         attn = self._add(Attention, node, ["@" + q, "@" + k, "@" + v], [], name=f"{base}.attention",
                          batch=batch, heads=heads, kv_heads=kv_heads, seq_q=sq, seq_kv=skv, head_dim=d,
-                         causal=False)
+                         causal=mask == "causal")
         self._add(ShapeOp, nxt, ["@" + attn], [nxt.output[0]], name=name, fn="reshape",
                   in_shapes=((batch, sq, heads * d),), out_shapes=(tuple(so),))
         for n in chain + [nxt]:
             self.absorbed.add(id(n))
             self.folded_into[id(n)] = f"{base}.attention"
         return True
+
+    def _mask_inputs(self, node, scores: str) -> list[tuple[str, str, bool]]:
+        """(tensor, kind, scores_first) of what ``node`` applies to the scores ``scores`` as a mask: an
+        Add's other (non-scalar) input, a Where's condition."""
+        if node.op_type == "Add":
+            return [(x, "add", True) for x in node.input if x and x != scores and (self.m.elements(x) or 2) > 1]
+        if node.op_type == "Where" and scores in node.input[1:]:
+            return [(node.input[0], "where", node.input[1] == scores)]
+        return []
+
+    def _mask_kind(self, masks: list[tuple[str, str, bool]], sq: int, skv: int) -> str:
+        """"causal", "none", "other" or "unknown" (a mask that could not be evaluated) for the masks
+        applied to one attention's scores (:mod:`workloads.onnx_masks`)."""
+        from workloads.onnx_masks import classify, hidden_keys, run_tensors
+
+        if not masks:
+            return "none"
+        values = run_tensors(self.m, [t for t, _k, _f in masks])
+        if any(t not in values for t, _k, _f in masks):
+            return "unknown"
+        return classify([hidden_keys(kind, values[t], first) for t, kind, first in masks], sq, skv)
 
     def _kv_source(self, tensor: str, batch: int, heads: int, seq: int, d: int) -> tuple[str, int]:
         """Grouped-query attention: the K or V tensor before ``repeat_kv`` (``Unsqueeze -> Expand ->
