@@ -132,3 +132,87 @@ def test_real_graphs_fit_and_never_lose_to_first_fit(name, capacity_kib):
     if name == "resnet50":  # first fit fragments there: its re-solved plan pays more
         assert assign_addresses(residency.problem, residency.plan)[1] > capacity_kib << 10
         assert nc["placed"] < nc["first_fit"]
+
+
+def test_the_checker_catches_an_overlap():
+    problem = fragmenting_problem()
+    sol = solve_placed(problem, 10.0)
+    b = next(p for p in sol.placements if problem.tensors[p.tensor].name == "B")
+    a = next(p for p in sol.placements if problem.tensors[p.tensor].name == "A")
+    moved = [p if p is not b else type(p)(p.tensor, p.first, p.last, a.offset_bytes) for p in sol.placements]
+    with pytest.raises(AssertionError, match="overlap"):
+        assert_fits(problem, sol.plan, moved)
+
+
+def _random_problem(seed: int) -> Problem:
+    """6 steps, one 1- or 2-unit output per step read by 0-2 later steps, a graph input; 3-4 units."""
+    import random
+
+    rng = random.Random(seed)
+    n, cap = 6, rng.choice((3, 4)) * K
+    tensors = [Tensor("in", K, None, (0, rng.randrange(1, n)) if rng.random() < 0.5 else (0,))]
+    for s in range(n):
+        later = list(range(s + 1, n))
+        readers = tuple(sorted(rng.sample(later, min(len(later), rng.randrange(0, 3)))))
+        tensors.append(Tensor(f"t{s}", rng.choice((1, 2)) * K, s, readers))
+    touched = lambda s: [t for t in tensors if t.producer == s or s in t.readers]  # noqa: E731
+    streamed = frozenset(s for s in range(n) if sum(t.size_bytes for t in touched(s)) > cap)
+    return Problem(tuple(f"op{s}" for s in range(n)), tuple(tensors), cap, 0, streamed)
+
+
+def _brute_force_placed_optimum(problem: Problem) -> int:
+    """Least non-compulsory bytes over every plan that some placement of its resident runs fits
+    (each run at its own offset; sizes and the scratchpad are whole units, so unit offsets suffice)."""
+    import itertools
+
+    from mappers.allocation.addresses import resident_runs
+    from mappers.allocation.problem import check_plan
+
+    need = {(i, s) for i, t in enumerate(problem.tensors) for s in t.steps
+            if s not in problem.streamed and (s == t.producer or s in t.readers)}
+    free = [(i, s) for i, t in enumerate(problem.tensors) for s in t.steps if (i, s) not in need]
+    size = [t.size_bytes // K for t in problem.tensors]
+    slots = problem.capacity_bytes // K
+    best = None
+    for bits in itertools.product((0, 1), repeat=len(free)):
+        held = need | {c for c, b in zip(free, bits) if b}
+        plan = tuple(frozenset(s for j, s in held if j == i) for i in range(len(size)))
+        try:
+            check_plan(problem, plan)
+        except MappingError:
+            continue
+        cost = traffic(problem, plan).non_compulsory_bytes
+        if best is not None and cost >= best:
+            continue
+        runs = sorted(resident_runs(plan), key=lambda r: r[1])
+
+        def place(k, placed):
+            if k == len(runs):
+                return True
+            i, first, last = runs[k]
+            for off in range(slots - size[i] + 1):
+                if all(not (f <= last and first <= l) or off + size[i] <= o or o + size[j] <= off
+                       for j, f, l, o in placed):
+                    if place(k + 1, placed + [(i, first, last, off)]):
+                        return True
+            return False
+
+        if place(0, []):
+            best = cost
+    return best
+
+
+#: seeds whose residency ILP plan first fit cannot place (found by a search over seeds 0-299)
+FRAGMENTING_SEEDS = (11, 13, 28, 64)
+
+
+@pytest.mark.parametrize("seed", (0, 1, 2, 5) + FRAGMENTING_SEEDS)
+def test_address_ilp_matches_brute_force(seed):
+    problem = _random_problem(seed)
+    sol = solve_placed(problem, 10.0)
+    assert sol.optimal
+    assert_fits(problem, sol.plan, sol.placements)
+    best = _brute_force_placed_optimum(problem)
+    assert traffic(problem, sol.plan).non_compulsory_bytes == best
+    first_fit = allocate(problem, "ilp", schedule=False, addresses="first-fit")
+    assert (first_fit.traffic.non_compulsory_bytes > best) == (seed in FRAGMENTING_SEEDS)
