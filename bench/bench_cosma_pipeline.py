@@ -4,7 +4,8 @@ For ResNet-50, MobileNetV2, a NAS-style graph (4 cells x 6 branches) and BERT-ba
 seq 128) on systolic-32x32-ws with a 512 KiB - 4 MiB input buffer (the plan may fill half; the
 layers' tiles use the rest), ``archsim.simulate(..., allocation=m)`` for greedy (archsim's
 layer by layer), the divide-and-conquer heuristic and the ILP (operator order, residency,
-eviction; HiGHS, one thread, 60 s limit; addresses by the address ILP in the chosen order). Prints the engine's non-compulsory bytes (DRAM bytes
+eviction; HiGHS, one thread, 60 s limit; addresses by the address ILP in the chosen order).
+Prints the engine's non-compulsory bytes (DRAM bytes
 above weights, graph inputs and outputs once: the plan's plus the tiles' re-reads), the plans'
 own, the reductions vs greedy and the solve times, beside the paper's -84% (Li, Gupta, Malik,
 COSMA, arXiv:2311.18246: average vs "existing methods", which archsim's greedy is not).
