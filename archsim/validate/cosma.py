@@ -32,6 +32,9 @@ PIPELINE_BASELINE = ("the engine's DRAM bytes of the Programs archsim compiles (
                      "re-reads count as non-compulsory (docs/cosma.md, bench/bench_cosma_pipeline.py)")
 BASELINE = ("against archsim's layer-by-layer greedy, not the paper's baselines; weights outside the "
             "scratchpad, addresses chosen in the graph's order, sizes 256 KiB-2 MiB (see docs/cosma.md)")
+HEURISTIC_BASELINE = ("against archsim's layer-by-layer greedy, not the paper's baselines; weights outside the "
+                      "scratchpad, residency only (the heuristic's plans are not placed here), sizes 256 KiB-2 MiB "
+                      "(see docs/cosma.md)")
 
 
 def claims() -> list[Claim]:
@@ -50,7 +53,7 @@ def claims() -> list[Claim]:
                    f"{sum(r.placed_method == 'ilp' and r.placed_bytes >= 0 for r in rows)} of {len(rows)}"),
         Claim("cosma", "heuristic on the NAS-style graph: mean reduction of non-compulsory DRAM bytes",
               100 * mean_reduction(nas, "heuristic"), 85.0, 0.15, SOURCE, unit="%",
-              explained=BASELINE),
+              explained=HEURISTIC_BASELINE),
         Claim("cosma", "real pipeline, ILP: mean reduction of the engine's non-compulsory DRAM bytes "
               "(ResNet-50, MobileNetV2, BERT-base x 4 input buffers)",
               100 * mean_pipeline_reduction(pipeline, "ilp"), 84.0, 0.15, SOURCE, unit="%",
