@@ -4,7 +4,8 @@ For ResNet-50, MobileNetV2, a NAS-style graph (4 cells x 6 branches) and BERT-ba
 seq 128) on systolic-32x32-ws with a 512 KiB - 4 MiB input buffer (the plan may fill half; the
 layers' tiles use the rest), ``archsim.simulate(..., allocation=m)`` for greedy (archsim's
 layer by layer), the divide-and-conquer heuristic and the ILP (operator order, residency,
-eviction; HiGHS, one thread, 60 s limit). Prints the engine's non-compulsory bytes (DRAM bytes
+eviction; HiGHS, one thread, 60 s limit; addresses by the address ILP in the chosen order).
+Prints the engine's non-compulsory bytes (DRAM bytes
 above weights, graph inputs and outputs once: the plan's plus the tiles' re-reads), the plans'
 own, the reductions vs greedy and the solve times, beside the paper's -84% (Li, Gupta, Malik,
 COSMA, arXiv:2311.18246: average vs "existing methods", which archsim's greedy is not).
@@ -40,7 +41,7 @@ def main(networks=PIPELINE_NETWORKS, sizes=INPUT_KIB) -> None:
                   f"{p['greedy'] / MIB:7.2f} {p['heuristic'] / MIB:7.2f} {p['ilp'] / MIB:8.2f} | "
                   f"{r.solve_s['ilp']:6.2f}{'' if r.ilp_optimal else '*'} {r.solve_s['heuristic']:7.2f}", flush=True)
     print("* not proven optimal: the joint order ILP stopped at its 60 s limit (the better of its plan and the graph "
-          "order's is kept), or the plan was re-solved with less room until first-fit addresses fit")
+          "order's is kept), or the address ILP (in the chosen order) could not reach the residency optimum")
     print(f"mean reduction of non-compulsory DRAM bytes vs archsim greedy over {len(rows)} rows: "
           f"measured ILP {-100 * mean_pipeline_reduction(rows, 'ilp'):+.1f}%, heuristic "
           f"{-100 * mean_pipeline_reduction(rows, 'heuristic'):+.1f}%; plans ILP "

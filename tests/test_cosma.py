@@ -272,7 +272,7 @@ def test_fit_addresses_trades_traffic_for_a_placement_that_fits():
 
     raw = plan_allocation(_graph("resnet50"), 256 << 10, "ilp", schedule=False)
     assert assign_addresses(raw.problem, raw.plan)[1] > 256 << 10  # fragmentation: the raw plan does not place
-    fitted = plan_allocation(_graph("resnet50"), 256 << 10, "ilp", schedule=False, addresses=True)
+    fitted = plan_allocation(_graph("resnet50"), 256 << 10, "ilp", schedule=False, addresses="first-fit")
     assert assign_addresses(fitted.problem, fitted.plan)[1] <= 256 << 10
     assert raw.traffic.non_compulsory_bytes <= fitted.traffic.non_compulsory_bytes \
         < plan_allocation(_graph("resnet50"), 256 << 10, "greedy").traffic.non_compulsory_bytes

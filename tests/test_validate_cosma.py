@@ -30,6 +30,12 @@ def test_cosma_claims_pass(claims):
     assert [c.published for c in claims] == [84.0, 85.0, 84.0, 1.0]  # the paper's abstract
 
 
+def test_the_claims_use_plans_that_fit_their_addresses(claims):
+    # the paper's ILP chooses addresses, so its plans always fit: so do the claims' plans
+    assert claims[0].name.startswith("ILP with addresses") and claims[3].name.startswith("ILP with addresses")
+    assert claims[0].note.endswith("plans placed by the address ILP: 16 of 16")
+
+
 def test_a_planted_deviation_fails(claims):
     c = claims[0]
     wrong = dataclasses.replace(c, ours=c.published * (1 - 2 * c.rel_tol - 0.01), explained="")

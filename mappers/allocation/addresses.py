@@ -1,11 +1,12 @@
 """Scratchpad addresses for a residency plan: first fit over the plan's resident runs.
 
-The ILPs decide *which* tensors are resident at each step (bytes fit); this places each
+The residency ILPs decide *which* tensors are resident at each step (bytes fit); this places each
 contiguous resident run of a tensor at an offset so that no two runs live at the same step
 overlap. First fit (in a few run orders, the best kept) is not optimal: when
 fragmentation needs more than the scratchpad, :func:`assign_addresses` says so
 (``peak_bytes > capacity``) rather than claiming the plan fits. A reload may land at a new
-address (the tensor is copied in again).
+address (the tensor is copied in again). The address ILP (:mod:`mappers.allocation.address_ilp`)
+chooses offsets with the residency instead and starts from this placement.
 """
 from __future__ import annotations
 

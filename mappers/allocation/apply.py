@@ -7,8 +7,8 @@ beside the input tiles, as in Gemmini's scratchpad) or the ``unified`` one. The 
 operator order (dependencies checked), each layer is mapped by the template's own mapper in the
 buffer left beside the tensors resident at its step (their bytes reserved; a layer that cannot
 be tiled in what is left is refused in one line; the reserved bytes reach the end of the last
-resident tensor placed by first fit, :mod:`mappers.allocation.addresses`), and its commands are
-rewritten:
+resident tensor at the address the address ILP chose, :mod:`mappers.allocation.address_ilp`, or
+first fit's where that ILP found none: ``address_note`` says which), and its commands are rewritten:
 
 - a tensor the layer reads that is resident at its step: its Loads are dropped (the array
   reads the scratchpad copy); a reload (resident at a step, not at the one before; a graph
@@ -33,7 +33,6 @@ import time
 
 from archsim.errors import MappingError
 from archsim.program import Load, LayerProgram, Program, Store
-from mappers.allocation.addresses import assign_addresses
 from mappers.allocation.plan import allocate, layer_by_layer_traffic
 from mappers.allocation.problem import Problem, _shape_aliases, build_problem
 from mappers.emit import BufferLayout
@@ -75,10 +74,10 @@ def compile_allocated(graph, arch, opts, module, base_mapper, fusion) -> Program
     roots = [op for op in ops.values() if op.kind != "shape" and op.name not in fusion.fused_into]
     offchip = {op.name for op in roots if _opaque(lower_op(op, lowering))}
     problem = build_problem(graph, int(total * PLAN_SHARE), dict(fusion.fused_into), offchip)
-    alloc = allocate(problem, method, time_limit_s=TIME_LIMIT_S, addresses=True)
+    alloc = allocate(problem, method, time_limit_s=TIME_LIMIT_S, addresses="ilp")
     problem, plan = alloc.problem, alloc.plan
     check_order(problem)
-    placements, peak = assign_addresses(problem, plan)
+    placements, peak = alloc.addresses.placements, alloc.addresses.peak_bytes
     classes = _operand_tensors(graph, problem, fusion, {op.name: lower_op(op, lowering) for op in roots})
     mappers_by_bytes: dict[int, object] = {total: base_mapper}
     fused_before = dict(fusion.fused_into)
@@ -132,6 +131,8 @@ def compile_allocated(graph, arch, opts, module, base_mapper, fusion) -> Program
         "order_changed": list(problem.order) != [op.name for op in roots],
         "resident_tensors": sum(1 for r in plan if r), "reloads": reloads_total,
         "offchip_ops": sorted(offchip), "address_peak_bytes": int(peak),
+        "address_method": alloc.addresses.method, "address_optimal": bool(alloc.addresses.optimal),
+        "address_note": alloc.addresses.note,
         "addresses": {problem.tensors[p.tensor].name + f"@{p.first}-{p.last}": p.offset_bytes
                       for p in placements},
     }

@@ -63,6 +63,8 @@ class _Model:
         self.hs, self.inf = hs, hs.kHighsInf
         self.cost, self.lower, self.upper, self.integer = [], [], [], []
         self.rows: list[tuple[float, float, list[tuple[int, float]]]] = []
+        #: relative MIP gap HiGHS reported after :meth:`solve` (0 when proven optimal)
+        self.gap = float("nan")
 
     def col(self, cost: float, lo: float, hi: float, is_int: bool) -> int:
         self.cost.append(cost); self.lower.append(lo); self.upper.append(hi); self.integer.append(is_int)
@@ -71,8 +73,9 @@ class _Model:
     def row(self, lo: float, hi: float, terms: list[tuple[int, float]]) -> None:
         self.rows.append((lo, hi, terms))
 
-    def solve(self, time_limit_s: float) -> tuple[list[float], float, bool]:
-        """``(column values, objective, proven optimal)``; MappingError if no plan was found."""
+    def solve(self, time_limit_s: float, initial: dict[int, float] | None = None) -> tuple[list[float], float, bool]:
+        """``(column values, objective, proven optimal)``; MappingError if no plan was found.
+        ``initial``: values of some columns, a starting solution HiGHS completes (ignored if infeasible)."""
         hs = self.hs
         lp = hs.HighsLp()
         lp.num_col_, lp.num_row_ = len(self.cost), len(self.rows)
@@ -91,11 +94,18 @@ class _Model:
         h.setOptionValue("time_limit", float(time_limit_s))
         h.setOptionValue("threads", 1)
         h.passModel(lp)
+        if initial:
+            import numpy as np
+
+            cols = sorted(initial)
+            h.setSolution(len(cols), np.array(cols, dtype=np.int32),
+                          np.array([initial[c] for c in cols], dtype=np.float64))
         h.run()
         status = h.getModelStatus()
         if status not in (hs.HighsModelStatus.kOptimal, hs.HighsModelStatus.kTimeLimit) \
                 or h.getInfo().primal_solution_status != 2:
             raise MappingError(f"allocation ILP: HiGHS found no plan ({h.modelStatusToString(status)})")
+        self.gap = 0.0 if status == hs.HighsModelStatus.kOptimal else float(h.getInfo().mip_gap)
         return list(h.getSolution().col_value), h.getInfo().objective_function_value, \
             status == hs.HighsModelStatus.kOptimal
 
@@ -105,6 +115,21 @@ def solve(problem: Problem, fixed: dict[tuple[int, int], int] | None = None,
     """Minimise the non-compulsory traffic of ``problem`` (``fixed``: ``(tensor, step) -> 0/1``).
     ``capacity_scale < 1`` leaves headroom for fragmentation: each step may hold that share of
     the scratchpad (or its op's own tensors, if more)."""
+    m, r = residency_model(problem, fixed, capacity_scale)
+    t0 = time.perf_counter()
+    x, objective, optimal = m.solve(time_limit_s)
+    elapsed = time.perf_counter() - t0
+    return Solution(plan_from(problem, r, x), objective, optimal, elapsed)
+
+
+def plan_from(problem: Problem, r: dict[tuple[int, int], int], values: list[float]) -> Plan:
+    """The plan a solution's ``r[tensor, step]`` columns say."""
+    return tuple(frozenset(s for s in t.steps if values[r[i, s]] > 0.5) for i, t in enumerate(problem.tensors))
+
+
+def residency_model(problem: Problem, fixed: dict[tuple[int, int], int] | None = None,
+                    capacity_scale: float = 1.0) -> tuple[_Model, dict[tuple[int, int], int]]:
+    """The residency / eviction MIP of ``problem`` (see :func:`solve`) and its ``r[tensor, step]`` columns."""
     m = _Model(_highspy())
     fixed = fixed or {}
     r: dict[tuple[int, int], int] = {}
@@ -140,8 +165,4 @@ def solve(problem: Problem, fixed: dict[tuple[int, int], int] | None = None,
         limit = min(problem.capacity_bytes, max(own, capacity_scale * problem.capacity_bytes))
         m.row(-m.inf, float(limit),
               [(r[i, s], float(t.size_bytes)) for i, t in enumerate(problem.tensors) if (i, s) in r])
-    t0 = time.perf_counter()
-    x, objective, optimal = m.solve(time_limit_s)
-    elapsed = time.perf_counter() - t0
-    plan = tuple(frozenset(s for s in t.steps if x[r[i, s]] > 0.5) for i, t in enumerate(problem.tensors))
-    return Solution(plan, objective, optimal, elapsed)
+    return m, r

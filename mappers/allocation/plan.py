@@ -12,15 +12,23 @@
   ops reordered among them), the residency outside the window pinned to the current plan.
   Each window's old plan is feasible, so the traffic never rises: heuristic <= greedy, and
   ilp <= heuristic when the joint ILP is proven optimal.
+
+Addresses (``allocate(..., addresses="ilp")``, what the Program uses): the address ILP
+(:mod:`mappers.allocation.address_ilp`) re-chooses residency and eviction together with each
+tensor's offset, in the order chosen above, started from first fit's placement; a plan
+always fits its addresses. ``addresses="first-fit"`` is the earlier way (first fit, the
+residency ILP re-solved with less room until it places).
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
 from archsim.errors import MappingError
 from archsim.spec.model import OUTPUT_OPS
-from mappers.allocation.addresses import assign_addresses
+from mappers.allocation.address_ilp import solve_placed
+from mappers.allocation.addresses import Placement, assign_addresses
 from mappers.allocation.ilp import solve
 from mappers.allocation.schedule import solve_schedule
 from mappers.allocation.problem import Plan, Problem, Traffic, build_problem, traffic
@@ -29,10 +37,37 @@ from mappers.fusion import plan_fusion
 from archsim.spec.options import ALLOCATIONS  # the mapper option's values
 
 
+#: how a plan gets its scratchpad addresses (``allocate(..., addresses=...)``)
+ADDRESS_METHODS = ("ilp", "first-fit")
+
+
+@dataclass(frozen=True)
+class Addresses:
+    """The scratchpad addresses of a plan and how they were chosen: ``method`` ``ilp`` (the
+    address ILP, :mod:`mappers.allocation.address_ilp`) or ``first-fit`` (first fit, the residency
+    ILP re-solved with less room until it places: :func:`fit_addresses`); ``optimal``: the address
+    ILP proved its plan the least traffic for the order; ``gap``: its relative MIP gap when not;
+    ``note``: one line saying what was used and why."""
+
+    placements: tuple[Placement, ...]
+    peak_bytes: int
+    capacity_bytes: int
+    method: str
+    optimal: bool
+    gap: float
+    solve_s: float
+    note: str
+
+    @property
+    def fits(self) -> bool:
+        return self.peak_bytes <= self.capacity_bytes
+
+
 @dataclass(frozen=True)
 class Allocation:
     """A plan with its traffic and solve time (``optimal``: the ILP proved it); ``problem``
-    is the one the plan is for (its ``order`` is the chosen operator order)."""
+    is the one the plan is for (its ``order`` is the chosen operator order); ``addresses``: its
+    placement when asked for."""
 
     method: str
     plan: Plan
@@ -40,6 +75,7 @@ class Allocation:
     solve_s: float
     optimal: bool
     problem: Problem | None = None
+    addresses: Addresses | None = None
 
 
 def greedy_plan(problem: Problem) -> Plan:
@@ -90,11 +126,53 @@ def fit_addresses(problem: Problem, plan: Plan, time_limit_s: float = 120.0) -> 
     return plan, peak
 
 
+def place_first_fit(problem: Problem, plan: Plan, time_limit_s: float = 120.0) -> tuple[Plan, Addresses]:
+    """``plan`` placed by first fit, re-solved with less room until it places (:func:`fit_addresses`)."""
+    t0 = time.perf_counter()
+    fitted, peak = fit_addresses(problem, plan, time_limit_s)
+    placements = tuple(assign_addresses(problem, fitted)[0])
+    fits = peak <= problem.capacity_bytes
+    note = ("first fit places the residency plan" if fitted is plan else
+            "first fit, the residency ILP re-solved with less room until it places (not proven optimal)"
+            if fits else f"first fit places no re-solved plan: it needs {peak} B of the {problem.capacity_bytes} B")
+    return fitted, Addresses(placements, peak, problem.capacity_bytes, "first-fit", False, float("nan"),
+                             time.perf_counter() - t0, note)
+
+
+def place_with_ilp(problem: Problem, plan: Plan, time_limit_s: float = 120.0) -> tuple[Plan, Addresses]:
+    """The least-traffic plan with addresses for ``problem``'s order (the address ILP), started
+    from first fit's placement (:func:`place_first_fit`) so it is never worse than that. If the ILP
+    does not prove optimality within ``time_limit_s`` its best plan is kept and the note gives its
+    gap; if it finds none, first fit's placement is used and the note says so."""
+    fitted, first_fit = place_first_fit(problem, plan, time_limit_s)
+    start = (fitted, list(first_fit.placements)) if first_fit.fits else None
+    t0 = time.perf_counter()
+    try:
+        sol = solve_placed(problem, time_limit_s, start)
+    except MappingError as err:
+        note = f"address ILP found no plan in {time_limit_s:g} s ({err}): {first_fit.note}"
+        return fitted, dataclasses.replace(first_fit, note=note)
+    elapsed = time.perf_counter() - t0 + first_fit.solve_s
+    ilp_bytes = traffic(problem, sol.plan).non_compulsory_bytes
+    if first_fit.fits and traffic(problem, fitted).non_compulsory_bytes < ilp_bytes:
+        note = (f"address ILP stopped at its {time_limit_s:g} s limit (gap {100 * sol.gap:.1f}%) above first fit's "
+                f"plan: {first_fit.note}")
+        return fitted, dataclasses.replace(first_fit, note=note, gap=sol.gap, solve_s=elapsed)
+    note = ("address ILP: proven the least traffic for this order" if sol.optimal else
+            f"address ILP stopped at its {time_limit_s:g} s limit: its best plan, gap {100 * sol.gap:.1f}% "
+            "to the proven bound")
+    return sol.plan, Addresses(sol.placements, sol.peak_bytes, problem.capacity_bytes, "ilp", sol.optimal, sol.gap,
+                               elapsed, note)
+
+
 def allocate(problem: Problem, method: str, *, window: int = 16, time_limit_s: float = 120.0,
-             schedule: bool = True, addresses: bool = False) -> Allocation:
+             schedule: bool = True, addresses: str | None = None) -> Allocation:
     """The ``method`` allocation of ``problem`` (``schedule``: the ILP also chooses the order;
     if it stops at ``time_limit_s`` unproven, the better of its plan and the graph order's;
-    ``addresses``: a plan whose first-fit addresses fit, :func:`fit_addresses`)."""
+    ``addresses``: place the plan, ``ilp`` (:func:`place_with_ilp`, in the chosen order) or
+    ``first-fit`` (:func:`place_first_fit`); ``greedy`` is never placed)."""
+    if addresses is not None and addresses not in ADDRESS_METHODS:
+        raise MappingError(f"allocation addresses: expected one of {', '.join(ADDRESS_METHODS)}, got {addresses!r}")
     t0 = time.perf_counter()
     if method == "greedy":
         plan, optimal = greedy_plan(problem), False
@@ -112,11 +190,14 @@ def allocate(problem: Problem, method: str, *, window: int = 16, time_limit_s: f
         (problem, plan), optimal = heuristic_plan(problem, window, time_limit_s), False
     else:
         raise MappingError(f"allocation: expected one of {', '.join(ALLOCATIONS)}, got {method!r}")
+    placed = None
     if addresses and method != "greedy":
-        fitted, _ = fit_addresses(problem, plan, time_limit_s)
-        if fitted is not plan:
-            plan, optimal = fitted, False
-    return Allocation(method, plan, traffic(problem, plan), time.perf_counter() - t0, optimal, problem)
+        bound = traffic(problem, plan).non_compulsory_bytes
+        plan, placed = (place_with_ilp if addresses == "ilp" else place_first_fit)(problem, plan, time_limit_s)
+        # optimal with addresses: the placed plan reaches the residency optimum (a lower bound), or the
+        # residency plan was placed as it is
+        optimal = optimal and traffic(problem, plan).non_compulsory_bytes == bound
+    return Allocation(method, plan, traffic(problem, plan), time.perf_counter() - t0, optimal, problem, placed)
 
 
 def plan_allocation(graph, capacity_bytes: int, method: str = "ilp", output_ops=OUTPUT_OPS, **kw) -> Allocation:

@@ -15,8 +15,9 @@ arXiv:2311.18246, 2023) of the activation tensors between ops:
   step, not at the one before) or streamed read of a non-resident tensor is a read.
 
 Weights are streamed from DRAM once per op (compulsory) and not placed in the
-scratchpad; addresses (fragmentation) are not modelled: a plan fits when the
-resident bytes fit. Both are stated differences from the paper.
+scratchpad (a stated difference from the paper). This model has no addresses: a plan
+fits when the resident bytes fit; :mod:`mappers.allocation.address_ilp` adds each
+tensor's offset so that plans also fit their addresses (no fragmentation).
 """
 from __future__ import annotations
 
