@@ -11,7 +11,8 @@ Commands (``cmd`` payload: the array's command fields, then ``mode``, ``first``,
   accumulator reads its ``q_rows`` result rows from the array, one request per cycle, and adds row
   ``i``'s element ``e`` into the sum of key ``offset + e`` (``e < head_dim``, ``offset + e < kv_len``);
 - ``mode 2`` (select): the top-k engine keeps ``k`` of the ``kv_len`` sums (their fp32 bit patterns,
-  ``topk_parallelism`` a cycle); ``kept`` holds the kept keys (bit ``j`` for key ``j``) after ``done``.
+  ``topk_parallelism`` a cycle); ``kept`` holds the kept keys (bit ``j`` for key ``j``) after ``done``,
+  ``sums`` the keys' probability sums (fp32, key ``j`` at bits ``[32j, 32j+32)``).
 
 ``first`` clears the sums and the step's cycle counter. ``busy`` is high while the array or the
 wrapper works; ``tile_cycles`` counts the busy cycles since the last ``first`` and is read after
@@ -57,6 +58,7 @@ def spatten_signature(c: AttentionRtlConfig, lanes: int) -> wiring.Signature:
                            rd_data_bits=width(payload_shape(inner["rd_data"])),
                            rd_addr_bits=width(payload_shape(inner["rd_addr"])))
     members["kept"] = Out(topk_capacity(c, lanes))
+    members["sums"] = Out(32 * topk_capacity(c, lanes))
     return wiring.Signature(members)
 
 
@@ -130,6 +132,10 @@ class SpattenEngine(wiring.Component):
                         with m.If((e < head_dim) & (key < n_keys)):
                             m.d.sync += acc[key[:_bits(N)] if N > 1 else 0].eq(total)
                     m.d.sync += got.eq(got + 1)
+                    dropped = self.dropped_row(got, q_rows)  # None: a seam for tests' planted bugs
+                    if dropped is not None:
+                        with m.If(dropped):
+                            m.d.sync += [a.eq(a) for a in acc]
                     with m.If(got + 1 == q_rows):
                         m.next = "IDLE"
             with m.State("TOPK_START"):
@@ -166,5 +172,10 @@ class SpattenEngine(wiring.Component):
         with m.If(self.done):
             m.d.sync += tiles.eq(tiles + 1)
         m.d.comb += [self.busy.eq(busy), self.tile_cycles.eq(cycles), self.tiles_done.eq(tiles),
-                     self.error.eq(eng.error), self.kept.eq(kept)]
+                     self.error.eq(eng.error), self.kept.eq(kept), self.sums.eq(Cat(*acc))]
         return m
+
+    def dropped_row(self, got, q_rows):
+        """A condition under which result row ``got`` of a probability pass is not added: None, every
+        row is (tests plant a bug by overriding this)."""
+        return None

@@ -40,5 +40,6 @@ async def drive(dut, job) -> dict:  # pragma: no cover - runs inside the simulat
         timing = (await host.batch_timing(1))[0]
         status = await host.finish()
         out.append({"cycles": timing["cycles"], "rows": rows, "kept": resolved(dut.kept, "kept"),
+                    "sums": resolved(dut.sums, "sums"),
                     "error_flag": status["error_flag"]})
     return {"tiles": out, **await host.finish()}

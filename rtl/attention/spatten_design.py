@@ -24,6 +24,7 @@ PORT_DOCS_EXTRA = {
                     "(0 attention, 1 probability pass, 2 select), first (clear the sums and the cycle counter), "
                     "offset (first key of a probability pass), k (keys kept by the select), seed (top-k pivot LFSR)",
     "kept": "after the select's done: bit j set when key j is kept",
+    "sums": "the keys' probability sums, fp32, key j at bits [32j, 32j+32)",
 }
 
 
@@ -133,13 +134,15 @@ class SpattenDesign(RtlDesign):
         model = self._model()
         det = run(model, tile, ops, detailed=True)
         fast = run(model, tile, ops, detailed=False)
-        return TileModels(_values(fast.out, fast.kept), None, _values(det.out, det.kept), det.cycles)
+        return TileModels(_values(fast.out, fast.importance, fast.kept), None,
+                          _values(det.out, det.importance, det.kept), det.cycles)
 
     def rtl_tile_values(self, tile, g: dict):
         rows = np.array(g["rows"], np.uint64).reshape(tile.heads, tile.q_rows, -1)[:, :, :tile.head_dim]
         out = rows.astype(np.uint32).view(np.float32)
+        sums = np.array([g["sums"] >> (32 * j) & 0xFFFFFFFF for j in range(tile.kv_len)], np.uint32).view(np.float32)
         kept = [j for j in range(tile.kv_len) if g["kept"] >> j & 1]
-        return _values(out, np.array(kept, np.int64))
+        return _values(out, sums, np.array(kept, np.int64))
 
     def counter_cycles(self, g):
         return g.get("cycles")
@@ -154,17 +157,20 @@ class SpattenDesign(RtlDesign):
         return "the array flagged a command (error)" if g.get("error_flag") else ""
 
     def value_name(self, at: tuple[int, ...]) -> str:
-        return f"value[{at[0]}] (attention outputs' fp32 bits, then the kept indices)"
+        return f"value[{at[0]}] (attention outputs' fp32 bits, the keys' sums' fp32 bits, then the kept indices)"
 
     @staticmethod
     def label(tile) -> str:
         return f"prune q={tile.q_rows} L={tile.kv_len} d={tile.head_dim} h={tile.heads} k={tile.k} seed={tile.seed}"
 
 
-def _values(out, kept) -> np.ndarray:
-    """One comparable vector: the attention outputs' fp32 bit patterns, then the kept key indices."""
-    bits = np.asarray(out, np.float32).view(np.uint32).astype(np.int64).ravel()
-    return np.concatenate([bits, np.asarray(kept, np.int64)])
+def _values(out, sums, kept) -> np.ndarray:
+    """One comparable vector: the attention outputs' fp32 bit patterns, the keys' probability sums'
+    fp32 bit patterns, then the kept key indices."""
+    def bits(x):
+        return np.asarray(x, np.float32).view(np.uint32).astype(np.int64).ravel()
+
+    return np.concatenate([bits(out), bits(sums), np.asarray(kept, np.int64)])
 
 
 def random_items(rng: np.random.Generator, params, cfg, count: int) -> list:
