@@ -167,3 +167,27 @@ def test_rtl_1000_random_steps():
     report = run_design_cosim(design, items, sim=sim)
     assert report.ok, "\n".join(report.failures()[:10])
     assert len(report.tiles) == 1000
+
+
+def test_job_refuses_a_step_the_rtl_cannot_run():
+    from archsim.errors import SpecError
+
+    rng = np.random.default_rng(0)
+    for tile, why in ((PruneTile(1, 9, 2, 1, 3), "flat_keys_max 8"), (PruneTile(1, 4, 5, 1, 2), "head_dim_max 4"),
+                      (PruneTile(3, 4, 2, 1, 2), "q_rows")):
+        with pytest.raises(SpecError, match=why):
+            _design().make_job([(tile, _ops(rng, tile))])
+
+
+@pytest.mark.rtl
+def test_a_bad_select_raises_the_error_flag_and_runs_nothing():
+    """A select keeping every key (k = kv_len), sent past the job's check: error high, no done."""
+    from rtl.cosim.harness import run_job
+
+    _icarus_or_skip()
+    design = _design()
+    job = design.make_job(_items()[1:])
+    job["tiles"][0]["steps"][-1]["cmd"]["k"] = TILES[1].kv_len
+    result = run_job(design.verilog(), design.toplevel, job).result
+    assert result["tiles"][0]["error_flag"] == 1
+    assert result["tiles"][0]["cycles"] is None  # no done: the top-k never ran

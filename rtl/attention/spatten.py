@@ -14,7 +14,8 @@ Commands (``cmd`` payload: the array's command fields, then ``mode``, ``first``,
   ``topk_parallelism`` a cycle); ``kept`` holds the kept keys (bit ``j`` for key ``j``) after ``done``,
   ``sums`` the keys' probability sums (fp32, key ``j`` at bits ``[32j, 32j+32)``).
 
-``first`` clears the sums and the step's cycle counter. ``busy`` is high while the array or the
+``first`` clears the sums and the step's cycle counter. ``error`` (sticky): the array refused a
+command, or a select had ``k = 0``, ``k >= kv_len`` or more keys than the top-k engine holds (not run). ``busy`` is high while the array or the
 wrapper works; ``tile_cycles`` counts the busy cycles since the last ``first`` and is read after
 ``done`` (high in the select's last cycle): the step's cycles without the host's writes and reads.
 The host's result reads (``rd_addr``/``rd_data``) reach the array while the wrapper is idle.
@@ -93,6 +94,8 @@ class SpattenEngine(wiring.Component):
         cmd = self.cmd.payload
         busy = Signal()
         idle, reading = Signal(), Signal()
+        select_error = Signal()  # sticky: a select with k = 0, k >= kv_len or kv_len above the top-k's capacity
+        bad_select = (cmd.k == 0) | (cmd.k >= cmd.kv_len) | (cmd.kv_len > N)
         # array commands pass straight through in IDLE; a select waits for nothing
         is_select = cmd.mode == MODE_SELECT
         m.d.comb += self.cmd.ready.eq(idle & eng.cmd.ready)
@@ -109,7 +112,10 @@ class SpattenEngine(wiring.Component):
                     with m.If(cmd.first):
                         m.d.sync += [a.eq(0) for a in acc]
                     m.next = "ARRAY"
-                    with m.If(is_select):
+                    with m.If(is_select & bad_select):
+                        m.d.sync += select_error.eq(1)
+                        m.next = "IDLE"
+                    with m.Elif(is_select):
                         m.next = "TOPK_START"
             with m.State("ARRAY"):  # the array is busy from the cycle after it took the command
                 with m.If(~eng.busy):
@@ -172,7 +178,7 @@ class SpattenEngine(wiring.Component):
         with m.If(self.done):
             m.d.sync += tiles.eq(tiles + 1)
         m.d.comb += [self.busy.eq(busy), self.tile_cycles.eq(cycles), self.tiles_done.eq(tiles),
-                     self.error.eq(eng.error), self.kept.eq(kept), self.sums.eq(Cat(*acc))]
+                     self.error.eq(eng.error | select_error), self.kept.eq(kept), self.sums.eq(Cat(*acc))]
         return m
 
     def dropped_row(self, got, q_rows):
