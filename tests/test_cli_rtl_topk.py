@@ -116,3 +116,16 @@ def test_program_scores_rank_like_their_probabilities():
     s = to_scores(imp, 16)
     order = np.argsort(imp, kind="stable")
     assert np.all(np.diff(s[order]) >= 0) and s.max() == 65535
+
+
+def test_generate_a_unit(capsys, tmp_path):
+    """``rtl generate --unit topk --depth 3`` on 4 comparators: capacity 3 x 4 = 12 scores in the manifest."""
+    import json
+
+    out = tmp_path / "topk"
+    rc = main(["rtl", "generate", "--arch", "spatten", "--unit", "topk", "--set", "topk_parallelism=4", "--depth", "3",
+               "--out", str(out), "-q"])
+    assert rc == 0, capsys.readouterr().err
+    manifest = json.loads((out / "archsim_topk.json").read_text())
+    assert manifest["params"] == {"lanes": 4, "capacity": 12, "width": 16}
+    assert "UnusedElaboratable" not in capsys.readouterr().err

@@ -72,7 +72,9 @@ class TopkDesign(UnitDesign):
         return TopkEngine
 
     def ports(self) -> list[Port]:
-        return self.ports_of(self.component().signature, PORT_DOCS)
+        engine = self.component()
+        engine._MustUse__silence = True  # built only to read its signature
+        return self.ports_of(engine.signature, PORT_DOCS)
 
     def config_dict(self) -> dict[str, Any]:
         return {"lanes": self.lanes, "capacity": self.capacity, "width": self.width}
