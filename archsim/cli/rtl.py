@@ -37,7 +37,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="a channel of N bank units in all-bank lockstep with one global buffer, for designs "
                    "with banks (default: one bank)")
     p.add_argument("--unit", metavar="NAME", help="a unit of the template with its own standalone RTL instead "
-                   "of the template's top module, e.g. topk (SpAtten's top-k engine on the attention template)")
+                   "of the template's top module, e.g. topk (SpAtten's top-k engine; the template entry's "
+                   "unit_rtl lists them)")
     add_quiet(p)
 
 

@@ -15,7 +15,8 @@ Commands (``cmd`` payload: the array's command fields, then ``mode``, ``first``,
   ``sums`` the keys' probability sums (fp32, key ``j`` at bits ``[32j, 32j+32)``).
 
 ``first`` clears the sums and the step's cycle counter. ``error`` (sticky): the array refused a
-command, or a select had ``k = 0``, ``k >= kv_len`` or more keys than the top-k engine holds (not run). ``busy`` is high while the array or the
+command, or a select had ``k = 0``, ``k >= kv_len`` or more keys than the top-k engine holds (not
+run). ``busy`` is high while the array or the
 wrapper works; ``tile_cycles`` counts the busy cycles since the last ``first`` and is read after
 ``done`` (high in the select's last cycle): the step's cycles without the host's writes and reads.
 The host's result reads (``rd_addr``/``rd_data``) reach the array while the wrapper is idle.
@@ -26,13 +27,18 @@ from amaranth import Array, Cat, Module, Shape, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import Out
 
-from rtl.attention.design import AttentionRtlConfig, _bits
+from rtl.attention.design import AttentionRtlConfig
 from rtl.attention.engine import AttentionEngine, attention_host_signature, command_layout
 from rtl.attention.topk import TopkEngine
 from rtl.lib import fp
 from rtl.lib.host import host_members, payload_shape
 
 MODE_ATTENTION, MODE_PROBABILITIES, MODE_SELECT = 0, 1, 2
+
+
+def _bits(n: int) -> int:
+    """Bits of an index into ``n`` things."""
+    return max(1, (n - 1).bit_length())
 
 
 def spatten_command_layout(c: AttentionRtlConfig) -> data.StructLayout:

@@ -59,7 +59,8 @@ class SpattenDesign(RtlDesign):
         from rtl.attention.rtl_design import PORT_DOCS
         from rtl.attention.spatten import spatten_signature
 
-        return self.ports_of(spatten_signature(self.cfg, self.params.topk_parallelism), {**PORT_DOCS, **PORT_DOCS_EXTRA})
+        sig = spatten_signature(self.cfg, self.params.topk_parallelism)
+        return self.ports_of(sig, {**PORT_DOCS, **PORT_DOCS_EXTRA})
 
     def config_dict(self) -> dict[str, Any]:
         return {**self.array.config_dict(), "topk_parallelism": self.params.topk_parallelism}

@@ -7,7 +7,8 @@ The tiles are the :class:`~archsim.templates.attention.topk.TopkTile` commands o
 ``n`` scores and ``k`` kept of each pruning step, e.g. GPT-2-small prefill at 128 tokens on the
 ``spatten`` preset: 128 -> 89, 89 -> 25, 25 -> 12). The scores are what the engine ranks, the
 cumulative attention probabilities of each key: column sums of ``softmax(Q K^T / sqrt(d))`` over
-the layer's heads and query rows (head pruning: the magnitude of each head's output), on seeded random Q and K (the zoo has shapes, not activations),
+the layer's heads and query rows (head pruning: the magnitude of each head's output), on seeded
+random Q and K (the zoo has shapes, not activations),
 in float64, then scaled to the engine's unsigned ``width``-bit scores (the largest sum to
 ``2^width - 1``, rounded down).
 """
