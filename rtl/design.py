@@ -435,6 +435,8 @@ class UnitDesign(RtlDesign):
     (``tests/test_template_levels.py``) co-simulates the tiles of the conformance hook it accepts, on
     the hook's ``base_arch`` with :attr:`conformance_arch`, through :func:`rtl.api.run_design_cosim`."""
 
+    #: the unit's name, as its tiles' ``unit`` (``archsim rtl ... --unit NAME``)
+    unit: ClassVar[str] = ""
     #: overrides of the conformance hook's ``base_arch`` under which the unit exists
     conformance_arch: ClassVar[dict[str, Any]] = {}
 

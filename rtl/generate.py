@@ -49,6 +49,28 @@ def design_for(params_or_arch: Any, options: Any = None) -> RtlDesign:
         raise SpecError(f"rtl options: {err}") from None
 
 
+def unit_design_class(params_or_arch: Any, unit: str) -> type[RtlDesign]:
+    """The :class:`~rtl.design.UnitDesign` subclass of the template's unit ``unit`` (``Template.unit_rtl``)."""
+    from archsim.templates import get_template
+
+    template = _arch_of(params_or_arch).template
+    classes = {cls.unit: cls for cls in get_template(template).unit_rtl_classes}
+    if unit not in classes:
+        have = f"its units with RTL: {', '.join(sorted(classes))}" if classes else "it has no unit with its own RTL"
+        raise SpecError(f"--unit: template {template!r} has no unit {unit!r} with RTL; {have}")
+    return classes[unit]
+
+
+def unit_design_for(params_or_arch: Any, unit: str, options: Any = None) -> RtlDesign:
+    """The standalone RTL of unit ``unit`` of an ``ArchSpec`` or template ``Params`` instance."""
+    arch = _arch_of(params_or_arch)
+    cls = unit_design_class(arch, unit)
+    try:
+        return cls(arch.params, options)
+    except (TypeError, ValueError) as err:
+        raise SpecError(f"rtl options: {err}") from None
+
+
 def target_options(params_or_arch: Any, target: str) -> dict[str, Any]:
     """RTL options that suit a synthesis target (the design's own choice; empty when none apply)."""
     arch = _arch_of(params_or_arch)

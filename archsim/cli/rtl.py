@@ -36,6 +36,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--banks", type=int, default=0, metavar="N",
                    help="a channel of N bank units in all-bank lockstep with one global buffer, for designs "
                    "with banks (default: one bank)")
+    p.add_argument("--unit", metavar="NAME", help="a unit of the template with its own standalone RTL instead "
+                   "of the template's top module, e.g. topk (SpAtten's top-k engine; the template entry's "
+                   "unit_rtl lists them)")
     add_quiet(p)
 
 
@@ -112,31 +115,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _design(args, target: str | None = None):
     from archsim.spec import load_arch
-    from rtl.generate import design_class, design_for, target_options
+    from rtl.generate import design_class, design_for, target_options, unit_design_class, unit_design_for
 
     if args.depth is not None and args.depth < 1:
         raise SpecError(f"--depth: expected a positive integer, got {args.depth}")
     if args.depth is not None and args.depth > MAX_RTL_DEPTH:
         raise SpecError(f"--depth: expected at most {MAX_RTL_DEPTH} entries per lane, got {args.depth}")
     arch = load_arch(args.arch, args.overrides)
-    options = target_options(arch, target) if target else {}
+    unit = getattr(args, "unit", None)
+    cls = unit_design_class(arch, unit) if unit else design_class(arch)
+    options = target_options(arch, target) if target and not unit else {}
     if args.depth is not None:
-        names = design_class(arch).depth_options
+        names = cls.depth_options
         if not names:
-            raise SpecError(f"--depth: the {arch.template} RTL has no local tile buffers")
+            raise SpecError(f"--depth: the {arch.template}{' ' + unit if unit else ''} RTL has no local tile buffers")
         options.update({name: args.depth for name in names})
     if args.multiplier:
         options["multiplier"] = args.multiplier
     if args.out_ram:
         options["out_ram"] = args.out_ram
     if args.banks:
-        name = design_class(arch).banks_option
+        name = cls.banks_option
         if not name:
             raise SpecError(f"--banks: the {arch.template} RTL has no banks")
         options[name] = args.banks
-    design = design_for(arch, options or None)
+    design = unit_design_for(arch, unit, options or None) if unit else design_for(arch, options or None)
     check_rtl_size(design)
     if getattr(args, "wrapper", "none") == "axi":  # rtl generate --wrapper axi
+        if unit:
+            raise SpecError(f"--wrapper axi: the {unit} unit's RTL has no host interface; use --wrapper none")
         from rtl.lib.axi_design import axi_wrapped
 
         design = axi_wrapped(design)
@@ -210,9 +217,11 @@ def _check_cosim_args(args) -> None:
 
 
 def cmd_cosim(args) -> int:
+    if (args.verilog or args.top) and args.unit:
+        raise SpecError(f"--verilog: co-simulates a template's top module; not with --unit {args.unit}")
     if args.verilog or args.top:  # bring your own RTL (rtl.cosim.byo)
         return cmd_cosim_verilog(args)
-    from rtl.api import run_cosim
+    from rtl.api import run_design_cosim
 
     from archsim.outputs import write_owned_json
 
@@ -240,8 +249,8 @@ def cmd_cosim(args) -> int:
                 bars[0].to(done, total or None)
 
         try:
-            report = run_cosim(arch, items, sim=args.sim, waves=args.waves, options=design.options,
-                               build_dir=args.build_dir, progress=progress)
+            report = run_design_cosim(design, items, sim=args.sim, waves=args.waves, build_dir=args.build_dir,
+                                      progress=progress)
         finally:
             for bar in bars:
                 bar.close()

@@ -30,7 +30,10 @@ PORT_DOCS = {
 
 class TopkDesign(UnitDesign):
     template: ClassVar[str] = "attention"
+    unit: ClassVar[str] = "topk"
     toplevel: ClassVar[str] = "archsim_topk"
+    #: ``--depth N``: N rows of ``topk_parallelism`` scores per buffer (capacity ``N * lanes``)
+    depth_options: ClassVar[tuple[str, ...]] = ("depth",)
     driver: ClassVar[str] = "rtl.attention.topk_cosim:drive"
     #: the driver reads the engine's own cycle counter; there is no second count on the ports
     has_cycle_counter: ClassVar[bool] = False
@@ -40,10 +43,16 @@ class TopkDesign(UnitDesign):
         super().__init__(params, options)
         opts = dict(options or {})
         self.lanes = params.topk_parallelism
-        self.capacity = int(opts.pop("capacity", 64))
+        depth = opts.pop("depth", None)
+        if depth is not None and "capacity" in opts:
+            raise SpecError("top-k RTL: options depth and capacity: give one (capacity = depth x topk_parallelism)")
+        self.capacity = int(opts.pop("capacity", 64 if depth is None else depth * self.lanes))
         self.width = int(opts.pop("width", 16))
         if opts:
-            raise SpecError(f"top-k RTL: unknown options {sorted(opts)}; expected capacity, width")
+            raise SpecError(f"top-k RTL: unknown options {sorted(opts)}; expected capacity (or depth), width")
+        if self.lanes == 0:
+            raise SpecError("top-k RTL: the arch has no top-k engine (params.topk_parallelism 0); "
+                            "e.g. --set topk_parallelism=4")
         if self.lanes < 1 or self.lanes & (self.lanes - 1):
             raise SpecError(f"top-k RTL: params.topk_parallelism: expected a power of two >= 1, got {self.lanes}")
         if self.capacity % self.lanes or self.capacity < self.lanes:
@@ -63,7 +72,9 @@ class TopkDesign(UnitDesign):
         return TopkEngine
 
     def ports(self) -> list[Port]:
-        return self.ports_of(self.component().signature, PORT_DOCS)
+        engine = self.component()
+        engine._MustUse__silence = True  # built only to read its signature
+        return self.ports_of(engine.signature, PORT_DOCS)
 
     def config_dict(self) -> dict[str, Any]:
         return {"lanes": self.lanes, "capacity": self.capacity, "width": self.width}
@@ -78,13 +89,28 @@ class TopkDesign(UnitDesign):
         return (isinstance(tile, TopkTile) and ops is not None and tile.k < tile.n <= self.capacity
                 and int(np.max(ops["scores"])) < (1 << self.width) and int(np.min(ops["scores"])) >= 0)
 
-    def cosim_items(self, source: str = "random", tiles: int = 8, seed: int = 0, **_kwargs) -> list:
-        """``random``: tiles of :func:`rtl.attention.topk_cosim.random_tiles` (half with many ties)."""
+    def cosim_items(self, source: str = "random", tiles: int = 8, seed: int = 0, arch: Any = None,
+                    workload: str | None = None, layer: str | None = None, **_kwargs) -> list:
+        """``random``: tiles of :func:`rtl.attention.topk_cosim.random_tiles` (half with many ties);
+        ``program``: the pruning steps of ``workload`` (default gpt2) compiled for ``arch``
+        (:mod:`rtl.attention.topk_sources`)."""
         from archsim.templates.attention.topk import TopkTile
         from rtl.attention.topk_cosim import random_tiles
 
+        if source == "program":
+            from archsim.spec import arch_from_params
+            from rtl.attention.topk_sources import program_items
+
+            items = program_items(arch if arch is not None else arch_from_params(self.params), workload or "gpt2",
+                                  tiles, self.width, seed, layer)
+            for tile, ops in items:
+                if tile.n > self.capacity:
+                    raise SpecError(f"top-k RTL: capacity {self.capacity} scores, but {workload or 'gpt2'}'s pruning "
+                                    f"step ranks {tile.n}: raise --depth to {-(-tile.n // self.lanes)} "
+                                    f"(rows of {self.lanes} scores)")
+            return items
         if source != "random":
-            raise SpecError(f"top-k RTL: unknown co-simulation source {source!r}; expected random")
+            raise SpecError(f"top-k RTL: unknown co-simulation source {source!r}; expected random or program")
         return [(TopkTile(len(s), k, sd), {"scores": np.array(s, np.int64)})
                 for s, k, sd in random_tiles(tiles, self.capacity, self.width, seed)]
 

@@ -1,0 +1,131 @@
+"""``archsim rtl cosim --unit topk``: SpAtten's top-k engine driven from the CLI, on random tiles and
+on the pruning steps of a real workload (rtl/attention/topk_sources.py); bad flags are one line."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from archsim.cli import main
+
+SMALL = ["--arch", "spatten", "--unit", "topk", "--set", "topk_parallelism=4", "--depth", "32", "-q"]
+
+
+def _one_line_error(capsys, argv, *words):
+    status = main(argv)
+    err = capsys.readouterr().err
+    assert status == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("archsim: error: "), err
+    for word in words:
+        assert word in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--arch", "spatten", "--unit", "nope"], ["--unit", "'nope'", "topk"]),
+    (["--arch", "systolic-32x32-ws", "--unit", "topk"], ["--unit", "systolic", "no unit"]),
+    (["--arch", "fusemax-edge", "--unit", "topk"], ["topk_parallelism"]),
+    (["--arch", "spatten", "--unit", "topk", "--source", "nope"], ["'nope'", "random or program"]),
+    (["--arch", "spatten", "--unit", "topk", "--source", "program"], ["capacity 64", "--depth to 8"]),
+    (["--arch", "spatten", "--unit", "topk", "--depth", "8", "--source", "program", "--workload", "resnet50"],
+     ["resnet50", "no top-k layer"]),
+    (["--arch", "spatten", "--unit", "topk", "--depth", "8", "--source", "program", "--layer", "h9"],
+     ["--layer", "'h9'", "h0.self_attn.attn.topk_tokens"]),
+    (["--arch", "spatten", "--unit", "topk", "--banks", "2"], ["--banks"]),
+    (["--arch", "spatten", "--unit", "topk", "--verilog", "x.v", "--top", "x"], ["--verilog", "--unit topk"]),
+])
+def test_bad_unit_flags_are_one_line(capsys, argv, words):
+    _one_line_error(capsys, ["rtl", "cosim", *argv, "-q"], *words)
+
+
+def test_generate_axi_wrapper_of_a_unit_is_one_line(capsys, tmp_path):
+    _one_line_error(capsys, ["rtl", "generate", "--arch", "spatten", "--unit", "topk", "--wrapper", "axi",
+                             "--out", str(tmp_path / "o"), "-q"], "--wrapper axi", "topk")
+
+
+def _reference_keep(scores, k):
+    """Independent top-k: the k largest, ties broken by the lower index, returned ascending."""
+    order = sorted(range(len(scores)), key=lambda i: (-int(scores[i]), i))
+    return sorted(order[:k])
+
+
+def test_program_tiles_are_gpt2s_pruning_steps():
+    """GPT-2-small prefill, 128 tokens, the spatten preset's token_keep 0.9, 0.7, 0.2, ...: the first layer
+    reads every token (no earlier step), then floor(0.7 * 128) = 89, floor(0.2 * 128) = 25 and
+    floor(0.1 * 128) = 12 tokens are kept (by hand); scores are 16-bit with the largest at 65535, and the
+    models keep what an independent sort keeps."""
+    from archsim.spec import load_arch
+    from rtl.generate import unit_design_for
+
+    arch = load_arch("spatten", ["topk_parallelism=4"])
+    design = unit_design_for(arch, "topk", {"depth": 32})
+    items = design.cosim_items("program", tiles=8, arch=arch, workload="gpt2")
+    assert [(t.n, t.k) for t, _ in items] == [(128, 89), (89, 25), (25, 12)]
+    model = arch.model()
+    for tile, ops in items:
+        scores = ops["scores"]
+        assert scores.max() == 65535 and scores.min() >= 0 and len(scores) == tile.n
+        want = _reference_keep(scores, tile.k)
+        assert list(model.tile_values(tile, ops)) == want
+        assert list(model.detailed_tile(tile, ops)[0]) == want
+
+
+def _icarus_or_skip():
+    from rtl.cosim import simulator_missing_reason
+
+    reason = simulator_missing_reason("icarus")
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.mark.rtl
+def test_cli_cosim_program_and_random_tiles(capsys):
+    _icarus_or_skip()
+    rc = main(["rtl", "cosim", *SMALL, "--source", "program", "--workload", "gpt2", "--tiles", "3"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "3 tiles from program" in out and "PASS: 3/3 tiles match archsim on icarus" in out
+    for label in ("n=128 k=89", "n=89 k=25", "n=25 k=12"):
+        assert label in out
+    rc = main(["rtl", "cosim", *SMALL, "--tiles", "4", "--seed", "3"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "PASS: 4/4 tiles match archsim on icarus" in out
+
+
+@pytest.mark.rtl
+def test_cli_cosim_reports_a_planted_wrong_index(capsys, monkeypatch):
+    """The RTL's kept indices read one too high on every tile: the CLI fails the tiles, exit status 1."""
+    from rtl.attention.topk_design import TopkDesign
+
+    _icarus_or_skip()
+    real = TopkDesign.rtl_tile_values
+    monkeypatch.setattr(TopkDesign, "rtl_tile_values", lambda self, tile, g: real(self, tile, g) + 1)
+    rc = main(["rtl", "cosim", *SMALL, "--tiles", "2", "--seed", "3"])
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert "FAIL: 0/2 tiles" in out and "DIFF" in out
+
+
+def test_program_scores_rank_like_their_probabilities():
+    """to_scores keeps the order of the cumulative probabilities (a scaled floor is monotone), and the
+    probabilities of R query rows sum to R (each softmax row sums to 1)."""
+    from rtl.attention.topk_sources import cumulative_probabilities, to_scores
+
+    imp = cumulative_probabilities(np.random.default_rng(1), 50, 24, 16)
+    assert abs(imp.sum() - 24) < 1e-9
+    s = to_scores(imp, 16)
+    order = np.argsort(imp, kind="stable")
+    assert np.all(np.diff(s[order]) >= 0) and s.max() == 65535
+
+
+def test_generate_a_unit(capsys, tmp_path):
+    """``rtl generate --unit topk --depth 3`` on 4 comparators: capacity 3 x 4 = 12 scores in the manifest."""
+    import json
+
+    out = tmp_path / "topk"
+    rc = main(["rtl", "generate", "--arch", "spatten", "--unit", "topk", "--set", "topk_parallelism=4", "--depth", "3",
+               "--out", str(out), "-q"])
+    assert rc == 0, capsys.readouterr().err
+    manifest = json.loads((out / "archsim_topk.json").read_text())
+    assert manifest["params"] == {"lanes": 4, "capacity": 12, "width": 16}
+    assert "UnusedElaboratable" not in capsys.readouterr().err
