@@ -28,8 +28,9 @@ Contract of a tile on ``pe: bitmod`` (fast closed form == detailed cycle walk ==
   two's-complement integer (int2/4/8/16: the KV cache, activations as weights), decoded into
   radix-4 Booth digits, LSB first, ``ceil(wb / 2)`` terms per weight (the authors' INT8 / INT6
   reader modes: 4 / 3 stages, ``pe_latency = ceil(prec / 2)``);
-- activations: two's-complement integers (int2/4/8/16) -- a deviation: the paper's PE takes
-  FP16 activations aligned to the lane's maximum exponent, which this contract does not model;
+- activations: two's-complement integers (int2/4/8/16), or the paper's FP16 aligned to the lanes'
+  maximum exponent into a block-float group accumulator (:mod:`archsim.templates.simd.bitmod_fp16`;
+  RTL :mod:`rtl.simd.bitmod_fp16`);
 - ``G > 0``: operand ``"scale"``, unsigned 8-bit integer scale codes (0..255), ``(ceil(K/G), N)``;
   ``G = 0`` (no group scale, e.g. attention): one group of K whose partial sum bypasses the
   dequantization unit straight into the output (no scale, no drain);
@@ -48,7 +49,7 @@ import numpy as np
 
 from archsim.numerics import bits_of, get_format
 from archsim.numerics._bitmod import MIXTURES
-from archsim.templates.simd import bitmod_fp16
+from archsim.templates.simd import bitmod_fp16, bitmod_fp16_reference
 
 #: cycles per BitMoD weight: every 3- and 4-bit BitMoD value x2 has at most two set bits
 TERMS_PER_WEIGHT = 2
@@ -396,12 +397,14 @@ def sample_tiles(rng: np.random.Generator, params, count: int) -> list:
     return [(t, make_operands(t, params, rng)) for t in specs]
 
 
-def reference_values(tile, operands: dict) -> np.ndarray:
+def reference_values(tile, operands: dict, params=None) -> np.ndarray:
     """Output by output with Python ints from the paper's value sets written out below (not
-    the module's tables): ``psum + sum_g scale * sum_k a * 2 * value``."""
-    if tile.activation_format == "fp16":
-        raise ValueError("reference_values: fp16 activations (block-float alignment) have their independent "
-                         "reference in tests/test_bitmod_fp16.py")
+    the module's tables): ``psum + sum_g scale * sum_k a * 2 * value``; fp16 activations (``params``
+    needed: the lanes) by :func:`archsim.templates.simd.bitmod_fp16_reference.reference`."""
+    if tile.activation_format == bitmod_fp16.FP16:
+        if params is None:
+            raise ValueError("reference_values: fp16 activations need the params (their lanes)")
+        return bitmod_fp16_reference.reference(tile, operands, lanes(params, tile.activation_format))
     fp3, fp4 = [0, 1, 2, 4], [0, 0.5, 1, 1.5, 2, 3, 4, 6]
     special = {"fp3_er": 3, "fp3_ea": 6, "fp4_er": 5, "fp4_ea": 8}
     is_int = tile.weight_format.startswith("int")
