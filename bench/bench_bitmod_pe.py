@@ -71,9 +71,13 @@ def main() -> None:
                 print(f"{name:10} {bits:<2} {pe:10} {r['compute']:13,.0f} {r['dram']:13,.0f} {r['decode']:13,.0f} "
                       f"{r['pe_uj']:8.1f} {r['total_uj']:10.0f} {r['area_mm2']:7.3f} {r['macs_per_cycle_mm2']:11.1f}")
             b, q, f, h = rows["bitmod"], rows["int4 lanes"], rows["fp16 lane"], rows["bitmod f16"]
+            cells = h["area_mm2"] / b["area_mm2"]  # the synthesized FP16 PE's cells over the int16 PE's
+            scaled_total = h["total_uj"] + h["pe_uj"] * (cells - 1)
             print(f"{'':14}fp16 vs int16 activations on the bit-serial PE: compute x{h['compute'] / b['compute']:.2f}, "
                   f"decode x{h['decode'] / b['decode']:.2f}, PE energy x{h['pe_uj'] / b['pe_uj']:.2f} (the energy "
-                  f"table prices no alignment), PE area x{h['area_mm2'] / b['area_mm2']:.2f}")
+                  f"table prices no alignment), PE area x{h['area_mm2'] / b['area_mm2']:.2f}; PE energy scaled by "
+                  f"that cell ratio (estimate): {h['pe_uj'] * cells:.1f} uJ, PE+DRAM "
+                  f"{scaled_total:,.0f} uJ (x{scaled_total / b['total_uj']:.4f})")
             for label, o in (("int4 lanes", q), ("fp16 lane", f)):
                 print(f"{'':14}bit-serial vs {label:10}: compute x{o['compute'] / b['compute']:.2f}, decode "
                       f"x{o['decode'] / b['decode']:.2f}, PE energy x{o['pe_uj'] / b['pe_uj']:.2f} less, "

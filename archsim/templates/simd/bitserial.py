@@ -298,23 +298,30 @@ def detailed_tile_cycles(tile, params) -> int:
 # ------------------------------------------------------------------ area
 
 #: generic 4-LUT cells (LUTs + flip-flops, ``synth -flatten -lut 4``, native yosys 0.23) of the RTL PE
-#: :class:`rtl.simd.bitserial.BitmodPE` per (lanes, activation bits, weight bits), run 2026-11-27 with
+#: :class:`rtl.simd.bitserial.BitmodPE` per (lanes, activation bits or "fp16", weight bits), run 2026-11-27 with
 #: ``python bench/bench_bitmod_synth.py 4 16 fp4_er_pos`` (rtl.synth.synthesize_verilog, target generic):
 #: 2967 LUTs + 279 FFs (the PE built for the FP4 types; rerun after the array's changes: the ``result`` port
 #: and back-to-back ``start``, the scale shift register; 2620 + 279 before them)
-SYNTH_CELLS = {(4, 16, 4): 3246}
+#: ... and of the FP16-activation PE :class:`rtl.simd.bitmod_fp16.BitmodFp16PE` (4 fp16 lanes, FP4 types), run
+#: 2026-11-27 with ``python bench/bench_bitmod_synth.py 4 fp16 fp4_er_pos --premap``: 3586 LUTs + 125 FFs (the
+#: int16 PE with ``--premap``: the same 2967 + 279)
+SYNTH_CELLS = {(4, 16, 4): 3246, (4, bitmod_fp16.FP16, 4): 3711}
 
 
 def pe_um2(params) -> tuple[float, str]:
     """(um2 of one bit-serial PE at 45 nm, its source): the synthesized cells of the 4 x int16-lane
-    FP4 PE times the simd template's um2 per cell; other lane words scale the whole PE by
+    FP4 PE (the 4 x fp16-lane one when the params' activation format is fp16) times the simd template's
+    um2 per cell; other lane words scale the whole PE by
     ``lane_bits / 64`` (an estimate: the control and the 64-bit accumulators do not scale)."""
     from archsim.templates.simd.area import UM2_PER_CELL
 
-    (lanes_, ab, wb), cells = next(iter(SYNTH_CELLS.items()))
-    factor = params.lane_bits / (lanes_ * ab)
-    how = (f"{cells} generic cells of the RTL bit-serial PE ({lanes_} x int{ab} lanes, fp{wb} weights, synthesized)"
-           + (f" x lane_bits {params.lane_bits} / {lanes_ * ab} (estimate)" if factor != 1 else ""))
+    fp16 = params.activation_format == bitmod_fp16.FP16
+    (lanes_, act, wb), cells = next((k, v) for k, v in SYNTH_CELLS.items() if (k[1] == bitmod_fp16.FP16) == fp16)
+    word_bits = lanes_ * (16 if fp16 else act)
+    factor = params.lane_bits / word_bits
+    lane = act if fp16 else f"int{act}"
+    how = (f"{cells} generic cells of the RTL bit-serial PE ({lanes_} x {lane} lanes, fp{wb} weights, synthesized)"
+           + (f" x lane_bits {params.lane_bits} / {word_bits} (estimate)" if factor != 1 else ""))
     return cells * factor * UM2_PER_CELL, f"{how}; x {UM2_PER_CELL:.3f} um2/cell (the simd template's)"
 
 
