@@ -6,9 +6,10 @@ attention score / context products left out, as in the authors' simulator) of Ll
 Llama-3-8B, each a GEMV tile (M = 1) on 64 PEs (preset ``bitmod-simd``: the 64 PE rows of the authors'
 64 x 16 generation array that one token uses; their FP16 baseline array has 64 rows too):
 
-- ``bitmod``: the bit-serial PE, 4 x int16 activation lanes (standing in for the paper's FP16
-  activations), FP3 / FP4 mixture weights g128 (2 cycles per weight; an 8-bit scale and a 2-bit
-  selector per group);
+- ``bitmod``: the bit-serial PE, 4 x int16 activation lanes, FP3 / FP4 mixture weights g128 (2 cycles
+  per weight; an 8-bit scale and a 2-bit selector per group);
+- ``bitmod f16``: the same PE with the paper's FP16 activations (max-exponent alignment, block-float group
+  accumulator, fp32 output: rtl/simd/bitmod_fp16.py); its PE area is the synthesized FP16 PE's;
 - ``int4 lanes``: the bit-parallel SIMD PE (array multipliers) on the same 64-bit word: 4 int4 x int16
   lanes per cycle, fp32 group scale (MixPE order); at 3 bits it still runs int4 lanes (no 3-bit lane);
 - ``fp16 lane``: one fp16 x fp16 lane per PE (the authors' FP16 baseline PE).
@@ -35,6 +36,15 @@ AUTHORS_PE = {"bitmod": (1507.7, 0.56), "fp16": (1968.7, 0.77)}  # (um2, pJ per 
 PAPER_HEADLINE = "1.69x over ANT and 1.48x over OliVe on average (abstract; archsim models neither, not reproduced)"
 
 
+def bitmod_fp16_model(bits: int):
+    """The ``bitmod-simd`` model at ``bits`` with the paper's FP16 activations (4 fp16 lanes per 64-bit word)."""
+    from archsim.spec import load_arch
+
+    formats = list(load_arch("bitmod-simd").params.formats) + ["fp16"]
+    return load_arch("bitmod-simd", {"weight_format": f"fp{bits}_er_pos", "formats": formats,
+                                     "activation_format": "fp16"}).model()
+
+
 def _row(model, name: str) -> dict:
     compute, dram, decode = decode_token_cycles(model, name)
     pe_pj, dram_pj = decode_token_energy_pj(model, name)
@@ -55,11 +65,19 @@ def main() -> None:
         print(hdr)
         for bits in (3, 4):
             bitmod, parallel, fp16 = decode_models(bits)
-            rows = {"bitmod": _row(bitmod, name), "int4 lanes": _row(parallel, name), "fp16 lane": _row(fp16, name)}
+            rows = {"bitmod": _row(bitmod, name), "bitmod f16": _row(bitmod_fp16_model(bits), name),
+                    "int4 lanes": _row(parallel, name), "fp16 lane": _row(fp16, name)}
             for pe, r in rows.items():
                 print(f"{name:10} {bits:<2} {pe:10} {r['compute']:13,.0f} {r['dram']:13,.0f} {r['decode']:13,.0f} "
                       f"{r['pe_uj']:8.1f} {r['total_uj']:10.0f} {r['area_mm2']:7.3f} {r['macs_per_cycle_mm2']:11.1f}")
-            b, q, f = rows["bitmod"], rows["int4 lanes"], rows["fp16 lane"]
+            b, q, f, h = rows["bitmod"], rows["int4 lanes"], rows["fp16 lane"], rows["bitmod f16"]
+            cells = h["area_mm2"] / b["area_mm2"]  # the synthesized FP16 PE's cells over the int16 PE's
+            scaled_total = h["total_uj"] + h["pe_uj"] * (cells - 1)
+            print(f"{'':14}fp16 vs int16 activations on the bit-serial PE: compute x{h['compute'] / b['compute']:.2f}, "
+                  f"decode x{h['decode'] / b['decode']:.2f}, PE energy x{h['pe_uj'] / b['pe_uj']:.2f} (the energy "
+                  f"table prices no alignment), PE area x{h['area_mm2'] / b['area_mm2']:.2f}; PE energy scaled by "
+                  f"that cell ratio (estimate): {h['pe_uj'] * cells:.1f} uJ, PE+DRAM "
+                  f"{scaled_total:,.0f} uJ (x{scaled_total / b['total_uj']:.4f})")
             for label, o in (("int4 lanes", q), ("fp16 lane", f)):
                 print(f"{'':14}bit-serial vs {label:10}: compute x{o['compute'] / b['compute']:.2f}, decode "
                       f"x{o['decode'] / b['decode']:.2f}, PE energy x{o['pe_uj'] / b['pe_uj']:.2f} less, "

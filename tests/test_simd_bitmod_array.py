@@ -45,10 +45,17 @@ def _cosim(design, items):
 def _items(arch, count: int, seed: int):
     items = bitserial.sample_tiles(np.random.default_rng(seed), arch.params, count)
     model = arch.model()
-    for tile, ops in items:  # the models the RTL is compared with are right on these tiles
-        want = bitserial.reference_values(tile, ops)
-        assert np.array_equal(np.asarray(model.tile_values(tile, ops)), want)
+    for tile, ops in items:  # the models the RTL is compared with are right on these tiles (fp32: bit for bit)
+        want = bitserial.reference_values(tile, ops, arch.params)
+        got = np.asarray(model.tile_values(tile, ops))
+        bits = lambda v: v.view(np.int32) if v.dtype == np.float32 else v  # noqa: E731
+        assert got.dtype == want.dtype and np.array_equal(bits(got), bits(want))
     return items
+
+
+def _fp16_arch(**over):
+    """The bit-serial array with FP16 activations beside int8 ones (2 fp16 lanes per 32-bit lane word)."""
+    return load_arch(conformance.base_arch, {**conformance.BITMOD_FP16_ARCH, **over})
 
 
 def _mismatches(report, items, arch) -> tuple[int, int]:
@@ -87,8 +94,6 @@ def test_refusals_name_what_is_wrong():
     tile = SimdTile(1, 4, 1, "fp4_er_neg", "int8", group_size=2)  # fp4_er_neg is not among the formats
     with pytest.raises(SpecError, match="fp4_er_neg x int8 is not a mode of this build"):
         design.make_job([(tile, bitserial.make_operands(tile, design.params, rng))])
-    with pytest.raises(SpecError, match="fp16 activations are modelled only"):
-        _design(_arch(formats=conformance.BITMOD_ARCH["formats"] + ["fp16"]))
     big = SimdTile(1, 600, 1, "fp4_er_pos", "int8", group_size=1)  # 600 one-step groups > 512 scale entries
     with pytest.raises(SpecError, match="does not fit the RTL buffers"):
         design.make_job([(big, bitserial.make_operands(big, design.params, rng))])
@@ -143,3 +148,109 @@ def test_array_behind_the_axi_wrapper_matches_the_models():
     report = design.check(items, run.result, sim="icarus")
     assert report.ok, "\n" + report.summary()
     assert len(report.tiles) == 8 and _mismatches(report, items, arch) == (0, 0)
+
+
+# ----------------------------------------------------------------------------- FP16 activations (rtl/simd/bitmod_fp16.py)
+
+def test_fp16_design_kinds_and_layout():
+    from rtl.simd.bitmod_fp16 import BitmodFp16PE
+
+    design = _design(_fp16_arch())
+    cfg = design.cfg
+    # int8 and fp16 activations of one weight width are two kinds: 3 weight decoders x 2 activation datapaths
+    assert len(cfg.modes) == 8 and len(cfg.kinds) == 6 and len(cfg.fp16_kinds) == 3
+    assert cfg.act_word_bits == 32 and cfg.out_bits == 64
+    assert all(k[:2] == (2, "fp16") for i, k in enumerate(cfg.kinds) if i in cfg.fp16_kinds)
+    assert BitmodFp16PE(2, "fp4_er_pos").init.shape().width == 32
+    # psum in, fp32 out: the fp32 bits sit in the low half of each PE's 64-bit output entry
+    tile = SimdTile(1, 3, 2, "fp4_er_pos", "fp16", group_size=0, accumulate=True)
+    ops = {"input": np.array([[0x3C00, 0xC000, 0x0001]], np.uint32), "weight": np.zeros((3, 2), np.uint32),
+           "psum": np.array([[1.5, -2.0]], np.float32)}
+    entry = design.layout(tile, ops)
+    assert entry["psum"] == [[0, 0x3FC00000 | 0xC0000000 << 64]]
+    word = entry["ops"][0][1]  # PE 0, step 0: lanes 0x3C00, 0xC000
+    assert word & 0xFFFFFFFF == 0x3C00 | 0xC000 << 16
+    back = design.rtl_values(tile, [0x3FC00000 | (0xFFFFFFFF_C0000000 << 64)])
+    assert back.dtype == np.float32 and back.tolist() == [[1.5, -2.0]]
+
+
+@pytest.mark.rtl
+def test_fp16_array_matches_the_models_on_20_tiles():
+    arch = _fp16_arch()
+    items = [(t, o) for t, o in _items(arch, 50, seed=21) if t.activation_format == "fp16"][:20]
+    report = _cosim(_design(arch), items)
+    assert report.ok, "\n" + report.summary()
+    assert len(report.tiles) == 20 and _mismatches(report, items, arch) == (0, 0)
+    kinds = {(t.weight_format[:3], bool(t.group_size), t.accumulate, -(-t.outputs // 3) > 1) for t, _ in items}
+    assert {k[0] for k in kinds} == {"fp3", "fp4", "int"} and any(k[3] for k in kinds)  # several rounds
+    assert {(k[1], k[2]) for k in kinds} == {(True, True), (True, False), (False, True), (False, False)}
+
+
+@pytest.mark.rtl
+def test_fp16_and_int_tiles_share_one_array():
+    arch = _fp16_arch()
+    items = _items(arch, 10, seed=22)
+    assert {t.activation_format for t, _ in items} == {"fp16", "int8"}
+    report = _cosim(_design(arch), items)
+    assert report.ok, "\n" + report.summary()
+    assert _mismatches(report, items, arch) == (0, 0)
+
+
+def test_fp16_pe_planted_bug_is_caught_by_amaranth_sim():
+    """PE level, no Verilog simulator: the RTL PE equals the model on a tile with a lane 4..13 bits below the
+    maximum (the guard bits matter), and a PE that drops the guard bits in the alignment does not."""
+    from rtl.simd.bitmod_fp16 import run_outputs
+
+    arch = _fp16_arch()
+    tile = SimdTile(1, 4, 2, "fp4_er_pos", "fp16", group_size=0)
+    ops = {"input": np.array([[0x3C00, 0x2BFF, 0x3555, 0xB001]], np.uint32),  # 1.0, ~2**-4.., ~0.33, -1.0..
+           "weight": np.array([[2, 3], [3, 2], [5, 13], [2, 6]], np.uint32)}
+    want = np.asarray(arch.model().tile_values(tile, ops))
+    got, cycles = run_outputs(tile, ops, arch.params)
+    assert np.array_equal(got.view(np.int32), want.view(np.int32)) and cycles == [4, 4]
+    bad, _ = run_outputs(tile, ops, arch.params, bug="no_guard_bits")
+    assert not np.array_equal(bad.view(np.int32), want.view(np.int32))
+
+
+@pytest.mark.rtl
+def test_a_planted_fp16_bug_is_caught_through_the_array():
+    arch = _fp16_arch()
+    items = [(t, o) for t, o in _items(arch, 24, seed=23) if t.activation_format == "fp16"]
+    report = _cosim(_design(arch, "no_guard_bits"), items)
+    assert not report.ok and _mismatches(report, items, arch)[0] > 0
+
+
+@pytest.mark.rtl
+def test_fp16_array_behind_the_axi_wrapper_matches_the_models():
+    pytest.importorskip("cocotbext.axi")
+    from rtl.cosim import run_job, simulator_missing_reason
+    from rtl.lib.axi_design import axi_wrapped
+
+    if simulator_missing_reason("icarus"):
+        pytest.skip(simulator_missing_reason("icarus"))
+    arch = _fp16_arch(formats=["fp4_ea_pos", "fp3_er_pos", "fp16"], weight_format="fp4_ea_pos")
+    design = axi_wrapped(_design(arch))
+    items = _items(arch, 8, seed=24)
+    run = run_job(design.verilog(), design.toplevel, {**design.make_job(items), "axi_backpressure": True},
+                  sim="icarus")
+    report = design.check(items, run.result, sim="icarus")
+    assert report.ok, "\n" + report.summary()
+    assert len(report.tiles) == 8 and _mismatches(report, items, arch) == (0, 0)
+
+
+@pytest.mark.rtl
+@pytest.mark.long
+def test_fp16_array_matches_the_models_on_1000_tiles():
+    from rtl.cosim import simulator_missing_reason
+    from rtl.cosim.harness import run_job
+
+    arch = _fp16_arch()
+    items = [(t, o) for t, o in _items(arch, 2000, seed=25) if t.activation_format == "fp16"][:1000]
+    sim = "verilator" if not simulator_missing_reason("verilator") else "icarus"
+    if simulator_missing_reason(sim):
+        pytest.skip(simulator_missing_reason(sim))
+    design = _design(arch)
+    run = run_job(design.verilog(), design.toplevel, design.make_job(items), sim=sim)
+    report = design.check(items, run.result, sim=sim)
+    assert len(report.tiles) == 1000 and _mismatches(report, items, arch) == (0, 0)
+    assert report.ok, "\n" + report.summary()

@@ -30,7 +30,9 @@ from amaranth.lib import wiring
 from archsim.numerics import bits_of
 from archsim.numerics._bitmod import MIXTURES
 from archsim.templates.simd import bitserial
-from rtl.simd.bitserial import ACC_BITS, BitmodPE
+from archsim.templates.simd.bitmod_fp16 import FP16
+from rtl.simd.bitmod_fp16 import FP32_BITS, BitmodFp16PE
+from rtl.simd.bitserial import ACC_BITS, BUGS, BitmodPE
 from rtl.simd.buffers import SimdBuffers
 from rtl.simd.config import DIM_BITS, SimdRtlOptions
 from rtl.simd.design import simd_signature
@@ -58,10 +60,11 @@ class BitmodMode:
         return bits_of(self.activation)
 
     @property
-    def kind(self) -> tuple[int, int, str]:
-        """(lanes, activation bits, the weight format the PE is built for: a width's first BitMoD type)."""
+    def kind(self) -> tuple[int, int | str, str]:
+        """(lanes, activation bits -- or ``"fp16"`` --, the weight format the PE is built for: a width's
+        first BitMoD type)."""
         w = MIXTURES[self.weight_bits][0] if self.weight in bitserial.BITMOD_FORMATS else self.weight
-        return (self.lanes, self.act_bits, w)
+        return (self.lanes, FP16 if self.activation == FP16 else self.act_bits, w)
 
 
 @dataclass
@@ -73,17 +76,14 @@ class BitmodConfig:
     pipeline_cycles: int
     modes: list[BitmodMode]
     options: SimdRtlOptions = field(default_factory=lambda: SimdRtlOptions(**DEFAULT_OPTIONS))
-    #: a planted bug of every PE (:data:`rtl.simd.bitserial.BUGS`), for the co-simulation's own tests
+    #: a planted bug of every PE (:data:`rtl.simd.bitserial.BUGS`; :data:`rtl.simd.bitmod_fp16.FP16_BUGS`: the
+    #: fp16 PEs only), for the co-simulation's own tests
     bug: str | None = None
 
     @staticmethod
     def from_params(params, options: SimdRtlOptions | None = None) -> "BitmodConfig":
         params.validate()
         modes = [BitmodMode(i, w, a, params.lanes(w, a)) for i, (w, a) in enumerate(params.pairs())]
-        fp = sorted({md.activation for md in modes if md.activation not in bitserial.INT_FORMATS})
-        if fp:
-            raise ValueError(f"formats: the bit-serial PE's RTL takes integer activations; {', '.join(fp)} "
-                             f"activations are modelled only (docs/bitmod.md): drop them from formats")
         if not modes:
             raise ValueError("formats: no (weights, activations) pair runs on the bit-serial PE")
         return BitmodConfig(params.pes, params.lane_bits, params.pipeline_cycles, modes,
@@ -93,6 +93,11 @@ class BitmodConfig:
     def kinds(self) -> list[tuple[int, int, str]]:
         """The PE kinds, in the order of their first mode."""
         return list(dict.fromkeys(md.kind for md in self.modes))
+
+    @property
+    def fp16_kinds(self) -> list[int]:
+        """Indices of the kinds with fp16 activations (:class:`rtl.simd.bitmod_fp16.BitmodFp16PE`)."""
+        return [i for i, k in enumerate(self.kinds) if k[1] == FP16]
 
     @property
     def act_word_bits(self) -> int:
@@ -173,28 +178,41 @@ class BitmodArray(wiring.Component):
         restart = Signal(name="restart")
         m.d.comb += restart.eq(running & pe_done & ~last_round)
         m.d.comb += [buf.op_addr.eq(Mux(take, 0, op_reg + pe_take)),
-                     buf.sc_addr.eq(Mux(take, 0, sc_reg + (pe_take & group_last))),
-                     buf.old_addr.eq(wb_round)]
+                     buf.sc_addr.eq(Mux(take, 0, sc_reg + (pe_take & group_last)))]
+        fp_kinds = cfg.fp16_kinds
+        if fp_kinds:  # an fp16 PE reads its output's old entry from its first cycle on: address the next round's
+            m.d.comb += buf.old_addr.eq(Mux(take, 0, Mux(restart, wb_round + 1, wb_round)))
+        else:
+            m.d.comb += buf.old_addr.eq(wb_round)
 
         # ---- the PEs: P of each kind, the running kind's results written back
         results = [Signal(ACC_BITS, name=f"pe{p}_result") for p in range(P)]
+        old = [buf.old_data[p * OW:(p + 1) * OW] for p in range(P)]
         for ki, (lanes, ab, wf) in enumerate(kinds):
             wb = bits_of(wf)
             for p in range(P):
-                pe = m.submodules[f"k{ki}_pe{p}"] = BitmodPE(lanes, ab, wf, bug=cfg.bug)
+                if ab == FP16:  # fp32 outputs: the PE adds its groups to the old entry itself (init)
+                    pe = m.submodules[f"k{ki}_pe{p}"] = BitmodFp16PE(lanes, wf, bug=cfg.bug)
+                    init, a_bits = Mux(acc, old[p][:FP32_BITS], 0), 16
+                else:
+                    int_bug = cfg.bug if cfg.bug in BUGS else None
+                    pe = m.submodules[f"k{ki}_pe{p}"] = BitmodPE(lanes, ab, wf, bug=int_bug)
+                    init, a_bits = 0, ab
                 entry, sc = buf.op_data[p * EW:(p + 1) * EW], buf.sc_data[32 * p:32 * (p + 1)]
-                starts_kind = Cat(*(self.cmd_mode == md.index for md in cfg.modes if md.kind == (lanes, ab, wf)))
+                starts_kind = Cat(*(self.cmd_mode == md.index for md in cfg.modes if md.kind == kinds[ki]))
                 m.d.comb += [pe.start.eq((take & starts_kind.any()) | (restart & (kind == ki))),
-                             pe.init.eq(0), pe.a.eq(entry[:lanes * ab]), pe.w.eq(entry[AW:AW + lanes * wb]),
+                             pe.init.eq(init), pe.a.eq(entry[:lanes * a_bits]), pe.w.eq(entry[AW:AW + lanes * wb]),
                              pe.scale.eq(sc[:bitserial.SCALE_BITS]), pe.sel.eq(sc[8:10]),
                              pe.group_last.eq(group_last), pe.tile_last.eq(out_last), pe.noscale.eq(g_len == 0)]
                 with m.If(kind == ki):
                     m.d.comb += results[p].eq(pe.result)
                     if p == 0:
                         m.d.comb += [pe_take.eq(pe.take), pe_done.eq(pe.done)]
-        old = [buf.old_data[p * OW:(p + 1) * OW] for p in range(P)]
+        adds_old = acc  # integer kinds: result + the old entry; fp16 kinds wrote it in through init
+        if fp_kinds:
+            adds_old = acc & ~Cat(*(kind == ki for ki in fp_kinds)).any()
         m.d.comb += [buf.wb_en.eq(running & pe_done), buf.wb_addr.eq(wb_round),
-                     buf.wb_data.eq(Cat(*((results[p] + Mux(acc, old[p], 0))[:OW] for p in range(P))))]
+                     buf.wb_data.eq(Cat(*((results[p] + Mux(adds_old, old[p], 0))[:OW] for p in range(P))))]
 
         with m.If(take):
             m.d.sync += [running.eq(1), first_cycle.eq(1), k_len.eq(self.cmd_k),

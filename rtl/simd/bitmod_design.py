@@ -4,7 +4,7 @@ behind the simd host interface, co-simulated with the simd cocotb driver (:mod:`
 :class:`rtl.simd.rtl_design.SimdDesign` hands ``pe: bitmod`` params to :class:`BitmodDesign`; it keeps
 the simd job format (operand, scale and output entries, the command) and differs in the scale entries
 (an 8-bit scale code and a 2-bit datatype selector per PE, also for ``G = 0`` tiles) and the outputs
-(always int64, units of 1/2).
+(int64, units of 1/2; fp16-activation modes: fp32 bits in the low half of the 64-bit entry).
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import numpy as np
 from archsim.errors import SpecError, WorkloadError
 from archsim.numerics import bits_of
 from archsim.templates.simd import bitserial
+from archsim.templates.simd.bitmod_fp16 import FP16
 from rtl.design import RtlDesign, pack_lanes
 from rtl.simd.bitmod_array import DEFAULT_OPTIONS, BitmodConfig, BitmodEngine
 from rtl.simd.config import SimdRtlOptions
@@ -30,7 +31,8 @@ BITMOD_PORT_DOCS = {
                    "PE p's part at bits [p*E, (p+1)*E): operands E = entry_bits (activation word, weight word), "
                    "metadata E = 32 (8-bit scale code, then the 2-bit datatype selector), outputs E = 64; "
                    "taken while the array is idle",
-    "rd_data__payload": "PE p's output at bits [64p, 64p + 64): int64 in units of 1/2 (one fraction bit)",
+    "rd_data__payload": "PE p's output at bits [64p, 64p + 64): int64 in units of 1/2 (one fraction bit); "
+                        "fp16-activation modes: fp32 bits in [64p, 64p + 32)",
 }
 
 
@@ -127,14 +129,18 @@ class BitmodDesign(SimdDesign):
                         word |= (code | int(sel[gi, mn[1]]) << bitserial.SCALE_BITS) << (32 * pe)
                 sc_entries.append([r * len(groups) + gi, word])
             if tile.accumulate:
-                ps = np.asarray(ops["psum"], np.int64)
+                ps = (np.asarray(ops["psum"], np.float32).view(np.uint32).astype(np.int64)
+                      if tile.activation_format == FP16 else np.asarray(ops["psum"], np.int64))
                 out_entries.append([r, pack_lanes([0 if mn is None else int(ps[mn]) for mn in outs], cfg.out_bits)])
         return {"mode": self._mode_index[key], "m": M, "n": N, "k": tile.k, "g": tile.group_size,
                 "accumulate": bool(tile.accumulate), "ops": op_entries, "scales": sc_entries, "psum": out_entries,
                 "rounds": R, "budget": 2 * bitserial.tile_cycles(tile, p) + 16}
 
     def rtl_values(self, tile, words: list[int]) -> np.ndarray:
-        """The tile's int64 outputs (units of 1/2) from the output entries read back."""
+        """The tile's outputs from the output entries read back: int64 in units of 1/2, or fp32 (the low
+        32 bits of each entry) for fp16 activations."""
         P, OW = self.cfg.pes, self.cfg.out_bits
         raw = [(w >> (OW * pe)) & ((1 << OW) - 1) for w in words for pe in range(P)][:tile.m * tile.n]
+        if tile.activation_format == FP16:
+            return np.array([v & 0xFFFFFFFF for v in raw], np.uint32).view(np.float32).reshape(tile.m, tile.n)
         return np.array([v - (1 << 64) if v >> 63 else v for v in raw], np.int64).reshape(tile.m, tile.n)

@@ -49,6 +49,40 @@ def _term_table(wb: int) -> list[tuple[int, int, int, int, int, int]]:
     return rows
 
 
+def decoder_table(wb: int, bug: str | None = None) -> Array:
+    """The BitMoD decoder's constant table: per (selector << wb | code) the two terms' (nz, neg, shift)
+    packed in 10 bits (:func:`_term_table`); bug ``special_sign`` flips the -0 code's special value."""
+    rows = _term_table(wb)
+    if bug == "special_sign":  # the -0 code's special value with the wrong sign
+        half = 1 << (wb - 1)
+        rows = [(r[0], r[1] ^ (i % (1 << wb) == half), *r[2:]) for i, r in enumerate(rows)]
+    return Array(C(nz0 | neg0 << 1 | s0 << 2 | nz1 << 5 | neg1 << 6 | s1 << 7, 10)
+                 for nz0, neg0, s0, nz1, neg1, s1 in rows)
+
+
+def decode_term(m: Module, j: int, code, sel, term, terms: int, table, max_shift: int, bug: str | None):
+    """Lane ``j``'s weight term of this cycle: ``(nz, neg, shift)`` signals (the term is
+    ``(-1)**neg * 2**shift`` in units of 1/2 when ``nz``). ``table`` (:func:`decoder_table`) for a BitMoD
+    type, None for an integer: its radix-4 Booth digit ``term`` (``terms`` digits, LSB first)."""
+    nz, neg = Signal(name=f"nz{j}"), Signal(name=f"neg{j}")
+    shift = Signal(range(max_shift + 1), name=f"shift{j}")
+    if table is None:  # radix-4 Booth digit: bits 2t+1, 2t, 2t-1 (bit -1 = 0), x2 for the fraction bit
+        triple, padded = Signal(3, name=f"booth{j}"), Cat(C(0, 1), code)
+        with m.Switch(term):  # a case per digit (no variable shift: lint-clean)
+            for t in range(terms):
+                with m.Case(t):
+                    m.d.comb += triple.eq(padded[2 * t:2 * t + 3])
+        two = (triple == 0b011) | ((triple == 0b100) & (bug != "booth_minus_two"))
+        m.d.comb += [nz.eq((triple != 0) & (triple != 0b111)), neg.eq(triple[2]),
+                     shift.eq(term * 2 + 1 + two)]
+    else:
+        entry = Signal(10, name=f"dec{j}")
+        m.d.comb += entry.eq(table[Cat(code, sel)])
+        bits = Mux(term, entry[5:10], entry[0:5])
+        m.d.comb += [nz.eq(bits[0]), neg.eq(bits[1]), shift.eq(bits[2:5])]
+    return nz, neg, shift
+
+
 class BitmodPE(wiring.Component):
     """``BitmodPE(lanes, act_bits, weight_format)``: BitMoD's bit-serial PE, one output at a time,
     for one weight format (a BitMoD width's four types, or an integer width)."""
@@ -74,13 +108,7 @@ class BitmodPE(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         L, AB, WB, D, T = self.lanes, self.act_bits, self.weight_bits, bitserial.SCALE_BITS, self.terms
-        if not self.is_int:
-            rows = _term_table(WB)
-            if self.bug == "special_sign":  # the -0 code's special value with the wrong sign
-                half = 1 << (WB - 1)
-                rows = [(r[0], r[1] ^ (i % (1 << WB) == half), *r[2:]) for i, r in enumerate(rows)]
-            table = Array(C(nz0 | neg0 << 1 | s0 << 2 | nz1 << 5 | neg1 << 6 | s1 << 7, 10)
-                          for nz0, neg0, s0, nz1, neg1, s1 in rows)
+        table = None if self.is_int else decoder_table(WB, self.bug)
         max_shift = 2 * T if self.is_int else 4
 
         term = Signal(range(max(T, 2)))  # the term (cycle) of the current lane step
@@ -101,22 +129,7 @@ class BitmodPE(wiring.Component):
         for j in range(L):
             a = self.a[j * AB:(j + 1) * AB].as_signed()
             code = self.w[j * WB:(j + 1) * WB]
-            nz, neg = Signal(name=f"nz{j}"), Signal(name=f"neg{j}")
-            shift = Signal(range(max_shift + 1), name=f"shift{j}")
-            if self.is_int:  # radix-4 Booth digit: bits 2t+1, 2t, 2t-1 (bit -1 = 0), x2 for the fraction bit
-                triple, padded = Signal(3, name=f"booth{j}"), Cat(C(0, 1), code)
-                with m.Switch(term):  # a case per digit (no variable shift: lint-clean)
-                    for t in range(T):
-                        with m.Case(t):
-                            m.d.comb += triple.eq(padded[2 * t:2 * t + 3])
-                two = (triple == 0b011) | ((triple == 0b100) & (self.bug != "booth_minus_two"))
-                m.d.comb += [nz.eq((triple != 0) & (triple != 0b111)), neg.eq(triple[2]),
-                             shift.eq(term * 2 + 1 + two)]
-            else:
-                entry = Signal(10, name=f"dec{j}")
-                m.d.comb += entry.eq(table[Cat(code, self.sel)])
-                bits = Mux(term, entry[5:10], entry[0:5])
-                m.d.comb += [nz.eq(bits[0]), neg.eq(bits[1]), shift.eq(bits[2:5])]
+            nz, neg, shift = decode_term(m, j, code, self.sel, term, T, table, max_shift, self.bug)
             mag = Signal(signed(AB + max_shift + 1), name=f"shifted{j}")
             m.d.comb += mag.eq(a << shift)
             lane = Signal(signed(AB + max_shift + 2), name=f"lane{j}")

@@ -28,8 +28,9 @@ Contract of a tile on ``pe: bitmod`` (fast closed form == detailed cycle walk ==
   two's-complement integer (int2/4/8/16: the KV cache, activations as weights), decoded into
   radix-4 Booth digits, LSB first, ``ceil(wb / 2)`` terms per weight (the authors' INT8 / INT6
   reader modes: 4 / 3 stages, ``pe_latency = ceil(prec / 2)``);
-- activations: two's-complement integers (int2/4/8/16) -- a deviation: the paper's PE takes
-  FP16 activations aligned to the lane's maximum exponent, which this contract does not model;
+- activations: two's-complement integers (int2/4/8/16), or the paper's FP16 aligned to the lanes'
+  maximum exponent into a block-float group accumulator (:mod:`archsim.templates.simd.bitmod_fp16`;
+  RTL :mod:`rtl.simd.bitmod_fp16`);
 - ``G > 0``: operand ``"scale"``, unsigned 8-bit integer scale codes (0..255), ``(ceil(K/G), N)``;
   ``G = 0`` (no group scale, e.g. attention): one group of K whose partial sum bypasses the
   dequantization unit straight into the output (no scale, no drain);
@@ -48,7 +49,7 @@ import numpy as np
 
 from archsim.numerics import bits_of, get_format
 from archsim.numerics._bitmod import MIXTURES
-from archsim.templates.simd import bitmod_fp16
+from archsim.templates.simd import bitmod_fp16, bitmod_fp16_reference
 
 #: cycles per BitMoD weight: every 3- and 4-bit BitMoD value x2 has at most two set bits
 TERMS_PER_WEIGHT = 2
@@ -297,23 +298,30 @@ def detailed_tile_cycles(tile, params) -> int:
 # ------------------------------------------------------------------ area
 
 #: generic 4-LUT cells (LUTs + flip-flops, ``synth -flatten -lut 4``, native yosys 0.23) of the RTL PE
-#: :class:`rtl.simd.bitserial.BitmodPE` per (lanes, activation bits, weight bits), run 2026-11-27 with
+#: :class:`rtl.simd.bitserial.BitmodPE` per (lanes, activation bits or "fp16", weight bits), run 2026-11-27 with
 #: ``python bench/bench_bitmod_synth.py 4 16 fp4_er_pos`` (rtl.synth.synthesize_verilog, target generic):
 #: 2967 LUTs + 279 FFs (the PE built for the FP4 types; rerun after the array's changes: the ``result`` port
 #: and back-to-back ``start``, the scale shift register; 2620 + 279 before them)
-SYNTH_CELLS = {(4, 16, 4): 3246}
+#: ... and of the FP16-activation PE :class:`rtl.simd.bitmod_fp16.BitmodFp16PE` (4 fp16 lanes, FP4 types), run
+#: 2026-11-27 with ``python bench/bench_bitmod_synth.py 4 fp16 fp4_er_pos --premap``: 3586 LUTs + 125 FFs (the
+#: int16 PE with ``--premap``: the same 2967 + 279)
+SYNTH_CELLS = {(4, 16, 4): 3246, (4, bitmod_fp16.FP16, 4): 3711}
 
 
 def pe_um2(params) -> tuple[float, str]:
     """(um2 of one bit-serial PE at 45 nm, its source): the synthesized cells of the 4 x int16-lane
-    FP4 PE times the simd template's um2 per cell; other lane words scale the whole PE by
+    FP4 PE (the 4 x fp16-lane one when the params' activation format is fp16) times the simd template's
+    um2 per cell; other lane words scale the whole PE by
     ``lane_bits / 64`` (an estimate: the control and the 64-bit accumulators do not scale)."""
     from archsim.templates.simd.area import UM2_PER_CELL
 
-    (lanes_, ab, wb), cells = next(iter(SYNTH_CELLS.items()))
-    factor = params.lane_bits / (lanes_ * ab)
-    how = (f"{cells} generic cells of the RTL bit-serial PE ({lanes_} x int{ab} lanes, fp{wb} weights, synthesized)"
-           + (f" x lane_bits {params.lane_bits} / {lanes_ * ab} (estimate)" if factor != 1 else ""))
+    fp16 = params.activation_format == bitmod_fp16.FP16
+    (lanes_, act, wb), cells = next((k, v) for k, v in SYNTH_CELLS.items() if (k[1] == bitmod_fp16.FP16) == fp16)
+    word_bits = lanes_ * (16 if fp16 else act)
+    factor = params.lane_bits / word_bits
+    lane = act if fp16 else f"int{act}"
+    how = (f"{cells} generic cells of the RTL bit-serial PE ({lanes_} x {lane} lanes, fp{wb} weights, synthesized)"
+           + (f" x lane_bits {params.lane_bits} / {word_bits} (estimate)" if factor != 1 else ""))
     return cells * factor * UM2_PER_CELL, f"{how}; x {UM2_PER_CELL:.3f} um2/cell (the simd template's)"
 
 
@@ -396,12 +404,14 @@ def sample_tiles(rng: np.random.Generator, params, count: int) -> list:
     return [(t, make_operands(t, params, rng)) for t in specs]
 
 
-def reference_values(tile, operands: dict) -> np.ndarray:
+def reference_values(tile, operands: dict, params=None) -> np.ndarray:
     """Output by output with Python ints from the paper's value sets written out below (not
-    the module's tables): ``psum + sum_g scale * sum_k a * 2 * value``."""
-    if tile.activation_format == "fp16":
-        raise ValueError("reference_values: fp16 activations (block-float alignment) have their independent "
-                         "reference in tests/test_bitmod_fp16.py")
+    the module's tables): ``psum + sum_g scale * sum_k a * 2 * value``; fp16 activations (``params``
+    needed: the lanes) by :func:`archsim.templates.simd.bitmod_fp16_reference.reference`."""
+    if tile.activation_format == bitmod_fp16.FP16:
+        if params is None:
+            raise ValueError("reference_values: fp16 activations need the params (their lanes)")
+        return bitmod_fp16_reference.reference(tile, operands, lanes(params, tile.activation_format))
     fp3, fp4 = [0, 1, 2, 4], [0, 0.5, 1, 1.5, 2, 3, 4, 6]
     special = {"fp3_er": 3, "fp3_ea": 6, "fp4_er": 5, "fp4_ea": 8}
     is_int = tile.weight_format.startswith("int")

@@ -34,6 +34,9 @@ MODE_PAIRS = (
 BITMOD_ARCH: dict = {"pes": 3, "lane_bits": 16, "pe": "bitmod", "group_size": 16, "pipeline_cycles": 2,
                      "formats": ["fp4_er_pos", "fp4_ea_neg", "fp3_ea_pos", "int8", "int4"],
                      "weight_format": "fp4_er_pos", "activation_format": "int8"}
+#: the same array with BitMoD's FP16 activations beside int8 ones (rtl/simd/bitmod_fp16.py; 2 fp16 lanes)
+BITMOD_FP16_ARCH: dict = {**BITMOD_ARCH, "lane_bits": 32, "formats": ["fp4_er_pos", "fp4_ea_neg", "fp3_ea_pos", "int8",
+                                                                      "fp16"], "activation_format": "fp16"}
 
 
 def conformance_archs() -> list[dict]:

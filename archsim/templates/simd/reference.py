@@ -113,7 +113,7 @@ def check(tile, operands, params, values) -> None:
     from archsim.templates.simd import bitserial
 
     with np.errstate(over="ignore", invalid="ignore"):
-        want = (bitserial.reference_values(tile, operands) if bitserial.is_bitmod(params)
+        want = (bitserial.reference_values(tile, operands, params) if bitserial.is_bitmod(params)
                 else reference_values(tile, operands, params))
     got = np.asarray(values)
     assert got.dtype == want.dtype, (tile, got.dtype, want.dtype)
