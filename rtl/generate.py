@@ -45,8 +45,24 @@ def design_for(params_or_arch: Any, options: Any = None) -> RtlDesign:
     cls = design_class(arch)
     try:
         return cls(arch.params, options)
-    except (TypeError, ValueError) as err:
-        raise SpecError(f"rtl options: {err}") from None
+    except (TypeError, ValueError, SpecError) as err:
+        text = str(err) if isinstance(err, SpecError) else f"rtl options: {err}"
+        raise SpecError(text + _units_hint(arch)) from None
+
+
+def _units_hint(arch) -> str:
+    """Where a template's own RTL refuses a configuration, the units of this configuration that have RTL
+    of their own (e.g. spatten's top-k engine), as the flag that co-simulates them."""
+    from archsim.templates import get_template
+
+    units = []
+    for cls in get_template(arch.template).unit_rtl_classes:
+        try:
+            cls(arch.params, None)
+        except Exception:  # noqa: BLE001 - a unit this configuration does not have is no hint
+            continue
+        units.append(cls.unit)
+    return f" (units with their own RTL: {', '.join('--unit ' + u for u in units)})" if units else ""
 
 
 def unit_design_class(params_or_arch: Any, unit: str) -> type[RtlDesign]:

@@ -129,3 +129,15 @@ def test_generate_a_unit(capsys, tmp_path):
     manifest = json.loads((out / "archsim_topk.json").read_text())
     assert manifest["params"] == {"lanes": 4, "capacity": 12, "width": 16}
     assert "UnusedElaboratable" not in capsys.readouterr().err
+
+
+def test_a_template_design_that_refuses_names_the_unit_that_has_rtl(capsys):
+    """spatten's array is not one the attention RTL builds, but its top-k engine is: the refusal says
+    which --unit co-simulates it (a configuration without a top-k engine gets no such hint)."""
+    from archsim.cli import main
+
+    assert main(["rtl", "cosim", "--arch", "spatten", "--tiles", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("(units with their own RTL: --unit topk)") and "\n" not in err
+    assert main(["rtl", "cosim", "--arch", "fusemax-edge", "--set", "exp_on=array1d", "--tiles", "1"]) == 2
+    assert "--unit" not in capsys.readouterr().err
