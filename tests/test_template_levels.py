@@ -217,6 +217,7 @@ def _rtl_cases():
             yield pytest.param(name, "icarus", None, id=name)
             if name == "simd":  # the array of BitMoD's bit-serial PEs (pe: bitmod)
                 yield pytest.param(name, "icarus", hook.BITMOD_ARCH, id="simd-bitmod")
+                yield pytest.param(name, "icarus", hook.TPE_ARCH, id="simd-tpe")  # pe_style: tpe
             if name in VERILATOR_TEMPLATES:
                 yield pytest.param(name, "verilator", None, id=f"{name}-verilator", marks=pytest.mark.slow)
 

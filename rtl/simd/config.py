@@ -67,6 +67,7 @@ class SimdConfig:
     accumulators: int = 1
     lane_stages: int = 0
     rtl_multiplier: str = "dsp"
+    pe_style: str = "standard"  # the params' pe_style: the integer dot product's (rtl.simd.int_dot)
 
     @staticmethod
     def from_params(params, options: SimdRtlOptions | None = None) -> "SimdConfig":
@@ -80,7 +81,7 @@ class SimdConfig:
 
             cfg = SimdConfig(params.pes, params.lane_bits, params.multiplier, params.pipeline_cycles,
                              params.dequant, params.dequant_format, ms, options or SimdRtlOptions(), accumulators,
-                             params.lane_stages, params.rtl_multiplier)
+                             params.lane_stages, params.rtl_multiplier, params.pe_style)
             if not ms:
                 raise ValueError("formats: no (weights, activations) pair runs on this datapath")
             most = lane_cut_points(cfg)
@@ -99,7 +100,8 @@ class SimdConfig:
         if not ms:
             raise ValueError("formats: no (weights, activations) pair runs on this datapath")
         return SimdConfig(params.pes, params.lane_bits, params.multiplier, params.pipeline_cycles,
-                          params.dequant, params.dequant_format, ms, options or SimdRtlOptions())
+                          params.dequant, params.dequant_format, ms, options or SimdRtlOptions(),
+                          pe_style=params.pe_style)
 
     # ---- derived widths ----
     @property
@@ -168,7 +170,7 @@ class SimdConfig:
         return {
             "pes": self.pes, "lane_bits": self.lane_bits, "multiplier": self.multiplier,
             "pipeline_cycles": self.pipeline_cycles, "accumulators": self.accumulators,
-            "lane_stages": self.lane_stages, "rtl_multiplier": self.rtl_multiplier, "cuts": list(self.cuts),
+            "lane_stages": self.lane_stages, "rtl_multiplier": self.rtl_multiplier, "pe_style": self.pe_style, "cuts": list(self.cuts),
             "dequant": self.dequant,
             "dequant_format": self.dequant_format if self.dequant else None,
             "modes": [[md.weight.name, md.activation.name, md.lanes] for md in self.modes],
