@@ -112,10 +112,10 @@ def simd_params(style: str, lanes: int = 8):
 
 
 def simd_dot(style: str, lanes: int = 8) -> tuple[str, str]:
-    """(Verilog, top) of the SIMD PE's integer dot-product unit alone (:func:`rtl.simd.int_dot.int_dot_slice`:
+    """(Verilog, top) of the SIMD PE's integer dot-product unit alone (:func:`rtl.simd.int_dot_slice.int_dot_slice`:
     the PE's own lanes between the operand register and the cycle-sum register), int8, ``lanes`` lanes."""
     from rtl.simd.config import SimdConfig
-    from rtl.simd.int_dot import int_dot_slice
+    from rtl.simd.int_dot_slice import int_dot_slice
 
     top = f"archsim_simd_dot{lanes}_{style}"
     return _verilog(int_dot_slice(SimdConfig.from_params(simd_params(style, lanes))), top), top

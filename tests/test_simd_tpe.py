@@ -98,7 +98,7 @@ def test_the_dot_unit_slice_sums_the_lanes_products(style):
     from amaranth.sim import Simulator
 
     from rtl.simd.config import SimdConfig
-    from rtl.simd.int_dot import int_dot_slice
+    from rtl.simd.int_dot_slice import int_dot_slice
 
     cfg = SimdConfig.from_params(SimdParams(pes=1, lane_bits=64, formats=["int8"], pe_style=style))
     dut = int_dot_slice(cfg)

@@ -51,7 +51,7 @@ MEASURED = {
     "authors_pe_os": {"standard": (1157.3, 50), "tpe": (1514.9, 18)},
     "energy_array_os_4x4": {"standard": 11204.5, "tpe": 13616.9, "tpe_pipelined": 13925.6},  # 389 cycles, k = 16
     "energy_dot8": {"standard": 3990.9, "tpe": 4378.5},  # 395 cycles
-    # the SIMD template's int8 dot unit, 8 lanes (pe_style standard / tpe: rtl.simd.int_dot.int_dot_slice, the PE's
+    # the SIMD template's int8 dot unit, 8 lanes (pe_style standard / tpe: rtl.simd.int_dot_slice.int_dot_slice, the PE's
     # own lanes between the operand and cycle-sum registers), 2026-11-27, same flows
     "simd_dot8": {"standard": (7469.5, 53), "tpe": (6295.3, 45)},
     "simd_dot8_lut4": {"standard": (1831, 20), "tpe": (1581, 16)},  # generic synth -lut 4: LUT4 cells, LUT levels

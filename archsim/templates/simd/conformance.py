@@ -36,9 +36,9 @@ BITMOD_ARCH: dict = {"pes": 3, "lane_bits": 16, "pe": "bitmod", "group_size": 16
                      "weight_format": "fp4_er_pos", "activation_format": "int8"}
 
 #: the integer lanes' dot product in carry-save form (``pe_style: tpe``, docs/tpe.md): every integer lane
-#: width, small enough to co-simulate (tests/test_template_levels.py)
+#: width and one float format (lanes that hold both), small enough to co-simulate (tests/test_template_levels.py)
 TPE_ARCH: dict = {"pes": 2, "lane_bits": 16, "pe_style": "tpe", "pipeline_cycles": 10,
-                  "formats": ["int2", "int4", "int8", "int16"]}
+                  "formats": ["int2", "int4", "int8", "int16", "fp8_e4m3"]}
 
 
 def conformance_archs() -> list[dict]:
