@@ -122,6 +122,14 @@ class SimdConfig:
         return self.act_word_bits + self.weight_word_bits + (32 * self.max_lanes if self.dequant else 0)
 
     @property
+    def operand_layout(self):
+        """The operand buffer's entry: each distinct activation row and weight column of a round once,
+        broadcast to the PEs by per-PE selects (:mod:`rtl.simd.broadcast`)."""
+        from rtl.simd.broadcast import BroadcastLayout
+
+        return BroadcastLayout(self.pes, self.act_word_bits, self.entry_bits - self.act_word_bits)
+
+    @property
     def has_int(self) -> bool:
         return not self.dequant and any(md.integer for md in self.modes)
 
@@ -136,7 +144,7 @@ class SimdConfig:
 
     @property
     def data_bits(self) -> int:
-        return self.pes * max(self.entry_bits, 32, self.out_bits)
+        return max(self.operand_layout.entry_bits, self.pes * max(32, self.out_bits))
 
     @property
     def max_bit_cycles(self) -> int:
@@ -175,7 +183,8 @@ class SimdConfig:
             "dequant_format": self.dequant_format if self.dequant else None,
             "modes": [[md.weight.name, md.activation.name, md.lanes] for md in self.modes],
             "act_word_bits": self.act_word_bits, "weight_word_bits": self.weight_word_bits,
-            "entry_bits": self.entry_bits, "out_bits": self.out_bits, "data_bits": self.data_bits,
+            "entry_bits": self.entry_bits, "operand_entry_bits": self.operand_layout.entry_bits,
+            "operand_slots": self.operand_layout.slots, "out_bits": self.out_bits, "data_bits": self.data_bits,
             "op_depth": self.options.op_depth, "scale_depth": self.options.scale_depth,
             "out_depth": self.options.out_depth,
         }
