@@ -17,7 +17,10 @@ systolic PEs (``OPT1/systolic_array_os``: ``array_mac_based/pe.v`` and ``array_o
 the same flows. Its compressor is Synopsys DesignWare's ``DW02_tree`` (not open); archsim's own
 3:2 compressor tree stands in for it (:func:`dw02_tree_verilog`).
 
-Usage: ``python bench/bench_tpe.py [--size 4] [--tpe-src DIR] [--no-ecp5] [--no-energy]``
+The SIMD template's integer dot unit (``pe_style`` standard / tpe on its lanes, :func:`simd_dot`) is
+synthesized beside them (``--only-simd``: that unit alone).
+
+Usage: ``python bench/bench_tpe.py [--size 4] [--tpe-src DIR] [--no-ecp5] [--no-energy] [--only-simd]``
 (one yosys run at a time; 4x4 arrays take about a minute each).
 """
 from __future__ import annotations
@@ -99,6 +102,33 @@ def dot_unit(style: str, n: int = 8, lane: int = 8, acc: int = 32) -> tuple[str,
 
     top = f"archsim_dot{n}_{style}"
     return _verilog(Dot(), top), top
+
+
+def simd_params(style: str, lanes: int = 8):
+    """The SIMD template's fixed int8 PE with ``lanes`` lanes (``lane_bits = 8 * lanes``) and ``pe_style``."""
+    from archsim.templates.simd import SimdParams
+
+    return SimdParams(pes=1, lane_bits=8 * lanes, formats=["int8"], pe_style=style)
+
+
+def simd_dot(style: str, lanes: int = 8) -> tuple[str, str]:
+    """(Verilog, top) of the SIMD PE's integer dot-product unit alone (:func:`rtl.simd.int_dot_slice.int_dot_slice`:
+    the PE's own lanes between the operand register and the cycle-sum register), int8, ``lanes`` lanes."""
+    from rtl.simd.config import SimdConfig
+    from rtl.simd.int_dot_slice import int_dot_slice
+
+    top = f"archsim_simd_dot{lanes}_{style}"
+    return _verilog(int_dot_slice(SimdConfig.from_params(simd_params(style, lanes))), top), top
+
+
+def simd_pe(style: str, lanes: int = 8) -> tuple[str, str]:
+    """(Verilog, top) of the whole SIMD PE (``archsim_simd_pe``: lanes, group and output accumulators, the
+    int64 -> fp32 and x scale group path), fixed int8, ``lanes`` lanes, ``pipeline_cycles`` 4."""
+    from rtl.simd.config import SimdConfig
+    from rtl.simd.pe import SimdPE
+
+    top = f"archsim_simd_pe{lanes}_{style}"
+    return _verilog(SimdPE(SimdConfig.from_params(simd_params(style, lanes))), top), top
 
 
 def dw02_tree_verilog(num_inputs: int, width: int) -> str:
@@ -217,6 +247,25 @@ def dot_energy_units(style: str, n: int = 8, cycles: int = 400, seed: int = 0, t
     return {"units_per_cycle": units["units"] / units["cycles"], "cycles": units["cycles"]}
 
 
+def simd_dot_energy_units(style: str, lanes: int = 8, cycles: int = 400, seed: int = 0, timed: bool = False) -> dict:
+    """Switching units per cycle of :func:`simd_dot` under uniformly random int8 operands, every lane on
+    (the mode loaded by ``take`` in the first cycle)."""
+    from rtl import power
+
+    verilog, top = simd_dot(style, lanes)
+    result = synthesize_verilog(verilog, top, target="generic", netlist=True, timeout_s=TIMEOUT_S)
+    rng = np.random.default_rng(seed)
+    ports = [("a", 8 * lanes), ("w", 8 * lanes), ("mask", lanes), ("take", 1), ("mode", 1)]
+    words = [[int.from_bytes(rng.bytes(lanes), "little"), int.from_bytes(rng.bytes(lanes), "little"),
+              (1 << lanes) - 1, int(t == 0), 0] for t in range(cycles)]
+    text = Path(result["netlist"]).read_text()
+    if timed:
+        units = timed_units(text, top, ports, words, warmup_cycles=4)
+    else:
+        units = power.stream_units(text, top, ports, words, warmup_cycles=4, drain_cycles=0)
+    return {"units_per_cycle": units["units"] / units["cycles"], "cycles": units["cycles"]}
+
+
 def energy_units(style: str, size: int, k: int = 16, cycles: int = 400, timed: bool = False) -> dict:
     from rtl import power
 
@@ -245,12 +294,17 @@ def main(argv=None) -> int:
     ap.add_argument("--no-ecp5", action="store_true", help="skip the ECP5 flow")
     ap.add_argument("--no-energy", action="store_true", help="skip the switching-activity runs")
     ap.add_argument("--json", type=Path, help="also write every figure to this file")
+    ap.add_argument("--only-simd", action="store_true",
+                    help="only the SIMD template's int8 dot unit (pe_style standard / tpe, 8 lanes)")
     args = ap.parse_args(argv)
 
     designs = [("archsim PE (OS)", lambda s: ours(s, args.size, "pe")),
                (f"archsim {args.size}x{args.size} OS array", lambda s: ours(s, args.size, "array")),
                (f"archsim {args.size}x{args.size} WS array", lambda s: ours(s, args.size, "array", "ws"))]
     designs.append(("8-input dot unit (MAT)", lambda s: dot_unit(s)))
+    if args.only_simd:
+        designs = []
+    designs.append(("SIMD int8 dot unit, 8 lanes", lambda s: simd_dot(s)))
     if args.tpe_src:
         designs.append(("authors' OS PE (OPT1)", lambda s: authors(s, args.tpe_src)))
     targets = ["gates", "generic"] + ([] if args.no_ecp5 else ["ecp5"])
@@ -287,6 +341,15 @@ def main(argv=None) -> int:
             print(f"{label:28s} std LUT4 {s['luts']:5d} CCU2C {s['carry']:4d} FF {s['ffs']:4d} DSP {s['dsps']:3d} | "
                   f"tpe LUT4 {t['luts']:5d} CCU2C {t['carry']:4d} FF {t['ffs']:4d} DSP {t['dsps']:3d}")
     if not args.no_energy:
+        sd = {s: simd_dot_energy_units(s) for s in ("standard", "tpe")}
+        sdt = {s: simd_dot_energy_units(s, timed=True) for s in ("standard", "tpe")}
+        figures["energy_simd_dot"], figures["energy_timed_simd_dot"] = sd, sdt
+        print(f"\nSwitching units per cycle, SIMD int8 dot unit (8 lanes, every lane on), random int8: standard "
+              f"{sd['standard']['units_per_cycle']:.0f}, tpe {sd['tpe']['units_per_cycle']:.0f} "
+              f"({ratio(sd['standard']['units_per_cycle'], sd['tpe']['units_per_cycle'])}); with {LUT_DELAY_NS} ns "
+              f"per LUT: {sdt['standard']['units_per_cycle']:.0f}, {sdt['tpe']['units_per_cycle']:.0f} "
+              f"({ratio(sdt['standard']['units_per_cycle'], sdt['tpe']['units_per_cycle'])})")
+    if not args.no_energy and not args.only_simd:
         e = {s: energy_units(s, args.size) for s in ("standard", "tpe", "tpe_pipelined")}
         figures["energy"] = e
         d = {s: dot_energy_units(s) for s in ("standard", "tpe")}
@@ -301,7 +364,7 @@ def main(argv=None) -> int:
               f"tpe {e['tpe']['units_per_cycle']:.0f} ({ratio(e['standard']['units_per_cycle'], e['tpe']['units_per_cycle'])}), "
               f"tpe_pipelined {e['tpe_pipelined']['units_per_cycle']:.0f} "
               f"({ratio(e['standard']['units_per_cycle'], e['tpe_pipelined']['units_per_cycle'])})")
-    if not args.no_energy:
+    if not args.no_energy and not args.only_simd:
         t, td = figures["energy_timed"], figures["energy_timed_dot"]
         print(f"With {LUT_DELAY_NS} ns per LUT (glitches counted): OS array standard {t['standard']['units_per_cycle']:.0f}, "
               f"tpe {t['tpe']['units_per_cycle']:.0f}, tpe_pipelined {t['tpe_pipelined']['units_per_cycle']:.0f}; "

@@ -218,6 +218,7 @@ def _rtl_cases():
             if name == "simd":  # the array of BitMoD's bit-serial PEs (pe: bitmod)
                 yield pytest.param(name, "icarus", hook.BITMOD_ARCH, id="simd-bitmod")
                 yield pytest.param(name, "icarus", hook.BITMOD_FP16_ARCH, id="simd-bitmod-fp16")
+                yield pytest.param(name, "icarus", hook.TPE_ARCH, id="simd-tpe")  # pe_style: tpe
             if name in VERILATOR_TEMPLATES:
                 yield pytest.param(name, "verilator", None, id=f"{name}-verilator", marks=pytest.mark.slow)
 

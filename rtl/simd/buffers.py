@@ -3,11 +3,13 @@
 Written by the host (``wr_*``, while the array is idle) and, for the outputs, by the datapath's
 write-back (``wb_*``, which wins); read by the datapath (``op_addr``, ``sc_addr``, ``old_addr``:
 data the next cycle) and by the host (``rd_*``: ``rd_data`` valid the cycle after ``rd_en``).
-Layouts: :mod:`rtl.simd.design`.
+Layouts: :mod:`rtl.simd.design`. With ``operands`` (a :class:`rtl.simd.broadcast.BroadcastLayout`) an
+operand entry holds each distinct row and column of a round once and ``op_data`` is every PE's
+entry picked from it (the lane array); without, PE ``p``'s part is at ``[p*E, (p+1)*E)`` of the entry.
 """
 from __future__ import annotations
 
-from amaranth import Module, Mux
+from amaranth import Cat, Module, Mux
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -30,15 +32,17 @@ def buffers_signature(cfg: SimdConfig) -> dict:
 
 
 class SimdBuffers(wiring.Component):
-    def __init__(self, cfg: SimdConfig):
+    def __init__(self, cfg: SimdConfig, operands=None):
         self.cfg = cfg
+        self.operands = operands
         super().__init__(buffers_signature(cfg))
 
     def elaborate(self, platform):
         cfg, o = self.cfg, self.cfg.options
         P = cfg.pes
         m = Module()
-        m.submodules.opbuf = opbuf = Memory(shape=P * cfg.entry_bits, depth=o.op_depth, init=[])
+        op_bits = P * cfg.entry_bits if self.operands is None else self.operands.entry_bits
+        m.submodules.opbuf = opbuf = Memory(shape=op_bits, depth=o.op_depth, init=[])
         m.submodules.scbuf = scbuf = Memory(shape=P * 32, depth=o.scale_depth, init=[])
         m.submodules.outbuf = outbuf = Memory(shape=P * cfg.out_bits, depth=o.out_depth, init=[])
         op_w, sc_w, out_w = opbuf.write_port(), scbuf.write_port(), outbuf.write_port()
@@ -49,7 +53,8 @@ class SimdBuffers(wiring.Component):
             sc_w.en.eq(host_wr["scales"]), sc_w.addr.eq(self.wr_addr), sc_w.data.eq(self.wr_data),
             out_w.en.eq(self.wb_en | host_wr["outputs"]), out_w.addr.eq(Mux(self.wb_en, self.wb_addr, self.wr_addr)),
             out_w.data.eq(Mux(self.wb_en, self.wb_data, self.wr_data)),
-            op_r.addr.eq(self.op_addr), op_r.en.eq(1), self.op_data.eq(op_r.data),
+            op_r.addr.eq(self.op_addr), op_r.en.eq(1),
+            self.op_data.eq(op_r.data if self.operands is None else Cat(*self.operands.network(op_r.data))),
             sc_r.addr.eq(self.sc_addr), sc_r.en.eq(1), self.sc_data.eq(sc_r.data),
             old_r.addr.eq(self.old_addr), old_r.en.eq(1), self.old_data.eq(old_r.data),
             host_r.addr.eq(self.rd_addr), host_r.en.eq(self.rd_en), self.rd_data.eq(host_r.data),

@@ -67,6 +67,7 @@ class SimdConfig:
     accumulators: int = 1
     lane_stages: int = 0
     rtl_multiplier: str = "dsp"
+    pe_style: str = "standard"  # the params' pe_style: the integer dot product's (rtl.simd.int_dot)
 
     @staticmethod
     def from_params(params, options: SimdRtlOptions | None = None) -> "SimdConfig":
@@ -80,7 +81,7 @@ class SimdConfig:
 
             cfg = SimdConfig(params.pes, params.lane_bits, params.multiplier, params.pipeline_cycles,
                              params.dequant, params.dequant_format, ms, options or SimdRtlOptions(), accumulators,
-                             params.lane_stages, params.rtl_multiplier)
+                             params.lane_stages, params.rtl_multiplier, params.pe_style)
             if not ms:
                 raise ValueError("formats: no (weights, activations) pair runs on this datapath")
             most = lane_cut_points(cfg)
@@ -99,7 +100,8 @@ class SimdConfig:
         if not ms:
             raise ValueError("formats: no (weights, activations) pair runs on this datapath")
         return SimdConfig(params.pes, params.lane_bits, params.multiplier, params.pipeline_cycles,
-                          params.dequant, params.dequant_format, ms, options or SimdRtlOptions())
+                          params.dequant, params.dequant_format, ms, options or SimdRtlOptions(),
+                          pe_style=params.pe_style)
 
     # ---- derived widths ----
     @property
@@ -120,6 +122,14 @@ class SimdConfig:
         return self.act_word_bits + self.weight_word_bits + (32 * self.max_lanes if self.dequant else 0)
 
     @property
+    def operand_layout(self):
+        """The operand buffer's entry: each distinct activation row and weight column of a round once,
+        broadcast to the PEs by per-PE selects (:mod:`rtl.simd.broadcast`)."""
+        from rtl.simd.broadcast import BroadcastLayout
+
+        return BroadcastLayout(self.pes, self.act_word_bits, self.entry_bits - self.act_word_bits)
+
+    @property
     def has_int(self) -> bool:
         return not self.dequant and any(md.integer for md in self.modes)
 
@@ -134,7 +144,7 @@ class SimdConfig:
 
     @property
     def data_bits(self) -> int:
-        return self.pes * max(self.entry_bits, 32, self.out_bits)
+        return max(self.operand_layout.entry_bits, self.pes * max(32, self.out_bits))
 
     @property
     def max_bit_cycles(self) -> int:
@@ -168,12 +178,13 @@ class SimdConfig:
         return {
             "pes": self.pes, "lane_bits": self.lane_bits, "multiplier": self.multiplier,
             "pipeline_cycles": self.pipeline_cycles, "accumulators": self.accumulators,
-            "lane_stages": self.lane_stages, "rtl_multiplier": self.rtl_multiplier, "cuts": list(self.cuts),
+            "lane_stages": self.lane_stages, "rtl_multiplier": self.rtl_multiplier, "pe_style": self.pe_style, "cuts": list(self.cuts),
             "dequant": self.dequant,
             "dequant_format": self.dequant_format if self.dequant else None,
             "modes": [[md.weight.name, md.activation.name, md.lanes] for md in self.modes],
             "act_word_bits": self.act_word_bits, "weight_word_bits": self.weight_word_bits,
-            "entry_bits": self.entry_bits, "out_bits": self.out_bits, "data_bits": self.data_bits,
+            "entry_bits": self.entry_bits, "operand_entry_bits": self.operand_layout.entry_bits,
+            "operand_slots": self.operand_layout.slots, "out_bits": self.out_bits, "data_bits": self.data_bits,
             "op_depth": self.options.op_depth, "scale_depth": self.options.scale_depth,
             "out_depth": self.options.out_depth,
         }

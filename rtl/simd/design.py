@@ -39,9 +39,10 @@ are the group accumulator (stage 2) and the output accumulator (one fp32 add eac
 
 Buffers (written by the host through ``wr_*`` while the array is idle):
 
-- operands: entry ``round * steps + step``; PE ``p``'s activation word at bits
-  ``[p*EW, p*EW + AW)``, its weight word at ``[p*EW + AW, p*EW + AW + WW)`` and, in a
-  ``dequant`` build, one fp32 scale per lane after them (``EW`` = entry bits per PE);
+- operands: entry ``round * steps + step``: the round's distinct activation rows (their words) from
+  slot 0 up, its distinct weight columns (the weight word and, in a ``dequant`` build, one fp32 scale
+  per lane after it) from the last slot down, then each PE's (row, column) select
+  (:mod:`rtl.simd.broadcast`: shared operands are read once and broadcast to the PEs);
 - scales (G > 0): entry ``round * groups + group``, PE ``p``'s fp32 scale at ``[32p, 32p+32)``;
 - outputs: entry ``round``, PE ``p``'s result at ``[p*OW, p*OW + OW)`` (int64, or fp32 in the
   low 32 bits); read back through ``rd_*``; with ``cmd_accumulate`` the tile adds into it.
@@ -101,7 +102,7 @@ class SimdArray(wiring.Component):
         P, EW, OW = cfg.pes, cfg.entry_bits, cfg.out_bits
         m = Module()
         ctl = m.submodules.controller = SimdController(cfg)
-        buf = m.submodules.buffers = SimdBuffers(cfg)
+        buf = m.submodules.buffers = SimdBuffers(cfg, cfg.operand_layout)  # shared operands broadcast
         m.d.comb += [getattr(ctl, k).eq(getattr(self, k)) for k in
                      ("cmd_valid", "cmd_mode", "cmd_m", "cmd_n", "cmd_k", "cmd_g", "cmd_accumulate")]
         m.d.comb += [getattr(self, k).eq(getattr(ctl, k)) for k in

@@ -11,6 +11,7 @@ from amaranth.lib.wiring import In, Out
 from rtl.lib import fp
 from rtl.lib.formats import EXP_W, Decoded, FormatHw, decode, decode_cut_points, decode_fp32
 from rtl.lib.pipe import Pipe
+from rtl.simd.int_dot import carry_save_int_dot
 from rtl.simd.lane_cuts import lane_cut_points, product_cut_points
 from rtl.simd.config import CUT_ORDER, Mode, SimdConfig, _bits, _delayed, _level_nodes  # noqa: F401
 
@@ -159,10 +160,16 @@ class SimdPE(wiring.Component):
         self._s1 = tuple(_delayed(m, v, dc, f"s1_{k}") for k, v in
                          (("bit", self.s1_bit), ("first_bit", self.s1_first_bit), ("v", self.s1_v)))
         given = cfg.multiplier != "array"
-        prods_f, prods_i = [], []
+        tpe = cfg.pe_style == "tpe"  # the integer dot product in carry-save form (rtl.simd.int_dot)
+        prods_f, prods_i, lane_on = [], [], []
         for j in range(cfg.max_lanes):
             lane_modes = [md for md in cfg.modes if md.lanes > j]
             name = f"l{j}"
+            if tpe:  # the lane's integer operands go to the carry-save dot product (rtl.simd.int_dot)
+                lane_on.append(_delayed(m, self.s1_mask[j], dc, f"{name}_ton") & int_mode)
+                if all(md.integer for md in lane_modes):  # no float product either: nothing else to build
+                    prods_f.append(Const(0, 32))
+                    continue
             a, aw = self._lane_decode(m, a_word, "a", j, lane_modes, regs, f"{name}_a", bool(dc))
             if cfg.dequant:
                 scale = entry[AW + WW + 32 * j:AW + WW + 32 * (j + 1)]
@@ -190,13 +197,17 @@ class SimdPE(wiring.Component):
                 praw = _delayed(m, praw, Lf - dc, f"{name}_p")
                 psign = _delayed(m, a.sign ^ w.sign, Lf - dc, f"{name}_ps")
                 prods_f.append(Const(0, 32))
-            if cfg.has_int and any(md.integer for md in lane_modes):
+            if cfg.has_int and not tpe and any(md.integer for md in lane_modes):
                 pim = Signal(signed(aw + ww + 1), name=f"{name}_pi")
                 m.d.comb += pim.eq(Mux(mask & int_mode, Mux(psign, -praw, praw), 0))
                 prods_i.append(pim)
-        if "prod" in cfg.cuts or pipelined:
+        prod_cut = int("prod" in cfg.cuts or pipelined)
+        if prod_cut:
             prods_f = [_delayed(m, x, 1, f"l{j}_pfc") for j, x in enumerate(prods_f)]
             prods_i = [_delayed(m, x, 1, f"l{j}_pic") for j, x in enumerate(prods_i)]
+        if tpe:  # operands at the decoded-operand register, the pair where the products are registered
+            prods_i = [carry_save_int_dot(m, cfg, a_word, w_word, lane_on, regs,
+                                          dc + int("decode" in cfg.cuts or pipelined), Lf - dc + prod_cut)]
         return prods_f, prods_i
 
     def elaborate(self, platform):

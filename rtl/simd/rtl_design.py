@@ -21,9 +21,11 @@ PORT_DOCS = {
                     "params.modes), m, n, k, g (16 bits each; g: group size along K, 0 = no group scale, ignored "
                     "by dequant builds), accumulate (1: out = existing output entry (+) A.W)",
     "wr__payload": "buf (2 bits: 0 = operands, entry round*steps + step; 1 = scales, entry round*groups + group; "
-                   "2 = outputs, entry round), addr, data: PE p's part at bits [p*E, (p+1)*E), E = entry_bits "
-                   "(operands: activation word, weight word, dequant: per-lane fp32 scales), 32 (scales), "
-                   "out_bits (outputs); taken while the array is idle",
+                   "2 = outputs, entry round), addr, data: operands: the round's distinct activation rows from slot "
+                   "0 up and weight columns (dequant: with per-lane fp32 scales) from the last slot down, slots of "
+                   "operand slot bits, then each PE's (row, column) select (rtl.simd.broadcast); scales and "
+                   "outputs: PE p's part at bits [p*E, (p+1)*E), E = 32 (scales), out_bits (outputs); taken "
+                   "while the array is idle",
     "rd_addr__payload": "output buffer entry (round)",
     "rd_data__payload": "PE p's output at bits [p*out_bits, (p+1)*out_bits): int64, or fp32 bits in the low 32",
     "error": "sticky: a command with a mode this build lacks was refused",
@@ -119,7 +121,7 @@ class SimdDesign(RtlDesign):
         key = self._mode_of(tile)
         P, L = cfg.pes, p.lanes(*key)
         wb, ab = get_format(tile.weight_format).bits, get_format(tile.activation_format).bits
-        AW, WW, EW, OW = cfg.act_word_bits, cfg.weight_word_bits, cfg.entry_bits, cfg.out_bits
+        WW, OW = cfg.weight_word_bits, cfg.out_bits
         groups = tile.groups(p.dequant)
         steps = [(g0, s * L, min(L, glen - s * L)) for g0, glen in groups for s in range(-(-glen // L))]
         M, N, K = tile.m, tile.n, tile.k
@@ -135,21 +137,21 @@ class SimdDesign(RtlDesign):
         scale = np.asarray(ops["scale"], np.float32) if G else None
         one = int(np.float32(1.0).view(np.uint32))
         op_entries, sc_entries, out_entries = [], [], []
+        bcast = cfg.operand_layout  # each distinct row / column of a round once (rtl.simd.broadcast)
         for r in range(R):
             outs = [(o // N, o % N) if o < M * N else None for o in range(r * P, r * P + P)]
+            rows, cols, sels = bcast.round_operands(outs)
             for s, (g0, off, cnt) in enumerate(steps):
-                word = 0
-                for pe, mn in enumerate(outs):
-                    if mn is None:
-                        continue
-                    mi, ni = mn
-                    ks = range(g0 + off, g0 + off + cnt)
-                    part = _pack(A[mi, ks.start:ks.stop], ab) | (_pack(W[ks.start:ks.stop, ni], wb) << AW)
+                ks = range(g0 + off, g0 + off + cnt)
+                row_words = [_pack(A[mi, ks.start:ks.stop], ab) for mi in rows]
+                col_words = []
+                for ni in cols:
+                    part = _pack(W[ks.start:ks.stop, ni], wb)
                     if p.dequant:
                         sc = [int(_f32_bits(scale[k // G, ni])[0]) if G else one for k in ks]
-                        part |= _pack(sc, 32) << (AW + WW)
-                    word |= part << (pe * EW)
-                op_entries.append([r * len(steps) + s, word])
+                        part |= _pack(sc, 32) << WW
+                    col_words.append(part)
+                op_entries.append([r * len(steps) + s, bcast.pack(row_words, col_words, sels)])
             if G and not p.dequant:
                 for gi in range(len(groups)):
                     word = 0

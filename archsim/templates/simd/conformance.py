@@ -38,6 +38,11 @@ BITMOD_ARCH: dict = {"pes": 3, "lane_bits": 16, "pe": "bitmod", "group_size": 16
 BITMOD_FP16_ARCH: dict = {**BITMOD_ARCH, "lane_bits": 32, "formats": ["fp4_er_pos", "fp4_ea_neg", "fp3_ea_pos", "int8",
                                                                       "fp16"], "activation_format": "fp16"}
 
+#: the integer lanes' dot product in carry-save form (``pe_style: tpe``, docs/tpe.md): every integer lane
+#: width and one float format (lanes that hold both), small enough to co-simulate (tests/test_template_levels.py)
+TPE_ARCH: dict = {"pes": 2, "lane_bits": 16, "pe_style": "tpe", "pipeline_cycles": 10,
+                  "formats": ["int2", "int4", "int8", "int16", "fp8_e4m3"]}
+
 
 def conformance_archs() -> list[dict]:
     return [
@@ -47,6 +52,7 @@ def conformance_archs() -> list[dict]:
         {"pes": 4, "lane_bits": 16, "dequant": True, "group_size": 8},
         {"pes": 5, "lane_bits": 32, "pipeline_cycles": 1},
         dict(BITMOD_ARCH),
+        dict(TPE_ARCH),
         {"pes": 2, "lane_bits": 8, "formats": ["int2", "int4", "int8", "fp4_e2m1", "fp8_e4m3", "fp8_e5m2",
                                                "posit8_0"]},
     ]

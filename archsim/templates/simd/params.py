@@ -19,6 +19,9 @@ SUPPORTED_FORMATS = ("int2", "int4", "int8", "int16", "fp4_e2m1", "fp8_e4m3", "f
 MULTIPLIERS = ("array", "shift_add", "bit_serial")
 #: PE styles: SIMD lanes (the multiplier above), or BitMoD's bit-serial PE (:mod:`.bitserial`)
 PE_STYLES = ("lanes", "bitmod")
+#: how the RTL builds the integer dot product of a cycle's lanes (``pe_style``; names as the systolic template's):
+#: complete products and an adder tree, or every lane's Booth rows in one carry-save tree (Wu et al., HPCA 2025)
+DOT_STYLES = ("standard", "tpe")
 #: formats the dequantize-then-MAC baseline can dequantize weights to
 DEQUANT_FORMATS = ("fp16", "bf16")
 #: how the RTL of the pipelined PE builds its significand multipliers (rtl.lib.fp.MULTIPLIERS)
@@ -82,6 +85,12 @@ class SimdParams(TemplateParams):
         significand products: ``dsp`` (DSP blocks) or ``lut`` (fabric adder trees with a cut point
         between levels: more ``lane_stages`` and scale-multiply stages, no DSP delay in a stage).
         RTL only: the models' values and cycles do not depend on it.
+    pe_style : str
+        How the RTL forms a cycle's integer x integer dot product (:data:`DOT_STYLES`): ``standard``
+        (a complete product per lane, a tree of adders) or ``tpe`` (every lane's radix-4 Booth partial
+        products compressed in one carry-save tree, one carry-propagate add: the multiplier-adder tree
+        of Wu et al., HPCA 2025; needs the ``array`` multiplier and an integer x integer pair, and
+        leaves float products as they are). RTL only: values and cycles do not change.
     """
 
     pes: int = 16
@@ -98,6 +107,7 @@ class SimdParams(TemplateParams):
     accumulators: int = 1
     lane_stages: int = 0
     rtl_multiplier: str = "dsp"
+    pe_style: str = "standard"
 
     def validate(self) -> None:
         """Raise ``ValueError("key: expected ...")`` for an impossible value."""
@@ -152,6 +162,15 @@ class SimdParams(TemplateParams):
         why = self.pair_problem(self.weight_format, self.activation_format)
         if why:
             raise ValueError(f"weight_format: {why}")
+        if self.pe_style not in DOT_STYLES:
+            raise ValueError(f"pe_style: expected one of {', '.join(DOT_STYLES)}, got {self.pe_style!r}")
+        if self.pe_style == "tpe":
+            if self.pe != "lanes" or self.dequant or self.multiplier != "array":
+                raise ValueError("pe_style: tpe recodes the integer lanes' weights into Booth rows: expected pe "
+                                 "lanes, dequant false and the array multiplier")
+            if not any(is_int(w) and is_int(a) for w, a in self.pairs()):
+                raise ValueError("pe_style: tpe transforms the integer x integer dot product: expected an "
+                                 f"integer format on both sides among formats ({', '.join(self.formats)})")
 
     # ------------------------------------------------------------------ precision pairs
 
