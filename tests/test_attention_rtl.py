@@ -46,7 +46,6 @@ def _ops(rng, rows, kv, d):
                                         r"function per cycle, got \{'exp': 0.5\}$"),
     ({"flat_scale_on": "array2d"}, r"^attention RTL: flat_scale_on: the RTL scales FLAT's scores on the 1D lanes "
                                    r"\(array1d\), got array2d$"),
-    ({"precision": "fp16"}, r"^attention RTL: precision: the RTL's operand buffers hold bf16, got fp16$"),
     ({"rows": 32, "cols": 32}, r"^attention RTL: rows x cols, pe1d: the RTL is generated for up to 256 PEs and "
                                r"32 1D lanes \(every PE has its own fp32 units\), got 32x32 and 2; "
                                r"e.g. --set rows=4 --set cols=4 --set pe1d=4$"),
@@ -54,6 +53,24 @@ def _ops(rng, rows, kv, d):
 def test_unsupported_params_are_one_line_errors(over, message):
     with pytest.raises(SpecError, match=message):
         design_for(_arch(**over))
+
+
+def test_operands_are_encoded_in_the_precision_and_inexact_ones_refused():
+    """bf16 codes are the top half of the fp32 bits, fp16 codes IEEE half (codes by hand: 1.5 = 0x3FC0 in
+    bf16, 0x3E00 in fp16; -2 = 0xC000 in both; 2**-24 = 0x0001, fp16's smallest subnormal); a value the
+    format cannot hold is refused, naming the operand, never truncated."""
+    tile = AttentionTile("fusemax", 1, 1, 3)
+    ops = {"q": np.float32([[1.5, -2.0, 0.0]]), "k": np.float32([[1.0, 1.0, 1.0]]), "v": np.float32([[2.0 ** -24, 0, 0]])}
+    words = {w[0]: w[2][0] for w in design_for(_arch()).encode(tile, ops)["writes"]}
+    assert words[0] == 0x3FC0 | 0xC000 << 16 and words[2] == 0x3380  # Q; V: 2**-24 = 0x3380 in bf16
+    words = {w[0]: w[2][0] for w in design_for(_arch(precision="fp16")).encode(tile, ops)["writes"]}
+    assert words[0] == 0x3E00 | 0xC000 << 16 and words[2] == 0x0001
+    with pytest.raises(SpecError, match=r"^attention RTL: operand v holds 5.96\d*e-08, not a bf16 value"):
+        design_for(_arch()).encode(tile, {**ops, "v": np.float32([[2.0 ** -24 * 1.0000001, 0, 0]])})
+    with pytest.raises(SpecError, match=r"^attention RTL: operand q holds 1.0009765625, not a bf16 value"):
+        design_for(_arch()).encode(tile, {**ops, "q": np.float32([[1 + 2.0 ** -10, 0, 0]])})
+    with pytest.raises(SpecError, match=r"^attention RTL: operand k holds 9.3\d*e-10, not a fp16 value"):
+        design_for(_arch(precision="fp16")).encode(tile, {**ops, "k": np.float32([[2.0 ** -30, 0, 0]])})
 
 
 def test_unknown_rtl_option_is_an_error():
@@ -391,6 +408,27 @@ def test_rtl_with_a_pipelined_exp_follows_the_models():
     report = run_cosim(_arch(latency1d={"exp": 3}), items, sim="icarus")
     assert report.ok, "\n" + report.summary()
     assert [t.rtl_cycles for t in report.tiles[:2]] == [44, 46]
+
+
+@pytest.mark.rtl
+def test_fp16_operands_are_exact_against_the_models():
+    """``precision: fp16``: the buffers hold fp16 codes and the PEs widen them (subnormals normalized)
+    to fp32; the conformance hook's tiles (fp16 operands) and a tile whose Q and K hold fp16
+    subnormals (2**-24 .. 2**-15) are bit-exact with both models and on their cycles."""
+    from rtl import run_cosim
+    from rtl.cosim.harness import simulator_missing_reason
+
+    reason = simulator_missing_reason("icarus")
+    if reason:
+        pytest.skip(reason)
+    arch = _arch(rows=2, cols=2, pe1d=1, precision="fp16")
+    rng = np.random.default_rng(16)
+    sub = (rng.integers(1, 1024, (2, 3)) * 2.0 ** -24 * rng.choice([-1, 1], (2, 3))).astype(np.float32)
+    ops = {"q": sub, "k": sub[::-1] * np.float32(2.0 ** 10), "v": np.float32(rng.uniform(-2, 2, (2, 3))).astype(np.float16).astype(np.float32)}
+    items = [(AttentionTile("fusemax", 2, 2, 3), ops)] + design_for(arch).cosim_items("random", tiles=5, seed=4)
+    report = run_cosim(arch, items, sim="icarus")
+    assert report.ok, "\n" + report.summary()
+    assert len(report.tiles) == 6
 
 
 @pytest.mark.rtl
