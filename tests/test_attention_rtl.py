@@ -493,3 +493,19 @@ def test_bring_your_own_rtl_drives_the_attention_host_interface(tmp_path):
                             build_dir=tmp_path / "good")
     assert user.report.ok, "\n" + user.report.summary()
     assert user.report.tiles[0].rtl_cycles == 39  # the contract worked by hand above
+
+
+@pytest.mark.synth
+def test_no_share_generic_flow_reports_logic_levels(tmp_path):
+    """``python -m rtl.attention.synth --target generic`` reports the longest path in 4-LUT levels (yosys
+    ``ltp -noff``): an unpipelined multiplier is deeper than the same unit with 4 registers."""
+    from amaranth.back import verilog
+
+    from rtl.attention.synth import synthesize_no_share
+    from rtl.lib.units import FpMul
+
+    levels = {}
+    for stages in (1, 4):
+        text = verilog.convert(FpMul("fp8_e4m3", stages), name="m", emit_src=False)
+        levels[stages] = synthesize_no_share(text, "m", "generic", workdir=str(tmp_path / str(stages)))["logic_levels"]
+    assert 2 <= levels[4] < levels[1]
