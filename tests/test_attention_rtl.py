@@ -60,7 +60,8 @@ def test_operands_are_encoded_in_the_precision_and_inexact_ones_refused():
     bf16, 0x3E00 in fp16; -2 = 0xC000 in both; 2**-24 = 0x0001, fp16's smallest subnormal); a value the
     format cannot hold is refused, naming the operand, never truncated."""
     tile = AttentionTile("fusemax", 1, 1, 3)
-    ops = {"q": np.float32([[1.5, -2.0, 0.0]]), "k": np.float32([[1.0, 1.0, 1.0]]), "v": np.float32([[2.0 ** -24, 0, 0]])}
+    ops = {"q": np.float32([[1.5, -2.0, 0.0]]), "k": np.float32([[1.0, 1.0, 1.0]]),
+           "v": np.float32([[2.0 ** -24, 0, 0]])}
     words = {w[0]: w[2][0] for w in design_for(_arch()).encode(tile, ops)["writes"]}
     assert words[0] == 0x3FC0 | 0xC000 << 16 and words[2] == 0x3380  # Q; V: 2**-24 = 0x3380 in bf16
     words = {w[0]: w[2][0] for w in design_for(_arch(precision="fp16")).encode(tile, ops)["writes"]}
@@ -231,7 +232,8 @@ def test_reciprocal_divider_is_exact():
     q, r = fp.recip_divide(m, mant, "rd")
     rc = fp.recip(m, a, "rc")
     rng = np.random.default_rng(23)
-    mants = [1 << 23, (1 << 23) + 1, (1 << 24) - 1, 0xAAAAAA, 0xC00000] + [int(x) for x in rng.integers(1 << 23, 1 << 24, 1500)]
+    mants = [1 << 23, (1 << 23) + 1, (1 << 24) - 1, 0xAAAAAA, 0xC00000]
+    mants += [int(x) for x in rng.integers(1 << 23, 1 << 24, 1500)]
     xs = np.concatenate([np.float32([1.0, 3.0, 2.0 ** 126, 1.5 * 2.0 ** 127, 2.0 ** -126, 0.7 * 2.0 ** -125]),
                          (rng.uniform(1, 2, 400) * 2.0 ** rng.integers(-126, 128, 400)).astype(np.float32)])
     fails = []
@@ -424,7 +426,8 @@ def test_fp16_operands_are_exact_against_the_models():
     arch = _arch(rows=2, cols=2, pe1d=1, precision="fp16")
     rng = np.random.default_rng(16)
     sub = (rng.integers(1, 1024, (2, 3)) * 2.0 ** -24 * rng.choice([-1, 1], (2, 3))).astype(np.float32)
-    ops = {"q": sub, "k": sub[::-1] * np.float32(2.0 ** 10), "v": np.float32(rng.uniform(-2, 2, (2, 3))).astype(np.float16).astype(np.float32)}
+    v = rng.uniform(-2, 2, (2, 3)).astype(np.float16).astype(np.float32)
+    ops = {"q": sub, "k": sub[::-1] * np.float32(2.0 ** 10), "v": v}
     items = [(AttentionTile("fusemax", 2, 2, 3), ops)] + design_for(arch).cosim_items("random", tiles=5, seed=4)
     report = run_cosim(arch, items, sim="icarus")
     assert report.ok, "\n" + report.summary()
