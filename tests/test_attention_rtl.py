@@ -46,7 +46,6 @@ def _ops(rng, rows, kv, d):
                                         r"function per cycle, got \{'exp': 0.5\}$"),
     ({"flat_scale_on": "array2d"}, r"^attention RTL: flat_scale_on: the RTL scales FLAT's scores on the 1D lanes "
                                    r"\(array1d\), got array2d$"),
-    ({"precision": "fp16"}, r"^attention RTL: precision: the RTL's operand buffers hold bf16, got fp16$"),
     ({"rows": 32, "cols": 32}, r"^attention RTL: rows x cols, pe1d: the RTL is generated for up to 256 PEs and "
                                r"32 1D lanes \(every PE has its own fp32 units\), got 32x32 and 2; "
                                r"e.g. --set rows=4 --set cols=4 --set pe1d=4$"),
@@ -54,6 +53,25 @@ def _ops(rng, rows, kv, d):
 def test_unsupported_params_are_one_line_errors(over, message):
     with pytest.raises(SpecError, match=message):
         design_for(_arch(**over))
+
+
+def test_operands_are_encoded_in_the_precision_and_inexact_ones_refused():
+    """bf16 codes are the top half of the fp32 bits, fp16 codes IEEE half (codes by hand: 1.5 = 0x3FC0 in
+    bf16, 0x3E00 in fp16; -2 = 0xC000 in both; 2**-24 = 0x0001, fp16's smallest subnormal); a value the
+    format cannot hold is refused, naming the operand, never truncated."""
+    tile = AttentionTile("fusemax", 1, 1, 3)
+    ops = {"q": np.float32([[1.5, -2.0, 0.0]]), "k": np.float32([[1.0, 1.0, 1.0]]),
+           "v": np.float32([[2.0 ** -24, 0, 0]])}
+    words = {w[0]: w[2][0] for w in design_for(_arch()).encode(tile, ops)["writes"]}
+    assert words[0] == 0x3FC0 | 0xC000 << 16 and words[2] == 0x3380  # Q; V: 2**-24 = 0x3380 in bf16
+    words = {w[0]: w[2][0] for w in design_for(_arch(precision="fp16")).encode(tile, ops)["writes"]}
+    assert words[0] == 0x3E00 | 0xC000 << 16 and words[2] == 0x0001
+    with pytest.raises(SpecError, match=r"^attention RTL: operand v holds 5.96\d*e-08, not a bf16 value"):
+        design_for(_arch()).encode(tile, {**ops, "v": np.float32([[2.0 ** -24 * 1.0000001, 0, 0]])})
+    with pytest.raises(SpecError, match=r"^attention RTL: operand q holds 1.0009765625, not a bf16 value"):
+        design_for(_arch()).encode(tile, {**ops, "q": np.float32([[1 + 2.0 ** -10, 0, 0]])})
+    with pytest.raises(SpecError, match=r"^attention RTL: operand k holds 9.3\d*e-10, not a fp16 value"):
+        design_for(_arch(precision="fp16")).encode(tile, {**ops, "k": np.float32([[2.0 ** -30, 0, 0]])})
 
 
 def test_unknown_rtl_option_is_an_error():
@@ -193,6 +211,46 @@ def test_fp32_units_are_bit_exact_with_numpy():
                 e = np.array([ctx.get(ex)], np.uint32).view(np.float32)[0]
                 if abs(e / np.exp2(-np.float64(x)) - 1) > 3.5e-6:
                     fails.append(("exp", x, e))
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+    assert not fails, fails[:5]
+
+
+def test_reciprocal_divider_is_exact():
+    """The lane's restoring divider: quotient and remainder of 2**49 / m equal Python's integer
+    ``//`` and ``%`` on the extreme significands and 1500 random ones, and the reciprocal built on it
+    is numpy's correctly rounded ``1 / x`` over the whole normal range (subnormal results included)."""
+    from amaranth import Module, Signal
+    from amaranth.sim import Simulator
+
+    from rtl.lib import fp
+
+    m = Module()
+    mant, a = Signal(24), Signal(32)
+    q, r = fp.recip_divide(m, mant, "rd")
+    rc = fp.recip(m, a, "rc")
+    rng = np.random.default_rng(23)
+    mants = [1 << 23, (1 << 23) + 1, (1 << 24) - 1, 0xAAAAAA, 0xC00000]
+    mants += [int(x) for x in rng.integers(1 << 23, 1 << 24, 1500)]
+    xs = np.concatenate([np.float32([1.0, 3.0, 2.0 ** 126, 1.5 * 2.0 ** 127, 2.0 ** -126, 0.7 * 2.0 ** -125]),
+                         (rng.uniform(1, 2, 400) * 2.0 ** rng.integers(-126, 128, 400)).astype(np.float32)])
+    fails = []
+
+    async def bench(ctx):
+        for v in mants:
+            ctx.set(mant, v)
+            await ctx.delay(1e-9)
+            if (ctx.get(q), ctx.get(r)) != ((1 << 49) // v, (1 << 49) % v):
+                fails.append(("divide", v))
+        for x in xs:
+            ctx.set(a, int(x.view(np.uint32)))
+            await ctx.delay(1e-9)
+            with np.errstate(over="ignore", under="ignore"):
+                want = int((np.float32(1) / x).view(np.uint32))
+            if ctx.get(rc) != want:
+                fails.append(("recip", float(x)))
 
     sim = Simulator(m)
     sim.add_testbench(bench)
@@ -355,6 +413,28 @@ def test_rtl_with_a_pipelined_exp_follows_the_models():
 
 
 @pytest.mark.rtl
+def test_fp16_operands_are_exact_against_the_models():
+    """``precision: fp16``: the buffers hold fp16 codes and the PEs widen them (subnormals normalized)
+    to fp32; the conformance hook's tiles (fp16 operands) and a tile whose Q and K hold fp16
+    subnormals (2**-24 .. 2**-15) are bit-exact with both models and on their cycles."""
+    from rtl import run_cosim
+    from rtl.cosim.harness import simulator_missing_reason
+
+    reason = simulator_missing_reason("icarus")
+    if reason:
+        pytest.skip(reason)
+    arch = _arch(rows=2, cols=2, pe1d=1, precision="fp16")
+    rng = np.random.default_rng(16)
+    sub = (rng.integers(1, 1024, (2, 3)) * 2.0 ** -24 * rng.choice([-1, 1], (2, 3))).astype(np.float32)
+    v = rng.uniform(-2, 2, (2, 3)).astype(np.float16).astype(np.float32)
+    ops = {"q": sub, "k": sub[::-1] * np.float32(2.0 ** 10), "v": v}
+    items = [(AttentionTile("fusemax", 2, 2, 3), ops)] + design_for(arch).cosim_items("random", tiles=5, seed=4)
+    report = run_cosim(arch, items, sim="icarus")
+    assert report.ok, "\n" + report.summary()
+    assert len(report.tiles) == 6
+
+
+@pytest.mark.rtl
 @pytest.mark.slow
 @pytest.mark.long
 def test_thousand_random_tiles_on_verilator():
@@ -416,3 +496,19 @@ def test_bring_your_own_rtl_drives_the_attention_host_interface(tmp_path):
                             build_dir=tmp_path / "good")
     assert user.report.ok, "\n" + user.report.summary()
     assert user.report.tiles[0].rtl_cycles == 39  # the contract worked by hand above
+
+
+@pytest.mark.synth
+def test_no_share_generic_flow_reports_logic_levels(tmp_path):
+    """``python -m rtl.attention.synth --target generic`` reports the longest path in 4-LUT levels (yosys
+    ``ltp -noff``): an unpipelined multiplier is deeper than the same unit with 4 registers."""
+    from amaranth.back import verilog
+
+    from rtl.attention.synth import synthesize_no_share
+    from rtl.lib.units import FpMul
+
+    levels = {}
+    for stages in (1, 4):
+        text = verilog.convert(FpMul("fp8_e4m3", stages), name="m", emit_src=False)
+        levels[stages] = synthesize_no_share(text, "m", "generic", workdir=str(tmp_path / str(stages)))["logic_levels"]
+    assert 2 <= levels[4] < levels[1]

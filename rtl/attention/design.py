@@ -14,7 +14,7 @@ this module is the array it wraps (flat ports).
 
 - **operand buffers** (:class:`rtl.attention.buffers.OperandBuffers`): Q (``R``
   banks, one per array row; address = pass), K and V (``C`` banks, one per array
-  column; address = key block); an entry is a head-dim vector of bf16 values;
+  column; address = key block); an entry is a head-dim vector of bf16 (or fp16: ``precision``) codes;
   combinational reads.
 - **2D PE (i, j)** (:class:`rtl.attention.pe.AttentionPE`): one fp32 multiplier, one fp32 adder, a second adder and
   ``rint`` for the exp's range reduction, a ring of 4 score registers (the slot
@@ -87,6 +87,9 @@ class AttentionRtlConfig:
     flat_keys_max: int = 16
     #: pipeline registers of the 1D lanes' exp2 (its latency; the params' ``latency1d["exp"]``)
     exp1d_stages: int = 0
+    #: operand format of the Q / K / V buffers (the params' ``precision``: bf16 or fp16), widened
+    #: exactly to fp32 in the PEs
+    precision: str = "bf16"
 
     @property
     def skew(self) -> int:
@@ -263,7 +266,7 @@ class AttentionArray(wiring.Component):
             neg_mc = fp.fp32_neg(mcbA[esa_ring[0]][i])
             rmax = None
             for j in range(C):
-                m.submodules[f"pe_{i}_{j}"] = pe = AttentionPE(E, first_col=j == 0)
+                m.submodules[f"pe_{i}_{j}"] = pe = AttentionPE(E, first_col=j == 0, precision=c.precision)
                 sb = sbuf[i * FL + fblk * C + j]
                 m.d.comb += [
                     pe.qk_mac.eq(qk_mac), pe.qk_first.eq(qk_t == 0), pe.exp0.eq(exp0), pe.horner.eq(horner),

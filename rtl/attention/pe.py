@@ -6,7 +6,9 @@ What it does in a cycle is chosen by the controller's decode (one of ``qk_mac``,
 ``horner``, ``expfin``, else the ``P.V`` step); the row chains (block max, row sum, ``P.V``
 column) enter at ``chain_in`` / ``rmax_in`` from the PE on the left and leave at ``chain_out`` /
 ``rmax_out``, skipping a PE whose column holds no key (``colvalid`` low). Arithmetic: the
-template's fp32 (:mod:`rtl.lib.fp`), bit-exact with :mod:`archsim.templates.attention.values`.
+template's fp32 (:mod:`rtl.lib.fp`), bit-exact with :mod:`archsim.templates.attention.values`;
+operands ``q`` / ``k`` / ``v`` are 16-bit codes in ``precision`` (bf16 or fp16), widened exactly to
+fp32 (so a product of two is exact and the models' values do not depend on the widening).
 """
 from __future__ import annotations
 
@@ -18,16 +20,32 @@ from rtl.lib import fp
 from rtl.lib.exp import exp2_coefficient_bits
 
 
+#: operand formats of the array's buffers (the params' ``precision``); each widens exactly to fp32
+OPERAND_FORMATS = ("bf16", "fp16")
+
+
 def widen_bf16(bf16):
     """fp32 bits of a bf16 code (the low 16 bits zero)."""
     return Cat(Const(0, 16), bf16)
 
 
+def widen(m: Module, code, precision: str, name: str):
+    """Exact fp32 bits of a 16-bit operand ``code`` in ``precision`` (bf16: free; fp16: rebias, and a
+    subnormal normalized by a leading-zero count: :func:`rtl.lib.fp.fp16_to_fp32`)."""
+    if precision == "bf16":
+        return widen_bf16(code)
+    if precision == "fp16":
+        return fp.fp16_to_fp32(m, code, name)
+    raise ValueError(f"precision: the attention PE widens {', '.join(OPERAND_FORMATS)} operands, got {precision!r}")
+
+
 class AttentionPE(wiring.Component):
     """PE ``(i, j)``; ``first_col``: the row's first PE (its block max starts from its own score)."""
 
-    def __init__(self, exp_macs: int, first_col: bool):
-        self.exp_macs, self.first_col = exp_macs, first_col
+    def __init__(self, exp_macs: int, first_col: bool, precision: str = "bf16"):
+        if precision not in OPERAND_FORMATS:
+            raise ValueError(f"precision: expected one of {', '.join(OPERAND_FORMATS)}, got {precision!r}")
+        self.exp_macs, self.first_col, self.precision = exp_macs, first_col, precision
         ports = {
             # decode of the controller (one-hot but for the P.V default)
             "qk_mac": In(1), "qk_first": In(1), "exp0": In(1), "horner": In(1), "expfin": In(1), "av": In(1),
@@ -51,14 +69,15 @@ class AttentionPE(wiring.Component):
         s_qk, s_esa = S[self.qk_ring], S[self.esa_ring]
         p_av = Mux(self.flat, self.p_flat, p)
         ma, mb, aa, ab = (Signal(32, name=x) for x in ("ma", "mb", "aa", "ab"))
+        q, k, v = (widen(m, x, self.precision, f"w{n}") for x, n in ((self.q, "q"), (self.k, "k"), (self.v, "v")))
         with m.If(self.qk_mac):
-            m.d.comb += [ma.eq(widen_bf16(self.q)), mb.eq(widen_bf16(self.k))]
+            m.d.comb += [ma.eq(q), mb.eq(k)]
         with m.Elif(self.exp0):
             m.d.comb += [ma.eq(s_esa), mb.eq(self.scale)]
         with m.Elif(self.horner):
             m.d.comb += [ma.eq(p), mb.eq(f)]
         with m.Else():
-            m.d.comb += [ma.eq(p_av), mb.eq(widen_bf16(self.v))]
+            m.d.comb += [ma.eq(p_av), mb.eq(v)]
         prod = fp.fp32_mul_finite(m, ma, mb, "mul")
         ld = fp.ldexp(m, p, n, "ld")
         with m.If(self.qk_mac):

@@ -18,6 +18,7 @@ import numpy as np
 
 from archsim.errors import SpecError
 from rtl.attention.design import AttentionRtlConfig
+from rtl.attention.pe import OPERAND_FORMATS
 from rtl.attention.engine import BUF_CODES, AttentionEngine, attention_host_signature, command_layout, entry_bits
 from rtl.design import Port, RtlDesign, TileModels, pack_lanes
 from rtl.lib.host import HOST_PORT_DOCS, payload_shape
@@ -32,7 +33,7 @@ PORT_DOCS = {
     "wr__ready": "high while the array is idle (a write never changes a running tile's operands)",
     "wr__payload": "buf (2 bits: 0 = Q, 1 = K, 2 = V), addr (bank << entry_bits | entry; Q: bank = array row "
                    "i, entry = pass; K, V: bank = key index mod cols, entry = key index div cols), data (a "
-                   "head-dim vector of bf16 codes, element e at bits [16e, 16e+16))",
+                   "head-dim vector of bf16 / fp16 (precision) codes, element e at bits [16e, 16e+16))",
     "rd_addr__payload": "result row pass * rows + query row (read while busy is low)",
     "rd_data__payload": "the row's outputs (fp32), element e at bits [32e, 32e+32)",
     "busy": "a tile is running or its outputs are being normalised (results are readable when it falls)",
@@ -72,16 +73,30 @@ def check_params(p) -> None:
     if p.latency1d.get("exp", 0) > most:
         raise ValueError(f"latency1d.exp: the 1D lanes' exp2 has at most {most} pipeline stages at exp_macs "
                          f"{p.exp_macs}, got {p.latency1d['exp']}")
-    if p.precision != "bf16":
-        raise ValueError(f"precision: the RTL's operand buffers hold bf16, got {p.precision}")
+    if p.precision not in OPERAND_FORMATS:
+        raise ValueError(f"precision: the RTL's operand buffers hold {' or '.join(OPERAND_FORMATS)}, got {p.precision}")
     if p.rows * p.cols > MAX_PES or p.pe1d > MAX_LANES:
         raise ValueError(f"rows x cols, pe1d: the RTL is generated for up to {MAX_PES} PEs and {MAX_LANES} 1D lanes "
                          f"(every PE has its own fp32 units), got {p.rows}x{p.cols} and {p.pe1d}; "
                          f"e.g. --set rows=4 --set cols=4 --set pe1d=4")
 
 
-def _bits16(x: np.ndarray) -> np.ndarray:
-    return (np.asarray(x, np.float32).view(np.uint32) >> 16).astype(np.int64)
+def operand_codes(x: np.ndarray, precision: str, name: str) -> np.ndarray:
+    """16-bit codes of operand ``x`` (fp32 values) in ``precision`` (bf16 or fp16); a value the
+    format does not hold exactly is refused (the models compute on the values as given)."""
+    x = np.asarray(x, np.float32)
+    if precision == "bf16":
+        codes = x.view(np.uint32) >> 16
+        back = (codes << 16).astype(np.uint32).view(np.float32)
+    else:
+        with np.errstate(over="ignore"):
+            half = x.astype(np.float16)
+        codes, back = half.view(np.uint16), half.astype(np.float32)
+    bad = ~((back == x) & (np.signbit(back) == np.signbit(x)))
+    if bad.any():
+        raise SpecError(f"attention RTL: operand {name} holds {float(x[bad][0])!r}, not a {precision} value "
+                        f"(the buffers hold {precision} codes)")
+    return codes.astype(np.int64)
 
 
 _pack = pack_lanes  # one word of lanes (rtl.design)
@@ -115,7 +130,8 @@ class AttentionDesign(RtlDesign):
         fk = cfg["flat_keys_max"]
         cfg["flat_keys_max"] = -(-fk // params.cols) * params.cols  # whole key blocks
         self.cfg = AttentionRtlConfig(rows=params.rows, cols=params.cols, pe1d=params.pe1d,
-                                      exp_macs=params.exp_macs, exp1d_stages=params.latency1d.get("exp", 0), **cfg)
+                                      exp_macs=params.exp_macs, exp1d_stages=params.latency1d.get("exp", 0),
+                                      precision=params.precision, **cfg)
 
     def component(self):
         return AttentionEngine(self.cfg)
@@ -169,7 +185,7 @@ class AttentionDesign(RtlDesign):
         if why:
             raise SpecError(f"attention RTL cannot run {tile}: {why}")
         R, C = self.cfg.rows, self.cfg.cols
-        q, k, v = (_bits16(ops[n]) for n in ("q", "k", "v"))
+        q, k, v = (operand_codes(ops[n], self.cfg.precision, n) for n in ("q", "k", "v"))
         eb = entry_bits(self.cfg)
         writes = []  # [buf, first address, [words at consecutive addresses]]: one bank's entries from 0
         for i in range(tile.q_rows):

@@ -12,7 +12,8 @@ nextpnr-ecp5 as ``rtl.synth`` does:
     python -m rtl.attention.synth --set rows=4 --set cols=4 --set pe1d=4 --target ecp5 --pnr
 
 Figures are read by :func:`rtl.synth.resources_from_stat` (same names:
-``luts``, ``ffs``, ``dsps``, ...). Not cached.
+``luts``, ``ffs``, ``dsps``, ...); the generic target adds ``logic_levels`` (yosys ``ltp -noff``:
+the longest path in 4-LUT cells, multipliers in LUTs) as :func:`rtl.synth.logic_levels`. Not cached.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from archsim.errors import ToolError
-from rtl.synth import _native_yosys, _tool, resources_from_stat, run_tool
+from rtl.synth import _native_yosys, _tool, logic_levels, resources_from_stat, run_tool
 
 _ECP5_COARSE_NO_SHARE = ("proc -latches error; check; flatten; tribuf -logic; deminout; opt_expr; check; "
                          "opt_clean; opt -nodffe -nosdff; fsm; opt; wreduce; peepopt; opt_clean; "
@@ -63,12 +64,15 @@ def synthesize_no_share(verilog: str, top: str, target: str = "ecp5", pnr: bool 
                        if native else f"synth_ecp5 -top {top} -run map_cells: -json netlist.json; ")
                       + "tee -q -o stat.json stat -json")
         else:
-            script = f"read_verilog top.v; synth -top {top} -flatten -lut 4 -noshare; tee -q -o stat.json stat -json"
+            script = (f"read_verilog top.v; synth -top {top} -flatten -lut 4 -noshare; tee -q -o stat.json stat -json; "
+                      "tee -q -o ltp.txt ltp -noff")
         t0 = time.perf_counter()
         run_tool(_tool("yosys") + ["-q", "-l", "yosys.log", "-p", script], work, "yosys", timeout_s)
         stat = json.loads((work / "stat.json").read_text())
         out: dict[str, Any] = {"target": target, "top": top, "flow": "no share pass",
                                **resources_from_stat(stat, target), "yosys_s": round(time.perf_counter() - t0, 1)}
+        if (work / "ltp.txt").exists():  # generic: the longest path in 4-LUT levels (rtl.synth's rule)
+            out.update(logic_levels((work / "ltp.txt").read_text()))
         if pnr:
             try:
                 out.update(_place_and_route(work, freq_mhz, seed, timeout_s))

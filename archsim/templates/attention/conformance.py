@@ -3,7 +3,7 @@
 Configurations: small arrays (1x1 to 8x8), 1D arrays narrower than the rows,
 slow 1D exps, exp on the 1D array, FLAT's scale on the 2D array's edge, and 3 to 8 MACs per exp. Tiles: edge cases
 first (a growing running max over a partial last block, one query row, one
-key, every phase without values), then random ones. Operands are bf16 values
+key, every phase without values), then random ones. Operands are bf16 (or fp16: the params' ``precision``) values
 in fp32 arrays. With a top-k engine (``topk_parallelism``) top-k tiles follow the edge cases
 (ties at the threshold, keep one, keep all: the bypass, a partial last row), then random ones
 alternate with attention tiles; their scores are 16-bit unsigned integers (the RTL's width).
@@ -41,12 +41,22 @@ def _bf16(x: np.ndarray) -> np.ndarray:
     return bits.view(np.float32)
 
 
-def _operands(rng, q_rows, kv, d, growing=False) -> dict:
-    q = _bf16(rng.uniform(-2, 2, (q_rows, d)))
+def _fp16(x: np.ndarray) -> np.ndarray:
+    """Round to nearest fp16, kept in fp32."""
+    return np.asarray(x, np.float32).astype(np.float16).astype(np.float32)
+
+
+#: the operand rounding of each ``precision`` (values stay fp32)
+_ROUND = {"bf16": _bf16, "fp16": _fp16}
+
+
+def _operands(rng, q_rows, kv, d, growing=False, precision="bf16") -> dict:
+    rnd = _ROUND[precision]
+    q = rnd(rng.uniform(-2, 2, (q_rows, d)))
     k = rng.uniform(-2, 2, (kv, d))
     if growing:  # scores grow along the keys: the running max changes in every block
         k = k + np.linspace(0, 6, kv)[:, None] * np.sign(q.sum(axis=0) + 1e-3)[None, :]
-    return {"q": q, "k": _bf16(k), "v": _bf16(rng.uniform(-2, 2, (kv, d)))}
+    return {"q": q, "k": rnd(k), "v": rnd(rng.uniform(-2, 2, (kv, d)))}
 
 
 def _scores(rng, n: int, few_values: bool) -> np.ndarray:
@@ -63,7 +73,8 @@ def sample_tiles(rng: np.random.Generator, params, count: int) -> list:
         (AttentionTile("flat", R, 2 * C + max(1, C // 2), 3), None),
         (AttentionTile("fusemax", R, C + 1, 3, passes=3), None),
     ]
-    items = [(t, _operands(rng, t.q_rows * t.passes, t.kv_len, t.head_dim, growing=(i == 0)))
+    items = [(t, _operands(rng, t.q_rows * t.passes, t.kv_len, t.head_dim, growing=(i == 0),
+                                    precision=params.precision))
              for i, (t, _) in enumerate(items)]
     items += [
         (AttentionTile("fusemax", R, 2 * C + 1, 5, "rescale", first=False, last=True, passes=2), None),
@@ -86,5 +97,5 @@ def sample_tiles(rng: np.random.Generator, params, count: int) -> list:
         mapping = ("fusemax", "flat")[int(rng.integers(0, 2))]
         t = AttentionTile(mapping, int(rng.integers(1, R + 1)), int(rng.integers(1, 4 * C + 1)),
                           int(rng.integers(1, 9)), drain=bool(rng.integers(0, 2)))
-        items.append((t, _operands(rng, t.q_rows, t.kv_len, t.head_dim)))
+        items.append((t, _operands(rng, t.q_rows, t.kv_len, t.head_dim, precision=params.precision)))
     return items[:count]
