@@ -48,6 +48,7 @@ class LutController(wiring.Component):
         row_blocks = Signal(DIM_BITS)
         mb = Signal(DIM_BITS)  # row block of the lookup step
         last_step = Signal()
+        g_wrap = Signal()
         look = Signal(DIM_BITS + 3)
         # the command's limits minus one (two), taken with the command: the sequencer compares
         # its counters with registers (no subtractor on its paths)
@@ -103,6 +104,7 @@ class LutController(wiring.Component):
                     planes_m1.eq(cmd_planes - 1), one_group.eq(self.cmd_groups == 1), looking.eq(1),
                     lk_wait.eq(cmd_pre), lk_done.eq(0), sc.eq(0), s.eq(0), g.eq(0), q.eq(0), nb.eq(0),
                     w_base.eq(0), o_base.eq(0), tail_active.eq(0),
+                    g_wrap.eq(self.cmd_groups == 1), last_step.eq((self.cmd_groups == 1) & (self.cmd_row_blocks == 1)),
                 ]
             with m.Else():
                 m.d.sync += error.eq(1)
@@ -111,8 +113,10 @@ class LutController(wiring.Component):
         seq = running & (lk_wait == 0) & ~lk_done
         issue = Signal()
         m.d.comb += issue.eq(seq & looking)
-        g_wrap = Signal()
-        m.d.comb += [g_wrap.eq(g == groups_m1), last_step.eq((mb == rb_m1) & g_wrap)]  # counters: no multiplier
+        # the step's flags are registers, set with the step (no counter compare on the sequencer's paths):
+        # g_wrap = (g == groups - 1), last_step = g_wrap & (mb == row_blocks - 1)
+        next_last = Signal()  # the step after this one is the tile's last
+        m.d.comb += next_last.eq(Mux(g_wrap, (mb == rb_m2) & one_group, (mb == rb_m1) & (g == groups_m2)))
         look_end, slot_end = Signal(), Signal()
         m.d.comb += [look_end.eq(sc == look_m1), slot_end.eq(sc == slot_m1)]
         last_issue = issue & last_step & look_end
@@ -130,11 +134,12 @@ class LutController(wiring.Component):
         with m.If(last_issue):
             m.d.sync += [lk_done.eq(1), tail_active.eq(1), tail.eq(c.pipeline_cycles)]
         with m.Elif(seq & slot_end):
-            m.d.sync += [sc.eq(0), q.eq(0), nb.eq(0), s.eq(s + 1), looking.eq(1)]
+            m.d.sync += [sc.eq(0), q.eq(0), nb.eq(0), s.eq(s + 1), looking.eq(1), last_step.eq(next_last)]
             with m.If(g_wrap):
-                m.d.sync += [g.eq(0), mb.eq(mb + 1), w_base.eq(0), o_base.eq(o_base + col_blocks)]
+                m.d.sync += [g.eq(0), mb.eq(mb + 1), w_base.eq(0), o_base.eq(o_base + col_blocks),
+                             g_wrap.eq(one_group)]
             with m.Else():
-                m.d.sync += [g.eq(g + 1), w_base.eq(w_base + look)]
+                m.d.sync += [g.eq(g + 1), w_base.eq(w_base + look), g_wrap.eq(g == groups_m2)]
         with m.Elif(seq):
             m.d.sync += sc.eq(sc + 1)
 
@@ -175,8 +180,6 @@ class LutController(wiring.Component):
         # ``pre_go`` is that cycle, registered one cycle ahead from the sequencer's next state: the
         # generators and the table write enables see registers only.
         pre_go = self.pre_go
-        next_last = Signal()  # the step after this one is the tile's last
-        m.d.comb += next_last.eq(Mux(g_wrap, (mb == rb_m2) & one_group, (mb == rb_m1) & (g == groups_m2)))
         first_look = running & (lk_wait == 1) & (sc == 0) & ~last_step  # step 0's lookups start next cycle
         advance = seq & slot_end & ~last_step  # the next step's lookups start next cycle
         m.d.sync += pre_go.eq(~precomp & (first_look | (advance & ~next_last)))
