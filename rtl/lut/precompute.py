@@ -137,7 +137,7 @@ class PrecomputeUnit(wiring.Component):
         pre_act = active | self.go
         m.d.comb += self.act_addr.eq(ps)
         with m.If(pre_act & ~self.restart):
-            with m.If(pc + 1 < c.pre_cycles):
+            with m.If(pc != c.pre_cycles - 1):  # (pc + 1 < pre_cycles: pc never exceeds pre_cycles - 1)
                 m.d.sync += [pc.eq(pc + 1), active.eq(1)] + [f.eq(f + rate) for f in fs]
             with m.Else():  # this step's tables are done: rest at the next step's start
                 m.d.sync += [pc.eq(0), ps.eq(ps + 1), active.eq(0)] + [f.eq(i) for i, f in enumerate(fs)]
