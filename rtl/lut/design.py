@@ -478,13 +478,14 @@ class LutCore(wiring.Component):
         t1_oaddr = ctrl.t1_oaddr
         t1_saddr = ctrl.t1_saddr if c.scale == "per_group" else None
         t1_nb, t1_lastg = (ctrl.t1_nb, ctrl.t1_lastg) if c.scale == "per_channel" else (None, None)
-        wword = wgt_r.data  # the weight-plane word the lookup indexes with
+        wword = nwword = wgt_r.data  # the weight-plane word the lookup indexes with (nwword: table register only)
         if c.table_register:  # stage t2 (table register): the lookup's control and weight word one cycle later
             t2 = [Signal.like(x, name=f"t2_{x.name[3:]}") for x in (t1_valid, t1_first, t1_last, t1_fg, t1_oaddr)]
             m.d.sync += [x.eq(y) for x, y in zip(t2, (t1_valid, t1_first, t1_last, t1_fg, t1_oaddr))]
             t1_valid, t1_first, t1_last, t1_fg, t1_oaddr = t2
             wword = Signal.like(wgt_r.data, name="t2_wword")
-            m.d.sync += wword.eq(wgt_r.data)
+            nwword = Signal.like(wgt_r.data, name="t2_nwword")  # its complement: the negated half's index,
+            m.d.sync += [wword.eq(wgt_r.data), nwword.eq(~wgt_r.data)]  # in its own flip-flops (half the fan-out)
             if t1_saddr is not None:
                 t1_saddr = pipe_delay(m, t1_saddr, 1, "t2_saddr")
             if t1_nb is not None:
@@ -550,8 +551,8 @@ class LutCore(wiring.Component):
                     name = f"l_{kind}_r{r}_c{col}"
                     tv = Signal(ar.width, name=f"{name}_t")  # the looked-up term, signed (registered: lookup_register)
                     if kind in neg_tab:  # two E:1 muxes on the index bits, then the top bit's 2:1
-                        lo = idx[:K - 1]
-                        lk_dom += tv.eq(Mux(top, ar._s(Array(row_tab[r])[lo]), Array(neg_tab[kind][r])[~lo]))
+                        lo, nlo = idx[:K - 1], nwword[col * K:col * K + K - 1]
+                        lk_dom += tv.eq(Mux(top, ar._s(Array(row_tab[r])[lo]), Array(neg_tab[kind][r])[nlo]))
                     else:
                         lk_dom += tv.eq(Mux(top, ar._s(t_raw) if kind == "int" else t_raw,
                                             ar.neg(m, t_raw, f"{name}_n")))

@@ -69,10 +69,12 @@ def _write_steps(writes: list, bank: int, db: int) -> list[str]:
 
 
 def job_testbench(cfg, job: dict) -> str:
-    """A plain Verilog testbench that replays a co-simulation job on the wrapper exactly as
-    :func:`rtl.lut.driver.run_job` does on the host streams: tile 0's operands into its bank, then per
-    tile its psums into its output bank, the command, the next tile's operands into the other bank
-    while it runs, the wait until it is done, and the read-back of its output entries.
+    """A plain Verilog testbench that replays a co-simulation job on the wrapper as
+    :func:`rtl.lut.driver.run_job` does on the host streams, except that a tile's results are read
+    back after it instead of during the next tile (the energy window is ``busy``, which host reads do
+    not change): tile 0's operands into its bank, then per tile its psums into its output bank, the
+    command, the next tile's operands into the other bank while it runs, the wait until it is done,
+    and the read-back of its output entries.
 
     (cocotb's Icarus runner switches VCD dumping off, so the gate-level run uses its own bench.)
     Inputs change right after a falling edge (nonblocking, so the tile monitor samples the values
