@@ -478,14 +478,13 @@ class LutCore(wiring.Component):
         t1_oaddr = ctrl.t1_oaddr
         t1_saddr = ctrl.t1_saddr if c.scale == "per_group" else None
         t1_nb, t1_lastg = (ctrl.t1_nb, ctrl.t1_lastg) if c.scale == "per_channel" else (None, None)
-        wword = nwword = wgt_r.data  # the weight-plane word the lookup indexes with (nwword: table register only)
+        wword = wgt_r.data  # the weight-plane word the lookup indexes with
         if c.table_register:  # stage t2 (table register): the lookup's control and weight word one cycle later
             t2 = [Signal.like(x, name=f"t2_{x.name[3:]}") for x in (t1_valid, t1_first, t1_last, t1_fg, t1_oaddr)]
             m.d.sync += [x.eq(y) for x, y in zip(t2, (t1_valid, t1_first, t1_last, t1_fg, t1_oaddr))]
             t1_valid, t1_first, t1_last, t1_fg, t1_oaddr = t2
             wword = Signal.like(wgt_r.data, name="t2_wword")
-            nwword = Signal.like(wgt_r.data, name="t2_nwword")  # its complement: the negated half's index,
-            m.d.sync += [wword.eq(wgt_r.data), nwword.eq(~wgt_r.data)]  # in its own flip-flops (half the fan-out)
+            m.d.sync += wword.eq(wgt_r.data)
             if t1_saddr is not None:
                 t1_saddr = pipe_delay(m, t1_saddr, 1, "t2_saddr")
             if t1_nb is not None:
@@ -534,6 +533,20 @@ class LutCore(wiring.Component):
                     m.d.sync += [neg_tab[kind][r][e].eq(ar.neg(m, row_tab[r][e], f"ntab_r{r}_e{e}_n"))
                                  for r in range(tm) for e in range(E)]
             row_tab = reg_tab
+        lane_idx = {}  # table register, int: each (column, row) lane's own index registers (below)
+        if neg_tab:
+            for col in range(tn):
+                raw = wgt_r.data[col * K:(col + 1) * K]
+                for r in range(tm):
+                    # the positive and the negated half's indices ``lo`` and ``~lo`` of row r, each stored
+                    # XOR a constant of its own (the tables read in that permuted order), and the top bit
+                    # XOR r % 2: distinct flip-flops that synthesis cannot merge, so that no index register
+                    # fans out to more than one row's half (the lookup's path is routing)
+                    xp, xn = (2 * r) % E, (2 * r + 1) % E
+                    sp, sn = Signal(K - 1, name=f"t2_ip_r{r}_c{col}"), Signal(K - 1, name=f"t2_in_r{r}_c{col}")
+                    tp = Signal(name=f"t2_top_r{r}_c{col}")
+                    m.d.sync += [sp.eq(raw[:K - 1] ^ xp), sn.eq(~raw[:K - 1] ^ xn), tp.eq(raw[K - 1] ^ (r % 2))]
+                    lane_idx[col, r] = (sp, sn, tp if r % 2 == 0 else ~tp, xp, xn)
         preg = [[Signal(pb, name=f"p_r{r}_c{col}") for col in range(tn)] for r in range(tm)]
         s2_S = [Signal(eb, name=f"S_r{r}") for r in range(tm)]
         for col in range(tn):
@@ -550,9 +563,11 @@ class LutCore(wiring.Component):
                 for kind, ar in ariths:
                     name = f"l_{kind}_r{r}_c{col}"
                     tv = Signal(ar.width, name=f"{name}_t")  # the looked-up term, signed (registered: lookup_register)
-                    if kind in neg_tab:  # two E:1 muxes on the index bits, then the top bit's 2:1
-                        lo, nlo = idx[:K - 1], nwword[col * K:col * K + K - 1]
-                        lk_dom += tv.eq(Mux(top, ar._s(Array(row_tab[r])[lo]), Array(neg_tab[kind][r])[nlo]))
+                    if kind in neg_tab:  # two E:1 muxes on the lane's index registers, then the top bit's 2:1
+                        sp, sn, hi, xp, xn = lane_idx[col, r]
+                        pos = Array(row_tab[r][e ^ xp] for e in range(E))[sp]
+                        neg = Array(neg_tab[kind][r][e ^ xn] for e in range(E))[sn]
+                        lk_dom += tv.eq(Mux(hi, ar._s(pos), neg))
                     else:
                         lk_dom += tv.eq(Mux(top, ar._s(t_raw) if kind == "int" else t_raw,
                                             ar.neg(m, t_raw, f"{name}_n")))
