@@ -79,6 +79,7 @@ class LutController(wiring.Component):
 
         # lookup sequencer state
         lk_wait = Signal(range(c.pre_cycles + c.precompute_latency + 1))
+        lk_go = Signal()  # lk_wait == 0, a register (the sequencer's enable reads no compare)
         lk_done = Signal()
         sc = Signal(DIM_BITS + 3)  # cycle within the step's slot
         # cycles left to the last lookup / to the slot's end (down-counters: the ends are constant compares)
@@ -111,7 +112,7 @@ class LutController(wiring.Component):
                     mb_m2.eq(self.cmd_row_blocks == 2),
                     planes_m1.eq(cmd_planes - 1), one_group.eq(self.cmd_groups == 1), looking.eq(1),
                     look_left.eq(cmd_look - 1), slot_left.eq(Mux(cmd_look > cmd_pre, cmd_look, cmd_pre) - 1),
-                    lk_wait.eq(cmd_pre), lk_done.eq(0), sc.eq(0), s.eq(0), g.eq(0), q.eq(0), nb.eq(0),
+                    lk_wait.eq(cmd_pre), lk_go.eq(self.cmd_precomputed), lk_done.eq(0), sc.eq(0), s.eq(0), g.eq(0), q.eq(0), nb.eq(0),
                     w_base.eq(0), o_base.eq(0), tail_active.eq(0),
                     g_wrap.eq(self.cmd_groups == 1), last_step.eq((self.cmd_groups == 1) & (self.cmd_row_blocks == 1)),
                 ]
@@ -119,7 +120,7 @@ class LutController(wiring.Component):
                 m.d.sync += error.eq(1)
 
         # ---------------------------------------------------------- lookup sequencer (stage 0)
-        seq = running & (lk_wait == 0) & ~lk_done
+        seq = running & lk_go & ~lk_done
         issue = Signal()
         m.d.comb += issue.eq(seq & looking)
         # the step's flags are registers, set with the step (no counter compare on the sequencer's paths):
@@ -133,8 +134,8 @@ class LutController(wiring.Component):
             m.d.sync += looking.eq(0)
         with m.If(running):
             m.d.sync += t.eq(t + 1)
-            with m.If(lk_wait != 0):
-                m.d.sync += lk_wait.eq(lk_wait - 1)
+            with m.If(~lk_go):
+                m.d.sync += [lk_wait.eq(lk_wait - 1), lk_go.eq(lk_wait == 1)]
         with m.If(issue):
             with m.If(q == planes_m1):
                 m.d.sync += [q.eq(0), nb.eq(nb + 1)]
