@@ -1,7 +1,8 @@
 """ECP5 resources and Fmax of the LUT core's FPGA configuration, one W x A per build (issue 23 item 6).
 
 The build is ``lut-m2n8k4-ecp5``'s organisation (M2 N8 K4, symmetric tables,
-``pipeline_cycles`` 4, ``precompute_pipeline_cycles`` 4) for ONE weight x activation
+``pipeline_cycles`` 4, ``precompute_pipeline_cycles`` 4; ``--pipeline 5`` adds the table register
+stage) for ONE weight x activation
 format, with the density bench's options (``bench_lut_synth.LUT_OPTIONS``: external
 buffers, 16 entries; 2 precompute entries per cycle) and its flow (shifters premapped):
 yosys ``synth_ecp5`` + nextpnr-ecp5 (ECP5-85k, out of context, seed 1). Prints LUT4 /

@@ -283,6 +283,24 @@ def test_every_weight_x_activation_mode_matches_the_models():
 
 
 @pytest.mark.rtl
+def test_the_table_register_build_matches_the_models():
+    """pipeline_cycles 5 builds the table register stage (bank select and int negation registered before
+    the lookup, for Fmax): one cycle more of pipeline, values and cycles still exact on every mode."""
+    from rtl.lut.design import LutConfig
+
+    _icarus()
+    arch = _arch(pipeline_cycles=5)
+    cfg = LutConfig.from_params(arch.params)
+    assert cfg.table_register and cfg.lookup_register and cfg.rtl_pipeline == 5
+    assert not LutConfig.from_params(_arch(pipeline_cycles=4).params).table_register
+    items = conformance.sample_tiles(np.random.default_rng(15), arch.params, 20)
+    report, values = _run(arch, items)
+    assert report.ok, "\n" + report.summary()
+    assert len(report.tiles) == 20
+    _independent_check(arch, items, values)
+
+
+@pytest.mark.rtl
 def test_cycles_by_hand():
     """tile_m 2, tile_n 4, K 4, 4 entries/cycle: pre = ceil(2 * 8 / 4) = 4 cycles plus the preset's
     4-cycle precompute pipeline = 8, pipeline 3."""
@@ -327,6 +345,10 @@ SLOW_CONFIGS = [
     {"scale": "per_group", "scale_group": 4, "pipeline_cycles": 4, "symmetric": False, "tile_m": 3, "tile_n": 2},
     {"scale": "per_group", "scale_group": 12, "pipeline_cycles": 5, "precompute_entries_per_cycle": 2},
     {"scale": "per_channel", "pipeline_cycles": 6, "group_k": 2, "tile_k": 2, "tile_n": 3},
+    # the table register stage with scales (pipeline 3 + 2 + the scale stages), and without symmetry
+    {"scale": "per_group", "scale_group": 8, "pipeline_cycles": 6},
+    {"scale": "per_channel", "pipeline_cycles": 7},
+    {"symmetric": False, "pipeline_cycles": 5, "tile_n": 3},
 ]
 
 
@@ -404,9 +426,10 @@ def test_premapped_shifters_synthesize_to_the_same_function(tmp_path):
 @pytest.mark.slow
 @pytest.mark.long
 def test_a_thousand_random_tiles_match_the_models():
-    """1000 random tiles (every W x A mode) on the co-simulation build with the registered lookup and the
-    preset's pipelined precompute, operand writes overlapping compute: bit- and cycle-exact (the cycles
-    from the hardware counter, checked against the ports). Verilator when installed (faster), else Icarus."""
+    """1000 random tiles (every W x A mode) on the co-simulation build with the table register, the
+    registered lookup and the preset's pipelined precompute, operand and psum writes and result reads
+    overlapping compute: bit- and cycle-exact (the cycles from the hardware counter, checked against the
+    ports). Verilator when installed (faster), else Icarus."""
     from rtl.cosim import simulator_missing_reason
     from rtl.cosim.harness import run_job
     from rtl.generate import design_for
@@ -414,7 +437,7 @@ def test_a_thousand_random_tiles_match_the_models():
     sim = "verilator" if simulator_missing_reason("verilator") is None else "icarus"
     if simulator_missing_reason(sim):
         pytest.skip(simulator_missing_reason(sim))
-    arch = _arch(pipeline_cycles=4)
+    arch = _arch(pipeline_cycles=5)
     assert arch.params.precompute_pipeline_cycles > 0
     design = design_for(arch)
     items = conformance.sample_tiles(np.random.default_rng(2026), arch.params, 1000)

@@ -32,6 +32,8 @@ SMALL = {
                                        "pipeline_cycles": 2, "formats": ["fp4_er_pos", "int8", "fp16"],
                                        "weight_format": "fp4_er_pos", "activation_format": "fp16"}, None),
     "lut": (conformance.base_arch, dict(conformance.rtl_arch), None),
+    # the table register stage (pipeline 5: per-lane index registers, negated int table)
+    "lut_table_register": (conformance.base_arch, {**conformance.rtl_arch, "pipeline_cycles": 5}, None),
     "pim": ("pim-gpt-gddr6", {}, None),
     "attention": ("fusemax-edge", {"rows": 2, "cols": 2, "pe1d": 2}, None),
 }

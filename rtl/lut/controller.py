@@ -48,12 +48,17 @@ class LutController(wiring.Component):
         row_blocks = Signal(DIM_BITS)
         mb = Signal(DIM_BITS)  # row block of the lookup step
         last_step = Signal()
+        g_wrap = Signal()
         look = Signal(DIM_BITS + 3)
         # the command's limits minus one (two), taken with the command: the sequencer compares
         # its counters with registers (no subtractor on its paths)
         slot_m1, look_m1 = Signal(DIM_BITS + 3), Signal(DIM_BITS + 3)
-        groups_m1, groups_m2 = Signal(DIM_BITS), Signal(DIM_BITS + 1)
-        rb_m1, rb_m2 = Signal(DIM_BITS), Signal(DIM_BITS + 1)
+        groups_m1 = Signal(DIM_BITS)
+        # down-counters of the K-groups / row blocks left after the step's, and flags kept with them (set
+        # with the step, so that the sequencer's decisions read registers, not counter compares):
+        # g_m2 = one group left (g == groups - 2), mb_last = no row block left, mb_m2 = one left
+        g_left, mb_left = Signal(DIM_BITS), Signal(DIM_BITS)
+        g_m2, mb_last, mb_m2, two_groups = Signal(), Signal(), Signal(), Signal()
         planes_m1 = Signal(3)
         one_group = Signal()
         looking = Signal()  # the step's lookups still run in its slot (sc < look)
@@ -74,8 +79,11 @@ class LutController(wiring.Component):
 
         # lookup sequencer state
         lk_wait = Signal(range(c.pre_cycles + c.precompute_latency + 1))
+        lk_go = Signal()  # lk_wait == 0, a register (the sequencer's enable reads no compare)
         lk_done = Signal()
         sc = Signal(DIM_BITS + 3)  # cycle within the step's slot
+        # cycles left to the last lookup / to the slot's end (down-counters: the ends are constant compares)
+        look_left, slot_left = Signal(DIM_BITS + 3), Signal(DIM_BITS + 3)
         s = Signal(2 * DIM_BITS)  # step
         g = Signal(DIM_BITS)  # K-group of the step
         q = Signal(3)  # plane position (0 = MSB plane)
@@ -98,30 +106,36 @@ class LutController(wiring.Component):
                     groups.eq(self.cmd_groups), col_blocks.eq(self.cmd_col_blocks),
                     row_blocks.eq(self.cmd_row_blocks), mb.eq(0), look.eq(cmd_look),
                     slot_m1.eq(Mux(cmd_look > cmd_pre, cmd_look, cmd_pre) - 1), look_m1.eq(cmd_look - 1),
-                    groups_m1.eq(self.cmd_groups - 1), groups_m2.eq(self.cmd_groups - 2),
-                    rb_m1.eq(self.cmd_row_blocks - 1), rb_m2.eq(self.cmd_row_blocks - 2),
+                    groups_m1.eq(self.cmd_groups - 1), g_left.eq(self.cmd_groups - 1),
+                    mb_left.eq(self.cmd_row_blocks - 1), two_groups.eq(self.cmd_groups == 2),
+                    g_m2.eq(self.cmd_groups == 2), mb_last.eq(self.cmd_row_blocks == 1),
+                    mb_m2.eq(self.cmd_row_blocks == 2),
                     planes_m1.eq(cmd_planes - 1), one_group.eq(self.cmd_groups == 1), looking.eq(1),
-                    lk_wait.eq(cmd_pre), lk_done.eq(0), sc.eq(0), s.eq(0), g.eq(0), q.eq(0), nb.eq(0),
+                    look_left.eq(cmd_look - 1), slot_left.eq(Mux(cmd_look > cmd_pre, cmd_look, cmd_pre) - 1),
+                    lk_wait.eq(cmd_pre), lk_go.eq(self.cmd_precomputed), lk_done.eq(0), sc.eq(0), s.eq(0), g.eq(0), q.eq(0), nb.eq(0),
                     w_base.eq(0), o_base.eq(0), tail_active.eq(0),
+                    g_wrap.eq(self.cmd_groups == 1), last_step.eq((self.cmd_groups == 1) & (self.cmd_row_blocks == 1)),
                 ]
             with m.Else():
                 m.d.sync += error.eq(1)
 
         # ---------------------------------------------------------- lookup sequencer (stage 0)
-        seq = running & (lk_wait == 0) & ~lk_done
+        seq = running & lk_go & ~lk_done
         issue = Signal()
         m.d.comb += issue.eq(seq & looking)
-        g_wrap = Signal()
-        m.d.comb += [g_wrap.eq(g == groups_m1), last_step.eq((mb == rb_m1) & g_wrap)]  # counters: no multiplier
+        # the step's flags are registers, set with the step (no counter compare on the sequencer's paths):
+        # g_wrap = (g == groups - 1), last_step = g_wrap & (mb == row_blocks - 1)
+        next_last = Signal()  # the step after this one is the tile's last
+        m.d.comb += next_last.eq(Mux(g_wrap, mb_m2 & one_group, mb_last & g_m2))
         look_end, slot_end = Signal(), Signal()
-        m.d.comb += [look_end.eq(sc == look_m1), slot_end.eq(sc == slot_m1)]
+        m.d.comb += [look_end.eq(look_left == 0), slot_end.eq(slot_left == 0)]
         last_issue = issue & last_step & look_end
         with m.If(issue & look_end):
             m.d.sync += looking.eq(0)
         with m.If(running):
             m.d.sync += t.eq(t + 1)
-            with m.If(lk_wait != 0):
-                m.d.sync += lk_wait.eq(lk_wait - 1)
+            with m.If(~lk_go):
+                m.d.sync += [lk_wait.eq(lk_wait - 1), lk_go.eq(lk_wait == 1)]
         with m.If(issue):
             with m.If(q == planes_m1):
                 m.d.sync += [q.eq(0), nb.eq(nb + 1)]
@@ -130,13 +144,17 @@ class LutController(wiring.Component):
         with m.If(last_issue):
             m.d.sync += [lk_done.eq(1), tail_active.eq(1), tail.eq(c.pipeline_cycles)]
         with m.Elif(seq & slot_end):
-            m.d.sync += [sc.eq(0), q.eq(0), nb.eq(0), s.eq(s + 1), looking.eq(1)]
+            m.d.sync += [sc.eq(0), q.eq(0), nb.eq(0), s.eq(s + 1), looking.eq(1), last_step.eq(next_last),
+                         look_left.eq(look_m1), slot_left.eq(slot_m1)]
             with m.If(g_wrap):
-                m.d.sync += [g.eq(0), mb.eq(mb + 1), w_base.eq(0), o_base.eq(o_base + col_blocks)]
+                m.d.sync += [g.eq(0), mb.eq(mb + 1), w_base.eq(0), o_base.eq(o_base + col_blocks),
+                             g_wrap.eq(one_group), g_left.eq(groups_m1), g_m2.eq(two_groups),
+                             mb_left.eq(mb_left - 1), mb_last.eq(mb_m2), mb_m2.eq(mb_left == 2)]
             with m.Else():
-                m.d.sync += [g.eq(g + 1), w_base.eq(w_base + look)]
+                m.d.sync += [g.eq(g + 1), w_base.eq(w_base + look), g_wrap.eq(g_m2), g_left.eq(g_left - 1),
+                             g_m2.eq(g_left == 2)]
         with m.Elif(seq):
-            m.d.sync += sc.eq(sc + 1)
+            m.d.sync += [sc.eq(sc + 1), look_left.eq(look_left - 1), slot_left.eq(slot_left - 1)]
 
         done = Signal()
         m.d.comb += done.eq(tail_active & (tail == 1))
@@ -175,8 +193,6 @@ class LutController(wiring.Component):
         # ``pre_go`` is that cycle, registered one cycle ahead from the sequencer's next state: the
         # generators and the table write enables see registers only.
         pre_go = self.pre_go
-        next_last = Signal()  # the step after this one is the tile's last
-        m.d.comb += next_last.eq(Mux(g_wrap, (mb == rb_m2) & one_group, (mb == rb_m1) & (g == groups_m2)))
         first_look = running & (lk_wait == 1) & (sc == 0) & ~last_step  # step 0's lookups start next cycle
         advance = seq & slot_end & ~last_step  # the next step's lookups start next cycle
         m.d.sync += pre_go.eq(~precomp & (first_look | (advance & ~next_last)))

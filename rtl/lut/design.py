@@ -49,6 +49,7 @@ from rtl.lut.config import AFMT, DIM_BITS, PLANES, WFMT  # noqa: F401 - re-expor
 from rtl.lut.controller import LutController
 from rtl.lut.precompute import PrecomputeUnit
 from rtl.lib.fp import fp32_mul_finite as fp32_mul, int_to_fp32
+from rtl.lib.pipe import delay as pipe_delay
 
 BUFS = {"act": 0, "weight": 1, "out": 2, "table": 3, "scale": 4}
 #: the RTL's own pipeline: weight read, lookup + shift-add, r + accumulator read, accumulator write
@@ -181,8 +182,17 @@ class LutConfig:
         return self.pipeline_cycles >= RTL_PIPELINE + 1 + SCALE_STAGES[self.scale]
 
     @property
+    def table_register(self) -> bool:
+        """A register stage before the lookup (with :attr:`lookup_register`), built when
+        ``pipeline_cycles`` has room for both: the step's table is selected (bank or table buffer),
+        negated (int) and registered with the weight word, so that the lookup stage is only the
+        index's 2 x E:1 mux into the lookup register (the bank select's fan-out to every lane and the
+        negation's carry chain leave the lookup path)."""
+        return self.pipeline_cycles >= RTL_PIPELINE + 2 + SCALE_STAGES[self.scale]
+
+    @property
     def rtl_pipeline(self) -> int:
-        return RTL_PIPELINE + SCALE_STAGES[self.scale] + int(self.lookup_register)
+        return RTL_PIPELINE + SCALE_STAGES[self.scale] + int(self.lookup_register) + int(self.table_register)
 
     @property
     def data_bits(self) -> int:
@@ -203,6 +213,8 @@ class LutConfig:
         d.update(entries=self.entries, pre_cycles=self.pre_cycles, entry_bits=self.entry_bits,
                  p_bits=self.p_bits, act_bits=self.act_bits, acc_bits=ACC_BITS, rtl_pipeline=self.rtl_pipeline,
                  lookup_register=self.lookup_register)
+        if self.table_register:  # (builds without it keep their description and Verilog header)
+            d["table_register"] = True
         return d
 
 
@@ -226,7 +238,8 @@ def host_ports(c: LutConfig) -> dict:
     """The host's buffer write / output read ports of a build with its own buffers."""
     return {"wr_en": In(1), "wr_buf": In(3 if c.scale != "none" else 2), "wr_bank": In(1),
             "wr_addr": In(c.addr_bits), "wr_data": In(c.data_bits),
-            "rd_en": In(1), "rd_addr": In(c.addr_bits), "rd_data": Out(c.out_word), "wr_ready": Out(1)}
+            "rd_en": In(1), "rd_addr": In(c.addr_bits), "rd_data": Out(c.out_word), "wr_ready": Out(1),
+            "rd_bank": In(1), "rd_ready": Out(1)}
 
 
 def lut_signature(c: LutConfig) -> dict:
@@ -266,13 +279,16 @@ class OperandBuffer(wiring.Component):
 
 class LutBuffers(wiring.Component):
     """The core's own buffers around its datapath: two-bank operand buffers (act, weight, table,
-    scale: the running tile reads bank ``bank``, the host writes bank ``wr_bank``) and the output
-    buffer (the datapath's accumulators; the host reads it while no tile runs, and writes psums).
+    scale: the running tile reads bank ``bank``, the host writes bank ``wr_bank``) and a two-bank
+    output buffer (the running tile accumulates in bank ``bank``; the host writes psums into bank
+    ``wr_bank`` and reads results from bank ``rd_bank``).
 
     Ports: :func:`host_ports`, the datapath's :func:`buffer_ports` flipped, ``busy`` (a tile runs)
-    and ``write_error`` (sticky: a host write refused). Operand writes are taken while a tile runs,
-    into the bank it does not read; a write into its bank, or into the output buffer, while it runs
-    is refused (dropped, ``write_error``)."""
+    and ``write_error`` (sticky: a host write refused). While a tile runs, the host's writes and
+    reads of the banks it does not use are taken (the overlap of loads and stores with compute the
+    models assume: the mapper's two slots per operand); a write into its bank (or into the output
+    buffer in a cycle the datapath writes it) is refused (dropped, ``write_error``; ``wr_ready`` low),
+    a read of its output bank waits (``rd_ready`` low)."""
 
     def __init__(self, cfg: LutConfig):
         self.cfg = cfg
@@ -292,7 +308,9 @@ class LutBuffers(wiring.Component):
         c = self.cfg
         m = Module()
         running = self.busy
-        m.d.comb += self.wr_ready.eq(~(running & ((self.wr_buf == BUFS["out"]) | (self.wr_bank == self.bank))))
+        to_out = self.wr_buf == BUFS["out"]
+        m.d.comb += [self.wr_ready.eq(~(running & (self.wr_bank == self.bank)) & ~(to_out & self.out_we)),
+                     self.rd_ready.eq(~(running & (self.rd_bank == self.bank)))]
         refused = self.wr_en & ~self.wr_ready
         host_wr = self.wr_en & ~refused
         with m.If(refused):
@@ -302,16 +320,20 @@ class LutBuffers(wiring.Component):
             m.d.comb += [buf.bank.eq(self.bank), buf.w_bank.eq(self.wr_bank), buf.w_addr.eq(self.wr_addr),
                          buf.w_data.eq(self.wr_data), buf.w_en.eq(host_wr & (self.wr_buf == BUFS[name])),
                          buf.r_addr.eq(getattr(self, f"{name}_raddr")), getattr(self, f"{name}_rdata").eq(buf.r_data)]
-        m.submodules.out_buf = obuf = Memory(shape=c.out_word, depth=c.out_depth, init=[])
-        out_w, out_r = obuf.write_port(), obuf.read_port()
-        # the datapath reads the accumulators while a tile runs, the host otherwise
-        m.d.comb += [out_r.addr.eq(Mux(running, self.out_raddr, self.rd_addr)), out_r.en.eq(running | self.rd_en),
-                     self.out_rdata.eq(out_r.data), self.rd_data.eq(out_r.data)]
+        # two banks (the bank is the top address bit): the datapath's read port (its tile's bank, while
+        # it runs) and the host's (bank rd_bank); one write port, the datapath's writes first
+        ob = _bits(c.out_depth)
+        m.submodules.out_buf = obuf = Memory(shape=c.out_word, depth=2 << ob, init=[])
+        out_w, out_r, host_r = obuf.write_port(), obuf.read_port(), obuf.read_port()
+        m.d.comb += [out_r.addr.eq(Cat(self.out_raddr, self.bank)), out_r.en.eq(running | self.rd_en),
+                     self.out_rdata.eq(out_r.data),
+                     host_r.addr.eq(Cat(self.rd_addr[:ob], self.rd_bank)), host_r.en.eq(self.rd_en),
+                     self.rd_data.eq(host_r.data)]
         with m.If(self.out_we):
-            m.d.comb += [out_w.addr.eq(self.out_waddr), out_w.data.eq(self.out_wdata), out_w.en.eq(1)]
+            m.d.comb += [out_w.addr.eq(Cat(self.out_waddr, self.bank)), out_w.data.eq(self.out_wdata), out_w.en.eq(1)]
         with m.Else():
-            m.d.comb += [out_w.addr.eq(self.wr_addr), out_w.data.eq(self.wr_data),
-                         out_w.en.eq(host_wr & (self.wr_buf == BUFS["out"]))]
+            m.d.comb += [out_w.addr.eq(Cat(self.wr_addr[:ob], self.wr_bank)), out_w.data.eq(self.wr_data),
+                         out_w.en.eq(host_wr & to_out)]
         return m
 
 
@@ -454,6 +476,19 @@ class LutCore(wiring.Component):
                      wgt_r.addr.eq(ctrl.w_addr), tab_r.addr.eq(ctrl.tab_addr)]
         t1_valid, t1_first, t1_last, t1_bank, t1_fg = ctrl.t1_valid, ctrl.t1_first, ctrl.t1_last, ctrl.t1_bank, ctrl.t1_fg
         t1_oaddr = ctrl.t1_oaddr
+        t1_saddr = ctrl.t1_saddr if c.scale == "per_group" else None
+        t1_nb, t1_lastg = (ctrl.t1_nb, ctrl.t1_lastg) if c.scale == "per_channel" else (None, None)
+        wword = wgt_r.data  # the weight-plane word the lookup indexes with
+        if c.table_register:  # stage t2 (table register): the lookup's control and weight word one cycle later
+            t2 = [Signal.like(x, name=f"t2_{x.name[3:]}") for x in (t1_valid, t1_first, t1_last, t1_fg, t1_oaddr)]
+            m.d.sync += [x.eq(y) for x, y in zip(t2, (t1_valid, t1_first, t1_last, t1_fg, t1_oaddr))]
+            t1_valid, t1_first, t1_last, t1_fg, t1_oaddr = t2
+            wword = Signal.like(wgt_r.data, name="t2_wword")
+            m.d.sync += wword.eq(wgt_r.data)
+            if t1_saddr is not None:
+                t1_saddr = pipe_delay(m, t1_saddr, 1, "t2_saddr")
+            if t1_nb is not None:
+                t1_nb, t1_lastg = pipe_delay(m, t1_nb, 1, "t2_nb"), pipe_delay(m, t1_lastg, 1, "t2_lastg")
         lk_dom = m.d.sync if c.lookup_register else m.d.comb  # t1 -> s1: a register or a wire
         s1_valid, s1_first, s1_last, s1_fg = Signal(), Signal(), Signal(), Signal()
         s1_oaddr = Signal.like(t1_oaddr)
@@ -463,12 +498,12 @@ class LutCore(wiring.Component):
         if c.scale == "per_group":
             s1_saddr, s2_saddr = (Signal(range(c.scale_depth), name=f"{x}_saddr") for x in ("s1", "s2"))
             m.d.sync += s2_saddr.eq(s1_saddr)
-            lk_dom += s1_saddr.eq(ctrl.t1_saddr)
+            lk_dom += s1_saddr.eq(t1_saddr)
         if c.scale == "per_channel":
             s1_nb, s2_nb = (Signal(range(c.out_depth), name=f"{x}_nb") for x in ("s1", "s2"))
             s1_lastg, s2_lastg, s3_lastg = Signal(), Signal(), Signal()
             m.d.sync += [s2_nb.eq(s1_nb), s2_lastg.eq(s1_lastg), s3_lastg.eq(s2_lastg)]
-            lk_dom += [s1_nb.eq(ctrl.t1_nb), s1_lastg.eq(ctrl.t1_lastg)]
+            lk_dom += [s1_nb.eq(t1_nb), s1_lastg.eq(t1_lastg)]
 
         # ---------------------------------------------------------- precompute unit
         m.submodules.precompute = pre = PrecomputeUnit(c)
@@ -488,10 +523,34 @@ class LutCore(wiring.Component):
                                      Mux(t1_bank, tables[1][r][e], tables[0][r][e])))
                 entries.append(v)
             row_tab.append(entries)
+        neg_tab = {}  # table register: the int entries negated, registered beside them
+        if c.table_register:
+            reg_tab = [[Signal(eb, name=f"tab_r{r}_e{e}") for e in range(E)] for r in range(tm)]
+            m.d.sync += [reg_tab[r][e].eq(row_tab[r][e]) for r in range(tm) for e in range(E)]
+            for kind, ar in ariths:
+                if kind == "int" and c.symmetric:
+                    neg_tab[kind] = [[Signal(ar.width, name=f"ntab_r{r}_e{e}") for e in range(E)] for r in range(tm)]
+                    m.d.sync += [neg_tab[kind][r][e].eq(ar.neg(m, row_tab[r][e], f"ntab_r{r}_e{e}_n"))
+                                 for r in range(tm) for e in range(E)]
+            row_tab = reg_tab
+        lane_idx = {}  # table register, int: each (column, row) lane's own index registers (below)
+        if neg_tab:
+            for col in range(tn):
+                raw = wgt_r.data[col * K:(col + 1) * K]
+                for r in range(tm):
+                    # the positive and the negated half's indices ``lo`` and ``~lo`` of row r, each stored
+                    # XOR a constant of its own (the tables read in that permuted order), and the top bit
+                    # XOR r % 2: distinct flip-flops that synthesis cannot merge, so that no index register
+                    # fans out to more than one row's half (the lookup's path is routing)
+                    xp, xn = (2 * r) % E, (2 * r + 1) % E
+                    sp, sn = Signal(K - 1, name=f"t2_ip_r{r}_c{col}"), Signal(K - 1, name=f"t2_in_r{r}_c{col}")
+                    tp = Signal(name=f"t2_top_r{r}_c{col}")
+                    m.d.sync += [sp.eq(raw[:K - 1] ^ xp), sn.eq(~raw[:K - 1] ^ xn), tp.eq(raw[K - 1] ^ (r % 2))]
+                    lane_idx[col, r] = (sp, sn, tp if r % 2 == 0 else ~tp, xp, xn)
         preg = [[Signal(pb, name=f"p_r{r}_c{col}") for col in range(tn)] for r in range(tm)]
         s2_S = [Signal(eb, name=f"S_r{r}") for r in range(tm)]
         for col in range(tn):
-            idx = wgt_r.data[col * K:(col + 1) * K]
+            idx = wword[col * K:(col + 1) * K]
             if c.symmetric:
                 top = idx[K - 1]
                 local = Mux(top, idx[:K - 1], ~idx[:K - 1]) if K > 1 else Const(0, 1)
@@ -504,8 +563,14 @@ class LutCore(wiring.Component):
                 for kind, ar in ariths:
                     name = f"l_{kind}_r{r}_c{col}"
                     tv = Signal(ar.width, name=f"{name}_t")  # the looked-up term, signed (registered: lookup_register)
-                    lk_dom += tv.eq(Mux(top, ar._s(t_raw) if kind == "int" else t_raw,
-                                        ar.neg(m, t_raw, f"{name}_n")))
+                    if kind in neg_tab:  # two E:1 muxes on the lane's index registers, then the top bit's 2:1
+                        sp, sn, hi, xp, xn = lane_idx[col, r]
+                        pos = Array(row_tab[r][e ^ xp] for e in range(E))[sp]
+                        neg = Array(neg_tab[kind][r][e ^ xn] for e in range(E))[sn]
+                        lk_dom += tv.eq(Mux(hi, ar._s(pos), neg))
+                    else:
+                        lk_dom += tv.eq(Mux(top, ar._s(t_raw) if kind == "int" else t_raw,
+                                            ar.neg(m, t_raw, f"{name}_n")))
                     if c.max_planes == 1:  # int1-only build: one plane, no shift-add
                         new[kind] = tv
                     else:

@@ -4,10 +4,10 @@
 (:mod:`rtl.lut.host`), directly on its streams or, with ``job["host"] ==
 "axi"``, through the AXI wrapper's bus functional models. Tile i reads operand
 bank ``i % 2``: its operand entries (activations, weight planes, precomputed
-tables, scales; :meth:`rtl.lut.rtl_design.LutDesign.encode`) are written into
-that bank while tile i - 1 runs (tile 0's before it), its initial partial sums
-into the output buffer once tile i - 1's results are read; then the command is
-issued and, when the engine is idle, the output entries are read back.
+tables, scales; :meth:`rtl.lut.rtl_design.LutDesign.encode`) and its initial
+partial sums (output bank ``i % 2``) are written while tile i - 1 runs (tile 0's
+before it), after tile i - 2's results were read from that output bank; a tile's
+results are read back while the next tile runs (the last one's at the end).
 
 A tile's cycles are the engine's hardware counter ``tile_cycles``; on the
 direct host a monitor also measures them on the ports (``tile_start`` ..
@@ -15,6 +15,8 @@ direct host a monitor also measures them on the ports (``tile_start`` ..
 :func:`rtl.cosim.direct_host.host_for`'s.
 """
 from __future__ import annotations
+
+from cocotb.triggers import RisingEdge
 
 from rtl.cosim.direct_host import host_for
 from rtl.lut.design import BUFS
@@ -41,23 +43,34 @@ async def run_job(dut, job: dict) -> dict:
     problem = await host.start(job["rd_bits"])
     if problem:
         return {"error": problem, "tiles": []}
-    tiles, out_buf, ab = job["tiles"], job["out_buf"], job["addr_bits"]
+    tiles, out_buf, ab, ob = job["tiles"], job["out_buf"], job["addr_bits"], job["out_addr_bits"]
+    timings: list = []
     results = []
 
-    def operands(tile):
-        return [w for w in tile["writes"] if w[0] != out_buf]
+    def entries(tile):  # operands first, then the psums (into the same bank of the output buffer)
+        return ([w for w in tile["writes"] if w[0] != out_buf] + [w for w in tile["writes"] if w[0] == out_buf])
+
+    async def read_back(k):
+        bank = tiles[k]["cmd"]["bank"]
+        words = await host.read_rows(bank << ob, tiles[k]["out_entries"])
+        results.append({"out": words, "cycles": timings[k]["cycles"], "port_cycles": timings[k].get("port_cycles")})
 
     if tiles:
-        await _write(host, operands(tiles[0]), tiles[0]["cmd"]["bank"], ab)
+        await _write(host, entries(tiles[0]), tiles[0]["cmd"]["bank"], ab)
     for i, tile in enumerate(tiles):
-        await _write(host, [w for w in tile["writes"] if w[0] == out_buf], 0, ab)
         host.begin_batch()
         await host.issue(tile["cmd"])
-        if i + 1 < len(tiles):  # the next tile's operands, into the other bank while this one runs
-            await _write(host, operands(tiles[i + 1]), tiles[i + 1]["cmd"]["bank"], ab)
+        # while tile i runs: tile i - 1's results out of, then tile i + 1's operands and psums into, the
+        # other banks (the overlap of stores and loads with compute that the models assume)
+        if i:
+            await read_back(i - 1)
+        if i + 1 < len(tiles):
+            await _write(host, entries(tiles[i + 1]), tiles[i + 1]["cmd"]["bank"], ab)
         if not await host.wait_idle(100000):
             return {"error": f"design still busy after tile {i}'s command", "tiles": results}
         (timing,) = await host.batch_timing(1)  # port_cycles: on the direct host only
-        words = await host.read_rows(0, tile["out_entries"])
-        results.append({"out": words, "cycles": timing["cycles"], "port_cycles": timing.get("port_cycles")})
+        timings.append(timing)
+        await RisingEdge(dut.clk)  # a beat starts after a rising edge (waiting for idle ends at a falling one)
+    if tiles:
+        await read_back(len(tiles) - 1)
     return {"tiles": results, **(await host.finish())}

@@ -69,10 +69,12 @@ def _write_steps(writes: list, bank: int, db: int) -> list[str]:
 
 
 def job_testbench(cfg, job: dict) -> str:
-    """A plain Verilog testbench that replays a co-simulation job on the wrapper exactly as
-    :func:`rtl.lut.driver.run_job` does on the host streams: tile 0's operands into its bank, then per
-    tile its psums into the output buffer, the command, the next tile's operands into the other bank
-    while it runs, the wait until it is done, and the read-back of its output entries.
+    """A plain Verilog testbench that replays a co-simulation job on the wrapper as
+    :func:`rtl.lut.driver.run_job` does on the host streams, except that a tile's results are read
+    back after it instead of during the next tile (the energy window is ``busy``, which host reads do
+    not change): tile 0's operands into its bank, then per tile its psums into its output bank, the
+    command, the next tile's operands into the other bank while it runs, the wait until it is done,
+    and the read-back of its output entries.
 
     (cocotb's Icarus runner switches VCD dumping off, so the gate-level run uses its own bench.)
     Inputs change right after a falling edge (nonblocking, so the tile monitor samples the values
@@ -91,7 +93,7 @@ def job_testbench(cfg, job: dict) -> str:
     if tiles:
         steps += _write_steps(operands(tiles[0]), tiles[0]["cmd"]["bank"], db)
     for i, tile in enumerate(tiles):
-        steps += _write_steps([w for w in tile["writes"] if w[0] == out_buf], 0, db)
+        steps += _write_steps([w for w in tile["writes"] if w[0] == out_buf], tile["cmd"]["bank"], db)
         steps.append("    wr_en <= 0; " + " ".join(f"cmd_{k} <= {v};" for k, v in tile["cmd"].items())
                      + " cmd_valid <= 1; @(negedge clk); cmd_valid <= 0;")
         if i + 1 < len(tiles):  # the next tile's operands, into the other bank while this one runs
@@ -101,7 +103,8 @@ def job_testbench(cfg, job: dict) -> str:
         steps.append('    if (budget == 0) begin $fdisplay(f, "stuck"); $finish; end')
         steps.append('    $fdisplay(f, "hw %0d", tile_cycles);')
         for a in range(tile["out_entries"]):
-            steps.append(f'    rd_en <= 1; rd_addr <= {a}; @(negedge clk); #1; $fdisplay(f, "out %h", rd_data);')
+            steps.append(f'    rd_en <= 1; rd_bank <= {tile["cmd"]["bank"]}; rd_addr <= {a}; @(negedge clk); #1; '
+                         '$fdisplay(f, "out %h", rd_data);')
         steps.append('    rd_en <= 0; $fdisplay(f, "tile");')
     decls, conns = [], []
     for name, member in sig.items():

@@ -129,21 +129,23 @@ class PrecomputeUnit(wiring.Component):
         active = Signal()
         pc = Signal(range(c.pre_cycles + 1))  # cycle of the build
         ps = Signal(32)  # step being built
+        n_gen = min(rate, tm * E)
+        # generator i's entry f_i = pc * rate + i, counted in its own register (no adder before the row select)
+        fs = [Signal(range(c.pre_cycles * rate + rate + 1), name=f"gen{i}_f", init=i) for i in range(n_gen)]
         with m.If(self.restart):
-            m.d.sync += [active.eq(self.build), pc.eq(0), ps.eq(0)]
+            m.d.sync += [active.eq(self.build), pc.eq(0), ps.eq(0)] + [f.eq(i) for i, f in enumerate(fs)]
         pre_act = active | self.go
         m.d.comb += self.act_addr.eq(ps)
         with m.If(pre_act & ~self.restart):
-            with m.If(pc + 1 < c.pre_cycles):
-                m.d.sync += [pc.eq(pc + 1), active.eq(1)]
+            with m.If(pc != c.pre_cycles - 1):  # (pc + 1 < pre_cycles: pc never exceeds pre_cycles - 1)
+                m.d.sync += [pc.eq(pc + 1), active.eq(1)] + [f.eq(f + rate) for f in fs]
             with m.Else():  # this step's tables are done: rest at the next step's start
-                m.d.sync += [pc.eq(0), ps.eq(ps + 1), active.eq(0)]
+                m.d.sync += [pc.eq(0), ps.eq(ps + 1), active.eq(0)] + [f.eq(i) for i, f in enumerate(fs)]
         rows = Array(self.act_data[r * K * ab:(r + 1) * K * ab] for r in range(tm))
         lb = (E - 1).bit_length() if E > 1 else 0
         outs = []
-        for i in range(min(rate, tm * E)):
-            f_i = Signal(range(c.pre_cycles * rate + rate + 1), name=f"gen{i}_f")
-            m.d.comb += f_i.eq(pc * rate + i)
+        for i in range(n_gen):
+            f_i = fs[i]
             local = f_i[:lb] if lb else Const(0, 1)
             gen = TableGenerator(K, ab, eb, c.p_bits if c.has_int else None, c.has_fp, c.precompute_latency)
             m.submodules[f"gen{i}"] = gen

@@ -11,7 +11,7 @@ import numpy as np
 from archsim.errors import SpecError
 from rtl.design import Port, RtlDesign, TileModels
 from rtl.lib.host import HOST_PORT_DOCS, payload_shape
-from rtl.lut.design import ACC_BITS, AFMT, BUFS, WFMT, LutConfig, LutCore, lut_signature
+from rtl.lut.design import ACC_BITS, AFMT, BUFS, WFMT, LutConfig, LutCore, _bits, lut_signature
 from rtl.lut.host import LutEngine, command_layout, engine_signature
 from rtl.design import pack_lanes
 
@@ -30,11 +30,14 @@ PORT_DOCS = {
     "cmd_bank": "operand bank the tile reads (activations, weight planes, tables, scales: two banks each)",
     "bank": "external_buffers: the operand bank the running tile reads (cmd_bank, taken with the command): the "
             "external operand buffers' read bank",
-    "wr_en": "write one entry of the buffer selected by wr_buf; while a tile runs only into the operand bank it "
-             "does not read (a write into its bank or into the output buffer is dropped and sets error)",
-    "wr_bank": "operand bank of the write (ignored for the output buffer)",
-    "wr_ready": "a write now would be taken (low while a tile runs and wr_buf / wr_bank name its bank or the "
-                "output buffer)",
+    "wr_en": "write one entry of the buffer selected by wr_buf; while a tile runs only into the banks it does not "
+             "use (a write into its bank, or into the output buffer while the datapath writes it, is dropped and "
+             "sets error)",
+    "wr_bank": "bank of the write (operand buffers and the output buffer have two each)",
+    "wr_ready": "a write now would be taken (low while a tile runs and wr_bank names its bank, or wr_buf the "
+                "output buffer in a cycle the datapath writes it)",
+    "rd_bank": "output bank of the read",
+    "rd_ready": "a read now would be taken (low while a tile runs and rd_bank names its output bank)",
     "wr_buf": "0 activations, 1 weight planes, 2 output, 3 precomputed tables, 4 scales (scale builds)",
     "wr_addr": "buffer address",
     "wr_data": "the entry (layouts in docs/lut_rtl.md), low bits first",
@@ -72,7 +75,7 @@ ENGINE_PORT_DOCS = {
     "wr__payload": "buf (0 activations, 1 weight planes, 2 output, 3 tables, 4 scales), addr (its top bit: the "
                    "operand bank), data (one entry, layouts in docs/lut_rtl.md); while a tile runs, a write into "
                    "its bank or into the output buffer waits",
-    "rd_addr__ready": "high when no tile runs and no result waits",
+    "rd_addr__ready": "high when no result waits and the address's bank (its top bit) is not the running tile's",
     "tile_start": "high in tile-local cycle 0 (debug; the host interface does not need it)",
 }
 
@@ -219,6 +222,7 @@ class LutDesign(RtlDesign):
         layouts = {name: [(f, field.offset, field.width) for f, field in payload_shape(sig.members[name])]
                    for name in ("cmd", "wr")}
         return {"driver": self.driver, "tiles": tiles, "out_buf": BUFS["out"], "addr_bits": c.addr_bits,
+                "out_addr_bits": _bits(c.out_depth),
                 "rd_bits": c.out_word, "command_layout": layouts["cmd"], "write_layout": layouts["wr"]}
 
     # cycles: the hardware counter, checked against the ports where the host sees them

@@ -60,7 +60,9 @@ class LutParams(TemplateParams):
     scale_group : int
         Weights per scale group along K (a multiple of ``group_k``).
     pipeline_cycles : int
-        Fixed latency of the lookup / shift-add pipeline added to every tile.
+        Fixed latency of the lookup / shift-add pipeline added to every tile. The RTL (rtl/lut) has
+        3 stages (+ 1 per_group, + 2 per_channel); a cycle more builds its registered lookup, two
+        more also its table register (for Fmax: docs/lut_rtl.md).
     precompute_pipeline_cycles : int
         Latency of the precompute unit (its pipeline depth): a step's tables
         are complete ``pre + precompute_pipeline_cycles`` cycles after its
