@@ -127,3 +127,22 @@ def test_irregular_mac_spacing_exercises_every_forwarding_distance():
     ref = np.array([[_reference_row(w[0, r], x, BF16.column_elements, 4) for r in range(rows)]], F)
     assert rtl.view(np.uint32).tolist() == ref.view(np.uint32).tolist()
     assert ref.view(np.uint32).tolist() == gemv_dot(w, x, BF16.column_elements, "bf16", 4).view(np.uint32).tolist()
+
+
+def test_p8_reduction_longer_than_tcl_is_cycle_exact():
+    """P = 8 on tCL 14: the reduction takes 2 + 3 x 8 = 26 cycles, so the RDACC's data come 12 cycles
+    after tCL and the models charge them (the second tile's GBWRs follow an RDACC: the turnaround)."""
+    p = dataclasses.replace(BF16, accumulator_interleave=8)
+    assert p.rdacc_latency == 26
+    items = cosim_items(p, "random", tiles=3, seed=12, max_stream=4)
+    rng = np.random.default_rng(8)
+    w = to_bf16((rng.standard_normal((1, 10, 70)) * np.exp2(rng.integers(-8, 9, (1, 10, 70)))).astype(F))
+    x = to_bf16(rng.standard_normal(70).astype(F))
+    items.append((PimTile("gemv", rows=10, k=70, banks=1, ref_due=1 << 40), {"weight": w, "input": x}))
+    report = run_cosim(p, items)
+    assert report.ok, "\n" + report.summary()
+    ref = np.array([[_reference_row(w[0, r], x, p.column_elements, 8) for r in range(10)]], F)
+    design = design_for(p)
+    run = run_job(design.verilog(), design.toplevel, design.make_job(items[-1:]))
+    rtl = design.rtl_values(items[-1][0], run.result["streams"][0]).astype(F)
+    assert rtl.view(np.uint32).tolist() == ref.view(np.uint32).tolist()

@@ -19,8 +19,8 @@ added into its accumulator at the edge ``tCL + mac_pipeline_cycles - 1`` cycles 
 datapath's pipeline fits in that time (``mac_latency <= tCL + mac_pipeline_cycles - 2``); the array
 answers in the rest. int8: exact products, int32 wrap; bf16: fp32 products, fp32 tree and
 accumulators, round to nearest even (:mod:`rtl.lib`). The first MAC after an RDACC starts a new
-group: the accumulators restart from zero. An RDACC's column is on ``out_data`` ``tCL`` cycles
-after the command.
+group: the accumulators restart from zero. An RDACC's column is on ``out_data`` ``rdacc_latency`` cycles
+after the command (``tCL``, or the interleaved partials' reduction when longer: the models charge it).
 """
 from __future__ import annotations
 
@@ -183,8 +183,8 @@ class PimBankUnit(wiring.Component):
                          accu.pre_part.eq(part[T - 2]), accu.pre_first.eq(first[T - 2]), accu.pre2_idx.eq(a[T - 3])]
             read_latency = accu.read_latency
             assert read_latency == p.rdacc_reduction_cycles, "the RTL's RDACC reduction differs from the models'"
-        # RDACC: the column is presented tCL cycles after the command
-        extra = p.tCL - read_latency
+        # RDACC: the column is presented rdacc_latency (tCL, or the reduction when longer) after the command
+        extra = p.rdacc_latency - read_latency
         m.d.comb += [self.out_valid.eq(delay(m, accu.rd_valid, extra, "out_v")),
                      self.out_data.eq(delay(m, accu.rd_data, extra, "out_d"))]
         return m

@@ -37,8 +37,8 @@ AT_BITS = 24
 
 
 def tile_gap(p) -> int:
-    """Idle cycles between two tiles (the bank's timing state settles: tCL + tRP + tRFC + 4)."""
-    return p.tCL + p.tRP + p.tRFC + 4
+    """Idle cycles between two tiles (the bank's timing state settles: rdacc_latency + tRP + tRFC + 4)."""
+    return p.rdacc_latency + p.tRP + p.tRFC + 4
 
 
 def command_layout(p, staging_cols: int) -> data.StructLayout:

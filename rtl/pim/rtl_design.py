@@ -37,7 +37,8 @@ PORT_DOCS = {
     "dram_rdata": "the DRAM array's answer: the column asked for, array_latency cycles after dram_rd is high "
                   "(tCL + mac_pipeline_cycles - 2 - mac_latency; both in the manifest's params); a channel: every "
                   "bank's column, bank b at bits [b*W, (b+1)*W)",
-    "out_valid": "out_data holds an accumulator column (tCL cycles after its RDACC)",
+    "out_valid": "out_data holds an accumulator column (rdacc_latency cycles after its RDACC: tCL, or the "
+                 "interleaved partials' reduction when longer)",
     "out_data": "column_bytes // 4 accumulators (int32 or fp32 bits), accumulator c*lanes + i at bits [32i, 32i+32)",
     "ready": "the bank is closed, tRP has passed since PRE and tRFC since REF (it may take an ACT)",
     "busy": "an RD-MAC is in flight (its column has not reached the accumulators)",
@@ -268,7 +269,8 @@ class PimDesign(RtlDesign):
             else:  # RDACC; a channel gets the group's rows per bank (mod acc_registers: 0 = all)
                 rg = src[1] % p.acc_registers if self.banks != 1 else 0
                 out.append([c.time, c.cmd, c.col, rg, 0, 0])
-        return {"commands": out, "array": array, "tail": p.tCL + p.tRP + p.tRFC + 4, "gbwr_src": staging_cols,
+        return {"commands": out, "array": array, "tail": p.rdacc_latency + p.tRP + p.tRFC + 4,
+                "gbwr_src": staging_cols,
                 "dram_rows": int(mem.shape[1]), "input": [_pack(xp[c * E:(c + 1) * E], lb)
                                                           for c in range(max(staging_cols, default=-1) + 1)]}
 
