@@ -6,6 +6,7 @@ fast: :func:`archsim.templates.pim.fast.tile_cycles` and
 :func:`archsim.templates.pim.values.gemv_dot`)."""
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -179,7 +180,8 @@ class PimDesign(RtlDesign):
     def cosim_items(self, source: str = "random", **kwargs) -> list:
         from rtl.pim.sources import cosim_items
 
-        return cosim_items(self.params, source, banks=self.banks, **kwargs)
+        fits = self.host_fits if self.top == "host" else None  # random tiles sized to the engine they drive
+        return cosim_items(self.params, source, banks=self.banks, fits=fits, **kwargs)
 
     #: the bank unit has no tile-cycle counter: its cycles are the last output / ready edge on the ports
     has_cycle_counter = False
@@ -284,6 +286,34 @@ class PimDesign(RtlDesign):
         return {"driver": self.driver, "array_latency": self.array_latency(),
                 "streams": [self.stream(tile, ops) for tile, ops in items]}
 
+    def host_needs(self, tile) -> dict[str, int]:
+        """What the host engine must hold for ``tile``, from its timed stream alone (no operands):
+        command entries (one per issue cycle, plus the end entry), DRAM rows, input columns staged,
+        RDACC columns."""
+        from archsim.templates.pim.commands import program, schedule
+
+        p = self.params
+        cmds, _cycles = schedule(tile, p)
+        prog = program(tile, p)
+        macs = [c for c in prog if c[0] == "MAC"]
+        gbwr_cols = [c[6] // p.column_elements for c in prog if c[0] == "GBWR"]
+        return {"cmd_depth": len({c.time for c in cmds}) + 1, "array_rows": 1 + max((c[2] for c in macs), default=0),
+                "staging_cols": max(gbwr_cols, default=-1) + 1, "out_depth": sum(c[0] == "RDACC" for c in prog)}
+
+    def host_fits(self, tile) -> bool:
+        """Whether the host engine (its default sizes) holds ``tile``."""
+        held = self._host_sizes
+        return all(v <= held[k] for k, v in self.host_needs(tile).items())
+
+    @functools.cached_property
+    def _host_sizes(self) -> dict[str, int]:
+        from rtl.pim.host_engine import PimHostEngine
+
+        eng = PimHostEngine(self.params, self.mul_stages, self.add_stages)
+        eng._MustUse__silence = True  # only its sizes are read
+        return {"cmd_depth": eng.cmd_depth, "array_rows": eng.array_rows, "staging_cols": eng.staging_cols,
+                "out_depth": eng.out_depth}
+
     def _host_job(self, items) -> dict[str, Any]:
         """The host engine's job: per tile the staging and array contents and the command entries."""
         from rtl.lib.host import payload_shape
@@ -309,6 +339,7 @@ class PimDesign(RtlDesign):
             words = {(r, c): w for r, c, w in s["array"]}
             need = {"cmd_depth": len(by_at) + 1, "array_rows": s["dram_rows"], "staging_cols": len(s["input"]),
                     "out_depth": sum(c[1] == "RDACC" for c in s["commands"])}
+            assert need == self.host_needs(tile), "host_needs disagrees with the job's stream"
             for key, v in need.items():
                 if v > getattr(eng, key):
                     raise SpecError(f"pim host engine: tile {n} ({self.label(tile)}) needs {key} {v}, the engine "
