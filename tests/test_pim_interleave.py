@@ -51,7 +51,7 @@ def bf16_operands(seed: int, banks: int, rows: int, k: int):
     return w, x
 
 
-@pytest.mark.parametrize("P", [1, 2, 4, 8])
+@pytest.mark.parametrize("P", [1, 2, 4, 8, 16])
 def test_fast_and_detailed_follow_the_interleaved_order(P):
     p = dataclasses.replace(BASE, accumulator_interleave=P, tCL=26)
     banks, rows, k = 2, 5, 190  # 24 columns of 8: every partial gets several, k not a multiple
@@ -98,5 +98,5 @@ def test_an_interleave_not_a_power_of_two_is_refused():
 
     # (P = 8 on a tCL 14 preset is accepted: the models charge its longer reduction,
     # tests/test_pim_rdacc_latency.py)
-    with pytest.raises(ArchsimError, match="accumulator_interleave: expected one of 1, 2, 4, 8"):
+    with pytest.raises(ArchsimError, match="accumulator_interleave: expected one of 1, 2, 4, 8, 16"):
         load_arch("pim-gpt-gddr6", ["accumulator_interleave=3"])

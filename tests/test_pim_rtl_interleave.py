@@ -146,3 +146,23 @@ def test_p8_reduction_longer_than_tcl_is_cycle_exact():
     run = run_job(design.verilog(), design.toplevel, design.make_job(items[-1:]))
     rtl = design.rtl_values(items[-1][0], run.result["streams"][0]).astype(F)
     assert rtl.view(np.uint32).tolist() == ref.view(np.uint32).tolist()
+
+
+def test_p16_pads_the_adders_beyond_the_library_depth_and_is_cycle_exact():
+    """P = 16 (2 lanes): the accumulate and reduction adders are the library's deepest fp32 adder (11
+    stages) plus 5 registers; the reduction takes 2 + 4 x 16 = 66 cycles (52 beyond tCL 14, charged)."""
+    p = dataclasses.replace(BF16, accumulator_interleave=16, column_bytes=4, mac_lanes=2, mac_pipeline_cycles=9)
+    assert p.rdacc_latency == 66
+    items = cosim_items(p, "random", tiles=2, seed=16, max_stream=3)
+    rng = np.random.default_rng(16)
+    k = 70  # 35 columns of 2: every partial taken twice or three times
+    w = to_bf16((rng.standard_normal((1, 3, k)) * np.exp2(rng.integers(-8, 9, (1, 3, k)))).astype(F))
+    x = to_bf16(rng.standard_normal(k).astype(F))
+    items.append((PimTile("gemv", rows=3, k=k, banks=1, ref_due=1 << 40), {"weight": w, "input": x}))
+    report = run_cosim(p, items)
+    assert report.ok, "\n" + report.summary()
+    design = design_for(p)
+    run = run_job(design.verilog(), design.toplevel, design.make_job(items[-1:]))
+    rtl = design.rtl_values(items[-1][0], run.result["streams"][0]).astype(F)
+    ref = np.array([[_reference_row(w[0, r], x, p.column_elements, 16) for r in range(3)]], F)
+    assert rtl.view(np.uint32).tolist() == ref.view(np.uint32).tolist()

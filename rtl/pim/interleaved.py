@@ -9,7 +9,8 @@
   writes), so an RDACC reads its ``out_lanes x P`` partials in one cycle and the accumulate loop
   has no 64:1 register mux.
 - Accumulate: the fp32 adder (int8: an int32 add) is ``P`` cycles deep, so a partial's loop has
-  ``P`` cycles (a partial is hit at most every ``P`` columns). Its operand is fetched 2 cycles
+  ``P`` cycles (a partial is hit at most every ``P`` columns); beyond the library adder's depth
+  (11 cut points: ``P = 16``) the rest are registers after it. Its operand is fetched 2 cycles
   ahead from the memory; a result still in flight (hit ``P``, ``P + 1`` or ``P + 2`` cycles ago) is
   forwarded, the select precomputed a cycle ahead, so the loop is the adder plus one 2:1 mux.
 - Read-out: an RDACC's partials (those not written in the group read as 0) are summed by a
@@ -34,13 +35,24 @@ from rtl.pim.controller import bits_for
 PARTIALS_LATENCY = 2
 
 
+def _fp32_add_max_stages() -> int:
+    probe = Fp32AddFinite(1)
+    probe._MustUse__silence = True  # built only to read its depth
+    return probe.max_stages
+
+
+#: the deepest fp32 adder of the library; a ``P``-deep adder beyond it (``P = 16``) adds registers after it
+FP32_ADD_MAX_STAGES = _fp32_add_max_stages()
+
+
 def _adder(m: Module, precision: str, a, b, stages: int, name: str):
-    """``a + b`` (fp32 finite or int32 wrap), ``stages`` cycles later."""
+    """``a + b`` (fp32 finite or int32 wrap), ``stages`` cycles later: an fp32 adder at most as deep as
+    the library's (:attr:`Fp32AddFinite.max_stages`, every cut point registered), then registers."""
     if precision == "bf16":
-        u = Fp32AddFinite(stages)
+        u = Fp32AddFinite(min(stages, FP32_ADD_MAX_STAGES))
         m.submodules[name] = u
         m.d.comb += [u.in_valid.eq(1), u.a.eq(a), u.b.eq(b)]
-        return u.out
+        return delay(m, u.out, stages - u.stages, f"{name}_pad")
     s = Signal(32, name=f"{name}_sum")
     m.d.comb += s.eq((a + b)[:32])
     return delay(m, s, stages, f"{name}_d")

@@ -52,7 +52,7 @@ ACC_PRECISION = {"int8": "int32", "bf16": "fp32"}
 ELEMENT_BYTES = {name: bits_of(name) // 8 for name in ("int8", "bf16")}  # the registry's widths
 ACC_BYTES = {"int8": 4, "bf16": 4}
 #: accumulator_interleave values (powers of two: the partials' adder tree has no padding)
-INTERLEAVES = (1, 2, 4, 8)
+INTERLEAVES = (1, 2, 4, 8, 16)
 MAX_CHANNELS = 65536  # channels x stacks: 5 HBM stacks are 80, a 64-stack system 1024
 
 TIMING_NAMES = ("tRCD", "tRCDWR", "tRP", "tRAS", "tRTP", "tWR", "tCCD_S", "tCCD_L", "tRRD", "tRRD_L", "tFAW", "tWTR",
@@ -98,7 +98,7 @@ class PimParams(TemplateParams):
     max_postponed_refreshes : int
         REF commands a controller may postpone (JEDEC: 8).
     accumulator_interleave : int
-        ``P`` partial accumulators per output row in dot mode (a power of two, 1..8; default 1, the
+        ``P`` partial accumulators per output row in dot mode (a power of two, 1..16; default 1, the
         plain sequential accumulate): column ``c`` of a row goes into partial ``c mod P``, so the
         fp32 accumulate loop may take ``P`` cycles (the RTL pipelines its adder ``P`` deep), and an
         RDACC sums the partials by a pairwise adder tree (:attr:`rdacc_reduction_cycles`); when that
