@@ -166,3 +166,19 @@ def test_p16_pads_the_adders_beyond_the_library_depth_and_is_cycle_exact():
     rtl = design.rtl_values(items[-1][0], run.result["streams"][0]).astype(F)
     ref = np.array([[_reference_row(w[0, r], x, p.column_elements, 16) for r in range(3)]], F)
     assert rtl.view(np.uint32).tolist() == ref.view(np.uint32).tolist()
+
+
+def test_fabric_multipliers_are_cycle_exact_and_refused_for_int8():
+    """mul="lut" (the bf16 significand products in fabric, up to 11 stages: the deepest "dsp" one stays
+    below 150 MHz on ECP5) at its deepest, the tree adders at 11: bits and cycles as the models."""
+    from archsim.errors import ArchsimError
+
+    p = dataclasses.replace(BF16, mac_pipeline_cycles=30)  # budget 14 + 30 - 2 - 3 = 39 >= 11 + 2 x 11
+    design = design_for(p, {"mul": "lut", "mul_stages": 11, "add_stages": 11, "top": "unit"})
+    assert design.config_dict()["mul"] == "lut"
+    items = cosim_items(p, "random", tiles=3, seed=21, max_stream=3)
+    result = run_job(design.verilog(), design.toplevel, design.make_job(items)).result
+    report = design.check(items, result)
+    assert report.ok, "\n" + report.summary()
+    with pytest.raises(ArchsimError, match="mul: expected one of dsp, lut"):
+        design_for(dataclasses.replace(p, mac_precision="int8", accumulator_interleave=1), {"mul": "lut"})

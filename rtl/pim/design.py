@@ -116,7 +116,7 @@ class PimBankUnit(wiring.Component):
     (read by a channel's gather, one cycle after an RDACC)."""
 
     def __init__(self, params, external_buffer: bool = False, mul_stages: int | None = None,
-                 add_stages: int | None = None):
+                 add_stages: int | None = None, mul: str = "dsp"):
         check_params(params, mul_stages, add_stages)
         p = self.p = params
         ms, ad = default_stages(p)
@@ -129,6 +129,7 @@ class PimBankUnit(wiring.Component):
         self.out_lanes = p.column_bytes // 4
         self.mac_latency = mac_latency(p.mac_precision, self.E, self.mul_stages, self.add_stages)
         self.external_buffer = external_buffer
+        self.mul = mul
         self.buf_data = Signal(self.lb * self.E, name="buf_data")
         self.accs = [Signal(32, name=f"acc{i}") for i in range(self.A)]
         super().__init__(pim_signature(p))
@@ -137,7 +138,7 @@ class PimBankUnit(wiring.Component):
         p = self.p
         m = Module()
         ctrl = m.submodules.ctrl = PimBankController(p, len(self.col_addr))
-        mac = m.submodules.mac = PimMacDatapath(p.mac_precision, self.E, self.mul_stages, self.add_stages)
+        mac = m.submodules.mac = PimMacDatapath(p.mac_precision, self.E, self.mul_stages, self.add_stages, self.mul)
         P = p.accumulator_interleave
         if P == 1:
             accu = m.submodules.accs = PimAccumulators(p.mac_precision, self.A, self.out_lanes, len(self.col_addr))

@@ -15,7 +15,7 @@ from archsim.errors import SpecError
 from rtl.design import Port, RtlDesign, TileModels
 from rtl.pim.channel import PimChannelUnit, channel_signature, check_channel
 from rtl.pim.design import LANE_BITS, PimBankUnit, array_latency, default_stages, pim_signature
-from rtl.pim.mac import mac_latency
+from rtl.pim.mac import MULS, mac_latency
 from rtl.design import pack_lanes
 from rtl.lib.host import HOST_PORT_DOCS
 
@@ -101,9 +101,14 @@ class PimDesign(RtlDesign):
         banks = options.pop("banks", 1)
         stages = {k: options.pop(k) for k in ("mul_stages", "add_stages") if k in options}
         top = options.pop("top", DEFAULT_TOP if banks == 1 else "unit")
+        mul = options.pop("mul", "dsp")
         if options:
             raise ValueError(f"{', '.join(sorted(options))}: not an option of the pim RTL "
-                             f"(it has banks, mul_stages, add_stages, top)")
+                             f"(it has banks, mul_stages, add_stages, mul, top)")
+        if mul not in MULS or (mul != "dsp" and params.mac_precision != "bf16"):
+            raise ValueError(f"mul: expected one of {', '.join(MULS)} (bf16; int8 takes 'dsp'), got {mul!r}")
+        #: the bf16 multipliers' significand multiplier ("dsp" default, "lut": fabric)
+        self.mul = mul
         if top not in TOPS:
             raise ValueError(f"top: expected one of {', '.join(TOPS)}, got {top!r}")
         if top == "host" and banks != 1:
@@ -115,7 +120,8 @@ class PimDesign(RtlDesign):
                 raise ValueError(f"{key}: expected a {'positive' if key == 'banks' else 'non-negative'} integer, "
                                  f"got {v!r}")
         super().__init__(params, dict({"banks": banks} if banks != 1 else {}, **stages,
-                                      **({"top": top} if top != DEFAULT_TOP and banks == 1 else {})))
+                                      **({"top": top} if top != DEFAULT_TOP and banks == 1 else {}),
+                                      **({"mul": mul} if mul != "dsp" else {})))
         self.banks = banks
         if banks != 1:
             self.toplevel = "archsim_pim_channel"
@@ -143,10 +149,10 @@ class PimDesign(RtlDesign):
         if self.top == "host":
             from rtl.pim.host_engine import PimHostEngine
 
-            return PimHostEngine(self.params, self.mul_stages, self.add_stages)
+            return PimHostEngine(self.params, self.mul_stages, self.add_stages, mul=self.mul)
         if self.banks == 1:
-            return PimBankUnit(self.params, False, self.mul_stages, self.add_stages)
-        return PimChannelUnit(self.params, self.banks, self.mul_stages, self.add_stages)
+            return PimBankUnit(self.params, False, self.mul_stages, self.add_stages, self.mul)
+        return PimChannelUnit(self.params, self.banks, self.mul_stages, self.add_stages, self.mul)
 
     def config_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
@@ -158,6 +164,8 @@ class PimDesign(RtlDesign):
                    mac_latency=mac_latency(self.params.mac_precision, self.params.column_elements,
                                            self.mul_stages, self.add_stages),
                    array_latency=self.array_latency())
+        if self.mul != "dsp":
+            out["mul"] = self.mul
         if self.banks != 1:
             out["rtl_banks"] = self.banks
         return out
