@@ -68,3 +68,17 @@ def test_the_checker_counts_the_turnaround_from_the_rdacc_data():
 
 def test_p8_loads_on_a_tcl_14_preset():
     assert load_arch("pim-gpt-gddr6", ["accumulator_interleave=8"]).params.rdacc_latency == 26
+
+
+@pytest.mark.parametrize("P", [8, 16])
+def test_fast_equals_detailed_and_the_checker_accepts_when_the_reduction_outlasts_tcl(P):
+    import random
+
+    p = gddr6(P)
+    rng = random.Random(P)
+    for _ in range(12):  # rows over one or two groups, x fitting the buffer or chunked, refresh anywhere
+        tile = PimTile("gemv", rows=rng.randint(1, 80), k=rng.randint(1, 3000), banks=rng.choice([1, 16]),
+                       ref_due=rng.randint(0, 3000))
+        cmds, cycles = schedule(tile, p)
+        assert tile_cycles(tile, p) == cycles, tile
+        assert check_stream([c.as_tuple() for c in cmds], p, ref_due=tile.ref_due, end=cycles) is None, tile
