@@ -31,7 +31,7 @@ from amaranth.lib.wiring import In, Out
 from rtl.lib.pipe import delay
 from rtl.pim.accumulators import READ_LATENCY, PimAccumulators
 from rtl.pim.controller import ACT, GBWR, MAC, PRE, RDACC, REF, PimBankController, bits_for
-from rtl.pim.interleaved import PimInterleavedAccumulators
+from rtl.pim.interleaved import TAG_LATENCY, PimInterleavedAccumulators
 from rtl.pim.mac import LANE_BITS, PimMacDatapath, mac_latency
 
 __all__ = ["ACT", "PRE", "REF", "MAC", "GBWR", "RDACC", "LANE_BITS", "PimBankUnit", "check_params",
@@ -73,9 +73,10 @@ def check_params(p, mul_stages: int | None = None, add_stages: int | None = None
     if p.tCL < 2:
         raise ValueError(f"tCL: the RTL needs tCL >= 2, got {p.tCL}")
     P = p.accumulator_interleave
-    if P > 1 and p.tCL + p.mac_pipeline_cycles - 1 < P + 2:
-        raise ValueError(f"accumulator_interleave: the RTL fetches a partial 2 cycles before its {P}-cycle "
-                         f"accumulate; needs tCL + mac_pipeline_cycles >= {P + 3}")
+    if P > 1 and p.tCL + p.mac_pipeline_cycles - 1 < P + TAG_LATENCY:
+        raise ValueError(f"accumulator_interleave: the RTL counts a MAC's column in {TAG_LATENCY} cycles and "
+                         f"fetches its partial 2 cycles before its {P}-cycle accumulate; needs tCL + "
+                         f"mac_pipeline_cycles >= {P + TAG_LATENCY + 1}")
     if P > 1 and (p.column_bytes // 4) & (p.column_bytes // 4 - 1):
         raise ValueError(f"column_bytes: the interleaved accumulators need column_bytes // 4 a power of two, "
                          f"got {p.column_bytes // 4}")
@@ -176,8 +177,9 @@ class PimBankUnit(wiring.Component):
             read_latency = READ_LATENCY
         else:  # the partial and 'first' tags, from the command-time counters, ride beside v / a
             m.d.comb += [accu.cmd_mac.eq(is_mac), accu.cmd_acc.eq(self.col_acc), accu.cmd_rdacc.eq(is_rdacc)]
-            part, first = [accu.tag_part], [accu.tag_first]
-            for i in range(1, T):
+            # part[i] / first[i] beside v[i] (the tags come TAG_LATENCY cycles after the command)
+            part, first = [None] * (TAG_LATENCY - 1) + [accu.tag_part], [None] * (TAG_LATENCY - 1) + [accu.tag_first]
+            for i in range(TAG_LATENCY, T):
                 part.append(delay(m, part[-1], 1, f"mac_part{i}_"))
                 first.append(delay(m, first[-1], 1, f"mac_first{i}_"))
             m.d.comb += [accu.part.eq(part[T - 1]), accu.pre_valid.eq(v[T - 2]), accu.pre_idx.eq(a[T - 2]),

@@ -2,11 +2,11 @@
 (:class:`PimInterleavedAccumulators`, ``accumulator_interleave = P > 1``): the models' order of
 :func:`archsim.templates.pim.values.gemv_dot`.
 
-- Column counters (at the MAC command): accumulator ``a``'s ``c``-th column of the group goes into
-  partial ``c mod P``; ``first`` (``c < P``) says that partial starts from zero (no clearing of the
+- Column counters (from the MAC command, :data:`TAG_LATENCY` cycles): accumulator ``a``'s ``c``-th
+  column of the group goes into partial ``c mod P``; ``first`` (``c < P``) says that partial starts from zero (no clearing of the
   storage at a group start: the first MAC after an RDACC resets the counters).
-- Storage: one memory per partial, a row per RDACC column (``out_lanes`` words, word-granular
-  writes), so an RDACC reads its ``out_lanes x P`` partials in one cycle and the accumulate loop
+- Storage: one memory per partial (LUT RAM: ``ram_style`` distributed), a row per RDACC column
+  (``out_lanes`` words, word-granular writes), so an RDACC reads its ``out_lanes x P`` partials in one cycle and the accumulate loop
   has no 64:1 register mux.
 - Accumulate: the fp32 adder (int8: an int32 add) is ``P`` cycles deep, so a partial's loop has
   ``P`` cycles (a partial is hit at most every ``P`` columns); beyond the library adder's depth
@@ -33,6 +33,8 @@ from rtl.pim.controller import bits_for
 
 #: cycles from ``rd`` to the partials (register the command, read the memories)
 PARTIALS_LATENCY = 2
+#: cycles from a MAC command to its tags ``tag_part`` / ``tag_first`` (the column counters' pipeline)
+TAG_LATENCY = 3
 
 
 def _fp32_add_max_stages() -> int:
@@ -60,7 +62,7 @@ def _adder(m: Module, precision: str, a, b, stages: int, name: str):
 
 class PimInterleavedAccumulators(wiring.Component):
     """``cmd_mac`` / ``cmd_acc`` / ``cmd_rdacc``: the column command (its tags ``tag_part`` /
-    ``tag_first`` the cycle after). ``valid`` / ``idx`` / ``part`` / ``col_sum``: start the
+    ``tag_first`` :data:`TAG_LATENCY` cycles after). ``valid`` / ``idx`` / ``part`` / ``col_sum``: start the
     accumulate; ``pre_*`` / ``pre2_*``: the tags 1 / 2 cycles before. ``rd`` / ``rd_col``: an RDACC."""
 
     def __init__(self, precision: str, registers: int, out_lanes: int, col_bits: int, interleave: int):
@@ -89,7 +91,9 @@ class PimInterleavedAccumulators(wiring.Component):
         self._counters(m, pb)
         mems = []
         for j in range(P):
-            mem = memory.Memory(shape=32 * L, depth=max(2, rows), init=[])
+            # LUT RAM: ECP5 block RAM has no output register in yosys' mapping (5.8 ns clock-to-out), too slow
+            # in front of the operand select (a P = 16 loop measured 73 MHz with block RAM)
+            mem = memory.Memory(shape=32 * L, depth=max(2, rows), init=[], attrs={"ram_style": "distributed"})
             m.submodules[f"part{j}"] = mem
             mems.append((mem.write_port(granularity=32), mem.read_port(), mem.read_port()))
         # -- accumulate: the adder P deep, its tags beside it
@@ -128,18 +132,29 @@ class PimInterleavedAccumulators(wiring.Component):
         return m
 
     def _counters(self, m: Module, pb: int):
-        """Per accumulator: columns taken in the group (``pb`` bits mod P, plus a 'P or more' bit)."""
+        """Per accumulator: columns taken in the group (``pb`` bits mod P, plus a 'P or more' bit), in three
+        registered steps (the tags :data:`TAG_LATENCY` cycles after the command): register the command;
+        read its counter (a register after the ``A``:1 select); count and write back, the previous
+        command's count forwarded when it hit the same accumulator (its write lands as this one reads)."""
         cnt = Array(Signal(pb + 1, name=f"cnt{i}") for i in range(self.A))
         self._cnt = cnt
+        ib = len(self.cmd_acc)
+        v1, a1, rd1 = Signal(name="cnt_v1"), Signal(ib, name="cnt_a1"), Signal(name="cnt_rd1")
+        m.d.sync += [v1.eq(self.cmd_mac), a1.eq(self.cmd_acc), rd1.eq(self.cmd_rdacc)]
+        v2, a2, rd2 = Signal(name="cnt_v2"), Signal(ib, name="cnt_a2"), Signal(name="cnt_rd2")
+        r2, hit2 = Signal(pb + 1, name="cnt_r2"), Signal(name="cnt_hit2")
+        m.d.sync += [v2.eq(v1), a2.eq(a1), rd2.eq(rd1), r2.eq(cnt[a1]), hit2.eq(v2 & (a2 == a1))]
         fresh = Signal(init=1)
+        prev_nxt, prev_clear = Signal(pb + 1, name="cnt_prev"), Signal(name="cnt_cleared")
         c = Signal(pb + 1)
-        m.d.comb += c.eq(Mux(fresh, 0, cnt[self.cmd_acc]))
+        m.d.comb += c.eq(Mux(fresh, 0, Mux(hit2, prev_nxt, Mux(prev_clear, 0, r2))))
         nxt = Cat((c[:pb] + 1)[:pb], c[pb] | (c[:pb] == self.P - 1))
-        with m.If(self.cmd_mac):
+        m.d.sync += [prev_nxt.eq(nxt), prev_clear.eq(v2 & fresh)]
+        with m.If(v2):
             with m.If(fresh):
                 m.d.sync += [x.eq(0) for x in cnt]
-            m.d.sync += [cnt[self.cmd_acc].eq(nxt), fresh.eq(0)]
-        with m.If(self.cmd_rdacc):
+            m.d.sync += [cnt[a2].eq(nxt), fresh.eq(0)]
+        with m.If(rd2):
             m.d.sync += fresh.eq(1)
         m.d.sync += [self.tag_part.eq(c[:pb]), self.tag_first.eq(~c[pb])]
 
