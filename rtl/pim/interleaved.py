@@ -3,23 +3,25 @@
 :func:`archsim.templates.pim.values.gemv_dot`.
 
 - Column counters (from the MAC command, :data:`TAG_LATENCY` cycles): accumulator ``a``'s ``c``-th
-  column of the group goes into partial ``c mod P``; ``first`` (``c < P``) says that partial starts from zero (no clearing of the
-  storage at a group start: the first MAC after an RDACC resets the counters).
+  column of the group goes into partial ``c mod P``; ``first`` (``c < P``) says that partial starts
+  from zero (no clearing of the storage at a group start: the first MAC after an RDACC resets the
+  counters).
 - Storage: one memory per partial (LUT RAM: ``ram_style`` distributed), a row per RDACC column
-  (``out_lanes`` words, word-granular writes), so an RDACC reads its ``out_lanes x P`` partials in one cycle and the accumulate loop
-  has no 64:1 register mux.
+  (``out_lanes`` words, word-granular writes), so an RDACC reads its ``out_lanes x P`` partials in
+  one cycle and the accumulate loop has no 64:1 register mux.
 - Accumulate: the fp32 adder (int8: an int32 add) is ``P`` cycles deep, so a partial's loop has
   ``P`` cycles (a partial is hit at most every ``P`` columns); beyond the library adder's depth
-  (11 cut points: ``P = 16``) the rest are registers after it. Its operand is fetched 2 cycles
-  ahead from the memory; a result still in flight (hit ``P``, ``P + 1`` or ``P + 2`` cycles ago) is
-  forwarded, the select precomputed a cycle ahead, so the loop is the adder plus one 2:1 mux.
+  (11 cut points: ``P = 16``) the rest are registers after it. Its operand is fetched 3 cycles
+  ahead from the memory (the word picked in two registered 4:1 steps); a result still in flight
+  (hit ``P`` .. ``P + 3`` cycles ago) is forwarded, the select precomputed a cycle ahead, so the
+  loop is the adder plus one 2:1 mux.
 - Read-out: an RDACC's partials (those not written in the group read as 0) are summed by a
   pairwise tree of ``P``-deep adders: ``rd_data`` :attr:`read_latency` cycles after ``rd``
   (= the params' ``rdacc_reduction_cycles``).
 
 Timing contract with :class:`rtl.pim.design.PimBankUnit`: the accumulate of a MAC starts (``valid``)
 ``P - 1`` cycles earlier than with one accumulator, so its result lands at the same cycle; the
-``pre_*`` inputs are the tags one cycle before ``valid``'s, ``pre2_*`` two cycles before.
+``pre_*`` inputs are the tags one cycle before ``valid``'s, ``pre2_*`` two, ``pre3_*`` three cycles before.
 """
 from __future__ import annotations
 
@@ -79,7 +81,7 @@ class PimInterleavedAccumulators(wiring.Component):
             "cmd_mac": In(1), "cmd_acc": In(ib), "cmd_rdacc": In(1), "tag_part": Out(pb), "tag_first": Out(1),
             "valid": In(1), "idx": In(ib), "part": In(pb), "col_sum": In(32),
             "pre_valid": In(1), "pre_idx": In(ib), "pre_part": In(pb), "pre_first": In(1),
-            "pre2_idx": In(ib),
+            "pre2_idx": In(ib), "pre2_part": In(pb), "pre3_idx": In(ib),
             "rd": In(1), "rd_col": In(col_bits), "rd_valid": Out(1), "rd_data": Out(32 * out_lanes),
         })
 
@@ -113,20 +115,29 @@ class PimInterleavedAccumulators(wiring.Component):
             m.d.comb += [wp.addr.eq(done_i >> lb), wp.data.eq(Cat(*([total] * L)))]
             for lane in range(L):
                 m.d.comb += wp.en[lane].eq(done_v & (done_p == j) & ((done_i & (L - 1)) == lane))
-        # operand fetch: memory read 2 cycles ahead, the word picked and registered 1 cycle ahead
+        # operand fetch: memory read 3 cycles ahead; the word picked in two registered 4:1 steps (the low two
+        # bits of (lane, partial) 2 cycles ahead, the rest 1 cycle ahead: a 16:1 select with one register
+        # held a P = 16 loop at 113 MHz)
         for _wp, rp, _rd in mems:
-            m.d.comb += [rp.addr.eq(self.pre2_idx >> lb), rp.en.eq(1)]
-        words = Array(mems[j][1].data[32 * lane:32 * lane + 32] for j in range(P) for lane in range(L))
-        mem_word = words[Cat(self.pre_idx[:lb], self.pre_part) if lb else self.pre_part]
-        # forwarding: the accumulate that starts next cycle hits one started P, P + 1 or P + 2 cycles before
-        # it (out_tag[P - 2 + k] now); the most recent wins
+            m.d.comb += [rp.addr.eq(self.pre3_idx >> lb), rp.en.eq(1)]
+        words = [mems[j][1].data[32 * lane:32 * lane + 32] for j in range(P) for lane in range(L)]
+        sel2 = Cat(self.pre2_idx[:lb], self.pre2_part) if lb else self.pre2_part
+        sel1 = Cat(self.pre_idx[:lb], self.pre_part) if lb else self.pre_part
+        near = [Signal(32, name=f"fetch{g}") for g in range(-(-len(words) // 4))]
+        for g, q in enumerate(near):
+            group = words[4 * g:4 * g + 4]
+            m.d.sync += q.eq(Array(group)[sel2[:2]] if len(group) > 1 else group[0])
+        mem_word = Array(near)[sel1[2:]] if len(near) > 1 else near[0]
+        # forwarding: the accumulate that starts next cycle hits one started P .. P + 3 cycles before it
+        # (out_tag[P - 2 + k] now), not yet in the memory it read; the most recent wins
         hits = []
-        for k in range(3):
+        for k in range(4):
             v, i, pt = out_tag[P - 2 + k]
             hits.append(self.pre_valid & ~self.pre_first & v & (i == self.pre_idx) & (pt == self.pre_part))
         sel0, alt = Signal(), Signal(32)
         m.d.sync += [sel0.eq(hits[0]),
-                     alt.eq(Mux(self.pre_first, 0, Mux(hits[1], total, Mux(hits[2], total_d1, mem_word))))]
+                     alt.eq(Mux(self.pre_first, 0, Mux(hits[1], total, Mux(hits[2], total_d1,
+                                                                            Mux(hits[3], total_d2, mem_word)))))]
         m.d.comb += operand.eq(Mux(sel0, total, alt))
         self._read_out(m, mems, pb, lb)
         return m
