@@ -36,7 +36,7 @@ from rtl.pim.controller import bits_for
 #: cycles from ``rd`` to the partials (register the command, read the memories)
 PARTIALS_LATENCY = 2
 #: cycles from a MAC command to its tags ``tag_part`` / ``tag_first`` (the column counters' pipeline)
-TAG_LATENCY = 3
+TAG_LATENCY = 4
 
 
 def _fp32_add_max_stages() -> int:
@@ -143,29 +143,45 @@ class PimInterleavedAccumulators(wiring.Component):
         return m
 
     def _counters(self, m: Module, pb: int):
-        """Per accumulator: columns taken in the group (``pb`` bits mod P, plus a 'P or more' bit), in three
+        """Per accumulator: columns taken in the group (``pb`` bits mod P, plus a 'P or more' bit), in four
         registered steps (the tags :data:`TAG_LATENCY` cycles after the command): register the command;
-        read its counter (a register after the ``A``:1 select); count and write back, the previous
-        command's count forwarded when it hit the same accumulator (its write lands as this one reads)."""
-        cnt = Array(Signal(pb + 1, name=f"cnt{i}") for i in range(self.A))
+        select its counter in two 8:1 steps (a register after each); count and write back. The counts of
+        the MACs 1 and 2 cycles before (whose writes land after this one's read) are forwarded when they
+        hit the same accumulator, and a group restart (counters cleared) after the read reads as 0."""
+        A = self.A
+        cnt = Array(Signal(pb + 1, name=f"cnt{i}") for i in range(A))
         self._cnt = cnt
         ib = len(self.cmd_acc)
-        v1, a1, rd1 = Signal(name="cnt_v1"), Signal(ib, name="cnt_a1"), Signal(name="cnt_rd1")
-        m.d.sync += [v1.eq(self.cmd_mac), a1.eq(self.cmd_acc), rd1.eq(self.cmd_rdacc)]
-        v2, a2, rd2 = Signal(name="cnt_v2"), Signal(ib, name="cnt_a2"), Signal(name="cnt_rd2")
-        r2, hit2 = Signal(pb + 1, name="cnt_r2"), Signal(name="cnt_hit2")
-        m.d.sync += [v2.eq(v1), a2.eq(a1), rd2.eq(rd1), r2.eq(cnt[a1]), hit2.eq(v2 & (a2 == a1))]
+        stage = []  # (valid, acc, rdacc) of the command 1, 2, 3 cycles after it was issued
+        prev = (self.cmd_mac, self.cmd_acc, self.cmd_rdacc)
+        for s in (1, 2, 3):
+            t = (Signal(name=f"cnt_v{s}"), Signal(ib, name=f"cnt_a{s}"), Signal(name=f"cnt_rd{s}"))
+            m.d.sync += [x.eq(y) for x, y in zip(t, prev)]
+            stage.append(t)
+            prev = t
+        (_v1, a1, _r1), (_v2, a2, _r2), (v3, a3, rd3) = stage
+        groups = [Signal(pb + 1, name=f"cnt_g{g}") for g in range(-(-A // 8))]
+        for g, q in enumerate(groups):
+            entries = [cnt[i] for i in range(8 * g, min(A, 8 * g + 8))]
+            m.d.sync += q.eq(Array(entries)[a1[:3]] if len(entries) > 1 else entries[0])
+        r3 = Signal(pb + 1, name="cnt_r3")
+        m.d.sync += r3.eq(Array(groups)[a2[3:]] if len(groups) > 1 else groups[0])
         fresh = Signal(init=1)
-        prev_nxt, prev_clear = Signal(pb + 1, name="cnt_prev"), Signal(name="cnt_cleared")
         c = Signal(pb + 1)
-        m.d.comb += c.eq(Mux(fresh, 0, Mux(hit2, prev_nxt, Mux(prev_clear, 0, r2))))
         nxt = Cat((c[:pb] + 1)[:pb], c[pb] | (c[:pb] == self.P - 1))
-        m.d.sync += [prev_nxt.eq(nxt), prev_clear.eq(v2 & fresh)]
-        with m.If(v2):
+        # the MAC 1 cycle before (now in step 3 beside this one in step 2) and 2 cycles before (in step 3
+        # while this one is in step 1): hit, count, cleared
+        hit1, hit2, hit2_a = Signal(name="cnt_hit1"), Signal(name="cnt_hit2"), Signal(name="cnt_hit2_a")
+        p1, p2 = Signal(pb + 1, name="cnt_p1"), Signal(pb + 1, name="cnt_p2")
+        clr1, clr2, clr2_a = Signal(name="cnt_clr1"), Signal(name="cnt_clr2"), Signal(name="cnt_clr2_a")
+        m.d.sync += [hit1.eq(v3 & (a3 == a2)), hit2_a.eq(v3 & (a3 == a1)), hit2.eq(hit2_a),
+                     p1.eq(nxt), p2.eq(p1), clr1.eq(v3 & fresh), clr2_a.eq(v3 & fresh), clr2.eq(clr2_a)]
+        m.d.comb += c.eq(Mux(fresh, 0, Mux(hit1, p1, Mux(clr1, 0, Mux(hit2, p2, Mux(clr2, 0, r3))))))
+        with m.If(v3):
             with m.If(fresh):
                 m.d.sync += [x.eq(0) for x in cnt]
-            m.d.sync += [cnt[a2].eq(nxt), fresh.eq(0)]
-        with m.If(rd2):
+            m.d.sync += [cnt[a3].eq(nxt), fresh.eq(0)]
+        with m.If(rd3):
             m.d.sync += fresh.eq(1)
         m.d.sync += [self.tag_part.eq(c[:pb]), self.tag_first.eq(~c[pb])]
 
