@@ -207,6 +207,8 @@ def _interleaved(dut, macs, reads, cycles, fp32, lead=6):
             ctx.set(dut.pre_first, tags.get(cycle - lead + 1, (0, 0))[1])
             ctx.set(dut.pre2_idx, pre2[0] if pre2 else 0)
             ctx.set(dut.pre2_part, tags.get(cycle - lead + 2, (0, 0))[0])
+            ctx.set(dut.pre2_first, tags.get(cycle - lead + 2, (0, 0))[1])
+            ctx.set(dut.pre2_valid, pre2 is not None)
             ctx.set(dut.pre3_idx, pre3[0] if pre3 else 0)
             await ctx.tick()
             tagged = cycle + 1 - TAG_LATENCY  # the command whose tags are out now

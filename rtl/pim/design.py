@@ -73,10 +73,10 @@ def check_params(p, mul_stages: int | None = None, add_stages: int | None = None
     if p.tCL < 2:
         raise ValueError(f"tCL: the RTL needs tCL >= 2, got {p.tCL}")
     P = p.accumulator_interleave
-    if P > 1 and p.tCL + p.mac_pipeline_cycles - 1 < P + TAG_LATENCY + 1:
+    if P > 1 and p.tCL + p.mac_pipeline_cycles - 1 < P + TAG_LATENCY + 2:
         raise ValueError(f"accumulator_interleave: the RTL counts a MAC's column in {TAG_LATENCY} cycles and "
                          f"fetches its partial 3 cycles before its {P}-cycle accumulate; needs tCL + "
-                         f"mac_pipeline_cycles >= {P + TAG_LATENCY + 2}")
+                         f"mac_pipeline_cycles >= {P + TAG_LATENCY + 3}")
     if P > 1 and (p.column_bytes // 4) & (p.column_bytes // 4 - 1):
         raise ValueError(f"column_bytes: the interleaved accumulators need column_bytes // 4 a power of two, "
                          f"got {p.column_bytes // 4}")
@@ -184,7 +184,8 @@ class PimBankUnit(wiring.Component):
                 first.append(delay(m, first[-1], 1, f"mac_first{i}_"))
             m.d.comb += [accu.part.eq(part[T - 1]), accu.pre_valid.eq(v[T - 2]), accu.pre_idx.eq(a[T - 2]),
                          accu.pre_part.eq(part[T - 2]), accu.pre_first.eq(first[T - 2]), accu.pre2_idx.eq(a[T - 3]),
-                         accu.pre2_part.eq(part[T - 3]), accu.pre3_idx.eq(a[T - 4])]
+                         accu.pre2_part.eq(part[T - 3]), accu.pre2_valid.eq(v[T - 3]), accu.pre2_first.eq(first[T - 3]),
+                         accu.pre3_idx.eq(a[T - 4])]
             read_latency = accu.read_latency
             assert read_latency == p.rdacc_reduction_cycles, "the RTL's RDACC reduction differs from the models'"
         # RDACC: the column is presented rdacc_latency (tCL, or the reduction when longer) after the command

@@ -81,7 +81,7 @@ class PimInterleavedAccumulators(wiring.Component):
             "cmd_mac": In(1), "cmd_acc": In(ib), "cmd_rdacc": In(1), "tag_part": Out(pb), "tag_first": Out(1),
             "valid": In(1), "idx": In(ib), "part": In(pb), "col_sum": In(32),
             "pre_valid": In(1), "pre_idx": In(ib), "pre_part": In(pb), "pre_first": In(1),
-            "pre2_idx": In(ib), "pre2_part": In(pb), "pre3_idx": In(ib),
+            "pre2_valid": In(1), "pre2_idx": In(ib), "pre2_part": In(pb), "pre2_first": In(1), "pre3_idx": In(ib),
             "rd": In(1), "rd_col": In(col_bits), "rd_valid": Out(1), "rd_data": Out(32 * out_lanes),
         })
 
@@ -128,12 +128,15 @@ class PimInterleavedAccumulators(wiring.Component):
             group = words[4 * g:4 * g + 4]
             m.d.sync += q.eq(Array(group)[sel2[:2]] if len(group) > 1 else group[0])
         mem_word = Array(near)[sel1[2:]] if len(near) > 1 else near[0]
-        # forwarding: the accumulate that starts next cycle hits one started P .. P + 3 cycles before it
-        # (out_tag[P - 2 + k] now), not yet in the memory it read; the most recent wins
-        hits = []
-        for k in range(4):
-            v, i, pt = out_tag[P - 2 + k]
-            hits.append(self.pre_valid & ~self.pre_first & v & (i == self.pre_idx) & (pt == self.pre_part))
+        # forwarding: the accumulate that starts in 2 cycles hits one started P .. P + 3 cycles before it
+        # (out_tag[P - 3 + k] now; -1: the one starting now), not yet in the memory it read; compared a cycle
+        # ahead (registered), the most recent wins
+        def tag(i):
+            return out_tag[i] if i >= 0 else (self.valid, self.idx, self.part)
+        hits = [Signal(name=f"fwd_hit{k}") for k in range(4)]
+        for k, h in enumerate(hits):
+            v, i, pt = tag(P - 3 + k)
+            m.d.sync += h.eq(self.pre2_valid & ~self.pre2_first & v & (i == self.pre2_idx) & (pt == self.pre2_part))
         sel0, alt = Signal(), Signal(32)
         m.d.sync += [sel0.eq(hits[0]),
                      alt.eq(Mux(self.pre_first, 0, Mux(hits[1], total, Mux(hits[2], total_d1,
