@@ -7,7 +7,7 @@ depths; ``--set KEY=VALUE`` narrows it (e.g. ``--set column_bytes=8`` for 4 lane
 (resources, Fmax, critical path, wall time).
 
 Usage: python bench/bench_pim_synth.py [--arch pim-gpt-gddr6] [--set KEY=VALUE ...] [--mul-stages N]
-       [--add-stages N] [--generic] [--workdir DIR] [--no-cache]
+       [--add-stages N] [--mul dsp|lut] [--generic] [--workdir DIR] [--no-cache] [--freq MHZ]
 """
 from __future__ import annotations
 
@@ -26,18 +26,21 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--mul-stages", type=int)
     ap.add_argument("--add-stages", type=int)
+    ap.add_argument("--mul", choices=("dsp", "lut"), help="the bf16 multipliers' significand multiplier")
     ap.add_argument("--generic", action="store_true", help="yosys generic flow: LUT4 count and logic levels")
     ap.add_argument("--workdir", help="keep the tools' files here")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per tool run")
+    ap.add_argument("--freq", type=float, default=200.0, help="nextpnr's target clock (MHz)")
     ap.add_argument("--no-cache", action="store_true")
     args = ap.parse_args()
     arch = load_arch(args.arch, args.set)
-    options = {k: v for k, v in (("mul_stages", args.mul_stages), ("add_stages", args.add_stages)) if v is not None}
+    options = {k: v for k, v in (("mul_stages", args.mul_stages), ("add_stages", args.add_stages), ("mul", args.mul))
+               if v is not None}
     design = design_for(arch, {"top": "unit", **options})
     t0 = time.time()
     res = synthesize_verilog(design.verilog(), design.toplevel, target="generic" if args.generic else "ecp5",
                              pnr=not args.generic, use_cache=not args.no_cache, workdir=args.workdir,
-                             timeout_s=args.timeout)
+                             timeout_s=args.timeout, freq_mhz=args.freq)
     cfg = design.config_dict()
     keep = ("luts", "ffs", "dsps", "bram", "lutram", "carry", "logic_levels", "levels_clock_mhz", "fmax_mhz",
             "critical_path")

@@ -183,7 +183,7 @@ def test_controller_checks_trcd_and_reads_the_open_row(mac_at, want_error):
 def _interleaved(dut, macs, reads, cycles, fp32, lead=6):
     """Drive MAC commands ``macs`` {cycle: (acc, value)} (the accumulate ``lead`` cycles later, with
     the tags the counters gave) and RDACC ``reads`` {cycle: col}; return {read cycle: words}."""
-    from rtl.pim.interleaved import PARTIALS_LATENCY
+    from rtl.pim.interleaved import PARTIALS_LATENCY, TAG_LATENCY
 
     out, tags = {}, {}
 
@@ -195,7 +195,7 @@ def _interleaved(dut, macs, reads, cycles, fp32, lead=6):
             ctx.set(dut.cmd_rdacc, cycle in reads)
             ctx.set(dut.rd, cycle in reads)
             ctx.set(dut.rd_col, reads.get(cycle, 0))
-            now, pre, pre2 = (macs.get(cycle - lead + d) for d in (0, 1, 2))
+            now, pre, pre2, pre3 = (macs.get(cycle - lead + d) for d in (0, 1, 2, 3))
             ctx.set(dut.valid, now is not None)
             ctx.set(dut.idx, now[0] if now else 0)
             ctx.set(dut.part, tags.get(cycle - lead, (0, 0))[0])
@@ -206,9 +206,14 @@ def _interleaved(dut, macs, reads, cycles, fp32, lead=6):
             ctx.set(dut.pre_part, tags.get(cycle - lead + 1, (0, 0))[0])
             ctx.set(dut.pre_first, tags.get(cycle - lead + 1, (0, 0))[1])
             ctx.set(dut.pre2_idx, pre2[0] if pre2 else 0)
+            ctx.set(dut.pre2_part, tags.get(cycle - lead + 2, (0, 0))[0])
+            ctx.set(dut.pre2_first, tags.get(cycle - lead + 2, (0, 0))[1])
+            ctx.set(dut.pre2_valid, pre2 is not None)
+            ctx.set(dut.pre3_idx, pre3[0] if pre3 else 0)
             await ctx.tick()
-            if cmd is not None:  # the tags of this command, registered
-                tags[cycle] = (ctx.get(dut.tag_part), ctx.get(dut.tag_first))
+            tagged = cycle + 1 - TAG_LATENCY  # the command whose tags are out now
+            if tagged in macs:
+                tags[tagged] = (ctx.get(dut.tag_part), ctx.get(dut.tag_first))
             if ctx.get(dut.rd_valid):
                 word = ctx.get(dut.rd_data)
                 out[cycle + 1 - dut.read_latency] = [(word >> (32 * i)) & 0xFFFFFFFF for i in range(dut.out_lanes)]

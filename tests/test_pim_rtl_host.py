@@ -117,3 +117,29 @@ def test_a_tile_too_big_for_the_engine_is_one_line():
     with pytest.raises(SpecError, match=r"^pim host engine: tile 0 \(gemv rows=200 k=192\) needs cmd_depth \d+, "
                                         r"the engine holds 1024"):
         design.make_job([(tile, ops)])
+
+
+def test_random_tiles_are_sized_to_the_host_engine():
+    """`archsim rtl cosim --arch pim-gpt-gddr6 --tiles 3` drew tiles the engine refused (cmd_depth 1904 >
+    1024): the random source now shrinks a tile that does not fit (rows, then k, halved); tiles that fit
+    are drawn as before."""
+    from archsim.spec import load_arch
+    from archsim.templates.pim import PimTile
+    from rtl.pim.sources import cosim_items
+
+    arch = load_arch("pim-gpt-gddr6", [])
+    design = design_for(arch)
+    # hand count, one row of one column: GBWR @0, ACT @1, MAC @16, PRE @32, RDACC @32 -> 4 issue cycles
+    # + the end entry; one DRAM row, one staged input column, one RDACC (1 bank x 1 row x 4 B)
+    assert design.host_needs(PimTile("gemv", rows=1, k=16, banks=1)) == \
+        {"cmd_depth": 5, "array_rows": 1, "staging_cols": 1, "out_depth": 1}
+    unsized = [t for t, _ops in cosim_items(arch.params, "random", tiles=3, seed=0)]
+    sized = [t for t, _ops in design.cosim_items("random", tiles=3, seed=0)]
+    assert not all(design.host_fits(t) for t in unsized)  # the CLI's case: a tile too big
+    for before, after in zip(unsized, sized):
+        assert design.host_fits(after)
+        if design.host_fits(before):
+            assert after == before
+        else:
+            assert after.rows <= before.rows and after.k <= before.k
+    design.make_job(design.cosim_items("random", tiles=3, seed=0))  # no refusal

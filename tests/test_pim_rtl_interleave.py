@@ -127,3 +127,58 @@ def test_irregular_mac_spacing_exercises_every_forwarding_distance():
     ref = np.array([[_reference_row(w[0, r], x, BF16.column_elements, 4) for r in range(rows)]], F)
     assert rtl.view(np.uint32).tolist() == ref.view(np.uint32).tolist()
     assert ref.view(np.uint32).tolist() == gemv_dot(w, x, BF16.column_elements, "bf16", 4).view(np.uint32).tolist()
+
+
+def test_p8_reduction_longer_than_tcl_is_cycle_exact():
+    """P = 8 on tCL 14: the reduction takes 2 + 3 x 8 = 26 cycles, so the RDACC's data come 12 cycles
+    after tCL and the models charge them (the second tile's GBWRs follow an RDACC: the turnaround)."""
+    p = dataclasses.replace(BF16, accumulator_interleave=8)
+    assert p.rdacc_latency == 26
+    items = cosim_items(p, "random", tiles=3, seed=12, max_stream=4)
+    rng = np.random.default_rng(8)
+    w = to_bf16((rng.standard_normal((1, 10, 70)) * np.exp2(rng.integers(-8, 9, (1, 10, 70)))).astype(F))
+    x = to_bf16(rng.standard_normal(70).astype(F))
+    items.append((PimTile("gemv", rows=10, k=70, banks=1, ref_due=1 << 40), {"weight": w, "input": x}))
+    report = run_cosim(p, items)
+    assert report.ok, "\n" + report.summary()
+    ref = np.array([[_reference_row(w[0, r], x, p.column_elements, 8) for r in range(10)]], F)
+    design = design_for(p)
+    run = run_job(design.verilog(), design.toplevel, design.make_job(items[-1:]))
+    rtl = design.rtl_values(items[-1][0], run.result["streams"][0]).astype(F)
+    assert rtl.view(np.uint32).tolist() == ref.view(np.uint32).tolist()
+
+
+def test_p16_pads_the_adders_beyond_the_library_depth_and_is_cycle_exact():
+    """P = 16 (2 lanes): the accumulate and reduction adders are the library's deepest fp32 adder (11
+    stages) plus 5 registers; the reduction takes 2 + 4 x 16 = 66 cycles (52 beyond tCL 14, charged)."""
+    p = dataclasses.replace(BF16, accumulator_interleave=16, column_bytes=4, mac_lanes=2, mac_pipeline_cycles=9)
+    assert p.rdacc_latency == 66
+    items = cosim_items(p, "random", tiles=2, seed=16, max_stream=3)
+    rng = np.random.default_rng(16)
+    k = 70  # 35 columns of 2: every partial taken twice or three times
+    w = to_bf16((rng.standard_normal((1, 3, k)) * np.exp2(rng.integers(-8, 9, (1, 3, k)))).astype(F))
+    x = to_bf16(rng.standard_normal(k).astype(F))
+    items.append((PimTile("gemv", rows=3, k=k, banks=1, ref_due=1 << 40), {"weight": w, "input": x}))
+    report = run_cosim(p, items)
+    assert report.ok, "\n" + report.summary()
+    design = design_for(p)
+    run = run_job(design.verilog(), design.toplevel, design.make_job(items[-1:]))
+    rtl = design.rtl_values(items[-1][0], run.result["streams"][0]).astype(F)
+    ref = np.array([[_reference_row(w[0, r], x, p.column_elements, 16) for r in range(3)]], F)
+    assert rtl.view(np.uint32).tolist() == ref.view(np.uint32).tolist()
+
+
+def test_fabric_multipliers_are_cycle_exact_and_refused_for_int8():
+    """mul="lut" (the bf16 significand products in fabric, up to 11 stages: the deepest "dsp" one stays
+    below 150 MHz on ECP5) at its deepest, the tree adders at 11: bits and cycles as the models."""
+    from archsim.errors import ArchsimError
+
+    p = dataclasses.replace(BF16, mac_pipeline_cycles=30)  # budget 14 + 30 - 2 - 3 = 39 >= 11 + 2 x 11
+    design = design_for(p, {"mul": "lut", "mul_stages": 11, "add_stages": 11, "top": "unit"})
+    assert design.config_dict()["mul"] == "lut"
+    items = cosim_items(p, "random", tiles=3, seed=21, max_stream=3)
+    result = run_job(design.verilog(), design.toplevel, design.make_job(items)).result
+    report = design.check(items, result)
+    assert report.ok, "\n" + report.summary()
+    with pytest.raises(ArchsimError, match="mul: expected one of dsp, lut"):
+        design_for(dataclasses.replace(p, mac_precision="int8", accumulator_interleave=1), {"mul": "lut"})

@@ -42,9 +42,10 @@ def check_channel(p, banks: int, mul_stages: int | None = None, add_stages: int 
 
 
 class PimChannelUnit(wiring.Component):
-    def __init__(self, params, banks: int, mul_stages: int | None = None, add_stages: int | None = None):
+    def __init__(self, params, banks: int, mul_stages: int | None = None, add_stages: int | None = None,
+                 mul: str = "dsp"):
         check_channel(params, banks, mul_stages, add_stages)
-        self.mul_stages, self.add_stages = mul_stages, add_stages
+        self.mul_stages, self.add_stages, self.mul = mul_stages, add_stages, mul
         p = self.p = params
         self.N = banks
         self.E = p.column_elements
@@ -58,7 +59,7 @@ class PimChannelUnit(wiring.Component):
         p, N, E, lb = self.p, self.N, self.E, self.lb
         W = lb * E
         m = Module()
-        units = [PimBankUnit(p, True, self.mul_stages, self.add_stages) for _ in range(N)]
+        units = [PimBankUnit(p, True, self.mul_stages, self.add_stages, self.mul) for _ in range(N)]
         for b, u in enumerate(units):
             m.submodules[f"bank{b}"] = u
             m.d.comb += [

@@ -19,8 +19,8 @@ added into its accumulator at the edge ``tCL + mac_pipeline_cycles - 1`` cycles 
 datapath's pipeline fits in that time (``mac_latency <= tCL + mac_pipeline_cycles - 2``); the array
 answers in the rest. int8: exact products, int32 wrap; bf16: fp32 products, fp32 tree and
 accumulators, round to nearest even (:mod:`rtl.lib`). The first MAC after an RDACC starts a new
-group: the accumulators restart from zero. An RDACC's column is on ``out_data`` ``tCL`` cycles
-after the command.
+group: the accumulators restart from zero. An RDACC's column is on ``out_data`` ``rdacc_latency`` cycles
+after the command (``tCL``, or the interleaved partials' reduction when longer: the models charge it).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from amaranth.lib.wiring import In, Out
 from rtl.lib.pipe import delay
 from rtl.pim.accumulators import READ_LATENCY, PimAccumulators
 from rtl.pim.controller import ACT, GBWR, MAC, PRE, RDACC, REF, PimBankController, bits_for
-from rtl.pim.interleaved import PimInterleavedAccumulators
+from rtl.pim.interleaved import TAG_LATENCY, PimInterleavedAccumulators
 from rtl.pim.mac import LANE_BITS, PimMacDatapath, mac_latency
 
 __all__ = ["ACT", "PRE", "REF", "MAC", "GBWR", "RDACC", "LANE_BITS", "PimBankUnit", "check_params",
@@ -73,9 +73,10 @@ def check_params(p, mul_stages: int | None = None, add_stages: int | None = None
     if p.tCL < 2:
         raise ValueError(f"tCL: the RTL needs tCL >= 2, got {p.tCL}")
     P = p.accumulator_interleave
-    if P > 1 and p.tCL + p.mac_pipeline_cycles - 1 < P + 2:
-        raise ValueError(f"accumulator_interleave: the RTL fetches a partial 2 cycles before its {P}-cycle "
-                         f"accumulate; needs tCL + mac_pipeline_cycles >= {P + 3}")
+    if P > 1 and p.tCL + p.mac_pipeline_cycles - 1 < P + TAG_LATENCY + 2:
+        raise ValueError(f"accumulator_interleave: the RTL counts a MAC's column in {TAG_LATENCY} cycles and "
+                         f"fetches its partial 3 cycles before its {P}-cycle accumulate; needs tCL + "
+                         f"mac_pipeline_cycles >= {P + TAG_LATENCY + 3}")
     if P > 1 and (p.column_bytes // 4) & (p.column_bytes // 4 - 1):
         raise ValueError(f"column_bytes: the interleaved accumulators need column_bytes // 4 a power of two, "
                          f"got {p.column_bytes // 4}")
@@ -116,7 +117,7 @@ class PimBankUnit(wiring.Component):
     (read by a channel's gather, one cycle after an RDACC)."""
 
     def __init__(self, params, external_buffer: bool = False, mul_stages: int | None = None,
-                 add_stages: int | None = None):
+                 add_stages: int | None = None, mul: str = "dsp"):
         check_params(params, mul_stages, add_stages)
         p = self.p = params
         ms, ad = default_stages(p)
@@ -129,6 +130,7 @@ class PimBankUnit(wiring.Component):
         self.out_lanes = p.column_bytes // 4
         self.mac_latency = mac_latency(p.mac_precision, self.E, self.mul_stages, self.add_stages)
         self.external_buffer = external_buffer
+        self.mul = mul
         self.buf_data = Signal(self.lb * self.E, name="buf_data")
         self.accs = [Signal(32, name=f"acc{i}") for i in range(self.A)]
         super().__init__(pim_signature(p))
@@ -137,7 +139,7 @@ class PimBankUnit(wiring.Component):
         p = self.p
         m = Module()
         ctrl = m.submodules.ctrl = PimBankController(p, len(self.col_addr))
-        mac = m.submodules.mac = PimMacDatapath(p.mac_precision, self.E, self.mul_stages, self.add_stages)
+        mac = m.submodules.mac = PimMacDatapath(p.mac_precision, self.E, self.mul_stages, self.add_stages, self.mul)
         P = p.accumulator_interleave
         if P == 1:
             accu = m.submodules.accs = PimAccumulators(p.mac_precision, self.A, self.out_lanes, len(self.col_addr))
@@ -175,16 +177,19 @@ class PimBankUnit(wiring.Component):
             read_latency = READ_LATENCY
         else:  # the partial and 'first' tags, from the command-time counters, ride beside v / a
             m.d.comb += [accu.cmd_mac.eq(is_mac), accu.cmd_acc.eq(self.col_acc), accu.cmd_rdacc.eq(is_rdacc)]
-            part, first = [accu.tag_part], [accu.tag_first]
-            for i in range(1, T):
+            # part[i] / first[i] beside v[i] (the tags come TAG_LATENCY cycles after the command)
+            part, first = [None] * (TAG_LATENCY - 1) + [accu.tag_part], [None] * (TAG_LATENCY - 1) + [accu.tag_first]
+            for i in range(TAG_LATENCY, T):
                 part.append(delay(m, part[-1], 1, f"mac_part{i}_"))
                 first.append(delay(m, first[-1], 1, f"mac_first{i}_"))
             m.d.comb += [accu.part.eq(part[T - 1]), accu.pre_valid.eq(v[T - 2]), accu.pre_idx.eq(a[T - 2]),
-                         accu.pre_part.eq(part[T - 2]), accu.pre_first.eq(first[T - 2]), accu.pre2_idx.eq(a[T - 3])]
+                         accu.pre_part.eq(part[T - 2]), accu.pre_first.eq(first[T - 2]), accu.pre2_idx.eq(a[T - 3]),
+                         accu.pre2_part.eq(part[T - 3]), accu.pre2_valid.eq(v[T - 3]), accu.pre2_first.eq(first[T - 3]),
+                         accu.pre3_idx.eq(a[T - 4])]
             read_latency = accu.read_latency
             assert read_latency == p.rdacc_reduction_cycles, "the RTL's RDACC reduction differs from the models'"
-        # RDACC: the column is presented tCL cycles after the command
-        extra = p.tCL - read_latency
+        # RDACC: the column is presented rdacc_latency (tCL, or the reduction when longer) after the command
+        extra = p.rdacc_latency - read_latency
         m.d.comb += [self.out_valid.eq(delay(m, accu.rd_valid, extra, "out_v")),
                      self.out_data.eq(delay(m, accu.rd_data, extra, "out_d"))]
         return m

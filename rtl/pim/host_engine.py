@@ -37,8 +37,8 @@ AT_BITS = 24
 
 
 def tile_gap(p) -> int:
-    """Idle cycles between two tiles (the bank's timing state settles: tCL + tRP + tRFC + 4)."""
-    return p.tCL + p.tRP + p.tRFC + 4
+    """Idle cycles between two tiles (the bank's timing state settles: rdacc_latency + tRP + tRFC + 4)."""
+    return p.rdacc_latency + p.tRP + p.tRFC + 4
 
 
 def command_layout(p, staging_cols: int) -> data.StructLayout:
@@ -56,13 +56,14 @@ class PimHostEngine(wiring.Component):
     ``array_rows``: DRAM rows held; ``staging_cols``: input columns held; ``out_depth``: RDACC
     columns per tile."""
 
-    def __init__(self, params, mul_stages: int | None = None, add_stages: int | None = None, *,
+    def __init__(self, params, mul_stages: int | None = None, add_stages: int | None = None, *, mul: str = "dsp",
                  cmd_depth: int = 1024, array_rows: int = 64, staging_cols: int | None = None,
                  out_depth: int = 64):
         p = self.p = params
         ms, ad = default_stages(p)
         self.mul_stages = ms if mul_stages is None else mul_stages
         self.add_stages = ad if add_stages is None else add_stages
+        self.mul = mul
         self.latency = array_latency(p, self.mul_stages, self.add_stages)
         if self.latency < 1:
             raise ValueError(f"mul_stages/add_stages: the host engine's DRAM array memory needs >= 1 cycle of "
@@ -82,7 +83,7 @@ class PimHostEngine(wiring.Component):
     def elaborate(self, platform):
         p = self.p
         m = Module()
-        unit = m.submodules.unit = PimBankUnit(p, False, self.mul_stages, self.add_stages)
+        unit = m.submodules.unit = PimBankUnit(p, False, self.mul_stages, self.add_stages, self.mul)
         self._memories(m, unit)
         q = m.submodules.cmdq = fifo.SyncFIFOBuffered(width=self.layout.size, depth=self.cmd_depth)
         m.d.comb += [q.w_data.eq(self.cmd.payload.as_value()), q.w_en.eq(self.cmd.valid),

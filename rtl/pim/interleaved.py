@@ -2,23 +2,26 @@
 (:class:`PimInterleavedAccumulators`, ``accumulator_interleave = P > 1``): the models' order of
 :func:`archsim.templates.pim.values.gemv_dot`.
 
-- Column counters (at the MAC command): accumulator ``a``'s ``c``-th column of the group goes into
-  partial ``c mod P``; ``first`` (``c < P``) says that partial starts from zero (no clearing of the
-  storage at a group start: the first MAC after an RDACC resets the counters).
-- Storage: one memory per partial, a row per RDACC column (``out_lanes`` words, word-granular
-  writes), so an RDACC reads its ``out_lanes x P`` partials in one cycle and the accumulate loop
-  has no 64:1 register mux.
+- Column counters (from the MAC command, :data:`TAG_LATENCY` cycles): accumulator ``a``'s ``c``-th
+  column of the group goes into partial ``c mod P``; ``first`` (``c < P``) says that partial starts
+  from zero (no clearing of the storage at a group start: the first MAC after an RDACC resets the
+  counters).
+- Storage: one memory per partial (LUT RAM: ``ram_style`` distributed), a row per RDACC column
+  (``out_lanes`` words, word-granular writes), so an RDACC reads its ``out_lanes x P`` partials in
+  one cycle and the accumulate loop has no 64:1 register mux.
 - Accumulate: the fp32 adder (int8: an int32 add) is ``P`` cycles deep, so a partial's loop has
-  ``P`` cycles (a partial is hit at most every ``P`` columns). Its operand is fetched 2 cycles
-  ahead from the memory; a result still in flight (hit ``P``, ``P + 1`` or ``P + 2`` cycles ago) is
-  forwarded, the select precomputed a cycle ahead, so the loop is the adder plus one 2:1 mux.
+  ``P`` cycles (a partial is hit at most every ``P`` columns); beyond the library adder's depth
+  (11 cut points: ``P = 16``) the rest are registers after it. Its operand is fetched 3 cycles
+  ahead from the memory (the word picked in two registered 4:1 steps); a result still in flight
+  (hit ``P`` .. ``P + 3`` cycles ago) is forwarded, the select precomputed a cycle ahead, so the
+  loop is the adder plus one 2:1 mux.
 - Read-out: an RDACC's partials (those not written in the group read as 0) are summed by a
   pairwise tree of ``P``-deep adders: ``rd_data`` :attr:`read_latency` cycles after ``rd``
   (= the params' ``rdacc_reduction_cycles``).
 
 Timing contract with :class:`rtl.pim.design.PimBankUnit`: the accumulate of a MAC starts (``valid``)
 ``P - 1`` cycles earlier than with one accumulator, so its result lands at the same cycle; the
-``pre_*`` inputs are the tags one cycle before ``valid``'s, ``pre2_*`` two cycles before.
+``pre_*`` inputs are the tags one cycle before ``valid``'s, ``pre2_*`` two, ``pre3_*`` three cycles before.
 """
 from __future__ import annotations
 
@@ -32,15 +35,28 @@ from rtl.pim.controller import bits_for
 
 #: cycles from ``rd`` to the partials (register the command, read the memories)
 PARTIALS_LATENCY = 2
+#: cycles from a MAC command to its tags ``tag_part`` / ``tag_first`` (the column counters' pipeline)
+TAG_LATENCY = 4
+
+
+def _fp32_add_max_stages() -> int:
+    probe = Fp32AddFinite(1)
+    probe._MustUse__silence = True  # built only to read its depth
+    return probe.max_stages
+
+
+#: the deepest fp32 adder of the library; a ``P``-deep adder beyond it (``P = 16``) adds registers after it
+FP32_ADD_MAX_STAGES = _fp32_add_max_stages()
 
 
 def _adder(m: Module, precision: str, a, b, stages: int, name: str):
-    """``a + b`` (fp32 finite or int32 wrap), ``stages`` cycles later."""
+    """``a + b`` (fp32 finite or int32 wrap), ``stages`` cycles later: an fp32 adder at most as deep as
+    the library's (:attr:`Fp32AddFinite.max_stages`, every cut point registered), then registers."""
     if precision == "bf16":
-        u = Fp32AddFinite(stages)
+        u = Fp32AddFinite(min(stages, FP32_ADD_MAX_STAGES))
         m.submodules[name] = u
         m.d.comb += [u.in_valid.eq(1), u.a.eq(a), u.b.eq(b)]
-        return u.out
+        return delay(m, u.out, stages - u.stages, f"{name}_pad")
     s = Signal(32, name=f"{name}_sum")
     m.d.comb += s.eq((a + b)[:32])
     return delay(m, s, stages, f"{name}_d")
@@ -48,7 +64,7 @@ def _adder(m: Module, precision: str, a, b, stages: int, name: str):
 
 class PimInterleavedAccumulators(wiring.Component):
     """``cmd_mac`` / ``cmd_acc`` / ``cmd_rdacc``: the column command (its tags ``tag_part`` /
-    ``tag_first`` the cycle after). ``valid`` / ``idx`` / ``part`` / ``col_sum``: start the
+    ``tag_first`` :data:`TAG_LATENCY` cycles after). ``valid`` / ``idx`` / ``part`` / ``col_sum``: start the
     accumulate; ``pre_*`` / ``pre2_*``: the tags 1 / 2 cycles before. ``rd`` / ``rd_col``: an RDACC."""
 
     def __init__(self, precision: str, registers: int, out_lanes: int, col_bits: int, interleave: int):
@@ -65,7 +81,7 @@ class PimInterleavedAccumulators(wiring.Component):
             "cmd_mac": In(1), "cmd_acc": In(ib), "cmd_rdacc": In(1), "tag_part": Out(pb), "tag_first": Out(1),
             "valid": In(1), "idx": In(ib), "part": In(pb), "col_sum": In(32),
             "pre_valid": In(1), "pre_idx": In(ib), "pre_part": In(pb), "pre_first": In(1),
-            "pre2_idx": In(ib),
+            "pre2_valid": In(1), "pre2_idx": In(ib), "pre2_part": In(pb), "pre2_first": In(1), "pre3_idx": In(ib),
             "rd": In(1), "rd_col": In(col_bits), "rd_valid": Out(1), "rd_data": Out(32 * out_lanes),
         })
 
@@ -77,7 +93,9 @@ class PimInterleavedAccumulators(wiring.Component):
         self._counters(m, pb)
         mems = []
         for j in range(P):
-            mem = memory.Memory(shape=32 * L, depth=max(2, rows), init=[])
+            # LUT RAM: ECP5 block RAM has no output register in yosys' mapping (5.8 ns clock-to-out), too slow
+            # in front of the operand select (a P = 16 loop measured 73 MHz with block RAM)
+            mem = memory.Memory(shape=32 * L, depth=max(2, rows), init=[], attrs={"ram_style": "distributed"})
             m.submodules[f"part{j}"] = mem
             mems.append((mem.write_port(granularity=32), mem.read_port(), mem.read_port()))
         # -- accumulate: the adder P deep, its tags beside it
@@ -97,37 +115,76 @@ class PimInterleavedAccumulators(wiring.Component):
             m.d.comb += [wp.addr.eq(done_i >> lb), wp.data.eq(Cat(*([total] * L)))]
             for lane in range(L):
                 m.d.comb += wp.en[lane].eq(done_v & (done_p == j) & ((done_i & (L - 1)) == lane))
-        # operand fetch: memory read 2 cycles ahead, the word picked and registered 1 cycle ahead
+        # operand fetch: memory read 3 cycles ahead; the word picked in two registered 4:1 steps (the low two
+        # bits of (lane, partial) 2 cycles ahead, the rest 1 cycle ahead: a 16:1 select with one register
+        # held a P = 16 loop at 113 MHz)
         for _wp, rp, _rd in mems:
-            m.d.comb += [rp.addr.eq(self.pre2_idx >> lb), rp.en.eq(1)]
-        words = Array(mems[j][1].data[32 * lane:32 * lane + 32] for j in range(P) for lane in range(L))
-        mem_word = words[Cat(self.pre_idx[:lb], self.pre_part) if lb else self.pre_part]
-        # forwarding: the accumulate that starts next cycle hits one started P, P + 1 or P + 2 cycles before
-        # it (out_tag[P - 2 + k] now); the most recent wins
-        hits = []
-        for k in range(3):
-            v, i, pt = out_tag[P - 2 + k]
-            hits.append(self.pre_valid & ~self.pre_first & v & (i == self.pre_idx) & (pt == self.pre_part))
+            m.d.comb += [rp.addr.eq(self.pre3_idx >> lb), rp.en.eq(1)]
+        words = [mems[j][1].data[32 * lane:32 * lane + 32] for j in range(P) for lane in range(L)]
+        sel2 = Cat(self.pre2_idx[:lb], self.pre2_part) if lb else self.pre2_part
+        sel1 = Cat(self.pre_idx[:lb], self.pre_part) if lb else self.pre_part
+        near = [Signal(32, name=f"fetch{g}") for g in range(-(-len(words) // 4))]
+        for g, q in enumerate(near):
+            group = words[4 * g:4 * g + 4]
+            m.d.sync += q.eq(Array(group)[sel2[:2]] if len(group) > 1 else group[0])
+        mem_word = Array(near)[sel1[2:]] if len(near) > 1 else near[0]
+        # forwarding: the accumulate that starts in 2 cycles hits one started P .. P + 3 cycles before it
+        # (out_tag[P - 3 + k] now; -1: the one starting now), not yet in the memory it read; compared a cycle
+        # ahead (registered), the most recent wins
+        def tag(i):
+            return out_tag[i] if i >= 0 else (self.valid, self.idx, self.part)
+        hits = [Signal(name=f"fwd_hit{k}") for k in range(4)]
+        for k, h in enumerate(hits):
+            v, i, pt = tag(P - 3 + k)
+            m.d.sync += h.eq(self.pre2_valid & ~self.pre2_first & v & (i == self.pre2_idx) & (pt == self.pre2_part))
         sel0, alt = Signal(), Signal(32)
         m.d.sync += [sel0.eq(hits[0]),
-                     alt.eq(Mux(self.pre_first, 0, Mux(hits[1], total, Mux(hits[2], total_d1, mem_word))))]
+                     alt.eq(Mux(self.pre_first, 0, Mux(hits[1], total, Mux(hits[2], total_d1,
+                                                                            Mux(hits[3], total_d2, mem_word)))))]
         m.d.comb += operand.eq(Mux(sel0, total, alt))
         self._read_out(m, mems, pb, lb)
         return m
 
     def _counters(self, m: Module, pb: int):
-        """Per accumulator: columns taken in the group (``pb`` bits mod P, plus a 'P or more' bit)."""
-        cnt = Array(Signal(pb + 1, name=f"cnt{i}") for i in range(self.A))
+        """Per accumulator: columns taken in the group (``pb`` bits mod P, plus a 'P or more' bit), in four
+        registered steps (the tags :data:`TAG_LATENCY` cycles after the command): register the command;
+        select its counter in two 8:1 steps (a register after each); count and write back. The counts of
+        the MACs 1 and 2 cycles before (whose writes land after this one's read) are forwarded when they
+        hit the same accumulator, and a group restart (counters cleared) after the read reads as 0."""
+        A = self.A
+        cnt = Array(Signal(pb + 1, name=f"cnt{i}") for i in range(A))
         self._cnt = cnt
+        ib = len(self.cmd_acc)
+        stage = []  # (valid, acc, rdacc) of the command 1, 2, 3 cycles after it was issued
+        prev = (self.cmd_mac, self.cmd_acc, self.cmd_rdacc)
+        for s in (1, 2, 3):
+            t = (Signal(name=f"cnt_v{s}"), Signal(ib, name=f"cnt_a{s}"), Signal(name=f"cnt_rd{s}"))
+            m.d.sync += [x.eq(y) for x, y in zip(t, prev)]
+            stage.append(t)
+            prev = t
+        (_v1, a1, _r1), (_v2, a2, _r2), (v3, a3, rd3) = stage
+        groups = [Signal(pb + 1, name=f"cnt_g{g}") for g in range(-(-A // 8))]
+        for g, q in enumerate(groups):
+            entries = [cnt[i] for i in range(8 * g, min(A, 8 * g + 8))]
+            m.d.sync += q.eq(Array(entries)[a1[:3]] if len(entries) > 1 else entries[0])
+        r3 = Signal(pb + 1, name="cnt_r3")
+        m.d.sync += r3.eq(Array(groups)[a2[3:]] if len(groups) > 1 else groups[0])
         fresh = Signal(init=1)
         c = Signal(pb + 1)
-        m.d.comb += c.eq(Mux(fresh, 0, cnt[self.cmd_acc]))
         nxt = Cat((c[:pb] + 1)[:pb], c[pb] | (c[:pb] == self.P - 1))
-        with m.If(self.cmd_mac):
+        # the MAC 1 cycle before (now in step 3 beside this one in step 2) and 2 cycles before (in step 3
+        # while this one is in step 1): hit, count, cleared
+        hit1, hit2, hit2_a = Signal(name="cnt_hit1"), Signal(name="cnt_hit2"), Signal(name="cnt_hit2_a")
+        p1, p2 = Signal(pb + 1, name="cnt_p1"), Signal(pb + 1, name="cnt_p2")
+        clr1, clr2, clr2_a = Signal(name="cnt_clr1"), Signal(name="cnt_clr2"), Signal(name="cnt_clr2_a")
+        m.d.sync += [hit1.eq(v3 & (a3 == a2)), hit2_a.eq(v3 & (a3 == a1)), hit2.eq(hit2_a),
+                     p1.eq(nxt), p2.eq(p1), clr1.eq(v3 & fresh), clr2_a.eq(v3 & fresh), clr2.eq(clr2_a)]
+        m.d.comb += c.eq(Mux(fresh, 0, Mux(hit1, p1, Mux(clr1, 0, Mux(hit2, p2, Mux(clr2, 0, r3))))))
+        with m.If(v3):
             with m.If(fresh):
                 m.d.sync += [x.eq(0) for x in cnt]
-            m.d.sync += [cnt[self.cmd_acc].eq(nxt), fresh.eq(0)]
-        with m.If(self.cmd_rdacc):
+            m.d.sync += [cnt[a3].eq(nxt), fresh.eq(0)]
+        with m.If(rd3):
             m.d.sync += fresh.eq(1)
         m.d.sync += [self.tag_part.eq(c[:pb]), self.tag_first.eq(~c[pb])]
 

@@ -3,7 +3,8 @@ an input-buffer slice, summed by a pairwise adder tree (lanes padded with zeros 
 two, as the models' ``tree_sum``), pipelined.
 
 bf16: each product is the library's :class:`rtl.lib.units.NarrowMulFp32` (exact product, fp32)
-with ``mul_stages`` registers, each tree adder a :class:`rtl.lib.units.Fp32AddFinite` with
+with ``mul_stages`` registers and its significand multiplier ``mul`` (``"dsp"``: inferred DSP blocks, the
+default; ``"lut"``: fabric, one more cut point -- the deepest ``"dsp"`` unit stays below 150 MHz on ECP5), each tree adder a :class:`rtl.lib.units.Fp32AddFinite` with
 ``add_stages``; int8: exact products and sums (int32 wrap), one register after the products and
 after each tree level. :attr:`PimMacDatapath.latency` is the cycles from ``w`` / ``x`` to ``sum``.
 """
@@ -16,6 +17,8 @@ from amaranth.lib.wiring import In, Out
 from rtl.lib.units import Fp32AddFinite, NarrowMulFp32
 
 LANE_BITS = {"int8": 8, "bf16": 16}
+#: the bf16 multipliers' significand multiplier (:data:`rtl.lib.fp.MULTIPLIERS` that simulate as they synthesize)
+MULS = ("dsp", "lut")
 
 
 def tree_levels(lanes: int) -> int:
@@ -32,13 +35,18 @@ class PimMacDatapath(wiring.Component):
     """``sum`` = the adder-tree sum of ``w[i] * x[i]`` over the lanes, :attr:`latency` cycles after
     ``w`` and ``x``; one column per cycle (no stalls)."""
 
-    def __init__(self, precision: str, lanes: int, mul_stages: int = 1, add_stages: int = 1):
+    def __init__(self, precision: str, lanes: int, mul_stages: int = 1, add_stages: int = 1, mul: str = "dsp"):
+        if mul not in MULS:
+            raise ValueError(f"mul: expected one of {', '.join(MULS)}, got {mul!r}")
+        if precision == "int8" and mul != "dsp":
+            raise ValueError("mul: the int8 datapath has exact products (no multiplier choice); it takes 'dsp'")
+        self.mul = mul
         if precision not in LANE_BITS:
             raise ValueError(f"mac_precision: expected one of {', '.join(LANE_BITS)}, got {precision!r}")
         self.precision, self.lanes = precision, lanes
         self.mul_stages, self.add_stages = mul_stages, add_stages
         if precision == "bf16":  # check the depths against the units now (one clear line)
-            for unit in (NarrowMulFp32("bf16", mul_stages), Fp32AddFinite(add_stages)):
+            for unit in (NarrowMulFp32("bf16", mul_stages, mul), Fp32AddFinite(add_stages)):
                 unit._MustUse__silence = True  # built only for the check
         else:
             for key, v in (("mul_stages", mul_stages), ("add_stages", add_stages)):
@@ -55,7 +63,7 @@ class PimMacDatapath(wiring.Component):
         if self.precision == "bf16":
             terms = []
             for lane in range(E):
-                u = NarrowMulFp32("bf16", self.mul_stages)
+                u = NarrowMulFp32("bf16", self.mul_stages, self.mul)
                 m.submodules[f"mul{lane}"] = u
                 m.d.comb += [u.in_valid.eq(1), u.a.eq(self.w[lb * lane:lb * lane + lb]),
                              u.b.eq(self.x[lb * lane:lb * lane + lb])]

@@ -6,6 +6,7 @@ fast: :func:`archsim.templates.pim.fast.tile_cycles` and
 :func:`archsim.templates.pim.values.gemv_dot`)."""
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,7 @@ from archsim.errors import SpecError
 from rtl.design import Port, RtlDesign, TileModels
 from rtl.pim.channel import PimChannelUnit, channel_signature, check_channel
 from rtl.pim.design import LANE_BITS, PimBankUnit, array_latency, default_stages, pim_signature
-from rtl.pim.mac import mac_latency
+from rtl.pim.mac import MULS, mac_latency
 from rtl.design import pack_lanes
 from rtl.lib.host import HOST_PORT_DOCS
 
@@ -37,7 +38,8 @@ PORT_DOCS = {
     "dram_rdata": "the DRAM array's answer: the column asked for, array_latency cycles after dram_rd is high "
                   "(tCL + mac_pipeline_cycles - 2 - mac_latency; both in the manifest's params); a channel: every "
                   "bank's column, bank b at bits [b*W, (b+1)*W)",
-    "out_valid": "out_data holds an accumulator column (tCL cycles after its RDACC)",
+    "out_valid": "out_data holds an accumulator column (rdacc_latency cycles after its RDACC: tCL, or the "
+                 "interleaved partials' reduction when longer)",
     "out_data": "column_bytes // 4 accumulators (int32 or fp32 bits), accumulator c*lanes + i at bits [32i, 32i+32)",
     "ready": "the bank is closed, tRP has passed since PRE and tRFC since REF (it may take an ACT)",
     "busy": "an RD-MAC is in flight (its column has not reached the accumulators)",
@@ -99,9 +101,14 @@ class PimDesign(RtlDesign):
         banks = options.pop("banks", 1)
         stages = {k: options.pop(k) for k in ("mul_stages", "add_stages") if k in options}
         top = options.pop("top", DEFAULT_TOP if banks == 1 else "unit")
+        mul = options.pop("mul", "dsp")
         if options:
             raise ValueError(f"{', '.join(sorted(options))}: not an option of the pim RTL "
-                             f"(it has banks, mul_stages, add_stages, top)")
+                             f"(it has banks, mul_stages, add_stages, mul, top)")
+        if mul not in MULS or (mul != "dsp" and params.mac_precision != "bf16"):
+            raise ValueError(f"mul: expected one of {', '.join(MULS)} (bf16; int8 takes 'dsp'), got {mul!r}")
+        #: the bf16 multipliers' significand multiplier ("dsp" default, "lut": fabric)
+        self.mul = mul
         if top not in TOPS:
             raise ValueError(f"top: expected one of {', '.join(TOPS)}, got {top!r}")
         if top == "host" and banks != 1:
@@ -113,7 +120,8 @@ class PimDesign(RtlDesign):
                 raise ValueError(f"{key}: expected a {'positive' if key == 'banks' else 'non-negative'} integer, "
                                  f"got {v!r}")
         super().__init__(params, dict({"banks": banks} if banks != 1 else {}, **stages,
-                                      **({"top": top} if top != DEFAULT_TOP and banks == 1 else {})))
+                                      **({"top": top} if top != DEFAULT_TOP and banks == 1 else {}),
+                                      **({"mul": mul} if mul != "dsp" else {})))
         self.banks = banks
         if banks != 1:
             self.toplevel = "archsim_pim_channel"
@@ -141,10 +149,10 @@ class PimDesign(RtlDesign):
         if self.top == "host":
             from rtl.pim.host_engine import PimHostEngine
 
-            return PimHostEngine(self.params, self.mul_stages, self.add_stages)
+            return PimHostEngine(self.params, self.mul_stages, self.add_stages, mul=self.mul)
         if self.banks == 1:
-            return PimBankUnit(self.params, False, self.mul_stages, self.add_stages)
-        return PimChannelUnit(self.params, self.banks, self.mul_stages, self.add_stages)
+            return PimBankUnit(self.params, False, self.mul_stages, self.add_stages, self.mul)
+        return PimChannelUnit(self.params, self.banks, self.mul_stages, self.add_stages, self.mul)
 
     def config_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
@@ -156,6 +164,8 @@ class PimDesign(RtlDesign):
                    mac_latency=mac_latency(self.params.mac_precision, self.params.column_elements,
                                            self.mul_stages, self.add_stages),
                    array_latency=self.array_latency())
+        if self.mul != "dsp":
+            out["mul"] = self.mul
         if self.banks != 1:
             out["rtl_banks"] = self.banks
         return out
@@ -178,7 +188,8 @@ class PimDesign(RtlDesign):
     def cosim_items(self, source: str = "random", **kwargs) -> list:
         from rtl.pim.sources import cosim_items
 
-        return cosim_items(self.params, source, banks=self.banks, **kwargs)
+        fits = self.host_fits if self.top == "host" else None  # random tiles sized to the engine they drive
+        return cosim_items(self.params, source, banks=self.banks, fits=fits, **kwargs)
 
     #: the bank unit has no tile-cycle counter: its cycles are the last output / ready edge on the ports
     has_cycle_counter = False
@@ -263,7 +274,8 @@ class PimDesign(RtlDesign):
             else:  # RDACC; a channel gets the group's rows per bank (mod acc_registers: 0 = all)
                 rg = src[1] % p.acc_registers if self.banks != 1 else 0
                 out.append([c.time, c.cmd, c.col, rg, 0, 0])
-        return {"commands": out, "array": array, "tail": p.tCL + p.tRP + p.tRFC + 4, "gbwr_src": staging_cols,
+        return {"commands": out, "array": array, "tail": p.rdacc_latency + p.tRP + p.tRFC + 4,
+                "gbwr_src": staging_cols,
                 "dram_rows": int(mem.shape[1]), "input": [_pack(xp[c * E:(c + 1) * E], lb)
                                                           for c in range(max(staging_cols, default=-1) + 1)]}
 
@@ -276,6 +288,34 @@ class PimDesign(RtlDesign):
             return self._host_job(items)
         return {"driver": self.driver, "array_latency": self.array_latency(),
                 "streams": [self.stream(tile, ops) for tile, ops in items]}
+
+    def host_needs(self, tile) -> dict[str, int]:
+        """What the host engine must hold for ``tile``, from its timed stream alone (no operands):
+        command entries (one per issue cycle, plus the end entry), DRAM rows, input columns staged,
+        RDACC columns."""
+        from archsim.templates.pim.commands import program, schedule
+
+        p = self.params
+        cmds, _cycles = schedule(tile, p)
+        prog = program(tile, p)
+        macs = [c for c in prog if c[0] == "MAC"]
+        gbwr_cols = [c[6] // p.column_elements for c in prog if c[0] == "GBWR"]
+        return {"cmd_depth": len({c.time for c in cmds}) + 1, "array_rows": 1 + max((c[2] for c in macs), default=0),
+                "staging_cols": max(gbwr_cols, default=-1) + 1, "out_depth": sum(c[0] == "RDACC" for c in prog)}
+
+    def host_fits(self, tile) -> bool:
+        """Whether the host engine (its default sizes) holds ``tile``."""
+        held = self._host_sizes
+        return all(v <= held[k] for k, v in self.host_needs(tile).items())
+
+    @functools.cached_property
+    def _host_sizes(self) -> dict[str, int]:
+        from rtl.pim.host_engine import PimHostEngine
+
+        eng = PimHostEngine(self.params, self.mul_stages, self.add_stages)
+        eng._MustUse__silence = True  # only its sizes are read
+        return {"cmd_depth": eng.cmd_depth, "array_rows": eng.array_rows, "staging_cols": eng.staging_cols,
+                "out_depth": eng.out_depth}
 
     def _host_job(self, items) -> dict[str, Any]:
         """The host engine's job: per tile the staging and array contents and the command entries."""
@@ -302,6 +342,7 @@ class PimDesign(RtlDesign):
             words = {(r, c): w for r, c, w in s["array"]}
             need = {"cmd_depth": len(by_at) + 1, "array_rows": s["dram_rows"], "staging_cols": len(s["input"]),
                     "out_depth": sum(c[1] == "RDACC" for c in s["commands"])}
+            assert need == self.host_needs(tile), "host_needs disagrees with the job's stream"
             for key, v in need.items():
                 if v > getattr(eng, key):
                     raise SpecError(f"pim host engine: tile {n} ({self.label(tile)}) needs {key} {v}, the engine "

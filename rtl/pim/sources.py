@@ -8,7 +8,9 @@ normals), drawn with numpy's seeded generator.
 
 - ``"random"``: random rows (1 .. ``max_stream``) and k (up to three DRAM
   rows' worth, so rows are packed, single or chunked, and the input is
-  broadcast once or chunk by chunk), refresh due at a random point;
+  broadcast once or chunk by chunk), refresh due at a random point; with
+  ``fits`` (the host engine's capacity check) a tile that does not fit has
+  its rows, then its k, halved until it does (tiles that fit are unchanged);
 - ``"gpt2"``: GPT-2's c_attn in decode (2304 x 768) split over every bank
   of the arch: ``ceil(2304 / banks)`` rows of k = 768 per bank, refresh phase
   ``tREFI // 2`` (the mapper's);
@@ -39,7 +41,7 @@ def operands_for(tile, p, rng) -> dict[str, np.ndarray]:
     return {"weight": to_bf16(rng.standard_normal(shape)), "input": to_bf16(rng.standard_normal(tile.k))}
 
 
-def random_tiles(p, count: int, rng, max_stream: int, banks: int = 1) -> list:
+def random_tiles(p, count: int, rng, max_stream: int, banks: int = 1, fits=None) -> list:
     from archsim.templates.pim import PimTile
     from archsim.templates.pim.fast import tile_cycles
 
@@ -49,6 +51,11 @@ def random_tiles(p, count: int, rng, max_stream: int, banks: int = 1) -> list:
         rows = int(rng.integers(1, max(1, max_stream) + 1))
         k = int(rng.integers(1, 3 * row_elements + 1))
         tile = PimTile("gemv", rows=rows, k=k, banks=banks)
+        while fits is not None and not fits(tile):
+            if tile.rows == 1 and tile.k == 1:
+                raise WorkloadError("pim cosim: the engine holds no tile of one row of one element")
+            tile = dataclasses.replace(tile, rows=max(1, tile.rows // 2)) if tile.rows > 1 else \
+                dataclasses.replace(tile, k=max(1, tile.k // 2))
         due = int(rng.integers(0, tile_cycles(tile, p) + 1)) if rng.integers(0, 2) else tile.ref_due
         out.append(dataclasses.replace(tile, ref_due=due))
     return out
@@ -72,12 +79,14 @@ def program_tiles(p, arch, workload: str, count: int, max_stream: int, layer: st
 
 
 def cosim_items(p, source: str = "random", tiles: int = 8, seed: int = 0, max_stream: int = 16,
-                arch: Any = None, workload: str | None = None, layer: str | None = None, banks: int = 1) -> list:
+                arch: Any = None, workload: str | None = None, layer: str | None = None, banks: int = 1,
+                fits=None) -> list:
+    """``fits(tile) -> bool``: the capacity of the engine driven (random tiles are shrunk to it)."""
     from archsim.templates.pim import PimTile
 
     rng = np.random.default_rng(seed)
     if source == "random":
-        tile_list = random_tiles(p, tiles, rng, max_stream, banks)
+        tile_list = random_tiles(p, tiles, rng, max_stream, banks, fits)
     elif source == "gpt2":
         rows, k = GPT2_C_ATTN
         tile_list = [PimTile("gemv", rows=min(-(-rows // p.banks), max_stream), k=k, banks=banks,

@@ -27,7 +27,8 @@ Constraints checked, per channel:
 ``tCCD_S``     any two column commands
 ``tWTR``       WR -> MAC/RD touching the WR's bank group (WL + burst + tWTR_L)
 ``tWTR_S``     WR -> MAC/RD of any other bank group (WL + burst + tWTR_S)
-``tRTW``       MAC/RD/RDACC -> WR in the channel, RD/RDACC -> GBWR (read-to-write bus turnaround)
+``tRTW``       MAC/RD/RDACC -> WR in the channel, RD/RDACC -> GBWR (read-to-write bus turnaround; an
+               RDACC's counted from its data, ``rdacc_latency - tCL`` after a RD's)
 ``mac_drain``  RDACC before the last MAC's data are in the accumulators
                (``last MAC + mac_drain``)
 ``tRASmax``    a row open longer than ``tRASmax`` (checked at every later
@@ -161,8 +162,9 @@ def check_stream(stream, p, ref_due: int | None = None, end: int | None = None) 
         if cmd in ("WR", "GBWR"):  # the data bus turns from driven-by-DRAM to driven-by-host
             late = [tr for tr in s.bus_reads if t < tr + p.tRTW]
             if late:
-                return bad("tRTW", f"{cmd} {t - max(late)} cycles after a RD / RDACC on the data bus, "
-                                   f"need {p.tRTW} (bus turnaround)")
+                return bad("tRTW", f"{cmd} {t - max(late)} cycles after a RD / RDACC's data time on the data bus "
+                                   f"(an RDACC's data {p.rdacc_latency - p.tCL} cycles after tCL), need {p.tRTW} "
+                                   f"(bus turnaround)")
         if cmd == "RDACC" and s.last_mac is not None and t < s.last_mac + p.mac_drain:
             return bad("mac_drain", f"RDACC {t - s.last_mac} cycles after the last MAC, whose data reach the "
                                     f"accumulators {p.mac_drain} cycles after it (tCL + MAC cycles + pipeline)")
@@ -247,8 +249,9 @@ def check_stream(stream, p, ref_due: int | None = None, end: int | None = None) 
                 s.reads = [x for x in s.reads if x[0] > horizon] + [(t, groups_of(cmd, bank))]
             elif cmd == "WR":
                 s.writes = [x for x in s.writes if x[0] > horizon] + [(t, groups_of(cmd, bank))]
-            if cmd in ("RD", "RDACC"):
-                s.bus_reads = [x for x in s.bus_reads if x > t - p.tRTW] + [t]
+            if cmd in ("RD", "RDACC"):  # an RDACC's data leave rdacc_latency - tCL cycles later than a RD's
+                shift = p.rdacc_latency - p.tCL if cmd == "RDACC" else 0
+                s.bus_reads = [x for x in s.bus_reads if x > t - p.tRTW] + [t + shift]
             if cmd == "MAC":
                 s.last_mac = t
         if cmd == "ACT":

@@ -27,7 +27,7 @@ commands issue in program order (times never decrease).
 Scheduling rules beyond JEDEC (the controller's policy, documented in
 docs/pim.md): an ACT or REF waits ``tCCD_S`` after a GBWR/RDACC; GBWR waits
 for every bank to be precharged (the buffer is loaded between bursts) and
-``tRTW`` after an RDACC (the data bus turns around);
+``tRTW`` after an RDACC's data (the data bus turns around: ``rdacc_turnaround``);
 RDACC waits for the last MAC's data (``mac_drain``); a MAC waits
 ``mac_cycles_per_column`` after the previous one (the MAC unit is busy); before
 each ACT a REF is issued if one is due; an ACT waits until every bank is
@@ -176,7 +176,8 @@ class _Channel:
         self.row_bus_free = -(1 << 40)  # the row bus is busy for act_bus_cycles after an ACT
         self.last_col: tuple[int, frozenset] | None = None  # (time, bank groups touched)
         self.last_io = -(1 << 40)  # last GBWR / RDACC
-        self.last_bus_read = -(1 << 40)  # last RD / RDACC (data driven out on the channel's bus)
+        self.last_bus_read = -(1 << 40)  # last RD / RDACC, shifted by an RDACC's data beyond tCL
+                                         # (the bus turnaround counts from the data)
         self.last_mac = -(1 << 40)
         self.ref = -(1 << 40)
         self.due = ref_due
@@ -284,8 +285,10 @@ class _Channel:
             self.last_io = t
         if cmd == "MAC":
             self.last_mac = t
-        elif cmd in ("RD", "RDACC"):
-            self.last_bus_read = t
+        elif cmd == "RD":
+            self.last_bus_read = max(self.last_bus_read, t)
+        elif cmd == "RDACC":
+            self.last_bus_read = max(self.last_bus_read, t + self.p.rdacc_latency - self.p.tCL)
 
 
 def schedule(tile: PimTile, p, channel: int = 0) -> tuple[list[Cmd], int]:
@@ -312,7 +315,7 @@ def schedule(tile: PimTile, p, channel: int = 0) -> tuple[list[Cmd], int]:
         if cmd == "MAC":
             end = max(end, t + p.mac_drain)
         elif cmd == "RDACC":
-            end = max(end, t + p.tCL)
+            end = max(end, t + p.rdacc_latency)
     # the channel is free when the banks are precharged, the refresh is over and the bus is idle
     free = max([ch.pre[b] + p.tRP for b in range(p.banks_per_channel) if ch.pre[b] >= 0] + [0])
     free = max(free, ch.ref + p.tRFC, ch.last_io + p.tCCD_S, end)

@@ -9,12 +9,13 @@ Costs (``s = column_spacing = max(tCCD_L, mac_cycles_per_column)``):
   which ``PimParams.validate`` requires);
 - a write burst of ``c`` WRs to one bank: ``max(tRAS, tRCDWR + (c-1)*tCCD_L + tWR) + tRP``;
 - ``n`` broadcast column writes: ``n * tCCD_S``, starting no earlier than
-  ``tRTW`` after the last accumulator read (data-bus turnaround);
+  ``rdacc_turnaround`` (``tRTW``, plus the reduction's cycles beyond ``tCL``) after the last
+  accumulator read (data-bus turnaround);
 - a gather of ``n`` accumulator reads starts when the last MAC's data are in
   the accumulators (``last MACAB + mac_drain``) and not before
   the PREAB that precedes it; the channel is free again at
   ``max(PREAB + tRP, last RDACC + tCCD_S)`` and the data have arrived at
-  ``last RDACC + tCL``;
+  ``last RDACC + rdacc_latency`` (``tCL``, or the interleaved partials' reduction when longer);
 - refresh: before each ACT, if the next REF is due, an all-bank REF is
   issued (the banks are closed at that point) and the ACT waits ``tRFC``.
   The number of REFs in a run of identical bursts is found per refresh
@@ -52,7 +53,7 @@ def steps_cycles(steps, p, ref_due: int) -> dict[str, int]:
         kind = step[0]
         if kind == "bcast":
             if last_rdacc is not None:  # the data bus turns around after the gather
-                t = max(t, last_rdacc + p.tRTW)
+                t = max(t, last_rdacc + p.rdacc_turnaround)
             t += step[1] * p.tCCD_S
         elif kind == "gather":
             start = (max(last_mac + max(p.mac_drain, p.tCCD_S), last_pre)
@@ -60,7 +61,7 @@ def steps_cycles(steps, p, ref_due: int) -> dict[str, int]:
             last = start + (step[1] - 1) * p.tCCD_S
             last_rdacc = last
             t = max(t, last + p.tCCD_S)
-            data_end = max(data_end, last + p.tCL)
+            data_end = max(data_end, last + p.rdacc_latency)
         else:
             m, cols = step[1], step[2]
             pre, period = (burst_cycles if kind == "burst" else write_burst_cycles)(cols, p)

@@ -28,7 +28,8 @@ issued no earlier than ``t`` cycles after command X):
 ``tWTR_S``  WR -> RD / RD-MAC of another bank group, from the WR command
             (WL + burst + tWTR_S)
 ``tRTW``    RD / RD-MAC -> WR anywhere in the channel, and RD / RDACC ->
-            GBWR (bus turnaround: RL + burst + 2 - WL)
+            GBWR (bus turnaround: RL + burst + 2 - WL; counted from an RDACC's
+            data, ``rdacc_turnaround``, when its reduction outlasts ``tCL``)
 ``tPPD``    PRE -> PRE in the channel
 ``tREFI``   average interval between all-bank REF commands
 ``tRFC``    REF -> any command to the channel
@@ -51,7 +52,7 @@ ACC_PRECISION = {"int8": "int32", "bf16": "fp32"}
 ELEMENT_BYTES = {name: bits_of(name) // 8 for name in ("int8", "bf16")}  # the registry's widths
 ACC_BYTES = {"int8": 4, "bf16": 4}
 #: accumulator_interleave values (powers of two: the partials' adder tree has no padding)
-INTERLEAVES = (1, 2, 4, 8)
+INTERLEAVES = (1, 2, 4, 8, 16)
 MAX_CHANNELS = 65536  # channels x stacks: 5 HBM stacks are 80, a 64-stack system 1024
 
 TIMING_NAMES = ("tRCD", "tRCDWR", "tRP", "tRAS", "tRTP", "tWR", "tCCD_S", "tCCD_L", "tRRD", "tRRD_L", "tFAW", "tWTR",
@@ -97,11 +98,12 @@ class PimParams(TemplateParams):
     max_postponed_refreshes : int
         REF commands a controller may postpone (JEDEC: 8).
     accumulator_interleave : int
-        ``P`` partial accumulators per output row in dot mode (a power of two, 1..8; default 1, the
+        ``P`` partial accumulators per output row in dot mode (a power of two, 1..16; default 1, the
         plain sequential accumulate): column ``c`` of a row goes into partial ``c mod P``, so the
         fp32 accumulate loop may take ``P`` cycles (the RTL pipelines its adder ``P`` deep), and an
-        RDACC sums the partials by a pairwise adder tree within its ``tCL``
-        (:attr:`rdacc_reduction_cycles`; refused if ``tCL`` is shorter -- no cycles are added).
+        RDACC sums the partials by a pairwise adder tree (:attr:`rdacc_reduction_cycles`); when that
+        takes longer than ``tCL`` the RDACC's data come later (:attr:`rdacc_latency`) and both
+        models charge the extra cycles.
         Changes the fp32 summation order (:func:`archsim.templates.pim.values.gemv_dot`).
 
     The ASIC beside the DRAM (non-linear ops, cross-bank reductions) is the
@@ -165,10 +167,6 @@ class PimParams(TemplateParams):
         v = self.accumulator_interleave
         if isinstance(v, bool) or not isinstance(v, int) or v not in INTERLEAVES:
             raise ValueError(f"accumulator_interleave: expected one of {', '.join(map(str, INTERLEAVES))}, got {v!r}")
-        if self.tCL < self.rdacc_reduction_cycles:
-            raise ValueError(f"accumulator_interleave: an RDACC's reduction of {v} partials takes "
-                             f"{self.rdacc_reduction_cycles} cycles, longer than tCL ({self.tCL}); lower it or "
-                             f"raise tCL")
         if self.mac_precision not in MAC_PRECISIONS:
             raise ValueError(f"mac_precision: expected one of {', '.join(MAC_PRECISIONS)}, got {self.mac_precision!r}")
         if self.banks_per_channel % self.bank_groups:
@@ -252,10 +250,22 @@ class PimParams(TemplateParams):
     @property
     def rdacc_reduction_cycles(self) -> int:
         """Cycles from an RDACC to its column of reduced partials: 0 for ``P = 1``; else 2 (read the
-        partials) + ``log2(P)`` adder-tree levels of ``P`` cycles each (the accumulate adder's depth).
-        Must fit in ``tCL``."""
+        partials) + ``log2(P)`` adder-tree levels of ``P`` cycles each (the accumulate adder's depth)."""
         P = self.accumulator_interleave
         return 0 if P == 1 else 2 + (P.bit_length() - 1) * P
+
+    @property
+    def rdacc_latency(self) -> int:
+        """Cycles from an RDACC to its data on the channel's bus: ``tCL``, or the reduction of the
+        interleaved partials when that is longer (``max(tCL, rdacc_reduction_cycles)``; ``tCL`` for
+        ``P = 1``)."""
+        return max(self.tCL, self.rdacc_reduction_cycles)
+
+    @property
+    def rdacc_turnaround(self) -> int:
+        """Cycles from an RDACC to a WR / GBWR (bus turnaround): ``tRTW`` counted from the RDACC's
+        data, so ``tRTW + rdacc_latency - tCL`` (``tRTW`` when the reduction fits ``tCL``)."""
+        return self.tRTW + self.rdacc_latency - self.tCL
 
     @property
     def n_channels(self) -> int:
