@@ -130,22 +130,30 @@ class PrecomputeUnit(wiring.Component):
         pc = Signal(range(c.pre_cycles + 1))  # cycle of the build
         ps = Signal(32)  # step being built
         n_gen = min(rate, tm * E)
-        # generator i's entry f_i = pc * rate + i, counted in its own register (no adder before the row select)
-        fs = [Signal(range(c.pre_cycles * rate + rate + 1), name=f"gen{i}_f", init=i) for i in range(n_gen)]
+        # generator i's entry f_i = pc * rate + i with no adder before the row select. With rate = 2**z * odd
+        # its low z bits are i's (a constant: no register, which yosys 0.70 would refuse as a constant flip-flop
+        # with an init value) and its high bits pc * odd + (i >> z): pc itself when rate is a power of two,
+        # else counted in the generator's own register
+        z = (rate & -rate).bit_length() - 1
+        odd = rate >> z
+        his = [pc if odd == 1 else Signal(range(c.pre_cycles * odd + (i >> z) + 1), name=f"gen{i}_f_hi", init=i >> z)
+               for i in range(n_gen)]
+        counted = [(i, h) for i, h in enumerate(his) if h is not pc]
         with m.If(self.restart):
-            m.d.sync += [active.eq(self.build), pc.eq(0), ps.eq(0)] + [f.eq(i) for i, f in enumerate(fs)]
+            m.d.sync += [active.eq(self.build), pc.eq(0), ps.eq(0)] + [h.eq(i >> z) for i, h in counted]
         pre_act = active | self.go
         m.d.comb += self.act_addr.eq(ps)
         with m.If(pre_act & ~self.restart):
             with m.If(pc != c.pre_cycles - 1):  # (pc + 1 < pre_cycles: pc never exceeds pre_cycles - 1)
-                m.d.sync += [pc.eq(pc + 1), active.eq(1)] + [f.eq(f + rate) for f in fs]
+                m.d.sync += [pc.eq(pc + 1), active.eq(1)] + [h.eq(h + odd) for _i, h in counted]
             with m.Else():  # this step's tables are done: rest at the next step's start
-                m.d.sync += [pc.eq(0), ps.eq(ps + 1), active.eq(0)] + [f.eq(i) for i, f in enumerate(fs)]
+                m.d.sync += [pc.eq(0), ps.eq(ps + 1), active.eq(0)] + [h.eq(i >> z) for i, h in counted]
         rows = Array(self.act_data[r * K * ab:(r + 1) * K * ab] for r in range(tm))
         lb = (E - 1).bit_length() if E > 1 else 0
         outs = []
         for i in range(n_gen):
-            f_i = fs[i]
+            f_i = Signal(range(c.pre_cycles * rate + rate + 1), name=f"gen{i}_f")
+            m.d.comb += f_i.eq(Cat(Const(i % (1 << z), z), his[i]) if z else his[i])
             local = f_i[:lb] if lb else Const(0, 1)
             gen = TableGenerator(K, ab, eb, c.p_bits if c.has_int else None, c.has_fp, c.precompute_latency)
             m.submodules[f"gen{i}"] = gen
