@@ -232,13 +232,13 @@ def _check(report, items, params):
     assert len(report.tiles) == len(items)
 
 
-def _cosim_against_reference(arch, items):
+def _cosim_against_reference(arch, items, options=None):
     """run_cosim (RTL vs the fast and detailed models) and the RTL's values vs :func:`reference`."""
     from rtl import design_for
     from rtl.cosim import run_job
 
-    design = design_for(arch)
-    run = run_job(design.verilog(), design.toplevel, design.make_job(items))
+    design = design_for(arch, options)
+    run = run_job(design.verilog(), design.toplevel, design.make_job(items), extra_sources=design.sim_sources())
     report = design.check(items, run.result)
     _check(report, items, arch.params)
     for (tile, ops), got, check in zip(items, run.result["tiles"], report.tiles):
@@ -306,8 +306,11 @@ def test_multiplier_styles_dequant_and_wider_lanes(icarus, overrides):
      "formats": ["int4", "fp8_e4m3", "fp16"]},
     {"pes": 2, "accumulators": 2, "lane_stages": 5, "rtl_multiplier": "lut", "pipeline_cycles": 27,
      "formats": ["int4", "fp8_e4m3", "fp16", "bf16"]},
+    {"pes": 2, "accumulators": 2, "lane_stages": 9, "scale_stages": 11, "pipeline_cycles": 40,
+     "formats": ["int4", "fp8_e4m3", "fp16", "posit16_1"], "rtl_options": {"multiplier": "ecp5_dsp"}},
 ], ids=["acc2", "acc3-bit_serial-plus3", "acc2-dequant-plus3", "acc2-lane9-decode-cut",
-        "acc3-bit_serial-lane9-decode-cut", "acc2-dequant-lane9-decode-cut", "acc2-lane5-lut"])
+        "acc3-bit_serial-lane9-decode-cut", "acc2-dequant-lane9-decode-cut", "acc2-lane5-lut",
+        "acc2-lane9-scale11-ecp5_dsp"])
 def test_pipelined_pe_with_interleaved_accumulators(icarus, overrides):
     """accumulators > 1 (rtl/simd/pipelined.py): values in the interleaved order of both references, the
     contract's cycles; short tiles first (one step, a group of one step, fewer cycles than the ring has
@@ -316,6 +319,8 @@ def test_pipelined_pe_with_interleaved_accumulators(icarus, overrides):
     from rtl.simd.pipelined import write_latency
     from rtl.simd.sources import operands_for, random_items
 
+    overrides = dict(overrides)
+    options = overrides.pop("rtl_options", None)  # ecp5_dsp: MULT18X18D instances, Icarus runs their model
     f = overrides["formats"]
     arch = load_arch("simd-edge", {**overrides, "weight_format": f[1], "activation_format": f[1]})
     p = arch.params
@@ -327,7 +332,7 @@ def test_pipelined_pe_with_interleaved_accumulators(icarus, overrides):
               SimdTile(1, 5, 2, "int4", "int4", accumulate=True), SimdTile(3, 9, 1, "int4", "int4", group_size=2)]
     items = [(t, operands_for(t, p, rng)) for t in shorts if not p.pair_problem(t.weight_format, t.activation_format)]
     items += random_items(p, 12, rng, max_k=20)
-    _cosim_against_reference(arch, items)
+    _cosim_against_reference(arch, items, options)
 
 
 def test_a_pipelined_pe_needs_its_latency():
@@ -362,6 +367,46 @@ def test_lane_stages_lengthen_the_latency_and_are_bounded():
     # fabric multipliers: more cut points (one per adder-tree level), so more lane stages
     lut = SimdConfig.from_params(load_arch("simd-edge", {**fp16, "rtl_multiplier": "lut", "pipeline_cycles": 99}).params)
     assert lane_cut_points(lut) > most
+
+
+def test_scale_stages_lengthen_the_latency_and_are_bounded():
+    """``scale_stages`` replaces the scale multiply's default ``min(A, its most)`` stages: each one more is
+    one more cycle of write latency, up to the fp32 multiplier's cut points (DSP 11, fabric 13 --
+    rtl/lib's FpMul, docs/rtl.md); more, or scale stages without the pipelined PE, are one-line errors."""
+    from rtl.simd.design import SimdConfig
+    from rtl.simd.pipelined import write_latency
+
+    fp16 = {"pes": 1, "accumulators": 2, "formats": ["fp16"], "weight_format": "fp16", "activation_format": "fp16",
+            "pipeline_cycles": 99}
+    base = write_latency(SimdConfig.from_params(load_arch("simd-edge", fp16).params))  # Sm = A = 2
+    for mul, most in (("dsp", 11), ("lut", 13)):
+        arch = load_arch("simd-edge", {**fp16, "rtl_multiplier": mul, "scale_stages": most})
+        assert write_latency(SimdConfig.from_params(arch.params)) == base + most - 2
+        with pytest.raises(ValueError, match=f"scale_stages: expected 0..{most} "):
+            SimdConfig.from_params(load_arch("simd-edge", {**fp16, "rtl_multiplier": mul,
+                                                           "scale_stages": most + 1}).params)
+    with pytest.raises(ArchsimError, match="scale_stages: expected 0 with accumulators 1"):
+        load_arch("simd-edge", {**fp16, "accumulators": 1, "scale_stages": 3})
+
+
+def test_ecp5_target_registers_the_dsp_blocks_of_a_pipelined_pe_only():
+    """``archsim rtl synth --target ecp5`` builds the pipelined PE's DSP products as MULT18X18D instances
+    with their registers (and co-simulation ships the block's model); the one-cycle PE (A = 1), fabric
+    multipliers and BitMoD keep their own."""
+    from rtl import design_for
+    from rtl.generate import target_options
+
+    fp16 = {"pes": 1, "formats": ["fp16"], "weight_format": "fp16", "activation_format": "fp16"}
+    piped = load_arch("simd-edge", {**fp16, "accumulators": 2, "pipeline_cycles": 30})
+    assert target_options(piped, "ecp5") == {"multiplier": "ecp5_dsp"}
+    assert target_options(piped, "generic") == {}
+    assert target_options(load_arch("simd-edge", fp16), "ecp5") == {}
+    assert target_options(load_arch("simd-edge", {**fp16, "accumulators": 2, "pipeline_cycles": 30,
+                                                  "rtl_multiplier": "lut"}), "ecp5") == {}
+    design = design_for(piped, target_options(piped, "ecp5"))
+    assert "MULT18X18D_model.v" in design.sim_sources()
+    assert design.verilog().count("MULT18X18D ") >= 5  # the lane's 11 x 11 product, the scale's 24 x 24 in four
+    assert design_for(piped).sim_sources() == {}
 
 
 @pytest.mark.rtl

@@ -174,8 +174,8 @@ class SimdPE(wiring.Component):
             mask = _delayed(m, self.s1_mask[j], Lf, f"{name}_mask")
             sig_p = self._sig_product(m, a, aw, w, ww, name)
             if cfg.dequant or any(not md.integer for md in lane_modes):
-                mul = cfg.rtl_multiplier
-                cuts = product_cut_points(aw, ww, given, mul)
+                mul = cfg.mul_kind
+                cuts = product_cut_points(aw, ww, given, cfg.rtl_multiplier)  # dsp_reg: the cuts of dsp
                 pipe = Pipe(m, Lf - dc, cuts, f"{name}_fe") if pipelined else None
                 pf, praw, psign = fp.product(m, a, w, aw, ww, f"{name}_prod", sig_product=sig_p, pipe=pipe,
                                              mul=mul)

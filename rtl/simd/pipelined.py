@@ -15,8 +15,9 @@ issue + 2)::
   F        the output register; written to the output buffer at issue + F + 3
 
 ``S = A`` (the ring's adder must have exactly ``A`` stages; the tree adders use the
-same), ``R`` = ``InterleavedSum.latency``, ``Sm = min(A, FpMul max stages)`` (``rtl_multiplier``: its
-significand multiplier, DSP blocks or fabric). The
+same), ``R`` = ``InterleavedSum.latency``, ``Sm`` = ``scale_stages`` or by default ``min(A, FpMul max stages)``
+(``rtl_multiplier``: its significand multiplier, DSP blocks or fabric; ``"dsp_reg"`` has the cut points
+of ``"dsp"``). The
 write latency :func:`write_latency` is what ``pipeline_cycles`` must cover. The
 order of the sums is :mod:`archsim.templates.simd.interleave` (the models').
 """
@@ -41,12 +42,17 @@ def _max_stages(kind: str, mul: str = "dsp") -> int:
     return unit.max_stages
 
 
+def scale_cut_points(cfg) -> int:
+    """Most stages of the group-scale multiply (``scale_stages``): the fp32 ``FpMul``'s, by multiplier."""
+    return _max_stages("mul", cfg.rtl_multiplier)
+
+
 def timing(cfg) -> dict[str, int]:
     """Cycle offsets from ``D`` (see the module docstring) and the unit stages of a pipelined PE."""
     A = cfg.accumulators
     S = A
     R = A + tree_levels(A) * S
-    Sm = min(A, _max_stages("mul", cfg.rtl_multiplier))
+    Sm = cfg.scale_stages or min(A, _max_stages("mul", cfg.rtl_multiplier))
     Si = min(A, _max_stages("i2f"), R - 1)
     C = 1 + cfg.lane_stages + tree_levels(cfg.max_lanes) * S
     Gt = C + R
@@ -108,7 +114,7 @@ def elaborate_pipelined(pe, cfg, m: Module, regs, int_mode, prods_f, prods_i):
     if cfg.dequant:
         grp_res = plain
     else:
-        mul = m.submodules.scale_mul = FpMul("fp32", t["Sm"], cfg.rtl_multiplier)
+        mul = m.submodules.scale_mul = FpMul("fp32", t["Sm"], cfg.mul_kind)
         m.d.comb += [mul.a.eq(grp_src), mul.b.eq(pe.scale), mul.in_valid.eq(1)]
         grp_res = Mux(pe.g_zero, plain, mul.out)
     # ---- output accumulator (O -> Rt)
