@@ -67,6 +67,24 @@ def write_latency(cfg) -> int:
     return timing(cfg)["F"] + 3
 
 
+def int_sum_tree(m: Module, values: list, cycles: int):
+    """The sum of the lanes' exact integer products, ``cycles`` cycles later: a pairwise tree of adds with a
+    register after each level (the lane tree's latency leaves room for ``tree_levels`` of them), the rest of
+    the cycles a delay line."""
+    node, lev = list(values), 0
+    while len(node) > 1 and lev < cycles:
+        nxt = []
+        for i in range(0, len(node), 2):
+            pair = node[i:i + 2]
+            total = pair[0] + pair[1] if len(pair) == 2 else pair[0]
+            nxt.append(delayed(m, total, 1, f"sum_i{lev}_{i // 2}"))
+        node, lev = nxt, lev + 1
+    total = node[0]
+    for x in node[1:]:  # (not reached: cycles >= the lane tree's levels >= this tree's)
+        total = total + x
+    return delayed(m, total, cycles - lev, "sum_i")
+
+
 def pipelined_pe_ports(cfg) -> dict:
     return {k: In(1) for k in STEP_FLAGS}
 
@@ -96,10 +114,7 @@ def elaborate_pipelined(pe, cfg, m: Module, regs, int_mode, prods_f, prods_i):
     gacc_i = Signal(signed(64), name="gacc_i")
     src = grp_f
     if cfg.has_int:
-        total_i = prods_i[0]
-        for x in prods_i[1:]:
-            total_i = total_i + x
-        cs_i = delayed(m, total_i, C - 1 - t["Lf"], "sum_i")  # the products are at D + 1 + Lf
+        cs_i = int_sum_tree(m, prods_i, C - 1 - t["Lf"])  # the products are at D + 1 + Lf
         step_c, gfirst_c = at("p_step", C), at("p_gfirst", C)  # (delay lines built outside any m.If)
         with m.If(step_c):
             m.d.sync += gacc_i.eq(Mux(gfirst_c, 0, gacc_i) + cs_i)
