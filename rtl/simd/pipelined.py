@@ -145,13 +145,15 @@ def elaborate_pipelined(pe, cfg, m: Module, regs, int_mode, prods_f, prods_i):
     outs = Signal(OW, name="out_acc")
     m.d.comb += pe.out.eq(outs)
     rend_f = at("p_rend", t["F"])
-    if cfg.has_int:
-        gsum = delayed(m, gacc_i, t["F"] - C - 1, "gsum_i")
-        init_f = delayed(m, init, S, "init")
+    if cfg.has_int:  # init + group sum (int64) added a cycle ahead, into its own register
+        gsum = delayed(m, gacc_i, t["F"] - C - 2, "gsum_i")
+        init_f = delayed(m, init, S - 1, "init")
+        isum = Signal(signed(OW), name="int_out")
+        m.d.sync += isum.eq(init_f.as_signed() + gsum)
     with m.If(rend_f):
         if cfg.has_int:
             with m.If(int_mode & pe.g_zero):
-                m.d.sync += outs.eq(init_f + gsum)
+                m.d.sync += outs.eq(isum)
             with m.Else():
                 m.d.sync += outs.eq(fin.out)
         else:
