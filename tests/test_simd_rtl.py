@@ -232,14 +232,15 @@ def _check(report, items, params):
     assert len(report.tiles) == len(items)
 
 
-def _cosim_against_reference(arch, items, options=None):
+def _cosim_against_reference(arch, items, options=None, sim="icarus"):
     """run_cosim (RTL vs the fast and detailed models) and the RTL's values vs :func:`reference`."""
     from rtl import design_for
     from rtl.cosim import run_job
 
     design = design_for(arch, options)
-    run = run_job(design.verilog(), design.toplevel, design.make_job(items), extra_sources=design.sim_sources())
-    report = design.check(items, run.result)
+    run = run_job(design.verilog(), design.toplevel, design.make_job(items), extra_sources=design.sim_sources(),
+                  sim=sim)
+    report = design.check(items, run.result, sim=sim)
     _check(report, items, arch.params)
     for (tile, ops), got, check in zip(items, run.result["tiles"], report.tiles):
         rtl = design.rtl_values(tile, got["words"])
@@ -387,6 +388,11 @@ def test_scale_stages_lengthen_the_latency_and_are_bounded():
                                                            "scale_stages": most + 1}).params)
     with pytest.raises(ArchsimError, match="scale_stages: expected 0 with accumulators 1"):
         load_arch("simd-edge", {**fp16, "accumulators": 1, "scale_stages": 3})
+    # the FPGA configuration's latency by hand (A = 11, 8 lanes): the products at 1 + 9 lane stages, the lane
+    # tree 3 levels x 11, each ring 11 + 4 tree levels x 11 = 55, the scale 11, the final add 11, +3 to the
+    # write: 10 + 33 + 55 + 11 + 55 + 11 + 3 = 178
+    cfg = SimdConfig.from_params(load_arch("simd-edge", {"pes": 1, **FPGA_ALL_MODES}).params)
+    assert cfg.max_lanes == 8 and write_latency(cfg) == 178 == FPGA_ALL_MODES["pipeline_cycles"]
 
 
 def test_ecp5_target_registers_the_dsp_blocks_of_a_pipelined_pe_only():
@@ -551,6 +557,35 @@ def test_a_thousand_random_tiles_pipelined(icarus, pair):
     rng = np.random.default_rng(zlib.crc32(f"pipelined {w}x{a}".encode()))
     items = random_items(arch.params, 1000, rng, modes=[pair], max_k=10)
     report = _cosim_against_reference(arch, items)
+    assert sum(t.ok for t in report.tiles) == 1000
+
+
+#: the 150 MHz ECP5 configuration of one PE with all 121 modes (docs/simd_rtl.md, "Timing"): A = 11, the lanes'
+#: and the scale's DSP products in registered MULT18X18D blocks (the ECP5 target's choice), every lane and
+#: scale cut point, pipeline_cycles = its write latency
+FPGA_ALL_MODES = {"accumulators": 11, "lane_stages": 9, "scale_stages": 11, "pipeline_cycles": 178}
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+@pytest.mark.long  # a ~10 min Verilator build and run
+def test_a_thousand_random_tiles_on_the_fpga_configuration():
+    """The ECP5 configuration (all 11 formats, A = 11, registered DSP blocks with their Verilog model), 2 PEs,
+    on Verilator: 1000 random tiles (K <= 24: rings with fewer and with more cycles than slots) cycling over
+    the representative modes, every tile bit- and cycle-exact against the models and the reference."""
+    from rtl.cosim.harness import simulator_missing_reason
+    from rtl.generate import target_options
+    from rtl.simd.sources import random_items
+
+    reason = simulator_missing_reason("verilator")
+    if reason:
+        pytest.skip(reason)
+    arch = load_arch("simd-edge", {"pes": 2, **FPGA_ALL_MODES})
+    options = target_options(arch, "ecp5")
+    assert options == {"multiplier": "ecp5_dsp"}
+    reps = [pair for pair in MODE_PAIRS if not arch.params.pair_problem(*pair)]
+    items = random_items(arch.params, 1000, np.random.default_rng(150), modes=reps, max_k=24)
+    report = _cosim_against_reference(arch, items, options, sim="verilator")
     assert sum(t.ok for t in report.tiles) == 1000
 
 
