@@ -26,24 +26,27 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from archsim.templates.simd.params import SUPPORTED_FORMATS, SimdParams  # noqa: E402
-from rtl.simd.design import PE_TOP, SimdConfig, pe_verilog  # noqa: E402
+from rtl.simd.design import PE_TOP, SimdConfig, SimdRtlOptions, pe_verilog  # noqa: E402
 from rtl.synth import synthesize_verilog  # noqa: E402
 
 
 def pe_params(formats: list[str], lane_bits: int = 16, multiplier: str = "array",
               pipeline_cycles: int = 4, dequant: bool = False, accumulators: int = 1,
-              lane_stages: int = 0, rtl_multiplier: str = "dsp") -> SimdParams:
+              lane_stages: int = 0, rtl_multiplier: str = "dsp", scale_stages: int = 0) -> SimdParams:
     f = formats[0]
     return SimdParams(pes=1, lane_bits=lane_bits, formats=list(formats), multiplier=multiplier,
                       weight_format=f, activation_format=f, pipeline_cycles=pipeline_cycles, dequant=dequant,
-                      accumulators=accumulators, lane_stages=lane_stages, rtl_multiplier=rtl_multiplier)
+                      accumulators=accumulators, lane_stages=lane_stages, rtl_multiplier=rtl_multiplier,
+                      scale_stages=scale_stages)
 
 
-def synth_pe(params: SimdParams, pnr: bool, targets=("ecp5", "generic")) -> dict:
-    cfg = SimdConfig.from_params(params)
+def synth_pe(params: SimdParams, pnr: bool, targets=("ecp5", "generic"), dsp_blocks: str = "inferred",
+             timeout_s: float = 3600.0) -> dict:
+    cfg = SimdConfig.from_params(params, SimdRtlOptions(multiplier=dsp_blocks))
     v = pe_verilog(cfg)
     t0 = time.perf_counter()
-    ecp5 = synthesize_verilog(v, PE_TOP, target="ecp5", pnr=pnr) if "ecp5" in targets else {}
+    ecp5 = (synthesize_verilog(v, PE_TOP, target="ecp5", pnr=pnr, timeout_s=timeout_s) if "ecp5" in targets
+            else {})
     generic = synthesize_verilog(v, PE_TOP, target="generic") if "generic" in targets else {}
     return {"modes": len(cfg.modes), "lanes": cfg.max_lanes, "cuts": list(cfg.cuts), "ecp5": ecp5, "generic": generic,
             "seconds": round(time.perf_counter() - t0, 1)}
@@ -63,6 +66,12 @@ def main(argv=None) -> int:
                     help="register stages in each lane's multiply-and-round (pipelined PE only)")
     ap.add_argument("--rtl-multiplier", default="dsp", choices=("dsp", "lut"), dest="rtl_multiplier",
                     help="the pipelined PE's significand multipliers: DSP blocks or fabric")
+    ap.add_argument("--scale-stages", type=int, default=0, dest="scale_stages",
+                    help="register stages of the group-scale multiply (pipelined PE; 0: min(A, its most))")
+    ap.add_argument("--dsp-blocks", default="inferred", choices=("inferred", "ecp5_dsp"), dest="dsp_blocks",
+                    help="the pipelined PE's DSP products: inferred, or MULT18X18D instances with their "
+                         "registers (what archsim rtl synth --target ecp5 builds)")
+    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per tool run (yosys, nextpnr)")
     ap.add_argument("--dequant", action="store_true",
                     help="dequantize-then-fp16 baseline PEs (weights x scale -> fp16 per lane, then an fp16 MAC)")
     ap.add_argument("--no-pnr", action="store_true", help="skip nextpnr (no Fmax)")
@@ -85,8 +94,9 @@ def main(argv=None) -> int:
         try:
             r = synth_pe(pe_params(formats_ok, multiplier=args.multiplier, pipeline_cycles=args.pipeline_cycles,
                                    dequant=args.dequant, accumulators=args.accumulators,
-                                   lane_stages=args.lane_stages, rtl_multiplier=args.rtl_multiplier),
-                         pnr, args.targets)
+                                   lane_stages=args.lane_stages, rtl_multiplier=args.rtl_multiplier,
+                                   scale_stages=args.scale_stages),
+                         pnr, args.targets, args.dsp_blocks, args.timeout)
         except ValueError as err:
             print(f"{label}: {err}", file=sys.stderr)
             continue
@@ -97,7 +107,8 @@ def main(argv=None) -> int:
     head = (f"{'PE':<22} {'modes':>5} {'lanes':>5} {'LUT4':>7} {'FF':>6} {'DSP':>4} {'CCU2C':>6} "
             f"{'Fmax MHz':>8} {'gen cells':>9} {'gen LUT4':>8}")
     print(f"SIMD PE synthesis ({args.multiplier} multiplier{', dequant' if args.dequant else ''}, lane_bits 16, pipeline_cycles {args.pipeline_cycles}, "
-          f"accumulators {args.accumulators}, lane_stages {args.lane_stages}, {args.rtl_multiplier} multipliers, "
+          f"accumulators {args.accumulators}, lane_stages {args.lane_stages}, scale_stages {args.scale_stages}, "
+          f"{args.rtl_multiplier} multipliers ({args.dsp_blocks} DSP blocks), "
           f"one PE): ECP5 synth_ecp5"
           + (" + nextpnr-ecp5 (LFE5U-85F, out of context)" if pnr else "") + "; yosys generic synth -lut 4")
     print(head)

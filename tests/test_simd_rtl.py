@@ -232,14 +232,15 @@ def _check(report, items, params):
     assert len(report.tiles) == len(items)
 
 
-def _cosim_against_reference(arch, items):
+def _cosim_against_reference(arch, items, options=None, sim="icarus"):
     """run_cosim (RTL vs the fast and detailed models) and the RTL's values vs :func:`reference`."""
     from rtl import design_for
     from rtl.cosim import run_job
 
-    design = design_for(arch)
-    run = run_job(design.verilog(), design.toplevel, design.make_job(items))
-    report = design.check(items, run.result)
+    design = design_for(arch, options)
+    run = run_job(design.verilog(), design.toplevel, design.make_job(items), extra_sources=design.sim_sources(),
+                  sim=sim)
+    report = design.check(items, run.result, sim=sim)
     _check(report, items, arch.params)
     for (tile, ops), got, check in zip(items, run.result["tiles"], report.tiles):
         rtl = design.rtl_values(tile, got["words"])
@@ -306,8 +307,11 @@ def test_multiplier_styles_dequant_and_wider_lanes(icarus, overrides):
      "formats": ["int4", "fp8_e4m3", "fp16"]},
     {"pes": 2, "accumulators": 2, "lane_stages": 5, "rtl_multiplier": "lut", "pipeline_cycles": 27,
      "formats": ["int4", "fp8_e4m3", "fp16", "bf16"]},
+    {"pes": 2, "accumulators": 2, "lane_stages": 9, "scale_stages": 11, "pipeline_cycles": 40,
+     "formats": ["int4", "fp8_e4m3", "fp16", "posit16_1"], "rtl_options": {"multiplier": "ecp5_dsp"}},
 ], ids=["acc2", "acc3-bit_serial-plus3", "acc2-dequant-plus3", "acc2-lane9-decode-cut",
-        "acc3-bit_serial-lane9-decode-cut", "acc2-dequant-lane9-decode-cut", "acc2-lane5-lut"])
+        "acc3-bit_serial-lane9-decode-cut", "acc2-dequant-lane9-decode-cut", "acc2-lane5-lut",
+        "acc2-lane9-scale11-ecp5_dsp"])
 def test_pipelined_pe_with_interleaved_accumulators(icarus, overrides):
     """accumulators > 1 (rtl/simd/pipelined.py): values in the interleaved order of both references, the
     contract's cycles; short tiles first (one step, a group of one step, fewer cycles than the ring has
@@ -316,6 +320,8 @@ def test_pipelined_pe_with_interleaved_accumulators(icarus, overrides):
     from rtl.simd.pipelined import write_latency
     from rtl.simd.sources import operands_for, random_items
 
+    overrides = dict(overrides)
+    options = overrides.pop("rtl_options", None)  # ecp5_dsp: MULT18X18D instances, Icarus runs their model
     f = overrides["formats"]
     arch = load_arch("simd-edge", {**overrides, "weight_format": f[1], "activation_format": f[1]})
     p = arch.params
@@ -327,7 +333,7 @@ def test_pipelined_pe_with_interleaved_accumulators(icarus, overrides):
               SimdTile(1, 5, 2, "int4", "int4", accumulate=True), SimdTile(3, 9, 1, "int4", "int4", group_size=2)]
     items = [(t, operands_for(t, p, rng)) for t in shorts if not p.pair_problem(t.weight_format, t.activation_format)]
     items += random_items(p, 12, rng, max_k=20)
-    _cosim_against_reference(arch, items)
+    _cosim_against_reference(arch, items, options)
 
 
 def test_a_pipelined_pe_needs_its_latency():
@@ -362,6 +368,51 @@ def test_lane_stages_lengthen_the_latency_and_are_bounded():
     # fabric multipliers: more cut points (one per adder-tree level), so more lane stages
     lut = SimdConfig.from_params(load_arch("simd-edge", {**fp16, "rtl_multiplier": "lut", "pipeline_cycles": 99}).params)
     assert lane_cut_points(lut) > most
+
+
+def test_scale_stages_lengthen_the_latency_and_are_bounded():
+    """``scale_stages`` replaces the scale multiply's default ``min(A, its most)`` stages: each one more is
+    one more cycle of write latency, up to the fp32 multiplier's cut points (DSP 11, fabric 13 --
+    rtl/lib's FpMul, docs/rtl.md); more, or scale stages without the pipelined PE, are one-line errors."""
+    from rtl.simd.design import SimdConfig
+    from rtl.simd.pipelined import write_latency
+
+    fp16 = {"pes": 1, "accumulators": 2, "formats": ["fp16"], "weight_format": "fp16", "activation_format": "fp16",
+            "pipeline_cycles": 99}
+    base = write_latency(SimdConfig.from_params(load_arch("simd-edge", fp16).params))  # Sm = A = 2
+    for mul, most in (("dsp", 11), ("lut", 13)):
+        arch = load_arch("simd-edge", {**fp16, "rtl_multiplier": mul, "scale_stages": most})
+        assert write_latency(SimdConfig.from_params(arch.params)) == base + most - 2
+        with pytest.raises(ValueError, match=f"scale_stages: expected 0..{most} "):
+            SimdConfig.from_params(load_arch("simd-edge", {**fp16, "rtl_multiplier": mul,
+                                                           "scale_stages": most + 1}).params)
+    with pytest.raises(ArchsimError, match="scale_stages: expected 0 with accumulators 1"):
+        load_arch("simd-edge", {**fp16, "accumulators": 1, "scale_stages": 3})
+    # the FPGA configuration's latency by hand (A = 11, 8 lanes): the products at 1 + 9 lane stages, the lane
+    # tree 3 levels x 11, each ring 11 + 4 tree levels x 11 = 55, the scale 11, the final add 11, +3 to the
+    # write: 10 + 33 + 55 + 11 + 55 + 11 + 3 = 178
+    cfg = SimdConfig.from_params(load_arch("simd-edge", {"pes": 1, **FPGA_ALL_MODES}).params)
+    assert cfg.max_lanes == 8 and write_latency(cfg) == 178 == FPGA_ALL_MODES["pipeline_cycles"]
+
+
+def test_ecp5_target_registers_the_dsp_blocks_of_a_pipelined_pe_only():
+    """``archsim rtl synth --target ecp5`` builds the pipelined PE's DSP products as MULT18X18D instances
+    with their registers (and co-simulation ships the block's model); the one-cycle PE (A = 1), fabric
+    multipliers and BitMoD keep their own."""
+    from rtl import design_for
+    from rtl.generate import target_options
+
+    fp16 = {"pes": 1, "formats": ["fp16"], "weight_format": "fp16", "activation_format": "fp16"}
+    piped = load_arch("simd-edge", {**fp16, "accumulators": 2, "pipeline_cycles": 30})
+    assert target_options(piped, "ecp5") == {"multiplier": "ecp5_dsp"}
+    assert target_options(piped, "generic") == {}
+    assert target_options(load_arch("simd-edge", fp16), "ecp5") == {}
+    assert target_options(load_arch("simd-edge", {**fp16, "accumulators": 2, "pipeline_cycles": 30,
+                                                  "rtl_multiplier": "lut"}), "ecp5") == {}
+    design = design_for(piped, target_options(piped, "ecp5"))
+    assert "MULT18X18D_model.v" in design.sim_sources()
+    assert design.verilog().count("MULT18X18D ") >= 5  # the lane's 11 x 11 product, the scale's 24 x 24 in four
+    assert design_for(piped).sim_sources() == {}
 
 
 @pytest.mark.rtl
@@ -506,6 +557,35 @@ def test_a_thousand_random_tiles_pipelined(icarus, pair):
     rng = np.random.default_rng(zlib.crc32(f"pipelined {w}x{a}".encode()))
     items = random_items(arch.params, 1000, rng, modes=[pair], max_k=10)
     report = _cosim_against_reference(arch, items)
+    assert sum(t.ok for t in report.tiles) == 1000
+
+
+#: the 150 MHz ECP5 configuration of one PE with all 121 modes (docs/simd_rtl.md, "Timing"): A = 11, the lanes'
+#: and the scale's DSP products in registered MULT18X18D blocks (the ECP5 target's choice), every lane and
+#: scale cut point, pipeline_cycles = its write latency
+FPGA_ALL_MODES = {"accumulators": 11, "lane_stages": 9, "scale_stages": 11, "pipeline_cycles": 178}
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+@pytest.mark.long  # a ~10 min Verilator build and run
+def test_a_thousand_random_tiles_on_the_fpga_configuration():
+    """The ECP5 configuration (all 11 formats, A = 11, registered DSP blocks with their Verilog model), 2 PEs,
+    on Verilator: 1000 random tiles (K <= 24: rings with fewer and with more cycles than slots) cycling over
+    the representative modes, every tile bit- and cycle-exact against the models and the reference."""
+    from rtl.cosim.harness import simulator_missing_reason
+    from rtl.generate import target_options
+    from rtl.simd.sources import random_items
+
+    reason = simulator_missing_reason("verilator")
+    if reason:
+        pytest.skip(reason)
+    arch = load_arch("simd-edge", {"pes": 2, **FPGA_ALL_MODES})
+    options = target_options(arch, "ecp5")
+    assert options == {"multiplier": "ecp5_dsp"}
+    reps = [pair for pair in MODE_PAIRS if not arch.params.pair_problem(*pair)]
+    items = random_items(arch.params, 1000, np.random.default_rng(150), modes=reps, max_k=24)
+    report = _cosim_against_reference(arch, items, options, sim="verilator")
     assert sum(t.ok for t in report.tiles) == 1000
 
 

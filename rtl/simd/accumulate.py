@@ -102,12 +102,16 @@ class InterleavedSum(wiring.Component):
         run_len = Signal(range(A + 1), name="run_len")
         m.d.comb += run_len.eq(Mux(age_now == A, A, age_now + 1))
         end_d = delayed(m, self.end, A, "end")
-        len_d = delayed(m, run_len, A, "len")
+        len_d = delayed(m, run_len, A - 1, "len")
         taps = [delayed(m, add.out, A - 1 - k, f"tap{k}") for k in range(A)]
         entries = []
         for k, t in enumerate(taps):
+            # the window's mask bit is a register (compared a cycle early), so the reduction tree's first
+            # stage sees one AND, not a compare and a mux
+            keep = Signal(name=f"keep{k}")
+            m.d.sync += keep.eq(len_d >= A - k)
             e = Signal(32, name=f"entry{k}")
-            m.d.comb += e.eq(Mux(len_d >= A - k, t, 0))
+            m.d.comb += e.eq(Mux(keep, t, 0))
             entries.append(e)
         m.d.comb += [self.out.eq(add_tree(m, entries, self.tree_stages, "red")),
                      self.out_valid.eq(delayed(m, end_d, tree_levels(A) * self.tree_stages, "ov"))]

@@ -37,19 +37,29 @@ def modes(params) -> list[Mode]:
     return [Mode(i, FormatHw.of(w), FormatHw.of(a), params.lanes(w, a)) for i, (w, a) in enumerate(params.pairs())]
 
 
+#: ``SimdRtlOptions.multiplier`` (the CLI's ``--multiplier``): how the pipelined PE builds a ``rtl_multiplier:
+#: dsp`` significand product, as an ``rtl.lib.fp`` ``mul=`` kind: inferred DSP blocks, or instantiated ECP5
+#: MULT18X18D blocks whose own registers sit on the chosen cut points (``ecp5_dsp``: the ECP5 target's choice;
+#: ``ecp5_dsp_sim``: their Amaranth twin, for amaranth.sim). Same cut points, latency and bits in all three.
+DSP_KINDS = {"inferred": "dsp", "ecp5_dsp": "dsp_reg", "ecp5_dsp_sim": "dsp_reg_sim"}
+
+
 @dataclass
 class SimdRtlOptions:
-    """RTL-only options: buffer depths (entries)."""
+    """RTL-only options: buffer depths (entries); the pipelined PE's DSP blocks (:data:`DSP_KINDS`)."""
 
     op_depth: int = 256
     scale_depth: int = 64
     out_depth: int = 32
+    multiplier: str = "inferred"
 
     def __post_init__(self):
         for key in ("op_depth", "scale_depth", "out_depth"):
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, int) or v < 2:
                 raise ValueError(f"{key}: expected an integer >= 2, got {v!r}")
+        if self.multiplier not in DSP_KINDS:
+            raise ValueError(f"multiplier: expected one of {', '.join(DSP_KINDS)}, got {self.multiplier!r}")
 
 
 @dataclass
@@ -68,6 +78,13 @@ class SimdConfig:
     lane_stages: int = 0
     rtl_multiplier: str = "dsp"
     pe_style: str = "standard"  # the params' pe_style: the integer dot product's (rtl.simd.int_dot)
+    scale_stages: int = 0
+
+    @property
+    def mul_kind(self) -> str:
+        """The significand multipliers of the pipelined PE's units (``rtl.lib.fp`` ``mul=``): fabric for
+        ``rtl_multiplier: lut``, else the DSP blocks of :attr:`SimdRtlOptions.multiplier`."""
+        return "lut" if self.rtl_multiplier == "lut" else DSP_KINDS[self.options.multiplier]
 
     @staticmethod
     def from_params(params, options: SimdRtlOptions | None = None) -> "SimdConfig":
@@ -81,9 +98,16 @@ class SimdConfig:
 
             cfg = SimdConfig(params.pes, params.lane_bits, params.multiplier, params.pipeline_cycles,
                              params.dequant, params.dequant_format, ms, options or SimdRtlOptions(), accumulators,
-                             params.lane_stages, params.rtl_multiplier, params.pe_style)
+                             params.lane_stages, params.rtl_multiplier, params.pe_style,
+                             params.scale_stages)
             if not ms:
                 raise ValueError("formats: no (weights, activations) pair runs on this datapath")
+            from rtl.simd.pipelined import scale_cut_points
+
+            most = scale_cut_points(cfg)
+            if params.scale_stages > most:
+                raise ValueError(f"scale_stages: expected 0..{most} (the cut points of the {cfg.rtl_multiplier} "
+                                 f"fp32 scale multiply), got {params.scale_stages}")
             most = lane_cut_points(cfg)
             if params.lane_stages > most:
                 raise ValueError(f"lane_stages: expected 0..{most} (the cut points of this datapath's lane "
@@ -178,7 +202,9 @@ class SimdConfig:
         return {
             "pes": self.pes, "lane_bits": self.lane_bits, "multiplier": self.multiplier,
             "pipeline_cycles": self.pipeline_cycles, "accumulators": self.accumulators,
-            "lane_stages": self.lane_stages, "rtl_multiplier": self.rtl_multiplier, "pe_style": self.pe_style, "cuts": list(self.cuts),
+            "lane_stages": self.lane_stages, "rtl_multiplier": self.rtl_multiplier, "pe_style": self.pe_style,
+            "scale_stages": self.scale_stages,
+            "dsp_blocks": self.mul_kind if self.accumulators > 1 else None, "cuts": list(self.cuts),
             "dequant": self.dequant,
             "dequant_format": self.dequant_format if self.dequant else None,
             "modes": [[md.weight.name, md.activation.name, md.lanes] for md in self.modes],

@@ -80,7 +80,9 @@ class SimdPE(wiring.Component):
                      cut: bool = False):
         """Decoded operand of lane ``j`` (formats muxed by mode); ``side`` "a" or "w". ``cut``: one register
         stage inside every format's decode (the last of a posit's own cut points; the code of the other
-        kinds, which have none), before the mux."""
+        kinds, which have none), before the mux. The pipelined PE muxes the formats one-hot (an OR of
+        selected fields, ~log depth; a lane the mode does not use decodes to zeros, which its mask drops);
+        the one-cycle PE keeps its chain of muxes."""
         fmts: dict[str, FormatHw] = {}
         for md in lane_modes:
             f = md.activation if side == "a" else md.weight
@@ -99,15 +101,20 @@ class SimdPE(wiring.Component):
         sw = max(f.sig_bits for f, _ in decs.values())
         out = Decoded(Signal(name=f"{name}_nan"), Signal(name=f"{name}_inf"), Signal(name=f"{name}_s"),
                             Signal(signed(EXP_W), name=f"{name}_e"), Signal(sw, name=f"{name}_m"))
+        onehot = self.cfg.accumulators > 1 and len(decs) > 1
         fields = None
-        for fname, (_f, d) in decs.items():  # a chain of muxes on per-format select registers
+        for fname, (_f, d) in decs.items():  # muxes on per-format select registers
             vals = (d.nan, d.inf, d.sign, d.exp, d.sig)
-            if fields is None:
+            if fields is None and not onehot:  # the chain's default: the first format
                 fields = vals
                 continue
             mine = {md.index for md in lane_modes if (md.activation if side == "a" else md.weight).name == fname}
             sel = regs.reg(f"{name}_is_{fname}", 1, lambda md, mine=mine: md.index in mine)
-            fields = tuple(Mux(sel, v, o) for v, o in zip(vals, fields))
+            if onehot:
+                picked = tuple(Mux(sel, v, 0) for v in vals)
+                fields = picked if fields is None else tuple(o | v for v, o in zip(picked, fields))
+            else:
+                fields = tuple(Mux(sel, v, o) for v, o in zip(vals, fields))
         m.d.comb += [out.nan.eq(fields[0]), out.inf.eq(fields[1]), out.sign.eq(fields[2]),
                      out.exp.eq(fields[3]), out.sig.eq(fields[4])]
         return out, sw
@@ -181,8 +188,8 @@ class SimdPE(wiring.Component):
             mask = _delayed(m, self.s1_mask[j], Lf, f"{name}_mask")
             sig_p = self._sig_product(m, a, aw, w, ww, name)
             if cfg.dequant or any(not md.integer for md in lane_modes):
-                mul = cfg.rtl_multiplier
-                cuts = product_cut_points(aw, ww, given, mul)
+                mul = cfg.mul_kind
+                cuts = product_cut_points(aw, ww, given, cfg.rtl_multiplier)  # dsp_reg: the cuts of dsp
                 pipe = Pipe(m, Lf - dc, cuts, f"{name}_fe") if pipelined else None
                 pf, praw, psign = fp.product(m, a, w, aw, ww, f"{name}_prod", sig_product=sig_p, pipe=pipe,
                                              mul=mul)

@@ -15,8 +15,9 @@ issue + 2)::
   F        the output register; written to the output buffer at issue + F + 3
 
 ``S = A`` (the ring's adder must have exactly ``A`` stages; the tree adders use the
-same), ``R`` = ``InterleavedSum.latency``, ``Sm = min(A, FpMul max stages)`` (``rtl_multiplier``: its
-significand multiplier, DSP blocks or fabric). The
+same), ``R`` = ``InterleavedSum.latency``, ``Sm`` = ``scale_stages`` or by default ``min(A, FpMul max stages)``
+(``rtl_multiplier``: its significand multiplier, DSP blocks or fabric; ``"dsp_reg"`` has the cut points
+of ``"dsp"``). The
 write latency :func:`write_latency` is what ``pipeline_cycles`` must cover. The
 order of the sums is :mod:`archsim.templates.simd.interleave` (the models').
 """
@@ -41,12 +42,17 @@ def _max_stages(kind: str, mul: str = "dsp") -> int:
     return unit.max_stages
 
 
+def scale_cut_points(cfg) -> int:
+    """Most stages of the group-scale multiply (``scale_stages``): the fp32 ``FpMul``'s, by multiplier."""
+    return _max_stages("mul", cfg.rtl_multiplier)
+
+
 def timing(cfg) -> dict[str, int]:
     """Cycle offsets from ``D`` (see the module docstring) and the unit stages of a pipelined PE."""
     A = cfg.accumulators
     S = A
     R = A + tree_levels(A) * S
-    Sm = min(A, _max_stages("mul", cfg.rtl_multiplier))
+    Sm = cfg.scale_stages or min(A, _max_stages("mul", cfg.rtl_multiplier))
     Si = min(A, _max_stages("i2f"), R - 1)
     C = 1 + cfg.lane_stages + tree_levels(cfg.max_lanes) * S
     Gt = C + R
@@ -59,6 +65,24 @@ def timing(cfg) -> dict[str, int]:
 def write_latency(cfg) -> int:
     """Cycles from a round's last issue to its output buffer write (``pipeline_cycles`` must cover it)."""
     return timing(cfg)["F"] + 3
+
+
+def int_sum_tree(m: Module, values: list, cycles: int):
+    """The sum of the lanes' exact integer products, ``cycles`` cycles later: a pairwise tree of adds with a
+    register after each level (the lane tree's latency leaves room for ``tree_levels`` of them), the rest of
+    the cycles a delay line."""
+    node, lev = list(values), 0
+    while len(node) > 1 and lev < cycles:
+        nxt = []
+        for i in range(0, len(node), 2):
+            pair = node[i:i + 2]
+            total = pair[0] + pair[1] if len(pair) == 2 else pair[0]
+            nxt.append(delayed(m, total, 1, f"sum_i{lev}_{i // 2}"))
+        node, lev = nxt, lev + 1
+    total = node[0]
+    for x in node[1:]:  # (not reached: cycles >= the lane tree's levels >= this tree's)
+        total = total + x
+    return delayed(m, total, cycles - lev, "sum_i")
 
 
 def pipelined_pe_ports(cfg) -> dict:
@@ -90,10 +114,7 @@ def elaborate_pipelined(pe, cfg, m: Module, regs, int_mode, prods_f, prods_i):
     gacc_i = Signal(signed(64), name="gacc_i")
     src = grp_f
     if cfg.has_int:
-        total_i = prods_i[0]
-        for x in prods_i[1:]:
-            total_i = total_i + x
-        cs_i = delayed(m, total_i, C - 1 - t["Lf"], "sum_i")  # the products are at D + 1 + Lf
+        cs_i = int_sum_tree(m, prods_i, C - 1 - t["Lf"])  # the products are at D + 1 + Lf
         step_c, gfirst_c = at("p_step", C), at("p_gfirst", C)  # (delay lines built outside any m.If)
         with m.If(step_c):
             m.d.sync += gacc_i.eq(Mux(gfirst_c, 0, gacc_i) + cs_i)
@@ -108,7 +129,7 @@ def elaborate_pipelined(pe, cfg, m: Module, regs, int_mode, prods_f, prods_i):
     if cfg.dequant:
         grp_res = plain
     else:
-        mul = m.submodules.scale_mul = FpMul("fp32", t["Sm"], cfg.rtl_multiplier)
+        mul = m.submodules.scale_mul = FpMul("fp32", t["Sm"], cfg.mul_kind)
         m.d.comb += [mul.a.eq(grp_src), mul.b.eq(pe.scale), mul.in_valid.eq(1)]
         grp_res = Mux(pe.g_zero, plain, mul.out)
     # ---- output accumulator (O -> Rt)
@@ -124,13 +145,15 @@ def elaborate_pipelined(pe, cfg, m: Module, regs, int_mode, prods_f, prods_i):
     outs = Signal(OW, name="out_acc")
     m.d.comb += pe.out.eq(outs)
     rend_f = at("p_rend", t["F"])
-    if cfg.has_int:
-        gsum = delayed(m, gacc_i, t["F"] - C - 1, "gsum_i")
-        init_f = delayed(m, init, S, "init")
+    if cfg.has_int:  # init + group sum (int64) added a cycle ahead, into its own register
+        gsum = delayed(m, gacc_i, t["F"] - C - 2, "gsum_i")
+        init_f = delayed(m, init, S - 1, "init")
+        isum = Signal(signed(OW), name="int_out")
+        m.d.sync += isum.eq(init_f.as_signed() + gsum)
     with m.If(rend_f):
         if cfg.has_int:
             with m.If(int_mode & pe.g_zero):
-                m.d.sync += outs.eq(init_f + gsum)
+                m.d.sync += outs.eq(isum)
             with m.Else():
                 m.d.sync += outs.eq(fin.out)
         else:

@@ -65,6 +65,21 @@ class SimdDesign(RtlDesign):
 
     host_interface = True
 
+    @staticmethod
+    def target_options(params: Any, target: str) -> dict[str, Any]:
+        """ECP5: the pipelined PE's DSP significand products as MULT18X18D blocks with their own registers on
+        the cut points (``multiplier: ecp5_dsp``; same latency and bits, docs/simd_rtl.md)."""
+        if target == "ecp5" and params.pe == "lanes" and params.accumulators > 1 and params.rtl_multiplier == "dsp":
+            return {"multiplier": "ecp5_dsp"}
+        return {}
+
+    def sim_sources(self) -> dict[str, str]:
+        if self.options.multiplier == "ecp5_dsp":  # (BitmodDesign shares this hook; its target asks for none)
+            from rtl.lib.ecp5 import mult18x18d_sim_model
+
+            return {"MULT18X18D_model.v": mult18x18d_sim_model()}
+        return {}
+
     def component(self) -> SimdEngine:
         """The whole design as one Amaranth hierarchy (the PEs as submodules, for Amaranth's simulator)."""
         return SimdEngine(self.cfg, pe_instances=False)

@@ -80,6 +80,12 @@ class SimdParams(TemplateParams):
         Register stages inside each lane's multiply-and-round-to-fp32 of the pipelined PE
         (``accumulators > 1``; the RTL refuses more than a lane has cut points). They lengthen the
         RTL's latency, which ``pipeline_cycles`` must cover; values and the cycle contract do not change.
+    scale_stages : int
+        Register stages of the pipelined PE's group-scale multiply (``accumulators > 1``): 0 (default)
+        is ``min(accumulators, the multiplier's most)``; 1.. up to its most (13 with ``rtl_multiplier:
+        lut``, 11 with DSP blocks) decouples it from ``accumulators`` (the RTL refuses more). Latency
+        only, as ``lane_stages``: ``pipeline_cycles`` must cover it; values and the cycle contract do
+        not change.
     rtl_multiplier : str
         How the RTL of the pipelined PE builds the lanes' (``array`` multiplier) and the group scale's
         significand products: ``dsp`` (DSP blocks) or ``lut`` (fabric adder trees with a cut point
@@ -108,6 +114,7 @@ class SimdParams(TemplateParams):
     lane_stages: int = 0
     rtl_multiplier: str = "dsp"
     pe_style: str = "standard"
+    scale_stages: int = 0
 
     def validate(self) -> None:
         """Raise ``ValueError("key: expected ...")`` for an impossible value."""
@@ -149,6 +156,12 @@ class SimdParams(TemplateParams):
         if v and self.accumulators == 1:
             raise ValueError("lane_stages: expected 0 with accumulators 1 (only the pipelined PE, "
                              "accumulators > 1, has lane stages)")
+        v = self.scale_stages
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"scale_stages: expected a non-negative integer, got {v!r}")
+        if v and self.accumulators == 1:
+            raise ValueError("scale_stages: expected 0 with accumulators 1 (only the pipelined PE, "
+                             "accumulators > 1, has a pipelined scale multiply)")
         if self.rtl_multiplier not in RTL_MULTIPLIERS:
             raise ValueError(f"rtl_multiplier: expected one of {', '.join(RTL_MULTIPLIERS)}, "
                              f"got {self.rtl_multiplier!r}")
