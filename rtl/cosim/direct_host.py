@@ -92,7 +92,12 @@ class _Monitor:
 
 async def _beat(dut, stream: str, payload: int, limit: int | None = None):
     """One beat on ``stream`` (``cmd``, ``wr``, ``rd_addr``): ``valid`` until ``ready`` is seen (or
-    ``limit`` cycles have passed), dropped after the next rising edge."""
+    ``limit`` cycles have passed), dropped after the next rising edge. ``ready`` is sampled at the
+    falling edge of the cycle ``valid`` is raised in, so a beat begins in a clock's high half: called
+    in its low half (after a falling edge, e.g. right after :func:`_wait_idle`), the rising edge
+    before that sample would take the beat unseen and the edge after it take it again (twice)."""
+    if not unsigned(dut.clk):
+        await RisingEdge(dut.clk)
     getattr(dut, f"{stream}__payload").value = payload
     valid, ready = getattr(dut, f"{stream}__valid"), getattr(dut, f"{stream}__ready")
     valid.value = 1
