@@ -155,7 +155,7 @@ def test_pim_rtl_errors_are_one_line(tmp_path, capsys):
     assert capsys.readouterr().err == "archsim: error: --depth: the pim RTL has no local tile buffers\n"
     assert main(["rtl", "generate", "--arch", "pim-hbm2", "--multiplier", "ecp5_dsp", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err == ("archsim: error: rtl options: multiplier: not an option of the pim RTL "
-                                       "(it has banks, mul_stages, add_stages, top)\n")
+                                       "(it has banks, mul_stages, add_stages, mul, top)\n")
     # int8 on pim-hbm2: 32 elements per column, 16 multipliers (the models run it in two MAC cycles; the RTL not)
     assert main(["rtl", "generate", "--arch", "pim-hbm2", "--set", "mac_precision=int8", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err == ("archsim: error: pim RTL: mac_lanes: the RTL needs one multiplier per "

@@ -34,7 +34,7 @@ from rtl.lib.fp import fp32_add
 from rtl.lib.formats import EXP_W
 from rtl.lib.lzc import lzc
 from rtl.lib.round import round_pack
-from rtl.simd.bitserial import BUGS, decode_term, decoder_table, output_words
+from rtl.simd.bitserial import BUGS, decode_term, decoder_table, drive_outputs
 
 GUARD_BITS, ACC_MAN_BITS = bitmod_fp16.GUARD_BITS, bitmod_fp16.ACC_MAN_BITS
 #: exponent offset of the accumulator's and the lanes' exponents: ``X = contract exponent + X_BIAS``
@@ -231,37 +231,9 @@ FP16_BUGS = ("no_guard_bits",)
 def run_outputs(tile, operands: dict, params, bug: str | None = None) -> tuple[np.ndarray, list[int]]:
     """Every output of an fp16 ``tile`` through one RTL PE, back to back: (fp32 values (M, N), cycles of
     each output from its first RUN cycle to its ``done`` cycle inclusive)."""
-    from amaranth.sim import Simulator
-
     L = bitserial.lanes(params, tile.activation_format)
     dut = BitmodFp16PE(L, tile.weight_format, bug=bug)
     psum = np.asarray(operands["psum"], np.float32).view(np.uint32) if tile.accumulate else None
     values = np.zeros((tile.m, tile.n), np.uint32)
-    cycles: list[int] = []
-
-    async def bench(ctx):
-        for o in range(tile.outputs):
-            mi, ni = o // tile.n, o % tile.n
-            words = output_words(tile, operands, params, mi, ni)
-            ctx.set(dut.init, int(psum[mi, ni]) if psum is not None else 0)
-            ctx.set(dut.start, 1)
-            await ctx.tick()
-            ctx.set(dut.start, 0)
-            i, count, limit = 0, 0, 4 * bitserial.output_cycles(tile, params) + 16
-            while count < limit:
-                for name, v in words[min(i, len(words) - 1)].items():
-                    ctx.set(getattr(dut, name), v)
-                take, done = ctx.get(dut.take), ctx.get(dut.done)
-                await ctx.tick()
-                count += 1
-                i += take
-                if done:
-                    break
-            cycles.append(count if count < limit else -1)
-            values[mi, ni] = ctx.get(dut.out)
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    cycles = drive_outputs(dut, tile, operands, params, psum, values)
     return values.view(np.float32), cycles

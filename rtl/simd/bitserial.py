@@ -237,13 +237,20 @@ def output_words(tile, operands: dict, params, mi: int, ni: int) -> list[dict]:
 def run_outputs(tile, operands: dict, params, bug: str | None = None) -> tuple[np.ndarray, list[int]]:
     """Every output of ``tile`` through one RTL PE, back to back: (values int64 (M, N),
     cycles of each output from its first RUN cycle to its ``done`` cycle inclusive)."""
-    from amaranth.sim import Simulator
-
     L = bitserial.lanes(params, tile.activation_format)
     dut = BitmodPE(L, bits_of(tile.activation_format), tile.weight_format, bug=bug)
     psum = np.asarray(operands["psum"], np.int64) if tile.accumulate else None
-    outs = [(o // tile.n, o % tile.n) for o in range(tile.outputs)]
     values = np.zeros((tile.m, tile.n), np.int64)
+    return values, drive_outputs(dut, tile, operands, params, psum, values)
+
+
+def drive_outputs(dut, tile, operands: dict, params, psum, values: np.ndarray) -> list[int]:
+    """Runs every output of ``tile`` through the PE ``dut`` (the int or the fp16 BitMoD PE: same ports
+    and handshake) in amaranth.sim, back to back, its ``init`` from ``psum`` (None: 0); writes each
+    result into ``values`` and returns each output's cycles (-1: no ``done`` within the limit)."""
+    from amaranth.sim import Simulator
+
+    outs = [(o // tile.n, o % tile.n) for o in range(tile.outputs)]
     cycles: list[int] = []
 
     async def bench(ctx):
@@ -272,4 +279,4 @@ def run_outputs(tile, operands: dict, params, bug: str | None = None) -> tuple[n
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
-    return values, cycles
+    return cycles
