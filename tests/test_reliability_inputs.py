@@ -213,6 +213,33 @@ def test_the_memory_guard_stops_a_simulation(monkeypatch):
         archsim.simulate("resnet50", "systolic-32x32-ws", batch=4)
 
 
+def test_a_memory_stop_swallowed_by_the_code_is_repeated(monkeypatch):
+    """Code inside the guarded block that catches ``Exception`` (an optional import, a fallback) can
+    swallow the guard's stop if it lands there; the guard stops again while memory stays over."""
+    import time
+
+    from archsim.engine import guard
+    from archsim.engine.guard import ResourceLimitError, memory_guard, rss_bytes
+
+    if rss_bytes() is None:
+        pytest.skip("no /proc/self/statm")
+    monkeypatch.setattr(guard, "RSS_POLL_S", 0.001)
+    monkeypatch.setattr(guard, "RESTOP_S", 0.05)
+    swallowed = 0
+    with pytest.raises(ResourceLimitError, match="resident memory"):
+        with memory_guard(limit=1):
+            deadline = time.monotonic() + 5.0
+            while time.monotonic() < deadline:
+                try:
+                    while time.monotonic() < deadline:
+                        sum(range(1000))
+                except Exception:  # noqa: BLE001 - the block under test swallows the first stop
+                    swallowed += 1
+                    if swallowed > 1:
+                        raise
+    assert swallowed == 2  # the first stop swallowed, the second (the guard again) let through
+
+
 # ----------------------------------------------------------------------------- 6: silent accepts
 
 @pytest.mark.parametrize("override, message", [

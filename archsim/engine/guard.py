@@ -106,6 +106,9 @@ def check_work(graph: Any, arch: Any, limit: float | None = None) -> WorkEstimat
 
 
 RSS_POLL_S = 0.05
+#: seconds after a stop before the guard stops again while the memory is still over the limit: code in
+#: the block that catches ``Exception`` may have swallowed the first stop
+RESTOP_S = 0.5
 AVAILABLE_FRACTION = 0.9
 _STOP_SIGNAL = signal.SIGUSR2  # delivered to the main thread by _thread.interrupt_main, never by the kernel
 
@@ -194,13 +197,18 @@ def memory_guard(limit: int | None = None):
             f"{nbytes(limit)}; reduce the batch or input size, or {how} if this machine can take it")
 
     def watch() -> None:
+        import time
+
+        stopped_at = None
         while not done.wait(RSS_POLL_S):
             rss = rss_bytes()
             vsz = _statm(0) if as_cap else None
             if rss is not None and rss > cap or vsz is not None and vsz > as_cap:
-                seen.extend((rss, "rss") if rss is not None and rss > cap else (vsz, "as"))
-                _thread.interrupt_main(_STOP_SIGNAL)
-                return
+                now = time.monotonic()
+                if stopped_at is None or now - stopped_at >= RESTOP_S:  # again if the block swallowed it
+                    seen[:] = (rss, "rss") if rss is not None and rss > cap else (vsz, "as")
+                    _thread.interrupt_main(_STOP_SIGNAL)
+                    stopped_at = now
 
     previous = signal.signal(_STOP_SIGNAL, stop)
     watcher = threading.Thread(target=watch, name="archsim-memory-guard", daemon=True)
