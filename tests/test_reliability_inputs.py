@@ -207,10 +207,19 @@ def test_the_memory_guard_stops_a_simulation(monkeypatch):
     import mappers
     from archsim.engine import core
 
+    import time
+
     mappers.clear_cache()
     core.clear_cache()
+    layers = []
+
+    def slow(done, total, name):  # every layer takes >= 2 ms: with warm caches elsewhere in the suite the
+        layers.append(name)  # whole run took < 10 ms, and a stop after it ends is no stop
+        time.sleep(0.002)
+
     with pytest.raises(ResourceLimitError, match="resident memory"):
-        archsim.simulate("resnet50", "systolic-32x32-ws", batch=4)
+        archsim.simulate("resnet50", "systolic-32x32-ws", batch=4, progress=slow)
+    assert len(layers) < 50  # stopped well before the end (ResNet-50 has more than 50 layers)
 
 
 def test_a_memory_stop_swallowed_by_the_code_is_repeated(monkeypatch):
