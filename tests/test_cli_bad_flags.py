@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import archsim.cli.rtl as cli_rtl
-from archsim.cli import main
+from cli_errors import one_line_error
 
 
 @pytest.fixture
@@ -17,43 +17,33 @@ def no_design(monkeypatch):
     monkeypatch.setattr(cli_rtl, "_design", built)
 
 
-def _one_line_error(capsys, argv, *words):
-    status = main(argv)
-    err = capsys.readouterr().err
-    assert status == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("archsim: error: "), err
-    for word in words:
-        assert word in lines[0], lines[0]
-
-
 def test_rtl_generate_refuses_a_file_as_out_before_building(capsys, tmp_path, no_design):
     mine = tmp_path / "notes.txt"
     mine.write_text("mine\n")
-    _one_line_error(capsys, ["rtl", "generate", "--arch", "systolic-32x32-ws", "--out", str(mine), "-q"],
+    one_line_error(capsys, ["rtl", "generate", "--arch", "systolic-32x32-ws", "--out", str(mine), "-q"],
                     str(mine), "not a folder")
     assert mine.read_text() == "mine\n"
 
 
 def test_rtl_generate_refuses_a_users_folder_before_building(capsys, tmp_path, no_design):
     (tmp_path / "mine.v").write_text("module m; endmodule\n")
-    _one_line_error(capsys, ["rtl", "generate", "--arch", "systolic-32x32-ws", "--out", str(tmp_path), "-q"],
+    one_line_error(capsys, ["rtl", "generate", "--arch", "systolic-32x32-ws", "--out", str(tmp_path), "-q"],
                     "not written by archsim")
 
 
 @pytest.mark.parametrize("flag", ["--workload", "--layer"])
 def test_rtl_cosim_refuses_program_flags_without_source_program(capsys, no_design, flag):
     # --workload / --layer feed only --source program; with random tiles they were silently ignored
-    _one_line_error(capsys, ["rtl", "cosim", "--arch", "systolic-32x32-ws", flag, "resnet50", "-q"],
+    one_line_error(capsys, ["rtl", "cosim", "--arch", "systolic-32x32-ws", flag, "resnet50", "-q"],
                     flag, "--source program")
 
 
 def test_rtl_cosim_unknown_workload_is_refused_before_building(capsys, no_design):
-    _one_line_error(capsys, ["rtl", "cosim", "--arch", "systolic-32x32-ws", "--source", "program",
+    one_line_error(capsys, ["rtl", "cosim", "--arch", "systolic-32x32-ws", "--source", "program",
                              "--workload", "resnet-5O", "-q"], "unknown workload 'resnet-5O'")
 
 
 def test_run_refuses_negative_trace_layers(capsys, tmp_path):
-    _one_line_error(capsys, ["run", "--arch", "systolic-32x32-ws", "--workload", "resnet50", "--trace-layers", "-5",
+    one_line_error(capsys, ["run", "--arch", "systolic-32x32-ws", "--workload", "resnet50", "--trace-layers", "-5",
                              "--out", str(tmp_path / "o")], "--trace-layers", "-5")
     assert not (tmp_path / "o").exists()

@@ -6,18 +6,10 @@ import numpy as np
 import pytest
 
 from archsim.cli import main
+from cli_errors import one_line_error
 
 SMALL = ["--arch", "spatten", "--unit", "topk", "--set", "topk_parallelism=4", "--depth", "32", "-q"]
 
-
-def _one_line_error(capsys, argv, *words):
-    status = main(argv)
-    err = capsys.readouterr().err
-    assert status == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("archsim: error: "), err
-    for word in words:
-        assert word in lines[0], lines[0]
 
 
 @pytest.mark.parametrize("argv, words", [
@@ -34,11 +26,11 @@ def _one_line_error(capsys, argv, *words):
     (["--arch", "spatten", "--unit", "topk", "--verilog", "x.v", "--top", "x"], ["--verilog", "--unit topk"]),
 ])
 def test_bad_unit_flags_are_one_line(capsys, argv, words):
-    _one_line_error(capsys, ["rtl", "cosim", *argv, "-q"], *words)
+    one_line_error(capsys, ["rtl", "cosim", *argv, "-q"], *words)
 
 
 def test_generate_axi_wrapper_of_a_unit_is_one_line(capsys, tmp_path):
-    _one_line_error(capsys, ["rtl", "generate", "--arch", "spatten", "--unit", "topk", "--wrapper", "axi",
+    one_line_error(capsys, ["rtl", "generate", "--arch", "spatten", "--unit", "topk", "--wrapper", "axi",
                              "--out", str(tmp_path / "o"), "-q"], "--wrapper axi", "topk")
 
 
