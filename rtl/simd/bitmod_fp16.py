@@ -15,6 +15,7 @@ contract of :mod:`archsim.templates.simd.bitmod_fp16`:
 - group end: the dequantization unit (``M`` times the 8-bit scale code, MSB first, exact) keeps the
   group's exponent beside it; the output register is fp32: ``out = out + fp32(D * 2**X)``
   (:func:`rtl.lib.round.round_pack`, then :func:`rtl.lib.fp.fp32_add`, both RNE), ``D = M`` for ``G = 0``;
+- the control FSM is the int PE's own, :func:`rtl.simd.bitserial.control_fsm`;
 - ``init`` (fp32 bits) is the output's starting value, read at its first group add (the array
   addresses the old output entry from the output's first cycle); ``out`` / ``result`` are fp32 bits.
 
@@ -34,7 +35,7 @@ from rtl.lib.fp import fp32_add
 from rtl.lib.formats import EXP_W
 from rtl.lib.lzc import lzc
 from rtl.lib.round import round_pack
-from rtl.simd.bitserial import BUGS, decode_term, decoder_table, drive_outputs
+from rtl.simd.bitserial import BUGS, control_fsm, decode_term, decoder_table, drive_outputs
 
 GUARD_BITS, ACC_MAN_BITS = bitmod_fp16.GUARD_BITS, bitmod_fp16.ACC_MAN_BITS
 #: exponent offset of the accumulator's and the lanes' exponents: ``X = contract exponent + X_BIAS``
@@ -145,7 +146,7 @@ class BitmodFp16PE(wiring.Component):
         dq_busy, dq_cnt = Signal(), Signal(range(D))
         dq_acc, dq_in = Signal(signed(DQ_BITS), name="dq_acc"), Signal(signed(ACC_MAN_BITS), name="dq_in")
         dq_x, dq_scale = Signal(X_BITS, name="dq_x"), Signal(D)
-        held_scale, held_last = Signal(D), Signal()
+        held_scale, held_last = Signal(D), Signal(name="held_last")
 
         any_active, s, y = self._lanes(m, term)
         m_sum, x_sum = self._accumulate(m, acc_m, acc_x, s, y)
@@ -180,45 +181,16 @@ class BitmodFp16PE(wiring.Component):
             m.d.sync += [fresh.eq(1), acc_m.eq(0), term.eq(0)]
             m.next = "RUN"
 
-        def restart_or_idle():
-            with m.If(self.start):
-                begin()
-            with m.Else():
-                m.next = "IDLE"
+        def step():
+            m.d.sync += [acc_m.eq(m_next), acc_x.eq(x_next)]
 
-        with m.FSM():
-            with m.State("IDLE"):
-                with m.If(self.start):
-                    begin()
-            with m.State("RUN"):
-                m.d.comb += [self.busy.eq(1), self.take.eq(last_term)]
-                m.d.sync += [acc_m.eq(m_next), acc_x.eq(x_next), term.eq(Mux(last_term, 0, term + 1))]
-                with m.If(last_term):
-                    m.d.sync += [held_scale.eq(self.scale), held_last.eq(self.tile_last)]
-                    with m.If(self.group_last & self.noscale):  # G = 0: no dequantization
-                        m.d.comb += [out_next.eq(added), self.done.eq(self.tile_last)]
-                        m.d.sync += [acc_m.eq(0), fresh.eq(0)]
-                        with m.If(self.tile_last):
-                            restart_or_idle()
-                    with m.Elif(self.group_last):
-                        with m.If(dq_free):
-                            hand_off(m_next, x_next, self.scale)
-                            with m.If(self.tile_last):
-                                m.next = "DRAIN"
-                        with m.Else():
-                            m.next = "WAIT"
-            with m.State("WAIT"):
-                m.d.comb += self.busy.eq(1)
-                with m.If(dq_free):
-                    hand_off(acc_m, acc_x, held_scale)
-                    with m.If(held_last):
-                        m.next = "DRAIN"
-                    with m.Else():
-                        m.next = "RUN"
-            with m.State("DRAIN"):
-                m.d.comb += [self.busy.eq(1), self.done.eq(dq_last)]
-                with m.If(dq_last):
-                    restart_or_idle()
+        def add_unscaled():
+            m.d.comb += out_next.eq(added)
+            m.d.sync += [acc_m.eq(0), fresh.eq(0)]
+
+        control_fsm(m, self, term, last_term, dq_free, dq_last, held_scale, held_last, begin=begin, step=step,
+                    add_unscaled=add_unscaled, hand_off_now=lambda: hand_off(m_next, x_next, self.scale),
+                    hand_off_held=lambda: hand_off(acc_m, acc_x, held_scale))
         return m
 
 

@@ -83,6 +83,57 @@ def decode_term(m: Module, j: int, code, sel, term, terms: int, table, max_shift
     return nz, neg, shift
 
 
+def control_fsm(m: Module, pe, term, last_term, dq_free, dq_last, held_scale, held_last, *,
+                begin, step, add_unscaled, hand_off_now, hand_off_held):
+    """The control FSM (IDLE / RUN / WAIT / DRAIN) of a BitMoD PE, shared by the int-activation
+    :class:`BitmodPE` and the fp16 one (:class:`rtl.simd.bitmod_fp16.BitmodFp16PE`): same ports, same
+    ``take`` / ``done`` timing; only their datapaths differ, given as callbacks that add statements:
+    ``begin()`` an output's first cycle (sets ``m.next``), ``step()`` a term cycle's accumulate,
+    ``add_unscaled()`` a G = 0 group's add into the output, ``hand_off_now()`` / ``hand_off_held()`` the
+    group sum to the dequantization unit at the group's last term cycle / from WAIT."""
+    def restart_or_idle():
+        """The output's done cycle: the next output's first term cycle follows on ``start``."""
+        with m.If(pe.start):
+            begin()
+        with m.Else():
+            m.next = "IDLE"
+
+    with m.FSM():
+        with m.State("IDLE"):
+            with m.If(pe.start):
+                begin()
+        with m.State("RUN"):
+            m.d.comb += [pe.busy.eq(1), pe.take.eq(last_term)]
+            step()
+            m.d.sync += term.eq(Mux(last_term, 0, term + 1))
+            with m.If(last_term):
+                m.d.sync += [held_scale.eq(pe.scale), held_last.eq(pe.tile_last)]
+                with m.If(pe.group_last & pe.noscale):  # G = 0: no dequantization
+                    add_unscaled()
+                    m.d.comb += pe.done.eq(pe.tile_last)
+                    with m.If(pe.tile_last):
+                        restart_or_idle()
+                with m.Elif(pe.group_last):
+                    with m.If(dq_free):
+                        hand_off_now()
+                        with m.If(pe.tile_last):
+                            m.next = "DRAIN"
+                    with m.Else():
+                        m.next = "WAIT"
+        with m.State("WAIT"):
+            m.d.comb += pe.busy.eq(1)
+            with m.If(dq_free):
+                hand_off_held()
+                with m.If(held_last):
+                    m.next = "DRAIN"
+                with m.Else():
+                    m.next = "RUN"
+        with m.State("DRAIN"):
+            m.d.comb += [pe.busy.eq(1), pe.done.eq(dq_last)]
+            with m.If(dq_last):
+                restart_or_idle()
+
+
 class BitmodPE(wiring.Component):
     """``BitmodPE(lanes, act_bits, weight_format)``: BitMoD's bit-serial PE, one output at a time,
     for one weight format (a BitMoD width's four types, or an integer width)."""
@@ -122,7 +173,7 @@ class BitmodPE(wiring.Component):
         dq_busy, dq_cnt = Signal(), Signal(range(D))
         dq_acc, dq_in = Signal(signed(ACC_BITS)), Signal(signed(ACC_BITS))
         dq_scale = Signal(D)
-        held_scale, held_last = Signal(D), Signal()
+        held_scale, held_last = Signal(D), Signal(name="held_last")
 
         # ---- one term cycle of the lanes
         dot = []
@@ -161,49 +212,21 @@ class BitmodPE(wiring.Component):
 
         m.d.comb += [self.out.eq(out), self.result.eq(out_next)]
 
-        def restart_or_idle():
-            """The output's done cycle: the next output's first term cycle follows on ``start``."""
-            with m.If(self.start):
-                m.d.sync += [out.eq(self.init), psum.eq(0), term.eq(0)]
-                m.next = "RUN"
-            with m.Else():
-                m.next = "IDLE"
+        def begin():
+            m.d.sync += [out.eq(self.init), psum.eq(0), term.eq(0)]
+            m.next = "RUN"
 
-        with m.FSM():
-            with m.State("IDLE"):
-                with m.If(self.start):
-                    m.d.sync += [out.eq(self.init), psum.eq(0), term.eq(0)]
-                    m.next = "RUN"
-            with m.State("RUN"):
-                m.d.comb += [self.busy.eq(1), self.take.eq(last_term)]
-                m.d.sync += [psum.eq(psum_next), term.eq(Mux(last_term, 0, term + 1))]
-                with m.If(last_term):
-                    m.d.sync += [held_scale.eq(self.scale), held_last.eq(self.tile_last)]
-                    with m.If(self.group_last & self.noscale):  # G = 0: no dequantization
-                        m.d.comb += out_next.eq(out + psum_next)
-                        m.d.sync += psum.eq(0)
-                        m.d.comb += self.done.eq(self.tile_last)
-                        with m.If(self.tile_last):
-                            restart_or_idle()
-                    with m.Elif(self.group_last):
-                        with m.If(dq_free):
-                            hand_off(psum_next, self.scale)
-                            with m.If(self.tile_last):
-                                m.next = "DRAIN"
-                        with m.Else():
-                            m.next = "WAIT"
-            with m.State("WAIT"):
-                m.d.comb += self.busy.eq(1)
-                with m.If(dq_free):
-                    hand_off(psum, held_scale)
-                    with m.If(held_last):
-                        m.next = "DRAIN"
-                    with m.Else():
-                        m.next = "RUN"
-            with m.State("DRAIN"):
-                m.d.comb += [self.busy.eq(1), self.done.eq(dq_last)]
-                with m.If(dq_last):
-                    restart_or_idle()
+        def add_unscaled():
+            m.d.comb += out_next.eq(out + psum_next)
+            m.d.sync += psum.eq(0)
+
+        def step():
+            m.d.sync += psum.eq(psum_next)
+
+        control_fsm(m, self, term, last_term, dq_free, dq_last, held_scale, held_last, begin=begin, step=step,
+                    add_unscaled=add_unscaled,
+                    hand_off_now=lambda: hand_off(psum_next, self.scale),
+                    hand_off_held=lambda: hand_off(psum, held_scale))
         return m
 
 
