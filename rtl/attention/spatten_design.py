@@ -8,6 +8,9 @@ cycles are not compared: ``TileModels.fast_cycles`` None).
 The array's part reuses :class:`rtl.attention.rtl_design.AttentionDesign` (its parameter checks,
 buffer sizes and operand encoding), so the wrapper follows the array's operand format. Options:
 the array's (``head_dim_max``, ``flat_keys_max``, ...).
+
+A unit design of the attention template (``Template(unit_rtl=...)``, unit ``prune`` as its tiles):
+``archsim rtl cosim|generate|lint|synth --unit prune`` and the level harness's unit cases run it.
 """
 from __future__ import annotations
 
@@ -16,8 +19,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from archsim.errors import SpecError
-from archsim.templates.attention.pruning import PruneTile, one_hot_values, run
-from rtl.design import Port, RtlDesign, TileModels
+from archsim.templates.attention.pruning import PruneResult, PruneTile, one_hot_values, step_values
+from rtl.design import Port, TileModels, UnitDesign
 
 PORT_DOCS_EXTRA = {
     "cmd__payload": "the attention array's command fields (rtl.attention.engine.command_layout), then mode "
@@ -28,10 +31,14 @@ PORT_DOCS_EXTRA = {
 }
 
 
-class SpattenDesign(RtlDesign):
+class SpattenDesign(UnitDesign):
     template: ClassVar[str] = "attention"
+    unit: ClassVar[str] = "prune"
     toplevel: ClassVar[str] = "archsim_spatten"
     driver: ClassVar[str] = "rtl.attention.spatten_cosim:drive"
+    #: small: every step runs ``heads x (1 + ceil(kv_len / head_dim))`` array tiles on Icarus
+    conformance_arch: ClassVar[dict[str, Any]] = {"rows": 2, "cols": 2, "pe1d": 2, "exp_macs": 4,
+                                                  "topk_parallelism": 4}
 
     def __init__(self, params: Any, options: Any = None):
         from rtl.attention.rtl_design import AttentionDesign
@@ -69,6 +76,9 @@ class SpattenDesign(RtlDesign):
         return "archsim SpAtten pruning step: attention array + probability accumulator + top-k engine"
 
     # ---- co-simulation ----
+    def accepts(self, tile, ops) -> bool:
+        return isinstance(tile, PruneTile) and ops is not None and not self.runs(tile, ops)
+
     def runs(self, tile: PruneTile, ops) -> str:
         """Why the RTL cannot run ``tile`` ('' if it can)."""
         try:
@@ -133,17 +143,15 @@ class SpattenDesign(RtlDesign):
 
     def tile_models(self, tile, ops) -> TileModels:
         model = self._model()
-        det = run(model, tile, ops, detailed=True)
-        fast = run(model, tile, ops, detailed=False)
-        return TileModels(_values(fast.out, fast.importance, fast.kept), None,
-                          _values(det.out, det.importance, det.kept), det.cycles)
+        det_values, det_cycles = model.detailed_tile(tile, ops)
+        return TileModels(model.tile_values(tile, ops), None, det_values, det_cycles)
 
     def rtl_tile_values(self, tile, g: dict):
         rows = np.array(g["rows"], np.uint64).reshape(tile.heads, tile.q_rows, -1)[:, :, :tile.head_dim]
         out = rows.astype(np.uint32).view(np.float32)
         sums = np.array([g["sums"] >> (32 * j) & 0xFFFFFFFF for j in range(tile.kv_len)], np.uint32).view(np.float32)
         kept = [j for j in range(tile.kv_len) if g["kept"] >> j & 1]
-        return _values(out, sums, np.array(kept, np.int64))
+        return step_values(PruneResult(out, sums, np.array(kept, np.int64), 0))
 
     def counter_cycles(self, g):
         return g.get("cycles")
@@ -163,15 +171,6 @@ class SpattenDesign(RtlDesign):
     @staticmethod
     def label(tile) -> str:
         return f"prune q={tile.q_rows} L={tile.kv_len} d={tile.head_dim} h={tile.heads} k={tile.k} seed={tile.seed}"
-
-
-def _values(out, sums, kept) -> np.ndarray:
-    """One comparable vector: the attention outputs' fp32 bit patterns, the keys' probability sums'
-    fp32 bit patterns, then the kept key indices."""
-    def bits(x):
-        return np.asarray(x, np.float32).view(np.uint32).astype(np.int64).ravel()
-
-    return np.concatenate([bits(out), bits(sums), np.asarray(kept, np.int64)])
 
 
 def random_items(rng: np.random.Generator, params, cfg, count: int) -> list:

@@ -23,7 +23,7 @@ TEMPLATE = Template(
     reference="archsim.templates.attention.reference:check",
     coverage="archsim.templates.attention.reference:missing_cases",
     rtl="rtl.attention.rtl_design:AttentionDesign",
-    unit_rtl=("rtl.attention.topk_design:TopkDesign",),
+    unit_rtl=("rtl.attention.topk_design:TopkDesign", "rtl.attention.spatten_design:SpattenDesign"),
 )
 
 from archsim.templates.attention.detailed import AttentionDetailed  # noqa: E402

@@ -5,8 +5,12 @@ slow 1D exps, exp on the 1D array, FLAT's scale on the 2D array's edge, and 3 to
 first (a growing running max over a partial last block, one query row, one
 key, every phase without values), then random ones. Operands are bf16 (or fp16: the params' ``precision``) values
 in fp32 arrays. With a top-k engine (``topk_parallelism``) top-k tiles follow the edge cases
-(ties at the threshold, keep one, keep all: the bypass, a partial last row), then random ones
-alternate with attention tiles; their scores are 16-bit unsigned integers (the RTL's width).
+(ties at the threshold, keep one, keep all: the bypass, a partial last row), then SpAtten's pruning
+steps (:class:`~archsim.templates.attention.pruning.PruneTile`: two heads with a partial last
+probability pass, one query row with one pass), then random top-k tiles, pruning steps and attention
+tiles in turn; top-k scores are 16-bit unsigned integers (the RTL's width), pruning steps' operands
+are per head, at most 8 keys (small enough for their RTL's default ``flat_keys_max`` at 2 columns;
+random ones: one head, at most 6 keys, to keep their co-simulation short).
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from archsim.templates.attention.pruning import PruneTile
 from archsim.templates.attention.tile import AttentionTile
 from archsim.templates.attention.topk import TopkTile
 
@@ -64,6 +69,12 @@ def _scores(rng, n: int, few_values: bool) -> np.ndarray:
     return rng.integers(0, 6 if few_values else 1 << 16, n).astype(np.int64)
 
 
+def _prune_operands(rng, tile: PruneTile, precision: str, growing: bool = False) -> dict:
+    """Per-head operands ``q`` (heads, q_rows, d), ``k`` and ``v`` (heads, kv_len, d) of a pruning step."""
+    heads = [_operands(rng, tile.q_rows, tile.kv_len, tile.head_dim, growing, precision) for _ in range(tile.heads)]
+    return {n: np.stack([h[n] for h in heads]) for n in ("q", "k", "v")}
+
+
 def sample_tiles(rng: np.random.Generator, params, count: int) -> list:
     R, C = params.rows, params.cols
     items = [
@@ -88,8 +99,16 @@ def sample_tiles(rng: np.random.Generator, params, count: int) -> list:
         items += [(t, {"scores": _scores(rng, t.n, few)}) for t, few in (
             (TopkTile(3 * P + 1, P + 1, 7), True), (TopkTile(2 * P, 1, 1), False),
             (TopkTile(P + 1, P + 1, 3), False), (TopkTile(5 * P - 1, 2 * P, 0xACE1), False))]
+        items += [(t, _prune_operands(rng, t, params.precision, growing)) for t, growing in (
+            (PruneTile(R, min(2 * C + 1, 8), 3, 2, 1, 5), True), (PruneTile(1, 3, 4, 1, 2, 0xACE1), False))]
     while len(items) < count:
-        if P and len(items) % 2:
+        if P and len(items) % 3 == 2:
+            kv = int(rng.integers(2, 7))  # one head, at most 3 passes: each step is a few array tiles
+            t = PruneTile(int(rng.integers(1, R + 1)), kv, int(rng.integers(2, 5)), 1, int(rng.integers(1, kv)),
+                          int(rng.integers(1, 1 << 16)))
+            items.append((t, _prune_operands(rng, t, params.precision, bool(rng.integers(0, 2)))))
+            continue
+        if P and len(items) % 3 == 1:
             n = int(rng.integers(2, 8 * P + 1))
             t = TopkTile(n, int(rng.integers(1, n + 1)), int(rng.integers(1, 1 << 16)))
             items.append((t, {"scores": _scores(rng, n, bool(rng.integers(0, 2)))}))

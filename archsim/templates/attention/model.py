@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from archsim.templates.attention.params import AttentionParams
-from archsim.templates.attention import topk
+from archsim.templates.attention import pruning, topk
+from archsim.templates.attention.pruning import PruneTile
 from archsim.templates.attention.tile import AttentionTile, tile_cycles, tile_work
 from archsim.templates.attention.topk import TopkTile
 from archsim.templates.attention.values import fusemax_values, flat_values, operands_f32
@@ -48,7 +49,11 @@ class AttentionModel(TemplateModel):
         return self.params.rows * self.params.cols
 
     def check_tile(self, tile) -> None:
-        if isinstance(tile, TopkTile):
+        if isinstance(tile, PruneTile):
+            if self.params.topk_parallelism < 1:
+                raise ValueError("tile: a pruning step needs a top-k engine (params.topk_parallelism >= 1)")
+            tile.check(self.params)
+        elif isinstance(tile, TopkTile):
             if self.params.topk_parallelism < 1:
                 raise ValueError("tile: a top-k tile needs a top-k engine (params.topk_parallelism >= 1)")
             tile.check(self.params.topk_parallelism)
@@ -57,9 +62,12 @@ class AttentionModel(TemplateModel):
         elif isinstance(tile, SystolicTile):
             tile.check(self.params.rows, self.params.cols, "double_buffered")
         else:
-            raise ValueError(f"tile: expected an AttentionTile or a SystolicTile, got {type(tile).__name__}")
+            raise ValueError(f"tile: expected an AttentionTile, a TopkTile, a PruneTile or a SystolicTile, "
+                             f"got {type(tile).__name__}")
 
     def tile_cycles(self, tile) -> int:
+        if isinstance(tile, PruneTile):  # SpAtten's pruning step (rtl.attention.spatten)
+            return pruning.fast_cycles(self, tile)
         if isinstance(tile, TopkTile):
             return topk.tile_cycles(tile, self.params.topk_parallelism)
         if isinstance(tile, SystolicTile):
@@ -67,6 +75,9 @@ class AttentionModel(TemplateModel):
         return tile_cycles(tile, self.params)
 
     def tile_values(self, tile, operands: dict) -> np.ndarray:
+        if isinstance(tile, PruneTile):  # outputs' and sums' fp32 bits, then the kept keys
+            self.check_tile(tile)
+            return pruning.step_values(pruning.run(self, tile, operands, detailed=False))
         if isinstance(tile, TopkTile):  # the kept indices do not depend on the pivots
             self.check_tile(tile)
             return topk.kept_indices(np.asarray(operands["scores"]), tile.k)
@@ -92,7 +103,14 @@ class AttentionModel(TemplateModel):
 
     def detailed_tile(self, tile, operands):
         """Detailed run of ``tile``; a top-k tile without ``{"scores": ...}`` operands charges its
-        expected cycles (the fast model's), with them the exact run on those scores."""
+        expected cycles (the fast model's), with them the exact run on those scores; likewise a pruning
+        step's top-k."""
+        if isinstance(tile, PruneTile):
+            if operands is None:
+                return np.arange(tile.k), self.tile_cycles(tile)
+            self.check_tile(tile)
+            res = pruning.run(self, tile, operands, detailed=True)
+            return pruning.step_values(res), res.cycles
         if isinstance(tile, TopkTile):
             if operands is None:
                 return np.arange(tile.k), self.tile_cycles(tile)
@@ -107,7 +125,11 @@ class AttentionModel(TemplateModel):
         return AttentionDetailed(self.params).run_tile(tile, operands)
 
     def detailed_cycles_range(self, tile) -> tuple[int, int]:
-        """A top-k tile's cycles depend on its scores (:func:`topk.cycles_range`); the rest do not."""
+        """A top-k tile's cycles depend on its scores (:func:`topk.cycles_range`), so do a pruning
+        step's; the rest do not."""
+        if isinstance(tile, PruneTile):
+            self.check_tile(tile)
+            return pruning.cycles_range(self, tile)
         if isinstance(tile, TopkTile):
             self.check_tile(tile)
             return topk.cycles_range(tile, self.params.topk_parallelism)

@@ -145,3 +145,40 @@ def attention_cycles(model, tile: PruneTile) -> int:
     engine = model.tile_cycles(tile.attention_tile()) + FLAT_CAPTURE_CYCLES + ARRAY_HANDOFF_CYCLES
     passes = tile.probability_passes
     return tile.heads * ((1 + passes) * engine + passes * (tile.q_rows + ACC_TAIL_CYCLES))
+
+
+def fast_cycles(model, tile: PruneTile) -> int:
+    """The fast model's cycles of the step: the top-k's expected cycles
+    (:func:`archsim.templates.attention.topk.tile_cycles`), the rest exact (data-independent)."""
+    tile.check(model.params)
+    return (attention_cycles(model, tile) + topk.tile_cycles(tile.topk_tile(), model.params.topk_parallelism)
+            + TOPK_START_CYCLES + TOPK_DONE_CYCLES)
+
+
+def cycles_range(model, tile: PruneTile) -> tuple[int, int]:
+    """The step's cycles over every possible set of sums: the top-k's range
+    (:func:`archsim.templates.attention.topk.cycles_range`) plus the data-independent rest."""
+    tile.check(model.params)
+    low, high = topk.cycles_range(tile.topk_tile(), model.params.topk_parallelism)
+    rest = attention_cycles(model, tile) + TOPK_START_CYCLES + TOPK_DONE_CYCLES
+    return low + rest, high + rest
+
+
+def step_values(result: PruneResult) -> np.ndarray:
+    """One comparable int64 vector of a step: the attention outputs' fp32 bit patterns, the keys'
+    probability sums' fp32 bit patterns, then the kept key indices (what the RTL is compared on)."""
+    def bits(x):
+        return np.asarray(x, F32).view(np.uint32).astype(np.int64).ravel()
+
+    return np.concatenate([bits(result.out), bits(result.importance), np.asarray(result.kept, np.int64)])
+
+
+def split_values(tile: PruneTile, values) -> PruneResult:
+    """The inverse of :func:`step_values` (``cycles`` 0): outputs (heads, q_rows, head_dim) and sums
+    as fp32, the kept indices as int64."""
+    values = np.asarray(values, np.int64)
+    n_out = tile.heads * tile.q_rows * tile.head_dim
+    as_f32 = values[:n_out + tile.kv_len].astype(np.uint32).view(F32)
+    return PruneResult(as_f32[:n_out].reshape(tile.heads, tile.q_rows, tile.head_dim), as_f32[n_out:],
+                       values[n_out + tile.kv_len:], 0)
+

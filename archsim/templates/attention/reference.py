@@ -35,6 +35,8 @@ from math import factorial, log
 
 import numpy as np
 
+from archsim.templates.attention.pruning import PruneTile, split_values
+
 U = 2.0 ** -24
 
 
@@ -74,7 +76,29 @@ def reference_topk(scores, k: int) -> list[int]:
     return sorted(by_rank[:k])
 
 
+def check_prune(tile, operands, params, values) -> None:
+    """A pruning step: per head the outputs within :func:`error_bound` of float64 attention, the
+    keys' sums within 1e-3 of float64 softmax column sums, and the kept keys the ``k`` largest
+    of the step's own sums (by :func:`reference_topk` on their fp32 bit patterns)."""
+    got = split_values(tile, values)
+    sums = np.zeros(tile.kv_len)
+    for h in range(tile.heads):
+        q, k, v = (np.asarray(operands[n][h], np.float64) for n in ("q", "k", "v"))
+        want = reference_attention(q, k, v)
+        err = np.abs(got.out[h].astype(np.float64) - want).max(axis=1)
+        assert np.all(err <= error_bound(q, k, v, params.cols, params.exp_macs)), (tile, h, err)
+        s = q @ k.T / np.sqrt(q.shape[1])
+        p = np.exp(s - s.max(axis=1, keepdims=True))
+        sums += (p / p.sum(axis=1, keepdims=True)).sum(axis=0)
+    assert np.allclose(got.importance.astype(np.float64), sums, rtol=1e-3, atol=1e-6), (tile, got.importance, sums)
+    want_kept = reference_topk(np.asarray(got.importance, np.float32).view(np.uint32).astype(np.int64), tile.k)
+    assert [int(i) for i in got.kept] == want_kept, (tile, list(got.kept), want_kept)
+
+
 def check(tile, operands, params, values) -> None:
+    if isinstance(tile, PruneTile):  # SpAtten's pruning step
+        check_prune(tile, operands, params, values)
+        return
     if "scores" in operands:  # a top-k tile (SpAtten's engine): exact indices
         want = reference_topk(operands["scores"], tile.k)
         assert [int(i) for i in np.asarray(values)] == want, (tile, list(values), want)
@@ -89,6 +113,8 @@ def check(tile, operands, params, values) -> None:
 
 
 def missing_cases(params, items) -> list[str]:
+    prune = [t for t, _ in items if isinstance(t, PruneTile)]
+    items = [(t, o) for t, o in items if not isinstance(t, PruneTile)]
     topk = [(t, o) for t, o in items if o is not None and "scores" in o]
     items = [(t, o) for t, o in items if o is None or "scores" not in o]
     with_values = [t for t, o in items if o is not None]
@@ -100,6 +126,9 @@ def missing_cases(params, items) -> list[str]:
         "top-k: keep one": any(t.k == 1 < t.n for t, _ in topk),
         "top-k: keep all (bypass)": any(t.k == t.n for t, _ in topk),
         "top-k: a partial last row of scores": P == 1 or any(t.n % P and t.k < t.n for t, _ in topk),
+        "pruning step: two heads, a partial last probability pass": any(t.heads > 1 and t.kv_len % t.head_dim
+                                                                        for t in prune),
+        "pruning step: one probability pass": any(t.probability_passes == 1 for t in prune),
     }
     need |= {
         "fusemax tile with values": any(t.mapping == "fusemax" for t in with_values),
