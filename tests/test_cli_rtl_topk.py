@@ -85,6 +85,18 @@ def test_cli_cosim_program_and_random_tiles(capsys):
 
 
 @pytest.mark.rtl
+def test_cli_cosim_with_one_lane(capsys):
+    """One comparator: out_mask is a 1-bit port (cocotb gives a Logic, not a LogicArray; the driver used
+    to stop on it)."""
+    _icarus_or_skip()
+    rc = main(["rtl", "cosim", "--arch", "spatten", "--unit", "topk", "--set", "topk_parallelism=1", "--depth", "16",
+               "--tiles", "4", "--seed", "2", "-q"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "PASS: 4/4 tiles match archsim on icarus" in out
+
+
+@pytest.mark.rtl
 def test_cli_cosim_reports_a_planted_wrong_index(capsys, monkeypatch):
     """The RTL's kept indices read one too high on every tile: the CLI fails the tiles, exit status 1."""
     from rtl.attention.topk_design import TopkDesign

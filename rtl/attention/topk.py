@@ -41,7 +41,8 @@ class _Compactor:
     def __init__(self, name, lanes, width, addr_bits):
         self.lanes, self.width = lanes, width
         self.stage = Array(Signal(width, name=f"{name}_stage{i}") for i in range(lanes))
-        self.cnt = Signal(range(lanes), name=f"{name}_cnt")
+        # staged entries, < lanes; one bit at least (a 0-bit signal is a [-1:0] vector: Verilator ASCRANGE)
+        self.cnt = Signal(range(max(lanes, 2)), name=f"{name}_cnt")
         self.wptr = Signal(addr_bits + 1, name=f"{name}_wptr")
         self.total = Signal(32, name=f"{name}_total")
         self.wr_en = Signal(name=f"{name}_wr_en")
@@ -70,7 +71,7 @@ class _Compactor:
         merged = [Signal(W, name=f"{self.cnt.name}_m{i}") for i in range(2 * P)]
         for i in range(2 * P):
             terms = [Mux(sel[j] & (pos[j] == i), lanes_data[j], 0) for j in range(P)]
-            if i < P:
+            if i < P - 1:  # staged entries: cnt < P, so staging slot P - 1 never holds one across cycles
                 terms.append(Mux(self.cnt > i, self.stage[i], 0))
             acc = terms[0]
             for t in terms[1:]:

@@ -70,6 +70,7 @@ async def drive(dut, job):  # pragma: no cover - runs inside the simulator
     """cocotb driver: start each tile, stream its scores a row per cycle, collect the select pass."""
     from cocotb.triggers import ReadOnly, RisingEdge
 
+    from rtl.cosim.direct_host import resolved
     from rtl.cosim.progress import tile_done
 
     lanes, width = job["lanes"], job["width"]
@@ -91,10 +92,10 @@ async def drive(dut, job):  # pragma: no cover - runs inside the simulator
         for _ in range(64 * n + 1000):
             await ReadOnly()
             if dut.out_valid.value:
-                row, mask = dut.out_row.value.to_unsigned(), dut.out_mask.value.to_unsigned()
+                row, mask = resolved(dut.out_row, "out_row"), resolved(dut.out_mask, "out_mask")  # 1 lane: 1 bit
                 kept += [row * lanes + j for j in range(lanes) if mask >> j & 1]
             if dut.done.value:
-                out.append({"indices": kept, "cycles": dut.cycles.value.to_unsigned()})
+                out.append({"indices": kept, "cycles": resolved(dut.cycles, "cycles")})
                 await RisingEdge(dut.clk)
                 break
             await RisingEdge(dut.clk)
