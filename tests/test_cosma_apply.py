@@ -182,6 +182,36 @@ def test_no_room_left_for_the_tiles_is_refused(monkeypatch):
         mappers.compile(_chain(), _arch(1024), allocation="ilp")
 
 
+def test_a_plan_without_addresses_is_refused(monkeypatch):
+    """Neither the address ILP (planted: finds nothing) nor first fit (planted: puts every run one
+    plan share higher) places the plan: one line naming the bytes and the note, not a Program whose
+    layers silently get less than the rest of the buffer."""
+    from mappers.allocation import plan as plan_mod
+    from mappers.allocation.addresses import Placement
+
+    real = plan_mod.assign_addresses
+
+    def too_high(problem, plan):
+        placements, peak = real(problem, plan)
+        return [Placement(p.tensor, p.first, p.last, p.offset_bytes + problem.capacity_bytes)
+                for p in placements], peak + problem.capacity_bytes
+
+    def no_plan(*_args, **_kw):
+        raise MappingError("planted: no feasible plan")
+
+    monkeypatch.setattr(plan_mod, "assign_addresses", too_high)
+    monkeypatch.setattr(plan_mod, "solve_placed", no_plan)
+    with pytest.raises(MappingError) as err:
+        mappers.compile(_chain(), _arch(2048), allocation="ilp")
+    line = str(err.value)
+    assert "\n" not in line
+    # plan share 1024 B (half the 2048 B buffer); two 512 B tensors at most at a step, 1024 B higher
+    assert line.startswith("allocation ilp: the resident tensors need ") and "B of scratchpad addresses but the " \
+        "plan may use 1024 B of the input buffer (address ILP found no plan" in line, line
+    assert "planted: no feasible plan" in line and "first fit places no re-solved plan" in line, line
+    assert line.endswith("use allocation: greedy or a larger input buffer"), line
+
+
 def test_greedy_program_is_unchanged_by_the_option():
     arch = _arch(2048)
     default = mappers.compile(_residual(), arch)
@@ -207,8 +237,13 @@ def test_cli_allocation_flag_reports_the_plan(capsys, tmp_path):
         assert code == 0
         out[method] = json.loads((tmp_path / method / "report.json").read_text())
         assert ("scratchpad allocation" in printed) == (method == "ilp")
+        assert ("scratchpad addresses" in printed) == (method == "ilp")
+        if method == "ilp":  # the address ILP's note, where the run's other lines are
+            row = next(line for line in printed.splitlines() if "scratchpad addresses" in line)
+            assert "address ILP: proven the least traffic for this order" in row, row
     assert "allocation" not in out["greedy"]["options"]
     a = out["ilp"]["options"]["allocation"]
+    assert a["address_note"] == "address ILP: proven the least traffic for this order"
     assert a["method"] == "ilp" and a["buffer"] == "input" and a["solve_s"] >= 0
     assert a["dram_bytes"] == out["ilp"]["dram_bytes"]
     # tiny_cnn's biases (int8: a byte each) are counted by the plan but not loaded by the mapper

@@ -234,6 +234,8 @@ def summary_rows(result: SimResult) -> list[tuple[str, str]]:
     alloc = result.options.get("allocation") if isinstance(result.options, dict) else None
     if alloc:  # a COSMA allocation (mappers.allocation.apply); greedy runs have none
         rows.append(("scratchpad allocation", allocation_text(alloc)))
+        if alloc.get("address_note"):  # reports written before the address ILP have none
+            rows.append(("scratchpad addresses", addresses_text(alloc)))
     tokens = result.tokens
     for k, v in sorted(result.extras.items()):
         if k == "background_energy_pj":
@@ -255,6 +257,13 @@ def allocation_text(alloc: dict) -> str:
             f"{alloc['resident_tensors']} tensors kept in {fmt.nbytes(alloc['plan_capacity_bytes'])} of the "
             f"{alloc['buffer']} buffer, {alloc['reloads']} reloads; solved in {alloc['solve_s']:.2f} s"
             f"{'' if alloc['optimal'] else ', not proven optimal'})")
+
+
+def addresses_text(alloc: dict) -> str:
+    """One line: how the resident tensors got their scratchpad addresses (the address ILP's note,
+    :mod:`mappers.allocation.address_ilp`) and the highest address they reach."""
+    return (f"{alloc['address_note']}; they reach {fmt.nbytes(alloc['address_peak_bytes'])} of the "
+            f"{fmt.nbytes(alloc['plan_capacity_bytes'])} the plan may use")
 
 
 def summary_md_text(result: SimResult, top: int = 10) -> str:

@@ -8,7 +8,8 @@ operator order (dependencies checked), each layer is mapped by the template's ow
 buffer left beside the tensors resident at its step (their bytes reserved; a layer that cannot
 be tiled in what is left is refused in one line; the reserved bytes reach the end of the last
 resident tensor at the address the address ILP chose, :mod:`mappers.allocation.address_ilp`, or
-first fit's where that ILP found none: ``address_note`` says which), and its commands are rewritten:
+first fit's where that ILP found none: ``address_note`` says which; a plan neither places within its
+share is refused in one line), and its commands are rewritten:
 
 - a tensor the layer reads that is resident at its step: its Loads are dropped (the array
   reads the scratchpad copy); a reload (resident at a step, not at the one before; a graph
@@ -77,6 +78,7 @@ def compile_allocated(graph, arch, opts, module, base_mapper, fusion) -> Program
     alloc = allocate(problem, method, time_limit_s=TIME_LIMIT_S, addresses="ilp")
     problem, plan = alloc.problem, alloc.plan
     check_order(problem)
+    check_placed(alloc.addresses, method, buf)
     placements, peak = alloc.addresses.placements, alloc.addresses.peak_bytes
     classes = _operand_tensors(graph, problem, fusion, {op.name: lower_op(op, lowering) for op in roots})
     mappers_by_bytes: dict[int, object] = {total: base_mapper}
@@ -142,6 +144,16 @@ def compile_allocated(graph, arch, opts, module, base_mapper, fusion) -> Program
 def _opaque(low) -> bool:
     """An op the rewrite cannot see into: not exactly one GEMM or vector part."""
     return len(low.parts) != 1 or isinstance(low.parts[0], Gather)
+
+
+def check_placed(addresses, method: str, buf: str) -> None:
+    """Refuse a plan whose resident tensors have no addresses within the plan's share of the buffer
+    (neither the address ILP nor first fit placed it): mapping the layers beside it would leave them
+    less than the rest of the buffer, silently."""
+    if not addresses.fits:
+        raise MappingError(f"allocation {method}: the resident tensors need {addresses.peak_bytes} B of "
+                           f"scratchpad addresses but the plan may use {addresses.capacity_bytes} B of the {buf} "
+                           f"buffer ({addresses.note}); use allocation: greedy or a larger {buf} buffer")
 
 
 def check_order(problem: Problem) -> None:
