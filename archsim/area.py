@@ -93,7 +93,9 @@ class AreaInputs:
     die from its preset: ``{"gpu_die": (826e6, "NVIDIA A100 whitepaper")}``;
     ``units``: components counted in units whose area the template derives
     itself, ``{component: (count, um2 per unit, source)}``, e.g. SIMD PEs priced
-    from synthesis by their format set (``archsim/templates/simd/area.py``).
+    from synthesis by their format set (``archsim/templates/simd/area.py``);
+    ``unpriced``: parameters of the arch the area does not price, ``{parameter: what
+    is counted instead and why}`` (said next to the area, never silent).
     """
 
     macs: dict[str, int] = field(default_factory=dict)
@@ -101,6 +103,7 @@ class AreaInputs:
     components: dict[str, float] = field(default_factory=dict)
     fixed_um2: dict[str, tuple[float, str]] = field(default_factory=dict)
     units: dict[str, tuple[float, float, str]] = field(default_factory=dict)
+    unpriced: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,11 @@ def area_breakdown(arch: Any) -> list[AreaItem]:
     return items
 
 
+def area_unpriced(arch: Any) -> dict[str, str]:
+    """Parameters of ``arch`` its area does not price (:attr:`AreaInputs.unpriced`); empty when all are."""
+    return dict(arch.model().area_inputs().unpriced)
+
+
 def area_um2(arch: Any) -> float:
     """Total area of ``arch`` in um2."""
     return sum(item.um2 for item in area_breakdown(arch))
@@ -195,4 +203,5 @@ __all__ = [
     "area_breakdown",
     "area_mm2",
     "area_um2",
+    "area_unpriced",
 ]

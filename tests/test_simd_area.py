@@ -75,3 +75,34 @@ def test_other_templates_area_is_unchanged():
     items = {i.component: i for i in area_breakdown(load_arch("scalesim-32x32-os"))}
     assert "simd_pe" not in items
     assert items["mac"].count == 1024 and items["mac"].unit_um2 == pytest.approx(282 + 137)
+
+
+def test_pe_style_tpe_is_said_to_be_unpriced():
+    """The area model prices whole synthesized PEs and has no term for the integer dot unit, the only
+    part pe_style changes: a tpe PE's area is the standard PE's, and the area says so (its source, the
+    model's ``unpriced``) with the measured dot-unit ratio cited (docs/tpe.md: 1.40x NAND2-eq.,
+    1.45x LUT4), never silently."""
+    from archsim.area import area_unpriced, area_um2
+
+    std, tpe = (load_arch("simd-edge", [f"pe_style={s}"]) for s in ("standard", "tpe"))
+    assert area_unpriced(std) == {}
+    assert list(area_unpriced(tpe)) == ["pe_style"]
+    said = area_unpriced(tpe)["pe_style"]
+    assert said.startswith("tpe: not priced: the area is the standard PE's") and "1.40x" in said and "1.45x" in said
+    assert area_um2(tpe) == area_um2(std)
+    source = next(i.source for i in area_breakdown(tpe) if i.component == "simd_pe")
+    assert "pe_style tpe: not priced" in source
+    assert "not priced" not in next(i.source for i in area_breakdown(std) if i.component == "simd_pe")
+
+
+def test_compare_says_the_area_does_not_price_pe_style(capsys):
+    from pathlib import Path
+
+    from archsim.cli import main
+
+    tiny = str(Path(__file__).resolve().parents[1] / "workloads" / "examples" / "tiny_cnn.yaml")
+    assert main(["compare", "--arch", "simd-edge", "--arch", "simd-edge", "--set-b", "pe_style=tpe",
+                 "--workload", tiny]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    said = [line for line in lines if line.startswith("area A") or line.startswith("area B")]
+    assert len(said) == 1 and said[0].startswith("area B (simd-edge): pe_style tpe: not priced"), said

@@ -165,6 +165,16 @@ def _area_mm2(arch) -> float | None:
         return None
 
 
+def _area_unpriced(arch) -> dict[str, str]:
+    """Parameters the area model does not price for ``arch`` (said next to its area)."""
+    from archsim.area import area_unpriced
+
+    try:
+        return area_unpriced(arch)
+    except Exception:  # noqa: BLE001 - as _area_mm2: no area model, no area row
+        return {}
+
+
 def _design_key(arch) -> str:
     d = arch.to_dict()
     d.pop("name", None)
@@ -381,6 +391,7 @@ def compare(args: argparse.Namespace) -> dict[str, Any]:
                      "peak_macs_per_cycle": _peak_macs_per_cycle(arch, graph),
                      "peak_macs_per_s": _peak_macs_per_cycle(arch, graph) * arch.clock_mhz * 1e6,
                      "dram_bytes_per_s": _dram_bytes_per_s(arch), "area_mm2": area,
+                     "area_unpriced": _area_unpriced(arch) if area is not None else {},
                      "tokens_per_s_per_mm2": fig["tokens_per_s"] / area if area else None,
                      "shape": shapes[i], "params": {k: v for k, v in arch.to_dict()["params"].items()},
                      "options": dict(arch.options), "tuned_over": searched[i]})
@@ -414,6 +425,9 @@ def format_table(cmp: dict[str, Any]) -> str:
         lines.append(f"{(label + (f' ({unit})' if unit else '')):<24} {num(a[key], scale):>{wa}} "
                      f"{num(b[key], scale):>{wb}} {(f'{r:.3g}x' if r is not None else '-'):>9} {tag}")
     lines.append(f"{'cycles (per run)':<24} {a['cycles']:>{wa},} {b['cycles']:>{wb},} {tag}")
+    for side, run in (("A", a), ("B", b)):
+        for name, text in run.get("area_unpriced", {}).items():
+            lines.append(f"area {side} ({run['arch']}): {name} {text} {tag}")
 
     def prec(run):
         text = run["precision"]["weights"] + "/" + run["precision"]["activations"]

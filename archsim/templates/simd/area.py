@@ -163,9 +163,24 @@ def pe_cells(params: SimdParams) -> tuple[float, str]:
     return cells, how
 
 
+#: what the area says of a ``pe_style`` other than ``standard``: the model prices whole synthesized PEs
+#: and has no term for the integer dot unit, the only part ``pe_style`` changes (docs/tpe.md)
+PE_STYLE_UNPRICED = ("not priced: the area is the standard PE's (the model prices whole synthesized PEs, with no "
+                     "term for the integer dot unit pe_style changes; measured: the 8-lane int8 dot unit alone is "
+                     "1.40x smaller as tpe in NAND2-eq. area and 1.45x in LUT4, the whole fixed int8 PE +2.4 % LUT4 "
+                     "(python bench/bench_tpe.py --only-simd, docs/tpe.md); no tpe PE of a format set is synthesized)")
+
+
+def unpriced(params: SimdParams) -> dict[str, str]:
+    """Parameters of the PE its area does not price: ``pe_style`` other than ``standard``."""
+    return {} if params.pe_style == "standard" else {"pe_style": f"{params.pe_style}: {PE_STYLE_UNPRICED}"}
+
+
 def pe_um2(params: SimdParams) -> tuple[float, str]:
     """(um2 of one PE at 45 nm, its source)."""
     cells, how = pe_cells(params)
+    for name, text in unpriced(params).items():
+        how += f"; {name} {text}"
     return cells * UM2_PER_CELL, (f"{how}; x {UM2_PER_CELL:.3f} um2/cell, anchored on the {ANCHOR_SOURCE}")
 
 

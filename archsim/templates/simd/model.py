@@ -178,12 +178,13 @@ class SimdModel(TemplateModel):
     # -- area and reports -----------------------------------------------------------
     def area_inputs(self):
         """``pes`` PEs, each priced from synthesis of the RTL PE by its format set and multiplier
-        (:mod:`archsim.templates.simd.area`; the cells include the PE's registers)."""
+        (:mod:`archsim.templates.simd.area`; the cells include the PE's registers); ``pe_style`` is not
+        priced (``unpriced``: the standard PE's area, said with the reason)."""
         from archsim.area import AreaInputs
-        from archsim.templates.simd.area import pe_um2
+        from archsim.templates.simd.area import pe_um2, unpriced
 
         unit, source = (bitserial.pe_um2(self.params) if bitserial.is_bitmod(self.params) else pe_um2(self.params))
-        return AreaInputs(units={"simd_pe": (self.params.pes, unit, source)})
+        return AreaInputs(units={"simd_pe": (self.params.pes, unit, source)}, unpriced=unpriced(self.params))
 
     def report_extras(self, result) -> dict:
         p = self.params
