@@ -73,6 +73,26 @@ def test_step_cycles_counted_by_hand():
     assert res.cycles == 82 + 2 + run.cycles
 
 
+def test_the_attention_model_takes_a_pruning_step():
+    """The template's model runs a PruneTile as the level harness asks: its cycles range is the hand
+    count above (82 + 2) plus the top-k's own range, the fast cycles lie in it, the detailed values are
+    the step's; utilization and actions are refused (programs run the step's parts)."""
+    arch = _arch()
+    model = arch.model()
+    tile = PruneTile(1, 4, 2, 1, 2, 5)
+    ops = _ops(np.random.default_rng(0), tile)
+    low, high = topk.cycles_range(tile.topk_tile(), 4)
+    assert model.detailed_cycles_range(tile) == (84 + low, 84 + high)
+    assert 84 + low <= model.tile_cycles(tile) <= 84 + high
+    values, cycles = model.detailed_tile(tile, ops)
+    res = pruning.run(model, tile, ops)
+    assert cycles == res.cycles
+    assert list(values[-tile.k:]) == list(res.kept) and len(values) == tile.q_rows * tile.head_dim + 4 + tile.k
+    assert np.array_equal(model.tile_values(tile, ops), values)
+    with pytest.raises(ValueError, match="PruneTile .* is for co-simulation"):
+        model.tile_actions(tile)
+
+
 def test_refuses_a_step_that_drops_nothing():
     with pytest.raises(ValueError, match="k: expected 1 <= k < kv_len"):
         PruneTile(1, 4, 2, 1, 4).check(_arch().params)

@@ -145,6 +145,7 @@ class AttentionModel(TemplateModel):
 
     def tile_pe_fraction(self, tile) -> float:
         p = self.params
+        _not_in_programs(tile)
         if isinstance(tile, TopkTile):
             return 0.0  # no 2D-array PE works on it
         if isinstance(tile, SystolicTile):
@@ -158,6 +159,7 @@ class AttentionModel(TemplateModel):
         """MACs (``mac.bf16``: QK, AV and the 2D exps), 1D ops (``vector.op``), PE register
         writes (one per MAC), SRAM bytes of the operands each tile reads / writes (FLAT's
         and unfused's scores: written by Q.K^T, read and written by the softmax, read by P.V)."""
+        _not_in_programs(tile)
         p = self.params
         if isinstance(tile, TopkTile):  # a comparator is a subtractor: priced as a 32-bit add
             return {"add.int32": c for c in topk.tile_actions(tile, p.topk_parallelism).values()}
@@ -207,3 +209,12 @@ class AttentionModel(TemplateModel):
         macs = sum(l.macs for l in attn)
         return {"attention_cycles": cyc,
                 "attention_array2d_mac_utilization": macs / (self.peak_macs_per_cycle() * cyc) if cyc else 0.0}
+
+
+def _not_in_programs(tile) -> None:
+    """A pruning step is a tile of the composed RTL's co-simulation (values and cycles); programs run
+    its parts (attention tiles, a top-k tile), so it has no utilization or actions of its own."""
+    if isinstance(tile, PruneTile):
+        raise ValueError("tile: a PruneTile (SpAtten's composed pruning step) is for co-simulation; programs run "
+                         "its attention tiles and its TopkTile, whose utilization and actions are modelled")
+
