@@ -26,9 +26,11 @@ this module is the array it wraps (flat ports).
   are broadcast); the contract's drain (``R + C - 2`` cycles) is counted.
 - **1D array**: ``P`` lanes (:class:`rtl.attention.lane.Lane1D`), each with an
   fp32 multiplier, adder, max, ``exp2`` (range reduction + Horner; the library's
-  pipelined unit with ``exp1d_stages`` registers) and reciprocal; an op over
-  ``n`` elements takes ``ceil(n / P)`` cycles (an exp op ``exp1d_stages`` more:
-  its results are written from a delay line as they leave the pipeline), lane ``l`` taking element
+  pipelined unit with ``exp1d_stages`` registers) and reciprocal (the library's
+  restoring divider with ``recip1d_stages`` registers); an op over
+  ``n`` elements takes ``ceil(n / P)`` cycles (an exp op ``exp1d_stages`` more, a
+  reciprocal op ``recip1d_stages`` more: their results are written from a delay line as
+  they leave the pipeline), lane ``l`` taking element
   ``t*P + l`` in row-major order (an incrementer chain gives each lane its
   row and column). Row sums and row maxima of FLAT are segmented chains
   through the lanes.
@@ -87,6 +89,8 @@ class AttentionRtlConfig:
     flat_keys_max: int = 16
     #: pipeline registers of the 1D lanes' exp2 (its latency; the params' ``latency1d["exp"]``)
     exp1d_stages: int = 0
+    #: pipeline registers of the 1D lanes' reciprocal (its latency; the params' ``latency1d["recip"]``)
+    recip1d_stages: int = 0
     #: operand format of the Q / K / V buffers (the params' ``precision``: bf16 or fp16), widened
     #: exactly to fp32 in the PEs
     precision: str = "bf16"
@@ -301,12 +305,16 @@ class AttentionArray(wiring.Component):
         m.d.comb += [width.eq(Mux(row_op, 1, Mux(o_op, d, L))),
                      n_elems.eq(Mux(row_op, q_rows, Mux(o_op, qd, qL)))]
         r1, r3 = hr[1], hr[3]
-        S1 = c.exp1d_stages
+        S1, S2 = c.exp1d_stages, c.recip1d_stages
         is_exp = Signal()  # an exp op: its results are written S1 cycles after issue
-        # the exp op has issued every element and waits for the pipeline (never without one)
-        draining = Signal() if S1 else Const(0, 1)
-        drain1 = Signal(range(S1 + 1))
-        m.d.comb += is_exp.eq((op1 == OP_EXPA) | (op1 == OP_FEXP))
+        is_recip = Signal()  # a reciprocal op: its results are written S2 cycles after issue
+        # a pipelined op (exp with S1 > 0, reciprocal with S2 > 0) has issued every element and waits
+        # for its pipeline (never without one)
+        draining = Signal() if S1 or S2 else Const(0, 1)
+        drain1 = Signal(range(max(S1, S2) + 1))
+        m.d.comb += [is_exp.eq((op1 == OP_EXPA) | (op1 == OP_FEXP)), is_recip.eq(op1 == OP_FRECIP)]
+        piped = (is_exp if S1 else Const(0, 1)) | (is_recip if S2 else Const(0, 1))
+        op_latency = Mux(is_exp, S1, S2)  # of a piped op
         li, lc = i0, c0
         carry = Signal(32)
         chain = carry
@@ -333,7 +341,7 @@ class AttentionArray(wiring.Component):
             mb = Signal(32, name=f"{nm}_mb")
             aa = Signal(32, name=f"{nm}_aa")
             ab = Signal(32, name=f"{nm}_ab")
-            m.submodules[nm] = lane = Lane1D(E, S1)
+            m.submodules[nm] = lane = Lane1D(E, S1, S2)
             lanes.append(lane)
             with m.Switch(op1):
                 with m.Case(OP_MULC):
@@ -396,8 +404,9 @@ class AttentionArray(wiring.Component):
                     with m.Case(OP_FADD):
                         with m.If(end_row):
                             m.d.sync += l_state[ii].eq(seg)
-                    with m.Case(OP_FRECIP):
-                        m.d.sync += l_state[ii].eq(rc)
+                    if not S2:
+                        with m.Case(OP_FRECIP):
+                            m.d.sync += l_state[ii].eq(rc)
                     with m.Case(OP_FMULN):
                         m.d.sync += sbuf[si].eq(prod)
             # exp results: written S1 cycles after issue (a delay line of what the write needs)
@@ -413,6 +422,15 @@ class AttentionArray(wiring.Component):
                     m.d.sync += alphaA[w_ring][w_ii].eq(Mux(w_first, 0, ex))
                 with m.Else():
                     m.d.sync += sbuf[w_si].eq(ex)
+            # reciprocal results (FLAT's 1/l): written S2 cycles after issue
+            r_v, r_ii = vv & is_recip, ii
+            for k in range(S2):
+                rv_k, ri_k = Signal(1, name=f"{nm}_rv{k}"), Signal(ii.shape(), name=f"{nm}_ri{k}")
+                m.d.sync += [rv_k.eq(r_v), ri_k.eq(r_ii)]
+                r_v, r_ii = rv_k, ri_k
+            if S2:
+                with m.If(r_v):
+                    m.d.sync += l_state[r_ii].eq(rc)
             chain = seg
         m.d.sync += carry.eq(chain)
 
@@ -428,23 +446,23 @@ class AttentionArray(wiring.Component):
             with m.Default():
                 m.d.comb += next_op.eq(op1 + 1)
         fin1 = Signal()
-        op_end = Signal()  # the op's last cycle: its last issue, or an exp's last pipeline cycle
-        if S1:
-            m.d.comb += op_end.eq(Mux(draining, drain1 == S1 - 1, op_last_cycle & ~is_exp))
+        op_end = Signal()  # the op's last cycle: its last issue, or a piped op's last pipeline cycle
+        if S1 or S2:
+            m.d.comb += op_end.eq(Mux(draining, drain1 == op_latency - 1, op_last_cycle & ~piped))
         else:
             m.d.comb += op_end.eq(op_last_cycle)
         m.d.comb += fin1.eq((op1 == OP_DONE) | (op_end & (next_op == OP_DONE)))
 
         def start_op(op):
-            return [op1.eq(op), pos.eq(0), i0.eq(0), c0.eq(0)] + ([draining.eq(0)] if S1 else [])
+            return [op1.eq(op), pos.eq(0), i0.eq(0), c0.eq(0)] + ([draining.eq(0)] if S1 or S2 else [])
 
         with m.If(op1 != OP_DONE):  # the controller below overrides this at a slot's end
             with m.If(op_end):
                 m.d.sync += start_op(next_op)
-            if S1:
+            if S1 or S2:
                 with m.Elif(draining):
                     m.d.sync += drain1.eq(drain1 + 1)
-                with m.Elif(op_last_cycle):  # an exp op issued its last elements
+                with m.Elif(op_last_cycle):  # a piped op issued its last elements
                     m.d.sync += [draining.eq(1), drain1.eq(0)]
             with m.Else():
                 m.d.sync += [pos.eq(pos + P), i0.eq(li), c0.eq(lc)]
@@ -478,6 +496,7 @@ class AttentionArray(wiring.Component):
 
         # ------------------------------------------------------------------ the final divide (after the tile)
         fo = lanes[0].prod  # O * (1/l) on lane 0 (its op is OP_DONE in FIN: see the lane loop)
+        fwait = Signal(range(S2 + 1))  # cycles of the current row's l in the reciprocal's pipeline
 
         # ------------------------------------------------------------------ main controller
         slot_last = slot == nb_all + 2
@@ -564,10 +583,15 @@ class AttentionArray(wiring.Component):
             with m.Case(FIN):
                 with m.If(cap):
                     pass  # the last pass is captured this cycle; normalise from the next
+                if S2:  # a row's 1/l leaves the pipelined reciprocal S2 cycles after its l went in
+                    with m.Elif(fwait != S2):
+                        m.d.sync += fwait.eq(fwait + 1)
                 with m.Else():
                     m.d.sync += res_o[(fp_ * R + fi) * D + fe].eq(fo)
                     with m.If(fe + 1 >= d):
                         m.d.sync += fe.eq(0)
+                        if S2:
+                            m.d.sync += fwait.eq(0)
                         with m.If(fi + 1 >= q_rows):
                             m.d.sync += fi.eq(0)
                             with m.If(fp_ + 1 >= passes):
