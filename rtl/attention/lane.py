@@ -5,8 +5,9 @@ reduction and ``exp_macs - 1`` Horner steps: the library's :class:`rtl.lib.units
 ``exp_stages`` pipeline registers, so ``exp`` is the result of the operands ``exp_stages``
 cycles earlier), the correctly rounded reciprocal (the library's restoring divider
 :class:`rtl.lib.recip.Recip` with ``recip_stages`` registers: ``recip`` is the reciprocal of
-``recip_in`` ``recip_stages`` cycles earlier; every other result is combinational), the running-max compare and the lane's link of FLAT's segmented row chains
-(``fmax``: row max, else row sum through the adder; a row starts at ``row_start``)."""
+``recip_in`` ``recip_stages`` cycles earlier; every other result is combinational), the
+running-max compare and the lane's link of FLAT's segmented row chains (``fmax``: row max, else
+row sum through the adder; a row starts at ``row_start``)."""
 from __future__ import annotations
 
 from amaranth import Module, Mux
