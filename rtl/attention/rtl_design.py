@@ -144,6 +144,7 @@ class AttentionDesign(RtlDesign):
         self.cfg = AttentionRtlConfig(rows=params.rows, cols=params.cols, pe1d=params.pe1d,
                                       exp_macs=params.exp_macs, exp1d_stages=params.latency1d.get("exp", 0),
                                       recip1d_stages=params.latency1d.get("recip", 0),
+                                      mul2d_stages=params.latency2d,
                                       precision=params.precision, **cfg)
 
     def component(self):
