@@ -6,6 +6,7 @@ ecp5: synth_ecp5 without ``share``, then nextpnr-ecp5 out of context with ``--pn
 
 Usage: python bench/bench_attention_parts_synth.py --part lane --exp-stages 140 --recip-stages 8 --target generic
        python bench/bench_attention_parts_synth.py --part recip --recip-stages 8 --target ecp5 --pnr [--seed 1]
+       python bench/bench_attention_parts_synth.py --part pe --exp-macs 4 --mul-stages 4 --target generic
 Run one at a time (a shared 2-core machine); ``timeout 900`` around it.
 """
 from __future__ import annotations
@@ -53,7 +54,7 @@ def part_of(args):
         return Recip(args.recip_stages)
     from rtl.attention.pe import AttentionPE
 
-    return AttentionPE(args.exp_macs, first_col=False)
+    return AttentionPE(args.exp_macs, first_col=False, mul_stages=args.mul_stages)
 
 
 def main() -> None:
@@ -64,6 +65,7 @@ def main() -> None:
     ap.add_argument("--exp-macs", type=int, default=6)
     ap.add_argument("--exp-stages", type=int, default=0)
     ap.add_argument("--recip-stages", type=int, default=0)
+    ap.add_argument("--mul-stages", type=int, default=0, help="the 2D PE's multiplier (latency2d)")
     ap.add_argument("--target", choices=["generic", "ecp5"], default="generic")
     ap.add_argument("--pnr", action="store_true")
     ap.add_argument("--freq", type=float, default=150.0)
@@ -74,7 +76,7 @@ def main() -> None:
     text = verilog.convert(Registered(part_of(args)), name="part", emit_src=False)
     t0 = time.perf_counter()
     res = synthesize_no_share(text, "part", args.target, args.pnr, args.freq, args.seed, args.workdir, args.timeout)
-    res.update({k: getattr(args, k) for k in ("part", "exp_macs", "exp_stages", "recip_stages", "seed")},
+    res.update({k: getattr(args, k) for k in ("part", "exp_macs", "exp_stages", "recip_stages", "mul_stages", "seed")},
                wall_s=round(time.perf_counter() - t0, 1))
     print(json.dumps(res, indent=1), flush=True)
 
