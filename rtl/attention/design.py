@@ -23,7 +23,11 @@ this module is the array it wraps (flat ports).
   row, K down the column); the row max, the row sum and the ``P.V`` column
   are chains through the row's PEs in one cycle, skipping the keys beyond
   ``kv_len``. The wavefront skew of a systolic array is not built (operands
-  are broadcast); the contract's drain (``R + C - 2`` cycles) is counted.
+  are broadcast); the contract's drain (``R + C - 2`` cycles) is counted. With
+  ``mul2d_stages = S > 0`` the PEs' multipliers are pipelined: the controller's decode
+  picks the multiplier's operands and, delayed ``S`` cycles, the adder's use of the
+  product (QK and P.V stream; the range reduction and each Horner step take ``S + 1``
+  cycles; flat QK / AV wait ``S`` cycles after their last issue), as the contract says.
 - **1D array**: ``P`` lanes (:class:`rtl.attention.lane.Lane1D`), each with an
   fp32 multiplier, adder, max, ``exp2`` (range reduction + Horner; the library's
   pipelined unit with ``exp1d_stages`` registers) and reciprocal (the library's
