@@ -128,11 +128,60 @@ def test_exp_latency_in_both_models_worked_by_hand():
         assert model.tile_cycles(tile) == det == want
 
 
+def test_recip_latency_in_both_models_worked_by_hand():
+    """latency1d.recip = 4 (the 1D lanes' pipelined reciprocal): FLAT's one reciprocal op takes 4 more
+    cycles; a fusemax tile has no reciprocal op (its final divide is timed on the rescale companion).
+    3x2 array, 2 lanes, E = 4, q=3, L=3, d=2 (nb=2): flat softmax = 5 + 2 + 5 + 5 + 5 + (2 + 4) + 5 = 33,
+    + qk 7 + av 7 -> 47 (43 without); fusemax 39 as without; the rescale companion's final divide
+    fin = (2 + 4) + ceil(6 / 2) = 9 (5 without)."""
+    plain, model = _arch().model(), _arch(latency1d={"recip": 4}).model()
+    rng = np.random.default_rng(5)
+    for tile, want in ((AttentionTile("fusemax", 3, 3, 2), 39), (AttentionTile("flat", 3, 3, 2), 47)):
+        _vals, det = model.detailed_tile(tile, _ops(rng, 3, 3, 2))
+        assert model.tile_cycles(tile) == det == want
+    resc = AttentionTile("fusemax", 3, 3, 2, phase="rescale")
+    assert model.tile_cycles(resc) - plain.tile_cycles(resc) == 9 - 5
+    assert model.tile_cycles(resc) == model.detailed_tile_cycles(resc)
+
+
+def test_mul2d_latency_in_both_models_worked_by_hand():
+    """latency2d = 2 (the 2D PEs' multiplier pipelined): 3x2 array, 2 lanes, E = 4, q=3, L=3, d=2 (nb=2).
+    fusemax: qk_max = 2 + 2 + 1 = 5, exp_sum_av = 4 (2 + 1) + 1 + 2 + 2 = 17, stat 6, update 10: slots
+    5, max(5, 6), max(17, 6), max(17, 10), 10 -> 55, + drain 3 -> 58; flat: qk = av = 3 + 2 * 2 + 2 = 9,
+    softmax 29 -> 47. Values are those without the latency."""
+    plain, model = _arch().model(), _arch(latency2d=2).model()
+    rng = np.random.default_rng(6)
+    for tile, want in ((AttentionTile("fusemax", 3, 3, 2), 58), (AttentionTile("flat", 3, 3, 2), 47)):
+        ops = _ops(rng, 3, 3, 2)
+        vals, det = model.detailed_tile(tile, ops)
+        assert model.tile_cycles(tile) == det == want
+        assert np.array_equal(vals, plain.detailed_tile(tile, ops)[0])
+
+
+@pytest.mark.parametrize("over", [{"latency2d": 3}, {"latency2d": 2, "exp_on": "array1d", "pe1d": 1},
+                                  {"latency2d": 1, "latency1d": {"exp": 2, "recip": 3}}])
+def test_latency2d_fast_equals_detailed_on_every_kind_of_tile(over):
+    """The closed form and the cycle-stepping model agree with a pipelined 2D multiplier on the
+    conformance hook's tiles (whole, chunked, multi-pass, rescale companions, FLAT phases); the
+    latency never shortens a tile and lengthens some."""
+    from archsim.templates.attention import conformance
+
+    plain, piped = _arch(**{k: v for k, v in over.items() if k != "latency2d"}).model(), _arch(**over).model()
+    items = conformance.sample_tiles(np.random.default_rng(10), piped.params, 24)
+    for tile, _ops_ in items:
+        fast = piped.tile_cycles(tile)
+        assert fast == piped.detailed_tile_cycles(tile), tile
+        assert fast >= plain.tile_cycles(tile), tile
+    assert any(piped.tile_cycles(t) > plain.tile_cycles(t) for t, _ in items)
+
+
 @pytest.mark.parametrize("lat, message", [
-    ({"add": 1}, r"^attention RTL: latency1d: the RTL pipelines only the 1D lanes' exp \(latency1d.exp\), "
-                 r"got \{'add': 1\}$"),
+    ({"add": 1}, r"^attention RTL: latency1d: the RTL pipelines only the 1D lanes' exp and reciprocal "
+                 r"\(latency1d.exp, latency1d.recip\), got \{'add': 1\}$"),
     ({"exp": 5000}, r"^attention RTL: latency1d.exp: the 1D lanes' exp2 has at most \d+ pipeline stages at "
                   r"exp_macs 4, got 5000$"),
+    ({"recip": 34}, r"^attention RTL: latency1d.recip: the 1D lanes' reciprocal has at most 33 pipeline stages, "
+                    r"got 34$"),
 ])
 def test_unsupported_latencies_are_one_line_errors(lat, message):
     with pytest.raises(SpecError, match=message):
@@ -410,6 +459,52 @@ def test_rtl_with_a_pipelined_exp_follows_the_models():
     report = run_cosim(_arch(latency1d={"exp": 3}), items, sim="icarus")
     assert report.ok, "\n" + report.summary()
     assert [t.rtl_cycles for t in report.tiles[:2]] == [44, 46]
+
+
+@pytest.mark.rtl
+def test_rtl_with_a_pipelined_reciprocal_follows_the_models():
+    """latency1d.recip = 4 (and exp = 2): the lanes' reciprocal is the library's pipelined divider; FLAT's
+    1/l is written as it leaves the pipeline and the final divide after a fusemax tile waits for it.
+    Values bit-exact with both models; cycles worked by hand: fusemax has no reciprocal op in the tile,
+    its stat phase 2 + 2 + (2 + 2) = 8: slots 3 + 8 + 8 + 10 + 10, + drain 3 -> 42; flat the 47 above
+    with its exp op 2 cycles longer -> 49."""
+    from rtl import run_cosim
+    from rtl.cosim.harness import simulator_missing_reason
+
+    reason = simulator_missing_reason("icarus")
+    if reason:
+        pytest.skip(reason)
+    rng = np.random.default_rng(13)
+    items = [(AttentionTile("fusemax", 3, 3, 2), _ops(rng, 3, 3, 2)),
+             (AttentionTile("flat", 3, 3, 2), _ops(rng, 3, 3, 2)),
+             (AttentionTile("fusemax", 2, 5, 3, drain=False, passes=2), _ops(rng, 4, 5, 3)),
+             (AttentionTile("flat", 1, 5, 8, drain=False), _ops(rng, 1, 5, 8)),
+             (AttentionTile("flat", 3, 8, 1), _ops(rng, 3, 8, 1))]
+    report = run_cosim(_arch(latency1d={"recip": 4, "exp": 2}), items, sim="icarus")
+    assert report.ok, "\n" + report.summary()
+    assert [t.rtl_cycles for t in report.tiles[:2]] == [42, 49]
+
+
+@pytest.mark.rtl
+def test_rtl_with_a_pipelined_2d_multiplier_follows_the_models():
+    """latency2d = 2: each PE's multiplier is the library's pipelined unit and the adder's decode is the
+    multiplier's 2 cycles later; values bit-exact with both models, cycles the hand-worked 58 (fusemax)
+    and 47 (flat) above; multi-pass, partial-block and one-row tiles too."""
+    from rtl import run_cosim
+    from rtl.cosim.harness import simulator_missing_reason
+
+    reason = simulator_missing_reason("icarus")
+    if reason:
+        pytest.skip(reason)
+    rng = np.random.default_rng(14)
+    items = [(AttentionTile("fusemax", 3, 3, 2), _ops(rng, 3, 3, 2)),
+             (AttentionTile("flat", 3, 3, 2), _ops(rng, 3, 3, 2)),
+             (AttentionTile("fusemax", 2, 5, 3, drain=False, passes=2), _ops(rng, 4, 5, 3)),
+             (AttentionTile("flat", 1, 5, 8, drain=False), _ops(rng, 1, 5, 8)),
+             (AttentionTile("fusemax", 1, 1, 1), _ops(rng, 1, 1, 1))]
+    report = run_cosim(_arch(latency2d=2), items, sim="icarus")
+    assert report.ok, "\n" + report.summary()
+    assert [t.rtl_cycles for t in report.tiles[:2]] == [58, 47]
 
 
 @pytest.mark.rtl

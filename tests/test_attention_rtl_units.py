@@ -207,3 +207,22 @@ def test_lane_exp_pipeline_latency():
     want = exp2_poly(np.array(xs, F32), 4)
     assert [s for s, _e in got[:len(xs)]] == [_bits(x) for x in xs]
     assert [e for _s, e in got[3:]] == [_bits(w) for w in want]
+
+
+def test_lane_recip_pipeline_latency():
+    """With ``recip_stages=5`` the reciprocal of ``recip_in`` shows 5 cycles later (numpy's correctly
+    rounded ``1 / x``), while the exp stays combinational (``exp_stages=0``)."""
+    lane = Lane1D(4, recip_stages=5)
+    xs = [3.0, -0.1, 7.5e37, 1.0, 2.0 ** -120, 0.3]
+    got = []
+
+    async def bench(ctx):
+        for t in range(len(xs) + 5):
+            ctx.set(lane.recip_in, _bits(xs[t] if t < len(xs) else 1.0))
+            ctx.set(lane.aa, _bits(-0.5))
+            got.append((ctx.get(lane.recip), ctx.get(lane.exp)))
+            await ctx.tick()
+
+    _run(lane, bench)
+    assert [r for r, _e in got[5:]] == [_bits(F32(1) / F32(x)) for x in xs]
+    assert got[0][1] == _bits(exp2_poly(np.array([-0.5], F32), 4)[0])

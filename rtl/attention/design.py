@@ -23,12 +23,18 @@ this module is the array it wraps (flat ports).
   row, K down the column); the row max, the row sum and the ``P.V`` column
   are chains through the row's PEs in one cycle, skipping the keys beyond
   ``kv_len``. The wavefront skew of a systolic array is not built (operands
-  are broadcast); the contract's drain (``R + C - 2`` cycles) is counted.
+  are broadcast); the contract's drain (``R + C - 2`` cycles) is counted. With
+  ``mul2d_stages = S > 0`` the PEs' multipliers are pipelined: the controller's decode
+  picks the multiplier's operands and, delayed ``S`` cycles, the adder's use of the
+  product (QK and P.V stream; the range reduction and each Horner step take ``S + 1``
+  cycles; flat QK / AV wait ``S`` cycles after their last issue), as the contract says.
 - **1D array**: ``P`` lanes (:class:`rtl.attention.lane.Lane1D`), each with an
   fp32 multiplier, adder, max, ``exp2`` (range reduction + Horner; the library's
-  pipelined unit with ``exp1d_stages`` registers) and reciprocal; an op over
-  ``n`` elements takes ``ceil(n / P)`` cycles (an exp op ``exp1d_stages`` more:
-  its results are written from a delay line as they leave the pipeline), lane ``l`` taking element
+  pipelined unit with ``exp1d_stages`` registers) and reciprocal (the library's
+  restoring divider with ``recip1d_stages`` registers); an op over
+  ``n`` elements takes ``ceil(n / P)`` cycles (an exp op ``exp1d_stages`` more, a
+  reciprocal op ``recip1d_stages`` more: their results are written from a delay line as
+  they leave the pipeline), lane ``l`` taking element
   ``t*P + l`` in row-major order (an incrementer chain gives each lane its
   row and column). Row sums and row maxima of FLAT are segmented chains
   through the lanes.
@@ -58,6 +64,7 @@ from rtl.attention.lane import Lane1D
 from rtl.attention.pe import AttentionPE
 from rtl.lib import fp
 from rtl.lib.exp import exp2_coefficient_bits
+from rtl.lib.pipe import delay
 
 # controller states
 IDLE, SLOTS, DRAIN, FIN, F_QK, F_QKD, F_SM, F_AV, F_AVD, CAP = range(10)
@@ -87,6 +94,10 @@ class AttentionRtlConfig:
     flat_keys_max: int = 16
     #: pipeline registers of the 1D lanes' exp2 (its latency; the params' ``latency1d["exp"]``)
     exp1d_stages: int = 0
+    #: pipeline registers of the 1D lanes' reciprocal (its latency; the params' ``latency1d["recip"]``)
+    recip1d_stages: int = 0
+    #: pipeline registers of the 2D PEs' multiplier (its latency; the params' ``latency2d``)
+    mul2d_stages: int = 0
     #: operand format of the Q / K / V buffers (the params' ``precision``: bf16 or fp16), widened
     #: exactly to fp32 in the PEs
     precision: str = "bf16"
@@ -176,7 +187,9 @@ class AttentionArray(wiring.Component):
 
         # 2D unit
         ph2 = Signal(2, init=P2_DONE)
-        cnt2 = Signal(range(E + D + 2))
+        S = c.mul2d_stages  # the 2D multiplier's latency: each product reaches the adder S cycles late
+        EX = E * (S + 1)  # the ESA phase's expfin cycle (range reduction and E - 1 Horner steps before it)
+        cnt2 = Signal(range(EX + D + S + 2))
         # 1D unit
         op1 = Signal(4, init=OP_DONE)
         pos = Signal(range(R * max(FL, D) + P + 1))
@@ -228,19 +241,32 @@ class AttentionArray(wiring.Component):
         expfin = Signal()
         av = Signal()
         av_e = Signal(range(D + 1))
-        step = Signal(range(E + 1))
+        ftail = Signal() if S else Const(0, 1)  # flat QK / AV: the last products leave the multiplier
+        ftail_cnt = Signal(range(S + 1))
+        # the multiplier's cycle of Horner step k (1..K) is k (S + 1); its coefficient index K - k
+        horner_at = [cnt2 == k * (S + 1) for k in range(1, K + 1)]
+        hidx = Signal(range(K + 1))
+        for k in range(1, K + 1):
+            with m.If(horner_at[k - 1]):
+                m.d.comb += hidx.eq(K - k)
         m.d.comb += [
-            qk_mac.eq((in_slots & (ph2 == P2_QK) & (cnt2 < d)) | (state == F_QK)),
-            qk_max.eq(in_slots & (ph2 == P2_QK) & (cnt2 == d)),
+            qk_mac.eq((in_slots & (ph2 == P2_QK) & (cnt2 < d)) | ((state == F_QK) & ~ftail)),
+            qk_max.eq(in_slots & (ph2 == P2_QK) & (cnt2 == d + S)),
             exp0.eq(in_slots & (ph2 == P2_ESA) & (cnt2 == 0)),
-            horner.eq(in_slots & (ph2 == P2_ESA) & (cnt2 >= 1) & (cnt2 <= K)),
-            expfin.eq(in_slots & (ph2 == P2_ESA) & (cnt2 == E)),
-            av.eq((in_slots & (ph2 == P2_ESA) & (cnt2 > E)) | (state == F_AV)),
-            av_e.eq(Mux(state == F_AV, ft, cnt2 - E - 1)),
-            step.eq(cnt2),
+            horner.eq(in_slots & (ph2 == P2_ESA) & (Cat(*horner_at).any() if K else 0)),
+            expfin.eq(in_slots & (ph2 == P2_ESA) & (cnt2 == EX)),
+            av.eq((in_slots & (ph2 == P2_ESA) & (cnt2 > EX) & (cnt2 <= EX + d)) | ((state == F_AV) & ~ftail)),
+            av_e.eq(Mux(state == F_AV, ft, cnt2 - EX - 1)),
         ]
         qk_t = Signal(range(D + 1))
         m.d.comb += qk_t.eq(Mux(state == F_QK, ft, cnt2))
+        # the adder's decode: the multiplier's, S cycles later (the same signals when S = 0)
+        def late(v, name):
+            return delay(m, v, S, f"{name}_d")
+        qk_acc, exp0_add, horner_add, av_add = (late(x, n) for x, n in ((qk_mac, "qk_acc"), (exp0, "exp0_add"),
+                                                                       (horner, "horner_add"), (av, "av_add")))
+        qk_first_add, qk_last_add = late(qk_t == 0, "qk_first"), late(qk_t == d - 1, "qk_last")
+        av_e_add, fblk_add, hidx_add = late(av_e, "av_e"), late(fblk, "fblk"), late(hidx, "hidx")
         qk_ring = Mux(flat, 0, hr[0])
         esa_ring = hr[2]
         # operand reads: Q at the pass, K at the key block (QK), V at the key block (AV)
@@ -254,22 +280,24 @@ class AttentionArray(wiring.Component):
         qcol = [lane16(bufs.q_data[i], qk_t) for i in range(R)]
         kcol = [lane16(bufs.k_data[j], qk_t) for j in range(C)]
         vcol = [lane16(bufs.v_data[j], av_e) for j in range(C)]
-        blk_now = Mux(av | expfin, vblk, kblk)
+        blk_now = Mux(av_add | expfin, Mux(flat, fblk_add, hb[2]), kblk)
         colvalid = [Signal(name=f"colvalid{j}") for j in range(C)]
         for j in range(C):
             m.d.comb += colvalid[j].eq(blk_now * C + j < L)
         coefA = Array(Const(x, 32) for x in coef)
-        horner_coef = coefA[K - step]
+        horner_coef = coefA[hidx_add]
 
         for i in range(R):
-            chain = Mux(av & flat, o_state[i * D + av_e], Const(0, 32))
+            chain = Mux(av_add & flat, o_state[i * D + av_e_add], Const(0, 32))
             neg_mc = fp.fp32_neg(mcbA[esa_ring[0]][i])
             rmax = None
             for j in range(C):
-                m.submodules[f"pe_{i}_{j}"] = pe = AttentionPE(E, first_col=j == 0, precision=c.precision)
+                m.submodules[f"pe_{i}_{j}"] = pe = AttentionPE(E, first_col=j == 0, precision=c.precision,
+                                                              mul_stages=S)
                 sb = sbuf[i * FL + fblk * C + j]
+                sb_add = sbuf[i * FL + fblk_add * C + j]
                 m.d.comb += [
-                    pe.qk_mac.eq(qk_mac), pe.qk_first.eq(qk_t == 0), pe.exp0.eq(exp0), pe.horner.eq(horner),
+                    pe.qk_mac.eq(qk_mac), pe.qk_first.eq(qk_first_add), pe.exp0.eq(exp0), pe.horner.eq(horner),
                     pe.expfin.eq(expfin), pe.av.eq(av), pe.flat.eq(flat), pe.qk_ring.eq(qk_ring),
                     pe.esa_ring.eq(esa_ring), pe.q.eq(qcol[i]), pe.k.eq(kcol[j]), pe.v.eq(vcol[j]),
                     pe.scale.eq(scale), pe.neg_mc.eq(neg_mc), pe.horner_coef.eq(horner_coef), pe.p_flat.eq(sb),
@@ -277,18 +305,21 @@ class AttentionArray(wiring.Component):
                 ]
                 if j:
                     m.d.comb += pe.rmax_in.eq(rmax)
+                if S:
+                    m.d.comb += [pe.qk_acc.eq(qk_acc), pe.exp0_add.eq(exp0_add), pe.horner_add.eq(horner_add),
+                                 pe.av_add.eq(av_add)]
                 chain, rmax = pe.chain_out, pe.rmax_out
-                with m.If(qk_mac & flat & (qk_t == d - 1)):
-                    m.d.sync += sb.eq(pe.score)
+                with m.If(qk_acc & flat & qk_last_add):
+                    m.d.sync += sb_add.eq(pe.score)
             with m.If(qk_max):
                 m.d.sync += bmA[hr[0][0]][i].eq(rmax)
             with m.If(expfin):
                 m.d.sync += rowsumA[esa_ring[0]][i].eq(chain)
-            with m.If(av):
+            with m.If(av_add):
                 with m.If(flat):
-                    m.d.sync += o_state[i * D + av_e].eq(chain)
+                    m.d.sync += o_state[i * D + av_e_add].eq(chain)
                 with m.Else():
-                    m.d.sync += pvA[esa_ring[0]][i * D + av_e].eq(chain)
+                    m.d.sync += pvA[esa_ring[0]][i * D + av_e_add].eq(chain)
 
         # ------------------------------------------------------------------ 1D array
         row_op = Signal()  # one element per query row
@@ -301,12 +332,16 @@ class AttentionArray(wiring.Component):
         m.d.comb += [width.eq(Mux(row_op, 1, Mux(o_op, d, L))),
                      n_elems.eq(Mux(row_op, q_rows, Mux(o_op, qd, qL)))]
         r1, r3 = hr[1], hr[3]
-        S1 = c.exp1d_stages
+        S1, S2 = c.exp1d_stages, c.recip1d_stages
         is_exp = Signal()  # an exp op: its results are written S1 cycles after issue
-        # the exp op has issued every element and waits for the pipeline (never without one)
-        draining = Signal() if S1 else Const(0, 1)
-        drain1 = Signal(range(S1 + 1))
-        m.d.comb += is_exp.eq((op1 == OP_EXPA) | (op1 == OP_FEXP))
+        is_recip = Signal()  # a reciprocal op: its results are written S2 cycles after issue
+        # a pipelined op (exp with S1 > 0, reciprocal with S2 > 0) has issued every element and waits
+        # for its pipeline (never without one)
+        draining = Signal() if S1 or S2 else Const(0, 1)
+        drain1 = Signal(range(max(S1, S2) + 1))
+        m.d.comb += [is_exp.eq((op1 == OP_EXPA) | (op1 == OP_FEXP)), is_recip.eq(op1 == OP_FRECIP)]
+        piped = (is_exp if S1 else Const(0, 1)) | (is_recip if S2 else Const(0, 1))
+        op_latency = Mux(is_exp, S1, S2)  # of a piped op
         li, lc = i0, c0
         carry = Signal(32)
         chain = carry
@@ -333,7 +368,7 @@ class AttentionArray(wiring.Component):
             mb = Signal(32, name=f"{nm}_mb")
             aa = Signal(32, name=f"{nm}_aa")
             ab = Signal(32, name=f"{nm}_ab")
-            m.submodules[nm] = lane = Lane1D(E, S1)
+            m.submodules[nm] = lane = Lane1D(E, S1, S2)
             lanes.append(lane)
             with m.Switch(op1):
                 with m.Case(OP_MULC):
@@ -396,8 +431,9 @@ class AttentionArray(wiring.Component):
                     with m.Case(OP_FADD):
                         with m.If(end_row):
                             m.d.sync += l_state[ii].eq(seg)
-                    with m.Case(OP_FRECIP):
-                        m.d.sync += l_state[ii].eq(rc)
+                    if not S2:
+                        with m.Case(OP_FRECIP):
+                            m.d.sync += l_state[ii].eq(rc)
                     with m.Case(OP_FMULN):
                         m.d.sync += sbuf[si].eq(prod)
             # exp results: written S1 cycles after issue (a delay line of what the write needs)
@@ -413,6 +449,15 @@ class AttentionArray(wiring.Component):
                     m.d.sync += alphaA[w_ring][w_ii].eq(Mux(w_first, 0, ex))
                 with m.Else():
                     m.d.sync += sbuf[w_si].eq(ex)
+            # reciprocal results (FLAT's 1/l): written S2 cycles after issue
+            r_v, r_ii = vv & is_recip, ii
+            for k in range(S2):
+                rv_k, ri_k = Signal(1, name=f"{nm}_rv{k}"), Signal(ii.shape(), name=f"{nm}_ri{k}")
+                m.d.sync += [rv_k.eq(r_v), ri_k.eq(r_ii)]
+                r_v, r_ii = rv_k, ri_k
+            if S2:
+                with m.If(r_v):
+                    m.d.sync += l_state[r_ii].eq(rc)
             chain = seg
         m.d.sync += carry.eq(chain)
 
@@ -428,35 +473,35 @@ class AttentionArray(wiring.Component):
             with m.Default():
                 m.d.comb += next_op.eq(op1 + 1)
         fin1 = Signal()
-        op_end = Signal()  # the op's last cycle: its last issue, or an exp's last pipeline cycle
-        if S1:
-            m.d.comb += op_end.eq(Mux(draining, drain1 == S1 - 1, op_last_cycle & ~is_exp))
+        op_end = Signal()  # the op's last cycle: its last issue, or a piped op's last pipeline cycle
+        if S1 or S2:
+            m.d.comb += op_end.eq(Mux(draining, drain1 == op_latency - 1, op_last_cycle & ~piped))
         else:
             m.d.comb += op_end.eq(op_last_cycle)
         m.d.comb += fin1.eq((op1 == OP_DONE) | (op_end & (next_op == OP_DONE)))
 
         def start_op(op):
-            return [op1.eq(op), pos.eq(0), i0.eq(0), c0.eq(0)] + ([draining.eq(0)] if S1 else [])
+            return [op1.eq(op), pos.eq(0), i0.eq(0), c0.eq(0)] + ([draining.eq(0)] if S1 or S2 else [])
 
         with m.If(op1 != OP_DONE):  # the controller below overrides this at a slot's end
             with m.If(op_end):
                 m.d.sync += start_op(next_op)
-            if S1:
+            if S1 or S2:
                 with m.Elif(draining):
                     m.d.sync += drain1.eq(drain1 + 1)
-                with m.Elif(op_last_cycle):  # an exp op issued its last elements
+                with m.Elif(op_last_cycle):  # a piped op issued its last elements
                     m.d.sync += [draining.eq(1), drain1.eq(0)]
             with m.Else():
                 m.d.sync += [pos.eq(pos + P), i0.eq(li), c0.eq(lc)]
 
         # 2D sequencing inside a slot
         fin2 = Signal()
-        m.d.comb += fin2.eq((ph2 == P2_DONE) | ((ph2 == P2_QK) & (cnt2 == d) & ~hv[2])
-                            | ((ph2 == P2_ESA) & (cnt2 == E + d)))
+        m.d.comb += fin2.eq((ph2 == P2_DONE) | ((ph2 == P2_QK) & (cnt2 == d + S) & ~hv[2])
+                            | ((ph2 == P2_ESA) & (cnt2 == EX + d + S)))
         with m.If(in_slots):
-            with m.If((ph2 == P2_QK) & (cnt2 == d)):
+            with m.If((ph2 == P2_QK) & (cnt2 == d + S)):
                 m.d.sync += [ph2.eq(Mux(hv[2], P2_ESA, P2_DONE)), cnt2.eq(0)]
-            with m.Elif((ph2 == P2_ESA) & (cnt2 == E + d)):
+            with m.Elif((ph2 == P2_ESA) & (cnt2 == EX + d + S)):
                 m.d.sync += ph2.eq(P2_DONE)
             with m.Elif(ph2 != P2_DONE):
                 m.d.sync += cnt2.eq(cnt2 + 1)
@@ -478,6 +523,7 @@ class AttentionArray(wiring.Component):
 
         # ------------------------------------------------------------------ the final divide (after the tile)
         fo = lanes[0].prod  # O * (1/l) on lane 0 (its op is OP_DONE in FIN: see the lane loop)
+        fwait = Signal(range(S2 + 1))  # cycles of the current row's l in the reciprocal's pipeline
 
         # ------------------------------------------------------------------ main controller
         slot_last = slot == nb_all + 2
@@ -543,17 +589,32 @@ class AttentionArray(wiring.Component):
                 with m.Else():
                     m.d.sync += drain_cnt.eq(drain_cnt + 1)
             with m.Case(F_QK, F_AV):
-                with m.If(ft + 1 == d):
+                def end_flat_phase():
+                    with m.If(drain & (c.skew > 0)):
+                        m.d.sync += [state.eq(Mux(state == F_QK, F_QKD, F_AVD)), drain_cnt.eq(1)]
+                    with m.Elif(state == F_QK):
+                        m.d.sync += [state.eq(F_SM)] + start_op(OP_FMAX)
+                    with m.Else():
+                        m.d.sync += state.eq(CAP)
+                        m.d.comb += done_now.eq(1)
+
+                if S:  # after the last issue: S cycles until the last product is added
+                    with m.If(ftail):
+                        with m.If(ftail_cnt == S):
+                            m.d.sync += ftail.eq(0)
+                            end_flat_phase()
+                        with m.Else():
+                            m.d.sync += ftail_cnt.eq(ftail_cnt + 1)
+                with m.If(ftail):
+                    pass
+                with m.Elif(ft + 1 == d):
                     m.d.sync += [ft.eq(0), fblk.eq(fblk + 1)]
                     with m.If(fblk + 1 == nb):
                         m.d.sync += fblk.eq(0)
-                        with m.If(drain & (c.skew > 0)):
-                            m.d.sync += [state.eq(Mux(state == F_QK, F_QKD, F_AVD)), drain_cnt.eq(1)]
-                        with m.Elif(state == F_QK):
-                            m.d.sync += [state.eq(F_SM)] + start_op(OP_FMAX)
-                        with m.Else():
-                            m.d.sync += state.eq(CAP)
-                            m.d.comb += done_now.eq(1)
+                        if S:
+                            m.d.sync += [ftail.eq(1), ftail_cnt.eq(1)]
+                        else:
+                            end_flat_phase()
                 with m.Else():
                     m.d.sync += ft.eq(ft + 1)
             with m.Case(F_SM):
@@ -564,10 +625,15 @@ class AttentionArray(wiring.Component):
             with m.Case(FIN):
                 with m.If(cap):
                     pass  # the last pass is captured this cycle; normalise from the next
+                if S2:  # a row's 1/l leaves the pipelined reciprocal S2 cycles after its l went in
+                    with m.Elif(fwait != S2):
+                        m.d.sync += fwait.eq(fwait + 1)
                 with m.Else():
                     m.d.sync += res_o[(fp_ * R + fi) * D + fe].eq(fo)
                     with m.If(fe + 1 >= d):
                         m.d.sync += fe.eq(0)
+                        if S2:
+                            m.d.sync += fwait.eq(0)
                         with m.If(fi + 1 >= q_rows):
                             m.d.sync += fi.eq(0)
                             with m.If(fp_ + 1 >= passes):

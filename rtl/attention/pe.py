@@ -3,7 +3,12 @@ adder, ``rint`` and a second adder for the exp's range reduction, ``ldexp``, a c
 row max, a ring of 4 score registers and the Horner registers ``p`` / ``f`` / ``n``.
 
 What it does in a cycle is chosen by the controller's decode (one of ``qk_mac``, ``exp0``,
-``horner``, ``expfin``, else the ``P.V`` step); the row chains (block max, row sum, ``P.V``
+``horner``, ``expfin``, else the ``P.V`` step). With ``mul_stages = S > 0`` the multiplier is
+the library's pipelined unit (:class:`rtl.lib.units.Fp32MulFinite`, ``S`` registers): ``qk_mac`` /
+``exp0`` / ``horner`` / ``av`` then pick the multiplier's operands and the ports ``qk_acc`` /
+``exp0_add`` / ``horner_add`` / ``av_add`` the adder's use of the product ``S`` cycles later
+(the controller delays its decode; ``qk_first``, ``qk_ring`` and ``horner_coef`` belong to the
+adder's cycle); the row chains (block max, row sum, ``P.V``
 column) enter at ``chain_in`` / ``rmax_in`` from the PE on the left and leave at ``chain_out`` /
 ``rmax_out``, skipping a PE whose column holds no key (``colvalid`` low). Arithmetic: the
 template's fp32 (:mod:`rtl.lib.fp`), bit-exact with :mod:`archsim.templates.attention.values`;
@@ -18,7 +23,12 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.lib import fp
 from rtl.lib.exp import exp2_coefficient_bits
+from rtl.lib.pipe import delay
+from rtl.lib.units import Fp32MulFinite
 
+
+#: cut points of the finite fp32 multiplier (more multiplier stages are plain registers after it)
+_MUL_CUTS = 11
 
 #: operand formats of the array's buffers (the params' ``precision``); each widens exactly to fp32
 OPERAND_FORMATS = ("bf16", "fp16")
@@ -42,10 +52,11 @@ def widen(m: Module, code, precision: str, name: str):
 class AttentionPE(wiring.Component):
     """PE ``(i, j)``; ``first_col``: the row's first PE (its block max starts from its own score)."""
 
-    def __init__(self, exp_macs: int, first_col: bool, precision: str = "bf16"):
+    def __init__(self, exp_macs: int, first_col: bool, precision: str = "bf16", mul_stages: int = 0):
         if precision not in OPERAND_FORMATS:
             raise ValueError(f"precision: expected one of {', '.join(OPERAND_FORMATS)}, got {precision!r}")
         self.exp_macs, self.first_col, self.precision = exp_macs, first_col, precision
+        self.mul_stages = mul_stages
         ports = {
             # decode of the controller (one-hot but for the P.V default)
             "qk_mac": In(1), "qk_first": In(1), "exp0": In(1), "horner": In(1), "expfin": In(1), "av": In(1),
@@ -58,6 +69,8 @@ class AttentionPE(wiring.Component):
         }
         if not first_col:
             ports["rmax_in"] = In(32)
+        if mul_stages:  # the adder's decode, S cycles after the multiplier's
+            ports.update({"qk_acc": In(1), "exp0_add": In(1), "horner_add": In(1), "av_add": In(1)})
         super().__init__(ports)
 
     def elaborate(self, platform):
@@ -78,13 +91,21 @@ class AttentionPE(wiring.Component):
             m.d.comb += [ma.eq(p), mb.eq(f)]
         with m.Else():
             m.d.comb += [ma.eq(p_av), mb.eq(v)]
-        prod = fp.fp32_mul_finite(m, ma, mb, "mul")
+        Sm = self.mul_stages
+        if Sm:
+            m.submodules.mul = mul = Fp32MulFinite(min(Sm, _MUL_CUTS))
+            m.d.comb += [mul.a.eq(ma), mul.b.eq(mb), mul.in_valid.eq(1)]
+            prod = delay(m, mul.out, Sm - min(Sm, _MUL_CUTS), "prod_d")
+            qk_acc, exp0_add, horner_add = self.qk_acc, self.exp0_add, self.horner_add
+        else:
+            prod = fp.fp32_mul_finite(m, ma, mb, "mul")
+            qk_acc, exp0_add, horner_add = self.qk_mac, self.exp0, self.horner
         ld = fp.ldexp(m, p, n, "ld")
-        with m.If(self.qk_mac):
+        with m.If(qk_acc):
             m.d.comb += [aa.eq(Mux(self.qk_first, 0, s_qk)), ab.eq(prod)]
-        with m.Elif(self.exp0):
+        with m.Elif(exp0_add):
             m.d.comb += [aa.eq(prod), ab.eq(self.neg_mc)]
-        with m.Elif(self.horner):
+        with m.Elif(horner_add):
             m.d.comb += [aa.eq(prod), ab.eq(self.horner_coef)]
         with m.Elif(self.expfin):
             m.d.comb += [aa.eq(self.chain_in), ab.eq(ld)]
@@ -99,11 +120,11 @@ class AttentionPE(wiring.Component):
         else:
             mx = fp.fp32_max(m, self.rmax_in, s_qk, "max")
             m.d.comb += self.rmax_out.eq(Mux(self.colvalid, mx, self.rmax_in))
-        with m.If(self.qk_mac):
+        with m.If(qk_acc):
             m.d.sync += S[self.qk_ring].eq(add)
-        with m.If(self.exp0):
+        with m.If(exp0_add):
             m.d.sync += [p.eq(coef_top), f.eq(frac), n.eq(n_int)]
-        with m.If(self.horner):
+        with m.If(horner_add):
             m.d.sync += p.eq(add)
         with m.If(self.expfin):
             m.d.sync += p.eq(ld)

@@ -51,6 +51,20 @@ MAX_LANES = 32
 RTL_OPTIONS = ("head_dim_max", "passes_max", "key_blocks_max", "flat_keys_max")
 
 
+#: the 1D lanes' pipelined units: latency1d key -> what it is (its latency is the unit's stages)
+PIPELINED_1D = {"exp": "exp2", "recip": "reciprocal"}
+
+
+def _max_stages_1d(fn: str, exp_macs: int) -> int:
+    """Cut points of the lanes' unit for ``fn`` (the largest ``latency1d[fn]`` the RTL builds)."""
+    from rtl.lib.recip import Recip
+    from rtl.lib.units import Exp2
+
+    unit = Exp2(exp_macs, 0) if fn == "exp" else Recip(0)
+    unit._MustUse__silence = True  # built only to read its number of cut points
+    return unit.max_stages
+
+
 def check_params(p) -> None:
     """``ValueError`` (one line) if the RTL cannot be generated for ``p``."""
     p.validate()
@@ -62,17 +76,15 @@ def check_params(p) -> None:
     rates = {k: v for k, v in p.ops1d_per_cycle.items() if v != 1}
     if rates:
         raise ValueError(f"ops1d_per_cycle: the RTL's 1D lanes run one op of each function per cycle, got {rates}")
-    lat = {k: v for k, v in p.latency1d.items() if v and k != "exp"}
+    lat = {k: v for k, v in p.latency1d.items() if v and k not in PIPELINED_1D}
     if lat:
-        raise ValueError(f"latency1d: the RTL pipelines only the 1D lanes' exp (latency1d.exp), got {lat}")
-    from rtl.lib.units import Exp2
-
-    unit = Exp2(p.exp_macs, 0)
-    unit._MustUse__silence = True  # built only to read its number of cut points
-    most = unit.max_stages
-    if p.latency1d.get("exp", 0) > most:
-        raise ValueError(f"latency1d.exp: the 1D lanes' exp2 has at most {most} pipeline stages at exp_macs "
-                         f"{p.exp_macs}, got {p.latency1d['exp']}")
+        raise ValueError(f"latency1d: the RTL pipelines only the 1D lanes' exp and reciprocal "
+                         f"(latency1d.exp, latency1d.recip), got {lat}")
+    for fn, what in PIPELINED_1D.items():
+        most = _max_stages_1d(fn, p.exp_macs)
+        if p.latency1d.get(fn, 0) > most:
+            raise ValueError(f"latency1d.{fn}: the 1D lanes' {what} has at most {most} pipeline stages"
+                             + (f" at exp_macs {p.exp_macs}" if fn == "exp" else "") + f", got {p.latency1d[fn]}")
     if p.precision not in OPERAND_FORMATS:
         raise ValueError(f"precision: the RTL's operand buffers hold {' or '.join(OPERAND_FORMATS)}, got {p.precision}")
     if p.rows * p.cols > MAX_PES or p.pe1d > MAX_LANES:
@@ -131,6 +143,8 @@ class AttentionDesign(RtlDesign):
         cfg["flat_keys_max"] = -(-fk // params.cols) * params.cols  # whole key blocks
         self.cfg = AttentionRtlConfig(rows=params.rows, cols=params.cols, pe1d=params.pe1d,
                                       exp_macs=params.exp_macs, exp1d_stages=params.latency1d.get("exp", 0),
+                                      recip1d_stages=params.latency1d.get("recip", 0),
+                                      mul2d_stages=params.latency2d,
                                       precision=params.precision, **cfg)
 
     def component(self):

@@ -11,6 +11,9 @@ Each cycle, every unit advances the phase it is running by one cycle:
   ``P.V`` each (row chains);
 - 1D array: each op of a phase occupies the array for its ``c1`` cycles; its
   result is written when the op's last cycle ends.
+- with ``latency2d = S > 0`` the PEs' products reach their adders ``S`` cycles late:
+  ``qk_max`` and the P.V columns take ``S`` more cycles (the last products), the range
+  reduction and every Horner step ``S + 1`` cycles each.
 
 Units start the phases of slot ``s`` together and the next slot starts when
 both are idle (:mod:`archsim.templates.attention.tile`). The model does not
@@ -65,6 +68,7 @@ class AttentionDetailed:
         nb = -(-L // C)
         exp2d = p.exp_on == "array2d"
         lag = 2 if exp2d else 3
+        S2 = p.latency2d
         vals = ops is not None
         if vals:
             q, k, v = ops
@@ -98,6 +102,8 @@ class AttentionDetailed:
                 if vals:
                     st["s"] = (st["s"] + (qb[:, t, None] * kb[None, :, t]).astype(F32)).astype(F32)
                 yield
+            for _ in range(S2):  # the last products leave the multiplier
+                yield
             if vals:
                 st["bm"] = st["s"].max(axis=1)
             yield
@@ -107,11 +113,13 @@ class AttentionDetailed:
             if vals:
                 x = ((st["s"] * c).astype(F32) - st["mc"][:, None]).astype(F32)
                 ex = _Exp2Steps(x, E)
-            yield
+            for _ in range(S2 + 1):  # s*c, then - m*c and the range reduction
+                yield
             for _ in range(E - 1):
                 if vals:
                     ex.step()
-                yield
+                for _ in range(S2 + 1):  # p*f, then + coefficient
+                    yield
             if vals:
                 st["p"] = ex.result()
                 acc = np.zeros(q_rows, F32)
@@ -132,6 +140,8 @@ class AttentionDetailed:
                     for j in range(vb.shape[0]):
                         acc = (acc + (st["p"][:, j] * vb[j, e]).astype(F32)).astype(F32)
                     st["pv"][:, e] = acc
+                yield
+            for _ in range(S2):  # the last products leave the multiplier
                 yield
 
         # 1D phases: a list of (cycles, action at completion)
@@ -285,6 +295,7 @@ class AttentionDetailed:
                         ks = slice(b * C, min(L, (b + 1) * C))
                         s[:, ks] = (s[:, ks] + (q[:, t, None] * k[None, ks, t]).astype(F32)).astype(F32)
                     cycles += 1
+            cycles += p.latency2d  # the last products leave the multiplier
             cycles += skew_cycles(p) if tile.drain else 0
         scaled_2d = p.flat_scale_on == "array2d"
         if vals and scaled_2d:  # the array's edge multiplier scales each score as it drains
@@ -323,6 +334,7 @@ class AttentionDetailed:
                             acc = (acc + (st["pn"][:, j] * v[j, e]).astype(F32)).astype(F32)
                         out[:, e] = acc
                     cycles += 1
+            cycles += p.latency2d  # the last products leave the multiplier
             cycles += skew_cycles(p) if tile.drain else 0
         return out, cycles
 

@@ -59,6 +59,13 @@ class AttentionParams(TemplateParams):
         0: a result is written in the cycle its op issues). An op of ``n``
         elements then takes ``ceil(n / rate) + latency`` cycles: the next op
         reads its results (the RTL's pipelined ``exp2``: ``latency1d: {exp: S}``).
+    latency2d : int
+        Pipeline registers of each 2D PE's fp32 multiplier (default 0: a step's
+        product is added in the cycle its operands arrive). Every step whose add
+        waits for its product waits ``latency2d`` more: QK's and P.V's products
+        stream (one tail of ``latency2d`` per phase), the exp's range reduction
+        and each Horner step wait (``latency2d + 1`` cycles each), as the RTL's
+        pipelined PE does (:mod:`archsim.templates.attention.tile`).
     topk_parallelism : int
         Comparators of SpAtten's top-k engine (:mod:`archsim.templates.attention.topk`), which
         ranks token / head importance for cascade pruning (options ``token_keep``,
@@ -74,6 +81,7 @@ class AttentionParams(TemplateParams):
     precision: str = "bf16"
     flat_scale_on: str = "array1d"
     latency1d: dict[str, int] = field(default_factory=dict)
+    latency2d: int = 0
     topk_parallelism: int = 0
 
     def validate(self) -> None:
@@ -101,6 +109,9 @@ class AttentionParams(TemplateParams):
         for k, v in lat.items():
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise ValueError(f"latency1d.{k}: expected a non-negative integer (cycles), got {v!r}")
+        v = self.latency2d
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"latency2d: expected a non-negative integer (cycles), got {v!r}")
         v = self.topk_parallelism
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise ValueError(f"topk_parallelism: expected a non-negative integer, got {v!r}")

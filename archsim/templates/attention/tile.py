@@ -5,8 +5,8 @@ tile, ``L`` keys, ``nb = ceil(L / C)`` key blocks (a partial block takes a
 full block's time: fixed counters), ``E = exp_macs``,
 ``c1(n, f) = ceil(n / (pe1d * ops1d_per_cycle[f])) + latency1d[f]`` the 1D array's
 cycles for ``n > 0`` ops of function ``f`` (issue, then the pipelined unit's latency; 0 for
-``n = 0``), and ``skew = R + C - 2`` the wavefront fill and
-drain of the 2D array.
+``n = 0``), ``skew = R + C - 2`` the wavefront fill and
+drain of the 2D array, and ``S = latency2d`` the 2D PEs' multiplier latency (0 by default: below).
 
 Mapping of a block onto the 2D array: PE(i, j) owns the score of query i and
 key j (output stationary): ``QK`` streams Q rows from the left and K columns
@@ -16,6 +16,12 @@ row sum are compare / add chains along the rows (1 cycle each); with
 ``E`` MAC cycles (FuseMax); ``AV`` keeps the probabilities stationary, streams
 V down the columns and reduces along the rows, one head-dim column per cycle
 (``d`` cycles).
+
+With ``S = latency2d > 0`` a PE's product reaches its adder ``S`` cycles after its operands:
+QK's and P.V's products stream (each phase ``S`` cycles longer), the exp's range reduction and
+each of its ``E - 1`` Horner steps wait for their product (``S + 1`` cycles each): ``QK + row
+max = d + S + 1``, ``exp + row sum + AV = E (S + 1) + 1 + d + S``, FLAT's ``qk`` / ``av`` and the
+``AV`` phase with exp on the 1D array ``S`` longer. The table below is ``S = 0``.
 
 FuseMax (``mapping = "fusemax"``, one pass, online softmax)
 ------------------------------------------------------------
@@ -118,16 +124,16 @@ def c1(params, n: int, fn: str) -> int:
 
 def fusemax_phases(tile: AttentionTile, params) -> tuple[int, list[tuple[str, str, int, int]]]:
     """``(lag, [(unit, phase, cycles, block offset)])``: phase runs in slot ``s`` on block ``s - offset``."""
-    q, d, C, E = tile.q_rows, tile.head_dim, params.cols, params.exp_macs
+    q, d, C, E, S = tile.q_rows, tile.head_dim, params.cols, params.exp_macs, params.latency2d
     stat = c1(params, q, "max") + c1(params, q, "mul") + c1(params, q, "exp")
     update = c1(params, q, "mul") + c1(params, q, "add") + c1(params, q * d, "mul") + c1(params, q * d, "add")
     if params.exp_on == "array2d":
         lag = 2
-        phases = [("array2d", "qk_max", d + 1, 0), ("array2d", "exp_sum_av", E + 1 + d, 2),
+        phases = [("array2d", "qk_max", d + S + 1, 0), ("array2d", "exp_sum_av", E * (S + 1) + 1 + d + S, 2),
                   ("array1d", "stat", stat, 1), ("array1d", "update", update, 3)]
     else:
         lag = 3
-        phases = [("array2d", "qk_max", d + 1, 0), ("array2d", "av", d, 3),
+        phases = [("array2d", "qk_max", d + S + 1, 0), ("array2d", "av", d + S, 3),
                   ("array1d", "stat", stat, 1), ("array1d", "exp_sum", c1(params, q * C, "exp")
                                                  + c1(params, q * C, "add"), 2),
                   ("array1d", "update", update, 4)]
@@ -169,7 +175,7 @@ def tile_cycles(tile: AttentionTile, params) -> int:
         if tile.phase == "rescale":
             return sum(n * t1 for n, _t2, t1 in segs) + tail
         return sum(n * max(t2, t1) for n, t2, t1 in segs) + (skew_cycles(params) if tile.drain else 0)
-    qk = av = (skew_cycles(params) if tile.drain else 0) + nb * d
+    qk = av = (skew_cycles(params) if tile.drain else 0) + nb * d + params.latency2d
     sm = flat_softmax_cycles(tile, params)
     return {"qk": qk, "av": av, "softmax": sm, "all": qk + sm + av}[tile.phase]
 
