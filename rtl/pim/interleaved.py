@@ -194,13 +194,21 @@ class PimInterleavedAccumulators(wiring.Component):
         m.d.sync += [rd_v.eq(self.rd), rd_col.eq(self.rd_col)]
         for _wp, _rp, rd in mems:
             m.d.comb += [rd.addr.eq(rd_col), rd.en.eq(1)]
-        # which partials the group wrote (read with the command; the memories answer a cycle later)
+        # which partials the group wrote: the column counters (settled: the RDACC follows the group's last
+        # MAC by mac_drain > TAG_LATENCY) read from the command's column in two registered 8:1 steps, ready
+        # with the memories' words (a 64:1 select in one cycle held a P = 16 unit at 85 MHz)
         live = []
         for lane in range(L):
             at = Signal(len(rd_col) + lb + 1, name=f"rd_at{lane}")
-            m.d.comb += at.eq(rd_col * L + lane)
+            at_r = Signal.like(at, name=f"rd_at_r{lane}")
+            m.d.comb += at.eq(self.rd_col * L + lane)
+            m.d.sync += at_r.eq(at)
+            groups = [Signal(pb + 1, name=f"rd_cnt_g{lane}_{g}") for g in range(-(-A // 8))]
+            for g, q in enumerate(groups):
+                entries = [self._cnt[i] for i in range(8 * g, min(A, 8 * g + 8))]
+                m.d.sync += q.eq(Array(entries)[at[:3]] if len(entries) > 1 else entries[0])
             n = Signal(pb + 1, name=f"rd_cnt{lane}")
-            m.d.comb += n.eq(Mux(at < A, self._cnt[at[:bits_for(A)]], 0))
+            m.d.comb += n.eq(Mux(at_r < A, Array(groups)[at_r[3:]] if len(groups) > 1 else groups[0], 0))
             w = Signal(P, name=f"rd_live{lane}")
             m.d.sync += w.eq(Cat(*[n > j for j in range(P)]))
             live.append(w)
