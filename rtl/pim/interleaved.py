@@ -12,9 +12,10 @@
 - Accumulate: the fp32 adder (int8: an int32 add) is ``P`` cycles deep, so a partial's loop has
   ``P`` cycles (a partial is hit at most every ``P`` columns); beyond the library adder's depth
   (11 cut points: ``P = 16``) the rest are registers after it. Its operand is fetched 3 cycles
-  ahead from the memory (the word picked in two registered 4:1 steps); a result still in flight
-  (hit ``P`` .. ``P + 3`` cycles ago) is forwarded, the select precomputed a cycle ahead, so the
-  loop is the adder plus one 2:1 mux.
+  ahead from the memory (the word picked in two registered 4:1 steps); the result is written back a
+  cycle after the adder (address, data and write enables registered), so a result still in flight (hit
+  ``P`` .. ``P + 4`` cycles ago) is forwarded, the select precomputed a cycle ahead: the loop is the
+  adder plus one 2:1 mux.
 - Read-out: an RDACC's partials (those not written in the group read as 0) are summed by a
   pairwise tree of ``P``-deep adders: ``rd_data`` :attr:`read_latency` cycles after ``rd``
   (= the params' ``rdacc_reduction_cycles``).
@@ -29,12 +30,13 @@ from amaranth import Array, Cat, Module, Mux, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
+from archsim.templates.pim.params import RDACC_PARTIALS_READ_CYCLES
 from rtl.lib.pipe import delay
 from rtl.lib.units import Fp32AddFinite
 from rtl.pim.controller import bits_for
 
-#: cycles from ``rd`` to the partials (register the command, read the memories)
-PARTIALS_LATENCY = 2
+#: cycles from ``rd`` to the partials (register the command twice, read the memories): the models' figure
+PARTIALS_LATENCY = RDACC_PARTIALS_READ_CYCLES
 #: cycles from a MAC command to its tags ``tag_part`` / ``tag_first`` (the column counters' pipeline)
 TAG_LATENCY = 4
 
@@ -108,13 +110,17 @@ class PimInterleavedAccumulators(wiring.Component):
         operand = Signal(32)
         total = _adder(m, self.precision, operand, self.col_sum, P, "acc_add")
         done_v, done_i, done_p = out_tag[P - 1]  # total is the accumulate started P cycles ago
-        total_d1, total_d2 = Signal(32), Signal(32)
-        m.d.sync += [total_d1.eq(total), total_d2.eq(total_d1)]
-        # write-back
+        total_d = [Signal(32, name=f"total_d{i}") for i in (1, 2, 3)]  # total 1, 2, 3 cycles ago
+        m.d.sync += [x.eq(y) for x, y in zip(total_d, [total] + total_d[:-1])]
+        # write-back, registered (address, data, the partial memories' write enables: the done tag decoded
+        # straight into 16 memories' enables held a P = 16 loop at 123 MHz); the memory has it a cycle later
+        wb_addr = Signal(len(done_i) - lb, name="wb_addr")
+        wb_en = [Signal(L, name=f"wb_en{j}") for j in range(P)]
+        m.d.sync += wb_addr.eq(done_i >> lb)
         for j, (wp, _rp, _rd) in enumerate(mems):
-            m.d.comb += [wp.addr.eq(done_i >> lb), wp.data.eq(Cat(*([total] * L)))]
-            for lane in range(L):
-                m.d.comb += wp.en[lane].eq(done_v & (done_p == j) & ((done_i & (L - 1)) == lane))
+            m.d.sync += wb_en[j].eq(Cat(*[done_v & (done_p == j) & ((done_i & (L - 1)) == lane)
+                                          for lane in range(L)]))
+            m.d.comb += [wp.addr.eq(wb_addr), wp.data.eq(Cat(*([total_d[0]] * L))), wp.en.eq(wb_en[j])]
         # operand fetch: memory read 3 cycles ahead; the word picked in two registered 4:1 steps (the low two
         # bits of (lane, partial) 2 cycles ahead, the rest 1 cycle ahead: a 16:1 select with one register
         # held a P = 16 loop at 113 MHz)
@@ -128,19 +134,19 @@ class PimInterleavedAccumulators(wiring.Component):
             group = words[4 * g:4 * g + 4]
             m.d.sync += q.eq(Array(group)[sel2[:2]] if len(group) > 1 else group[0])
         mem_word = Array(near)[sel1[2:]] if len(near) > 1 else near[0]
-        # forwarding: the accumulate that starts in 2 cycles hits one started P .. P + 3 cycles before it
+        # forwarding: the accumulate that starts in 2 cycles hits one started P .. P + 4 cycles before it
         # (out_tag[P - 3 + k] now; -1: the one starting now), not yet in the memory it read; compared a cycle
         # ahead (registered), the most recent wins
         def tag(i):
             return out_tag[i] if i >= 0 else (self.valid, self.idx, self.part)
-        hits = [Signal(name=f"fwd_hit{k}") for k in range(4)]
+        hits = [Signal(name=f"fwd_hit{k}") for k in range(5)]
         for k, h in enumerate(hits):
             v, i, pt = tag(P - 3 + k)
             m.d.sync += h.eq(self.pre2_valid & ~self.pre2_first & v & (i == self.pre2_idx) & (pt == self.pre2_part))
         sel0, alt = Signal(), Signal(32)
         m.d.sync += [sel0.eq(hits[0]),
-                     alt.eq(Mux(self.pre_first, 0, Mux(hits[1], total, Mux(hits[2], total_d1,
-                                                                            Mux(hits[3], total_d2, mem_word)))))]
+                     alt.eq(Mux(self.pre_first, 0, Mux(hits[1], total, Mux(hits[2], total_d[0], Mux(
+                         hits[3], total_d[1], Mux(hits[4], total_d[2], mem_word))))))]
         m.d.comb += operand.eq(Mux(sel0, total, alt))
         self._read_out(m, mems, pb, lb)
         return m
@@ -190,18 +196,20 @@ class PimInterleavedAccumulators(wiring.Component):
 
     def _read_out(self, m: Module, mems, pb: int, lb: int):
         A, P, L = self.A, self.P, self.out_lanes
-        rd_v, rd_col = Signal(), Signal.like(self.rd_col)
-        m.d.sync += [rd_v.eq(self.rd), rd_col.eq(self.rd_col)]
+        # the command registered twice; the memories read the partials (written back up to mac_drain + 2
+        # cycles after the group's last MAC: the RDACC follows it by mac_drain) and answer a cycle later
+        rd_col1, rd_col2 = Signal.like(self.rd_col, name="rd_col1"), Signal.like(self.rd_col, name="rd_col2")
+        m.d.sync += [rd_col1.eq(self.rd_col), rd_col2.eq(rd_col1)]
         for _wp, _rp, rd in mems:
-            m.d.comb += [rd.addr.eq(rd_col), rd.en.eq(1)]
+            m.d.comb += [rd.addr.eq(rd_col2), rd.en.eq(1)]
         # which partials the group wrote: the column counters (settled: the RDACC follows the group's last
-        # MAC by mac_drain > TAG_LATENCY) read from the command's column in two registered 8:1 steps, ready
-        # with the memories' words (a 64:1 select in one cycle held a P = 16 unit at 85 MHz)
+        # MAC by mac_drain > TAG_LATENCY) selected in two registered 8:1 steps, ready with the memories'
+        # words (a 64:1 select in one cycle held a P = 16 unit at 85 MHz)
         live = []
         for lane in range(L):
-            at = Signal(len(rd_col) + lb + 1, name=f"rd_at{lane}")
+            at = Signal(len(self.rd_col) + lb + 1, name=f"rd_at{lane}")
             at_r = Signal.like(at, name=f"rd_at_r{lane}")
-            m.d.comb += at.eq(self.rd_col * L + lane)
+            m.d.comb += at.eq(rd_col1 * L + lane)
             m.d.sync += at_r.eq(at)
             groups = [Signal(pb + 1, name=f"rd_cnt_g{lane}_{g}") for g in range(-(-A // 8))]
             for g, q in enumerate(groups):
@@ -212,8 +220,7 @@ class PimInterleavedAccumulators(wiring.Component):
             w = Signal(P, name=f"rd_live{lane}")
             m.d.sync += w.eq(Cat(*[n > j for j in range(P)]))
             live.append(w)
-        rv = Signal()
-        m.d.sync += rv.eq(rd_v)
+        rv = delay(m, self.rd, PARTIALS_LATENCY, "rd_v")
         outs = []
         for lane in range(L):
             terms = [Mux(live[lane][j], mems[j][2].data[32 * lane:32 * lane + 32], 0) for j in range(P)]
@@ -223,5 +230,5 @@ class PimInterleavedAccumulators(wiring.Component):
                          for i in range(0, len(terms), 2)]
                 level += 1
             outs.append(terms[0])
-        m.d.comb += [self.rd_valid.eq(delay(m, rv, self.read_latency - PARTIALS_LATENCY, "rd_v")),
+        m.d.comb += [self.rd_valid.eq(delay(m, rv, self.read_latency - PARTIALS_LATENCY, "rd_out_v")),
                      self.rd_data.eq(Cat(*outs))]
