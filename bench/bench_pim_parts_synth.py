@@ -53,7 +53,7 @@ def main() -> None:
     ap.add_argument("--lanes", type=int, default=2, help="bf16 lanes (column_bytes / 2)")
     ap.add_argument("--mul-stages", type=int, default=11)
     ap.add_argument("--add-stages", type=int, default=11)
-    ap.add_argument("--mul", choices=("dsp", "lut"), default="lut")
+    ap.add_argument("--mul", choices=("dsp", "lut", "dsp_reg"), default="lut")
     ap.add_argument("--freq", type=float, default=150.0)
     ap.add_argument("--workdir")
     ap.add_argument("--timeout", type=float, default=900.0)

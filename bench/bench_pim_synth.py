@@ -7,7 +7,7 @@ depths; ``--set KEY=VALUE`` narrows it (e.g. ``--set column_bytes=8`` for 4 lane
 (resources, Fmax, critical path, wall time).
 
 Usage: python bench/bench_pim_synth.py [--arch pim-gpt-gddr6] [--set KEY=VALUE ...] [--mul-stages N]
-       [--add-stages N] [--mul dsp|lut] [--generic] [--workdir DIR] [--no-cache] [--freq MHZ]
+       [--add-stages N] [--mul dsp|lut|dsp_reg] [--generic] [--workdir DIR] [--no-cache] [--freq MHZ]
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--mul-stages", type=int)
     ap.add_argument("--add-stages", type=int)
-    ap.add_argument("--mul", choices=("dsp", "lut"), help="the bf16 multipliers' significand multiplier")
+    ap.add_argument("--mul", choices=("dsp", "lut", "dsp_reg"), help="the bf16 multipliers' significand multiplier")
     ap.add_argument("--generic", action="store_true", help="yosys generic flow: LUT4 count and logic levels")
     ap.add_argument("--workdir", help="keep the tools' files here")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per tool run")

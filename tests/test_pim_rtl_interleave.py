@@ -182,3 +182,18 @@ def test_fabric_multipliers_are_cycle_exact_and_refused_for_int8():
     assert report.ok, "\n" + report.summary()
     with pytest.raises(ArchsimError, match="mul: expected one of dsp, lut"):
         design_for(dataclasses.replace(p, mac_precision="int8", accumulator_interleave=1), {"mul": "lut"})
+
+
+def test_registered_dsp_multipliers_simulate_with_their_model_and_are_cycle_exact():
+    """mul="dsp_reg" (ECP5 MULT18X18D instances whose own registers are the cut points around them) at
+    its deepest (9) with P = 16: the design ships the block's simulation model (sim_sources), and the
+    unit's bits and cycles are the models'; the Verilog has the instances, no inferred multiply."""
+    p = dataclasses.replace(BF16, accumulator_interleave=16, column_bytes=4, mac_lanes=2, mac_pipeline_cycles=26)
+    design = design_for(p, {"mul": "dsp_reg", "mul_stages": 9, "add_stages": 11, "top": "unit"})
+    assert "MULT18X18D" in design.verilog() and set(design.sim_sources()) == {"MULT18X18D_model.v"}
+    assert design_for(p, {"mul": "lut", "mul_stages": 11, "add_stages": 11}).sim_sources() == {}
+    items = cosim_items(p, "random", tiles=2, seed=26, max_stream=3)
+    result = run_job(design.verilog(), design.toplevel, design.make_job(items),
+                     extra_sources=design.sim_sources()).result
+    report = design.check(items, result)
+    assert report.ok, "\n" + report.summary()
