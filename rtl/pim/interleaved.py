@@ -9,9 +9,9 @@
 - Storage: one memory per partial (LUT RAM: ``ram_style`` distributed), a row per RDACC column
   (``out_lanes`` words, word-granular writes), so an RDACC reads its ``out_lanes x P`` partials in
   one cycle and the accumulate loop has no 64:1 register mux.
-- Accumulate: the fp32 adder (int8: an int32 add) is ``P`` cycles deep, so a partial's loop has
-  ``P`` cycles (a partial is hit at most every ``P`` columns); beyond the library adder's depth
-  (11 cut points: ``P = 16``) the rest are registers after it. Its operand is fetched 3 cycles
+- Accumulate: its operands registered, then the fp32 adder (int8: an int32 add) ``P - 1`` cycles
+  deep, so a partial's loop has ``P`` cycles (a partial is hit at most every ``P`` columns); beyond the
+  library adder's depth (11 cut points: ``P = 16``) the rest are registers after it. Its operand is fetched 3 cycles
   ahead from the memory (the word picked in two registered 4:1 steps); the result is written back a
   cycle after the adder (address, data and write enables registered), so a result still in flight (hit
   ``P`` .. ``P + 4`` cycles ago) is forwarded, the select precomputed a cycle ahead: the loop is the
@@ -107,8 +107,12 @@ class PimInterleavedAccumulators(wiring.Component):
         for t in out_tag:  # out_tag[i]: the accumulate started i + 1 cycles ago
             m.d.sync += [x.eq(y) for x, y in zip(t, prev)]
             prev = t
-        operand = Signal(32)
-        total = _adder(m, self.precision, operand, self.col_sum, P, "acc_add")
+        # the operand and the column sum registered, then a (P - 1)-deep adder: the forwarding mux ends at a
+        # register instead of in front of the adder's first stage (mux + first stage held a P = 16 loop at
+        # 138 MHz; the adder's first stage alone is what it measured alone)
+        operand, acc_in, sum_in = Signal(32), Signal(32, name="acc_in"), Signal(32, name="acc_sum_in")
+        m.d.sync += [acc_in.eq(operand), sum_in.eq(self.col_sum)]
+        total = _adder(m, self.precision, acc_in, sum_in, P - 1, "acc_add")
         done_v, done_i, done_p = out_tag[P - 1]  # total is the accumulate started P cycles ago
         total_d = [Signal(32, name=f"total_d{i}") for i in (1, 2, 3)]  # total 1, 2, 3 cycles ago
         m.d.sync += [x.eq(y) for x, y in zip(total_d, [total] + total_d[:-1])]
