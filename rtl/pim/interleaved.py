@@ -16,9 +16,11 @@
   cycle after the adder (address, data and write enables registered), so a result still in flight (hit
   ``P`` .. ``P + 4`` cycles ago) is forwarded, the select precomputed a cycle ahead: the loop is the
   adder plus one 2:1 mux.
-- Read-out: an RDACC's partials (those not written in the group read as 0) are summed by a
-  pairwise tree of ``P``-deep adders: ``rd_data`` :attr:`read_latency` cycles after ``rd``
-  (= the params' ``rdacc_reduction_cycles``).
+- Read-out: an RDACC's partials (those not written in the group read as 0: the column counters
+  selected in two registered 8:1 steps) are read :data:`PARTIALS_LATENCY` cycles after ``rd`` (the
+  models' ``RDACC_PARTIALS_READ_CYCLES``) and summed by a pairwise tree of ``P``-deep adders (the
+  first level's inputs registered, its adders ``P - 1`` deep): ``rd_data`` :attr:`read_latency`
+  cycles after ``rd`` (= the params' ``rdacc_reduction_cycles``).
 
 Timing contract with :class:`rtl.pim.design.PimBankUnit`: the accumulate of a MAC starts (``valid``)
 ``P - 1`` cycles earlier than with one accumulator, so its result lands at the same cycle; the
@@ -207,31 +209,34 @@ class PimInterleavedAccumulators(wiring.Component):
         for _wp, _rp, rd in mems:
             m.d.comb += [rd.addr.eq(rd_col2), rd.en.eq(1)]
         # which partials the group wrote: the column counters (settled: the RDACC follows the group's last
-        # MAC by mac_drain > TAG_LATENCY) selected in two registered 8:1 steps, ready with the memories'
-        # words (a 64:1 select in one cycle held a P = 16 unit at 85 MHz)
+        # MAC by mac_drain > TAG_LATENCY) selected in two registered 8:1 steps from the command's column (a
+        # 64:1 select in one cycle held a P = 16 unit at 85 MHz), the count registered, then compared (from
+        # the twice-registered column, which yosys merges with the memories' address, 86 MHz)
         live = []
         for lane in range(L):
-            at = Signal(len(self.rd_col) + lb + 1, name=f"rd_at{lane}")
-            at_r = Signal.like(at, name=f"rd_at_r{lane}")
-            m.d.comb += at.eq(rd_col1 * L + lane)
-            m.d.sync += at_r.eq(at)
+            at0, at1 = (Signal(len(self.rd_col) + lb + 1, name=f"rd_at{k}_{lane}") for k in (0, 1))
+            m.d.comb += [at0.eq(self.rd_col * L + lane), at1.eq(rd_col1 * L + lane)]
             groups = [Signal(pb + 1, name=f"rd_cnt_g{lane}_{g}") for g in range(-(-A // 8))]
             for g, q in enumerate(groups):
                 entries = [self._cnt[i] for i in range(8 * g, min(A, 8 * g + 8))]
-                m.d.sync += q.eq(Array(entries)[at[:3]] if len(entries) > 1 else entries[0])
+                m.d.sync += q.eq(Array(entries)[at0[:3]] if len(entries) > 1 else entries[0])
             n = Signal(pb + 1, name=f"rd_cnt{lane}")
-            m.d.comb += n.eq(Mux(at_r < A, Array(groups)[at_r[3:]] if len(groups) > 1 else groups[0], 0))
+            m.d.sync += n.eq(Mux(at1 < A, Array(groups)[at1[3:]] if len(groups) > 1 else groups[0], 0))
             w = Signal(P, name=f"rd_live{lane}")
             m.d.sync += w.eq(Cat(*[n > j for j in range(P)]))
             live.append(w)
         rv = delay(m, self.rd, PARTIALS_LATENCY, "rd_v")
         outs = []
         for lane in range(L):
-            terms = [Mux(live[lane][j], mems[j][2].data[32 * lane:32 * lane + 32], 0) for j in range(P)]
+            # the masked partials registered, so the first level is a (P - 1)-deep adder (the mask's mux not in
+            # front of its first stage); the other levels P deep
+            terms = [Signal(32, name=f"red_in{lane}_{j}") for j in range(P)]
+            m.d.sync += [t.eq(Mux(live[lane][j], mems[j][2].data[32 * lane:32 * lane + 32], 0))
+                         for j, t in enumerate(terms)]
             level = 0
             while len(terms) > 1:
-                terms = [_adder(m, self.precision, terms[i], terms[i + 1], P, f"red{lane}_{level}_{i // 2}")
-                         for i in range(0, len(terms), 2)]
+                terms = [_adder(m, self.precision, terms[i], terms[i + 1], P - (level == 0),
+                                f"red{lane}_{level}_{i // 2}") for i in range(0, len(terms), 2)]
                 level += 1
             outs.append(terms[0])
         m.d.comb += [self.rd_valid.eq(delay(m, rv, self.read_latency - PARTIALS_LATENCY, "rd_out_v")),
