@@ -10,7 +10,7 @@
 
 Usage: python bench/bench_pim_parts_synth.py --part loop --interleave 16 [--lanes 2] [--freq 150]
        python bench/bench_pim_parts_synth.py --part mac --lanes 2 --mul lut --mul-stages 11 --add-stages 11
-       [--workdir DIR] [--timeout 900]
+       [--workdir DIR] [--timeout 900] [--seed N]
 Prints one JSON line (resources, Fmax, critical path, wall time). Run one at a time (shared machine).
 """
 from __future__ import annotations
@@ -53,7 +53,8 @@ def main() -> None:
     ap.add_argument("--lanes", type=int, default=2, help="bf16 lanes (column_bytes / 2)")
     ap.add_argument("--mul-stages", type=int, default=11)
     ap.add_argument("--add-stages", type=int, default=11)
-    ap.add_argument("--mul", choices=("dsp", "lut"), default="lut")
+    ap.add_argument("--mul", choices=("dsp", "lut", "dsp_reg"), default="lut")
+    ap.add_argument("--seed", type=int, default=1, help="nextpnr's placement seed (its spread is about +-10 %%)")
     ap.add_argument("--freq", type=float, default=150.0)
     ap.add_argument("--workdir")
     ap.add_argument("--timeout", type=float, default=900.0)
@@ -69,8 +70,8 @@ def main() -> None:
     text = verilog.convert(top, name="pim_part", emit_src=False)
     t0 = time.time()
     res = synthesize_verilog(text, "pim_part", target="ecp5", pnr=True, use_cache=args.workdir is None,
-                             workdir=args.workdir, timeout_s=args.timeout, freq_mhz=args.freq)
-    keep = ("luts", "ffs", "dsps", "bram", "lutram", "fmax_mhz", "critical_path")
+                             workdir=args.workdir, timeout_s=args.timeout, freq_mhz=args.freq, seed=args.seed)
+    keep = ("luts", "ffs", "dsps", "bram", "lutram", "fmax_mhz", "pnr_seed", "critical_path")
     print(json.dumps({"part": args.part, **cfg, **{k: res.get(k) for k in keep if k in res},
                       "wall_s": round(time.time() - t0, 1)}))
 

@@ -7,7 +7,7 @@ depths; ``--set KEY=VALUE`` narrows it (e.g. ``--set column_bytes=8`` for 4 lane
 (resources, Fmax, critical path, wall time).
 
 Usage: python bench/bench_pim_synth.py [--arch pim-gpt-gddr6] [--set KEY=VALUE ...] [--mul-stages N]
-       [--add-stages N] [--mul dsp|lut] [--generic] [--workdir DIR] [--no-cache] [--freq MHZ]
+       [--add-stages N] [--mul dsp|lut|dsp_reg] [--generic] [--workdir DIR] [--no-cache] [--freq MHZ] [--seed N]
 """
 from __future__ import annotations
 
@@ -26,10 +26,11 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--mul-stages", type=int)
     ap.add_argument("--add-stages", type=int)
-    ap.add_argument("--mul", choices=("dsp", "lut"), help="the bf16 multipliers' significand multiplier")
+    ap.add_argument("--mul", choices=("dsp", "lut", "dsp_reg"), help="the bf16 multipliers' significand multiplier")
     ap.add_argument("--generic", action="store_true", help="yosys generic flow: LUT4 count and logic levels")
     ap.add_argument("--workdir", help="keep the tools' files here")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per tool run")
+    ap.add_argument("--seed", type=int, default=1, help="nextpnr's placement seed (its spread is about +-10 %%)")
     ap.add_argument("--freq", type=float, default=200.0, help="nextpnr's target clock (MHz)")
     ap.add_argument("--no-cache", action="store_true")
     args = ap.parse_args()
@@ -40,9 +41,9 @@ def main() -> None:
     t0 = time.time()
     res = synthesize_verilog(design.verilog(), design.toplevel, target="generic" if args.generic else "ecp5",
                              pnr=not args.generic, use_cache=not args.no_cache, workdir=args.workdir,
-                             timeout_s=args.timeout, freq_mhz=args.freq)
+                             timeout_s=args.timeout, freq_mhz=args.freq, seed=args.seed)
     cfg = design.config_dict()
-    keep = ("luts", "ffs", "dsps", "bram", "lutram", "carry", "logic_levels", "levels_clock_mhz", "fmax_mhz",
+    keep = ("luts", "ffs", "dsps", "bram", "lutram", "carry", "logic_levels", "levels_clock_mhz", "fmax_mhz", "pnr_seed",
             "critical_path")
     print(json.dumps({"arch": args.arch, "set": args.set, "mul_stages": cfg["mul_stages"],
                       "add_stages": cfg["add_stages"], "mac_latency": cfg["mac_latency"],

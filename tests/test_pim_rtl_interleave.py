@@ -130,10 +130,10 @@ def test_irregular_mac_spacing_exercises_every_forwarding_distance():
 
 
 def test_p8_reduction_longer_than_tcl_is_cycle_exact():
-    """P = 8 on tCL 14: the reduction takes 2 + 3 x 8 = 26 cycles, so the RDACC's data come 12 cycles
+    """P = 8 on tCL 14: the reduction takes 3 + 3 x 8 = 27 cycles, so the RDACC's data come 13 cycles
     after tCL and the models charge them (the second tile's GBWRs follow an RDACC: the turnaround)."""
     p = dataclasses.replace(BF16, accumulator_interleave=8)
-    assert p.rdacc_latency == 26
+    assert p.rdacc_latency == 27
     items = cosim_items(p, "random", tiles=3, seed=12, max_stream=4)
     rng = np.random.default_rng(8)
     w = to_bf16((rng.standard_normal((1, 10, 70)) * np.exp2(rng.integers(-8, 9, (1, 10, 70)))).astype(F))
@@ -150,9 +150,9 @@ def test_p8_reduction_longer_than_tcl_is_cycle_exact():
 
 def test_p16_pads_the_adders_beyond_the_library_depth_and_is_cycle_exact():
     """P = 16 (2 lanes): the accumulate and reduction adders are the library's deepest fp32 adder (11
-    stages) plus 5 registers; the reduction takes 2 + 4 x 16 = 66 cycles (52 beyond tCL 14, charged)."""
+    stages) plus 5 registers; the reduction takes 3 + 4 x 16 = 67 cycles (53 beyond tCL 14, charged)."""
     p = dataclasses.replace(BF16, accumulator_interleave=16, column_bytes=4, mac_lanes=2, mac_pipeline_cycles=9)
-    assert p.rdacc_latency == 66
+    assert p.rdacc_latency == 67
     items = cosim_items(p, "random", tiles=2, seed=16, max_stream=3)
     rng = np.random.default_rng(16)
     k = 70  # 35 columns of 2: every partial taken twice or three times
@@ -182,3 +182,18 @@ def test_fabric_multipliers_are_cycle_exact_and_refused_for_int8():
     assert report.ok, "\n" + report.summary()
     with pytest.raises(ArchsimError, match="mul: expected one of dsp, lut"):
         design_for(dataclasses.replace(p, mac_precision="int8", accumulator_interleave=1), {"mul": "lut"})
+
+
+def test_registered_dsp_multipliers_simulate_with_their_model_and_are_cycle_exact():
+    """mul="dsp_reg" (ECP5 MULT18X18D instances whose own registers are the cut points around them) at
+    its deepest (9) with P = 16: the design ships the block's simulation model (sim_sources), and the
+    unit's bits and cycles are the models'; the Verilog has the instances, no inferred multiply."""
+    p = dataclasses.replace(BF16, accumulator_interleave=16, column_bytes=4, mac_lanes=2, mac_pipeline_cycles=26)
+    design = design_for(p, {"mul": "dsp_reg", "mul_stages": 9, "add_stages": 11, "top": "unit"})
+    assert "MULT18X18D" in design.verilog() and set(design.sim_sources()) == {"MULT18X18D_model.v"}
+    assert design_for(p, {"mul": "lut", "mul_stages": 11, "add_stages": 11}).sim_sources() == {}
+    items = cosim_items(p, "random", tiles=2, seed=26, max_stream=3)
+    result = run_job(design.verilog(), design.toplevel, design.make_job(items),
+                     extra_sources=design.sim_sources()).result
+    report = design.check(items, result)
+    assert report.ok, "\n" + report.summary()

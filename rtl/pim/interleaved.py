@@ -9,15 +9,18 @@
 - Storage: one memory per partial (LUT RAM: ``ram_style`` distributed), a row per RDACC column
   (``out_lanes`` words, word-granular writes), so an RDACC reads its ``out_lanes x P`` partials in
   one cycle and the accumulate loop has no 64:1 register mux.
-- Accumulate: the fp32 adder (int8: an int32 add) is ``P`` cycles deep, so a partial's loop has
-  ``P`` cycles (a partial is hit at most every ``P`` columns); beyond the library adder's depth
-  (11 cut points: ``P = 16``) the rest are registers after it. Its operand is fetched 3 cycles
-  ahead from the memory (the word picked in two registered 4:1 steps); a result still in flight
-  (hit ``P`` .. ``P + 3`` cycles ago) is forwarded, the select precomputed a cycle ahead, so the
-  loop is the adder plus one 2:1 mux.
-- Read-out: an RDACC's partials (those not written in the group read as 0) are summed by a
-  pairwise tree of ``P``-deep adders: ``rd_data`` :attr:`read_latency` cycles after ``rd``
-  (= the params' ``rdacc_reduction_cycles``).
+- Accumulate: its operands registered, then the fp32 adder (int8: an int32 add) ``P - 1`` cycles
+  deep, so a partial's loop has ``P`` cycles (a partial is hit at most every ``P`` columns); beyond the
+  library adder's depth (11 cut points: ``P = 16``) the rest are registers after it. Its operand is fetched 3 cycles
+  ahead from the memory (the word picked in two registered 4:1 steps); the result is written back a
+  cycle after the adder (address, data and write enables registered), so a result still in flight (hit
+  ``P`` .. ``P + 4`` cycles ago) is forwarded, the select precomputed a cycle ahead: the loop is the
+  adder plus one 2:1 mux.
+- Read-out: an RDACC's partials (those not written in the group read as 0: the column counters
+  selected in two registered 8:1 steps) are read :data:`PARTIALS_LATENCY` cycles after ``rd`` (the
+  models' ``RDACC_PARTIALS_READ_CYCLES``) and summed by a pairwise tree of ``P``-deep adders (the
+  first level's inputs registered, its adders ``P - 1`` deep): ``rd_data`` :attr:`read_latency`
+  cycles after ``rd`` (= the params' ``rdacc_reduction_cycles``).
 
 Timing contract with :class:`rtl.pim.design.PimBankUnit`: the accumulate of a MAC starts (``valid``)
 ``P - 1`` cycles earlier than with one accumulator, so its result lands at the same cycle; the
@@ -29,12 +32,13 @@ from amaranth import Array, Cat, Module, Mux, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
+from archsim.templates.pim.params import RDACC_PARTIALS_READ_CYCLES
 from rtl.lib.pipe import delay
 from rtl.lib.units import Fp32AddFinite
 from rtl.pim.controller import bits_for
 
-#: cycles from ``rd`` to the partials (register the command, read the memories)
-PARTIALS_LATENCY = 2
+#: cycles from ``rd`` to the partials (register the command twice, read the memories): the models' figure
+PARTIALS_LATENCY = RDACC_PARTIALS_READ_CYCLES
 #: cycles from a MAC command to its tags ``tag_part`` / ``tag_first`` (the column counters' pipeline)
 TAG_LATENCY = 4
 
@@ -105,16 +109,24 @@ class PimInterleavedAccumulators(wiring.Component):
         for t in out_tag:  # out_tag[i]: the accumulate started i + 1 cycles ago
             m.d.sync += [x.eq(y) for x, y in zip(t, prev)]
             prev = t
-        operand = Signal(32)
-        total = _adder(m, self.precision, operand, self.col_sum, P, "acc_add")
+        # the operand and the column sum registered, then a (P - 1)-deep adder: the forwarding mux ends at a
+        # register instead of in front of the adder's first stage (mux + first stage held a P = 16 loop at
+        # 138 MHz; the adder's first stage alone is what it measured alone)
+        operand, acc_in, sum_in = Signal(32), Signal(32, name="acc_in"), Signal(32, name="acc_sum_in")
+        m.d.sync += [acc_in.eq(operand), sum_in.eq(self.col_sum)]
+        total = _adder(m, self.precision, acc_in, sum_in, P - 1, "acc_add")
         done_v, done_i, done_p = out_tag[P - 1]  # total is the accumulate started P cycles ago
-        total_d1, total_d2 = Signal(32), Signal(32)
-        m.d.sync += [total_d1.eq(total), total_d2.eq(total_d1)]
-        # write-back
+        total_d = [Signal(32, name=f"total_d{i}") for i in (1, 2, 3)]  # total 1, 2, 3 cycles ago
+        m.d.sync += [x.eq(y) for x, y in zip(total_d, [total] + total_d[:-1])]
+        # write-back, registered (address, data, the partial memories' write enables: the done tag decoded
+        # straight into 16 memories' enables held a P = 16 loop at 123 MHz); the memory has it a cycle later
+        wb_addr = Signal(len(done_i) - lb, name="wb_addr")
+        wb_en = [Signal(L, name=f"wb_en{j}") for j in range(P)]
+        m.d.sync += wb_addr.eq(done_i >> lb)
         for j, (wp, _rp, _rd) in enumerate(mems):
-            m.d.comb += [wp.addr.eq(done_i >> lb), wp.data.eq(Cat(*([total] * L)))]
-            for lane in range(L):
-                m.d.comb += wp.en[lane].eq(done_v & (done_p == j) & ((done_i & (L - 1)) == lane))
+            m.d.sync += wb_en[j].eq(Cat(*[done_v & (done_p == j) & ((done_i & (L - 1)) == lane)
+                                          for lane in range(L)]))
+            m.d.comb += [wp.addr.eq(wb_addr), wp.data.eq(Cat(*([total_d[0]] * L))), wp.en.eq(wb_en[j])]
         # operand fetch: memory read 3 cycles ahead; the word picked in two registered 4:1 steps (the low two
         # bits of (lane, partial) 2 cycles ahead, the rest 1 cycle ahead: a 16:1 select with one register
         # held a P = 16 loop at 113 MHz)
@@ -128,19 +140,19 @@ class PimInterleavedAccumulators(wiring.Component):
             group = words[4 * g:4 * g + 4]
             m.d.sync += q.eq(Array(group)[sel2[:2]] if len(group) > 1 else group[0])
         mem_word = Array(near)[sel1[2:]] if len(near) > 1 else near[0]
-        # forwarding: the accumulate that starts in 2 cycles hits one started P .. P + 3 cycles before it
+        # forwarding: the accumulate that starts in 2 cycles hits one started P .. P + 4 cycles before it
         # (out_tag[P - 3 + k] now; -1: the one starting now), not yet in the memory it read; compared a cycle
         # ahead (registered), the most recent wins
         def tag(i):
             return out_tag[i] if i >= 0 else (self.valid, self.idx, self.part)
-        hits = [Signal(name=f"fwd_hit{k}") for k in range(4)]
+        hits = [Signal(name=f"fwd_hit{k}") for k in range(5)]
         for k, h in enumerate(hits):
             v, i, pt = tag(P - 3 + k)
             m.d.sync += h.eq(self.pre2_valid & ~self.pre2_first & v & (i == self.pre2_idx) & (pt == self.pre2_part))
         sel0, alt = Signal(), Signal(32)
         m.d.sync += [sel0.eq(hits[0]),
-                     alt.eq(Mux(self.pre_first, 0, Mux(hits[1], total, Mux(hits[2], total_d1,
-                                                                            Mux(hits[3], total_d2, mem_word)))))]
+                     alt.eq(Mux(self.pre_first, 0, Mux(hits[1], total, Mux(hits[2], total_d[0], Mux(
+                         hits[3], total_d[1], Mux(hits[4], total_d[2], mem_word))))))]
         m.d.comb += operand.eq(Mux(sel0, total, alt))
         self._read_out(m, mems, pb, lb)
         return m
@@ -190,30 +202,42 @@ class PimInterleavedAccumulators(wiring.Component):
 
     def _read_out(self, m: Module, mems, pb: int, lb: int):
         A, P, L = self.A, self.P, self.out_lanes
-        rd_v, rd_col = Signal(), Signal.like(self.rd_col)
-        m.d.sync += [rd_v.eq(self.rd), rd_col.eq(self.rd_col)]
+        # the command registered twice; the memories read the partials (written back up to mac_drain + 2
+        # cycles after the group's last MAC: the RDACC follows it by mac_drain) and answer a cycle later
+        rd_col1, rd_col2 = Signal.like(self.rd_col, name="rd_col1"), Signal.like(self.rd_col, name="rd_col2")
+        m.d.sync += [rd_col1.eq(self.rd_col), rd_col2.eq(rd_col1)]
         for _wp, _rp, rd in mems:
-            m.d.comb += [rd.addr.eq(rd_col), rd.en.eq(1)]
-        # which partials the group wrote (read with the command; the memories answer a cycle later)
+            m.d.comb += [rd.addr.eq(rd_col2), rd.en.eq(1)]
+        # which partials the group wrote: the column counters (settled: the RDACC follows the group's last
+        # MAC by mac_drain > TAG_LATENCY) selected in two registered 8:1 steps from the command's column (a
+        # 64:1 select in one cycle held a P = 16 unit at 85 MHz), the count registered, then compared (from
+        # the twice-registered column, which yosys merges with the memories' address, 86 MHz)
         live = []
         for lane in range(L):
-            at = Signal(len(rd_col) + lb + 1, name=f"rd_at{lane}")
-            m.d.comb += at.eq(rd_col * L + lane)
+            at0, at1 = (Signal(len(self.rd_col) + lb + 1, name=f"rd_at{k}_{lane}") for k in (0, 1))
+            m.d.comb += [at0.eq(self.rd_col * L + lane), at1.eq(rd_col1 * L + lane)]
+            groups = [Signal(pb + 1, name=f"rd_cnt_g{lane}_{g}") for g in range(-(-A // 8))]
+            for g, q in enumerate(groups):
+                entries = [self._cnt[i] for i in range(8 * g, min(A, 8 * g + 8))]
+                m.d.sync += q.eq(Array(entries)[at0[:3]] if len(entries) > 1 else entries[0])
             n = Signal(pb + 1, name=f"rd_cnt{lane}")
-            m.d.comb += n.eq(Mux(at < A, self._cnt[at[:bits_for(A)]], 0))
+            m.d.sync += n.eq(Mux(at1 < A, Array(groups)[at1[3:]] if len(groups) > 1 else groups[0], 0))
             w = Signal(P, name=f"rd_live{lane}")
             m.d.sync += w.eq(Cat(*[n > j for j in range(P)]))
             live.append(w)
-        rv = Signal()
-        m.d.sync += rv.eq(rd_v)
+        rv = delay(m, self.rd, PARTIALS_LATENCY, "rd_v")
         outs = []
         for lane in range(L):
-            terms = [Mux(live[lane][j], mems[j][2].data[32 * lane:32 * lane + 32], 0) for j in range(P)]
+            # the masked partials registered, so the first level is a (P - 1)-deep adder (the mask's mux not in
+            # front of its first stage); the other levels P deep
+            terms = [Signal(32, name=f"red_in{lane}_{j}") for j in range(P)]
+            m.d.sync += [t.eq(Mux(live[lane][j], mems[j][2].data[32 * lane:32 * lane + 32], 0))
+                         for j, t in enumerate(terms)]
             level = 0
             while len(terms) > 1:
-                terms = [_adder(m, self.precision, terms[i], terms[i + 1], P, f"red{lane}_{level}_{i // 2}")
-                         for i in range(0, len(terms), 2)]
+                terms = [_adder(m, self.precision, terms[i], terms[i + 1], P - (level == 0),
+                                f"red{lane}_{level}_{i // 2}") for i in range(0, len(terms), 2)]
                 level += 1
             outs.append(terms[0])
-        m.d.comb += [self.rd_valid.eq(delay(m, rv, self.read_latency - PARTIALS_LATENCY, "rd_v")),
+        m.d.comb += [self.rd_valid.eq(delay(m, rv, self.read_latency - PARTIALS_LATENCY, "rd_out_v")),
                      self.rd_data.eq(Cat(*outs))]

@@ -4,7 +4,9 @@ two, as the models' ``tree_sum``), pipelined.
 
 bf16: each product is the library's :class:`rtl.lib.units.NarrowMulFp32` (exact product, fp32)
 with ``mul_stages`` registers and its significand multiplier ``mul`` (``"dsp"``: inferred DSP blocks, the
-default; ``"lut"``: fabric, one more cut point -- the deepest ``"dsp"`` unit stays below 150 MHz on ECP5), each tree adder a :class:`rtl.lib.units.Fp32AddFinite` with
+default; ``"lut"``: fabric, one more cut point -- the deepest ``"dsp"`` unit stays below 150 MHz on ECP5;
+``"dsp_reg"``: ECP5 DSP blocks whose own registers are the cut points around them), each tree adder a
+:class:`rtl.lib.units.Fp32AddFinite` with
 ``add_stages``; int8: exact products and sums (int32 wrap), one register after the products and
 after each tree level. :attr:`PimMacDatapath.latency` is the cycles from ``w`` / ``x`` to ``sum``.
 """
@@ -17,8 +19,10 @@ from amaranth.lib.wiring import In, Out
 from rtl.lib.units import Fp32AddFinite, NarrowMulFp32
 
 LANE_BITS = {"int8": 8, "bf16": 16}
-#: the bf16 multipliers' significand multiplier (:data:`rtl.lib.fp.MULTIPLIERS` that simulate as they synthesize)
-MULS = ("dsp", "lut")
+#: the bf16 multipliers' significand multiplier (:data:`rtl.lib.fp.MULTIPLIERS`): ``"dsp"`` and ``"lut"`` simulate
+#: as they synthesize; ``"dsp_reg"`` (ECP5 MULT18X18D instances with their own registers) simulates with
+#: :func:`rtl.lib.ecp5.mult18x18d_sim_model` beside the Verilog (the design's ``sim_sources``)
+MULS = ("dsp", "lut", "dsp_reg")
 
 
 def tree_levels(lanes: int) -> int:

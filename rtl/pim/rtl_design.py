@@ -107,7 +107,7 @@ class PimDesign(RtlDesign):
                              f"(it has banks, mul_stages, add_stages, mul, top)")
         if mul not in MULS or (mul != "dsp" and params.mac_precision != "bf16"):
             raise ValueError(f"mul: expected one of {', '.join(MULS)} (bf16; int8 takes 'dsp'), got {mul!r}")
-        #: the bf16 multipliers' significand multiplier ("dsp" default, "lut": fabric)
+        #: the bf16 multipliers' significand multiplier ("dsp" default, "lut": fabric, "dsp_reg": ECP5 blocks)
         self.mul = mul
         if top not in TOPS:
             raise ValueError(f"top: expected one of {', '.join(TOPS)}, got {top!r}")
@@ -144,6 +144,14 @@ class PimDesign(RtlDesign):
         """Synthesis counts the bank unit's logic: the host engine's DRAM-array memory stands in for a DRAM
         macro (and would be a million flip-flops in the generic flow)."""
         return {"top": "unit"}
+
+    def sim_sources(self) -> dict[str, str]:
+        """``mul="dsp_reg"``: the MULT18X18D blocks' simulation model beside the Verilog."""
+        if self.mul == "dsp_reg":
+            from rtl.lib.ecp5 import mult18x18d_sim_model
+
+            return {"MULT18X18D_model.v": mult18x18d_sim_model()}
+        return {}
 
     def component(self):
         if self.top == "host":

@@ -53,6 +53,11 @@ ELEMENT_BYTES = {name: bits_of(name) // 8 for name in ("int8", "bf16")}  # the r
 ACC_BYTES = {"int8": 4, "bf16": 4}
 #: accumulator_interleave values (powers of two: the partials' adder tree has no padding)
 INTERLEAVES = (1, 2, 4, 8, 16)
+#: cycles from an RDACC to its ``P`` partials in the near-bank unit's read-out (rtl.pim.interleaved declares
+#: its latency with this figure): the command registered twice (the 'partial written' flags are the column
+#: counters selected in two registered 8:1 steps), then the partial memories' synchronous read; one cycle
+#: of slack for the accumulate's registered write-back (the RDACC follows the last MAC by ``mac_drain``)
+RDACC_PARTIALS_READ_CYCLES = 3
 MAX_CHANNELS = 65536  # channels x stacks: 5 HBM stacks are 80, a 64-stack system 1024
 
 TIMING_NAMES = ("tRCD", "tRCDWR", "tRP", "tRAS", "tRTP", "tWR", "tCCD_S", "tCCD_L", "tRRD", "tRRD_L", "tFAW", "tWTR",
@@ -249,10 +254,11 @@ class PimParams(TemplateParams):
 
     @property
     def rdacc_reduction_cycles(self) -> int:
-        """Cycles from an RDACC to its column of reduced partials: 0 for ``P = 1``; else 2 (read the
-        partials) + ``log2(P)`` adder-tree levels of ``P`` cycles each (the accumulate adder's depth)."""
+        """Cycles from an RDACC to its column of reduced partials: 0 for ``P = 1``; else
+        :data:`RDACC_PARTIALS_READ_CYCLES` (read the partials) + ``log2(P)`` adder-tree levels of ``P``
+        cycles each (the accumulate adder's depth)."""
         P = self.accumulator_interleave
-        return 0 if P == 1 else 2 + (P.bit_length() - 1) * P
+        return 0 if P == 1 else RDACC_PARTIALS_READ_CYCLES + (P.bit_length() - 1) * P
 
     @property
     def rdacc_latency(self) -> int:
