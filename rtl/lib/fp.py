@@ -21,7 +21,7 @@ from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 
 from rtl.lib.formats import EXP_W, FP32, Decoded, FormatHw, decode, decode_fp32
 from rtl.lib.pipe import HardRegistered, Pipe, carry, cut, drop, registers_next
-from rtl.lib.round import EW, P, W, round_pack, round_pack_fp32, shift_coarse, shift_fine
+from rtl.lib.round import EW, P, W, packs_specials, round_pack, round_pack_fp32, shift_coarse, shift_fine
 
 QNAN = 0x7FC00000
 F32_ZERO = 0
@@ -405,8 +405,11 @@ def product(m: Module, a: Decoded, b: Decoded, wa: int, wb: int, name: str, sig_
         p = _product_signal(m, sp, wa + wb, f"{name}_p")
     pc, ec, sc, nan, inf = cut(pipe, p, ec, sc, nan, inf)
     c_nan, c_inf, c_p, c_s = carry(pipe, nan), carry(pipe, inf), carry(pipe, pc), carry(pipe, sc)
-    finite = round_pack(m, sc, ec, pc, wa + wb, f"{name}_rp", out.ebits, out.mbits, out.specials, pipe)
+    finite = round_pack(m, sc, ec, pc, wa + wb, f"{name}_rp", out.ebits, out.mbits, out.specials, pipe,
+                        forced=(c_nan, c_inf, c_s))
     nan, inf, p_out, s_out = drop(pipe, c_nan), drop(pipe, c_inf), drop(pipe, c_p), drop(pipe, c_s)
+    if packs_specials(pipe):  # round_pack applied them
+        return finite, p_out, s_out
     sign = finite[out.bits - 1]
     return special(m, nan, inf, sign, finite, name, out), p_out, s_out
 
@@ -447,8 +450,10 @@ def fp_add(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None = None):
     sign, exe, total = _align_add(m, a, b, n, eb, mb, name, pipe)
     exp = Signal(signed(EXP_W), name=f"{name}_exp")
     m.d.comb += exp.eq(exe - (f.bias + mb + 3))
-    finite = round_pack(m, sign, exp, total, mb + 5, f"{name}_rp", eb, mb, f.specials, pipe)
+    finite = round_pack(m, sign, exp, total, mb + 5, f"{name}_rp", eb, mb, f.specials, pipe, forced=flags)
     nan, inf, inf_sign = (drop(pipe, c) for c in flags)
+    if packs_specials(pipe):  # round_pack applied them
+        return finite
     return special(m, nan, inf if f.specials == "ieee" else Const(0, 1), inf_sign, finite, name, f)
 
 
