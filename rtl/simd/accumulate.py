@@ -13,7 +13,7 @@ enter a pipelined pairwise tree.
 """
 from __future__ import annotations
 
-from amaranth import Const, Module, Mux, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -58,7 +58,7 @@ def add_tree(m: Module, values: list, stages: int, name: str, has_right=None) ->
             if i + 1 >= len(node):
                 nxt.append(delayed(m, node[i], stages, f"{name}{lev}_{i // 2}_p"))
                 continue
-            add = m.submodules[f"{name}{lev}_{i // 2}"] = FpAdd("fp32", stages)
+            add = m.submodules[f"{name}{lev}_{i // 2}"] = FpAdd("fp32", stages, specials_as_data=True)
             m.d.comb += [add.a.eq(node[i]), add.b.eq(node[i + 1]), add.in_valid.eq(1)]
             total = add.out
             if has_right is not None:
@@ -90,14 +90,17 @@ class InterleavedSum(wiring.Component):
     def elaborate(self, platform):
         A = self.slots
         m = Module()
-        add = m.submodules.ring = FpAdd("fp32", A)
+        add = m.submodules.ring = FpAdd("fp32", A, specials_as_data=True)
         age = Signal(range(A + 1), name="age")  # cycles of the run so far, saturating at A
         age_now = Signal.like(age, name="age_now")
         m.d.comb += age_now.eq(Mux(self.start, 0, age))
         m.d.sync += age.eq(Mux(age_now == A, A, age_now + 1))
         fresh = age_now != A  # this slot's first visit in the run
-        m.d.comb += [add.a.eq(Mux(fresh, Const(0, 32), add.out)),
-                     add.b.eq(Mux(self.in_valid, self.in_x, NEG_ZERO)), add.in_valid.eq(1)]
+        # +0.0 on a fresh slot, -0.0 without a value: as AND / OR, not constant muxes, which yosys maps onto
+        # the adder's operand registers' synchronous reset (a logic-driven net of 32 flip-flops)
+        m.d.comb += [add.a.eq(add.out & (~fresh).replicate(32)),
+                     add.b.eq(Cat(self.in_x[:31] & self.in_valid.replicate(31), self.in_x[31] | ~self.in_valid)),
+                     add.in_valid.eq(1)]
         # the run's cycles among the last A (the window's newest entries), known at the end cycle
         run_len = Signal(range(A + 1), name="run_len")
         m.d.comb += run_len.eq(Mux(age_now == A, A, age_now + 1))
@@ -111,7 +114,7 @@ class InterleavedSum(wiring.Component):
             keep = Signal(name=f"keep{k}")
             m.d.sync += keep.eq(len_d >= A - k)
             e = Signal(32, name=f"entry{k}")
-            m.d.comb += e.eq(Mux(keep, t, 0))
+            m.d.comb += e.eq(t & keep.replicate(32))
             entries.append(e)
         m.d.comb += [self.out.eq(add_tree(m, entries, self.tree_stages, "red")),
                      self.out_valid.eq(delayed(m, end_d, tree_levels(A) * self.tree_stages, "ov"))]
