@@ -448,9 +448,13 @@ def fp_add(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None = None):
     flags = [carry(pipe, v) for v in (da.nan | db.nan | (da.inf & db.inf & (a[n - 1] != b[n - 1])),
                                       da.inf | db.inf, Mux(da.inf, a[n - 1], b[n - 1]))]
     sign, exe, total = _align_add(m, a, b, n, eb, mb, name, pipe)
-    exp = Signal(signed(EXP_W), name=f"{name}_exp")
-    m.d.comb += exp.eq(exe - (f.bias + mb + 3))
-    finite = round_pack(m, sign, exp, total, mb + 5, f"{name}_rp", eb, mb, f.specials, pipe, forced=flags)
+    if packs_specials(pipe):  # the offset folded into round_pack's compares (no carry chain before theirs)
+        exp, offset = exe, -(f.bias + mb + 3)
+    else:
+        exp, offset = Signal(signed(EXP_W), name=f"{name}_exp"), 0
+        m.d.comb += exp.eq(exe - (f.bias + mb + 3))
+    finite = round_pack(m, sign, exp, total, mb + 5, f"{name}_rp", eb, mb, f.specials, pipe, forced=flags,
+                        exp_offset=offset)
     nan, inf, inf_sign = (drop(pipe, c) for c in flags)
     if packs_specials(pipe):  # round_pack applied them
         return finite

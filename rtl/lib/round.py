@@ -131,7 +131,7 @@ def round_pack_fp32(m: Module, sign, exp, sig, name: str, pipe: Pipe | None = No
 
 
 def round_pack(m: Module, sign, exp, sig, width: int, name: str, ebits: int = 8, mbits: int = 23,
-               specials: str = "ieee", pipe: Pipe | None = None, forced=None):
+               specials: str = "ieee", pipe: Pipe | None = None, forced=None, exp_offset: int = 0):
     """Bits of ``(-1)**sign * sig * 2**exp`` (``sig`` unsigned, ``width`` bits) in the IEEE-style format
     with ``ebits`` / ``mbits`` (default fp32): one RNE rounding, subnormals; overflow to inf
     (``specials="ieee"``) or to the NaN code (``"fn"``: e4m3, whose top code of the top binade is NaN).
@@ -139,7 +139,10 @@ def round_pack(m: Module, sign, exp, sig, width: int, name: str, ebits: int = 8,
     With a pipe whose ``specials_as_data`` is set (:func:`packs_specials`), the overflow and the caller's
     special cases ``forced`` = ``(nan, inf, inf_sign)`` (:class:`rtl.lib.pipe.Carried` values, or None:
     none) are decided beside the rounding increment and applied as AND / OR data (:func:`_pack_as_data`);
-    the result is then final (the caller applies no :func:`rtl.lib.fp.special`). Same cut points, bits."""
+    the result is then final (the caller applies no :func:`rtl.lib.fp.special`). Same cut points, bits.
+
+    ``exp_offset``: the exponent is ``exp + exp_offset`` (folded into the compares and sums with constants
+    that read it, so a caller's constant offset is no carry chain of its own before theirs)."""
     bias = (1 << (ebits - 1)) - 1
     emax = (1 << ebits) - 1
     lsb_min = 1 - bias - mbits
@@ -154,12 +157,15 @@ def round_pack(m: Module, sign, exp, sig, width: int, name: str, ebits: int = 8,
     ekm = Signal(signed(sw), name=f"{name}_ekm")  # ek - lsb_min: below the normal range iff lz > ekm
     ra = Signal(signed(sw), name=f"{name}_ra")  # r in the subnormal case
     nra = Signal(signed(sw), name=f"{name}_nra")
-    m.d.comb += [ek.eq(exp + k), ekm.eq(exp + (k - lsb_min)), ra.eq(lsb_min - exp), nra.eq(exp - lsb_min)]
+    off = exp_offset
+    m.d.comb += [ek.eq(exp + (k + off)), ekm.eq(exp + (k - lsb_min + off)), ra.eq((lsb_min - off) - exp),
+                 nra.eq(exp - (lsb_min - off))]
     # the subnormal case's clamps as compares of exp with constants, beside the subtractions
     ra_left = Signal(name=f"{name}_ra_left")  # ra <= 0
     ra_ls_max = Signal(name=f"{name}_ra_lsmax")  # -ra > mbits
     ra_rc_max = Signal(name=f"{name}_ra_rcmax")  # ra > ext_w
-    m.d.comb += [ra_left.eq(exp >= lsb_min), ra_ls_max.eq(exp > lsb_min + mbits), ra_rc_max.eq(exp < lsb_min - ext_w)]
+    m.d.comb += [ra_left.eq(exp >= lsb_min - off), ra_ls_max.eq(exp > lsb_min + mbits - off),
+                 ra_rc_max.eq(exp < lsb_min - ext_w - off)]
     ra_ls = Signal(range(mbits + 1), name=f"{name}_ra_ls")
     ra_rc = Signal(range(ext_w + 1), name=f"{name}_ra_rc")
     ls_w, rc_w = ra_ls.shape().width, ra_rc.shape().width
@@ -266,7 +272,7 @@ def _pack_as_data(m: Module, sign, lsb, mant, guard, sticky, name: str, ebits: i
     bias = (1 << (ebits - 1)) - 1
     be_hi = Signal(signed(EXP_W + 3), name=f"{name}_behi")
     be_mid = Signal(signed(EXP_W + 3), name=f"{name}_bemid")
-    m.d.comb += [be_hi.eq(lsb + bias + mbits + 1), be_mid.eq(lsb + bias + mbits)]
+    m.d.comb += [be_hi.eq(lsb + (bias + mbits + 1)), be_mid.eq(lsb + (bias + mbits))]  # one constant each
     top_lsb = (1 << ebits) - 1 - bias - mbits
     if specials == "fn":
         hi_ovf, mid_ovf, mid_top = lsb > top_lsb - 1, lsb > top_lsb, lsb == top_lsb
