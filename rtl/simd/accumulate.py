@@ -95,7 +95,9 @@ class InterleavedSum(wiring.Component):
         age_now = Signal.like(age, name="age_now")
         m.d.comb += age_now.eq(Mux(self.start, 0, age))
         m.d.sync += age.eq(Mux(age_now == A, A, age_now + 1))
-        fresh = age_now != A  # this slot's first visit in the run
+        full = Signal(name="full")  # age == A, a register of its own (so fresh is one LUT before the adder)
+        m.d.sync += full.eq(age_now >= A - 1)
+        fresh = self.start | ~full  # this slot's first visit in the run (age_now != A)
         # +0.0 on a fresh slot, -0.0 without a value: as AND / OR, not constant muxes, which yosys maps onto
         # the adder's operand registers' synchronous reset (a logic-driven net of 32 flip-flops)
         m.d.comb += [add.a.eq(add.out & (~fresh).replicate(32)),
