@@ -154,6 +154,19 @@ def test_specials_as_data_same_bits(fmt, op):
         assert got["out"] == simulate(cls(fmt, stages), {"a": a, "b": b})["out"], stages
 
 
+@pytest.mark.parametrize("fmt", ["fp32", "bf16", "fp8_e4m3"])
+def test_fp_add_zero_a_input(fmt):
+    """FpAdd's ``a_zero`` input: numpy's ``+0.0 + b`` where set, ``a + b`` elsewhere (both forcings)."""
+    from rtl.lib.units import FpAdd
+
+    a, b = pairs(fmt, 200, 31)
+    z = np.random.default_rng(31).integers(0, 2, a.size)
+    want = reference(fmt, "add", np.where(z == 1, 0, a), b)
+    for stages, data in ((0, False), (3, True), (FpAdd(fmt, 0).max_stages, True), (FpAdd(fmt, 0).max_stages, False)):
+        got = simulate(FpAdd(fmt, stages, specials_as_data=data, zero_a=True), {"a": a, "b": b, "a_zero": z})
+        assert_same_float(got["out"], want, fmt)
+
+
 @pytest.mark.parametrize("fmt", ["fp32", "fp16", "fp8_e4m3"])
 def test_specials_as_data_round_pack_and_int_to_fp(fmt):
     """RoundPack (overflow, subnormals, zero) and IntToFp with the forcing as data: the default units' bits."""

@@ -93,16 +93,20 @@ class FpMul(Unit):
 
 
 class FpAdd(Unit):
-    """``a + b`` in the float ``fmt``, one RNE rounding; ``specials_as_data``: :class:`Unit`'s."""
+    """``a + b`` in the float ``fmt``, one RNE rounding; ``specials_as_data``: :class:`Unit`'s; ``zero_a``:
+    an input ``a_zero`` that makes ``a`` +0.0 (:func:`rtl.lib.fp.fp_add`: a select after the operand compares,
+    not a mask before them)."""
 
-    def __init__(self, fmt: str, stages: int = 1, specials_as_data: bool = False):
+    def __init__(self, fmt: str, stages: int = 1, specials_as_data: bool = False, zero_a: bool = False):
         self.fmt = _float(fmt)
         self.inputs = {"a": Shape(self.fmt.bits), "b": Shape(self.fmt.bits)}
+        if zero_a:
+            self.inputs["a_zero"] = Shape(1)
         self.outputs = {"out": Shape(self.fmt.bits)}
         super().__init__(stages, specials_as_data)
 
     def build(self, m, ins, pipe):
-        return {"out": fp.fp_add(m, self.fmt, ins["a"], ins["b"], "add", pipe)}
+        return {"out": fp.fp_add(m, self.fmt, ins["a"], ins["b"], "add", pipe, ins.get("a_zero"))}
 
 
 class NarrowMulFp32(Unit):
