@@ -107,17 +107,17 @@ class InterleavedSum(wiring.Component):
         run_len = Signal(range(A + 1), name="run_len")
         m.d.comb += run_len.eq(Mux(age_now == A, A, age_now + 1))
         end_d = delayed(m, self.end, A, "end")
-        len_d = delayed(m, run_len, A - 1, "len")
-        taps = [delayed(m, add.out, A - 1 - k, f"tap{k}") for k in range(A)]
+        len_d = delayed(m, run_len, A - 2, "len")  # a cycle ahead of the window's mask
         entries = []
-        for k, t in enumerate(taps):
-            # the window's mask bit is a register (compared a cycle early), so the reduction tree's first
-            # stage sees one AND, not a compare and a mux
+        for k in range(A - 1):
+            # the window's entry k is a register: the last of its tap's delays, masked there by a mask bit
+            # compared a cycle earlier still, so the reduction tree's first stage starts from registers
             keep = Signal(name=f"keep{k}")
             m.d.sync += keep.eq(len_d >= A - k)
             e = Signal(32, name=f"entry{k}")
-            m.d.comb += e.eq(t & keep.replicate(32))
+            m.d.sync += e.eq(delayed(m, add.out, A - 2 - k, f"tap{k}") & keep.replicate(32))
             entries.append(e)
+        entries.append(add.out)  # the newest entry: always in the window (a run is at least one cycle long)
         m.d.comb += [self.out.eq(add_tree(m, entries, self.tree_stages, "red")),
                      self.out_valid.eq(delayed(m, end_d, tree_levels(A) * self.tree_stages, "ov"))]
         return m
