@@ -202,13 +202,8 @@ def round_pack(m: Module, sign, exp, sig, width: int, name: str, ebits: int = 8,
     # then) or right (with the bits lost as sticky)
     l_part, _, l_lo = shift_coarse(m, sig[:mbits + 1], mbits + 1, ls, ls.shape().width, f"{name}_sl", left=True)
     r_part, r_lost, r_lo = shift_coarse(m, Cat(Const(0, 2), sig), ext_w, rc, rc.shape().width, f"{name}_sr")
-    if packs_specials(pipe):  # the exponent's sums and compares beside the coarse shift
-        flags = _exponent_flags(m, lsb, name, ebits, mbits, specials)
-        sign, left, l_part, l_lo, r_part, r_lost, r_lo, *flags = cut(pipe, sign, left, l_part, l_lo, r_part, r_lost,
-                                                                     r_lo, *flags)
-    else:
-        sign, lsb, left, l_part, l_lo, r_part, r_lost, r_lo = cut(pipe, sign, lsb, left, l_part, l_lo, r_part,
-                                                                 r_lost, r_lo)
+    sign, lsb, left, l_part, l_lo, r_part, r_lost, r_lo = cut(pipe, sign, lsb, left, l_part, l_lo, r_part, r_lost,
+                                                             r_lo)
     sl, _ = shift_fine(m, l_part, None, l_lo, mbits + 1, f"{name}_sl", left=True)
     sh, lost = shift_fine(m, r_part, r_lost, r_lo, ext_w, f"{name}_sr")
     mant = Signal(mbits + 1, name=f"{name}_mt")
@@ -219,7 +214,7 @@ def round_pack(m: Module, sign, exp, sig, width: int, name: str, ebits: int = 8,
     with m.Else():
         m.d.comb += [mant.eq(sh[2:]), guard.eq(sh[1]), sticky.eq(sh[0] | lost)]
     if packs_specials(pipe):
-        return _pack_as_data(m, sign, flags, mant, guard, sticky, name, mbits, specials, pipe, forced)
+        return _pack_as_data(m, sign, lsb, mant, guard, sticky, name, ebits, mbits, specials, pipe, forced)
     sign, lsb, mant, guard, sticky = cut(pipe, sign, lsb, mant, guard, sticky)
     up = guard & (sticky | mant[0])
     mr = Signal(mbits + 2, name=f"{name}_mr")
@@ -266,35 +261,25 @@ def packs_specials(pipe: Pipe | None) -> bool:
     return pipe is not None and pipe.specials_as_data
 
 
-def _exponent_flags(m: Module, lsb, name: str, ebits: int, mbits: int, specials: str) -> list:
-    """``[be_hi, be_mid, hi_ovf, mid_ovf, mid_top]`` of :func:`_pack_as_data` from the result's last
-    mantissa bit's exponent ``lsb``: the biased exponent if the rounded mantissa carries out / keeps its
-    leading one, and whether either overflows (``fn``: or is the top binade, whose all-ones code is NaN)."""
+def _pack_as_data(m: Module, sign, lsb, mant, guard, sticky, name: str, ebits: int, mbits: int, specials: str,
+                  pipe: Pipe, forced):
+    """round_pack's last two cut points with the forcing as data: the exponent compares beside the
+    fine shift; beside the increment, whether it carries out / keeps the leading one (all-ones
+    detects, not its sum), the overflow, the forced exponent and sign; after it, each fraction bit is
+    one LUT of registered values (``mr & ~force | nan``) -- no constant mux before the output register,
+    which yosys maps onto the flip-flops' synchronous reset. The rounded fraction is ``mr[:mbits]`` in
+    every case (a carry out leaves ``mr = 2**(mbits + 1)``, whose low bits are 0)."""
     bias = (1 << (ebits - 1)) - 1
     be_hi = Signal(signed(EXP_W + 3), name=f"{name}_behi")
     be_mid = Signal(signed(EXP_W + 3), name=f"{name}_bemid")
     m.d.comb += [be_hi.eq(lsb + (bias + mbits + 1)), be_mid.eq(lsb + (bias + mbits))]  # one constant each
     top_lsb = (1 << ebits) - 1 - bias - mbits
     if specials == "fn":
-        flags = [lsb > top_lsb - 1, lsb > top_lsb, lsb == top_lsb]
+        hi_ovf, mid_ovf, mid_top = lsb > top_lsb - 1, lsb > top_lsb, lsb == top_lsb
     else:
-        flags = [lsb >= top_lsb - 1, lsb >= top_lsb, Const(0, 1)]
-    return [be_hi[:ebits], be_mid[:ebits], *flags]
-
-
-def _pack_as_data(m: Module, sign, flags, mant, guard, sticky, name: str, mbits: int, specials: str,
-                  pipe: Pipe, forced):
-    """round_pack's last two cut points with the forcing as data (``flags``: :func:`_exponent_flags`,
-    computed a stage earlier beside the coarse shift); beside the increment, whether it carries out /
-    keeps the leading one (all-ones detects, not its sum), the overflow, the forced exponent and sign;
-    after it, each fraction bit is one LUT of registered values (``mr & ~force | nan``) -- no constant
-    mux before the output register, which yosys maps onto the flip-flops' synchronous reset. The rounded
-    fraction is ``mr[:mbits]`` in every case (a carry out leaves ``mr = 2**(mbits + 1)``, whose low bits
-    are 0)."""
-    be_hi, be_mid, hi_ovf, mid_ovf, mid_top = flags
-    ebits = len(be_hi)
+        hi_ovf, mid_ovf, mid_top = lsb >= top_lsb - 1, lsb >= top_lsb, Const(0, 1)
     sign, mant, guard, sticky, be_hi, be_mid, hi_ovf, mid_ovf, mid_top = cut(
-        pipe, sign, mant, guard, sticky, be_hi, be_mid, hi_ovf, mid_ovf, mid_top)
+        pipe, sign, mant, guard, sticky, be_hi[:ebits], be_mid[:ebits], hi_ovf, mid_ovf, mid_top)
     up = Signal(name=f"{name}_up")
     m.d.comb += up.eq(guard & (sticky | mant[0]))
     mr = Signal(mbits + 2, name=f"{name}_mr")
