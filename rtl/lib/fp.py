@@ -49,7 +49,8 @@ def _align_add(m: Module, a, b, n: int, eb: int, mb: int, name: str, pipe: Pipe 
         m.d.comb += [exa.eq(Mux(ea == 0, 1, ea)), exb.eq(Mux(eb_ == 0, 1, eb_))]
     else:
         bnz = b[:n - 1] != 0
-        m.d.comb += [swap.eq(Mux(a_zero, bnz, b[:n - 1] > a[:n - 1])), same.eq(Mux(a_zero, ~bnz, a[:n - 1] == b[:n - 1]))]
+        m.d.comb += [swap.eq(Mux(a_zero, bnz, b[:n - 1] > a[:n - 1])),
+                     same.eq(Mux(a_zero, ~bnz, a[:n - 1] == b[:n - 1]))]
         m.d.comb += [exa.eq(Mux(a_zero | (ea == 0), 1, ea)), exb.eq(Mux(eb_ == 0, 1, eb_))]
         a = a & ~a_zero.replicate(n)
     dab = Signal(eb + 1, name=f"{name}_dab")  # exa - exb if a is the larger (then >= 0), and exb - exa if b

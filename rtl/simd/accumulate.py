@@ -27,7 +27,6 @@ def _level_nodes(lanes: int, level: int) -> int:
     return lanes
 
 
-NEG_ZERO = 0x80000000
 #: most slots: the ring's adder has exactly ``slots`` stages, and FpAdd("fp32") has at most 11
 MAX_SLOTS = 11
 
