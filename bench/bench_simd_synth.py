@@ -41,12 +41,12 @@ def pe_params(formats: list[str], lane_bits: int = 16, multiplier: str = "array"
 
 
 def synth_pe(params: SimdParams, pnr: bool, targets=("ecp5", "generic"), dsp_blocks: str = "inferred",
-             timeout_s: float = 3600.0) -> dict:
+             timeout_s: float = 3600.0, seed: int = 1) -> dict:
     cfg = SimdConfig.from_params(params, SimdRtlOptions(multiplier=dsp_blocks))
     v = pe_verilog(cfg)
     t0 = time.perf_counter()
-    ecp5 = (synthesize_verilog(v, PE_TOP, target="ecp5", pnr=pnr, timeout_s=timeout_s) if "ecp5" in targets
-            else {})
+    ecp5 = (synthesize_verilog(v, PE_TOP, target="ecp5", pnr=pnr, timeout_s=timeout_s, seed=seed)
+            if "ecp5" in targets else {})
     generic = synthesize_verilog(v, PE_TOP, target="generic") if "generic" in targets else {}
     return {"modes": len(cfg.modes), "lanes": cfg.max_lanes, "cuts": list(cfg.cuts), "ecp5": ecp5, "generic": generic,
             "seconds": round(time.perf_counter() - t0, 1)}
@@ -72,6 +72,7 @@ def main(argv=None) -> int:
                     help="the pipelined PE's DSP products: inferred, or MULT18X18D instances with their "
                          "registers (what archsim rtl synth --target ecp5 builds)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per tool run (yosys, nextpnr)")
+    ap.add_argument("--seed", type=int, default=1, help="nextpnr seed")
     ap.add_argument("--dequant", action="store_true",
                     help="dequantize-then-fp16 baseline PEs (weights x scale -> fp16 per lane, then an fp16 MAC)")
     ap.add_argument("--no-pnr", action="store_true", help="skip nextpnr (no Fmax)")
@@ -96,7 +97,7 @@ def main(argv=None) -> int:
                                    dequant=args.dequant, accumulators=args.accumulators,
                                    lane_stages=args.lane_stages, rtl_multiplier=args.rtl_multiplier,
                                    scale_stages=args.scale_stages),
-                         pnr, args.targets, args.dsp_blocks, args.timeout)
+                         pnr, args.targets, args.dsp_blocks, args.timeout, args.seed)
         except ValueError as err:
             print(f"{label}: {err}", file=sys.stderr)
             continue

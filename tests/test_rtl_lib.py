@@ -124,6 +124,70 @@ def test_fp_units_random(fmt, op):
         assert_same_float(got["out"], reference(fmt, op, a, b), fmt)
 
 
+def top_codes(fmt: str) -> np.ndarray:
+    """The 12 largest finite magnitudes of ``fmt`` and 4 around 1.0, both signs: sums and products that
+    round up into overflow, or to the largest finite value."""
+    dt, ut = DTYPES[fmt]
+    bits = np.dtype(ut).itemsize * 8
+    top = int(np.array(md.finfo(dt).max, dtype=dt).view(ut))
+    one = int(np.array(1.0, dtype=dt).view(ut))
+    mags = [top - i for i in range(12)] + [one - 1, one, one + 1, one + 2]
+    return np.array(mags + [c | (1 << (bits - 1)) for c in mags], dtype=np.uint64)
+
+
+@pytest.mark.parametrize("fmt", list(DTYPES))
+@pytest.mark.parametrize("op", ["mul", "add"])
+def test_specials_as_data_same_bits(fmt, op):
+    """Round-and-pack's forcing as data (``specials_as_data``): numpy's results, and the very bits of the
+    default units (NaN codes and signs included), at every depth that moves its last two cut points."""
+    from rtl.lib.units import FpAdd, FpMul
+
+    cls = FpMul if op == "mul" else FpAdd
+    a, b = pairs(fmt, 150, 29)
+    t = top_codes(fmt)
+    ta, tb = np.meshgrid(t, t)
+    a, b = np.concatenate([a, ta.ravel()]), np.concatenate([b, tb.ravel()])
+    deepest = cls(fmt, 0).max_stages
+    for stages in sorted({0, 1, 2, deepest - 1, deepest}):
+        got = simulate(cls(fmt, stages, specials_as_data=True), {"a": a, "b": b})
+        assert_same_float(got["out"], reference(fmt, op, a, b), fmt)
+        assert got["out"] == simulate(cls(fmt, stages), {"a": a, "b": b})["out"], stages
+
+
+@pytest.mark.parametrize("fmt", ["fp32", "bf16", "fp8_e4m3"])
+def test_fp_add_zero_a_input(fmt):
+    """FpAdd's ``a_zero`` input: numpy's ``+0.0 + b`` where set, ``a + b`` elsewhere (both forcings)."""
+    from rtl.lib.units import FpAdd
+
+    a, b = pairs(fmt, 200, 31)
+    z = np.random.default_rng(31).integers(0, 2, a.size)
+    want = reference(fmt, "add", np.where(z == 1, 0, a), b)
+    for stages, data in ((0, False), (3, True), (FpAdd(fmt, 0).max_stages, True), (FpAdd(fmt, 0).max_stages, False)):
+        got = simulate(FpAdd(fmt, stages, specials_as_data=data, zero_a=True), {"a": a, "b": b, "a_zero": z})
+        assert_same_float(got["out"], want, fmt)
+
+
+@pytest.mark.parametrize("fmt", ["fp32", "fp16", "fp8_e4m3"])
+def test_specials_as_data_round_pack_and_int_to_fp(fmt):
+    """RoundPack (overflow, subnormals, zero) and IntToFp with the forcing as data: the default units' bits."""
+    from rtl.lib.units import IntToFp, RoundPack
+
+    rng = np.random.default_rng(6)
+    n = 300
+    sig = np.array([int(x) >> int(s) for x, s in zip(rng.integers(0, 1 << 48, n, dtype=np.uint64),
+                                                     rng.integers(0, 48, n))] + [(1 << 48) - 1] * 8, dtype=object)
+    exp = np.array([int(e) & 0xFFF for e in rng.integers(-200, 100, n)] + [80, 81, 82, 83, 120, 127, 128, 200])
+    sign = rng.integers(0, 2, n + 8)
+    ops = {"sign": sign, "exp": exp, "sig": sig}
+    for stages in (1, RoundPack(48, fmt, 0).max_stages):
+        want = simulate(RoundPack(48, fmt, stages), ops)["out"]
+        assert simulate(RoundPack(48, fmt, stages, specials_as_data=True), ops)["out"] == want
+    v = rng.integers(-(1 << 31), 1 << 31, 200) & 0xFFFFFFFF
+    for stages in (2, IntToFp(32, fmt, 0).max_stages):
+        want = simulate(IntToFp(32, fmt, stages), {"a": v})["out"]
+        assert simulate(IntToFp(32, fmt, stages, specials_as_data=True), {"a": v})["out"] == want
+
+
 @pytest.mark.parametrize("fmt", list(DTYPES))
 def test_fp_mul_lut_multiplier(fmt):
     """The fabric multiplier (``mul="lut"``) at its full depth and halfway: same bits as numpy."""
@@ -157,10 +221,11 @@ def test_fp32_units_at_every_depth(op):
 def test_fp8_units_exhaustive(fmt, op):
     from rtl.lib.units import FpAdd, FpMul
 
-    unit = (FpMul if op == "mul" else FpAdd)(fmt, 2)
     a, b = pairs(fmt, 0, 0, exhaustive=True)
-    got = simulate(unit, {"a": a, "b": b})
-    assert_same_float(got["out"], reference(fmt, op, a, b), fmt)
+    for data in (False, True):  # round-and-pack's forcing as a constant mux, and as data
+        unit = (FpMul if op == "mul" else FpAdd)(fmt, 2, specials_as_data=data)
+        got = simulate(unit, {"a": a, "b": b})
+        assert_same_float(got["out"], reference(fmt, op, a, b), fmt)
 
 
 def test_planted_rounding_error_is_caught():

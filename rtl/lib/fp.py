@@ -21,7 +21,7 @@ from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 
 from rtl.lib.formats import EXP_W, FP32, Decoded, FormatHw, decode, decode_fp32
 from rtl.lib.pipe import HardRegistered, Pipe, carry, cut, drop, registers_next
-from rtl.lib.round import EW, P, W, round_pack, round_pack_fp32, shift_coarse, shift_fine
+from rtl.lib.round import EW, P, W, packs_specials, round_pack, round_pack_fp32, shift_coarse, shift_fine
 
 QNAN = 0x7FC00000
 F32_ZERO = 0
@@ -31,21 +31,28 @@ N_CLAMP = 300
 
 # ----------------------------------------------------------------------------- finite fp32 datapaths
 
-def _align_add(m: Module, a, b, n: int, eb: int, mb: int, name: str, pipe: Pipe | None):
+def _align_add(m: Module, a, b, n: int, eb: int, mb: int, name: str, pipe: Pipe | None, a_zero=None):
     """``(sign, exe, total)`` of ``a + b`` (``n``-bit IEEE-style patterns, ``eb`` / ``mb`` fields):
     ``total`` (``mb + 5`` bits: carry, hidden bit, fraction, guard, round, sticky) times
     ``2**(exe - bias - mb - 3)`` rounds like the exact sum. Cut points: after the magnitude compare
     and exponent differences, after the operand swap and the alignment shift's first half (by
-    multiples of 8), after its second half, after the add."""
+    multiples of 8), after its second half, after the add. ``a_zero`` (optional): ``a`` is +0.0 when set
+    (selected after the compares, so they start from ``a``'s register, not from a mask in front)."""
     width = mb + 5
     swap = Signal(name=f"{name}_swap")
-    m.d.comb += swap.eq(b[:n - 1] > a[:n - 1])
     same = Signal(name=f"{name}_same")  # equal magnitudes (x - y cancels exactly)
-    m.d.comb += same.eq(a[:n - 1] == b[:n - 1])
     ea, eb_ = a[mb:mb + eb], b[mb:mb + eb]
     exa = Signal(eb + 1, name=f"{name}_exa")
     exb = Signal(eb + 1, name=f"{name}_exb")
-    m.d.comb += [exa.eq(Mux(ea == 0, 1, ea)), exb.eq(Mux(eb_ == 0, 1, eb_))]
+    if a_zero is None:
+        m.d.comb += [swap.eq(b[:n - 1] > a[:n - 1]), same.eq(a[:n - 1] == b[:n - 1])]
+        m.d.comb += [exa.eq(Mux(ea == 0, 1, ea)), exb.eq(Mux(eb_ == 0, 1, eb_))]
+    else:
+        bnz = b[:n - 1] != 0
+        m.d.comb += [swap.eq(Mux(a_zero, bnz, b[:n - 1] > a[:n - 1])),
+                     same.eq(Mux(a_zero, ~bnz, a[:n - 1] == b[:n - 1]))]
+        m.d.comb += [exa.eq(Mux(a_zero | (ea == 0), 1, ea)), exb.eq(Mux(eb_ == 0, 1, eb_))]
+        a = a & ~a_zero.replicate(n)
     dab = Signal(eb + 1, name=f"{name}_dab")  # exa - exb if a is the larger (then >= 0), and exb - exa if b
     dba = Signal(eb + 1, name=f"{name}_dba")
     m.d.comb += [dab.eq(exa - exb), dba.eq(exb - exa)]
@@ -405,8 +412,11 @@ def product(m: Module, a: Decoded, b: Decoded, wa: int, wb: int, name: str, sig_
         p = _product_signal(m, sp, wa + wb, f"{name}_p")
     pc, ec, sc, nan, inf = cut(pipe, p, ec, sc, nan, inf)
     c_nan, c_inf, c_p, c_s = carry(pipe, nan), carry(pipe, inf), carry(pipe, pc), carry(pipe, sc)
-    finite = round_pack(m, sc, ec, pc, wa + wb, f"{name}_rp", out.ebits, out.mbits, out.specials, pipe)
+    finite = round_pack(m, sc, ec, pc, wa + wb, f"{name}_rp", out.ebits, out.mbits, out.specials, pipe,
+                        forced=(c_nan, c_inf, c_s))
     nan, inf, p_out, s_out = drop(pipe, c_nan), drop(pipe, c_inf), drop(pipe, c_p), drop(pipe, c_s)
+    if packs_specials(pipe):  # round_pack applied them
+        return finite, p_out, s_out
     sign = finite[out.bits - 1]
     return special(m, nan, inf, sign, finite, name, out), p_out, s_out
 
@@ -437,18 +447,29 @@ def fp_mul(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None = None, mu
     return product(m, da, db, f.sig_bits, f.sig_bits, name, pipe=pipe, out=f, mul=mul)[0]
 
 
-def fp_add(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None = None):
-    """Bits of ``a + b`` in the IEEE-style float ``f`` (one rounding; ``-0`` only for ``-0 + -0``).
-    Cut points: the alignment's three, and round_pack's."""
+def fp_add(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None = None, a_zero=None):
+    """Bits of ``a + b`` in the IEEE-style float ``f`` (one rounding; ``-0`` only for ``-0 + -0``);
+    ``a_zero`` (optional): ``a`` is +0.0 when set (:func:`_align_add`). Cut points: the alignment's
+    three, and round_pack's."""
     mb, eb, n = f.mbits, f.ebits, f.bits
-    da, db = decode(m, f, a, f"{name}_a"), decode(m, f, b, f"{name}_b")
+    if a_zero is not None:  # the specials' decode reads +0.0 (one LUT level, beside the compares)
+        da = decode(m, f, a & ~a_zero.replicate(n), f"{name}_a")
+    else:
+        da = decode(m, f, a, f"{name}_a")
+    db = decode(m, f, b, f"{name}_b")
     flags = [carry(pipe, v) for v in (da.nan | db.nan | (da.inf & db.inf & (a[n - 1] != b[n - 1])),
                                       da.inf | db.inf, Mux(da.inf, a[n - 1], b[n - 1]))]
-    sign, exe, total = _align_add(m, a, b, n, eb, mb, name, pipe)
-    exp = Signal(signed(EXP_W), name=f"{name}_exp")
-    m.d.comb += exp.eq(exe - (f.bias + mb + 3))
-    finite = round_pack(m, sign, exp, total, mb + 5, f"{name}_rp", eb, mb, f.specials, pipe)
+    sign, exe, total = _align_add(m, a, b, n, eb, mb, name, pipe, a_zero)
+    if packs_specials(pipe):  # the offset folded into round_pack's compares (no carry chain before theirs)
+        exp, offset = exe, -(f.bias + mb + 3)
+    else:
+        exp, offset = Signal(signed(EXP_W), name=f"{name}_exp"), 0
+        m.d.comb += exp.eq(exe - (f.bias + mb + 3))
+    finite = round_pack(m, sign, exp, total, mb + 5, f"{name}_rp", eb, mb, f.specials, pipe, forced=flags,
+                        exp_offset=offset)
     nan, inf, inf_sign = (drop(pipe, c) for c in flags)
+    if packs_specials(pipe):  # round_pack applied them
+        return finite
     return special(m, nan, inf if f.specials == "ieee" else Const(0, 1), inf_sign, finite, name, f)
 
 

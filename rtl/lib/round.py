@@ -131,10 +131,18 @@ def round_pack_fp32(m: Module, sign, exp, sig, name: str, pipe: Pipe | None = No
 
 
 def round_pack(m: Module, sign, exp, sig, width: int, name: str, ebits: int = 8, mbits: int = 23,
-               specials: str = "ieee", pipe: Pipe | None = None):
+               specials: str = "ieee", pipe: Pipe | None = None, forced=None, exp_offset: int = 0):
     """Bits of ``(-1)**sign * sig * 2**exp`` (``sig`` unsigned, ``width`` bits) in the IEEE-style format
     with ``ebits`` / ``mbits`` (default fp32): one RNE rounding, subnormals; overflow to inf
-    (``specials="ieee"``) or to the NaN code (``"fn"``: e4m3, whose top code of the top binade is NaN)."""
+    (``specials="ieee"``) or to the NaN code (``"fn"``: e4m3, whose top code of the top binade is NaN).
+
+    With a pipe whose ``specials_as_data`` is set (:func:`packs_specials`), the overflow and the caller's
+    special cases ``forced`` = ``(nan, inf, inf_sign)`` (:class:`rtl.lib.pipe.Carried` values, or None:
+    none) are decided beside the rounding increment and applied as AND / OR data (:func:`_pack_as_data`);
+    the result is then final (the caller applies no :func:`rtl.lib.fp.special`). Same cut points, bits.
+
+    ``exp_offset``: the exponent is ``exp + exp_offset`` (folded into the compares and sums with constants
+    that read it, so a caller's constant offset is no carry chain of its own before theirs)."""
     bias = (1 << (ebits - 1)) - 1
     emax = (1 << ebits) - 1
     lsb_min = 1 - bias - mbits
@@ -149,12 +157,15 @@ def round_pack(m: Module, sign, exp, sig, width: int, name: str, ebits: int = 8,
     ekm = Signal(signed(sw), name=f"{name}_ekm")  # ek - lsb_min: below the normal range iff lz > ekm
     ra = Signal(signed(sw), name=f"{name}_ra")  # r in the subnormal case
     nra = Signal(signed(sw), name=f"{name}_nra")
-    m.d.comb += [ek.eq(exp + k), ekm.eq(exp + (k - lsb_min)), ra.eq(lsb_min - exp), nra.eq(exp - lsb_min)]
+    off = exp_offset
+    m.d.comb += [ek.eq(exp + (k + off)), ekm.eq(exp + (k - lsb_min + off)), ra.eq((lsb_min - off) - exp),
+                 nra.eq(exp - (lsb_min - off))]
     # the subnormal case's clamps as compares of exp with constants, beside the subtractions
     ra_left = Signal(name=f"{name}_ra_left")  # ra <= 0
     ra_ls_max = Signal(name=f"{name}_ra_lsmax")  # -ra > mbits
     ra_rc_max = Signal(name=f"{name}_ra_rcmax")  # ra > ext_w
-    m.d.comb += [ra_left.eq(exp >= lsb_min), ra_ls_max.eq(exp > lsb_min + mbits), ra_rc_max.eq(exp < lsb_min - ext_w)]
+    m.d.comb += [ra_left.eq(exp >= lsb_min - off), ra_ls_max.eq(exp > lsb_min + mbits - off),
+                 ra_rc_max.eq(exp < lsb_min - ext_w - off)]
     ra_ls = Signal(range(mbits + 1), name=f"{name}_ra_ls")
     ra_rc = Signal(range(ext_w + 1), name=f"{name}_ra_rc")
     ls_w, rc_w = ra_ls.shape().width, ra_rc.shape().width
@@ -202,6 +213,8 @@ def round_pack(m: Module, sign, exp, sig, width: int, name: str, ebits: int = 8,
         m.d.comb += mant.eq(sl)
     with m.Else():
         m.d.comb += [mant.eq(sh[2:]), guard.eq(sh[1]), sticky.eq(sh[0] | lost)]
+    if packs_specials(pipe):
+        return _pack_as_data(m, sign, lsb, mant, guard, sticky, name, ebits, mbits, specials, pipe, forced)
     sign, lsb, mant, guard, sticky = cut(pipe, sign, lsb, mant, guard, sticky)
     up = guard & (sticky | mant[0])
     mr = Signal(mbits + 2, name=f"{name}_mr")
@@ -240,4 +253,56 @@ def round_pack(m: Module, sign, exp, sig, width: int, name: str, ebits: int = 8,
             m.d.comb += out.eq(Cat(Const(0, mbits), Const(emax, ebits), sign))
         with m.Else():
             m.d.comb += out.eq(Cat(frac, be, sign))
+    return out
+
+
+def packs_specials(pipe: Pipe | None) -> bool:
+    """Whether :func:`round_pack` on ``pipe`` applies overflow and the caller's specials itself, as data."""
+    return pipe is not None and pipe.specials_as_data
+
+
+def _pack_as_data(m: Module, sign, lsb, mant, guard, sticky, name: str, ebits: int, mbits: int, specials: str,
+                  pipe: Pipe, forced):
+    """round_pack's last two cut points with the forcing as data: the exponent compares beside the
+    fine shift; beside the increment, whether it carries out / keeps the leading one (all-ones
+    detects, not its sum), the overflow, the forced exponent and sign; after it, each fraction bit is
+    one LUT of registered values (``mr & ~force | nan``) -- no constant mux before the output register,
+    which yosys maps onto the flip-flops' synchronous reset. The rounded fraction is ``mr[:mbits]`` in
+    every case (a carry out leaves ``mr = 2**(mbits + 1)``, whose low bits are 0)."""
+    bias = (1 << (ebits - 1)) - 1
+    be_hi = Signal(signed(EXP_W + 3), name=f"{name}_behi")
+    be_mid = Signal(signed(EXP_W + 3), name=f"{name}_bemid")
+    m.d.comb += [be_hi.eq(lsb + (bias + mbits + 1)), be_mid.eq(lsb + (bias + mbits))]  # one constant each
+    top_lsb = (1 << ebits) - 1 - bias - mbits
+    if specials == "fn":
+        hi_ovf, mid_ovf, mid_top = lsb > top_lsb - 1, lsb > top_lsb, lsb == top_lsb
+    else:
+        hi_ovf, mid_ovf, mid_top = lsb >= top_lsb - 1, lsb >= top_lsb, Const(0, 1)
+    sign, mant, guard, sticky, be_hi, be_mid, hi_ovf, mid_ovf, mid_top = cut(
+        pipe, sign, mant, guard, sticky, be_hi[:ebits], be_mid[:ebits], hi_ovf, mid_ovf, mid_top)
+    up = Signal(name=f"{name}_up")
+    m.d.comb += up.eq(guard & (sticky | mant[0]))
+    mr = Signal(mbits + 2, name=f"{name}_mr")
+    m.d.comb += mr.eq(mant + up)
+    low_ones = mant[:mbits].all()
+    hi = Signal(name=f"{name}_hi")  # the increment carries out: mr = 2**(mbits + 1)
+    mid = Signal(name=f"{name}_mid")  # else the leading one at bit mbits (a normal result)
+    m.d.comb += [hi.eq(up & low_ones & mant[mbits]), mid.eq(~hi & (mant[mbits] | (up & low_ones)))]
+    nan, inf, inf_sign = (Const(0, 1),) * 3 if forced is None else (c.value for c in forced)
+    force = Signal(name=f"{name}_force")  # the result is a special code: exponent all ones
+    if specials == "fn":  # above the top binade, or its all-ones mantissa (the NaN code), or a NaN operand
+        frac_ones = Mux(up, mant[1:mbits].all() & ~mant[0], low_ones)  # mr[:mbits] all ones
+        m.d.comb += force.eq((hi & hi_ovf) | (mid & mid_ovf) | (mid & mid_top & frac_ones) | nan)
+    else:
+        m.d.comb += force.eq((hi & hi_ovf) | (mid & mid_ovf) | nan | inf)
+    be = Signal(ebits, name=f"{name}_be")
+    m.d.comb += be.eq((be_hi & hi.replicate(ebits)) | (be_mid & mid.replicate(ebits)) | force.replicate(ebits))
+    sign_out = Signal(name=f"{name}_so")  # a NaN is positive; an inf operand's sign wins
+    m.d.comb += sign_out.eq(~nan & Mux(inf, inf_sign, sign))
+    sign_out, be, frac, force, nan = cut(pipe, sign_out, be, mr[:mbits], force, nan)
+    out = Signal(1 + ebits + mbits, name=name)
+    if specials == "fn":  # the NaN code: all-ones fraction
+        m.d.comb += out.eq(Cat(frac | force.replicate(mbits), be, sign_out))
+    else:  # inf: zero fraction; the canonical NaN: its quiet bit
+        m.d.comb += out.eq(Cat(frac & ~force.replicate(mbits), be, sign_out) | (nan << (mbits - 1)))
     return out

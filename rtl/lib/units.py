@@ -36,7 +36,9 @@ class Unit(wiring.Component):
     inputs: dict[str, Shape]
     outputs: dict[str, Shape]
 
-    def __init__(self, stages: int):
+    def __init__(self, stages: int, specials_as_data: bool = False):
+        #: round-and-pack's forcing as data (:attr:`rtl.lib.pipe.Pipe.specials_as_data`): same bits and latency
+        self.specials_as_data = specials_as_data
         #: cut points of the builder plus the output register
         self.max_stages = _count_cuts(self.build, self.inputs) + 1
         if isinstance(stages, bool) or not isinstance(stages, int) or not 0 <= stages <= self.max_stages:
@@ -57,7 +59,7 @@ class Unit(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        pipe = Pipe(m, self.stages, self.max_stages, "u")
+        pipe = Pipe(m, self.stages, self.max_stages, "u", specials_as_data=self.specials_as_data)
         outs = self.build(m, {k: getattr(self, k) for k in self.inputs}, pipe)
         names = list(self.outputs)
         regs = pipe.cut(*(outs[k] for k in names))  # the output register (the last cut point)
@@ -79,28 +81,32 @@ class FpMul(Unit):
     ``"lut"`` (fabric, one more cut point), ``"dsp_reg"`` (instantiated MULT18X18D blocks with their own
     registers, ECP5) or ``"dsp_reg_sim"`` (their Amaranth equivalent, for amaranth.sim): :func:`rtl.lib.fp.multiply`."""
 
-    def __init__(self, fmt: str, stages: int = 1, mul: str = "dsp"):
+    def __init__(self, fmt: str, stages: int = 1, mul: str = "dsp", specials_as_data: bool = False):
         self.fmt = _float(fmt)
         self.mul = _mul(mul)
         self.inputs = {"a": Shape(self.fmt.bits), "b": Shape(self.fmt.bits)}
         self.outputs = {"out": Shape(self.fmt.bits)}
-        super().__init__(stages)
+        super().__init__(stages, specials_as_data)
 
     def build(self, m, ins, pipe):
         return {"out": fp.fp_mul(m, self.fmt, ins["a"], ins["b"], "mul", pipe, self.mul)}
 
 
 class FpAdd(Unit):
-    """``a + b`` in the float ``fmt``, one RNE rounding."""
+    """``a + b`` in the float ``fmt``, one RNE rounding; ``specials_as_data``: :class:`Unit`'s; ``zero_a``:
+    an input ``a_zero`` that makes ``a`` +0.0 (:func:`rtl.lib.fp.fp_add`: a select after the operand compares,
+    not a mask before them)."""
 
-    def __init__(self, fmt: str, stages: int = 1):
+    def __init__(self, fmt: str, stages: int = 1, specials_as_data: bool = False, zero_a: bool = False):
         self.fmt = _float(fmt)
         self.inputs = {"a": Shape(self.fmt.bits), "b": Shape(self.fmt.bits)}
+        if zero_a:
+            self.inputs["a_zero"] = Shape(1)
         self.outputs = {"out": Shape(self.fmt.bits)}
-        super().__init__(stages)
+        super().__init__(stages, specials_as_data)
 
     def build(self, m, ins, pipe):
-        return {"out": fp.fp_add(m, self.fmt, ins["a"], ins["b"], "add", pipe)}
+        return {"out": fp.fp_add(m, self.fmt, ins["a"], ins["b"], "add", pipe, ins.get("a_zero"))}
 
 
 class NarrowMulFp32(Unit):
@@ -158,11 +164,11 @@ class Lzc(Unit):
 class RoundPack(Unit):
     """``(-1)**sign * sig * 2**exp`` (``sig`` ``width`` bits, ``exp`` signed) to the float ``fmt``, RNE."""
 
-    def __init__(self, width: int, fmt: str = "fp32", stages: int = 1):
+    def __init__(self, width: int, fmt: str = "fp32", stages: int = 1, specials_as_data: bool = False):
         self.width, self.fmt = width, _float(fmt)
         self.inputs = {"sign": Shape(1), "exp": signed(EXP_W), "sig": Shape(width)}
         self.outputs = {"out": Shape(self.fmt.bits)}
-        super().__init__(stages)
+        super().__init__(stages, specials_as_data)
 
     def build(self, m, ins, pipe):
         f = self.fmt
@@ -173,11 +179,11 @@ class RoundPack(Unit):
 class IntToFp(Unit):
     """Signed ``width``-bit integer to the float ``fmt``, RNE."""
 
-    def __init__(self, width: int, fmt: str = "fp32", stages: int = 1):
+    def __init__(self, width: int, fmt: str = "fp32", stages: int = 1, specials_as_data: bool = False):
         self.width, self.fmt = width, _float(fmt)
         self.inputs = {"a": signed(width)}
         self.outputs = {"out": Shape(self.fmt.bits)}
-        super().__init__(stages)
+        super().__init__(stages, specials_as_data)
 
     def build(self, m, ins, pipe):
         return {"out": fp.int_to_fp(m, ins["a"], self.width, "i2f", self.fmt, pipe)}

@@ -13,7 +13,7 @@ enter a pipelined pairwise tree.
 """
 from __future__ import annotations
 
-from amaranth import Const, Module, Mux, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -27,7 +27,6 @@ def _level_nodes(lanes: int, level: int) -> int:
     return lanes
 
 
-NEG_ZERO = 0x80000000
 #: most slots: the ring's adder has exactly ``slots`` stages, and FpAdd("fp32") has at most 11
 MAX_SLOTS = 11
 
@@ -58,7 +57,7 @@ def add_tree(m: Module, values: list, stages: int, name: str, has_right=None) ->
             if i + 1 >= len(node):
                 nxt.append(delayed(m, node[i], stages, f"{name}{lev}_{i // 2}_p"))
                 continue
-            add = m.submodules[f"{name}{lev}_{i // 2}"] = FpAdd("fp32", stages)
+            add = m.submodules[f"{name}{lev}_{i // 2}"] = FpAdd("fp32", stages, specials_as_data=True)
             m.d.comb += [add.a.eq(node[i]), add.b.eq(node[i + 1]), add.in_valid.eq(1)]
             total = add.out
             if has_right is not None:
@@ -90,29 +89,34 @@ class InterleavedSum(wiring.Component):
     def elaborate(self, platform):
         A = self.slots
         m = Module()
-        add = m.submodules.ring = FpAdd("fp32", A)
+        add = m.submodules.ring = FpAdd("fp32", A, specials_as_data=True, zero_a=True)
         age = Signal(range(A + 1), name="age")  # cycles of the run so far, saturating at A
         age_now = Signal.like(age, name="age_now")
         m.d.comb += age_now.eq(Mux(self.start, 0, age))
         m.d.sync += age.eq(Mux(age_now == A, A, age_now + 1))
-        fresh = age_now != A  # this slot's first visit in the run
-        m.d.comb += [add.a.eq(Mux(fresh, Const(0, 32), add.out)),
-                     add.b.eq(Mux(self.in_valid, self.in_x, NEG_ZERO)), add.in_valid.eq(1)]
+        full = Signal(name="full")  # age == A, a register of its own (so fresh is one LUT before the adder)
+        m.d.sync += full.eq(age_now >= A - 1)
+        fresh = self.start | ~full  # this slot's first visit in the run (age_now != A)
+        # +0.0 on a fresh slot (selected inside the adder, after its operand compares), -0.0 without a value
+        # (AND / OR, not a constant mux, which yosys maps onto the operand register's synchronous reset)
+        m.d.comb += [add.a.eq(add.out), add.a_zero.eq(fresh),
+                     add.b.eq(Cat(self.in_x[:31] & self.in_valid.replicate(31), self.in_x[31] | ~self.in_valid)),
+                     add.in_valid.eq(1)]
         # the run's cycles among the last A (the window's newest entries), known at the end cycle
         run_len = Signal(range(A + 1), name="run_len")
         m.d.comb += run_len.eq(Mux(age_now == A, A, age_now + 1))
         end_d = delayed(m, self.end, A, "end")
-        len_d = delayed(m, run_len, A - 1, "len")
-        taps = [delayed(m, add.out, A - 1 - k, f"tap{k}") for k in range(A)]
+        len_d = delayed(m, run_len, A - 2, "len")  # a cycle ahead of the window's mask
         entries = []
-        for k, t in enumerate(taps):
-            # the window's mask bit is a register (compared a cycle early), so the reduction tree's first
-            # stage sees one AND, not a compare and a mux
+        for k in range(A - 1):
+            # the window's entry k is a register: the last of its tap's delays, masked there by a mask bit
+            # compared a cycle earlier still, so the reduction tree's first stage starts from registers
             keep = Signal(name=f"keep{k}")
             m.d.sync += keep.eq(len_d >= A - k)
             e = Signal(32, name=f"entry{k}")
-            m.d.comb += e.eq(Mux(keep, t, 0))
+            m.d.sync += e.eq(delayed(m, add.out, A - 2 - k, f"tap{k}") & keep.replicate(32))
             entries.append(e)
+        entries.append(add.out)  # the newest entry: always in the window (a run is at least one cycle long)
         m.d.comb += [self.out.eq(add_tree(m, entries, self.tree_stages, "red")),
                      self.out_valid.eq(delayed(m, end_d, tree_levels(A) * self.tree_stages, "ov"))]
         return m
