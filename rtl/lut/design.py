@@ -45,7 +45,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from rtl.lut.arith import FpArith, IntArith
-from rtl.lut.config import AFMT, DIM_BITS, PLANES, WFMT  # noqa: F401 - re-exported
+from rtl.lut.config import AFMT, DIM_BITS, PLANES, WFMT, _bits  # noqa: F401 - re-exported
 from rtl.lut.controller import LutController
 from rtl.lut.precompute import PrecomputeUnit
 from rtl.lib.fp import fp32_mul_finite as fp32_mul, int_to_fp32
@@ -59,10 +59,6 @@ RTL_PIPELINE = 3
 SCALE_STAGES = {"none": 0, "per_group": 1, "per_channel": 2}
 DEPTHS = {"act_depth": 64, "weight_depth": 128, "out_depth": 64, "table_depth": 64, "scale_depth": 64}
 ACC_BITS = 32
-
-
-def _bits(n: int) -> int:
-    return max(1, (n - 1).bit_length())
 
 
 @dataclass(frozen=True)
