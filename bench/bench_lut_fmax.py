@@ -45,6 +45,7 @@ def main(argv=None) -> int:
     ap.add_argument("--pipeline", type=int, default=4, help="pipeline_cycles (default 4, as the preset)")
     ap.add_argument("--precompute", type=int, default=4, help="precompute_pipeline_cycles (default 4)")
     ap.add_argument("--tile-n", type=int, default=8, help="columns (default 8, the preset's)")
+    ap.add_argument("--seed", type=int, default=1, help="nextpnr seed (default 1)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per tool (default 900)")
     ap.add_argument("--workdir", help="keep yosys.log / nextpnr.log here")
     ap.add_argument("--json", metavar="FILE")
@@ -65,7 +66,7 @@ def main(argv=None) -> int:
 
     try:
         fig = synthesize(p, target="ecp5", pnr=True, options=synth_bench.LUT_OPTIONS, timeout_s=args.timeout,
-                         workdir=args.workdir, progress=progress, **synth_bench.SYNTH)
+                         workdir=args.workdir, progress=progress, seed=args.seed, **synth_bench.SYNTH)
     except ToolError as err:
         print(f"{w} x {a}: {err} ({time.time() - last[0]:.0f} s in {last[1]}; before it {stages})")
         stat = Path(args.workdir or ".") / "stat.json"
@@ -80,8 +81,8 @@ def main(argv=None) -> int:
     row = {"build": f"{w} x {a}" + (f" N{args.tile_n}" if args.tile_n != 8 else ""),
            "pipeline_cycles": args.pipeline, "precompute_pipeline_cycles": args.precompute,
            "luts": fig["luts"], "ffs": fig["ffs"], "dsps": fig["dsps"], "bram": fig.get("bram", 0),
-           "fmax_mhz": fig["fmax_mhz"], "critical_path": cp, "wall_s": stages, "tools": fig.get("tools")}
-    print(f"{row['build']} (pipeline {args.pipeline}, precompute {args.precompute}): {row['luts']:,} LUT4, "
+           "fmax_mhz": fig["fmax_mhz"], "seed": args.seed, "critical_path": cp, "wall_s": stages, "tools": fig.get("tools")}
+    print(f"{row['build']} (pipeline {args.pipeline}, precompute {args.precompute}, seed {args.seed}): {row['luts']:,} LUT4, "
           f"{row['ffs']:,} FF, {row['dsps']} DSP, {row['bram']} BRAM, {row['fmax_mhz']} MHz; critical path "
           f"{cp.get('from')} -> {cp.get('to')} ({cp.get('logic_ns')} ns logic + {cp.get('routing_ns')} ns routing); "
           f"wall {stages}")

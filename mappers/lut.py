@@ -198,7 +198,8 @@ class LutMapper(Mapper):
         """Closed-form cycles of a buffer tile (numpy-vectorised :func:`~archsim.templates.lut.tile.tile_cycles`)."""
         p = self.p
         s = -(-sm // p.tile_m) * (sk // p.group_k)
-        pre = 0 if self.fusion else ceil(p.tile_m * p.table_entries / p.precompute_entries_per_cycle)
+        pre = 0 if self.fusion else (ceil(p.tile_m * p.table_entries / p.precompute_entries_per_cycle)
+                                     + p.precompute_pipeline_cycles)
         look = -(-sn // p.tile_n) * PLANES[wf]
         return pre + (s - 1) * np.maximum(pre, look) + look + p.pipeline_cycles
 
