@@ -200,7 +200,8 @@ class LutMapper(Mapper):
         s = -(-sm // p.tile_m) * (sk // p.group_k)
         pre = 0 if self.fusion else (ceil(p.tile_m * p.table_entries / p.precompute_entries_per_cycle)
                                      + p.precompute_pipeline_cycles)
-        look = -(-sn // p.tile_n) * PLANES[wf]
+        d = p.lookup_interleave
+        look = -(-(-(-sn // p.tile_n)) // d) * d * PLANES[wf]
         return pre + (s - 1) * np.maximum(pre, look) + look + p.pipeline_cycles
 
     def tile_sram_bytes(self, sm, sk, sn, g: Gemm):

@@ -101,6 +101,7 @@ def test_lut_preset_has_an_rtl_design_with_documented_ports():
     ({"scale": "per_group", "scale_group": 8, "pipeline_cycles": 3},
      r"^lut RTL: pipeline_cycles: the lut RTL's pipeline with per_group scales has 4 stages, got 3$"),
     ({"pipeline_cycles": 2}, r"^lut RTL: pipeline_cycles: the lut RTL's pipeline has 3 stages, got 2$"),
+    ({"lookup_interleave": 2}, r"^lut RTL: lookup_interleave: the lut RTL interleaves no column blocks yet"),
 ])
 def test_unsupported_params_are_one_line_errors(over, message):
     from rtl.generate import design_for

@@ -91,6 +91,9 @@ class LutConfig:
             with_scale = f" with {p.scale} scales" if p.scale != "none" else ""
             raise ValueError(f"pipeline_cycles: the lut RTL's pipeline{with_scale} has {stages} stages, "
                              f"got {p.pipeline_cycles}")
+        if p.lookup_interleave != 1:
+            raise ValueError(f"lookup_interleave: the lut RTL interleaves no column blocks yet (expected 1), "
+                             f"got {p.lookup_interleave}")
         opts = dict(options or {})
         for key, default in DEPTHS.items():
             v = opts.get(key, default)
