@@ -44,19 +44,21 @@ class LutController(wiring.Component):
         o_bits = max(_bits(c.out_depth), _bits(c.scale_depth) if c.scale == "per_group" else 0)
         step_max = min(c.act_depth, c.table_depth)  # row blocks, K-groups (steps = their product)
         pre_full = c.pre_cycles + c.precompute_latency
-        slot_bits = max(c.weight_depth, pre_full).bit_length()  # cycles of a slot, minus one
+        D = c.lookup_interleave  # column blocks interleaved (a power of two)
+        slot_bits = max(c.weight_depth + 4 * (D - 1), pre_full).bit_length()  # cycles of a slot, minus one
         n_bits = step_max.bit_length()
+        nb_bits = max(o_bits, (c.out_depth + c.lookup_interleave).bit_length())  # column blocks (+ a batch)
         # ---------------------------------------------------------- command
         running = Signal()
         error = self.cmd_error
         wfmt, afmt = Signal(3), Signal(2)
         acc_cmd, precomp = Signal(), Signal()
         planes = Signal(3)
-        col_blocks = Signal(o_bits)
+        col_blocks = Signal(nb_bits)
         last_step = Signal()
         g_wrap = Signal()
         g_first = Signal()  # the step's K-group is 0
-        look = Signal(w_bits)  # (added to the weight base: modulo the weight buffer's depth)
+        look_w = Signal(w_bits)  # weight entries a step (col_blocks * b; added to the weight base)
         # the command's limits minus one (two), taken with the command: the sequencer compares
         # its counters with registers (no subtractor on its paths)
         slot_m1, look_m1 = Signal(slot_bits), Signal(slot_bits)
@@ -81,12 +83,16 @@ class LutController(wiring.Component):
         a_ok = Const(sum(1 << AFMT[f] for f in c.activation_formats), 4).bit_select(self.cmd_afmt, 1)
         dims_ok = (self.cmd_row_blocks != 0) & (self.cmd_groups != 0) & (self.cmd_col_blocks != 0)
         cmd_planes = Array(Const(v, 3) for v in PLANES + (0, 0, 0))[self.cmd_wfmt]
-        cmd_look = Signal(DIM_BITS + 3)
-        m.d.comb += cmd_look.eq(self.cmd_col_blocks * cmd_planes)
+        cmd_look_w, cmd_look = Signal(DIM_BITS + 3), Signal(DIM_BITS + 3)
+        m.d.comb += cmd_look_w.eq(self.cmd_col_blocks * cmd_planes)
+        if D == 1:
+            m.d.comb += cmd_look.eq(cmd_look_w)
+        else:  # batches of D blocks, the last one padded
+            m.d.comb += cmd_look.eq(((self.cmd_col_blocks + (D - 1)) & ~(D - 1)) * cmd_planes)
         # a tile that fits the buffers has at most this many row blocks, K-groups, lookups a step and
         # column blocks (the host checks the products: rtl.lut.rtl_design)
         fits = ((self.cmd_row_blocks <= step_max) & (self.cmd_groups <= step_max)
-                & (cmd_look <= c.weight_depth) & (self.cmd_col_blocks <= c.out_depth))
+                & (cmd_look_w <= c.weight_depth) & (self.cmd_col_blocks <= c.out_depth))
         cmd_pre = Mux(self.cmd_precomputed, 0, pre_full)
         cmd_slot_m1 = Signal(slot_bits)
         m.d.comb += cmd_slot_m1.eq(Mux(cmd_look > cmd_pre, cmd_look, cmd_pre) - 1)
@@ -107,7 +113,7 @@ class LutController(wiring.Component):
         q = Signal(3)  # plane position (0 = MSB plane)
         w_base = Signal(w_bits)
         o_base = Signal(o_bits)
-        nb = Signal(o_bits)
+        nb = Signal(nb_bits)
         tail_active = Signal()
         tail = Signal(range(c.pipeline_cycles + 1))
         t = Signal(32)
@@ -121,7 +127,7 @@ class LutController(wiring.Component):
                     running.eq(1), t.eq(0),
                     wfmt.eq(self.cmd_wfmt), afmt.eq(self.cmd_afmt), acc_cmd.eq(self.cmd_accumulate),
                     precomp.eq(self.cmd_precomputed), planes.eq(cmd_planes),
-                    col_blocks.eq(self.cmd_col_blocks), look.eq(cmd_look),
+                    col_blocks.eq(self.cmd_col_blocks), look_w.eq(cmd_look_w),
                     slot_m1.eq(cmd_slot_m1), look_m1.eq(cmd_look - 1),
                     slot_m1_zero.eq(cmd_slot_m1 == 0), look_m1_zero.eq(cmd_look == 1),
                     groups_m1.eq(self.cmd_groups - 1), g_left.eq(self.cmd_groups - 1),
@@ -153,11 +159,34 @@ class LutController(wiring.Component):
             m.d.sync += t.eq(t + 1)
             with m.If(~lk_go):
                 m.d.sync += [lk_wait.eq(lk_wait - 1), lk_go.eq(lk_wait == 1), seq.eq(lk_wait == 1)]
-        with m.If(issue):
-            with m.If(q == planes_m1):
-                m.d.sync += [q.eq(0), nb.eq(nb + 1)]
-            with m.Else():
-                m.d.sync += q.eq(q + 1)
+        blk_ok = Const(1, 1)  # the issued (block, plane) is one of the tile's (not the last batch's idle slot)
+        if D == 1:
+            with m.If(issue):
+                with m.If(q == planes_m1):
+                    m.d.sync += [q.eq(0), nb.eq(nb + 1)]
+                with m.Else():
+                    m.d.sync += q.eq(q + 1)
+            w_addr = w_base + sc
+        else:  # block nb = bb + d of the batch starting at bb, plane position q: d fastest, then q, then bb
+            d = Signal(range(D))
+            bb = Signal(nb_bits)
+            bb_off, d_off = Signal(w_bits), Signal(w_bits)  # bb * b and d * b: weight entries
+            batch_w = Signal(w_bits)  # D * b
+            with m.If(self.accept):
+                m.d.sync += [d.eq(0), bb.eq(0), bb_off.eq(0), d_off.eq(0), batch_w.eq(cmd_planes * D)]
+            with m.If(issue):
+                with m.If(d == D - 1):
+                    m.d.sync += [d.eq(0), d_off.eq(0)]
+                    with m.If(q == planes_m1):
+                        m.d.sync += [q.eq(0), bb.eq(bb + D), nb.eq(bb + D), bb_off.eq(bb_off + batch_w)]
+                    with m.Else():
+                        m.d.sync += [q.eq(q + 1), nb.eq(bb)]
+                with m.Else():
+                    m.d.sync += [d.eq(d + 1), nb.eq(nb + 1), d_off.eq(d_off + planes)]
+            with m.If(seq & slot_end & ~last_issue):
+                m.d.sync += [d.eq(0), bb.eq(0), bb_off.eq(0), d_off.eq(0)]
+            blk_ok = nb < col_blocks
+            w_addr = w_base + bb_off + d_off + q
         with m.If(last_issue):
             m.d.sync += [lk_done.eq(1), seq.eq(0), tail_active.eq(1), tail.eq(c.pipeline_cycles)]
         with m.Elif(seq & slot_end):
@@ -169,7 +198,7 @@ class LutController(wiring.Component):
                              g_wrap.eq(one_group), g_left.eq(groups_m1), g_m2.eq(two_groups),
                              mb_left.eq(mb_left - 1), mb_last.eq(mb_m2), mb_m2.eq(mb_left == 2)]
             with m.Else():
-                m.d.sync += [g_first.eq(0), w_base.eq(w_base + look), g_wrap.eq(g_m2), g_left.eq(g_left - 1),
+                m.d.sync += [g_first.eq(0), w_base.eq(w_base + look_w), g_wrap.eq(g_m2), g_left.eq(g_left - 1),
                              g_m2.eq(g_left == 2)]
         with m.Elif(seq):
             m.d.sync += [sc.eq(sc + 1), look_left.eq(look_left - 1), slot_left.eq(slot_left - 1),
@@ -184,11 +213,11 @@ class LutController(wiring.Component):
                          self.tiles_done.eq(self.tiles_done + 1)]
         m.d.comb += [self.tile_start.eq(running & (t == 0)), self.tile_done.eq(done)]
 
-        m.d.comb += [self.w_addr.eq(w_base + sc), self.tab_addr.eq(s)]
+        m.d.comb += [self.w_addr.eq(w_addr), self.tab_addr.eq(s)]
         # t1: the weight plane arrives and the table is read (registered lookup); s1: the shift-add
         t1_valid, t1_first, t1_last, t1_bank, t1_fg = self.t1_valid, self.t1_first, self.t1_last, self.t1_bank, self.t1_fg
         t1_oaddr = self.t1_oaddr
-        m.d.sync += [t1_valid.eq(issue), t1_first.eq(q == 0), t1_last.eq(q == planes_m1), t1_bank.eq(s[0]),
+        m.d.sync += [t1_valid.eq(issue & blk_ok), t1_first.eq(q == 0), t1_last.eq(q == planes_m1), t1_bank.eq(s[0]),
                      t1_oaddr.eq(o_base + nb), t1_fg.eq(g_first & ~acc_cmd)]
         if c.scale == "per_group":  # scale entry (g * K // scale_group) * col_blocks + nb, by counting
             per = c.scale_group // c.group_k  # K-groups per scale group
