@@ -44,7 +44,7 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from rtl.lut.arith import FpArith, IntArith, fp32_double
+from rtl.lut.arith import FpArith, IntArith, fp32_double, fp32_half
 from rtl.lut.config import AFMT, DIM_BITS, PLANES, WFMT, _bits  # noqa: F401 - re-exported
 from rtl.lut.controller import LutController
 from rtl.lut.precompute import PrecomputeUnit, fp_add_max_stages
@@ -99,11 +99,6 @@ class LutConfig:
         d = p.lookup_interleave
         if d & (d - 1):
             raise ValueError(f"lookup_interleave: the lut RTL interleaves a power of two of column blocks, got {d}")
-        sa = min(d - 1, fp_add_max_stages()) if any(f != "int8" for f in p.activation_formats) else 0
-        stages += sa
-        if p.pipeline_cycles < stages:
-            raise ValueError(f"pipeline_cycles: the lut RTL's pipeline with lookup_interleave {d} has {stages} "
-                             f"stages ({sa} of them its fp32 shift-add's), got {p.pipeline_cycles}")
         opts = dict(options or {})
         for key, default in DEPTHS.items():
             v = opts.get(key, default)
@@ -119,9 +114,14 @@ class LutConfig:
                              f"(it has {', '.join(DEPTHS)}, external_buffers)")
         order_w = [f for f in WFMT if f in p.weight_formats]
         order_a = [f for f in AFMT if f in p.activation_formats]
-        return cls(p.tile_m, p.tile_n, p.group_k, p.symmetric, p.precompute_entries_per_cycle,
-                   tuple(order_w), tuple(order_a), p.pipeline_cycles, p.precompute_pipeline_cycles, scale=p.scale,
-                   scale_group=p.scale_group if p.scale == "per_group" else 0, lookup_interleave=d, **opts)
+        cfg = cls(p.tile_m, p.tile_n, p.group_k, p.symmetric, p.precompute_entries_per_cycle,
+                  tuple(order_w), tuple(order_a), p.pipeline_cycles, p.precompute_pipeline_cycles, scale=p.scale,
+                  scale_group=p.scale_group if p.scale == "per_group" else 0, lookup_interleave=d, **opts)
+        if p.pipeline_cycles < cfg.base_stages:
+            extra = cfg.base_stages - stages
+            raise ValueError(f"pipeline_cycles: the lut RTL's pipeline with lookup_interleave {d} has "
+                             f"{cfg.base_stages} stages ({extra} of them its pipelined fp32 adds'), got {p.pipeline_cycles}")
+        return cfg
 
     # ---- derived sizes
     @property
@@ -193,9 +193,25 @@ class LutConfig:
         return min(self.lookup_interleave - 1, fp_add_max_stages())
 
     @property
+    def half_sub_stages(self) -> int:
+        """Register stages of the fp32 ``p - S`` of ``r = rne(p - S) * 0.5`` (feed-forward; with
+        ``lookup_interleave`` > 1 as many as the shift-add's)."""
+        return self.shift_add_stages
+
+    @property
+    def acc_stages(self) -> int:
+        """Register stages of the fp32 accumulate ``acc + r`` (``lookup_interleave`` D > 2, no scales:
+        two updates of one accumulator are at least D cycles apart, so its adder can take D - 2 cycles
+        and needs no forwarding)."""
+        if self.lookup_interleave <= 2 or not self.has_fp or self.scale != "none":
+            return 0
+        return min(self.lookup_interleave - 2, fp_add_max_stages())
+
+    @property
     def base_stages(self) -> int:
-        """Stages the build always has: :data:`RTL_PIPELINE`, the scales', the shift-add's."""
-        return RTL_PIPELINE + SCALE_STAGES[self.scale] + self.shift_add_stages
+        """Stages the build always has: :data:`RTL_PIPELINE`, the scales', the pipelined fp32 adds'."""
+        return (RTL_PIPELINE + SCALE_STAGES[self.scale] + self.shift_add_stages + self.half_sub_stages
+                + self.acc_stages)
 
     @property
     def lookup_register(self) -> bool:
@@ -240,7 +256,8 @@ class LutConfig:
         if self.lookup_interleave == 1:  # (likewise)
             del d["lookup_interleave"]
         else:
-            d["shift_add_stages"] = self.shift_add_stages
+            d.update(shift_add_stages=self.shift_add_stages, half_sub_stages=self.half_sub_stages,
+                     acc_stages=self.acc_stages)
         return d
 
 
@@ -403,15 +420,26 @@ class LutCore(wiring.Component):
         return out
 
     @staticmethod
-    def _shift_add(m: Module, ar, p, t, stages: int, name: str):
-        """``2p + t`` in ``ar``'s arithmetic, ``stages`` cycles later (fp: the library's finite fp32 adder
-        at those stages, RNE; int: exact, then a delay)."""
-        if ar.kind == "int":
-            return pipe_delay(m, ar.double_add(m, p, t, name), stages, f"{name}_w")
+    def _fp_add(m: Module, a, b, stages: int, name: str):
+        """fp32 ``rne(a + b)`` ``stages`` cycles later (the library's finite fp32 adder at those stages)."""
         m.submodules[name] = add = Fp32AddFinite(stages=stages)
         assert add.latency == stages
-        m.d.comb += [add.a.eq(fp32_double(p[:32])), add.b.eq(t[:32]), add.in_valid.eq(1)]
+        m.d.comb += [add.a.eq(a[:32]), add.b.eq(b[:32]), add.in_valid.eq(1)]
         return add.out
+
+    def _shift_add(self, m: Module, ar, p, t, stages: int, name: str):
+        """``2p + t`` in ``ar``'s arithmetic, ``stages`` cycles later (fp: RNE; int: exact, then a delay)."""
+        if ar.kind == "int":
+            return pipe_delay(m, ar.double_add(m, p, t, name), stages, f"{name}_w")
+        return self._fp_add(m, fp32_double(p[:32]), t, stages, name)
+
+    def _half_sub(self, m: Module, ar, p, s, stages: int, name: str):
+        """``r = rne(p - S) * 0.5`` in ``ar``'s arithmetic, ``stages`` cycles later (fp: the subtraction
+        pipelined, the halving after it; int: exact, then a delay)."""
+        if ar.kind == "int" or stages == 0:
+            return pipe_delay(m, ar.half_sub(m, p, s, name), stages, f"{name}_w")
+        diff = self._fp_add(m, p, Cat(s[:31], ~s[31]), stages, f"{name}_d")
+        return fp32_half(m, diff, name)
 
     @staticmethod
     def _by_kind(values: dict, is_fp):
@@ -544,7 +572,8 @@ class LutCore(wiring.Component):
             s1_nb, s2_nb = (Signal(range(c.out_depth), name=f"{x}_nb") for x in ("s1", "s2"))
             s1_lastg, s2_lastg, s3_lastg = Signal(), Signal(), Signal()
             m.d.sync += [s2_nb.eq(pipe_delay(m, s1_nb, sa, "x1_nb")),
-                         s2_lastg.eq(pipe_delay(m, s1_lastg, sa, "x1_lastg")), s3_lastg.eq(s2_lastg)]
+                         s2_lastg.eq(pipe_delay(m, s1_lastg, sa, "x1_lastg")),
+                         s3_lastg.eq(pipe_delay(m, s2_lastg, c.half_sub_stages, "x2_lastg"))]
             lk_dom += [s1_nb.eq(t1_nb), s1_lastg.eq(t1_lastg)]
 
         # ---------------------------------------------------------- precompute unit
@@ -654,16 +683,23 @@ class LutCore(wiring.Component):
 
         # ---------------------------------------------------------- stage 2: r = (p - S) / 2, accumulator read
         rreg = [[Signal(pb, name=f"r_r{r}_c{col}") for col in range(tn)] for r in range(tm)]
+        hs = c.half_sub_stages  # (lookup_interleave: p - S pipelined, the rest of stage 2 waits for it)
         for r in range(tm):
             for col in range(tn):
                 vals = {}
+                p_hs = pipe_delay(m, preg[r][col], hs, f"p_hs_r{r}_c{col}")
                 for kind, ar in ariths:
                     if c.weight_formats == ("int1",):
-                        vals[kind] = preg[r][col]
+                        vals[kind] = p_hs
                         continue
-                    half = ar.half_sub(m, preg[r][col], s2_S[r], f"h_{kind}_r{r}_c{col}")
-                    vals[kind] = Mux(int1, preg[r][col], half) if "int1" in c.weight_formats else half
+                    half = self._half_sub(m, ar, preg[r][col], s2_S[r], hs, f"h_{kind}_r{r}_c{col}")
+                    vals[kind] = Mux(int1, p_hs, half) if "int1" in c.weight_formats else half
                 m.d.sync += rreg[r][col].eq(self._by_kind(vals, is_fp))
+        s2_valid, s2_oaddr, s2_fg = (pipe_delay(m, x, hs, f"x2_{x.name[3:]}") for x in (s2_valid, s2_oaddr, s2_fg))
+        if s2_saddr is not None:
+            s2_saddr = pipe_delay(m, s2_saddr, hs, "x2_saddr")
+        if s2_nb is not None:
+            s2_nb = pipe_delay(m, s2_nb, hs, "x2_nb")
         acc_valid, acc_oaddr, acc_fg, r_in = s2_valid, s2_oaddr, s2_fg, rreg
         if c.scale == "per_group":  # stage 2b: rs = rne(fp32(r) * scale) before the (fp32) accumulator
             acc_valid, acc_oaddr, acc_fg, r_in = self._group_scale(m, rreg, s2_valid, s2_oaddr, s2_fg, s2_saddr,
@@ -685,6 +721,8 @@ class LutCore(wiring.Component):
             s3_nb = Signal.like(s2_nb)
             m.d.sync += [s3_nb.eq(s2_nb), fwd.eq(s3_valid & (s3_nb == s2_nb))]
             old = Mux(fwd, fw_data, acc_rd.data)
+        elif c.acc_stages:  # updates of one entry are lookup_interleave cycles apart: nothing to forward
+            old = out_r.data
         else:
             m.d.sync += fwd.eq(s3_valid & (s3_oaddr == acc_oaddr))
             old = Mux(fwd, fw_data, out_r.data)
@@ -699,7 +737,10 @@ class LutCore(wiring.Component):
                 vals = {}
                 for kind, _ar in acc_kinds:
                     if kind == "int":
-                        vals[kind] = acc_int.add(m, acc_old, r_in[r][col][:c.p_bits], f"sum_int_r{r}_c{col}")
+                        vals[kind] = pipe_delay(m, acc_int.add(m, acc_old, r_in[r][col][:c.p_bits],
+                                                               f"sum_int_r{r}_c{col}"), c.acc_stages, f"sum_int_r{r}_c{col}_w")
+                    elif c.acc_stages:
+                        vals[kind] = self._fp_add(m, acc_old, r_in[r][col], c.acc_stages, f"sum_fp_r{r}_c{col}")
                     else:
                         vals[kind] = FpArith().add(m, acc_old, r_in[r][col], f"sum_fp_r{r}_c{col}")
                 v = Signal(ACC_BITS, name=f"sum_r{r}_c{col}")
@@ -710,6 +751,9 @@ class LutCore(wiring.Component):
             m.d.comb += [scr_w.addr.eq(s3_nb), scr_w.data.eq(Cat(*sums)), scr_w.en.eq(s3_valid)]
             fin_valid, fin_addr, fin_data = self._channel_scale(m, sums, s3_valid & s3_lastg, s3_oaddr, s3_nb,
                                                                  sc_r, out_r, running, acc_cmd, is_fp)
+        elif c.acc_stages:
+            fin_valid, fin_addr = pipe_delay(m, s3_valid, c.acc_stages, "x3_valid"), pipe_delay(m, s3_oaddr, c.acc_stages, "x3_oaddr")
+            fin_data = Cat(*sums)
         else:
             m.d.sync += fw_data.eq(Cat(*sums))
             fin_valid, fin_addr, fin_data = s3_valid, s3_oaddr, Cat(*sums)
