@@ -109,6 +109,16 @@ class LutController(wiring.Component):
         # registers, set with every write of the counter from the value written
         look_left, slot_left = Signal(slot_bits), Signal(slot_bits)
         look_end, slot_end = Signal(), Signal()
+        # their complements, registers of their own (init 1) that the step's registers read: the slot-end
+        # decision is made twice, each copy driving half of the sequencer's registers (fan-out; the
+        # copies hold ~x, so synthesis does not merge them)
+        seq_n, look_end_n, slot_end_n = Signal(init=1), Signal(init=1), Signal(init=1)
+
+        def seq_eq(v):
+            return [seq.eq(v), seq_n.eq(~v)]
+
+        def ends_eq(look_v, slot_v):
+            return [look_end.eq(look_v), slot_end.eq(slot_v), look_end_n.eq(~look_v), slot_end_n.eq(~slot_v)]
         s = Signal(t_bits)  # step (the table buffer's address; s[0] the table bank)
         q = Signal(3)  # plane position (0 = MSB plane)
         w_base = Signal(w_bits)
@@ -136,9 +146,9 @@ class LutController(wiring.Component):
                     mb_m2.eq(self.cmd_row_blocks == 2),
                     planes_m1.eq(cmd_planes - 1), one_group.eq(self.cmd_groups == 1), looking.eq(1),
                     look_left.eq(cmd_look - 1), slot_left.eq(cmd_slot_m1),
-                    look_end.eq(cmd_look == 1), slot_end.eq(cmd_slot_m1 == 0),
+                    *ends_eq(cmd_look == 1, cmd_slot_m1 == 0),
                     lk_wait.eq(cmd_pre), lk_go.eq(self.cmd_precomputed), lk_done.eq(0),
-                    seq.eq(self.cmd_precomputed), sc.eq(0), s.eq(0), g_first.eq(1), q.eq(0), nb.eq(0),
+                    *seq_eq(self.cmd_precomputed), sc.eq(0), s.eq(0), g_first.eq(1), q.eq(0), nb.eq(0),
                     w_base.eq(0), o_base.eq(0), tail_active.eq(0),
                     g_wrap.eq(self.cmd_groups == 1), last_step.eq((self.cmd_groups == 1) & (self.cmd_row_blocks == 1)),
                 ]
@@ -158,7 +168,7 @@ class LutController(wiring.Component):
         with m.If(running):
             m.d.sync += t.eq(t + 1)
             with m.If(~lk_go):
-                m.d.sync += [lk_wait.eq(lk_wait - 1), lk_go.eq(lk_wait == 1), seq.eq(lk_wait == 1)]
+                m.d.sync += [lk_wait.eq(lk_wait - 1), lk_go.eq(lk_wait == 1), *seq_eq(lk_wait == 1)]
         blk_ok = Const(1, 1)  # the issued (block, plane) is one of the tile's (not the last batch's idle slot)
         if D == 1:
             with m.If(issue):
@@ -188,11 +198,17 @@ class LutController(wiring.Component):
             blk_ok = nb < col_blocks
             w_addr = w_base + bb_off + d_off + q
         with m.If(last_issue):
-            m.d.sync += [lk_done.eq(1), seq.eq(0), tail_active.eq(1), tail.eq(c.pipeline_cycles)]
+            m.d.sync += [lk_done.eq(1), *seq_eq(Const(0, 1)), tail_active.eq(1), tail.eq(c.pipeline_cycles)]
         with m.Elif(seq & slot_end):
-            m.d.sync += [sc.eq(0), q.eq(0), nb.eq(0), s.eq(s + 1), looking.eq(1), last_step.eq(next_last),
-                         look_left.eq(look_m1), slot_left.eq(slot_m1),
-                         look_end.eq(look_m1_zero), slot_end.eq(slot_m1_zero)]
+            m.d.sync += [sc.eq(0), q.eq(0), nb.eq(0), looking.eq(1), look_left.eq(look_m1), slot_left.eq(slot_m1),
+                         *ends_eq(look_m1_zero, slot_m1_zero)]
+        with m.Elif(seq):
+            m.d.sync += [sc.eq(sc + 1), look_left.eq(look_left - 1), slot_left.eq(slot_left - 1),
+                         *ends_eq(look_left == 1, slot_left == 1)]
+        # the same slot-end decision from the complements, for the step's registers
+        step_adv = ~seq_n & ~slot_end_n & ~(looking & last_step & ~look_end_n)
+        with m.If(step_adv):
+            m.d.sync += [s.eq(s + 1), last_step.eq(next_last)]
             with m.If(g_wrap):
                 m.d.sync += [g_first.eq(1), w_base.eq(0), o_base.eq(o_base + col_blocks),
                              g_wrap.eq(one_group), g_left.eq(groups_m1), g_m2.eq(two_groups),
@@ -200,9 +216,6 @@ class LutController(wiring.Component):
             with m.Else():
                 m.d.sync += [g_first.eq(0), w_base.eq(w_base + look_w), g_wrap.eq(g_m2), g_left.eq(g_left - 1),
                              g_m2.eq(g_left == 2)]
-        with m.Elif(seq):
-            m.d.sync += [sc.eq(sc + 1), look_left.eq(look_left - 1), slot_left.eq(slot_left - 1),
-                         look_end.eq(look_left == 1), slot_end.eq(slot_left == 1)]
 
         done = Signal()
         m.d.comb += done.eq(tail_active & (tail == 1))
@@ -225,7 +238,7 @@ class LutController(wiring.Component):
             sg_base = Signal(o_bits)
             with m.If(self.cmd_valid & ~running):
                 m.d.sync += [sgc.eq(0), sg_base.eq(0)]
-            with m.If(seq & slot_end & ~last_issue):
+            with m.If(step_adv):
                 with m.If(g_wrap):
                     m.d.sync += [sgc.eq(0), sg_base.eq(0)]
                 with m.Elif(sgc == per - 1):
@@ -242,6 +255,6 @@ class LutController(wiring.Component):
         # generators and the table write enables see registers only.
         pre_go = self.pre_go
         first_look = running & (lk_wait == 1) & ~last_step  # step 0's lookups start next cycle (lk_wait is 1 once)
-        advance = seq & slot_end & ~last_step  # the next step's lookups start next cycle
+        advance = ~seq_n & ~slot_end_n & ~last_step  # the next step's lookups start next cycle
         m.d.sync += pre_go.eq(~precomp & (first_look | (advance & ~next_last)))
         return m
