@@ -9,7 +9,7 @@ yosys ``synth_ecp5`` + nextpnr-ecp5 (ECP5-85k, out of context, seed 1). Prints L
 FF / DSP / BRAM / Fmax, the critical path's ends and its logic / routing split, and the
 wall time of each tool. Each tool gets ``--timeout`` seconds (default 900).
 
-    ARCHSIM_YOSYS=native python bench/bench_lut_fmax.py --only W2,A16 [--pipeline 4] [--json out.json]
+    ARCHSIM_YOSYS=native python bench/bench_lut_fmax.py --only W2,A16 [--pipeline 4] [--interleave D] [--seed S] [--json out.json]
 """
 from __future__ import annotations
 
@@ -30,13 +30,13 @@ WF = {"W1": "int1", "W1.58": "ternary", "W2": "int2", "W4": "int4"}
 AF = {"A8": "int8", "A16": "fp16"}
 
 
-def build(w: str, a: str, pipeline: int, precompute: int, tile_n: int = 8):
+def build(w: str, a: str, pipeline: int, precompute: int, tile_n: int = 8, interleave: int = 1):
     """The LUT params of one W x A build of the FPGA configuration (``tile_n`` 8; smaller only to
     bound a synthesis, and then not the preset's build)."""
     from dataclasses import replace
 
     p = synth_bench.lut_params(2, tile_n, 4, WF[w], AF[a])
-    return replace(p, pipeline_cycles=pipeline, precompute_pipeline_cycles=precompute)
+    return replace(p, pipeline_cycles=pipeline, precompute_pipeline_cycles=precompute, lookup_interleave=interleave)
 
 
 def main(argv=None) -> int:
@@ -45,6 +45,8 @@ def main(argv=None) -> int:
     ap.add_argument("--pipeline", type=int, default=4, help="pipeline_cycles (default 4, as the preset)")
     ap.add_argument("--precompute", type=int, default=4, help="precompute_pipeline_cycles (default 4)")
     ap.add_argument("--tile-n", type=int, default=8, help="columns (default 8, the preset's)")
+    ap.add_argument("--interleave", type=int, default=1, help="lookup_interleave (default 1)")
+    ap.add_argument("--seed", type=int, default=1, help="nextpnr seed (default 1)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per tool (default 900)")
     ap.add_argument("--workdir", help="keep yosys.log / nextpnr.log here")
     ap.add_argument("--json", metavar="FILE")
@@ -52,7 +54,7 @@ def main(argv=None) -> int:
     w, _, a = args.only.partition(",")
     if w not in WF or a not in AF:
         raise SystemExit(f"error: --only: expected W in {', '.join(WF)} and A in {', '.join(AF)}, got {args.only!r}")
-    p = build(w, a, args.pipeline, args.precompute, args.tile_n)
+    p = build(w, a, args.pipeline, args.precompute, args.tile_n, args.interleave)
     stages: dict[str, float] = {}
     last = [time.time(), None]
 
@@ -65,7 +67,7 @@ def main(argv=None) -> int:
 
     try:
         fig = synthesize(p, target="ecp5", pnr=True, options=synth_bench.LUT_OPTIONS, timeout_s=args.timeout,
-                         workdir=args.workdir, progress=progress, **synth_bench.SYNTH)
+                         workdir=args.workdir, progress=progress, seed=args.seed, **synth_bench.SYNTH)
     except ToolError as err:
         print(f"{w} x {a}: {err} ({time.time() - last[0]:.0f} s in {last[1]}; before it {stages})")
         stat = Path(args.workdir or ".") / "stat.json"
@@ -79,9 +81,11 @@ def main(argv=None) -> int:
     cp = fig.get("critical_path", {})
     row = {"build": f"{w} x {a}" + (f" N{args.tile_n}" if args.tile_n != 8 else ""),
            "pipeline_cycles": args.pipeline, "precompute_pipeline_cycles": args.precompute,
+           "lookup_interleave": args.interleave,
            "luts": fig["luts"], "ffs": fig["ffs"], "dsps": fig["dsps"], "bram": fig.get("bram", 0),
-           "fmax_mhz": fig["fmax_mhz"], "critical_path": cp, "wall_s": stages, "tools": fig.get("tools")}
-    print(f"{row['build']} (pipeline {args.pipeline}, precompute {args.precompute}): {row['luts']:,} LUT4, "
+           "fmax_mhz": fig["fmax_mhz"], "seed": args.seed, "critical_path": cp, "wall_s": stages, "tools": fig.get("tools")}
+    print(f"{row['build']} (pipeline {args.pipeline}, precompute {args.precompute}, interleave {args.interleave}, "
+          f"seed {args.seed}): {row['luts']:,} LUT4, "
           f"{row['ffs']:,} FF, {row['dsps']} DSP, {row['bram']} BRAM, {row['fmax_mhz']} MHz; critical path "
           f"{cp.get('from')} -> {cp.get('to')} ({cp.get('logic_ns')} ns logic + {cp.get('routing_ns')} ns routing); "
           f"wall {stages}")

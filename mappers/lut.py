@@ -198,8 +198,10 @@ class LutMapper(Mapper):
         """Closed-form cycles of a buffer tile (numpy-vectorised :func:`~archsim.templates.lut.tile.tile_cycles`)."""
         p = self.p
         s = -(-sm // p.tile_m) * (sk // p.group_k)
-        pre = 0 if self.fusion else ceil(p.tile_m * p.table_entries / p.precompute_entries_per_cycle)
-        look = -(-sn // p.tile_n) * PLANES[wf]
+        pre = 0 if self.fusion else (ceil(p.tile_m * p.table_entries / p.precompute_entries_per_cycle)
+                                     + p.precompute_pipeline_cycles)
+        d = p.lookup_interleave
+        look = -(-(-(-sn // p.tile_n)) // d) * d * PLANES[wf]
         return pre + (s - 1) * np.maximum(pre, look) + look + p.pipeline_cycles
 
     def tile_sram_bytes(self, sm, sk, sn, g: Gemm):

@@ -132,3 +132,20 @@ def test_energy_uses_the_lut_actions():
     r16 = simulate(_linear(2, 64, 64, "int4", "fp16"), "lut-m2n64k4")
     # fp32 adds (0.9 pJ) instead of int adds (0.1 pJ) and 4 planes instead of 2
     assert r16.layers[0].energy_pj_by_component["compute"] > 5 * r.layers[0].energy_pj_by_component["compute"]
+
+
+def test_the_mappers_closed_form_charges_the_precompute_pipeline():
+    """A precompute-bound tile on a precompute pipeline of 4 cycles: M2 N64 K4, 1 entry/cycle
+    (pre = 2 * 8 / 1 = 16, + 4 = 20 a step), 1 row block x 3 K-groups, int1 over 64 columns
+    (look = 1 x 1 = 1): 20 + 2 * max(20, 1) + 1 + 3 = 64 cycles by hand (without the pipeline's
+    4 cycles a step: 52). The detailed model's schedule gives the same."""
+    from mappers.lut import make_mapper
+    from archsim.spec.options import make_options
+
+    arch = load_arch("lut-m2n64k4", {"precompute_entries_per_cycle": 1, "precompute_pipeline_cycles": 4})
+    mapper = make_mapper(arch, make_options(arch, {}))
+    from archsim.templates.lut import LutTile
+
+    tile = LutTile(2, 12, 64, "int1")
+    assert int(mapper.tile_cycles_closed(2, 12, 64, "int1")) == 64
+    assert arch.model().detailed_tile_cycles(tile) == 64

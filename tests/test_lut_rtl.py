@@ -101,6 +101,10 @@ def test_lut_preset_has_an_rtl_design_with_documented_ports():
     ({"scale": "per_group", "scale_group": 8, "pipeline_cycles": 3},
      r"^lut RTL: pipeline_cycles: the lut RTL's pipeline with per_group scales has 4 stages, got 3$"),
     ({"pipeline_cycles": 2}, r"^lut RTL: pipeline_cycles: the lut RTL's pipeline has 3 stages, got 2$"),
+    ({"lookup_interleave": 3}, r"^lut RTL: lookup_interleave: the lut RTL interleaves a power of two of column "
+                               r"blocks, got 3$"),
+    ({"lookup_interleave": 4}, r"^lut RTL: pipeline_cycles: the lut RTL's pipeline with lookup_interleave 4 has 11 "
+                               r"stages \(8 of them its pipelined fp32 adds'\), got 3$"),
 ])
 def test_unsupported_params_are_one_line_errors(over, message):
     from rtl.generate import design_for
@@ -297,6 +301,28 @@ def test_the_table_register_build_matches_the_models():
     report, values = _run(arch, items)
     assert report.ok, "\n" + report.summary()
     assert len(report.tiles) == 20
+    _independent_check(arch, items, values)
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("interleave, pipeline, stages", [(2, 5, (1, 1, 0)), (4, 13, (3, 3, 2))])
+def test_interleaved_lookup_builds_match_the_models(interleave, pipeline, stages):
+    """lookup_interleave D: the planes of D column blocks in turn, the fp32 shift-add pipelined to
+    D - 1 stages (a block's next plane comes D cycles later), p - S as many, the accumulate to D - 2
+    (one entry's updates are D apart: no forwarding); tiles of 1..3 column blocks, so batches with
+    idle slots: values and cycles exact on every mode (the models charge the padded batches)."""
+    from rtl.lut.design import LutConfig
+
+    _icarus()
+    arch = _arch(lookup_interleave=interleave, pipeline_cycles=pipeline)
+    cfg = LutConfig.from_params(arch.params)
+    assert (cfg.shift_add_stages, cfg.half_sub_stages, cfg.acc_stages) == stages
+    assert cfg.rtl_pipeline == pipeline and cfg.lookup_register == (interleave == 4)
+    items = conformance.sample_tiles(np.random.default_rng(20 + interleave), arch.params, 15)
+    assert any(-(-t.n // arch.params.tile_n) % interleave for t, _ in items)  # an idle slot somewhere
+    report, values = _run(arch, items)
+    assert report.ok, "\n" + report.summary()
+    assert len(report.tiles) == 15
     _independent_check(arch, items, values)
 
 

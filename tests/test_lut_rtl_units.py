@@ -195,3 +195,35 @@ def test_precompute_unit_fills_bank_0_then_bank_1(latency):
                 want = sum(int(acts[step, r, j]) * (1 if (idx >> j) & 1 else -1) for j in range(K))
                 got = (banks[b] >> (((b * tm + r) * E + e) * eb)) & mask
                 assert got == want & mask, (b, r, e, got, want)
+
+
+@pytest.mark.parametrize("col_blocks, row_blocks, taken", [(32, 1, True), (33, 1, False), (1, 65, False),
+                                                           (1, 64, True)])
+def test_a_command_over_the_buffers_is_refused(col_blocks, row_blocks, taken):
+    """The controller's counters are as wide as the buffers' addresses: a command that cannot fit them
+    (int4: col_blocks x 4 planes > 128 weight entries; row blocks > 64 activation / table entries) sets
+    the sticky error and does not start, one that just fits starts (default depths, by hand)."""
+    from amaranth.sim import Simulator
+
+    from rtl.lut.design import AFMT, WFMT
+
+    core = _core()
+    seen = {}
+
+    async def tb(ctx):
+        cmd = {"cmd_row_blocks": row_blocks, "cmd_groups": 1, "cmd_col_blocks": col_blocks,
+               "cmd_wfmt": WFMT["int4"], "cmd_afmt": AFMT["int8"], "cmd_accumulate": 0, "cmd_precomputed": 0,
+               "cmd_bank": 0}
+        for k, v in cmd.items():
+            ctx.set(getattr(core, k), v)
+        ctx.set(core.cmd_valid, 1)
+        await ctx.tick()
+        ctx.set(core.cmd_valid, 0)
+        await ctx.tick()
+        seen["busy"], seen["error"] = ctx.get(core.busy), ctx.get(core.error)
+
+    sim = Simulator(core)
+    sim.add_clock(1e-6)
+    sim.add_testbench(tb)
+    sim.run()
+    assert (seen["busy"], seen["error"]) == (int(taken), int(not taken))

@@ -33,6 +33,12 @@ CASES = [
     # 2 + 8*3 + 3 + 0 = 29
     ({"group_k": 2, "tile_k": 2, "tile_m": 3, "precompute_entries_per_cycle": 4, "pipeline_cycles": 0},
      LutTile(7, 6, 5, "int3"), 29),
+    # lookups interleaved over D = 4 column blocks: the first case's 2 blocks fill one batch of 4,
+    # look = 1 batch * 4 * 2 planes = 8: 1 + 3*8 + 8 + 3 = 36
+    ({"lookup_interleave": 4}, LutTile(4, 8, 100, "ternary"), 36),
+    # D = 2 over 5 blocks (N = 300 / 64), int3: 3 batches * 2 * 3 = 18 (15 without the idle slot);
+    # pre = 1, 1 row block x 1 group: 1 + 0 + 18 + 3 = 22
+    ({"lookup_interleave": 2}, LutTile(2, 4, 300, "int3"), 22),
 ]
 
 
@@ -94,3 +100,22 @@ def test_precision_pairs_through_with_precision():
     with pytest.raises(ValueError, match=r"lut core runs weights int1/ternary/int2/int3/int4 x activations "
                                          r"int8/fp16/bf16, got int8/int8"):
         p.with_precision("int8", "int8")
+
+
+@pytest.mark.parametrize("af", ["int8", "fp16"])
+def test_interleaved_lookups_keep_the_values(af):
+    """Interleaving the planes of D column blocks keeps every block's sums in their order: the
+    detailed model's values at D = 3 equal those at D = 1 bit for bit (fp16: fp32 roundings
+    included), and the fast model's (numpy reference) too."""
+    rng = np.random.default_rng(3)
+    tile = LutTile(3, 8, 300, "int3", af)
+    a = rng.integers(-128, 128, (3, 8)) if af == "int8" else rng.standard_normal((3, 8)).astype(np.float16)
+    ops = {"input": a, "weight": rng.integers(-4, 4, (8, 300))}
+    one = load_arch("lut-m2n64k4").model().detailed_tile(tile, ops)
+    model = load_arch("lut-m2n64k4", {"lookup_interleave": 3}).model()
+    three = model.detailed_tile(tile, ops)
+    assert np.array_equal(one[0], three[0]) and one[0].dtype == three[0].dtype
+    assert np.array_equal(model.tile_values(tile, ops), three[0])
+    assert model.tile_cycles(tile) == three[1]
+    # 5 blocks in 2 batches of 3: 6 * 3 planes a step instead of 15; 2 row blocks x 2 groups
+    assert (one[1], three[1]) == (1 + 3 * 15 + 15 + 3, 1 + 3 * 18 + 18 + 3)

@@ -44,12 +44,13 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from rtl.lut.arith import FpArith, IntArith
-from rtl.lut.config import AFMT, DIM_BITS, PLANES, WFMT  # noqa: F401 - re-exported
+from rtl.lut.arith import FpArith, IntArith, fp32_double, fp32_half
+from rtl.lut.config import AFMT, DIM_BITS, PLANES, WFMT, _bits  # noqa: F401 - re-exported
 from rtl.lut.controller import LutController
-from rtl.lut.precompute import PrecomputeUnit
+from rtl.lut.precompute import PrecomputeUnit, fp_add_max_stages
 from rtl.lib.fp import fp32_mul_finite as fp32_mul, int_to_fp32
 from rtl.lib.pipe import delay as pipe_delay
+from rtl.lib.units import Fp32AddFinite
 
 BUFS = {"act": 0, "weight": 1, "out": 2, "table": 3, "scale": 4}
 #: the RTL's own pipeline: weight read, lookup + shift-add, r + accumulator read, accumulator write
@@ -59,10 +60,9 @@ RTL_PIPELINE = 3
 SCALE_STAGES = {"none": 0, "per_group": 1, "per_channel": 2}
 DEPTHS = {"act_depth": 64, "weight_depth": 128, "out_depth": 64, "table_depth": 64, "scale_depth": 64}
 ACC_BITS = 32
-
-
-def _bits(n: int) -> int:
-    return max(1, (n - 1).bit_length())
+#: copies of each lookup lane's index registers with the table register (int), each for a share of the
+#: entry's bits: they fan out to fewer mux inputs (the lookup's path is mostly routing)
+IDX_COPIES = 2
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,7 @@ class LutConfig:
     scale: str = "none"
     scale_group: int = 0
     scale_depth: int = 64
+    lookup_interleave: int = 1
 
     @classmethod
     def from_params(cls, p, options: dict | None = None) -> "LutConfig":
@@ -95,6 +96,9 @@ class LutConfig:
             with_scale = f" with {p.scale} scales" if p.scale != "none" else ""
             raise ValueError(f"pipeline_cycles: the lut RTL's pipeline{with_scale} has {stages} stages, "
                              f"got {p.pipeline_cycles}")
+        d = p.lookup_interleave
+        if d & (d - 1):
+            raise ValueError(f"lookup_interleave: the lut RTL interleaves a power of two of column blocks, got {d}")
         opts = dict(options or {})
         for key, default in DEPTHS.items():
             v = opts.get(key, default)
@@ -110,9 +114,14 @@ class LutConfig:
                              f"(it has {', '.join(DEPTHS)}, external_buffers)")
         order_w = [f for f in WFMT if f in p.weight_formats]
         order_a = [f for f in AFMT if f in p.activation_formats]
-        return cls(p.tile_m, p.tile_n, p.group_k, p.symmetric, p.precompute_entries_per_cycle,
-                   tuple(order_w), tuple(order_a), p.pipeline_cycles, p.precompute_pipeline_cycles, scale=p.scale,
-                   scale_group=p.scale_group if p.scale == "per_group" else 0, **opts)
+        cfg = cls(p.tile_m, p.tile_n, p.group_k, p.symmetric, p.precompute_entries_per_cycle,
+                  tuple(order_w), tuple(order_a), p.pipeline_cycles, p.precompute_pipeline_cycles, scale=p.scale,
+                  scale_group=p.scale_group if p.scale == "per_group" else 0, lookup_interleave=d, **opts)
+        if p.pipeline_cycles < cfg.base_stages:
+            extra = cfg.base_stages - stages
+            raise ValueError(f"pipeline_cycles: the lut RTL's pipeline with lookup_interleave {d} has "
+                             f"{cfg.base_stages} stages ({extra} of them its pipelined fp32 adds'), got {p.pipeline_cycles}")
+        return cfg
 
     # ---- derived sizes
     @property
@@ -176,10 +185,39 @@ class LutConfig:
         return self.tile_n * 32 if self.scale != "none" else 0
 
     @property
+    def shift_add_stages(self) -> int:
+        """Register stages of the fp32 shift-add ``p = rne(2p + T)`` (``lookup_interleave`` D > 1: a
+        column block's next plane comes D cycles later, so its adder can take up to D - 1 of them)."""
+        if self.lookup_interleave == 1 or not self.has_fp:
+            return 0
+        return min(self.lookup_interleave - 1, fp_add_max_stages())
+
+    @property
+    def half_sub_stages(self) -> int:
+        """Register stages of the fp32 ``p - S`` of ``r = rne(p - S) * 0.5`` (feed-forward; with
+        ``lookup_interleave`` > 1 as many as the shift-add's)."""
+        return self.shift_add_stages
+
+    @property
+    def acc_stages(self) -> int:
+        """Register stages of the fp32 accumulate ``acc + r`` (``lookup_interleave`` D > 2, no scales:
+        two updates of one accumulator are at least D cycles apart, so its adder can take D - 2 cycles
+        and needs no forwarding)."""
+        if self.lookup_interleave <= 2 or not self.has_fp or self.scale != "none":
+            return 0
+        return min(self.lookup_interleave - 2, fp_add_max_stages())
+
+    @property
+    def base_stages(self) -> int:
+        """Stages the build always has: :data:`RTL_PIPELINE`, the scales', the pipelined fp32 adds'."""
+        return (RTL_PIPELINE + SCALE_STAGES[self.scale] + self.shift_add_stages + self.half_sub_stages
+                + self.acc_stages)
+
+    @property
     def lookup_register(self) -> bool:
         """A register between the table lookup (+ negate) and the shift-add, built when
         ``pipeline_cycles`` has room for it (it cuts the lookup stage's path in two)."""
-        return self.pipeline_cycles >= RTL_PIPELINE + 1 + SCALE_STAGES[self.scale]
+        return self.pipeline_cycles >= self.base_stages + 1
 
     @property
     def table_register(self) -> bool:
@@ -188,11 +226,11 @@ class LutConfig:
         negated (int) and registered with the weight word, so that the lookup stage is only the
         index's 2 x E:1 mux into the lookup register (the bank select's fan-out to every lane and the
         negation's carry chain leave the lookup path)."""
-        return self.pipeline_cycles >= RTL_PIPELINE + 2 + SCALE_STAGES[self.scale]
+        return self.pipeline_cycles >= self.base_stages + 2
 
     @property
     def rtl_pipeline(self) -> int:
-        return RTL_PIPELINE + SCALE_STAGES[self.scale] + int(self.lookup_register) + int(self.table_register)
+        return self.base_stages + int(self.lookup_register) + int(self.table_register)
 
     @property
     def data_bits(self) -> int:
@@ -215,6 +253,11 @@ class LutConfig:
                  lookup_register=self.lookup_register)
         if self.table_register:  # (builds without it keep their description and Verilog header)
             d["table_register"] = True
+        if self.lookup_interleave == 1:  # (likewise)
+            del d["lookup_interleave"]
+        else:
+            d.update(shift_add_stages=self.shift_add_stages, half_sub_stages=self.half_sub_stages,
+                     acc_stages=self.acc_stages)
         return d
 
 
@@ -377,6 +420,28 @@ class LutCore(wiring.Component):
         return out
 
     @staticmethod
+    def _fp_add(m: Module, a, b, stages: int, name: str):
+        """fp32 ``rne(a + b)`` ``stages`` cycles later (the library's finite fp32 adder at those stages)."""
+        m.submodules[name] = add = Fp32AddFinite(stages=stages)
+        assert add.latency == stages
+        m.d.comb += [add.a.eq(a[:32]), add.b.eq(b[:32]), add.in_valid.eq(1)]
+        return add.out
+
+    def _shift_add(self, m: Module, ar, p, t, stages: int, name: str):
+        """``2p + t`` in ``ar``'s arithmetic, ``stages`` cycles later (fp: RNE; int: exact, then a delay)."""
+        if ar.kind == "int":
+            return pipe_delay(m, ar.double_add(m, p, t, name), stages, f"{name}_w")
+        return self._fp_add(m, fp32_double(p[:32]), t, stages, name)
+
+    def _half_sub(self, m: Module, ar, p, s, stages: int, name: str):
+        """``r = rne(p - S) * 0.5`` in ``ar``'s arithmetic, ``stages`` cycles later (fp: the subtraction
+        pipelined, the halving after it; int: exact, then a delay)."""
+        if ar.kind == "int" or stages == 0:
+            return pipe_delay(m, ar.half_sub(m, p, s, name), stages, f"{name}_w")
+        diff = self._fp_add(m, p, Cat(s[:31], ~s[31]), stages, f"{name}_d")
+        return fp32_half(m, diff, name)
+
+    @staticmethod
     def _by_kind(values: dict, is_fp):
         """One value from the per-arithmetic values (a mux when both are built)."""
         if len(values) == 1:
@@ -494,15 +559,21 @@ class LutCore(wiring.Component):
         s1_oaddr = Signal.like(t1_oaddr)
         lk_dom += [s1_valid.eq(t1_valid), s1_first.eq(t1_first), s1_last.eq(t1_last), s1_oaddr.eq(t1_oaddr),
                    s1_fg.eq(t1_fg)]
+        # the shift-add's own stages (lookup_interleave): stage 2's control waits for its result
+        sa = c.shift_add_stages
+        x1_valid, x1_last, x1_oaddr, x1_fg = (pipe_delay(m, x, sa, f"x1_{x.name[3:]}")
+                                              for x in (s1_valid, s1_last, s1_oaddr, s1_fg))
         s2_saddr = s2_nb = s3_lastg = None
         if c.scale == "per_group":
             s1_saddr, s2_saddr = (Signal(range(c.scale_depth), name=f"{x}_saddr") for x in ("s1", "s2"))
-            m.d.sync += s2_saddr.eq(s1_saddr)
+            m.d.sync += s2_saddr.eq(pipe_delay(m, s1_saddr, sa, "x1_saddr"))
             lk_dom += s1_saddr.eq(t1_saddr)
         if c.scale == "per_channel":
             s1_nb, s2_nb = (Signal(range(c.out_depth), name=f"{x}_nb") for x in ("s1", "s2"))
             s1_lastg, s2_lastg, s3_lastg = Signal(), Signal(), Signal()
-            m.d.sync += [s2_nb.eq(s1_nb), s2_lastg.eq(s1_lastg), s3_lastg.eq(s2_lastg)]
+            m.d.sync += [s2_nb.eq(pipe_delay(m, s1_nb, sa, "x1_nb")),
+                         s2_lastg.eq(pipe_delay(m, s1_lastg, sa, "x1_lastg")),
+                         s3_lastg.eq(pipe_delay(m, s2_lastg, c.half_sub_stages, "x2_lastg"))]
             lk_dom += [s1_nb.eq(t1_nb), s1_lastg.eq(t1_lastg)]
 
         # ---------------------------------------------------------- precompute unit
@@ -541,13 +612,25 @@ class LutCore(wiring.Component):
                     # the positive and the negated half's indices ``lo`` and ``~lo`` of row r, each stored
                     # XOR a constant of its own (the tables read in that permuted order), and the top bit
                     # XOR r % 2: distinct flip-flops that synthesis cannot merge, so that no index register
-                    # fans out to more than one row's half (the lookup's path is routing)
-                    xp, xn = (2 * r) % E, (2 * r + 1) % E
-                    sp, sn = Signal(K - 1, name=f"t2_ip_r{r}_c{col}"), Signal(K - 1, name=f"t2_in_r{r}_c{col}")
+                    # fans out to more than one row's half (the lookup's path is routing); and each of
+                    # those twice (IDX_COPIES), one copy a share of the entry's bits
                     tp = Signal(name=f"t2_top_r{r}_c{col}")
-                    m.d.sync += [sp.eq(raw[:K - 1] ^ xp), sn.eq(~raw[:K - 1] ^ xn), tp.eq(raw[K - 1] ^ (r % 2))]
-                    lane_idx[col, r] = (sp, sn, tp if r % 2 == 0 else ~tp, xp, xn)
-        preg = [[Signal(pb, name=f"p_r{r}_c{col}") for col in range(tn)] for r in range(tm)]
+                    m.d.sync += tp.eq(raw[K - 1] ^ (r % 2))
+                    copies = []
+                    for h in range(IDX_COPIES):
+                        xp, xn = (2 * (IDX_COPIES * r + h)) % E, (2 * (IDX_COPIES * r + h) + 1) % E
+                        sp = Signal(K - 1, name=f"t2_ip{h}_r{r}_c{col}")
+                        sn = Signal(K - 1, name=f"t2_in{h}_r{r}_c{col}")
+                        m.d.sync += [sp.eq(raw[:K - 1] ^ xp), sn.eq(~raw[:K - 1] ^ xn)]
+                        copies.append((sp, sn, xp, xn))
+                    lane_idx[col, r] = (copies, tp if r % 2 == 0 else ~tp)
+        D = c.lookup_interleave
+        # D == 1: one plane register a lane. D > 1: a line of D - sa registers after the sa-stage adder, so a
+        # column block's p comes back D cycles later, for its next plane (the blocks of a batch in turn)
+        lines = [[[Signal(pb, name=f"p{i or ''}_r{r}_c{col}") for i in range(D - sa)] for col in range(tn)]
+                 for r in range(tm)]
+        preg = [[lines[r][col][0] for col in range(tn)] for r in range(tm)]  # (D > 1: the newest, for stage 2)
+        first_sa = pipe_delay(m, s1_first, sa, "first_sa")
         s2_S = [Signal(eb, name=f"S_r{r}") for r in range(tm)]
         for col in range(tn):
             idx = wword[col * K:(col + 1) * K]
@@ -564,39 +647,59 @@ class LutCore(wiring.Component):
                     name = f"l_{kind}_r{r}_c{col}"
                     tv = Signal(ar.width, name=f"{name}_t")  # the looked-up term, signed (registered: lookup_register)
                     if kind in neg_tab:  # two E:1 muxes on the lane's index registers, then the top bit's 2:1
-                        sp, sn, hi, xp, xn = lane_idx[col, r]
-                        pos = Array(row_tab[r][e ^ xp] for e in range(E))[sp]
-                        neg = Array(neg_tab[kind][r][e ^ xn] for e in range(E))[sn]
-                        lk_dom += tv.eq(Mux(hi, ar._s(pos), neg))
+                        copies, hi = lane_idx[col, r]
+                        parts, w = [], ar.width
+                        for h, (sp, sn, xp, xn) in enumerate(copies):  # copy h: its share of the bits
+                            pos = Array(row_tab[r][e ^ xp] for e in range(E))[sp]
+                            neg = Array(neg_tab[kind][r][e ^ xn] for e in range(E))[sn]
+                            whole = Mux(hi, ar._s(pos), neg)
+                            parts.append(whole[h * w // len(copies):(h + 1) * w // len(copies)])
+                        lk_dom += tv.eq(Cat(*parts))
                     else:
                         lk_dom += tv.eq(Mux(top, ar._s(t_raw) if kind == "int" else t_raw,
                                             ar.neg(m, t_raw, f"{name}_n")))
                     if c.max_planes == 1:  # int1-only build: one plane, no shift-add
-                        new[kind] = tv
-                    else:
+                        new[kind] = pipe_delay(m, tv, sa, f"{name}_tsa")
+                    elif D == 1:
                         new[kind] = Mux(s1_first, tv, ar.double_add(m, preg[r][col], tv, f"{name}_sa"))
-                with m.If(s1_valid):
-                    m.d.sync += preg[r][col].eq(self._by_kind(new, is_fp))
+                    else:
+                        new[kind] = Mux(first_sa, pipe_delay(m, tv, sa, f"{name}_tsa"),
+                                        self._shift_add(m, ar, lines[r][col][-1], tv, sa, f"{name}_sa"))
+                if D == 1:
+                    with m.If(s1_valid):
+                        m.d.sync += preg[r][col].eq(self._by_kind(new, is_fp))
+                else:  # every cycle: the line keeps its spacing through idle slots and between steps
+                    line = lines[r][col]
+                    m.d.sync += [line[0].eq(self._by_kind(new, is_fp))] + [line[i].eq(line[i - 1])
+                                                                          for i in range(1, len(line))]
         s2_valid, s2_fg = Signal(), Signal()
         s2_oaddr = Signal.like(s1_oaddr)
-        m.d.sync += [s2_valid.eq(s1_valid & s1_last), s2_oaddr.eq(s1_oaddr), s2_fg.eq(s1_fg)]
+        m.d.sync += [s2_valid.eq(x1_valid & x1_last), s2_oaddr.eq(x1_oaddr), s2_fg.eq(x1_fg)]
         s1_S = [Signal(eb, name=f"S1_r{r}") for r in range(tm)]
         lk_dom += [s1_S[r].eq(row_tab[r][E - 1]) for r in range(tm)]
-        with m.If(s1_valid & s1_last):
-            m.d.sync += [s2_S[r].eq(s1_S[r]) for r in range(tm)]
+        x1_S = [pipe_delay(m, s1_S[r], sa, f"x1_S_r{r}") for r in range(tm)]
+        with m.If(x1_valid & x1_last):
+            m.d.sync += [s2_S[r].eq(x1_S[r]) for r in range(tm)]
 
         # ---------------------------------------------------------- stage 2: r = (p - S) / 2, accumulator read
         rreg = [[Signal(pb, name=f"r_r{r}_c{col}") for col in range(tn)] for r in range(tm)]
+        hs = c.half_sub_stages  # (lookup_interleave: p - S pipelined, the rest of stage 2 waits for it)
         for r in range(tm):
             for col in range(tn):
                 vals = {}
+                p_hs = pipe_delay(m, preg[r][col], hs, f"p_hs_r{r}_c{col}")
                 for kind, ar in ariths:
                     if c.weight_formats == ("int1",):
-                        vals[kind] = preg[r][col]
+                        vals[kind] = p_hs
                         continue
-                    half = ar.half_sub(m, preg[r][col], s2_S[r], f"h_{kind}_r{r}_c{col}")
-                    vals[kind] = Mux(int1, preg[r][col], half) if "int1" in c.weight_formats else half
+                    half = self._half_sub(m, ar, preg[r][col], s2_S[r], hs, f"h_{kind}_r{r}_c{col}")
+                    vals[kind] = Mux(int1, p_hs, half) if "int1" in c.weight_formats else half
                 m.d.sync += rreg[r][col].eq(self._by_kind(vals, is_fp))
+        s2_valid, s2_oaddr, s2_fg = (pipe_delay(m, x, hs, f"x2_{x.name[3:]}") for x in (s2_valid, s2_oaddr, s2_fg))
+        if s2_saddr is not None:
+            s2_saddr = pipe_delay(m, s2_saddr, hs, "x2_saddr")
+        if s2_nb is not None:
+            s2_nb = pipe_delay(m, s2_nb, hs, "x2_nb")
         acc_valid, acc_oaddr, acc_fg, r_in = s2_valid, s2_oaddr, s2_fg, rreg
         if c.scale == "per_group":  # stage 2b: rs = rne(fp32(r) * scale) before the (fp32) accumulator
             acc_valid, acc_oaddr, acc_fg, r_in = self._group_scale(m, rreg, s2_valid, s2_oaddr, s2_fg, s2_saddr,
@@ -618,6 +721,8 @@ class LutCore(wiring.Component):
             s3_nb = Signal.like(s2_nb)
             m.d.sync += [s3_nb.eq(s2_nb), fwd.eq(s3_valid & (s3_nb == s2_nb))]
             old = Mux(fwd, fw_data, acc_rd.data)
+        elif c.acc_stages:  # updates of one entry are lookup_interleave cycles apart: nothing to forward
+            old = out_r.data
         else:
             m.d.sync += fwd.eq(s3_valid & (s3_oaddr == acc_oaddr))
             old = Mux(fwd, fw_data, out_r.data)
@@ -632,7 +737,10 @@ class LutCore(wiring.Component):
                 vals = {}
                 for kind, _ar in acc_kinds:
                     if kind == "int":
-                        vals[kind] = acc_int.add(m, acc_old, r_in[r][col][:c.p_bits], f"sum_int_r{r}_c{col}")
+                        vals[kind] = pipe_delay(m, acc_int.add(m, acc_old, r_in[r][col][:c.p_bits],
+                                                               f"sum_int_r{r}_c{col}"), c.acc_stages, f"sum_int_r{r}_c{col}_w")
+                    elif c.acc_stages:
+                        vals[kind] = self._fp_add(m, acc_old, r_in[r][col], c.acc_stages, f"sum_fp_r{r}_c{col}")
                     else:
                         vals[kind] = FpArith().add(m, acc_old, r_in[r][col], f"sum_fp_r{r}_c{col}")
                 v = Signal(ACC_BITS, name=f"sum_r{r}_c{col}")
@@ -643,6 +751,9 @@ class LutCore(wiring.Component):
             m.d.comb += [scr_w.addr.eq(s3_nb), scr_w.data.eq(Cat(*sums)), scr_w.en.eq(s3_valid)]
             fin_valid, fin_addr, fin_data = self._channel_scale(m, sums, s3_valid & s3_lastg, s3_oaddr, s3_nb,
                                                                  sc_r, out_r, running, acc_cmd, is_fp)
+        elif c.acc_stages:
+            fin_valid, fin_addr = pipe_delay(m, s3_valid, c.acc_stages, "x3_valid"), pipe_delay(m, s3_oaddr, c.acc_stages, "x3_oaddr")
+            fin_data = Cat(*sums)
         else:
             m.d.sync += fw_data.eq(Cat(*sums))
             fin_valid, fin_addr, fin_data = s3_valid, s3_oaddr, Cat(*sums)

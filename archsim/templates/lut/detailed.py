@@ -8,7 +8,8 @@ major) into the free one of two table banks, and the lookup unit runs one
 columns' indices from the plane's weight bits, reads the stored half-table
 (negating when the top index bit is 0, with ``symmetric``), and shift-adds into
 the per-column plane register; after a block's last plane it forms ``r`` and
-adds it into the accumulators. A bank is free once the lookups of the step
+adds it into the accumulators (with ``lookup_interleave`` D > 1: the planes of D blocks in
+turn, each block with its own plane register). A bank is free once the lookups of the step
 that used it are done; a step's lookups start the cycle after its table is
 complete (``precompute_pipeline_cycles`` after its last entry was built: the
 precompute unit's latency). After the last lookup the result leaves through ``pipeline_cycles``
@@ -65,9 +66,10 @@ class LutArrayDetailed:
         ready = [False] * n_steps  # table complete (usable from the next cycle)
         landing: list[tuple[int, int]] = []  # (cycle its last entry lands, step): the precompute unit's latency
         look_step, look_unit = 0, 0  # current lookup step and (column block, plane) position
-        look_units = ceil(tile.n / tn) * b
+        n_blocks, D = ceil(tile.n / tn), p.lookup_interleave
+        look_units = ceil(n_blocks / D) * D * b  # batches of D blocks, plane-major within a batch
         pre_rate = p.precompute_entries_per_cycle
-        preg = np.zeros((tm, tn), np.int64 if integer else F32)
+        pregs = np.zeros((D, tm, tn), np.int64 if integer else F32)  # the plane register of each block of a batch
         cycle = 0
         if tile.precomputed:  # the tables arrive with the activations
             pre_step = n_steps
@@ -103,36 +105,43 @@ class LutArrayDetailed:
                 table = banks[bank] if not tile.precomputed else self._arrived_table(a_pad, s, groups, stored,
                                                                                     integer)
                 mb, g = divmod(s, groups)
-                cb, q = divmod(look_unit, b)
+                batch, v = divmod(look_unit, D * b)
+                q, d = divmod(v, D)
+                cb = batch * D + d
                 plane = b - 1 - q  # MSB first
-                cols = slice(cb * tn, min((cb + 1) * tn, tile.n))
-                ncol = cols.stop - cols.start
-                bits = planes[plane, g * K:(g + 1) * K, cols].astype(np.int64)  # (K, ncol)
-                idx = (bits << np.arange(K)[:, None]).sum(axis=0)  # index formation
-                if p.symmetric:
-                    neg = (idx & top) == 0
-                    folded = np.where(neg, idx ^ (2 ** K - 1), idx) - top
-                    t = table[:, folded]  # (tm, ncol)
-                    t = np.where(neg[None, :], -t, t)  # negate
+                preg = pregs[d]
+                if cb >= n_blocks:  # the last batch's idle slot
+                    if trace is not None:
+                        trace.append(f"{cycle:6d} look step {s} idle")
                 else:
-                    t = table[:, idx]
-                if q == 0:
-                    preg[:, :ncol] = t
-                else:
-                    preg[:, :ncol] = 2 * preg[:, :ncol] + t if integer else (F32(2) * preg[:, :ncol] + t)
-                if trace is not None:
-                    trace.append(f"{cycle:6d} look step {s} block {cb} plane {plane}")
-                if q == b - 1:  # last plane of the block: r, then the accumulator
-                    total = table[:, -1][:, None]  # S = T[2^K - 1] (stored in both layouts)
-                    r = group_results(preg[:, :ncol].copy(), total, tile.weight_format, integer)
-                    rows = slice(mb * tm, (mb + 1) * tm)
-                    if scale == "per_group":
-                        rs = r.astype(F32) * sc[(g * K) // p.scale_group][None, cols]
-                        acc[rows, cols] = (acc[rows, cols] + rs.astype(F32)).astype(F32)
-                    elif integer and not fp_acc:
-                        acc[rows, cols] = acc[rows, cols] + r
+                    cols = slice(cb * tn, min((cb + 1) * tn, tile.n))
+                    ncol = cols.stop - cols.start
+                    bits = planes[plane, g * K:(g + 1) * K, cols].astype(np.int64)  # (K, ncol)
+                    idx = (bits << np.arange(K)[:, None]).sum(axis=0)  # index formation
+                    if p.symmetric:
+                        neg = (idx & top) == 0
+                        folded = np.where(neg, idx ^ (2 ** K - 1), idx) - top
+                        t = table[:, folded]  # (tm, ncol)
+                        t = np.where(neg[None, :], -t, t)  # negate
                     else:
-                        acc[rows, cols] = (acc[rows, cols] + r).astype(F32)
+                        t = table[:, idx]
+                    if q == 0:
+                        preg[:, :ncol] = t
+                    else:
+                        preg[:, :ncol] = 2 * preg[:, :ncol] + t if integer else (F32(2) * preg[:, :ncol] + t)
+                    if trace is not None:
+                        trace.append(f"{cycle:6d} look step {s} block {cb} plane {plane}")
+                    if q == b - 1:  # last plane of the block: r, then the accumulator
+                        total = table[:, -1][:, None]  # S = T[2^K - 1] (stored in both layouts)
+                        r = group_results(preg[:, :ncol].copy(), total, tile.weight_format, integer)
+                        rows = slice(mb * tm, (mb + 1) * tm)
+                        if scale == "per_group":
+                            rs = r.astype(F32) * sc[(g * K) // p.scale_group][None, cols]
+                            acc[rows, cols] = (acc[rows, cols] + rs.astype(F32)).astype(F32)
+                        elif integer and not fp_acc:
+                            acc[rows, cols] = acc[rows, cols] + r
+                        else:
+                            acc[rows, cols] = (acc[rows, cols] + r).astype(F32)
                 look_unit += 1
                 if look_unit == look_units:
                     look_step, look_unit = look_step + 1, 0

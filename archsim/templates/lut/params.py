@@ -67,6 +67,12 @@ class LutParams(TemplateParams):
         Latency of the precompute unit (its pipeline depth): a step's tables
         are complete ``pre + precompute_pipeline_cycles`` cycles after its
         build starts (0: one combinational adder chain, as before).
+    lookup_interleave : int
+        Column blocks whose bit planes the lookup interleaves (``D``): plane q of blocks
+        ``nb .. nb + D - 1`` one a cycle, then plane q - 1 of the same blocks, so that one column
+        block's shift-add ``p = 2p + T`` has ``D`` cycles (room for a pipelined adder) and the sums
+        keep their order (same values). A step's lookups take ``ceil(NB / D) * D * b`` cycles (a
+        batch of fewer than ``D`` blocks idles the rest). 1: one block at a time, as before.
     """
 
     group_k: int = 4
@@ -83,9 +89,11 @@ class LutParams(TemplateParams):
     scale_group: int = 128
     pipeline_cycles: int = 3
     precompute_pipeline_cycles: int = 0
+    lookup_interleave: int = 1
 
     def validate(self) -> None:
-        for key in ("group_k", "tile_m", "tile_n", "tile_k", "precompute_entries_per_cycle", "scale_group"):
+        for key in ("group_k", "tile_m", "tile_n", "tile_k", "precompute_entries_per_cycle", "scale_group",
+                    "lookup_interleave"):
             _pos_int(self, key)
         if self.group_k > 8:
             raise ValueError(f"group_k: expected 1..8, got {self.group_k}")

@@ -72,7 +72,10 @@ groups (row-block-major, then K):
   precompute unit's latency ``precompute_pipeline_cycles`` (its last entry
   lands that many cycles after it was read);
 - lookup of (mb, g): ``look = ceil(N / tile_n) * b`` cycles (one bit plane of
-  ``tile_n`` columns per cycle);
+  ``tile_n`` columns per cycle); with ``lookup_interleave`` D > 1 the column
+  blocks go in batches of D, plane by plane (MSB first) and block by block within a plane, and a
+  batch of fewer than D blocks idles the rest: ``look = ceil(ceil(N / tile_n) / D) * D * b``
+  (the same sums in the same order: values do not change);
 - tables are double-buffered: the precompute of step s+1 overlaps the lookup
   of step s::
 
@@ -158,8 +161,10 @@ def precompute_cycles(tile: LutTile, params) -> int:
 
 
 def lookup_cycles(tile: LutTile, params) -> int:
-    """Cycles of the lookups of one step: every column block, one bit plane per cycle."""
-    return ceil(tile.n / params.tile_n) * tile.planes
+    """Cycles of the lookups of one step: every column block, one bit plane per cycle, in batches of
+    ``lookup_interleave`` blocks (a batch of fewer idles the rest)."""
+    d = params.lookup_interleave
+    return ceil(ceil(tile.n / params.tile_n) / d) * d * tile.planes
 
 
 def tile_cycles(tile: LutTile, params) -> int:
