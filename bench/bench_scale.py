@@ -81,8 +81,9 @@ CANDIDATES: dict[str, list[Candidate]] = {
     "simd": [Candidate(f"simd {n} PEs", "simd-edge", {"pes": n}) for n in (1, 2, 4, 6, 8)],
     "pim": [Candidate(f"pim {n} bank{'s' if n > 1 else ''} (bare units)", "pim-gpt-gddr6", {},
                       options={"banks": n} if n > 1 else {}) for n in (1, 2, 3, 4)],
-    "lut": [_lut(n) for n in (8, 16, 32, 64, 128)],
-    "attention": [_attention(r, c, p) for r, c, p in ((2, 2, 1), (2, 2, 2), (2, 3, 2), (3, 3, 2))],
+    "lut": [_lut(n) for n in (8, 16, 32, 48, 64, 128)],
+    # ordered by size in LUT4 (a 2D PE is ~7.4k LUT4 equivalents, a 1D lane ~24.6k: docs/rtl.md)
+    "attention": [_attention(r, c, p) for r, c, p in ((2, 2, 1), (2, 3, 1), (2, 2, 2), (2, 4, 1), (3, 3, 1))],
 }
 
 
