@@ -78,7 +78,7 @@ def _attention(r: int, c: int, lanes: int) -> Candidate:
 CANDIDATES: dict[str, list[Candidate]] = {
     "systolic": [Candidate(f"systolic {r}x{c} ws", "systolic-8x8-ecp5", {"rows": r, "cols": c})
                  for r, c in ((8, 8), (12, 12), (13, 12), (16, 16))],
-    "simd": [Candidate(f"simd {n} PEs", "simd-edge", {"pes": n}) for n in (1, 2, 4, 6, 8)],
+    "simd": [Candidate(f"simd {n} PEs", "simd-edge", {"pes": n}) for n in (1, 2, 4, 6, 7, 8)],
     "pim": [Candidate(f"pim {n} bank{'s' if n > 1 else ''} (bare units)", "pim-gpt-gddr6", {},
                       options={"banks": n} if n > 1 else {}) for n in (1, 2, 3, 4)],
     "lut": [_lut(n) for n in (8, 16, 32, 48, 64, 128)],
