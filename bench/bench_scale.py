@@ -165,7 +165,8 @@ def run_template(template: str, args, tools: dict[str, str], rev: str) -> list[d
             print(json.dumps(row), flush=True)
             break
         ok, binding = fits(res)
-        row.update({k: res.get(k) for k in ("luts", "carry", "ffs", "dsps", "bram", "lutram", "yosys_wall_s", "options")})
+        row.update({k: res.get(k) for k in ("luts", "carry", "ffs", "dsps", "bram", "lutram", "yosys_wall_s",
+                                            "options")})
         row.update({"lut4_incl_carry": res.get("luts", 0) + 2 * res.get("carry", 0), "fits": ok, "binding": binding})
         rows.append(row)
         print(json.dumps(row), flush=True)

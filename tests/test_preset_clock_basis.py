@@ -79,7 +79,7 @@ def _rtl_refuses(name: str) -> bool:
 def test_the_preset_states_a_clock_basis_consistent_with_its_logic_levels(name):
     comments = _comments(name)
     if _rtl_refuses(name):
-        assert f"clock basis:" in comments and NO_RTL in comments, (
+        assert "clock basis:" in comments and NO_RTL in comments, (
             f"{name}: archsim's RTL refuses this configuration, so its clock basis must say '{NO_RTL}'")
         return
     assert NO_RTL not in comments, f"{name}: says '{NO_RTL}', but the RTL builds it"
