@@ -145,3 +145,19 @@ def test_a_template_design_that_refuses_names_the_unit_that_has_rtl(capsys):
     assert err.endswith("(units with their own RTL: --unit topk)") and "\n" not in err
     assert main(["rtl", "cosim", "--arch", "fusemax-edge", "--set", "exp_on=array1d", "--tiles", "1"]) == 2
     assert "--unit" not in capsys.readouterr().err
+
+
+@pytest.mark.rtl
+def test_cli_cosim_json_dash_prints_json_on_stdout(capsys, tmp_path, monkeypatch):
+    """``--json -`` prints the report as JSON on stdout (as ``rtl synth`` does) and writes no file named '-'."""
+    import json
+
+    _icarus_or_skip()
+    monkeypatch.chdir(tmp_path)
+    rc = main(["rtl", "cosim", *SMALL, "--tiles", "2", "--seed", "4", "--json", "-"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    report = json.loads(out)
+    assert report["ok"] is True and len(report["tiles"]) == 2, report
+    assert all(t["values_ok"] and t["cycles_ok"] for t in report["tiles"]), report
+    assert not (tmp_path / "-").exists()

@@ -197,3 +197,21 @@ def test_registered_dsp_multipliers_simulate_with_their_model_and_are_cycle_exac
                      extra_sources=design.sim_sources()).result
     report = design.check(items, result)
     assert report.ok, "\n" + report.summary()
+
+
+def test_the_cli_multiplier_option_selects_the_registered_dsp_blocks(capsys):
+    """``--multiplier ecp5_dsp`` (the flag the other templates take) builds the bf16 datapath's MULT18X18D
+    instances, ``inferred`` the inferred product; a clash with ``mul`` or an unknown name is one line."""
+    from archsim.cli import main
+    from archsim.errors import ArchsimError
+
+    p = dataclasses.replace(BF16, accumulator_interleave=16, column_bytes=4, mac_lanes=2, mac_pipeline_cycles=26)
+    assert design_for(p, {"multiplier": "ecp5_dsp"}).verilog() == design_for(p, {"mul": "dsp_reg"}).verilog()
+    assert "MULT18X18D" not in design_for(p, {"multiplier": "inferred"}).verilog()
+    with pytest.raises(ArchsimError, match="multiplier 'ecp5_dsp' and mul 'lut'"):
+        design_for(p, {"multiplier": "ecp5_dsp", "mul": "lut"})
+    with pytest.raises(ArchsimError, match="multiplier: expected one of inferred, ecp5_dsp"):
+        design_for(p, {"multiplier": "dsp48"})
+    assert main(["rtl", "lint", "--arch", "pim-gpt-gddr6", "--set", "mac_precision=int8", "--multiplier",
+                 "ecp5_dsp", "-q"]) == 2
+    assert "multiplier" in capsys.readouterr().err

@@ -78,7 +78,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--sim", default="icarus", choices=["icarus", "verilator"], help="Verilog simulator")
     c.add_argument("--waves", action="store_true", help="write a waveform (FST for Icarus, VCD for Verilator)")
     c.add_argument("--build-dir", metavar="DIR", help="simulator build folder (default: a cache under /tmp)")
-    c.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+    c.add_argument("--json", metavar="FILE", help="also write the report as JSON to FILE ('-': print JSON on stdout "
+                   "instead of the summary)")
     c.add_argument("--verilog", nargs="+", metavar="FILE",
                    help="co-simulate your own Verilog instead of archsim's: it must implement the host interface "
                    "(docs/rtl_host_interface.md) for --arch; a waveform is always written")
@@ -210,7 +211,7 @@ def _check_cosim_args(args) -> None:
         from workloads.zoo import canonical_name
 
         canonical_name(args.workload)  # an unknown name fails now, not after the design is built
-    if args.json is not None:
+    if args.json is not None and args.json != "-":
         check_owned_file(args.json)
     if args.build_dir is not None:  # the simulator writes (and removes) files there: a folder archsim owns
         OutputDir(args.build_dir, "rtl cosim")
@@ -254,6 +255,9 @@ def cmd_cosim(args) -> int:
         finally:
             for bar in bars:
                 bar.close()
+    if args.json == "-":
+        print(json.dumps(report.as_dict(), indent=2, sort_keys=False))
+        return 0 if report.ok else 1
     print(f"{design_label(arch, args.overrides)}: {design.toplevel} on {args.sim}, {len(items)} tiles from "
           f"{args.source}")
     print(report.summary())
@@ -362,10 +366,13 @@ def cmd_cosim_verilog(args) -> int:
         raise SpecError(f"source {args.source!r} gave no tiles")
     user = run_user_verilog(arch, args.verilog, args.top, items, sim=args.sim, waves=True,
                             build_dir=args.build_dir, options=design.options)
+    line = user.first_mismatch()
+    if args.json == "-":
+        print(json.dumps({**user.report.as_dict(), "first_mismatch": line}, indent=2, sort_keys=False))
+        return 0 if user.report.ok else 1
     print(f"{args.top} (your Verilog: {', '.join(args.verilog)}) as {design_label(arch, args.overrides)} on {args.sim}, "
           f"{len(items)} tiles from {args.source}")
     print(user.report.summary())
-    line = user.first_mismatch()
     if line:
         print(line)
     if args.json:

@@ -88,6 +88,11 @@ def _bits(values: np.ndarray, precision: str) -> np.ndarray:
     return np.asarray(values, np.float32).view(np.uint32)
 
 
+#: ``multiplier`` (``archsim rtl ... --multiplier``) as the bf16 datapath's ``mul``: the inferred product, or
+#: the ECP5 MULT18X18D with its own registers on the cut points (same latency and bits)
+MULTIPLIER_MULS = {"inferred": "dsp", "ecp5_dsp": "dsp_reg"}
+
+
 class PimDesign(RtlDesign):
     """RTL of :class:`~archsim.templates.pim.params.PimParams`: one bank's near-bank unit."""
 
@@ -102,9 +107,19 @@ class PimDesign(RtlDesign):
         stages = {k: options.pop(k) for k in ("mul_stages", "add_stages") if k in options}
         top = options.pop("top", DEFAULT_TOP if banks == 1 else "unit")
         mul = options.pop("mul", "dsp")
+        multiplier = options.pop("multiplier", None)  # the CLI's --multiplier, as the other templates take it
+        if multiplier is not None:
+            if multiplier not in MULTIPLIER_MULS:
+                raise ValueError(f"multiplier: expected one of {', '.join(MULTIPLIER_MULS)}, got {multiplier!r}")
+            if mul != "dsp" and mul != MULTIPLIER_MULS[multiplier]:
+                raise ValueError(f"multiplier {multiplier!r} and mul {mul!r}: give one of them")
+            mul = MULTIPLIER_MULS[multiplier]
+            if mul != "dsp" and params.mac_precision != "bf16":
+                raise ValueError(f"multiplier {multiplier!r}: the {params.mac_precision} datapath has exact products "
+                                 f"(no multiplier choice); it takes 'inferred'")
         if options:
             raise ValueError(f"{', '.join(sorted(options))}: not an option of the pim RTL "
-                             f"(it has banks, mul_stages, add_stages, mul, top)")
+                             f"(it has banks, mul_stages, add_stages, mul, multiplier, top)")
         if mul not in MULS or (mul != "dsp" and params.mac_precision != "bf16"):
             raise ValueError(f"mul: expected one of {', '.join(MULS)} (bf16; int8 takes 'dsp'), got {mul!r}")
         #: the bf16 multipliers' significand multiplier ("dsp" default, "lut": fabric, "dsp_reg": ECP5 blocks)
