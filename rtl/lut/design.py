@@ -601,7 +601,7 @@ class LutCore(wiring.Component):
                     m.d.sync += [neg_tab[kind][r][e].eq(ar.neg(m, row_tab[r][e], f"ntab_r{r}_e{e}_n"))
                                  for r in range(tm) for e in range(E)]
             row_tab = reg_tab
-        lane_idx = {}  # table register, int: each (column, row) lane's own index registers (below)
+        lane_idx = {}  # table register, int: each (column, row) lane's own one-hot select registers (below)
         if neg_tab:
             for col in range(tn):
                 raw = wgt_r.data[col * K:(col + 1) * K]
