@@ -60,9 +60,6 @@ RTL_PIPELINE = 3
 SCALE_STAGES = {"none": 0, "per_group": 1, "per_channel": 2}
 DEPTHS = {"act_depth": 64, "weight_depth": 128, "out_depth": 64, "table_depth": 64, "scale_depth": 64}
 ACC_BITS = 32
-#: copies of each lookup lane's index registers with the table register (int), each for a share of the
-#: entry's bits: they fan out to fewer mux inputs (the lookup's path is mostly routing)
-IDX_COPIES = 2
 
 
 @dataclass(frozen=True)
@@ -604,26 +601,22 @@ class LutCore(wiring.Component):
                     m.d.sync += [neg_tab[kind][r][e].eq(ar.neg(m, row_tab[r][e], f"ntab_r{r}_e{e}_n"))
                                  for r in range(tm) for e in range(E)]
             row_tab = reg_tab
-        lane_idx = {}  # table register, int: each (column, row) lane's own index registers (below)
+        lane_idx = {}  # table register, int: each (column, row) lane's own one-hot select registers (below)
         if neg_tab:
             for col in range(tn):
                 raw = wgt_r.data[col * K:(col + 1) * K]
                 for r in range(tm):
-                    # the positive and the negated half's indices ``lo`` and ``~lo`` of row r, each stored
-                    # XOR a constant of its own (the tables read in that permuted order), and the top bit
-                    # XOR r % 2: distinct flip-flops that synthesis cannot merge, so that no index register
-                    # fans out to more than one row's half (the lookup's path is routing); and each of
-                    # those twice (IDX_COPIES), one copy a share of the entry's bits
-                    tp = Signal(name=f"t2_top_r{r}_c{col}")
-                    m.d.sync += tp.eq(raw[K - 1] ^ (r % 2))
-                    copies = []
-                    for h in range(IDX_COPIES):
-                        xp, xn = (2 * (IDX_COPIES * r + h)) % E, (2 * (IDX_COPIES * r + h) + 1) % E
-                        sp = Signal(K - 1, name=f"t2_ip{h}_r{r}_c{col}")
-                        sn = Signal(K - 1, name=f"t2_in{h}_r{r}_c{col}")
-                        m.d.sync += [sp.eq(raw[:K - 1] ^ xp), sn.eq(~raw[:K - 1] ^ xn)]
-                        copies.append((sp, sn, xp, xn))
-                    lane_idx[col, r] = (copies, tp if r % 2 == 0 else ~tp)
+                    # one-hot selects, registered with the weight word: bit e of the positive half is
+                    # ``top & lo == e``, of the negated half ``~top & ~lo == e`` (exactly one of the 2E set), so
+                    # the lookup is an AND-OR of 2E terms (3 LUT levels, not the 2 E:1 muxes + 2:1's 4). Odd
+                    # rows store them inverted (active low): distinct flip-flops that synthesis cannot merge, so
+                    # no select register fans out to more than one row's lane (the lookup's path is routing)
+                    top_b, lo, inv = raw[K - 1], raw[:K - 1], r % 2 == 1
+                    sp, sn = Signal(E, name=f"t2_sp_r{r}_c{col}"), Signal(E, name=f"t2_sn_r{r}_c{col}")
+                    for e in range(E):
+                        vp, vn = top_b & (lo == e), ~top_b & (~lo == e)
+                        m.d.sync += [sp[e].eq(~vp if inv else vp), sn[e].eq(~vn if inv else vn)]
+                    lane_idx[col, r] = (sp, sn, inv)
         D = c.lookup_interleave
         # D == 1: one plane register a lane. D > 1: a line of D - sa registers after the sa-stage adder, so a
         # column block's p comes back D cycles later, for its next plane (the blocks of a batch in turn)
@@ -646,15 +639,16 @@ class LutCore(wiring.Component):
                 for kind, ar in ariths:
                     name = f"l_{kind}_r{r}_c{col}"
                     tv = Signal(ar.width, name=f"{name}_t")  # the looked-up term, signed (registered: lookup_register)
-                    if kind in neg_tab:  # two E:1 muxes on the lane's index registers, then the top bit's 2:1
-                        copies, hi = lane_idx[col, r]
-                        parts, w = [], ar.width
-                        for h, (sp, sn, xp, xn) in enumerate(copies):  # copy h: its share of the bits
-                            pos = Array(row_tab[r][e ^ xp] for e in range(E))[sp]
-                            neg = Array(neg_tab[kind][r][e ^ xn] for e in range(E))[sn]
-                            whole = Mux(hi, ar._s(pos), neg)
-                            parts.append(whole[h * w // len(copies):(h + 1) * w // len(copies)])
-                        lk_dom += tv.eq(Cat(*parts))
+                    if kind in neg_tab:  # an AND-OR of the 2E entries on the lane's one-hot select registers
+                        sp, sn, inv = lane_idx[col, r]
+                        terms = []
+                        for e in range(E):
+                            for sel, val in ((sp[e], ar._s(row_tab[r][e])), (sn[e], neg_tab[kind][r][e])):
+                                terms.append(val & (~sel if inv else sel).replicate(ar.width))
+                        acc = terms[0]
+                        for t in terms[1:]:
+                            acc = acc | t
+                        lk_dom += tv.eq(acc)
                     else:
                         lk_dom += tv.eq(Mux(top, ar._s(t_raw) if kind == "int" else t_raw,
                                             ar.neg(m, t_raw, f"{name}_n")))
