@@ -248,6 +248,34 @@ def test_a_memory_stop_swallowed_by_the_code_is_repeated(monkeypatch):
     assert swallowed == 2  # the first stop swallowed, the second (the guard again) let through
 
 
+def test_the_guard_ends_cleanly_when_a_stop_lands_as_the_block_ends(monkeypatch):
+    """A stop tripped while the guarded block is already ending (in its ``finally``) must not leave the
+    watcher running or the stop handler installed: in CI such a guard went on stopping the xdist worker's
+    report writer after the test, and the worker died. The watcher re-trips every poll here, so a stop
+    lands during the shut-down on most of the rounds."""
+    import signal
+    import threading
+    import time
+
+    from archsim.engine import guard
+    from archsim.engine.guard import ResourceLimitError, memory_guard, rss_bytes
+
+    if rss_bytes() is None:
+        pytest.skip("no /proc/self/statm")
+    monkeypatch.setattr(guard, "RSS_POLL_S", 0.0001)
+    monkeypatch.setattr(guard, "RESTOP_S", 0.0)
+    before = signal.getsignal(signal.SIGUSR2)
+    for _ in range(30):
+        with pytest.raises(ResourceLimitError):
+            with memory_guard(limit=1):
+                deadline = time.monotonic() + 5.0
+                while time.monotonic() < deadline:
+                    sum(range(100))
+        assert signal.getsignal(signal.SIGUSR2) is before
+        assert not any(t.name == "archsim-memory-guard" for t in threading.enumerate())
+    time.sleep(0.01)  # a stray stop would land here and fail the test
+
+
 # ----------------------------------------------------------------------------- 6: silent accepts
 
 @pytest.mark.parametrize("override, message", [

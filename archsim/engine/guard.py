@@ -188,6 +188,8 @@ def memory_guard(limit: int | None = None):
     def stop(signum, frame):  # runs in the main thread
         from archsim.fmt import nbytes
 
+        if done.is_set():  # a stop tripped just before the block ended: the run is over
+            return
         if seen[1] == "rss":
             what, limit, how = "resident memory", cap, "set ARCHSIM_MEMORY_LIMIT (bytes)"
         else:
@@ -216,9 +218,25 @@ def memory_guard(limit: int | None = None):
     try:
         yield
     finally:
-        done.set()
-        watcher.join()
-        signal.signal(_STOP_SIGNAL, previous)
+        _shut_down(done, watcher, previous)
+
+
+def _shut_down(done: threading.Event, watcher: threading.Thread, previous: Any) -> None:
+    """End the watcher and put the previous handler back, even when a stop lands meanwhile.
+
+    A stop the watcher tripped just before the block ended can be handled inside this ``finally``; if it
+    escaped from here, the watcher would never learn it is done and the stop handler would stay
+    installed, so the guard would go on stopping whatever the process runs next (an xdist worker's
+    report writer, in CI). The block has ended: such a late stop is dropped; the block's own
+    exception, if any, still propagates."""
+    while True:
+        try:
+            done.set()
+            watcher.join()
+            signal.signal(_STOP_SIGNAL, previous)
+            return
+        except ResourceLimitError:
+            continue
 
 
 __all__ = ["DEFAULT_WORK_LIMIT_CYCLES", "ResourceLimitError", "WorkEstimate", "check_work", "estimate_work",
