@@ -274,10 +274,16 @@ def _pack_as_data(m: Module, sign, lsb, mant, guard, sticky, name: str, ebits: i
     be_mid = Signal(signed(EXP_W + 3), name=f"{name}_bemid")
     m.d.comb += [be_hi.eq(lsb + (bias + mbits + 1)), be_mid.eq(lsb + (bias + mbits))]  # one constant each
     top_lsb = (1 << ebits) - 1 - bias - mbits
+
+    def at_least(t: int, tag: str):  # lsb >= t: the sign bit of one subtraction one bit wider (no compare cell)
+        d = Signal(signed(len(lsb) + 1), name=f"{name}_{tag}")
+        m.d.comb += d.eq(lsb - t)
+        return ~d[-1]
+
     if specials == "fn":
-        hi_ovf, mid_ovf, mid_top = lsb > top_lsb - 1, lsb > top_lsb, lsb == top_lsb
+        hi_ovf, mid_ovf, mid_top = at_least(top_lsb, "dhi"), at_least(top_lsb + 1, "dmid"), lsb == top_lsb
     else:
-        hi_ovf, mid_ovf, mid_top = lsb >= top_lsb - 1, lsb >= top_lsb, Const(0, 1)
+        hi_ovf, mid_ovf, mid_top = at_least(top_lsb - 1, "dhi"), at_least(top_lsb, "dmid"), Const(0, 1)
     sign, mant, guard, sticky, be_hi, be_mid, hi_ovf, mid_ovf, mid_top = cut(
         pipe, sign, mant, guard, sticky, be_hi[:ebits], be_mid[:ebits], hi_ovf, mid_ovf, mid_top)
     up = Signal(name=f"{name}_up")

@@ -95,18 +95,22 @@ class FpMul(Unit):
 class FpAdd(Unit):
     """``a + b`` in the float ``fmt``, one RNE rounding; ``specials_as_data``: :class:`Unit`'s; ``zero_a``:
     an input ``a_zero`` that makes ``a`` +0.0 (:func:`rtl.lib.fp.fp_add`: a select after the operand compares,
-    not a mask before them)."""
+    not a mask before them); ``neg_zero_b``: an input ``b_neg_zero`` that makes ``b`` -0.0, the same way."""
 
-    def __init__(self, fmt: str, stages: int = 1, specials_as_data: bool = False, zero_a: bool = False):
+    def __init__(self, fmt: str, stages: int = 1, specials_as_data: bool = False, zero_a: bool = False,
+                 neg_zero_b: bool = False):
         self.fmt = _float(fmt)
         self.inputs = {"a": Shape(self.fmt.bits), "b": Shape(self.fmt.bits)}
         if zero_a:
             self.inputs["a_zero"] = Shape(1)
+        if neg_zero_b:
+            self.inputs["b_neg_zero"] = Shape(1)
         self.outputs = {"out": Shape(self.fmt.bits)}
         super().__init__(stages, specials_as_data)
 
     def build(self, m, ins, pipe):
-        return {"out": fp.fp_add(m, self.fmt, ins["a"], ins["b"], "add", pipe, ins.get("a_zero"))}
+        return {"out": fp.fp_add(m, self.fmt, ins["a"], ins["b"], "add", pipe, ins.get("a_zero"),
+                                 ins.get("b_neg_zero"))}
 
 
 class NarrowMulFp32(Unit):
