@@ -21,7 +21,8 @@ from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 
 from rtl.lib.formats import EXP_W, FP32, Decoded, FormatHw, decode, decode_fp32
 from rtl.lib.pipe import HardRegistered, Pipe, carry, cut, drop, registers_next
-from rtl.lib.round import EW, P, W, packs_specials, round_pack, round_pack_fp32, shift_coarse, shift_fine
+from rtl.lib.round import (EW, P, W, packs_specials, round_pack, round_pack_fp32, shift_coarse, shift_fine,
+                           zero_fill_as_data)
 
 QNAN = 0x7FC00000
 F32_ZERO = 0
@@ -64,6 +65,12 @@ def _align_add(m: Module, a, b, n: int, eb: int, mb: int, name: str, pipe: Pipe 
         m.d.comb += [exa.eq(Mux(az | (ea == 0), 1, ea)), exb.eq(Mux(b_neg_zero | (eb_ == 0), 1, eb_))]
         a = a & ~az.replicate(n)
         b = Cat(b[:n - 1] & ~b_neg_zero.replicate(n - 1), b[n - 1] | b_neg_zero)
+    zd = zero_fill_as_data(pipe)
+    if zd:  # the same exponents as OR / AND data (a biased exponent 0 reads 1; a selected zero reads 1)
+        az = Const(0, 1) if a_zero is None else a_zero
+        bz = Const(0, 1) if b_neg_zero is None else b_neg_zero
+        m.d.comb += [exa.eq(Cat(ea[0] | (ea == 0) | az, ea[1:] & ~az.replicate(eb - 1))),
+                     exb.eq(Cat(eb_[0] | (eb_ == 0) | bz, eb_[1:] & ~bz.replicate(eb - 1)))]
     dab = Signal(eb + 1, name=f"{name}_dab")  # exa - exb if a is the larger (then >= 0), and exb - exa if b
     dba = Signal(eb + 1, name=f"{name}_dba")
     m.d.comb += [dab.eq(exa - exb), dba.eq(exb - exa)]
@@ -76,12 +83,17 @@ def _align_add(m: Module, a, b, n: int, eb: int, mb: int, name: str, pipe: Pipe 
                  d.eq(Mux(swap, dba, dab))]
     dw = width.bit_length()  # an alignment of 2**dw - 1 >= width shifts every bit out, as any larger one
     dc = Signal(dw, name=f"{name}_dc")
-    m.d.comb += dc.eq(Mux(d[dw:] != 0, (1 << dw) - 1, d[:dw]) if eb + 1 > dw else d)
+    if eb + 1 <= dw:
+        m.d.comb += dc.eq(d)
+    elif zd:  # the clamp as OR data
+        m.d.comb += dc.eq(d[:dw] | (d[dw:] != 0).replicate(dw))
+    else:
+        m.d.comb += dc.eq(Mux(d[dw:] != 0, (1 << dw) - 1, d[:dw]))
     mx = Cat(Const(0, 3), x[:mb], x[mb:mb + eb] != 0)
     my = Cat(Const(0, 3), y[:mb], y[mb:mb + eb] != 0)
-    part, lost, lo = shift_coarse(m, my, width, dc, dw, f"{name}_al")
+    part, lost, lo = shift_coarse(m, my, width, dc, dw, f"{name}_al", as_data=zd, zero_low=3)
     xs, ys, same, mx, part, lost, lo, exe = cut(pipe, x[n - 1], y[n - 1], same, mx, part, lost, lo, exe)
-    ya, sticky = shift_fine(m, part, lost, lo, width, f"{name}_al")
+    ya, sticky = shift_fine(m, part, lost, lo, width, f"{name}_al", as_data=zd, zero_high=width - len(my))
     yal = Signal(width, name=f"{name}_yal")
     m.d.comb += yal.eq(ya | sticky)  # sticky: any bit shifted out
     xs, ys, same, mx, yal, exe = cut(pipe, xs, ys, same, mx, yal, exe)
@@ -90,7 +102,7 @@ def _align_add(m: Module, a, b, n: int, eb: int, mb: int, name: str, pipe: Pipe 
     total = Signal(width, name=f"{name}_sum")
     m.d.comb += total.eq(mx + (yal ^ Mux(sub, (1 << width) - 1, 0)) + sub)  # one adder: mx +- yal
     sign = Signal(name=f"{name}_sign")  # an exact zero sum (x - y, equal magnitudes) is +0 unless both are -0
-    m.d.comb += sign.eq(Mux(sub & same, 0, xs))
+    m.d.comb += sign.eq(xs & ~(sub & same) if zd else Mux(sub & same, 0, xs))
     return cut(pipe, sign, exe, total)
 
 
