@@ -167,6 +167,52 @@ def test_fp_add_zero_a_input(fmt):
         assert_same_float(got["out"], want, fmt)
 
 
+@pytest.mark.parametrize("fmt", ["fp32", "bf16", "fp8_e4m3"])
+def test_fp_add_neg_zero_b_input(fmt):
+    """FpAdd's ``b_neg_zero`` input (with and without ``a_zero``): numpy's ``a + -0.0`` where set (``+0.0 +
+    -0.0`` = +0.0 with both), ``a + b`` elsewhere; both forcings; signs of zero and NaN codes compared."""
+    from rtl.lib.units import FpAdd
+
+    a, b = pairs(fmt, 200, 37)
+    a[:4] = 0  # +0.0 + -0.0 and -0.0 + -0.0 (their sign)
+    a[4:8] = 1 << (np.dtype(DTYPES[fmt][1]).itemsize * 8 - 1)
+    rng = np.random.default_rng(37)
+    nz, z = rng.integers(0, 2, a.size), rng.integers(0, 2, a.size)
+    nz[:8] = 1
+    neg_zero = 1 << (np.dtype(DTYPES[fmt][1]).itemsize * 8 - 1)
+    b_eff = np.where(nz == 1, neg_zero, b)
+    deepest = FpAdd(fmt, 0).max_stages
+    for stages, data in ((0, False), (3, True), (deepest, True), (deepest, False)):
+        got = simulate(FpAdd(fmt, stages, specials_as_data=data, neg_zero_b=True), {"a": a, "b": b, "b_neg_zero": nz})
+        assert_same_float(got["out"], reference(fmt, "add", a, b_eff), fmt)
+        got = simulate(FpAdd(fmt, stages, specials_as_data=data, zero_a=True, neg_zero_b=True),
+                       {"a": a, "b": b, "a_zero": z, "b_neg_zero": nz})
+        assert_same_float(got["out"], reference(fmt, "add", np.where(z == 1, 0, a), b_eff), fmt)
+
+
+@pytest.mark.parametrize("fmt", ["fp32", "bf16", "fp8_e4m3"])
+def test_fp_add_zero_fill_as_data(fmt):
+    """FpAdd with the shifts' zero fill as data (alone, with the forcing as data, with both zero selects):
+    numpy's sums (cancellations, subnormals, overflow, NaN / inf operands) at every depth that moves the
+    shifts' cut points, and the default unit's bits."""
+    from rtl.lib.units import FpAdd
+
+    a, b = pairs(fmt, 200, 41)
+    rng = np.random.default_rng(41)
+    z, nz = rng.integers(0, 2, a.size), rng.integers(0, 2, a.size)
+    neg_zero = 1 << (np.dtype(DTYPES[fmt][1]).itemsize * 8 - 1)
+    want = reference(fmt, "add", a, b)
+    want_sel = reference(fmt, "add", np.where(z == 1, 0, a), np.where(nz == 1, neg_zero, b))
+    deepest = FpAdd(fmt, 0).max_stages
+    for stages in sorted({0, 1, 2, 3, 4, deepest - 3, deepest - 1, deepest}):
+        got = simulate(FpAdd(fmt, stages, zero_fill_as_data=True), {"a": a, "b": b})["out"]
+        assert_same_float(got, want, fmt)
+        assert got == simulate(FpAdd(fmt, stages), {"a": a, "b": b})["out"], stages
+        got = simulate(FpAdd(fmt, stages, specials_as_data=True, zero_a=True, neg_zero_b=True, zero_fill_as_data=True),
+                       {"a": a, "b": b, "a_zero": z, "b_neg_zero": nz})["out"]
+        assert_same_float(got, want_sel, fmt)
+
+
 @pytest.mark.parametrize("fmt", ["fp32", "fp16", "fp8_e4m3"])
 def test_specials_as_data_round_pack_and_int_to_fp(fmt):
     """RoundPack (overflow, subnormals, zero) and IntToFp with the forcing as data: the default units' bits."""

@@ -21,7 +21,8 @@ from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 
 from rtl.lib.formats import EXP_W, FP32, Decoded, FormatHw, decode, decode_fp32
 from rtl.lib.pipe import HardRegistered, Pipe, carry, cut, drop, registers_next
-from rtl.lib.round import EW, P, W, packs_specials, round_pack, round_pack_fp32, shift_coarse, shift_fine
+from rtl.lib.round import (EW, P, W, packs_specials, round_pack, round_pack_fp32, shift_coarse, shift_fine,
+                           zero_fill_as_data)
 
 QNAN = 0x7FC00000
 F32_ZERO = 0
@@ -31,28 +32,45 @@ N_CLAMP = 300
 
 # ----------------------------------------------------------------------------- finite fp32 datapaths
 
-def _align_add(m: Module, a, b, n: int, eb: int, mb: int, name: str, pipe: Pipe | None, a_zero=None):
+def _align_add(m: Module, a, b, n: int, eb: int, mb: int, name: str, pipe: Pipe | None, a_zero=None,
+               b_neg_zero=None):
     """``(sign, exe, total)`` of ``a + b`` (``n``-bit IEEE-style patterns, ``eb`` / ``mb`` fields):
     ``total`` (``mb + 5`` bits: carry, hidden bit, fraction, guard, round, sticky) times
     ``2**(exe - bias - mb - 3)`` rounds like the exact sum. Cut points: after the magnitude compare
     and exponent differences, after the operand swap and the alignment shift's first half (by
     multiples of 8), after its second half, after the add. ``a_zero`` (optional): ``a`` is +0.0 when set
-    (selected after the compares, so they start from ``a``'s register, not from a mask in front)."""
+    (selected after the compares, so they start from ``a``'s register, not from a mask in front);
+    ``b_neg_zero`` (optional): ``b`` is -0.0 when set, selected the same way."""
     width = mb + 5
     swap = Signal(name=f"{name}_swap")
     same = Signal(name=f"{name}_same")  # equal magnitudes (x - y cancels exactly)
     ea, eb_ = a[mb:mb + eb], b[mb:mb + eb]
     exa = Signal(eb + 1, name=f"{name}_exa")
     exb = Signal(eb + 1, name=f"{name}_exb")
-    if a_zero is None:
+    if a_zero is None and b_neg_zero is None:
         m.d.comb += [swap.eq(b[:n - 1] > a[:n - 1]), same.eq(a[:n - 1] == b[:n - 1])]
         m.d.comb += [exa.eq(Mux(ea == 0, 1, ea)), exb.eq(Mux(eb_ == 0, 1, eb_))]
-    else:
+    elif b_neg_zero is None:
         bnz = b[:n - 1] != 0
         m.d.comb += [swap.eq(Mux(a_zero, bnz, b[:n - 1] > a[:n - 1])),
                      same.eq(Mux(a_zero, ~bnz, a[:n - 1] == b[:n - 1]))]
         m.d.comb += [exa.eq(Mux(a_zero | (ea == 0), 1, ea)), exb.eq(Mux(eb_ == 0, 1, eb_))]
         a = a & ~a_zero.replicate(n)
+    else:  # the compares of the operands as given, then the selects (a zero magnitude: never the larger)
+        az = Const(0, 1) if a_zero is None else a_zero
+        bnz = b[:n - 1] != 0
+        anz = a[:n - 1] != 0
+        m.d.comb += [swap.eq(~b_neg_zero & Mux(az, bnz, b[:n - 1] > a[:n - 1])),
+                     same.eq(Mux(b_neg_zero, az | ~anz, Mux(az, ~bnz, a[:n - 1] == b[:n - 1])))]
+        m.d.comb += [exa.eq(Mux(az | (ea == 0), 1, ea)), exb.eq(Mux(b_neg_zero | (eb_ == 0), 1, eb_))]
+        a = a & ~az.replicate(n)
+        b = Cat(b[:n - 1] & ~b_neg_zero.replicate(n - 1), b[n - 1] | b_neg_zero)
+    zd = zero_fill_as_data(pipe)
+    if zd:  # the same exponents as OR / AND data (a biased exponent 0 reads 1; a selected zero reads 1)
+        az = Const(0, 1) if a_zero is None else a_zero
+        bz = Const(0, 1) if b_neg_zero is None else b_neg_zero
+        m.d.comb += [exa.eq(Cat(ea[0] | (ea == 0) | az, ea[1:] & ~az.replicate(eb - 1))),
+                     exb.eq(Cat(eb_[0] | (eb_ == 0) | bz, eb_[1:] & ~bz.replicate(eb - 1)))]
     dab = Signal(eb + 1, name=f"{name}_dab")  # exa - exb if a is the larger (then >= 0), and exb - exa if b
     dba = Signal(eb + 1, name=f"{name}_dba")
     m.d.comb += [dab.eq(exa - exb), dba.eq(exb - exa)]
@@ -65,12 +83,17 @@ def _align_add(m: Module, a, b, n: int, eb: int, mb: int, name: str, pipe: Pipe 
                  d.eq(Mux(swap, dba, dab))]
     dw = width.bit_length()  # an alignment of 2**dw - 1 >= width shifts every bit out, as any larger one
     dc = Signal(dw, name=f"{name}_dc")
-    m.d.comb += dc.eq(Mux(d[dw:] != 0, (1 << dw) - 1, d[:dw]) if eb + 1 > dw else d)
+    if eb + 1 <= dw:
+        m.d.comb += dc.eq(d)
+    elif zd:  # the clamp as OR data
+        m.d.comb += dc.eq(d[:dw] | (d[dw:] != 0).replicate(dw))
+    else:
+        m.d.comb += dc.eq(Mux(d[dw:] != 0, (1 << dw) - 1, d[:dw]))
     mx = Cat(Const(0, 3), x[:mb], x[mb:mb + eb] != 0)
     my = Cat(Const(0, 3), y[:mb], y[mb:mb + eb] != 0)
-    part, lost, lo = shift_coarse(m, my, width, dc, dw, f"{name}_al")
+    part, lost, lo = shift_coarse(m, my, width, dc, dw, f"{name}_al", as_data=zd, zero_low=3)
     xs, ys, same, mx, part, lost, lo, exe = cut(pipe, x[n - 1], y[n - 1], same, mx, part, lost, lo, exe)
-    ya, sticky = shift_fine(m, part, lost, lo, width, f"{name}_al")
+    ya, sticky = shift_fine(m, part, lost, lo, width, f"{name}_al", as_data=zd, zero_high=width - len(my))
     yal = Signal(width, name=f"{name}_yal")
     m.d.comb += yal.eq(ya | sticky)  # sticky: any bit shifted out
     xs, ys, same, mx, yal, exe = cut(pipe, xs, ys, same, mx, yal, exe)
@@ -79,7 +102,7 @@ def _align_add(m: Module, a, b, n: int, eb: int, mb: int, name: str, pipe: Pipe 
     total = Signal(width, name=f"{name}_sum")
     m.d.comb += total.eq(mx + (yal ^ Mux(sub, (1 << width) - 1, 0)) + sub)  # one adder: mx +- yal
     sign = Signal(name=f"{name}_sign")  # an exact zero sum (x - y, equal magnitudes) is +0 unless both are -0
-    m.d.comb += sign.eq(Mux(sub & same, 0, xs))
+    m.d.comb += sign.eq(xs & ~(sub & same) if zd else Mux(sub & same, 0, xs))
     return cut(pipe, sign, exe, total)
 
 
@@ -447,19 +470,22 @@ def fp_mul(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None = None, mu
     return product(m, da, db, f.sig_bits, f.sig_bits, name, pipe=pipe, out=f, mul=mul)[0]
 
 
-def fp_add(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None = None, a_zero=None):
+def fp_add(m: Module, f: FormatHw, a, b, name: str, pipe: Pipe | None = None, a_zero=None, b_neg_zero=None):
     """Bits of ``a + b`` in the IEEE-style float ``f`` (one rounding; ``-0`` only for ``-0 + -0``);
-    ``a_zero`` (optional): ``a`` is +0.0 when set (:func:`_align_add`). Cut points: the alignment's
-    three, and round_pack's."""
+    ``a_zero`` (optional): ``a`` is +0.0 when set; ``b_neg_zero`` (optional): ``b`` is -0.0 when set
+    (:func:`_align_add`). Cut points: the alignment's three, and round_pack's."""
     mb, eb, n = f.mbits, f.ebits, f.bits
     if a_zero is not None:  # the specials' decode reads +0.0 (one LUT level, beside the compares)
         da = decode(m, f, a & ~a_zero.replicate(n), f"{name}_a")
     else:
         da = decode(m, f, a, f"{name}_a")
-    db = decode(m, f, b, f"{name}_b")
+    if b_neg_zero is not None:  # -0.0: neither NaN nor inf; its sign only matters with an inf b
+        db = decode(m, f, b & ~b_neg_zero.replicate(n), f"{name}_b")
+    else:
+        db = decode(m, f, b, f"{name}_b")
     flags = [carry(pipe, v) for v in (da.nan | db.nan | (da.inf & db.inf & (a[n - 1] != b[n - 1])),
                                       da.inf | db.inf, Mux(da.inf, a[n - 1], b[n - 1]))]
-    sign, exe, total = _align_add(m, a, b, n, eb, mb, name, pipe, a_zero)
+    sign, exe, total = _align_add(m, a, b, n, eb, mb, name, pipe, a_zero, b_neg_zero)
     if packs_specials(pipe):  # the offset folded into round_pack's compares (no carry chain before theirs)
         exp, offset = exe, -(f.bias + mb + 3)
     else:

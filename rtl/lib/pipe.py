@@ -48,12 +48,15 @@ class Pipe:
     """The cut points of one builder call: ``stages`` of its ``n_cuts`` points become registers."""
 
     def __init__(self, m: Module, stages: int, n_cuts: int, name: str, domain: str = "sync", en=None,
-                 specials_as_data: bool = False):
+                 specials_as_data: bool = False, zero_fill_as_data: bool = False):
         self.m, self.name, self.domain, self.en = m, name, domain, en
         #: round-and-pack (:func:`rtl.lib.round.round_pack`) forces overflow / special values as data computed
         #: a stage early (its last stage one LUT per bit) instead of a constant mux on the result, which
         #: yosys maps onto the output flip-flops' synchronous reset (a logic-driven, high-fan-out net)
         self.specials_as_data = specials_as_data
+        #: the alignment / normalizing shifts (:func:`rtl.lib.round.shift_coarse`) fill their zeros as AND data
+        #: and the alignment's exponent clamps are OR data, for the same reason (same bits and cut points)
+        self.zero_fill_as_data = zero_fill_as_data
         self.n_cuts, self.stages = n_cuts, stages
         self._chosen = chosen_cuts(stages, n_cuts)
         self._next = 0

@@ -34,32 +34,76 @@ def _mask_below(width: int, amount):
     return ~(Const((1 << width) - 1, width) << amount)[:width]
 
 
-def shift_coarse(m: Module, x, width: int, amount, amount_bits: int, name: str, left: bool = False):
+def _const_select(sel, const: int, v):
+    """``Mux(sel, const, v)`` as AND / OR data (each bit ``v & ~sel`` or ``v | sel``), for a register's input:
+    a constant in a mux becomes the flip-flops' synchronous reset in yosys (a logic-driven net)."""
+    return Cat(*((v[i] | sel) if (const >> i) & 1 else (v[i] & ~sel) for i in range(len(v))))
+
+
+def _shift_as_data(x, width: int, bits, step: int, left: bool, zero_low: int = 0, zero_high: int = 0):
+    """``x`` shifted by ``sum(bits[j] << j) * step``, one 2:1 stage per amount bit, each shifted-in zero an
+    AND with the stage's bit: no constant mux, which yosys maps onto a flip-flop's synchronous reset.
+    ``x``'s bits below ``zero_low``, from ``width - zero_high`` and from ``len(x)`` are known zeros."""
+    v = [x[i] if zero_low <= i < min(len(x), width - zero_high) else None for i in range(width)]  # None: zero
+    for j, b in enumerate(bits):
+        w = step << j
+        src = [i - w if left else i + w for i in range(width)]
+        nxt = []
+        for i, k in enumerate(src):
+            here, there = v[i], (v[k] if 0 <= k < width else None)
+            if here is None and there is None:
+                nxt.append(None)
+            elif there is None:
+                nxt.append(here & ~b)
+            elif here is None:
+                nxt.append(there & b)
+            else:
+                nxt.append(Mux(b, there, here))
+        v = nxt
+    return Cat(*(Const(0, 1) if bit is None else bit for bit in v))
+
+
+def shift_coarse(m: Module, x, width: int, amount, amount_bits: int, name: str, left: bool = False,
+                 as_data: bool = False, zero_low: int = 0):
     """First half of a two-stage barrel shift of the ``width``-bit ``x`` by the unsigned ``amount``
     (``amount_bits`` wide; may exceed ``width``): by its bits above the low 3 (multiples of 8).
     Returns ``(partly shifted, any bit shifted out so far, the low 3 bits)`` -- signals to register
-    before :func:`shift_fine`. Right shifts report the bits lost (sticky); left ones lose only zeros."""
+    before :func:`shift_fine`. Right shifts report the bits lost (sticky); left ones lose only zeros.
+    ``as_data``: the zero fill as AND data (:func:`_shift_as_data`; :attr:`rtl.lib.pipe.Pipe.zero_fill_as_data`),
+    same bits; ``zero_low``: ``x``'s low bits known to be zero (constants), for ``as_data``."""
     lo_bits = min(3, amount_bits)
     by = (amount[lo_bits:amount_bits] << lo_bits) if amount_bits > lo_bits else Const(0, 1)
     part = Signal(width, name=f"{name}_c")
     lost = Signal(name=f"{name}_l1")
     lo = Signal(lo_bits, name=f"{name}_lo")
-    if left:
+    if as_data:
+        m.d.comb += part.eq(_shift_as_data(x, width, [amount[j] for j in range(lo_bits, amount_bits)], 8, left,
+                                                zero_low))
+    elif left:
         m.d.comb += part.eq((x << by)[:width])
     else:
-        m.d.comb += [part.eq(x >> by), lost.eq((x & _mask_below(width, by)) != 0)]
+        m.d.comb += part.eq(x >> by)
+    if not left:
+        m.d.comb += lost.eq((x & _mask_below(width, by)) != 0)
     m.d.comb += lo.eq(amount[:lo_bits])
     return part, lost, lo
 
 
-def shift_fine(m: Module, part, lost, lo, width: int, name: str, left: bool = False):
-    """Second half of :func:`shift_coarse`: ``(shifted, sticky)`` (sticky: any bit shifted out)."""
+def shift_fine(m: Module, part, lost, lo, width: int, name: str, left: bool = False, as_data: bool = False,
+               zero_high: int = 0):
+    """Second half of :func:`shift_coarse`: ``(shifted, sticky)`` (sticky: any bit shifted out);
+    ``as_data``: :func:`shift_coarse`'s; ``zero_high``: ``part``'s top bits known to be zero, for it."""
     out = Signal(width, name=f"{name}_f")
     sticky = Signal(name=f"{name}_st")
-    if left:
+    if as_data:
+        m.d.comb += out.eq(_shift_as_data(part, width, [lo[j] for j in range(len(lo))], 1, left,
+                                                zero_high=zero_high))
+    elif left:
         m.d.comb += out.eq((part << lo)[:width])
     else:
-        m.d.comb += [out.eq(part >> lo), sticky.eq(lost | ((part & _mask_below(width, lo)) != 0))]
+        m.d.comb += out.eq(part >> lo)
+    if not left:
+        m.d.comb += sticky.eq(lost | ((part & _mask_below(width, lo)) != 0))
     return out, sticky
 
 
@@ -172,7 +216,9 @@ def round_pack(m: Module, sign, exp, sig, width: int, name: str, ebits: int = 8,
     sign, sig, ek, ekm, ra_lo, nra_lo, ra_left, ra_ls_max, ra_rc_max, *groups = cut(
         pipe, sign, sig, ek, ekm, ra[:rc_w], nra[:ls_w], ra_left, ra_ls_max, ra_rc_max, *groups)
     lz = lzc_combine(m, groups, width, f"{name}_lz")
-    m.d.comb += [ra_ls.eq(Mux(ra_ls_max, mbits, nra_lo)), ra_rc.eq(Mux(ra_rc_max, ext_w, ra_lo))]
+    zd = zero_fill_as_data(pipe)
+    sel = _const_select if zd else Mux
+    m.d.comb += [ra_ls.eq(sel(ra_ls_max, mbits, nra_lo)), ra_rc.eq(sel(ra_rc_max, ext_w, ra_lo))]
     lzw = lz.shape().width
     ekm_lo = Signal(lzw, name=f"{name}_ekm_lo")  # under = lz > ekm as a narrow compare: ekm < 0, or its low bits
     ekm_neg = Signal(name=f"{name}_ekm_neg")
@@ -192,7 +238,7 @@ def round_pack(m: Module, sign, exp, sig, width: int, name: str, ebits: int = 8,
     ls = Signal(range(mbits + 1), name=f"{name}_ls")
     rc = Signal(range(ext_w + 1), name=f"{name}_rc")
     m.d.comb += [
-        lsb.eq(Mux(under, lsb_min, lsb_n)),
+        lsb.eq(sel(under, lsb_min, lsb_n)),
         left.eq(Mux(under, ra_left, lz >= k)),
         ls.eq(Mux(under, ra_ls, Mux(lz > k + mbits, mbits, n_ls[:ls.shape().width]))),
         rc.eq(Mux(under, ra_rc, n_rc[:rc.shape().width])),
@@ -200,19 +246,24 @@ def round_pack(m: Module, sign, exp, sig, width: int, name: str, ebits: int = 8,
     sign, sig, lsb, left, ls, rc = cut(pipe, sign, sig, lsb, left, ls, rc)
     # the shift, in two registered halves: left (exact, at most mbits; the value fits mbits + 1 bits
     # then) or right (with the bits lost as sticky)
-    l_part, _, l_lo = shift_coarse(m, sig[:mbits + 1], mbits + 1, ls, ls.shape().width, f"{name}_sl", left=True)
-    r_part, r_lost, r_lo = shift_coarse(m, Cat(Const(0, 2), sig), ext_w, rc, rc.shape().width, f"{name}_sr")
+    l_part, _, l_lo = shift_coarse(m, sig[:mbits + 1], mbits + 1, ls, ls.shape().width, f"{name}_sl", left=True,
+                                   as_data=zd)
+    r_part, r_lost, r_lo = shift_coarse(m, Cat(Const(0, 2), sig), ext_w, rc, rc.shape().width, f"{name}_sr",
+                                        as_data=zd, zero_low=2)
     sign, lsb, left, l_part, l_lo, r_part, r_lost, r_lo = cut(pipe, sign, lsb, left, l_part, l_lo, r_part, r_lost,
                                                              r_lo)
-    sl, _ = shift_fine(m, l_part, None, l_lo, mbits + 1, f"{name}_sl", left=True)
-    sh, lost = shift_fine(m, r_part, r_lost, r_lo, ext_w, f"{name}_sr")
+    sl, _ = shift_fine(m, l_part, None, l_lo, mbits + 1, f"{name}_sl", left=True, as_data=zd)
+    sh, lost = shift_fine(m, r_part, r_lost, r_lo, ext_w, f"{name}_sr", as_data=zd)
     mant = Signal(mbits + 1, name=f"{name}_mt")
     guard = Signal(name=f"{name}_g")
     sticky = Signal(name=f"{name}_st")
-    with m.If(left):  # exact
-        m.d.comb += mant.eq(sl)
-    with m.Else():
-        m.d.comb += [mant.eq(sh[2:]), guard.eq(sh[1]), sticky.eq(sh[0] | lost)]
+    if zd:  # a left shift is exact: no guard / sticky bits (ANDs, not constants in a mux)
+        m.d.comb += [mant.eq(Mux(left, sl, sh[2:])), guard.eq(sh[1] & ~left), sticky.eq((sh[0] | lost) & ~left)]
+    else:
+        with m.If(left):  # exact
+            m.d.comb += mant.eq(sl)
+        with m.Else():
+            m.d.comb += [mant.eq(sh[2:]), guard.eq(sh[1]), sticky.eq(sh[0] | lost)]
     if packs_specials(pipe):
         return _pack_as_data(m, sign, lsb, mant, guard, sticky, name, ebits, mbits, specials, pipe, forced)
     sign, lsb, mant, guard, sticky = cut(pipe, sign, lsb, mant, guard, sticky)
@@ -256,6 +307,11 @@ def round_pack(m: Module, sign, exp, sig, width: int, name: str, ebits: int = 8,
     return out
 
 
+def zero_fill_as_data(pipe: Pipe | None) -> bool:
+    """Whether the shifts on ``pipe`` fill zeros as AND data (:attr:`rtl.lib.pipe.Pipe.zero_fill_as_data`)."""
+    return pipe is not None and pipe.zero_fill_as_data
+
+
 def packs_specials(pipe: Pipe | None) -> bool:
     """Whether :func:`round_pack` on ``pipe`` applies overflow and the caller's specials itself, as data."""
     return pipe is not None and pipe.specials_as_data
@@ -274,10 +330,16 @@ def _pack_as_data(m: Module, sign, lsb, mant, guard, sticky, name: str, ebits: i
     be_mid = Signal(signed(EXP_W + 3), name=f"{name}_bemid")
     m.d.comb += [be_hi.eq(lsb + (bias + mbits + 1)), be_mid.eq(lsb + (bias + mbits))]  # one constant each
     top_lsb = (1 << ebits) - 1 - bias - mbits
+
+    def at_least(t: int, tag: str):  # lsb >= t: the sign bit of one subtraction one bit wider (no compare cell)
+        d = Signal(signed(len(lsb) + 1), name=f"{name}_{tag}")
+        m.d.comb += d.eq(lsb - t)
+        return ~d[-1]
+
     if specials == "fn":
-        hi_ovf, mid_ovf, mid_top = lsb > top_lsb - 1, lsb > top_lsb, lsb == top_lsb
+        hi_ovf, mid_ovf, mid_top = at_least(top_lsb, "dhi"), at_least(top_lsb + 1, "dmid"), lsb == top_lsb
     else:
-        hi_ovf, mid_ovf, mid_top = lsb >= top_lsb - 1, lsb >= top_lsb, Const(0, 1)
+        hi_ovf, mid_ovf, mid_top = at_least(top_lsb - 1, "dhi"), at_least(top_lsb, "dmid"), Const(0, 1)
     sign, mant, guard, sticky, be_hi, be_mid, hi_ovf, mid_ovf, mid_top = cut(
         pipe, sign, mant, guard, sticky, be_hi[:ebits], be_mid[:ebits], hi_ovf, mid_ovf, mid_top)
     up = Signal(name=f"{name}_up")

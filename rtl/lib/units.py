@@ -36,9 +36,11 @@ class Unit(wiring.Component):
     inputs: dict[str, Shape]
     outputs: dict[str, Shape]
 
-    def __init__(self, stages: int, specials_as_data: bool = False):
+    def __init__(self, stages: int, specials_as_data: bool = False, zero_fill_as_data: bool = False):
         #: round-and-pack's forcing as data (:attr:`rtl.lib.pipe.Pipe.specials_as_data`): same bits and latency
         self.specials_as_data = specials_as_data
+        #: the shifts' zero fill as data (:attr:`rtl.lib.pipe.Pipe.zero_fill_as_data`): same bits and latency
+        self.zero_fill_as_data = zero_fill_as_data
         #: cut points of the builder plus the output register
         self.max_stages = _count_cuts(self.build, self.inputs) + 1
         if isinstance(stages, bool) or not isinstance(stages, int) or not 0 <= stages <= self.max_stages:
@@ -59,7 +61,8 @@ class Unit(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        pipe = Pipe(m, self.stages, self.max_stages, "u", specials_as_data=self.specials_as_data)
+        pipe = Pipe(m, self.stages, self.max_stages, "u", specials_as_data=self.specials_as_data,
+                    zero_fill_as_data=self.zero_fill_as_data)
         outs = self.build(m, {k: getattr(self, k) for k in self.inputs}, pipe)
         names = list(self.outputs)
         regs = pipe.cut(*(outs[k] for k in names))  # the output register (the last cut point)
@@ -95,18 +98,23 @@ class FpMul(Unit):
 class FpAdd(Unit):
     """``a + b`` in the float ``fmt``, one RNE rounding; ``specials_as_data``: :class:`Unit`'s; ``zero_a``:
     an input ``a_zero`` that makes ``a`` +0.0 (:func:`rtl.lib.fp.fp_add`: a select after the operand compares,
-    not a mask before them)."""
+    not a mask before them); ``neg_zero_b``: an input ``b_neg_zero`` that makes ``b`` -0.0, the same way;
+    ``zero_fill_as_data``: :class:`Unit`'s."""
 
-    def __init__(self, fmt: str, stages: int = 1, specials_as_data: bool = False, zero_a: bool = False):
+    def __init__(self, fmt: str, stages: int = 1, specials_as_data: bool = False, zero_a: bool = False,
+                 neg_zero_b: bool = False, zero_fill_as_data: bool = False):
         self.fmt = _float(fmt)
         self.inputs = {"a": Shape(self.fmt.bits), "b": Shape(self.fmt.bits)}
         if zero_a:
             self.inputs["a_zero"] = Shape(1)
+        if neg_zero_b:
+            self.inputs["b_neg_zero"] = Shape(1)
         self.outputs = {"out": Shape(self.fmt.bits)}
-        super().__init__(stages, specials_as_data)
+        super().__init__(stages, specials_as_data, zero_fill_as_data)
 
     def build(self, m, ins, pipe):
-        return {"out": fp.fp_add(m, self.fmt, ins["a"], ins["b"], "add", pipe, ins.get("a_zero"))}
+        return {"out": fp.fp_add(m, self.fmt, ins["a"], ins["b"], "add", pipe, ins.get("a_zero"),
+                                 ins.get("b_neg_zero"))}
 
 
 class NarrowMulFp32(Unit):

@@ -13,7 +13,7 @@ enter a pipelined pairwise tree.
 """
 from __future__ import annotations
 
-from amaranth import Cat, Module, Mux, Signal
+from amaranth import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -57,7 +57,8 @@ def add_tree(m: Module, values: list, stages: int, name: str, has_right=None) ->
             if i + 1 >= len(node):
                 nxt.append(delayed(m, node[i], stages, f"{name}{lev}_{i // 2}_p"))
                 continue
-            add = m.submodules[f"{name}{lev}_{i // 2}"] = FpAdd("fp32", stages, specials_as_data=True)
+            add = m.submodules[f"{name}{lev}_{i // 2}"] = FpAdd("fp32", stages, specials_as_data=True,
+                                                                 zero_fill_as_data=True)
             m.d.comb += [add.a.eq(node[i]), add.b.eq(node[i + 1]), add.in_valid.eq(1)]
             total = add.out
             if has_right is not None:
@@ -89,7 +90,8 @@ class InterleavedSum(wiring.Component):
     def elaborate(self, platform):
         A = self.slots
         m = Module()
-        add = m.submodules.ring = FpAdd("fp32", A, specials_as_data=True, zero_a=True)
+        add = m.submodules.ring = FpAdd("fp32", A, specials_as_data=True, zero_a=True, neg_zero_b=True,
+                                         zero_fill_as_data=True)
         age = Signal(range(A + 1), name="age")  # cycles of the run so far, saturating at A
         age_now = Signal.like(age, name="age_now")
         m.d.comb += age_now.eq(Mux(self.start, 0, age))
@@ -97,10 +99,9 @@ class InterleavedSum(wiring.Component):
         full = Signal(name="full")  # age == A, a register of its own (so fresh is one LUT before the adder)
         m.d.sync += full.eq(age_now >= A - 1)
         fresh = self.start | ~full  # this slot's first visit in the run (age_now != A)
-        # +0.0 on a fresh slot (selected inside the adder, after its operand compares), -0.0 without a value
-        # (AND / OR, not a constant mux, which yosys maps onto the operand register's synchronous reset)
-        m.d.comb += [add.a.eq(add.out), add.a_zero.eq(fresh),
-                     add.b.eq(Cat(self.in_x[:31] & self.in_valid.replicate(31), self.in_x[31] | ~self.in_valid)),
+        # +0.0 on a fresh slot, -0.0 without a value: both selected inside the adder, after its operand
+        # compares (which then start from the registers, not from a select in front)
+        m.d.comb += [add.a.eq(add.out), add.a_zero.eq(fresh), add.b.eq(self.in_x), add.b_neg_zero.eq(~self.in_valid),
                      add.in_valid.eq(1)]
         # the run's cycles among the last A (the window's newest entries), known at the end cycle
         run_len = Signal(range(A + 1), name="run_len")
