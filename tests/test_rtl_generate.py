@@ -153,9 +153,11 @@ def test_cli_generate_pim_hbm2(tmp_path, capsys):
 def test_pim_rtl_errors_are_one_line(tmp_path, capsys):
     assert main(["rtl", "generate", "--arch", "pim-hbm2", "--depth", "16", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err == "archsim: error: --depth: the pim RTL has no local tile buffers\n"
-    assert main(["rtl", "generate", "--arch", "pim-hbm2", "--multiplier", "ecp5_dsp", "--out", str(tmp_path)]) == 2
-    assert capsys.readouterr().err == ("archsim: error: rtl options: multiplier: not an option of the pim RTL "
-                                       "(it has banks, mul_stages, add_stages, mul, top)\n")
+    # --multiplier ecp5_dsp is the bf16 datapath's registered DSP blocks; int8 products are exact (no choice)
+    assert main(["rtl", "generate", "--arch", "pim-gpt-gddr6", "--set", "mac_precision=int8", "--multiplier",
+                 "ecp5_dsp", "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == ("archsim: error: rtl options: multiplier 'ecp5_dsp': the int8 datapath has "
+                                       "exact products (no multiplier choice); it takes 'inferred'\n")
     # int8 on pim-hbm2: 32 elements per column, 16 multipliers (the models run it in two MAC cycles; the RTL not)
     assert main(["rtl", "generate", "--arch", "pim-hbm2", "--set", "mac_precision=int8", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err == ("archsim: error: pim RTL: mac_lanes: the RTL needs one multiplier per "
