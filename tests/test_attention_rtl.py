@@ -227,11 +227,12 @@ def test_fp32_units_are_bit_exact_with_numpy():
 
     from rtl.lib import fp
     from rtl.lib.exp import exp2_poly
+    from rtl.lib.recip import recip_pipelined
 
     m = Module()
     a, b = Signal(32), Signal(32)
     mul, add, mx, rc = fp.fp32_mul_finite(m, a, b, "mul"), fp.fp32_add_finite(m, a, b, "add"), fp.fp32_max(m, a, b, "mx"), \
-        fp.recip(m, a, "rc")
+        recip_pipelined(m, a, "rc")
     n_fp, n_int = fp.rint(m, a, "rint")
     ex = exp2_poly(m, fp.fp32_neg(a), 6, "exp")  # exp2(-a)
     rng = np.random.default_rng(3)
@@ -271,15 +272,15 @@ def test_reciprocal_divider_is_exact():
     """The lane's restoring divider: quotient and remainder of 2**49 / m equal Python's integer
     ``//`` and ``%`` on the extreme significands and 1500 random ones, and the reciprocal built on it
     is numpy's correctly rounded ``1 / x`` over the whole normal range (subnormal results included)."""
-    from amaranth import Module, Signal
+    from amaranth import Cat, Const, Module, Signal
     from amaranth.sim import Simulator
 
-    from rtl.lib import fp
+    from rtl.lib.recip import recip_pipelined, recip_rows
 
     m = Module()
     mant, a = Signal(24), Signal(32)
-    q, r = fp.recip_divide(m, mant, "rd")
-    rc = fp.recip(m, a, "rc")
+    _, _, q, r = recip_rows(m, Cat(mant[:23], Const(127, 8), Const(0, 1)), "rd")  # 1.f with mant's fraction
+    rc = recip_pipelined(m, a, "rc")
     rng = np.random.default_rng(23)
     mants = [1 << 23, (1 << 23) + 1, (1 << 24) - 1, 0xAAAAAA, 0xC00000]
     mants += [int(x) for x in rng.integers(1 << 23, 1 << 24, 1500)]

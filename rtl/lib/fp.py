@@ -325,40 +325,6 @@ def ldexp(m: Module, p, n, name: str, pipe: Pipe | None = None):
     return round_pack_fp32(m, sign, exp, sig, name, pipe)
 
 
-def recip_divide(m: Module, mant, name: str):
-    """``(q, r)`` of ``2**49 // mant`` and ``2**49 % mant`` for a 24-bit significand ``mant`` in
-    ``[2**23, 2**24)``: a restoring long division, one 25-bit trial subtraction per quotient bit
-    (27 rows; ``q`` < ``2**27``). yosys' generic ``$div`` of the same 50-by-24-bit quotient costs
-    ~9.7k LUT4 + 6.2k CCU2C on ECP5; these rows cost ~1/10 of that."""
-    r = Const(1 << 23, 25)  # 2**49 >> 26: the numerator's bits above quotient bit 26 (all below are 0)
-    bits = []
-    for i in range(27):
-        if i:
-            r = Cat(Const(0, 1), r[:24])  # r < mant < 2**24, so 2 r fits 25 bits
-        diff = Signal(26, name=f"{name}_d{i}")
-        m.d.comb += diff.eq(r - mant)
-        take = ~diff[25]  # r >= mant
-        nxt = Signal(25, name=f"{name}_r{i}")
-        m.d.comb += nxt.eq(Mux(take, diff[:25], r))
-        bits.append(take)
-        r = nxt
-    q = Signal(27, name=f"{name}_q")
-    m.d.comb += q.eq(Cat(*reversed(bits)))
-    return q, r[:24]
-
-
-def recip(m: Module, a, name: str, pipe: Pipe | None = None):
-    """fp32 bits of ``1 / a`` (``a`` normal), correctly rounded: :func:`recip_divide`'s quotient and
-    sticky remainder, then round_pack_fp32. Cut points: round_pack_fp32's."""
-    mant = Cat(a[:23], Const(1, 1))
-    q, r = recip_divide(m, mant, name)
-    exp = Signal(signed(EW), name=f"{name}_e")
-    m.d.comb += exp.eq(254 - a[23:31])
-    sig = Signal(W, name=f"{name}_sig")
-    m.d.comb += sig.eq(q | (r != 0))
-    return round_pack_fp32(m, a[31], exp, sig, name, pipe)
-
-
 def fp32_double(x):
     """Bits of ``2 * x`` (exact below overflow): exponent + 1, or a subnormal's magnitude << 1."""
     mag = x[:31]
