@@ -214,8 +214,8 @@ def memory_guard(limit: int | None = None):
 
     previous = signal.signal(_STOP_SIGNAL, stop)
     watcher = threading.Thread(target=watch, name="archsim-memory-guard", daemon=True)
-    watcher.start()
-    try:
+    try:  # started inside the try: a stop landing right after the start still shuts the watcher down
+        watcher.start()
         yield
     finally:
         _shut_down(done, watcher, previous)
