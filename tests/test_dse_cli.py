@@ -107,3 +107,37 @@ def test_shipped_sweeps_plan(name, capsys):
     assert {dict(t.config)["dataflow"] for t in plan.tasks} == {"ws", "os", "is"}
     main(["presets"])
     assert name in capsys.readouterr().out
+
+
+def test_sweep_says_what_the_area_does_not_price(sweep_file, tmp_path, capsys):
+    """A SIMD ``pe_style: tpe`` point's area is the standard PE's (the area model has no term for the
+    dot unit; archsim.area.area_unpriced): the sweep says so in results.csv, the summary and --dry-run,
+    as ``archsim compare`` does; a standard point's cell stays empty."""
+    from archsim.area import area_unpriced
+
+    sweep_file.write_text(textwrap.dedent("""
+        name: tpe
+        base: simd-edge
+        axes:
+          pe_style: [tpe, standard]
+        workloads: [tiny.yaml]
+        objectives: {cycles: min, area: min}
+    """))
+    assert main(["sweep", str(sweep_file), "--dry-run"]) == 0
+    listing = capsys.readouterr().out
+    said = area_unpriced(archsim.load_arch("simd-edge", {"pe_style": "tpe"}))["pe_style"]
+    assert said.startswith("tpe: not priced")
+    note = f"area_mm2 of 1 of 2 points does not price pe_style {said}"
+    assert listing.splitlines()[-1] == note
+    assert "pe_style=tpe  area=" in listing and "mm2 (does not price pe_style)  key=" in listing
+    assert sum("does not price" in line for line in listing.splitlines()) == 2  # the tpe point and the note
+
+    out = tmp_path / "out"
+    assert main(["sweep", str(sweep_file), "--out", str(out), "--no-plots", "--no-progress"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[1] == note
+    rows = {r["pe_style"]: r for r in csv.DictReader(open(out / "results.csv"))}
+    assert rows["tpe"]["area_unpriced"] == "pe_style" and rows["standard"]["area_unpriced"] == ""
+    assert rows["tpe"]["area_mm2"] == rows["standard"]["area_mm2"]  # the same area: the tie goes to the first point
+    best_area = next(line for line in printed if line.strip().startswith("area (min)"))
+    assert best_area.rstrip().endswith("pe_style=tpe (area does not price pe_style)")

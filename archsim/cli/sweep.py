@@ -41,6 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from archsim.dse import build_plan, default_out_dir, load_sweep, make_backend, run_sweep
+    from archsim.dse._outputs import unpriced_cell, unpriced_notes
 
     spec = load_sweep(args.spec)
     make_backend(args.backend, args.workers, args.address)  # option errors before any work
@@ -55,10 +56,13 @@ def run(args: argparse.Namespace) -> int:
               f"({plan.arch_points} arch points x {len(spec.workloads)} workloads, {len(plan.skipped)} not simulated)")
         for task in plan.tasks:
             config = " ".join(f"{k}={v}" for k, v in task.config)
-            print(f"  {task.index:>5}  {task.workload.label:<24} {config}  area={task.area_mm2:.4g} mm2  key={task.key}")
+            unpriced = f" (does not price {unpriced_cell(task.area_unpriced)})" if task.area_unpriced else ""
+            print(f"  {task.index:>5}  {task.workload.label:<24} {config}  area={task.area_mm2:.4g} mm2{unpriced}  key={task.key}")
         for skipped in plan.skipped:
             config = " ".join(f"{k}={v}" for k, v in skipped.config)
             print(f"  {skipped.index:>5}  {skipped.workload.label:<24} {config}  {skipped.status}: {skipped.reason}")
+        for line in unpriced_notes(plan.tasks + plan.skipped):
+            print(line)
         return 0
     result = run_sweep(
         spec, out, backend=args.backend, workers=args.workers, address=args.address, plan=plan,

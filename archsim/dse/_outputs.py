@@ -59,7 +59,24 @@ def _workload_order(rows: list[dict]) -> list[str]:
 
 
 def columns(spec: SweepSpec, axis_keys: tuple[str, ...]) -> list[str]:
-    return list(_BASE_COLUMNS) + list(axis_keys) + ["status"] + list(spec.metrics) + list(_TAIL_COLUMNS)
+    return list(_BASE_COLUMNS) + list(axis_keys) + ["status"] + list(spec.metrics) + ["area_unpriced"] + list(_TAIL_COLUMNS)
+
+
+def unpriced_cell(unpriced: tuple[tuple[str, str], ...]) -> str:
+    """The ``area_unpriced`` cell of a point: the parameters its area does not price, ``;``-separated
+    (empty when the area prices them all); the summary says what is counted instead."""
+    return ";".join(name for name, _ in unpriced)
+
+
+def unpriced_notes(points: list[Any]) -> list[str]:
+    """One line per parameter the area of some points does not price: how many points, and what the
+    area counts instead (``AreaInputs.unpriced``); none when every point's area is priced."""
+    counts: dict[tuple[str, str], int] = {}
+    for point in points:
+        for item in point.area_unpriced:
+            counts[item] = counts.get(item, 0) + 1
+    return [f"area_mm2 of {n} of {len(points)} points does not price {name} {text}"
+            for (name, text), n in sorted(counts.items())]
 
 
 def write_csv(out: "OutputDir", name: str, rows: list[dict], cols: list[str]) -> Path:
@@ -158,14 +175,17 @@ def metric_text(metric: str, value: float) -> str:
     return _fmt(value)
 
 
-def summary_table(spec: SweepSpec, rows: list[dict], fronts: dict[str, list[dict]], axis_keys: tuple[str, ...]) -> str:
-    """Best point per objective and the front size, per workload."""
+def summary_table(spec: SweepSpec, rows: list[dict], fronts: dict[str, list[dict]], axis_keys: tuple[str, ...],
+                  notes: list[str] = ()) -> str:
+    """Best point per objective and the front size, per workload; ``notes`` (what the area does not
+    price, :func:`unpriced_notes`) under the first line, and a best area that is unpriced is marked."""
     lines = []
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     parts = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     lines.append(f"sweep {spec.name}: {len(rows)} points ({parts})")
+    lines.extend(notes)
     for label, front in fronts.items():
         ok = [r for r in rows if r["workload"] == label and r["status"] == "ok"]
         feasible = [r for r in ok if r["feasible"]]
@@ -182,6 +202,8 @@ def summary_table(spec: SweepSpec, rows: list[dict], fronts: dict[str, list[dict
             pick = min if objective.sense == "min" else max
             row, value = pick(values, key=lambda rv: (rv[1], rv[0]["index"]))
             config = " ".join(f"{k}={row.get(k)}" for k in axis_keys)
+            if objective.metric == "area_mm2" and row.get("area_unpriced"):
+                config += f" (area does not price {row['area_unpriced']})"
             table.append((f"{objective.written or objective.metric} ({objective.sense})",
                           metric_text(objective.metric, value), config))
         widths = [max(len(t[i]) for t in table) for i in range(3)]

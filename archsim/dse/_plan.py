@@ -45,6 +45,7 @@ class Task:
     arch: Any  # resolved ArchSpec
     area_mm2: float
     area: str = "model"
+    area_unpriced: tuple[tuple[str, str], ...] = ()  # parameters the area does not price: (name, what and why)
     synth: tuple[tuple[str, Any], ...] = ()
     simulate_options: tuple[tuple[str, Any], ...] = ()
 
@@ -60,6 +61,7 @@ class Skipped:
     status: str  # "invalid" | "pruned"
     reason: str
     area_mm2: float | None = None
+    area_unpriced: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -128,12 +130,18 @@ def build_plan(
     loader: Callable[..., Any] | None = None,
     workload_check: Callable[[WorkloadRef], None] | None = None,
     area_fn: Callable[[Any], float] | None = None,
+    unpriced_fn: Callable[[Any], dict[str, str]] | None = None,
 ) -> Plan:
-    """Check the sweep against its base arch and workloads; list its tasks."""
+    """Check the sweep against its base arch and workloads; list its tasks.
+
+    Each point carries its area and what that area does not price (``archsim.area.area_unpriced``,
+    e.g. SIMD ``pe_style: tpe``), so the results say it next to the area as ``archsim compare`` does."""
     loader = loader or _default_loader
     workload_check = workload_check or _default_workload_check
     if area_fn is None:
         from archsim.area import area_mm2 as area_fn
+    if unpriced_fn is None:
+        from archsim.area import area_unpriced as unpriced_fn
     src = spec.source
 
     try:
@@ -221,12 +229,13 @@ def build_plan(
                 plan.skipped.append(Skipped(arch_index * n_w + w, arch_index, config, ref, "invalid", _strip(err)))
             continue
         area = float(area_fn(arch))
+        unpriced = tuple(sorted(unpriced_fn(arch).items()))
         best_area = area if best_area is None else min(best_area, area)
         broken = [c for c in area_constraints if not c.holds(area)]
         if broken:
             for w, ref in enumerate(spec.workloads):
                 plan.skipped.append(
-                    Skipped(arch_index * n_w + w, arch_index, config, ref, "pruned", f"breaks {broken[0].text}", area)
+                    Skipped(arch_index * n_w + w, arch_index, config, ref, "pruned", f"breaks {broken[0].text}", area, unpriced)
                 )
             continue
         feasible_arch += 1
@@ -241,7 +250,7 @@ def build_plan(
             })
             plan.tasks.append(Task(
                 key=key, index=arch_index * n_w + w, arch_index=arch_index, config=config, workload=ref,
-                arch=arch, area_mm2=area, area=spec.area, synth=spec.synth, simulate_options=spec.simulate_options,
+                arch=arch, area_mm2=area, area=spec.area, area_unpriced=unpriced, synth=spec.synth, simulate_options=spec.simulate_options,
             ))
     plan.arch_points = arch_index + 1 if grid else 0
 

@@ -11,7 +11,9 @@ from typing import Any, Callable
 from archsim.dse._backends import make_backend
 from archsim.dse._evaluate import Evaluate, simulate_task
 from archsim.dse._hash import model_version, stable_hash
-from archsim.dse._outputs import columns, front_by_workload, summary_table, write_csv, write_plots
+from archsim.dse._outputs import (
+    columns, front_by_workload, summary_table, unpriced_cell, unpriced_notes, write_csv, write_plots,
+)
 from archsim.dse._lock import SweepLock
 from archsim.dse._plan import Plan, Task, build_plan, feasible
 from archsim.dse._preflight import preflight
@@ -182,7 +184,7 @@ def _finish(spec: SweepSpec, plan: Plan, store: ResultStore, out: OutputDir, plo
     write_csv(out, "results.csv", rows, cols)
     write_csv(out, "pareto.csv", [r for front in fronts.values() for r in front], cols)
     written = write_plots(out, rows, fronts) if plots else []
-    summary = summary_table(spec, rows, fronts, plan.axis_keys)
+    summary = summary_table(spec, rows, fronts, plan.axis_keys, unpriced_notes(plan.tasks + plan.skipped))
     return SweepResult(out_dir=out.path, rows=rows, fronts=fronts, summary=summary, plots=written)
 
 
@@ -197,13 +199,15 @@ def collect_rows(spec: SweepSpec, plan: Plan, store: ResultStore) -> list[dict]:
         row = {"index": task.index, "workload": task.workload.label, **dict(task.config)}
         row.update({"status": record["status"], **metrics})
         row["area_mm2"] = metrics.get("area_mm2", task.area_mm2)
+        row["area_unpriced"] = unpriced_cell(task.area_unpriced)
         row["feasible"] = record["status"] == "ok" and feasible(row, spec.constraints)
         row.update({"error": record.get("error", ""), "elapsed_s": record.get("elapsed_s"), "key": task.key})
         rows.append(row)
     for skipped in plan.skipped:
         rows.append({
             "index": skipped.index, "workload": skipped.workload.label, **dict(skipped.config),
-            "status": skipped.status, "area_mm2": skipped.area_mm2, "feasible": False, "error": skipped.reason,
+            "status": skipped.status, "area_mm2": skipped.area_mm2, "area_unpriced": unpriced_cell(skipped.area_unpriced),
+            "feasible": False, "error": skipped.reason,
             "key": "",
         })
     rows.sort(key=lambda r: r["index"])
