@@ -100,28 +100,45 @@ def _core(**over):
     return LutCore(LutConfig.from_params(arch.params, {}))
 
 
+def _clocked(dut, testbench):
+    """Run ``testbench`` on ``dut`` in the Amaranth simulator with one 1 MHz clock."""
+    from amaranth.sim import Simulator
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(testbench)
+    sim.run()
+
+
+async def _issue(ctx, core, row_blocks, groups, col_blocks):
+    """Present one int4 x int8 command (bank 0, no accumulate, tables built here) for a cycle, then
+    wait a cycle: the core has taken it (busy) or refused it (error) by then."""
+    from rtl.lut.design import AFMT, WFMT
+
+    cmd = {"cmd_row_blocks": row_blocks, "cmd_groups": groups, "cmd_col_blocks": col_blocks,
+           "cmd_wfmt": WFMT["int4"], "cmd_afmt": AFMT["int8"], "cmd_accumulate": 0, "cmd_precomputed": 0,
+           "cmd_bank": 0}
+    for k, v in cmd.items():
+        ctx.set(getattr(core, k), v)
+    ctx.set(core.cmd_valid, 1)
+    await ctx.tick()
+    ctx.set(core.cmd_valid, 0)
+    await ctx.tick()
+
+
 @pytest.mark.parametrize("target, refused", [("other_bank", False), ("own_bank", True), ("out_other_bank", False),
                                              ("out_own_bank", True)])
 def test_operand_writes_while_a_tile_runs(target, refused):
     """While a tile runs, a write into the operand or output bank it does not use is taken (that it lands
     is what co-simulation checks: the driver writes tile i + 1's operands and psums during tile i); one
     into its own bank is dropped and raises the sticky error."""
-    from amaranth.sim import Simulator
-
-    from rtl.lut.design import AFMT, BUFS, WFMT
+    from rtl.lut.design import BUFS
 
     core = _core()
     seen = {}
 
     async def tb(ctx):
-        cmd = {"cmd_row_blocks": 1, "cmd_groups": 4, "cmd_col_blocks": 1, "cmd_wfmt": WFMT["int4"],
-               "cmd_afmt": AFMT["int8"], "cmd_accumulate": 0, "cmd_precomputed": 0, "cmd_bank": 0}
-        for k, v in cmd.items():
-            ctx.set(getattr(core, k), v)
-        ctx.set(core.cmd_valid, 1)
-        await ctx.tick()
-        ctx.set(core.cmd_valid, 0)
-        await ctx.tick()
+        await _issue(ctx, core, row_blocks=1, groups=4, col_blocks=1)
         seen["busy"] = ctx.get(core.busy)
         buf = BUFS["out"] if target.startswith("out") else BUFS["act"]
         ctx.set(core.wr_buf, buf)
@@ -139,10 +156,7 @@ def test_operand_writes_while_a_tile_runs(target, refused):
             await ctx.tick()
         seen["busy_after"] = ctx.get(core.busy)
 
-    sim = Simulator(core)
-    sim.add_clock(1e-6)
-    sim.add_testbench(tb)
-    sim.run()
+    _clocked(core, tb)
     assert seen["busy"] == 1 and seen["busy_after"] == 0
     assert seen["error"] == int(refused)
 
@@ -152,8 +166,6 @@ def test_precompute_unit_fills_bank_0_then_bank_1(latency):
     """Two steps of int8 tables (M2, K4 symmetric: 8 stored entries a row, 4 a cycle): step 0 into bank
     0, started by ``restart``; step 1 into bank 1, started by ``go``; each entry against numpy
     (sum_j +-a_j with + where bit j of idx = e + 8 is 1), landed ``pre + latency`` cycles after its start."""
-    from amaranth.sim import Simulator
-
     from archsim.spec.load import load_arch
     from archsim.templates.lut import conformance
     from rtl.lut.design import LutConfig
@@ -183,10 +195,7 @@ def test_precompute_unit_fills_bank_0_then_bank_1(latency):
                 banks[0] = ctx.get(unit.tables)
         banks[1] = ctx.get(unit.tables)
 
-    sim = Simulator(unit)
-    sim.add_clock(1e-6)
-    sim.add_testbench(tb)
-    sim.run()
+    _clocked(unit, tb)
     mask = (1 << eb) - 1
     for b, step in ((0, 0), (1, 1)):
         for r in range(tm):
@@ -203,27 +212,12 @@ def test_a_command_over_the_buffers_is_refused(col_blocks, row_blocks, taken):
     """The controller's counters are as wide as the buffers' addresses: a command that cannot fit them
     (int4: col_blocks x 4 planes > 128 weight entries; row blocks > 64 activation / table entries) sets
     the sticky error and does not start, one that just fits starts (default depths, by hand)."""
-    from amaranth.sim import Simulator
-
-    from rtl.lut.design import AFMT, WFMT
-
     core = _core()
     seen = {}
 
     async def tb(ctx):
-        cmd = {"cmd_row_blocks": row_blocks, "cmd_groups": 1, "cmd_col_blocks": col_blocks,
-               "cmd_wfmt": WFMT["int4"], "cmd_afmt": AFMT["int8"], "cmd_accumulate": 0, "cmd_precomputed": 0,
-               "cmd_bank": 0}
-        for k, v in cmd.items():
-            ctx.set(getattr(core, k), v)
-        ctx.set(core.cmd_valid, 1)
-        await ctx.tick()
-        ctx.set(core.cmd_valid, 0)
-        await ctx.tick()
+        await _issue(ctx, core, row_blocks=row_blocks, groups=1, col_blocks=col_blocks)
         seen["busy"], seen["error"] = ctx.get(core.busy), ctx.get(core.error)
 
-    sim = Simulator(core)
-    sim.add_clock(1e-6)
-    sim.add_testbench(tb)
-    sim.run()
+    _clocked(core, tb)
     assert (seen["busy"], seen["error"]) == (int(taken), int(not taken))
