@@ -96,37 +96,37 @@ def test_load_file_fills_dataclasses(tmp_path, fake_template):
     assert isinstance(arch.model(), FakeModel) and arch.model() is arch.model()
 
 
-def test_unknown_key_wrong_type_and_validate(tmp_path, fake_template):
-    path = write(tmp_path, BASE.replace("dataflow: ws}", "dataflow: ws, colour: red}"))
-    assert re.fullmatch(r".*arch\.yaml: params\.colour: unknown key; expected one of rows, cols, dataflow, .*", error_of(path))
-    path = write(tmp_path, BASE.replace("rows: 4,", "rows: four,"))
-    assert re.fullmatch(r".*arch\.yaml: params\.rows: expected int, got 'four'", error_of(path))
-    path = write(tmp_path, BASE.replace("dataflow: ws", "dataflow: xs"))
-    assert re.fullmatch(r".*arch\.yaml: params\.dataflow: expected one of 'ws', 'os', 'is', got 'xs'", error_of(path))
-    path = write(tmp_path, BASE.replace("rows: 4,", "rows: -4,"))
-    assert re.fullmatch(r".*arch\.yaml: params\.rows: expected a positive integer, got -4", error_of(path))
-    path = write(tmp_path, BASE.replace("rows: 4,", ""))
-    assert re.fullmatch(r".*arch\.yaml: params\.rows: missing; expected int", error_of(path))
-    path = write(tmp_path, BASE + "colour: red\n")
-    assert re.fullmatch(r".*arch\.yaml: colour: unknown key; expected one of name, description, template, .*", error_of(path))
+#: (text replaced in BASE, or None to append; the new text; the one-line error after ``arch.yaml: ``)
+BAD_EDITS = [
+    ("dataflow: ws}", "dataflow: ws, colour: red}", r"params\.colour: unknown key; expected one of rows, cols, dataflow, .*"),
+    ("rows: 4,", "rows: four,", r"params\.rows: expected int, got 'four'"),
+    ("dataflow: ws", "dataflow: xs", r"params\.dataflow: expected one of 'ws', 'os', 'is', got 'xs'"),
+    ("rows: 4,", "rows: -4,", r"params\.rows: expected a positive integer, got -4"),
+    ("rows: 4,", "", r"params\.rows: missing; expected int"),
+    (None, "colour: red\n", r"colour: unknown key; expected one of name, description, template, .*"),
+    ("{bytes: 1024}", "{bytes: lots}",
+     r"buffers\.input\.bytes: expected a positive number of bytes \(e\.g\. 65536 or '64 KiB'\), got 'lots'"),
+    ("bytes_per_cycle: 8,", "bytes_per_cycle: 0,", r"dram\.bytes_per_cycle: expected a positive number, got 0"),
+    ("  input:  {bytes: 1024}\n", "",
+     r"buffers\.input: missing; expected input, weight and output buffers, or one 'unified'"),
+    ("clock_mhz: 500\n", "", r"clock_mhz: missing; expected a positive number"),
+    ("template: fake", "template: warp", r"template: expected one of .*fake.*, got 'warp'"),
+    (None, "tech: nosuch-3nm\n", r"tech: unknown tech table 'nosuch-3nm'; expected one of generic-45nm.* or a file path"),
+]
 
 
-def test_section_errors(tmp_path, fake_template):
-    path = write(tmp_path, BASE.replace("{bytes: 1024}", "{bytes: lots}"))
-    assert re.fullmatch(
-        r".*arch\.yaml: buffers\.input\.bytes: expected a positive number of bytes \(e\.g\. 65536 or '64 KiB'\), got 'lots'",
-        error_of(path),
-    )
-    path = write(tmp_path, BASE.replace("bytes_per_cycle: 8,", "bytes_per_cycle: 0,"))
-    assert re.fullmatch(r".*arch\.yaml: dram\.bytes_per_cycle: expected a positive number, got 0", error_of(path))
-    path = write(tmp_path, BASE.replace("  input:  {bytes: 1024}\n", ""))
-    assert re.fullmatch(r".*arch\.yaml: buffers\.input: missing; expected input, weight and output buffers, or one 'unified'", error_of(path))
-    path = write(tmp_path, BASE.replace("clock_mhz: 500\n", ""))
-    assert re.fullmatch(r".*arch\.yaml: clock_mhz: missing; expected a positive number", error_of(path))
-    path = write(tmp_path, BASE.replace("template: fake", "template: warp"))
-    assert re.fullmatch(r".*arch\.yaml: template: expected one of .*fake.*, got 'warp'", error_of(path))
-    path = write(tmp_path, BASE + "tech: nosuch-3nm\n")
-    assert re.fullmatch(r".*arch\.yaml: tech: unknown tech table 'nosuch-3nm'; expected one of generic-45nm.* or a file path", error_of(path))
+@pytest.mark.parametrize("old, new, message", BAD_EDITS, ids=[m.split(":")[0].replace("\\", "") for _, _, m in BAD_EDITS])
+def test_a_bad_key_or_section_is_one_line_naming_it(tmp_path, fake_template, old, new, message):
+    """Unknown keys, wrong types, a failing validate(), missing sections: one line naming the file and key."""
+    if old is None:
+        text = BASE + new
+    else:
+        assert old in BASE
+        text = BASE.replace(old, new)
+    assert re.fullmatch(r".*arch\.yaml: " + message, error_of(write(tmp_path, text)))
+
+
+def test_bad_yaml_missing_file_and_unknown_preset(tmp_path):
     path = write(tmp_path, "name: [unclosed\n")
     assert re.fullmatch(r".*arch\.yaml: line \d+: invalid YAML: .*", error_of(path))
     assert re.fullmatch(r".*nope\.yaml: no such file", error_of(str(tmp_path / "nope.yaml")))
