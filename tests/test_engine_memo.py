@@ -85,10 +85,11 @@ def _assert_same(warm, cold):
     assert _comparable(warm) == _comparable(cold)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("field", sorted(FIELDS))
-@pytest.mark.parametrize("workload", ["resnet18", "bert"])
+@pytest.mark.parametrize("workload, seed", [("resnet18", 0), ("bert", 1)])
 def test_warm_equals_cold_for_one_field_changes(graphs, workload, field, seed):
+    """Every field on both workloads, each pair's other fields drawn at random: seed 0's draw on
+    ResNet-18, seed 1's on BERT (every field still sees both draws, at half the runs of a full grid)."""
     graph = graphs[workload]
     a, b = _pair(field, seed)
     _cold()
