@@ -15,8 +15,11 @@ Documented capacity errors (the only failures allowed):
 
 The default run covers every preset on a representative set of workloads
 (a CNN, ViT-B/16 with its large position table, an encoder, an LLM decode
-and an attention block) and every workload on a cheap preset; the whole
-matrix runs under the ``slow`` mark (``bench/bench_zoo_matrix.py`` times it).
+and an attention block), every workload on a cheap preset, and every workload
+on one preset of each template (the presets taken in turn), so every mapper
+sees every workload; the rest of the matrix (about 880 runs, a third of the
+suite's time) carries the ``long`` mark: ``./setup test -m long -k zoo_matrix``
+runs the whole matrix (``bench/bench_zoo_matrix.py`` times it).
 """
 from __future__ import annotations
 
@@ -57,11 +60,21 @@ def _default_cases() -> set:
     return cases
 
 
+def _per_template_cases() -> set:
+    """Every workload (and phase) on one preset of each template, the template's presets in turn."""
+    by_template: dict[str, list[str]] = {}
+    for arch in preset_names():
+        by_template.setdefault(archsim.load_arch(arch).template, []).append(arch)
+    runs = [(w, ph) for w in workloads.zoo_names() for ph in _phases(w)]
+    return {(presets[i % len(presets)], w, ph) for presets in by_template.values() for i, (w, ph) in enumerate(runs)}
+
+
 def _params() -> list:
     default = _default_cases()
+    sampled = _per_template_cases() - default
     out = []
     for case in _cases():
-        marks = () if case in default else (pytest.mark.slow,)
+        marks = () if case in default else (pytest.mark.slow,) if case in sampled else (pytest.mark.slow, pytest.mark.long)
         out.append(pytest.param(*case, marks=marks, id=f"{case[0]}-{case[1]}" + (f"-{case[2]}" if case[2] else "")))
     return out
 
@@ -124,6 +137,12 @@ def test_matrix_covers_every_preset_and_workload():
     default = _default_cases()
     assert {c[0] for c in default} == set(preset_names())
     assert {c[1] for c in default} == set(workloads.zoo_names())
+    # the default run maps every workload and phase with every template's mapper
+    templates = {p: archsim.load_arch(p).template for p in preset_names()}
+    runs = {(w, ph) for _, w, ph in cases}
+    default_run = default | _per_template_cases()
+    for template in set(templates.values()):
+        assert {(w, ph) for a, w, ph in default_run if templates[a] == template} == runs, template
 
 
 def test_column_groups_keep_fold_shapes_and_figures(monkeypatch):
