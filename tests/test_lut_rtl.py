@@ -357,7 +357,7 @@ def test_cycles_by_hand():
 
 
 SLOW_CONFIGS = [
-    {},  # the rtl_arch build again, other seeds
+    {},  # the rtl_arch build again, other seeds (long: the default suite runs that build's 45 tiles above)
     {"symmetric": False, "tile_m": 1, "tile_n": 3, "precompute_entries_per_cycle": 3},
     {"group_k": 2, "tile_k": 2, "tile_m": 3, "tile_n": 5, "precompute_entries_per_cycle": 1, "pipeline_cycles": 5},
     {"group_k": 1, "tile_k": 1, "symmetric": False, "tile_m": 2, "tile_n": 2},
@@ -400,7 +400,7 @@ def test_scales_match_the_models(index):
 
 @pytest.mark.rtl
 @pytest.mark.slow
-@pytest.mark.parametrize("index", range(len(SLOW_CONFIGS)))
+@pytest.mark.parametrize("index", [pytest.param(0, marks=pytest.mark.long)] + list(range(1, len(SLOW_CONFIGS))))
 def test_many_tiles_on_several_builds(index):
     """30-60 tiles per build (table symmetry, K = 1..4, precompute- and lookup-bound, deeper pipeline,
     builds specialized by format)."""
