@@ -19,6 +19,7 @@ from archsim.spec import load_arch
 from archsim.templates.attention import AttentionTile
 from archsim.templates.attention.reference import error_bound, reference_attention
 from rtl import design_for
+from sim_skip import require_icarus
 
 SMALL = {"rows": 3, "cols": 2, "pe1d": 2, "exp_macs": 4}
 
@@ -34,14 +35,6 @@ def _bf16(x):
 def _ops(rng, rows, kv, d):
     return {"q": _bf16(rng.uniform(-2, 2, (rows, d))), "k": _bf16(rng.uniform(-2, 2, (kv, d))),
             "v": _bf16(rng.uniform(-2, 2, (kv, d)))}
-
-
-def _icarus_or_skip():
-    from rtl.cosim.harness import simulator_missing_reason
-
-    reason = simulator_missing_reason("icarus")
-    if reason:
-        pytest.skip(reason)
 
 
 # ----------------------------------------------------------------------------- parameters and encoding
@@ -318,7 +311,7 @@ def test_reciprocal_divider_is_exact():
 @pytest.fixture(scope="module")
 def small_run():
     from rtl import run_cosim
-    _icarus_or_skip()
+    require_icarus()
     rng = np.random.default_rng(11)
     items = [
         (AttentionTile("fusemax", 3, 3, 2), _ops(rng, 3, 3, 2)),
@@ -380,7 +373,7 @@ def test_a_first_tile_whose_lane_inputs_never_change_reads_no_x():
     the tile (first of its run) is bit-exact with the models and on both models' cycles."""
     from rtl import run_cosim
 
-    _icarus_or_skip()
+    require_icarus()
     items = [(FIRST_TILE_X, _ops(np.random.default_rng(21), 1, 1, 1))]
     report = run_cosim(_arch(), items, sim="icarus")
     assert report.ok, "\n" + report.summary()
@@ -395,7 +388,7 @@ def test_x_read_back_fails_loudly_naming_the_tile():
     no value is compared."""
     from rtl.cosim import run_job
 
-    _icarus_or_skip()
+    require_icarus()
     design = design_for(_arch())
     items = [(FIRST_TILE_X, _ops(np.random.default_rng(21), 1, 1, 1))]
     run = run_job(design.verilog(), design.toplevel, design.make_job(items), sim="icarus", wake_combinational=False)
@@ -415,7 +408,7 @@ def test_axi_wrapped_attention_is_exact_against_the_models(tmp_path):
     from rtl.cosim import run_job
     from rtl.lib.axi_design import axi_wrapped
 
-    _icarus_or_skip()
+    require_icarus()
     design = axi_wrapped(design_for(_arch()))
     rng = np.random.default_rng(11)
     items = [(AttentionTile("fusemax", 3, 3, 2), _ops(rng, 3, 3, 2)),
@@ -455,7 +448,7 @@ def test_rtl_with_a_pipelined_unit_follows_the_models(unit):
     two tiles' cycles worked by hand (PIPELINED_UNITS); multi-pass, partial-block and one-row tiles too."""
     from rtl import run_cosim
 
-    _icarus_or_skip()
+    require_icarus()
     over, seed, last, cycles = PIPELINED_UNITS[unit]
     rng = np.random.default_rng(seed)
     items = [(AttentionTile("fusemax", 3, 3, 2), _ops(rng, 3, 3, 2)),
@@ -475,7 +468,7 @@ def test_fp16_operands_are_exact_against_the_models():
     to fp32; the conformance hook's tiles (fp16 operands) and a tile whose Q and K hold fp16
     subnormals (2**-24 .. 2**-15) are bit-exact with both models and on their cycles."""
     from rtl import run_cosim
-    _icarus_or_skip()
+    require_icarus()
     arch = _arch(rows=2, cols=2, pe1d=1, precision="fp16")
     rng = np.random.default_rng(16)
     sub = (rng.integers(1, 1024, (2, 3)) * 2.0 ** -24 * rng.choice([-1, 1], (2, 3))).astype(np.float32)
@@ -534,7 +527,7 @@ def test_bring_your_own_rtl_drives_the_attention_host_interface(tmp_path):
     Verilog file that implements it is checked like archsim's own (here archsim's Verilog given
     as a user file; the harness's planted-bug tests are tests/test_rtl_byo.py's)."""
     from rtl.cosim.byo import run_user_verilog
-    _icarus_or_skip()
+    require_icarus()
     arch = _arch()
     text = design_for(arch).verilog()
     good = tmp_path / "mine.v"

@@ -7,6 +7,7 @@ import pytest
 
 from archsim.cli import main
 from cli_errors import one_line_error
+from sim_skip import require_icarus
 
 SMALL = ["--arch", "spatten", "--unit", "topk", "--set", "topk_parallelism=4", "--depth", "32", "-q"]
 
@@ -61,17 +62,9 @@ def test_program_tiles_are_gpt2s_pruning_steps():
         assert list(model.detailed_tile(tile, ops)[0]) == want
 
 
-def _icarus_or_skip():
-    from rtl.cosim import simulator_missing_reason
-
-    reason = simulator_missing_reason("icarus")
-    if reason:
-        pytest.skip(reason)
-
-
 @pytest.mark.rtl
 def test_cli_cosim_program_and_random_tiles(capsys):
-    _icarus_or_skip()
+    require_icarus()
     rc = main(["rtl", "cosim", *SMALL, "--source", "program", "--workload", "gpt2", "--tiles", "3"])
     out = capsys.readouterr().out
     assert rc == 0, out
@@ -88,7 +81,7 @@ def test_cli_cosim_program_and_random_tiles(capsys):
 def test_cli_cosim_with_one_lane(capsys):
     """One comparator: out_mask is a 1-bit port (cocotb gives a Logic, not a LogicArray; the driver used
     to stop on it)."""
-    _icarus_or_skip()
+    require_icarus()
     rc = main(["rtl", "cosim", "--arch", "spatten", "--unit", "topk", "--set", "topk_parallelism=1", "--depth", "16",
                "--tiles", "4", "--seed", "2", "-q"])
     out = capsys.readouterr().out
@@ -101,7 +94,7 @@ def test_cli_cosim_reports_a_planted_wrong_index(capsys, monkeypatch):
     """The RTL's kept indices read one too high on every tile: the CLI fails the tiles, exit status 1."""
     from rtl.attention.topk_design import TopkDesign
 
-    _icarus_or_skip()
+    require_icarus()
     real = TopkDesign.rtl_tile_values
     monkeypatch.setattr(TopkDesign, "rtl_tile_values", lambda self, tile, g: real(self, tile, g) + 1)
     rc = main(["rtl", "cosim", *SMALL, "--tiles", "2", "--seed", "3"])
@@ -152,7 +145,7 @@ def test_cli_cosim_json_dash_prints_json_on_stdout(capsys, tmp_path, monkeypatch
     """``--json -`` prints the report as JSON on stdout (as ``rtl synth`` does) and writes no file named '-'."""
     import json
 
-    _icarus_or_skip()
+    require_icarus()
     monkeypatch.chdir(tmp_path)
     rc = main(["rtl", "cosim", *SMALL, "--tiles", "2", "--seed", "4", "--json", "-"])
     out = capsys.readouterr().out

@@ -11,20 +11,13 @@ from archsim.spec.load import load_arch
 from archsim.templates import get_template
 from archsim.templates.lut import conformance
 from archsim.templates.lut.tile import LutTile
+from sim_skip import require_icarus
 
 F32 = np.float32
 
 
 def _arch(**over):
     return load_arch(conformance.base_arch, {**conformance.rtl_arch, **over})
-
-
-def _icarus():
-    from rtl.cosim import simulator_missing_reason
-
-    missing = simulator_missing_reason("icarus")
-    if missing:
-        pytest.skip(missing)
 
 
 def _run(arch, items):
@@ -275,7 +268,7 @@ def test_mac_baseline_matches_numpy(wf, af):
 @pytest.mark.rtl
 def test_every_weight_x_activation_mode_matches_the_models():
     """3 random tiles of each of the 15 W x A modes on one build (int8 + fp16 + bf16), bit- and cycle-exact."""
-    _icarus()
+    require_icarus()
     arch = _arch()
     items = conformance.sample_tiles(np.random.default_rng(12), arch.params, 45)
     modes = {(t.weight_format, t.activation_format) for t, _ in items}
@@ -292,7 +285,7 @@ def test_the_table_register_build_matches_the_models():
     the lookup, for Fmax): one cycle more of pipeline, values and cycles still exact on every mode."""
     from rtl.lut.design import LutConfig
 
-    _icarus()
+    require_icarus()
     arch = _arch(pipeline_cycles=5)
     cfg = LutConfig.from_params(arch.params)
     assert cfg.table_register and cfg.lookup_register and cfg.rtl_pipeline == 5
@@ -313,7 +306,7 @@ def test_interleaved_lookup_builds_match_the_models(interleave, pipeline, stages
     idle slots: values and cycles exact on every mode (the models charge the padded batches)."""
     from rtl.lut.design import LutConfig
 
-    _icarus()
+    require_icarus()
     arch = _arch(lookup_interleave=interleave, pipeline_cycles=pipeline)
     cfg = LutConfig.from_params(arch.params)
     assert (cfg.shift_add_stages, cfg.half_sub_stages, cfg.acc_stages) == stages
@@ -330,7 +323,7 @@ def test_interleaved_lookup_builds_match_the_models(interleave, pipeline, stages
 def test_cycles_by_hand():
     """tile_m 2, tile_n 4, K 4, 4 entries/cycle: pre = ceil(2 * 8 / 4) = 4 cycles plus the preset's
     4-cycle precompute pipeline = 8, pipeline 3."""
-    _icarus()
+    require_icarus()
     arch = _arch()
     assert arch.params.precompute_pipeline_cycles == 4
     rng = np.random.default_rng(3)
@@ -389,7 +382,7 @@ SCALE_CONFIGS = [
 def test_scales_match_the_models(index):
     """per_group (fp32 r x scale before the fp32 accumulator) and per_channel (sum x scale, + psum):
     6 random tiles (smallest, multi-block accumulating, fused precompute, extreme operands, ...)."""
-    _icarus()
+    require_icarus()
     arch = _arch(**SCALE_CONFIGS[index])
     items = conformance.sample_tiles(np.random.default_rng(40 + index), arch.params, 6)
     report, values = _run(arch, items)
@@ -404,7 +397,7 @@ def test_scales_match_the_models(index):
 def test_many_tiles_on_several_builds(index):
     """30-60 tiles per build (table symmetry, K = 1..4, precompute- and lookup-bound, deeper pipeline,
     builds specialized by format)."""
-    _icarus()
+    require_icarus()
     over = SLOW_CONFIGS[index]
     arch = _arch(**over)
     count = 60 if not over else 30

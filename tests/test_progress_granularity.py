@@ -20,6 +20,7 @@ import rtl.synth
 from archsim.cli import main
 from archsim.cli._progress import Count, Stages
 from rtl.cosim import progress as tile_progress
+from sim_skip import require_icarus
 
 TINY_V = "module tiny(input clk, input rst, input a, output reg q); always @(posedge clk) q <= a; endmodule\n"
 
@@ -193,17 +194,9 @@ def test_count_bar_moves_to_the_reported_total(monkeypatch):
 # ----------------------------------------------------------------------------- co-simulation per tile
 
 
-def _needs_icarus():
-    from rtl.cosim import simulator_missing_reason
-
-    reason = simulator_missing_reason("icarus")
-    if reason:
-        pytest.skip(reason)
-
-
 @pytest.mark.rtl
 def test_cosim_reports_every_tile(tmp_path):
-    _needs_icarus()
+    require_icarus()
     from archsim.spec import load_arch
     from rtl import cosim_items, run_cosim
 
@@ -223,7 +216,7 @@ def test_cosim_reports_every_tile(tmp_path):
 @pytest.mark.parametrize("quiet", [False, True])
 def test_rtl_cosim_bar_per_tile(monkeypatch, tmp_path, capsys, quiet):
     tty = _tty(monkeypatch)
-    _needs_icarus()
+    require_icarus()
     argv = ["rtl", "cosim", "--arch", "systolic-32x32-ws", "--set", "rows=2", "--set", "cols=2", "--tiles", "3",
             "--max-stream", "4", "--build-dir", str(tmp_path / "b")] + (["-q"] if quiet else [])
     assert main(argv) == 0

@@ -11,6 +11,7 @@ from archsim.spec import load_arch
 from archsim.templates.attention import pruning, topk
 from archsim.templates.attention.conformance import _bf16
 from archsim.templates.attention.pruning import PruneTile
+from sim_skip import require_icarus
 
 SETS = ["rows=2", "cols=2", "pe1d=2", "exp_macs=4", "topk_parallelism=4"]
 OPTIONS = {"head_dim_max": 4, "flat_keys_max": 8}
@@ -114,19 +115,11 @@ def _items():
     return [(t, _ops(rng, t)) for t in TILES]
 
 
-def _icarus_or_skip():
-    from rtl.cosim import simulator_missing_reason
-
-    reason = simulator_missing_reason("icarus")
-    if reason:
-        pytest.skip(reason)
-
-
 @pytest.mark.rtl
 def test_rtl_matches_the_models():
     from rtl.api import run_design_cosim
 
-    _icarus_or_skip()
+    require_icarus()
     items = _items()
     report = run_design_cosim(_design(), items)
     assert report.ok, "\n" + report.summary()
@@ -142,7 +135,7 @@ def test_planted_dropped_probability_row_is_caught():
     from rtl.attention.spatten import SpattenEngine
     from rtl.attention.spatten_design import SpattenDesign
 
-    _icarus_or_skip()
+    require_icarus()
 
     class Planted(SpattenEngine):
         def dropped_row(self, got, q_rows):
@@ -167,7 +160,7 @@ def test_planted_model_cycle_is_caught(monkeypatch):
     """A model that forgets the cycle of the last add of each probability pass: cycles differ."""
     from rtl.api import run_design_cosim
 
-    _icarus_or_skip()
+    require_icarus()
     monkeypatch.setattr(pruning, "ACC_TAIL_CYCLES", 0)
     report = run_design_cosim(_design(), _items()[:1])
     assert not report.ok
@@ -204,7 +197,7 @@ def test_a_bad_select_raises_the_error_flag_and_runs_nothing():
     """A select keeping every key (k = kv_len), sent past the job's check: error high, no done."""
     from rtl.cosim.harness import run_job
 
-    _icarus_or_skip()
+    require_icarus()
     design = _design()
     job = design.make_job(_items()[1:])
     job["tiles"][0]["steps"][-1]["cmd"]["k"] = TILES[1].kv_len
