@@ -95,9 +95,11 @@ def test_cosim_catches_planted_model_deviations(monkeypatch):
 
 @pytest.mark.rtl
 @pytest.mark.slow
-def test_icarus_cosim_1000_tiles():
-    report = cosim(random_tiles(1000, 256, 16, seed=7), 16, 256, 16)
-    assert report.tiles == 1000 and report.ok, report.mismatches[:3]
+@pytest.mark.parametrize("count", [100, pytest.param(1000, marks=pytest.mark.long)])
+def test_icarus_cosim_16_lanes(count):
+    """16 lanes, 256 scores: 100 random tiles in the default suite, 1000 with ``-m long``."""
+    report = cosim(random_tiles(count, 256, 16, seed=7), 16, 256, 16)
+    assert report.tiles == count and report.ok, report.mismatches[:3]
 
 
 @pytest.mark.rtl
