@@ -197,7 +197,7 @@ def test_ilp_le_heuristic_le_greedy(name, capacity_kib):
     assert len({a.traffic.compulsory_bytes for a in got.values()}) == 1
 
 
-@pytest.mark.parametrize("capacity_kib", [64, 256])
+@pytest.mark.parametrize("capacity_kib", [pytest.param(64, marks=pytest.mark.long), 256])  # 64 KiB: 20x the time
 def test_heuristic_le_greedy_where_the_joint_ilp_is_too_big(capacity_kib):
     g = _graph("nas")
     heur = plan_allocation(g, capacity_kib << 10, "heuristic")
