@@ -217,3 +217,13 @@ def test_the_cli_multiplier_option_selects_the_registered_dsp_blocks(capsys):
     assert main(["rtl", "lint", "--arch", "pim-gpt-gddr6", "--set", "mac_precision=int8", "--multiplier",
                  "ecp5_dsp", "-q"]) == 2
     assert "multiplier" in capsys.readouterr().err
+
+
+def test_rdaccs_closer_than_half_the_interleave_break_the_reduction(monkeypatch):
+    """Planted: the models spacing RDACCs by tCCD_S only (no ``rdacc_spacing_cycles``) send the P = 16
+    unit RDACCs closer than its first-level reduction adder takes them (P / 2 = 8 cycles): the values
+    come out wrong, so the spacing the models charge is needed."""
+    p = dataclasses.replace(BF16, accumulator_interleave=16, column_bytes=4, mac_lanes=2, mac_pipeline_cycles=9)
+    monkeypatch.setattr(PimParams, "rdacc_spacing_cycles", property(lambda self: 1))
+    report = run_cosim(p, cosim_items(p, "random", tiles=1, seed=16, max_stream=3))
+    assert not report.ok
