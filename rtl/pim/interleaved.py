@@ -18,9 +18,11 @@
   adder plus one 2:1 mux.
 - Read-out: an RDACC's partials (those not written in the group read as 0: the column counters
   selected in two registered 8:1 steps) are read :data:`PARTIALS_LATENCY` cycles after ``rd`` (the
-  models' ``RDACC_PARTIALS_READ_CYCLES``) and summed by a pairwise tree of ``P``-deep adders (the
-  first level's inputs registered, its adders ``P - 1`` deep): ``rd_data`` :attr:`read_latency`
-  cycles after ``rd`` (= the params' ``rdacc_reduction_cycles``).
+  models' ``RDACC_PARTIALS_READ_CYCLES``) and summed pairwise by one ``P``-deep adder per level (its
+  operands registered, then ``P - 1`` deep), each reused over time (:meth:`_reduce`; a tree of
+  ``P - 1`` adders per output lane was ~2/3 of a P = 16 unit): ``rd_data`` :attr:`read_latency`
+  cycles after ``rd`` (= the params' ``rdacc_reduction_cycles``); the next ``rd`` may come ``P / 2``
+  cycles later (the params' ``rdacc_spacing_cycles``, which the models' schedules keep).
 
 Timing contract with :class:`rtl.pim.design.PimBankUnit`: the accumulate of a MAC starts (``valid``)
 ``P - 1`` cycles earlier than with one accumulator, so its result lands at the same cycle; the
