@@ -165,3 +165,17 @@ def test_random_tiles_are_sized_to_the_host_engine():
         else:
             assert after.rows <= before.rows and after.k <= before.k
     design.make_job(design.cosim_items("random", tiles=3, seed=0))  # no refusal
+
+
+def test_random_tiles_fit_with_their_refresh_point():
+    """The refresh point is drawn after the sizing; a REF adds command entries, so a tile sized without
+    it could overflow the engine (the P = 16 1000-tile run's tile 800: cmd_depth 1025 > 1024). Planted
+    capacity: only tiles without a refresh due, or of at most 8 elements, fit."""
+    from rtl.pim.sources import random_tiles
+
+    def fits(t):
+        return t.ref_due >= 1 << 40 or t.k <= 8
+
+    tiles = random_tiles(P, 40, np.random.default_rng(3), max_stream=2, fits=fits)
+    assert any(t.ref_due < 1 << 40 for t in tiles)  # the case is drawn
+    assert all(fits(t) for t in tiles)
