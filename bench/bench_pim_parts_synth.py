@@ -3,7 +3,7 @@
 
 - ``loop``: the interleaved accumulators' accumulate loop (:class:`rtl.pim.interleaved.PimInterleavedAccumulators`
   at ``--interleave P``: column counters, the ``P`` partial memories, operand fetch, forwarding and the
-  ``P``-deep fp32 adder) with the RDACC reduction tree left out (its adders are ``P``-deep copies of the
+  ``P``-deep fp32 adder) with the RDACC reduction left out (its adders are ``P``-deep copies of the
   loop's, without the loop: the library table's ``fp32_add_finite`` row);
 - ``mac``: the MAC datapath (:class:`rtl.pim.mac.PimMacDatapath`, ``--lanes``, ``--mul-stages``,
   ``--add-stages``, ``--mul``).
@@ -33,7 +33,7 @@ from rtl.synth import synthesize_verilog  # noqa: E402
 
 
 class LoopOnly(PimInterleavedAccumulators):
-    """The accumulators with the read-out reduced to partial 0's word, registered (the reduction tree is
+    """The accumulators with the read-out reduced to partial 0's word, registered (the reduction is
     measured apart)."""
 
     def _read_out(self, m: Module, mems, pb: int, lb: int):

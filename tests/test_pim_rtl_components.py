@@ -217,7 +217,8 @@ def _interleaved(dut, macs, reads, cycles, fp32, lead=6):
             if ctx.get(dut.rd_valid):
                 word = ctx.get(dut.rd_data)
                 out[cycle + 1 - dut.read_latency] = [(word >> (32 * i)) & 0xFFFFFFFF for i in range(dut.out_lanes)]
-        assert dut.read_latency == PARTIALS_LATENCY + (dut.P.bit_length() - 1) * dut.P
+        # read the partials, then P / 2 - 1 cycles of pairs into level 0, log2(P) levels of P cycles
+        assert dut.read_latency == PARTIALS_LATENCY + dut.P // 2 - 1 + (dut.P.bit_length() - 1) * dut.P
 
     _run(dut, tb)
     return out
@@ -226,7 +227,8 @@ def _interleaved(dut, macs, reads, cycles, fp32, lead=6):
 @pytest.mark.parametrize("prec,P", [("int8", 2), ("bf16", 4)])
 def test_interleaved_accumulators_partials_forwarding_and_restart(prec, P):
     """Column c of an accumulator into partial c mod P; hits P, P+1, P+2 and more cycles apart;
-    the RDACC's pairwise sum of the partials (unwritten ones 0); a second group restarts."""
+    the RDACC's pairwise sum of the partials (unwritten ones 0), RDACCs P / 2 = 2 cycles apart (the
+    reduction's first-level adder takes an RDACC's pairs one a cycle); a second group restarts."""
     from rtl.pim.interleaved import PimInterleavedAccumulators
 
     dut = PimInterleavedAccumulators(prec, registers=6, out_lanes=2, col_bits=2, interleave=P)
@@ -243,7 +245,7 @@ def test_interleaved_accumulators_partials_forwarding_and_restart(prec, P):
     macs = {c: (a, value()) for c, a in cycles_accs}
     g2 = {60: (1, value()), 61: (1, value()), 62: (5, value())}
     macs.update(g2)
-    reads = {45: 0, 46: 1, 47: 2, 90: 0, 91: 1, 92: 2}
+    reads = {45: 0, 47: 1, 49: 2, 90: 0, 92: 1, 94: 2}
     out = _interleaved(dut, macs, reads, 110, fp32)
 
     def want(group):
@@ -266,5 +268,5 @@ def test_interleaved_accumulators_partials_forwarding_and_restart(prec, P):
 
     w1 = want({c: m for c, m in macs.items() if c < 45})
     w2 = want(g2)
-    assert [out[45], out[46], out[47]] == [w1[0:2], w1[2:4], w1[4:6]]
-    assert [out[90], out[91], out[92]] == [w2[0:2], w2[2:4], w2[4:6]]
+    assert [out[45], out[47], out[49]] == [w1[0:2], w1[2:4], w1[4:6]]
+    assert [out[90], out[92], out[94]] == [w2[0:2], w2[2:4], w2[4:6]]

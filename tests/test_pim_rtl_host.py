@@ -108,6 +108,28 @@ def test_pim_gpt_gddr6_1000_random_tiles_on_verilator(tmp_path):
     assert len(report.tiles) == 1000 and all(t.extra["hw_cycles"] == t.extra["port_cycles"] for t in report.tiles)
 
 
+@pytest.mark.slow
+@pytest.mark.rtl
+@pytest.mark.long
+def test_pim_p16_unit_1000_random_tiles_on_verilator(tmp_path):
+    """The P = 16 bank measured for 150 MHz (docs/rtl.md, PIM timing: pim-gpt-gddr6 with 2 bf16 lanes,
+    ``accumulator_interleave`` 16, ``mac_pipeline_cycles`` 26, ``dsp_reg`` 9 / add 11) behind the host
+    engine: 1000 random tiles (rows <= 4: gathers of several RDACCs, each P / 2 = 8 cycles apart, through
+    the reused reduction adders) bit- and cycle-exact against both models, cycles from the counter."""
+    from archsim.spec import load_arch
+    from rtl import run_cosim
+
+    reason = simulator_missing_reason("verilator")
+    if reason:
+        pytest.skip(reason)
+    arch = load_arch("pim-gpt-gddr6", ["column_bytes=4", "accumulator_interleave=16", "mac_pipeline_cycles=26"])
+    options = {"mul": "dsp_reg", "mul_stages": 9, "add_stages": 11}
+    items = design_for(arch, options).cosim_items("random", tiles=1000, seed=23, max_stream=4)
+    report = run_cosim(arch, items, sim="verilator", options=options, build_dir=str(tmp_path))
+    assert report.ok, "\n" + report.summary()
+    assert len(report.tiles) == 1000 and all(t.extra["hw_cycles"] == t.extra["port_cycles"] for t in report.tiles)
+
+
 def test_a_tile_too_big_for_the_engine_is_one_line():
     from archsim.templates.pim import PimTile
 
@@ -143,3 +165,17 @@ def test_random_tiles_are_sized_to_the_host_engine():
         else:
             assert after.rows <= before.rows and after.k <= before.k
     design.make_job(design.cosim_items("random", tiles=3, seed=0))  # no refusal
+
+
+def test_random_tiles_fit_with_their_refresh_point():
+    """The refresh point is drawn after the sizing; a REF adds command entries, so a tile sized without
+    it could overflow the engine (the P = 16 1000-tile run's tile 800: cmd_depth 1025 > 1024). Planted
+    capacity: only tiles without a refresh due, or of at most 8 elements, fit."""
+    from rtl.pim.sources import random_tiles
+
+    def fits(t):
+        return t.ref_due >= 1 << 40 or t.k <= 8
+
+    tiles = random_tiles(P, 40, np.random.default_rng(3), max_stream=2, fits=fits)
+    assert any(t.ref_due < 1 << 40 for t in tiles)  # the case is drawn
+    assert all(fits(t) for t in tiles)

@@ -16,7 +16,7 @@ from rtl.cosim import run_job
 pytestmark = pytest.mark.rtl
 
 F = np.float32
-# one bf16 bank of 4 lanes (column_bytes 8), gddr6-like tCL 14: the RDACC reduction of P = 4 takes 10
+# one bf16 bank of 4 lanes (column_bytes 8), gddr6-like tCL 14: the RDACC reduction of P = 4 takes 3 + 1 + 2 x 4 = 12
 BF16 = PimParams(channels=1, banks_per_channel=1, bank_groups=1, rows_per_bank=64, row_bytes=64, column_bytes=8,
                  mac_lanes=4, mac_precision="bf16", mac_pipeline_cycles=1, acc_registers=8, input_buffer_bytes=128,
                  tRCD=3, tRP=3, tRAS=7, tRTP=2, tWR=4, tCCD_S=1, tCCD_L=1, tRRD=1, tFAW=6, tREFI=300, tRFC=20,
@@ -130,10 +130,11 @@ def test_irregular_mac_spacing_exercises_every_forwarding_distance():
 
 
 def test_p8_reduction_longer_than_tcl_is_cycle_exact():
-    """P = 8 on tCL 14: the reduction takes 3 + 3 x 8 = 27 cycles, so the RDACC's data come 13 cycles
-    after tCL and the models charge them (the second tile's GBWRs follow an RDACC: the turnaround)."""
+    """P = 8 on tCL 14: the reduction takes 3 + (8 / 2 - 1) + 3 x 8 = 30 cycles, so the RDACC's data come
+    16 cycles after tCL and the models charge them (the second tile's GBWRs follow an RDACC: the
+    turnaround); RDACCs 8 / 2 = 4 cycles apart (the first level's adder takes the 4 pairs one a cycle)."""
     p = dataclasses.replace(BF16, accumulator_interleave=8)
-    assert p.rdacc_latency == 27
+    assert (p.rdacc_latency, p.rdacc_spacing_cycles) == (30, 4)
     items = cosim_items(p, "random", tiles=3, seed=12, max_stream=4)
     rng = np.random.default_rng(8)
     w = to_bf16((rng.standard_normal((1, 10, 70)) * np.exp2(rng.integers(-8, 9, (1, 10, 70)))).astype(F))
@@ -150,9 +151,10 @@ def test_p8_reduction_longer_than_tcl_is_cycle_exact():
 
 def test_p16_pads_the_adders_beyond_the_library_depth_and_is_cycle_exact():
     """P = 16 (2 lanes): the accumulate and reduction adders are the library's deepest fp32 adder (11
-    stages) plus 5 registers; the reduction takes 3 + 4 x 16 = 67 cycles (53 beyond tCL 14, charged)."""
+    stages) plus 5 registers; the reduction takes 3 + (16 / 2 - 1) + 4 x 16 = 74 cycles (60 beyond tCL
+    14, charged), its RDACCs 8 cycles apart."""
     p = dataclasses.replace(BF16, accumulator_interleave=16, column_bytes=4, mac_lanes=2, mac_pipeline_cycles=9)
-    assert p.rdacc_latency == 67
+    assert (p.rdacc_latency, p.rdacc_spacing_cycles) == (74, 8)
     items = cosim_items(p, "random", tiles=2, seed=16, max_stream=3)
     rng = np.random.default_rng(16)
     k = 70  # 35 columns of 2: every partial taken twice or three times
@@ -215,3 +217,13 @@ def test_the_cli_multiplier_option_selects_the_registered_dsp_blocks(capsys):
     assert main(["rtl", "lint", "--arch", "pim-gpt-gddr6", "--set", "mac_precision=int8", "--multiplier",
                  "ecp5_dsp", "-q"]) == 2
     assert "multiplier" in capsys.readouterr().err
+
+
+def test_rdaccs_closer_than_half_the_interleave_break_the_reduction(monkeypatch):
+    """Planted: the models spacing RDACCs by tCCD_S only (no ``rdacc_spacing_cycles``) send the P = 16
+    unit RDACCs closer than its first-level reduction adder takes them (P / 2 = 8 cycles): the values
+    come out wrong, so the spacing the models charge is needed."""
+    p = dataclasses.replace(BF16, accumulator_interleave=16, column_bytes=4, mac_lanes=2, mac_pipeline_cycles=9)
+    monkeypatch.setattr(PimParams, "rdacc_spacing_cycles", property(lambda self: 1))
+    report = run_cosim(p, cosim_items(p, "random", tiles=1, seed=16, max_stream=3))
+    assert not report.ok

@@ -18,9 +18,11 @@
   adder plus one 2:1 mux.
 - Read-out: an RDACC's partials (those not written in the group read as 0: the column counters
   selected in two registered 8:1 steps) are read :data:`PARTIALS_LATENCY` cycles after ``rd`` (the
-  models' ``RDACC_PARTIALS_READ_CYCLES``) and summed by a pairwise tree of ``P``-deep adders (the
-  first level's inputs registered, its adders ``P - 1`` deep): ``rd_data`` :attr:`read_latency`
-  cycles after ``rd`` (= the params' ``rdacc_reduction_cycles``).
+  models' ``RDACC_PARTIALS_READ_CYCLES``) and summed pairwise by one ``P``-deep adder per level (its
+  operands registered, then ``P - 1`` deep), each reused over time (:meth:`_reduce`; a tree of
+  ``P - 1`` adders per output lane was ~2/3 of a P = 16 unit): ``rd_data`` :attr:`read_latency`
+  cycles after ``rd`` (= the params' ``rdacc_reduction_cycles``); the next ``rd`` may come ``P / 2``
+  cycles later (the params' ``rdacc_spacing_cycles``, which the models' schedules keep).
 
 Timing contract with :class:`rtl.pim.design.PimBankUnit`: the accumulate of a MAC starts (``valid``)
 ``P - 1`` cycles earlier than with one accumulator, so its result lands at the same cycle; the
@@ -79,7 +81,7 @@ class PimInterleavedAccumulators(wiring.Component):
             raise ValueError(f"column_bytes: the interleaved accumulators need column_bytes // 4 a power of two, "
                              f"got {out_lanes}")
         self.precision, self.A, self.out_lanes, self.P = precision, registers, out_lanes, P
-        self.read_latency = PARTIALS_LATENCY + (P.bit_length() - 1) * P
+        self.read_latency = PARTIALS_LATENCY + (P.bit_length() - 1) * P + P // 2 - 1
         ib, pb = bits_for(registers), bits_for(P)
         super().__init__({
             "cmd_mac": In(1), "cmd_acc": In(ib), "cmd_rdacc": In(1), "tag_part": Out(pb), "tag_first": Out(1),
@@ -225,19 +227,50 @@ class PimInterleavedAccumulators(wiring.Component):
             w = Signal(P, name=f"rd_live{lane}")
             m.d.sync += w.eq(Cat(*[n > j for j in range(P)]))
             live.append(w)
-        rv = delay(m, self.rd, PARTIALS_LATENCY, "rd_v")
+        rv = delay(m, self.rd, PARTIALS_LATENCY, "rd_v")  # the partials on the read ports (this cycle)
         outs = []
         for lane in range(L):
-            # the masked partials registered, so the first level is a (P - 1)-deep adder (the mask's mux not in
-            # front of its first stage); the other levels P deep
-            terms = [Signal(32, name=f"red_in{lane}_{j}") for j in range(P)]
-            m.d.sync += [t.eq(Mux(live[lane][j], mems[j][2].data[32 * lane:32 * lane + 32], 0))
-                         for j, t in enumerate(terms)]
-            level = 0
-            while len(terms) > 1:
-                terms = [_adder(m, self.precision, terms[i], terms[i + 1], P - (level == 0),
-                                f"red{lane}_{level}_{i // 2}") for i in range(0, len(terms), 2)]
-                level += 1
-            outs.append(terms[0])
+            parts = [Mux(live[lane][j], mems[j][2].data[32 * lane:32 * lane + 32], 0) for j in range(P)]
+            outs.append(self._reduce(m, parts, rv, lane))
         m.d.comb += [self.rd_valid.eq(delay(m, rv, self.read_latency - PARTIALS_LATENCY, "rd_out_v")),
                      self.rd_data.eq(Cat(*outs))]
+
+    def _reduce(self, m: Module, parts: list, load, lane: int):
+        """The pairwise sum of ``parts`` (valid in the ``load`` cycle) by one ``P``-deep adder per tree
+        level, each reused over time (log2(P) adders, not P - 1): level 0 takes pair ``j`` into its
+        operand registers ``j`` cycles after ``load`` (pair 0 straight from ``parts``, the others from a
+        shift register); level ``k`` holds its even inputs (level ``k - 1``'s results ``2i``) and takes
+        the pair when the odd one arrives. Result ``P / 2 - 1 + log2(P) x P`` cycles after ``load``;
+        level 0 is busy ``P / 2`` cycles per RDACC (:attr:`PimParams.rdacc_spacing_cycles`). Same
+        pairs as a tree, so the same fp32 bits."""
+        P, prec = self.P, self.precision
+        pairs = [(parts[2 * i], parts[2 * i + 1]) for i in range(P // 2)]
+        a, b, v = Signal(32, name=f"red{lane}_a0"), Signal(32, name=f"red{lane}_b0"), Signal(name=f"red{lane}_v0")
+        queued = [(Signal(32, name=f"red{lane}_q{i}a"), Signal(32, name=f"red{lane}_q{i}b")) for i in range(P // 2 - 1)]
+        src = [(0, 0)] * len(queued)  # queued[i] takes queued[i + 1] (the pairs move one place a cycle)
+        src[:-1] = queued[1:]
+        with m.If(load):
+            m.d.sync += [a.eq(pairs[0][0]), b.eq(pairs[0][1])]
+            m.d.sync += [x.eq(y) for q, pr in zip(queued, pairs[1:]) for x, y in zip(q, pr)]
+        with m.Else():
+            if queued:
+                m.d.sync += [a.eq(queued[0][0]), b.eq(queued[0][1])]
+                m.d.sync += [x.eq(y) for q, s in zip(queued, src) for x, y in zip(q, s)]
+        if queued:
+            left = Signal(range(P // 2), name=f"red{lane}_left")  # pairs still queued
+            m.d.sync += [left.eq(Mux(load, P // 2 - 1, left - (left != 0))), v.eq(load | (left != 0))]
+        else:
+            m.d.sync += v.eq(load)
+        total = _adder(m, prec, a, b, P - 1, f"red{lane}_0")
+        total_v = delay(m, v, P - 1, f"red{lane}_v0_d")
+        for k in range(1, P.bit_length() - 1):
+            held, have = Signal(32, name=f"red{lane}_held{k}"), Signal(name=f"red{lane}_have{k}")
+            a, b, v = Signal(32, name=f"red{lane}_a{k}"), Signal(32, name=f"red{lane}_b{k}"), Signal(name=f"red{lane}_v{k}")
+            with m.If(total_v):
+                m.d.sync += have.eq(~have)
+                with m.If(~have):
+                    m.d.sync += held.eq(total)
+            m.d.sync += [a.eq(held), b.eq(total), v.eq(total_v & have)]
+            total = _adder(m, prec, a, b, P - 1, f"red{lane}_{k}")
+            total_v = delay(m, v, P - 1, f"red{lane}_v{k}_d")
+        return total

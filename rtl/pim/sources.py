@@ -57,7 +57,11 @@ def random_tiles(p, count: int, rng, max_stream: int, banks: int = 1, fits=None)
             tile = dataclasses.replace(tile, rows=max(1, tile.rows // 2)) if tile.rows > 1 else \
                 dataclasses.replace(tile, k=max(1, tile.k // 2))
         due = int(rng.integers(0, tile_cycles(tile, p) + 1)) if rng.integers(0, 2) else tile.ref_due
-        out.append(dataclasses.replace(tile, ref_due=due))
+        tile = dataclasses.replace(tile, ref_due=due)
+        while fits is not None and not fits(tile):  # its refreshes' commands, too, must fit
+            tile = dataclasses.replace(tile, rows=max(1, tile.rows // 2)) if tile.rows > 1 else \
+                dataclasses.replace(tile, k=max(1, tile.k // 2))
+        out.append(tile)
     return out
 
 

@@ -31,6 +31,7 @@ Constraints checked, per channel:
                RDACC's counted from its data, ``rdacc_latency - tCL`` after a RD's)
 ``mac_drain``  RDACC before the last MAC's data are in the accumulators
                (``last MAC + mac_drain``)
+``rdacc_spacing``  RDACC -> RDACC (``rdacc_spacing_cycles``: ``P / 2`` with interleaved partials)
 ``tRASmax``    a row open longer than ``tRASmax`` (checked at every later
                command of the channel and at ``end``)
 ``tRRD``       ACT -> ACT in the channel (different bank groups)
@@ -83,6 +84,7 @@ class _State:
         self.pb_refs = [0] * n  # REFPBs per bank
         self.bus_reads: list[int] = []  # recent RD / RDACC (drive the data bus out)
         self.last_mac = None
+        self.last_rdacc = None
         self.row_bus_free = None
         self.last_row_cmd = None
         self.cols: list[tuple[int, frozenset]] = []
@@ -165,6 +167,10 @@ def check_stream(stream, p, ref_due: int | None = None, end: int | None = None) 
                 return bad("tRTW", f"{cmd} {t - max(late)} cycles after a RD / RDACC's data time on the data bus "
                                    f"(an RDACC's data {p.rdacc_latency - p.tCL} cycles after tCL), need {p.tRTW} "
                                    f"(bus turnaround)")
+        if cmd == "RDACC" and s.last_rdacc is not None and t < s.last_rdacc + p.rdacc_spacing_cycles:
+            return bad("rdacc_spacing", f"RDACC {t - s.last_rdacc} cycles after the previous one, need "
+                                        f"{p.rdacc_spacing_cycles} (the interleaved partials' reduction takes "
+                                        f"one RDACC every accumulator_interleave / 2 cycles)")
         if cmd == "RDACC" and s.last_mac is not None and t < s.last_mac + p.mac_drain:
             return bad("mac_drain", f"RDACC {t - s.last_mac} cycles after the last MAC, whose data reach the "
                                     f"accumulators {p.mac_drain} cycles after it (tCL + MAC cycles + pipeline)")
@@ -254,6 +260,8 @@ def check_stream(stream, p, ref_due: int | None = None, end: int | None = None) 
                 s.bus_reads = [x for x in s.bus_reads if x > t - p.tRTW] + [t + shift]
             if cmd == "MAC":
                 s.last_mac = t
+            elif cmd == "RDACC":
+                s.last_rdacc = t
         if cmd == "ACT":
             s.row_bus_free = t + p.act_bus_cycles
             s.act_groups = [x for x in s.act_groups if x[0] > t - p.tRRD_L] + [(t, groups_of(cmd, bank))]

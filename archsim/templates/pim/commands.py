@@ -28,7 +28,8 @@ Scheduling rules beyond JEDEC (the controller's policy, documented in
 docs/pim.md): an ACT or REF waits ``tCCD_S`` after a GBWR/RDACC; GBWR waits
 for every bank to be precharged (the buffer is loaded between bursts) and
 ``tRTW`` after an RDACC's data (the data bus turns around: ``rdacc_turnaround``);
-RDACC waits for the last MAC's data (``mac_drain``); a MAC waits
+RDACC waits for the last MAC's data (``mac_drain``) and ``rdacc_spacing_cycles`` after the
+previous RDACC (the interleaved partials' reduction takes one every ``P / 2`` cycles); a MAC waits
 ``mac_cycles_per_column`` after the previous one (the MAC unit is busy); before
 each ACT a REF is issued if one is due; an ACT waits until every bank is
 precharged (one row burst at a time per channel). An all-bank ACT counts as four
@@ -179,6 +180,7 @@ class _Channel:
         self.last_bus_read = -(1 << 40)  # last RD / RDACC, shifted by an RDACC's data beyond tCL
                                          # (the bus turnaround counts from the data)
         self.last_mac = -(1 << 40)
+        self.last_rdacc = -(1 << 40)
         self.ref = -(1 << 40)
         self.due = ref_due
         self.now = 0
@@ -242,8 +244,8 @@ class _Channel:
                 assert self.open_row[b] is None, "GBWR with an open bank"
                 t = max(t, self.pre[b] + p.tRP)
             t = max(t, self.last_bus_read + p.tRTW)  # the data bus turns around after an RDACC
-        elif cmd == "RDACC":
-            t = max(t, self.last_mac + p.mac_drain)
+        elif cmd == "RDACC":  # the partials' reduction takes an RDACC every rdacc_spacing_cycles
+            t = max(t, self.last_mac + p.mac_drain, self.last_rdacc + p.rdacc_spacing_cycles)
         return t
 
     def issue(self, cmd: str, bank: int, row: int, t: int) -> None:
@@ -289,6 +291,7 @@ class _Channel:
             self.last_bus_read = max(self.last_bus_read, t)
         elif cmd == "RDACC":
             self.last_bus_read = max(self.last_bus_read, t + self.p.rdacc_latency - self.p.tCL)
+            self.last_rdacc = t
 
 
 def schedule(tile: PimTile, p, channel: int = 0) -> tuple[list[Cmd], int]:

@@ -11,8 +11,8 @@ Costs (``s = column_spacing = max(tCCD_L, mac_cycles_per_column)``):
 - ``n`` broadcast column writes: ``n * tCCD_S``, starting no earlier than
   ``rdacc_turnaround`` (``tRTW``, plus the reduction's cycles beyond ``tCL``) after the last
   accumulator read (data-bus turnaround);
-- a gather of ``n`` accumulator reads starts when the last MAC's data are in
-  the accumulators (``last MACAB + mac_drain``) and not before
+- a gather of ``n`` accumulator reads, ``max(tCCD_S, rdacc_spacing_cycles)`` apart, starts when
+  the last MAC's data are in the accumulators (``last MACAB + mac_drain``) and not before
   the PREAB that precedes it; the channel is free again at
   ``max(PREAB + tRP, last RDACC + tCCD_S)`` and the data have arrived at
   ``last RDACC + rdacc_latency`` (``tCL``, or the interleaved partials' reduction when longer);
@@ -58,7 +58,7 @@ def steps_cycles(steps, p, ref_due: int) -> dict[str, int]:
         elif kind == "gather":
             start = (max(last_mac + max(p.mac_drain, p.tCCD_S), last_pre)
                      if last_mac is not None else t)
-            last = start + (step[1] - 1) * p.tCCD_S
+            last = start + (step[1] - 1) * max(p.tCCD_S, p.rdacc_spacing_cycles)
             last_rdacc = last
             t = max(t, last + p.tCCD_S)
             data_end = max(data_end, last + p.rdacc_latency)

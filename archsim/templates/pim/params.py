@@ -51,7 +51,7 @@ MAC_PRECISIONS = ("int8", "bf16")
 ACC_PRECISION = {"int8": "int32", "bf16": "fp32"}
 ELEMENT_BYTES = {name: bits_of(name) // 8 for name in ("int8", "bf16")}  # the registry's widths
 ACC_BYTES = {"int8": 4, "bf16": 4}
-#: accumulator_interleave values (powers of two: the partials' adder tree has no padding)
+#: accumulator_interleave values (powers of two: the partials' pairwise reduction has no padding)
 INTERLEAVES = (1, 2, 4, 8, 16)
 #: cycles from an RDACC to its ``P`` partials in the near-bank unit's read-out (rtl.pim.interleaved declares
 #: its latency with this figure): the command registered twice (the 'partial written' flags are the column
@@ -106,9 +106,10 @@ class PimParams(TemplateParams):
         ``P`` partial accumulators per output row in dot mode (a power of two, 1..16; default 1, the
         plain sequential accumulate): column ``c`` of a row goes into partial ``c mod P``, so the
         fp32 accumulate loop may take ``P`` cycles (the RTL pipelines its adder ``P`` deep), and an
-        RDACC sums the partials by a pairwise adder tree (:attr:`rdacc_reduction_cycles`); when that
-        takes longer than ``tCL`` the RDACC's data come later (:attr:`rdacc_latency`) and both
-        models charge the extra cycles.
+        RDACC sums the partials pairwise, one adder per level reused over time
+        (:attr:`rdacc_reduction_cycles`); when that takes longer than ``tCL`` the RDACC's data come
+        later (:attr:`rdacc_latency`), and two RDACCs are :attr:`rdacc_spacing_cycles` apart; both
+        models charge both.
         Changes the fp32 summation order (:func:`archsim.templates.pim.values.gemv_dot`).
 
     The ASIC beside the DRAM (non-linear ops, cross-bank reductions) is the
@@ -255,10 +256,17 @@ class PimParams(TemplateParams):
     @property
     def rdacc_reduction_cycles(self) -> int:
         """Cycles from an RDACC to its column of reduced partials: 0 for ``P = 1``; else
-        :data:`RDACC_PARTIALS_READ_CYCLES` (read the partials) + ``log2(P)`` adder-tree levels of ``P``
-        cycles each (the accumulate adder's depth)."""
+        :data:`RDACC_PARTIALS_READ_CYCLES` (read the partials) + ``P / 2 - 1`` (the first level's pairs
+        enter its adder one a cycle) + ``log2(P)`` levels of ``P`` cycles each (one ``P``-deep adder
+        per level, reused over time: the last pair of each level enters as soon as its odd operand is out)."""
         P = self.accumulator_interleave
-        return 0 if P == 1 else RDACC_PARTIALS_READ_CYCLES + (P.bit_length() - 1) * P
+        return 0 if P == 1 else RDACC_PARTIALS_READ_CYCLES + P // 2 - 1 + (P.bit_length() - 1) * P
+
+    @property
+    def rdacc_spacing_cycles(self) -> int:
+        """Least cycles between two RDACCs (beside ``tCCD_S``): the reduction's first-level adder takes
+        the ``P / 2`` pairs of an RDACC one a cycle, so ``P / 2``; 1 for ``P = 1`` (no reduction)."""
+        return max(1, self.accumulator_interleave // 2)
 
     @property
     def rdacc_latency(self) -> int:
