@@ -109,6 +109,9 @@ class AttentionParams(TemplateParams):
         for k, v in lat.items():
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise ValueError(f"latency1d.{k}: expected a non-negative integer (cycles), got {v!r}")
+        if lat.get("add", 0) and self.rate("add") != self.pe1d:
+            raise ValueError(f"latency1d.add: row sums on a pipelined adder are modelled at one add per lane per "
+                             f"cycle (ops1d_per_cycle.add 1), got ops1d_per_cycle.add {ops.get('add')!r}")
         v = self.latency2d
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise ValueError(f"latency2d: expected a non-negative integer (cycles), got {v!r}")
