@@ -44,8 +44,8 @@ class Lane1D(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.mul = mul = Fp32MulFinite(self.mul_stages)
-        m.submodules.add = add = Fp32AddFinite(self.add_stages)
+        m.submodules.multiplier = mul = Fp32MulFinite(self.mul_stages)
+        m.submodules.adder = add = Fp32AddFinite(self.add_stages)
         m.submodules.exp2 = ex = Exp2(self.exp_macs, stages=self.exp_stages)
         m.submodules.recip = rc = Recip(self.recip_stages)
         neg_mc = delay(m, self.neg_mc, self.mul_stages, "neg_mc_d")  # FMULX's subtrahend beside its product
