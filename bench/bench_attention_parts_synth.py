@@ -49,7 +49,8 @@ def part_of(args):
     if args.part == "lane":
         from rtl.attention.lane import Lane1D
 
-        return Lane1D(args.exp_macs, args.exp_stages, args.recip_stages, args.lane_mul_stages, args.lane_add_stages)
+        return Lane1D(args.exp_macs, args.exp_stages, args.recip_stages, args.lane_mul_stages, args.lane_add_stages,
+                      args.lane_mul)
     if args.part == "recip":
         from rtl.lib.recip import Recip
 
@@ -69,6 +70,8 @@ def main() -> None:
     ap.add_argument("--recip-stages", type=int, default=0)
     ap.add_argument("--mul-stages", type=int, default=0, help="the 2D PE's multiplier (latency2d)")
     ap.add_argument("--lane-mul-stages", type=int, default=0, help="the lane's multiplier (latency1d.mul)")
+    ap.add_argument("--lane-mul", default="dsp", help="the lane's multipliers (rtl.lib.fp.MULTIPLIERS): dsp, "
+                    "lut, dsp_reg (ECP5 MULT18X18D with their own registers)")
     ap.add_argument("--lane-add-stages", type=int, default=0,
                     help="the lane's adder (latency1d.add; the lane's exp op is then --exp-stages + this)")
     ap.add_argument("--target", choices=["generic", "ecp5"], default="generic")
@@ -82,7 +85,7 @@ def main() -> None:
     t0 = time.perf_counter()
     res = synthesize_no_share(text, "part", args.target, args.pnr, args.freq, args.seed, args.workdir, args.timeout)
     res.update({k: getattr(args, k) for k in ("part", "exp_macs", "exp_stages", "recip_stages", "mul_stages",
-                                              "lane_mul_stages", "lane_add_stages", "seed")},
+                                              "lane_mul_stages", "lane_add_stages", "lane_mul", "seed")},
                wall_s=round(time.perf_counter() - t0, 1))
     print(json.dumps(res, indent=1), flush=True)
 

@@ -8,6 +8,7 @@ the template's contract), the exp against the template's ``exp2_poly`` and numpy
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from amaranth.sim import Simulator
 
 from archsim.templates.attention.values import exp2_coefficients, exp2_poly, scale_of
@@ -228,11 +229,13 @@ def test_lane_recip_pipeline_latency():
     assert got[0][1] == _bits(exp2_poly(np.array([-0.5], F32), 4)[0])
 
 
-def test_lane_mul_add_pipeline_latency():
+@pytest.mark.parametrize("mul", ["dsp", "dsp_reg_sim"])
+def test_lane_mul_add_pipeline_latency(mul):
     """``mul_stages=2``, ``add_stages=3``, ``exp_stages=1``: ``prod`` shows 2 cycles after its operands,
     ``sum`` 3 after, FMULX's ``s*c - m*c`` (``neg_mc`` given with ``s`` and ``c``) 2 + 3 after, and the
-    exp of ``aa + ab`` 3 + 1 after; every value numpy float32's."""
-    lane = Lane1D(4, exp_stages=1, mul_stages=2, add_stages=3)
+    exp of ``aa + ab`` 3 + 1 after; every value numpy float32's, with inferred multipliers and with the
+    ECP5 DSP blocks' registered model (``dsp_reg_sim``: what ``dsp_reg`` synthesizes)."""
+    lane = Lane1D(4, exp_stages=1, mul_stages=2, add_stages=3, mul=mul)
     rng = np.random.default_rng(3)
     a, b, c, d, mc = (rng.uniform(-4, 4, 8).astype(F32) for _ in range(5))
     n = len(a)

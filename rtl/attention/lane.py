@@ -13,6 +13,8 @@
   ``add_stages + exp_stages`` (the params' ``latency1d.exp``).
 - ``recip``: the correctly rounded reciprocal (the library's restoring divider
   :class:`rtl.lib.recip.Recip`, ``recip_stages`` registers) of ``recip_in``.
+- ``mul``: the multipliers' significand product (:data:`rtl.lib.fp.MULTIPLIERS`; ``"dsp_reg"``: ECP5
+  MULT18X18D blocks whose own registers are cut points, for synthesis of the lane alone).
 - ``max`` and ``seg``: combinational; the running-max compare and the lane's link of FLAT's
   segmented row chains (``fmax``: row max; else, at ``add_stages = 0``, row sum through the adder;
   a row starts at ``row_start``). With a pipelined adder the row sum is not a chain: the controller
@@ -32,8 +34,9 @@ from rtl.lib.units import Exp2, Fp32AddFinite, Fp32MulFinite
 
 class Lane1D(wiring.Component):
     def __init__(self, exp_macs: int, exp_stages: int = 0, recip_stages: int = 0, mul_stages: int = 0,
-                 add_stages: int = 0):
+                 add_stages: int = 0, mul: str = "dsp"):
         self.exp_macs, self.exp_stages, self.recip_stages = exp_macs, exp_stages, recip_stages
+        self.mul = mul  # the multipliers' (its own and exp2's) significand product: rtl.lib.fp.MULTIPLIERS
         self.mul_stages, self.add_stages = mul_stages, add_stages
         super().__init__({
             "ma": In(32), "mb": In(32), "aa": In(32), "ab": In(32), "fmulx": In(1), "neg_mc": In(32),
@@ -44,9 +47,9 @@ class Lane1D(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.multiplier = mul = Fp32MulFinite(self.mul_stages)
+        m.submodules.multiplier = mul = Fp32MulFinite(self.mul_stages, self.mul)
         m.submodules.adder = add = Fp32AddFinite(self.add_stages)
-        m.submodules.exp2 = ex = Exp2(self.exp_macs, stages=self.exp_stages)
+        m.submodules.exp2 = ex = Exp2(self.exp_macs, stages=self.exp_stages, mul=self.mul)
         m.submodules.recip = rc = Recip(self.recip_stages)
         neg_mc = delay(m, self.neg_mc, self.mul_stages, "neg_mc_d")  # FMULX's subtrahend beside its product
         fmx = fp.fp32_max(m, self.chain_in, self.s_in, "fmax")
