@@ -37,7 +37,10 @@ this module is the array it wraps (flat ports).
   they leave the pipeline), lane ``l`` taking element
   ``t*P + l`` in row-major order (an incrementer chain gives each lane its
   row and column). Row sums and row maxima of FLAT are segmented chains
-  through the lanes.
+  through the lanes. With ``mul1d_stages`` / ``add1d_stages`` the lanes' multiplier / adder are
+  pipelined (``latency1d.mul`` / ``.add``): every op's results are written its latency after issue
+  from a delay line, the exp op's latency includes the adder's, and FLAT's row sum is not a chain
+  but each lane's own rows, up to ``add1d_stages`` interleaved (``tile.row_sum_cycles``).
 - **online-softmax state** (per query row): running max ``m``, ``m*c``, sum
   ``l`` and output ``O`` (``R x D``), per-block rings for the block max, ``m*c``,
   ``alpha``, the row sum and ``P.V``; a finished pass's ``l`` and ``O`` are
