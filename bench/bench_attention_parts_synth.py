@@ -5,6 +5,8 @@ rtl.attention.synth's no-share flows (generic: ``synth -flatten -lut 4 -noshare`
 ecp5: synth_ecp5 without ``share``, then nextpnr-ecp5 out of context with ``--pnr``).
 
 Usage: python bench/bench_attention_parts_synth.py --part lane --exp-stages 140 --recip-stages 8 --target generic
+       python bench/bench_attention_parts_synth.py --part lane --exp-stages 140 --recip-stages 33 \
+           --lane-mul-stages 11 --lane-add-stages 11 --target generic
        python bench/bench_attention_parts_synth.py --part recip --recip-stages 8 --target ecp5 --pnr [--seed 1]
        python bench/bench_attention_parts_synth.py --part pe --exp-macs 4 --mul-stages 4 --target generic
 Run one at a time (a shared 2-core machine); ``timeout 900`` around it.
@@ -47,7 +49,8 @@ def part_of(args):
     if args.part == "lane":
         from rtl.attention.lane import Lane1D
 
-        return Lane1D(args.exp_macs, args.exp_stages, args.recip_stages)
+        return Lane1D(args.exp_macs, args.exp_stages, args.recip_stages, args.lane_mul_stages, args.lane_add_stages,
+                      args.lane_mul)
     if args.part == "recip":
         from rtl.lib.recip import Recip
 
@@ -66,6 +69,11 @@ def main() -> None:
     ap.add_argument("--exp-stages", type=int, default=0)
     ap.add_argument("--recip-stages", type=int, default=0)
     ap.add_argument("--mul-stages", type=int, default=0, help="the 2D PE's multiplier (latency2d)")
+    ap.add_argument("--lane-mul-stages", type=int, default=0, help="the lane's multiplier (latency1d.mul)")
+    ap.add_argument("--lane-mul", default="dsp", help="the lane's multipliers (rtl.lib.fp.MULTIPLIERS): dsp, "
+                    "lut, dsp_reg (ECP5 MULT18X18D with their own registers)")
+    ap.add_argument("--lane-add-stages", type=int, default=0,
+                    help="the lane's adder (latency1d.add; the lane's exp op is then --exp-stages + this)")
     ap.add_argument("--target", choices=["generic", "ecp5"], default="generic")
     ap.add_argument("--pnr", action="store_true")
     ap.add_argument("--freq", type=float, default=150.0)
@@ -76,7 +84,8 @@ def main() -> None:
     text = verilog.convert(Registered(part_of(args)), name="part", emit_src=False)
     t0 = time.perf_counter()
     res = synthesize_no_share(text, "part", args.target, args.pnr, args.freq, args.seed, args.workdir, args.timeout)
-    res.update({k: getattr(args, k) for k in ("part", "exp_macs", "exp_stages", "recip_stages", "mul_stages", "seed")},
+    res.update({k: getattr(args, k) for k in ("part", "exp_macs", "exp_stages", "recip_stages", "mul_stages",
+                                              "lane_mul_stages", "lane_add_stages", "lane_mul", "seed")},
                wall_s=round(time.perf_counter() - t0, 1))
     print(json.dumps(res, indent=1), flush=True)
 

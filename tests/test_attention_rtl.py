@@ -145,6 +145,40 @@ def test_recip_latency_in_both_models_worked_by_hand():
     assert model.tile_cycles(resc) == model.detailed_tile_cycles(resc)
 
 
+def test_mul_add_latency_in_both_models_worked_by_hand():
+    """latency1d mul 2, add 3, exp 5 (the exp op: the adder's 3, then exp2's 2): 3x2 array, 2 lanes,
+    E = 4, q=3, L=3, d=2 (nb=2). fusemax: stat = 2 + (2 + 2) + (2 + 5) = 13, update = (2 + 2) + (2 + 3)
+    + (3 + 2) + (3 + 3) = 20; slots 3, max(3, 13), max(7, 13), max(7, 20), 20 -> 69, + drain 3 -> 72.
+    flat softmax: max 5, m*c 2 + 2, s*c - m*c 5 + 2 + 3 (product then sum), exp 5 + 5, row sum 11
+    (lane 0 sums rows 0 and 2 interleaved, lane 1 row 1: issues at cycles 0, 1, 3, 4, 6, 7, the last
+    sum 3 later), recip 2, normalise 5 + 2 -> 49, + qk 7 + av 7 -> 63. Values are those without."""
+    plain, model = _arch().model(), _arch(latency1d={"mul": 2, "add": 3, "exp": 5}).model()
+    rng = np.random.default_rng(7)
+    for tile, want in ((AttentionTile("fusemax", 3, 3, 2), 72), (AttentionTile("flat", 3, 3, 2), 63)):
+        ops = _ops(rng, 3, 3, 2)
+        vals, det = model.detailed_tile(tile, ops)
+        assert model.tile_cycles(tile) == det == want
+        assert np.array_equal(vals, plain.detailed_tile(tile, ops)[0])
+
+
+@pytest.mark.parametrize("q, n, pe1d, add, want", [
+    (3, 3, 2, 0, 5),  # a chain through the lanes: ceil(9 / 2)
+    (3, 3, 2, 1, 7),  # lane 0: row 0 at cycles 0-2, row 2 at 3-5, its sum at 6 -> 7
+    (3, 3, 2, 3, 11),  # rows 0 / 2 interleaved at 0, 1, 3, 4, 6, 7 (slot 2 idle), the sum 3 later
+    (5, 2, 1, 2, 13),  # rows 0-1 at 0-3, rows 2-3 at 4-7, row 4 at 8 and 10, the sum 2 later
+])
+def test_row_sum_cycles_by_hand(q, n, pe1d, add, want):
+    from archsim.templates.attention.tile import row_sum_cycles
+
+    assert row_sum_cycles(_arch(pe1d=pe1d, latency1d={"add": add}).params, q, n) == want
+
+
+def test_pipelined_adder_at_a_fractional_add_rate_is_refused():
+    with pytest.raises(SpecError, match=r"params.latency1d.add: row sums on a pipelined adder are modelled at one add "
+                                        r"per lane per cycle \(ops1d_per_cycle.add 1\), got ops1d_per_cycle.add 0.5"):
+        _arch(latency1d={"add": 2}, ops1d_per_cycle={"add": 0.5}).model()
+
+
 def test_mul2d_latency_in_both_models_worked_by_hand():
     """latency2d = 2 (the 2D PEs' multiplier pipelined): 3x2 array, 2 lanes, E = 4, q=3, L=3, d=2 (nb=2).
     fusemax: qk_max = 2 + 2 + 1 = 5, exp_sum_av = 4 (2 + 1) + 1 + 2 + 2 = 17, stat 6, update 10: slots
@@ -177,8 +211,16 @@ def test_latency2d_fast_equals_detailed_on_every_kind_of_tile(over):
 
 
 @pytest.mark.parametrize("lat, message", [
-    ({"add": 1}, r"^attention RTL: latency1d: the RTL pipelines only the 1D lanes' exp and reciprocal "
-                 r"\(latency1d.exp, latency1d.recip\), got \{'add': 1\}$"),
+    ({"max": 1}, r"^attention RTL: latency1d: the RTL pipelines only the 1D lanes' exp, reciprocal, multiplier "
+                 r"and adder \(latency1d.exp, .recip, .mul, .add\), got \{'max': 1\}$"),
+    ({"add": 3, "exp": 2}, r"^attention RTL: latency1d.exp: the 1D lanes' exp op subtracts on the adder "
+                           r"\(latency1d.add 3\) before exp2, so it takes at least 3 cycles, got 2$"),
+    ({"add": 2, "exp": 5000}, r"^attention RTL: latency1d.exp: the 1D lanes' exp2 has at most 96 pipeline stages at "
+                              r"exp_macs 4 \(latency1d.exp at most 98: the adder's 2 first\), got 5000$"),
+    ({"mul": 12}, r"^attention RTL: latency1d.mul: the 1D lanes' multiplier has at most 11 pipeline stages, "
+                  r"got 12$"),
+    ({"add": 12, "exp": 12}, r"^attention RTL: latency1d.add: the 1D lanes' adder has at most 11 pipeline stages, "
+                             r"got 12$"),
     ({"exp": 5000}, r"^attention RTL: latency1d.exp: the 1D lanes' exp2 has at most \d+ pipeline stages at "
                   r"exp_macs 4, got 5000$"),
     ({"recip": 34}, r"^attention RTL: latency1d.recip: the 1D lanes' reciprocal has at most 33 pipeline stages, "
@@ -438,6 +480,10 @@ PIPELINED_UNITS = {
     # latency2d = 2: each PE's multiplier is the library's pipelined unit and the adder's decode is the
     # multiplier's 2 cycles later; cycles the hand-worked 58 (fusemax) and 47 (flat) above
     "mul2d": ({"latency2d": 2}, 14, AttentionTile("fusemax", 1, 1, 1), [58, 47]),
+    # latency1d mul 2, add 3, exp 5: the lanes' multiplier and adder are the library's pipelined units,
+    # results written from delay lines, FLAT's row sum fed back through the adder, the final divide's
+    # products written 2 cycles late; cycles the hand-worked 72 (fusemax) and 63 (flat) above
+    "muladd1d": ({"latency1d": {"mul": 2, "add": 3, "exp": 5}}, 14, AttentionTile("flat", 3, 8, 1), [72, 63]),
 }
 
 
@@ -503,7 +549,8 @@ def test_thousand_random_tiles_on_verilator():
 
 
 @pytest.mark.parametrize("over", [{"latency1d": {"exp": 2, "recip": 5, "max": 1, "add": 3, "mul": 4}},
-                                  {"latency1d": {"exp": 7}, "exp_on": "array1d", "pe1d": 1}])
+                                  {"latency1d": {"exp": 7}, "exp_on": "array1d", "pe1d": 1},
+                                  {"latency1d": {"exp": 4, "add": 2, "mul": 1}, "exp_on": "array1d", "pe1d": 1}])
 def test_latency1d_fast_equals_detailed_on_every_kind_of_tile(over):
     """The closed form and the cycle-stepping model agree with 1D latencies on every function, on the
     conformance hook's tiles (whole, chunked, multi-pass, rescale companions, FLAT phases), and a

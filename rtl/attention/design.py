@@ -37,7 +37,10 @@ this module is the array it wraps (flat ports).
   they leave the pipeline), lane ``l`` taking element
   ``t*P + l`` in row-major order (an incrementer chain gives each lane its
   row and column). Row sums and row maxima of FLAT are segmented chains
-  through the lanes.
+  through the lanes. With ``mul1d_stages`` / ``add1d_stages`` the lanes' multiplier / adder are
+  pipelined (``latency1d.mul`` / ``.add``): every op's results are written its latency after issue
+  from a delay line, the exp op's latency includes the adder's, and FLAT's row sum is not a chain
+  but each lane's own rows, up to ``add1d_stages`` interleaved (``tile.row_sum_cycles``).
 - **online-softmax state** (per query row): running max ``m``, ``m*c``, sum
   ``l`` and output ``O`` (``R x D``), per-block rings for the block max, ``m*c``,
   ``alpha``, the row sum and ``P.V``; a finished pass's ``l`` and ``O`` are
@@ -55,7 +58,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from amaranth import Array, Cat, Const, Module, Mux, Signal
+from amaranth import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -76,6 +79,15 @@ P2_QK, P2_ESA, P2_DONE = range(3)
 FLAT_OPS = (OP_FMAX, OP_FMULC, OP_FMULX, OP_FEXP, OP_FADD, OP_FRECIP, OP_FMULN)
 
 
+def _delay(m: Module, value, cycles: int, name: str):
+    """``value`` through ``cycles`` registers."""
+    for k in range(cycles):
+        r = Signal(Value.cast(value).shape(), name=f"{name}{k}")
+        m.d.sync += r.eq(value)
+        value = r
+    return value
+
+
 def _bits(n: int) -> int:
     return max(1, (n - 1).bit_length())
 
@@ -92,10 +104,15 @@ class AttentionRtlConfig:
     passes_max: int = 4
     key_blocks_max: int = 16
     flat_keys_max: int = 16
-    #: pipeline registers of the 1D lanes' exp2 (its latency; the params' ``latency1d["exp"]``)
+    #: latency of the 1D lanes' exp op (the params' ``latency1d["exp"]``): the adder's ``add1d_stages``
+    #: (the range subtraction), then ``exp2`` with the rest as its pipeline registers
     exp1d_stages: int = 0
     #: pipeline registers of the 1D lanes' reciprocal (its latency; the params' ``latency1d["recip"]``)
     recip1d_stages: int = 0
+    #: pipeline registers of the 1D lanes' multiplier (its latency; the params' ``latency1d["mul"]``)
+    mul1d_stages: int = 0
+    #: pipeline registers of the 1D lanes' adder (its latency; the params' ``latency1d["add"]``)
+    add1d_stages: int = 0
     #: pipeline registers of the 2D PEs' multiplier (its latency; the params' ``latency2d``)
     mul2d_stages: int = 0
     #: operand format of the Q / K / V buffers (the params' ``precision``: bf16 or fp16), widened
@@ -333,15 +350,31 @@ class AttentionArray(wiring.Component):
                      n_elems.eq(Mux(row_op, q_rows, Mux(o_op, qd, qL)))]
         r1, r3 = hr[1], hr[3]
         S1, S2 = c.exp1d_stages, c.recip1d_stages
+        M1, A1 = c.mul1d_stages, c.add1d_stages
         is_exp = Signal()  # an exp op: its results are written S1 cycles after issue
         is_recip = Signal()  # a reciprocal op: its results are written S2 cycles after issue
-        # a pipelined op (exp with S1 > 0, reciprocal with S2 > 0) has issued every element and waits
-        # for its pipeline (never without one)
-        draining = Signal() if S1 or S2 else Const(0, 1)
-        drain1 = Signal(range(max(S1, S2) + 1))
         m.d.comb += [is_exp.eq((op1 == OP_EXPA) | (op1 == OP_FEXP)), is_recip.eq(op1 == OP_FRECIP)]
-        piped = (is_exp if S1 else Const(0, 1)) | (is_recip if S2 else Const(0, 1))
-        op_latency = Mux(is_exp, S1, S2)  # of a piped op
+        # each op's latency: cycles from an element's issue to its result's write (the lanes' units)
+        lat_of = {OP_MULC: M1, OP_MULL: M1, OP_MULO: M1, OP_FMULC: M1, OP_FMULN: M1, OP_FMULX: M1 + A1,
+                  OP_ADDL: A1, OP_ADDO: A1, OP_FADD: A1, OP_EXPA: S1, OP_FEXP: S1, OP_FRECIP: S2}
+        any_piped = any(lat_of.values())
+        # a pipelined op has issued every element and waits for its pipeline (never without one)
+        draining = Signal() if any_piped else Const(0, 1)
+        drain1 = Signal(range(max(lat_of.values()) + 1))
+        op_latency = Signal(range(max(lat_of.values()) + 1))  # of the current op
+        with m.Switch(op1):
+            for op, v in lat_of.items():
+                if v:
+                    with m.Case(op):
+                        m.d.comb += op_latency.eq(v)
+        piped = op_latency != 0
+        # FLAT's row sum on a pipelined adder (A1 > 0): not a chain through the lanes; lane l sums rows
+        # (rb + rr) P + l, up to A1 rows interleaved (rr = 0 .. A1 - 1), element jj of each in turn, its
+        # adder's result fed back A1 cycles later (the contract's row_sum_cycles)
+        red = (op1 == OP_FADD) if A1 else Const(0, 1)
+        rb = Signal(range(R + A1 + 1))
+        rr = Signal(range(max(A1, 2)))
+        jj = Signal(range(FL + 1))
         li, lc = i0, c0
         carry = Signal(32)
         chain = carry
@@ -358,9 +391,17 @@ class AttentionArray(wiring.Component):
             ii = Signal(range(R + P + 2), name=f"lane{ln}_i")
             cc = Signal(range(max(D, FL) + 2), name=f"lane{ln}_c")
             vv = Signal(name=f"lane{ln}_valid")
-            m.d.comb += [ii.eq(li), cc.eq(lc), vv.eq((pos + ln < n_elems) & (op1 != OP_DONE) & ~draining)]
-            wrap = cc + 1 == width
-            li, lc = Mux(wrap, ii + 1, ii), Mux(wrap, 0, cc + 1)
+            if A1:  # the row sum's own element order (above); the incrementer chain for every other op
+                chi = Signal(range(R + P + 2), name=f"lane{ln}_chi")
+                chc = Signal(range(max(D, FL) + 2), name=f"lane{ln}_chc")
+                row = (rb + rr) * P + ln
+                m.d.comb += [chi.eq(li), chc.eq(lc), ii.eq(Mux(red, row, chi)), cc.eq(Mux(red, jj, chc)),
+                             vv.eq(Mux(red, row < q_rows, (pos + ln < n_elems) & (op1 != OP_DONE)) & ~draining)]
+            else:
+                chi, chc = ii, cc
+                m.d.comb += [ii.eq(li), cc.eq(lc), vv.eq((pos + ln < n_elems) & (op1 != OP_DONE) & ~draining)]
+            wrap = chc + 1 == width
+            li, lc = Mux(wrap, chi + 1, chi), Mux(wrap, 0, chc + 1)
             nm = f"lane{ln}"
             oi = ii * D + cc
             si = ii * FL + cc
@@ -368,7 +409,7 @@ class AttentionArray(wiring.Component):
             mb = Signal(32, name=f"{nm}_mb")
             aa = Signal(32, name=f"{nm}_aa")
             ab = Signal(32, name=f"{nm}_ab")
-            m.submodules[nm] = lane = Lane1D(E, S1, S2)
+            m.submodules[nm] = lane = Lane1D(E, S1 - A1, S2, M1, A1)
             lanes.append(lane)
             with m.Switch(op1):
                 with m.Case(OP_MULC):
@@ -390,7 +431,7 @@ class AttentionArray(wiring.Component):
                 with m.Case(OP_FEXP):
                     m.d.comb += [aa.eq(sbuf[si]), ab.eq(fp.fp32_neg(Const(0, 32)))]
                 with m.Case(OP_FADD):
-                    m.d.comb += [aa.eq(Mux(cc == 0, 0, chain)), ab.eq(sbuf[si])]
+                    m.d.comb += [aa.eq(Mux(cc == 0, 0, lane.sum if A1 else chain)), ab.eq(sbuf[si])]
                 with m.Case(OP_FMULN):
                     m.d.comb += [ma.eq(sbuf[si]), mb.eq(l_state[ii])]
                 if ln == 0:  # no op: the final divide's O * (1/l)
@@ -405,37 +446,49 @@ class AttentionArray(wiring.Component):
             prod, add, ex, rc, mx, seg = lane.prod, lane.sum, lane.exp, lane.recip, lane.max, lane.seg
             bmv = bmA[r1[0]][ii]
             end_row = cc == L - 1
+            writes = {  # op -> its result's write: (value, index -> target register) (one per element)
+                OP_MULC: (prod, "ii", lambda x: mcbA[r1[0]][x]), OP_MULL: (prod, "ii", lambda x: l_state[x]),
+                OP_ADDL: (add, "ii", lambda x: l_state[x]), OP_MULO: (prod, "oi", lambda x: o_state[x]),
+                OP_ADDO: (add, "oi", lambda x: o_state[x]), OP_FMULC: (prod, "ii", lambda x: mc_state[x]),
+                OP_FMULX: (add, "si", lambda x: sbuf[x]), OP_FMULN: (prod, "si", lambda x: sbuf[x]),
+            }
             with m.If(vv):
                 with m.Switch(op1):
                     with m.Case(OP_MAX):
                         m.d.sync += m_state[ii].eq(Mux(first1, bmv, mx))
-                    with m.Case(OP_MULC):
-                        m.d.sync += mcbA[r1[0]][ii].eq(prod)
                     with m.Case(OP_EXPA):
                         m.d.sync += mc_state[ii].eq(mcbA[r1[0]][ii])
-                    with m.Case(OP_MULL):
-                        m.d.sync += l_state[ii].eq(prod)
-                    with m.Case(OP_ADDL):
-                        m.d.sync += l_state[ii].eq(add)
-                    with m.Case(OP_MULO):
-                        m.d.sync += o_state[oi].eq(prod)
-                    with m.Case(OP_ADDO):
-                        m.d.sync += o_state[oi].eq(add)
+                    for op, (val, at, target) in writes.items():
+                        if not lat_of[op]:
+                            with m.Case(op):
+                                m.d.sync += target({"ii": ii, "oi": oi, "si": si}[at]).eq(val)
                     with m.Case(OP_FMAX):
                         with m.If(end_row):
                             m.d.sync += m_state[ii].eq(seg)
-                    with m.Case(OP_FMULC):
-                        m.d.sync += mc_state[ii].eq(prod)
-                    with m.Case(OP_FMULX):
-                        m.d.sync += sbuf[si].eq(add)
-                    with m.Case(OP_FADD):
-                        with m.If(end_row):
-                            m.d.sync += l_state[ii].eq(seg)
+                    if not A1:
+                        with m.Case(OP_FADD):
+                            with m.If(end_row):
+                                m.d.sync += l_state[ii].eq(seg)
                     if not S2:
                         with m.Case(OP_FRECIP):
                             m.d.sync += l_state[ii].eq(rc)
-                    with m.Case(OP_FMULN):
-                        m.d.sync += sbuf[si].eq(prod)
+            # results of the pipelined multiplier / adder: written their op's latency after issue (a delay
+            # line of the element's indices per latency; the op, its ring and first flags hold until its
+            # pipeline drains, and only that op's elements are in the line)
+            for lat in sorted({lat_of[op] for op in (*writes, OP_FADD) if lat_of[op]}):
+                mine = vv & (op_latency == lat)  # only an op of this latency's elements enter its line
+                d_v, d_ii, d_oi, d_si, d_end = (_delay(m, x, lat, f"{nm}_w{lat}_{k}_")
+                                                for k, x in (("v", mine), ("i", ii), ("o", oi), ("s", si), ("e", end_row)))
+                with m.If(d_v):
+                    with m.Switch(op1):
+                        for op, (val, at, target) in writes.items():
+                            if lat_of[op] == lat:
+                                with m.Case(op):
+                                    m.d.sync += target({"ii": d_ii, "oi": d_oi, "si": d_si}[at]).eq(val)
+                        if lat_of[OP_FADD] == lat:
+                            with m.Case(OP_FADD):
+                                with m.If(d_end):
+                                    m.d.sync += l_state[d_ii].eq(add)
             # exp results: written S1 cycles after issue (a delay line of what the write needs)
             w_v, w_alpha, w_ii, w_si, w_first, w_ring = vv & is_exp, op1 == OP_EXPA, ii, si, first1, r1
             for k in range(S1):
@@ -463,7 +516,10 @@ class AttentionArray(wiring.Component):
 
         # ------------------------------------------------------------------ 1D sequencing
         op_last_cycle = Signal()
-        m.d.comb += op_last_cycle.eq(pos + P >= n_elems)
+        if A1:  # the row sum: lane 0's last row (the one with the most), its last element
+            m.d.comb += op_last_cycle.eq(Mux(red, ((rb + rr + 1) * P >= q_rows) & (jj == L - 1), pos + P >= n_elems))
+        else:
+            m.d.comb += op_last_cycle.eq(pos + P >= n_elems)
         next_op = Signal(4)
         with m.Switch(op1):
             with m.Case(OP_EXPA):
@@ -474,25 +530,35 @@ class AttentionArray(wiring.Component):
                 m.d.comb += next_op.eq(op1 + 1)
         fin1 = Signal()
         op_end = Signal()  # the op's last cycle: its last issue, or a piped op's last pipeline cycle
-        if S1 or S2:
+        if any_piped:
             m.d.comb += op_end.eq(Mux(draining, drain1 == op_latency - 1, op_last_cycle & ~piped))
         else:
             m.d.comb += op_end.eq(op_last_cycle)
         m.d.comb += fin1.eq((op1 == OP_DONE) | (op_end & (next_op == OP_DONE)))
 
         def start_op(op):
-            return [op1.eq(op), pos.eq(0), i0.eq(0), c0.eq(0)] + ([draining.eq(0)] if S1 or S2 else [])
+            return ([op1.eq(op), pos.eq(0), i0.eq(0), c0.eq(0)] + ([draining.eq(0)] if any_piped else [])
+                    + ([rb.eq(0), rr.eq(0), jj.eq(0)] if A1 else []))
 
         with m.If(op1 != OP_DONE):  # the controller below overrides this at a slot's end
             with m.If(op_end):
                 m.d.sync += start_op(next_op)
-            if S1 or S2:
+            if any_piped:
                 with m.Elif(draining):
                     m.d.sync += drain1.eq(drain1 + 1)
                 with m.Elif(op_last_cycle):  # a piped op issued its last elements
                     m.d.sync += [draining.eq(1), drain1.eq(0)]
             with m.Else():
                 m.d.sync += [pos.eq(pos + P), i0.eq(li), c0.eq(lc)]
+                if A1:  # the row sum's counters (above)
+                    with m.If(rr == A1 - 1):
+                        m.d.sync += rr.eq(0)
+                        with m.If(jj == L - 1):
+                            m.d.sync += [jj.eq(0), rb.eq(rb + A1)]
+                        with m.Else():
+                            m.d.sync += jj.eq(jj + 1)
+                    with m.Else():
+                        m.d.sync += rr.eq(rr + 1)
 
         # 2D sequencing inside a slot
         fin2 = Signal()
@@ -509,8 +575,8 @@ class AttentionArray(wiring.Component):
         # capture of a finished pass (the cycle after its last ADDO)
         cap = Signal()
         cap_pass = Signal(range(QP + 1))
-        m.d.sync += cap.eq(in_slots & (op1 == OP_ADDO) & op_last_cycle & lastb[3])
-        with m.If(in_slots & (op1 == OP_ADDO) & op_last_cycle):
+        m.d.sync += cap.eq(in_slots & (op1 == OP_ADDO) & op_end & lastb[3])
+        with m.If(in_slots & (op1 == OP_ADDO) & op_end):
             m.d.sync += cap_pass.eq(hp[3])
         flat_cap = Signal()
         m.d.comb += flat_cap.eq(state == CAP)
@@ -524,6 +590,14 @@ class AttentionArray(wiring.Component):
         # ------------------------------------------------------------------ the final divide (after the tile)
         fo = lanes[0].prod  # O * (1/l) on lane 0 (its op is OP_DONE in FIN: see the lane loop)
         fwait = Signal(range(S2 + 1))  # cycles of the current row's l in the reciprocal's pipeline
+        fin_issue = Signal()  # an element of the final divide enters lane 0's multiplier
+        fin_tail = Signal()  # every element issued; waiting M1 cycles for the last product
+        fin_tail_cnt = Signal(range(M1 + 1))
+        # the product is written M1 cycles after its issue (a delay line of the element's address)
+        fin_w = _delay(m, fin_issue, M1, "fin_wv")
+        fin_at = _delay(m, (fp_ * R + fi) * D + fe, M1, "fin_wa")
+        with m.If(fin_w):
+            m.d.sync += res_o[fin_at].eq(fo)
 
         # ------------------------------------------------------------------ main controller
         slot_last = slot == nb_all + 2
@@ -625,11 +699,17 @@ class AttentionArray(wiring.Component):
             with m.Case(FIN):
                 with m.If(cap):
                     pass  # the last pass is captured this cycle; normalise from the next
+                if M1:  # every element issued: the last products leave lane 0's multiplier
+                    with m.Elif(fin_tail):
+                        with m.If(fin_tail_cnt == M1):
+                            m.d.sync += [fin_tail.eq(0), state.eq(IDLE), self.tiles_done.eq(self.tiles_done + 1)]
+                        with m.Else():
+                            m.d.sync += fin_tail_cnt.eq(fin_tail_cnt + 1)
                 if S2:  # a row's 1/l leaves the pipelined reciprocal S2 cycles after its l went in
                     with m.Elif(fwait != S2):
                         m.d.sync += fwait.eq(fwait + 1)
                 with m.Else():
-                    m.d.sync += res_o[(fp_ * R + fi) * D + fe].eq(fo)
+                    m.d.comb += fin_issue.eq(1)
                     with m.If(fe + 1 >= d):
                         m.d.sync += fe.eq(0)
                         if S2:
@@ -637,7 +717,11 @@ class AttentionArray(wiring.Component):
                         with m.If(fi + 1 >= q_rows):
                             m.d.sync += fi.eq(0)
                             with m.If(fp_ + 1 >= passes):
-                                m.d.sync += [fp_.eq(0), state.eq(IDLE), self.tiles_done.eq(self.tiles_done + 1)]
+                                m.d.sync += fp_.eq(0)
+                                if M1:
+                                    m.d.sync += [fin_tail.eq(1), fin_tail_cnt.eq(1)]
+                                else:
+                                    m.d.sync += [state.eq(IDLE), self.tiles_done.eq(self.tiles_done + 1)]
                             with m.Else():
                                 m.d.sync += fp_.eq(fp_ + 1)
                         with m.Else():

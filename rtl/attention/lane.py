@@ -1,13 +1,25 @@
 """One lane of the attention array's 1D part (:class:`Lane1D`): the arithmetic of an element op
-(the controller picks the operands and writes the results back). An fp32 multiplier and adder
-(``fmulx``: the adder takes the product, ``s*c - m*c``), ``exp2`` of the adder's result (range
-reduction and ``exp_macs - 1`` Horner steps: the library's :class:`rtl.lib.units.Exp2` with
-``exp_stages`` pipeline registers, so ``exp`` is the result of the operands ``exp_stages``
-cycles earlier), the correctly rounded reciprocal (the library's restoring divider
-:class:`rtl.lib.recip.Recip` with ``recip_stages`` registers: ``recip`` is the reciprocal of
-``recip_in`` ``recip_stages`` cycles earlier; every other result is combinational), the
-running-max compare and the lane's link of FLAT's segmented row chains (``fmax``: row max, else
-row sum through the adder; a row starts at ``row_start``)."""
+(the controller picks the operands and writes the results back).
+
+- ``prod``: the library's fp32 multiplier (:class:`rtl.lib.units.Fp32MulFinite`, ``mul_stages``
+  registers): ``ma * mb`` of the operands ``mul_stages`` cycles earlier.
+- ``sum``: the library's fp32 adder (:class:`rtl.lib.units.Fp32AddFinite`, ``add_stages``
+  registers) of ``aa + ab``, or with ``fmulx`` (FLAT's ``s*c - m*c``) of the product and
+  ``neg_mc``, both taken ``mul_stages`` cycles after issue (``neg_mc`` rides a delay line beside the
+  multiplier): ``sum`` is the operands' ``add_stages`` (``fmulx``: ``mul_stages + add_stages``)
+  cycles later. The controller holds ``fmulx`` for the whole op, its drain included.
+- ``exp``: ``exp2`` of the adder's result (range reduction and ``exp_macs - 1`` Horner steps: the
+  library's :class:`rtl.lib.units.Exp2` with ``exp_stages`` registers), so the exp op's latency is
+  ``add_stages + exp_stages`` (the params' ``latency1d.exp``).
+- ``recip``: the correctly rounded reciprocal (the library's restoring divider
+  :class:`rtl.lib.recip.Recip`, ``recip_stages`` registers) of ``recip_in``.
+- ``mul``: the multipliers' significand product (:data:`rtl.lib.fp.MULTIPLIERS`; ``"dsp_reg"``: ECP5
+  MULT18X18D blocks whose own registers are cut points, for synthesis of the lane alone).
+- ``max`` and ``seg``: combinational; the running-max compare and the lane's link of FLAT's
+  segmented row chains (``fmax``: row max; else, at ``add_stages = 0``, row sum through the adder;
+  a row starts at ``row_start``). With a pipelined adder the row sum is not a chain: the controller
+  feeds ``sum`` back into ``aa`` (each lane sums its own rows, up to ``add_stages`` interleaved).
+"""
 from __future__ import annotations
 
 from amaranth import Module, Mux
@@ -15,13 +27,17 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.lib import fp
+from rtl.lib.pipe import delay
 from rtl.lib.recip import Recip
-from rtl.lib.units import Exp2
+from rtl.lib.units import Exp2, Fp32AddFinite, Fp32MulFinite
 
 
 class Lane1D(wiring.Component):
-    def __init__(self, exp_macs: int, exp_stages: int = 0, recip_stages: int = 0):
+    def __init__(self, exp_macs: int, exp_stages: int = 0, recip_stages: int = 0, mul_stages: int = 0,
+                 add_stages: int = 0, mul: str = "dsp"):
         self.exp_macs, self.exp_stages, self.recip_stages = exp_macs, exp_stages, recip_stages
+        self.mul = mul  # the multipliers' (its own and exp2's) significand product: rtl.lib.fp.MULTIPLIERS
+        self.mul_stages, self.add_stages = mul_stages, add_stages
         super().__init__({
             "ma": In(32), "mb": In(32), "aa": In(32), "ab": In(32), "fmulx": In(1), "neg_mc": In(32),
             "recip_in": In(32), "m_in": In(32), "bm_in": In(32), "chain_in": In(32), "s_in": In(32),
@@ -31,16 +47,20 @@ class Lane1D(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        prod = fp.fp32_mul_finite(m, self.ma, self.mb, "mul")
-        add = fp.fp32_add_finite(m, Mux(self.fmulx, prod, self.aa), Mux(self.fmulx, self.neg_mc, self.ab), "add")
-        fmx = fp.fp32_max(m, self.chain_in, self.s_in, "fmax")
-        m.submodules.exp2 = ex = Exp2(self.exp_macs, stages=self.exp_stages)
+        m.submodules.multiplier = mul = Fp32MulFinite(self.mul_stages, self.mul)
+        m.submodules.adder = add = Fp32AddFinite(self.add_stages)
+        m.submodules.exp2 = ex = Exp2(self.exp_macs, stages=self.exp_stages, mul=self.mul)
         m.submodules.recip = rc = Recip(self.recip_stages)
+        neg_mc = delay(m, self.neg_mc, self.mul_stages, "neg_mc_d")  # FMULX's subtrahend beside its product
+        fmx = fp.fp32_max(m, self.chain_in, self.s_in, "fmax")
         m.d.comb += [
-            ex.a.eq(add), ex.in_valid.eq(1), rc.a.eq(self.recip_in), rc.in_valid.eq(1),
-            self.prod.eq(prod), self.sum.eq(add), self.exp.eq(ex.out),
+            mul.a.eq(self.ma), mul.b.eq(self.mb), mul.in_valid.eq(1),
+            add.a.eq(Mux(self.fmulx, mul.out, self.aa)), add.b.eq(Mux(self.fmulx, neg_mc, self.ab)),
+            add.in_valid.eq(1),
+            ex.a.eq(add.out), ex.in_valid.eq(1), rc.a.eq(self.recip_in), rc.in_valid.eq(1),
+            self.prod.eq(mul.out), self.sum.eq(add.out), self.exp.eq(ex.out),
             self.recip.eq(rc.out),
             self.max.eq(fp.fp32_max(m, self.m_in, self.bm_in, "max")),
-            self.seg.eq(Mux(self.fmax, Mux(self.row_start, self.s_in, fmx), add)),
+            self.seg.eq(Mux(self.fmax, Mux(self.row_start, self.s_in, fmx), add.out)),
         ]
         return m

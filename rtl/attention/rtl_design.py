@@ -51,16 +51,18 @@ MAX_LANES = 32
 RTL_OPTIONS = ("head_dim_max", "passes_max", "key_blocks_max", "flat_keys_max")
 
 
-#: the 1D lanes' pipelined units: latency1d key -> what it is (its latency is the unit's stages)
-PIPELINED_1D = {"exp": "exp2", "recip": "reciprocal"}
+#: the 1D lanes' pipelined units: latency1d key -> what it is (its latency is the unit's stages; the
+#: exp op's is the adder's and exp2's)
+PIPELINED_1D = {"exp": "exp2", "recip": "reciprocal", "mul": "multiplier", "add": "adder"}
 
 
 def _max_stages_1d(fn: str, exp_macs: int) -> int:
-    """Cut points of the lanes' unit for ``fn`` (the largest ``latency1d[fn]`` the RTL builds)."""
+    """Cut points of the lanes' unit for ``fn`` (the largest stages the RTL builds)."""
     from rtl.lib.recip import Recip
-    from rtl.lib.units import Exp2
+    from rtl.lib.units import Exp2, Fp32AddFinite, Fp32MulFinite
 
-    unit = Exp2(exp_macs, 0) if fn == "exp" else Recip(0)
+    unit = {"exp": lambda: Exp2(exp_macs, 0), "recip": lambda: Recip(0), "mul": lambda: Fp32MulFinite(0),
+            "add": lambda: Fp32AddFinite(0)}[fn]()
     unit._MustUse__silence = True  # built only to read its number of cut points
     return unit.max_stages
 
@@ -78,13 +80,20 @@ def check_params(p) -> None:
         raise ValueError(f"ops1d_per_cycle: the RTL's 1D lanes run one op of each function per cycle, got {rates}")
     lat = {k: v for k, v in p.latency1d.items() if v and k not in PIPELINED_1D}
     if lat:
-        raise ValueError(f"latency1d: the RTL pipelines only the 1D lanes' exp and reciprocal "
-                         f"(latency1d.exp, latency1d.recip), got {lat}")
+        raise ValueError(f"latency1d: the RTL pipelines only the 1D lanes' exp, reciprocal, multiplier and adder "
+                         f"(latency1d.exp, .recip, .mul, .add), got {lat}")
+    add = p.latency1d.get("add", 0)
     for fn, what in PIPELINED_1D.items():
         most = _max_stages_1d(fn, p.exp_macs)
-        if p.latency1d.get(fn, 0) > most:
+        stages = p.latency1d.get(fn, 0) - (add if fn == "exp" else 0)
+        if fn == "exp" and stages < 0:
+            raise ValueError(f"latency1d.exp: the 1D lanes' exp op subtracts on the adder (latency1d.add {add}) "
+                             f"before exp2, so it takes at least {add} cycles, got {p.latency1d.get('exp', 0)}")
+        if stages > most:
             raise ValueError(f"latency1d.{fn}: the 1D lanes' {what} has at most {most} pipeline stages"
-                             + (f" at exp_macs {p.exp_macs}" if fn == "exp" else "") + f", got {p.latency1d[fn]}")
+                             + (f" at exp_macs {p.exp_macs}" if fn == "exp" else "")
+                             + (f" (latency1d.exp at most {most + add}: the adder's {add} first)"
+                                if fn == "exp" and add else "") + f", got {p.latency1d[fn]}")
     if p.precision not in OPERAND_FORMATS:
         raise ValueError(f"precision: the RTL's operand buffers hold {' or '.join(OPERAND_FORMATS)}, got {p.precision}")
     if p.rows * p.cols > MAX_PES or p.pe1d > MAX_LANES:
@@ -144,6 +153,8 @@ class AttentionDesign(RtlDesign):
         self.cfg = AttentionRtlConfig(rows=params.rows, cols=params.cols, pe1d=params.pe1d,
                                       exp_macs=params.exp_macs, exp1d_stages=params.latency1d.get("exp", 0),
                                       recip1d_stages=params.latency1d.get("recip", 0),
+                                      mul1d_stages=params.latency1d.get("mul", 0),
+                                      add1d_stages=params.latency1d.get("add", 0),
                                       mul2d_stages=params.latency2d,
                                       precision=params.precision, **cfg)
 

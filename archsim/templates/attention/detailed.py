@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from archsim.templates.attention.tile import AttentionTile, c1, skew_cycles
+from archsim.templates.attention.tile import AttentionTile, c1, row_sum_cycles, skew_cycles
 from archsim.templates.attention.values import F32, exp2_coefficients, scale_of
 
 
@@ -145,8 +145,8 @@ class AttentionDetailed:
                 yield
 
         # 1D phases: a list of (cycles, action at completion)
-        def op1d(n, fn, action=None):
-            for _ in range(c1(p, n, fn) - 1):
+        def op1d(n, fn, action=None, cycles=None):
+            for _ in range((c1(p, n, fn) if cycles is None else cycles) - 1):
                 yield
             if action is not None:
                 action()
@@ -185,7 +185,7 @@ class AttentionDetailed:
                 st["rowsum"] = acc
 
             yield from op1d(n, "exp", ex if vals else None)
-            yield from op1d(n, "add", sm if vals else None)
+            yield from op1d(n, "add", sm if vals else None, row_sum_cycles(p, q_rows, C))
 
         def update(b):
             st = blk[b]
@@ -264,12 +264,12 @@ class AttentionDetailed:
         q, d = tile.q_rows, tile.head_dim
         per_block = [(q, "max"), (q, "mul"), (q, "exp"), (q, "mul"), (q, "add"), (q * d, "mul"), (q * d, "add")]
         if p.exp_on == "array1d":
-            per_block += [(q * p.cols, "exp"), (q * p.cols, "add")]
+            per_block += [(q * p.cols, "exp"), (q * p.cols, "row_sum")]
         cycles = 0
         for _pass in range(tile.passes):
             for _b in range(nb):
                 for n, fn in per_block:
-                    for _ in range(c1(p, n, fn)):
+                    for _ in range(row_sum_cycles(p, q, p.cols) if fn == "row_sum" else c1(p, n, fn)):
                         cycles += 1
             if tile.last:
                 for n, fn in ((q, "recip"), (q * d, "mul")):
@@ -309,16 +309,22 @@ class AttentionDetailed:
             else:
                 scale = [(q_rows * L, "max", lambda: st.update(m=s.max(axis=1))),
                          (q_rows, "mul", lambda: st.update(mc=(st["m"] * c).astype(F32))),
-                         (q_rows * L, "mul", lambda: st.update(x=((s * c).astype(F32) - st["mc"][:, None]).astype(F32)))]
+                         # s*c - m*c: the product, then its sum (latency1d.add more)
+                         (q_rows * L, "mul+add", lambda: st.update(x=((s * c).astype(F32) - st["mc"][:, None]).astype(F32)))]
             seq = [
                 *scale,
                 (q_rows * L, "exp", lambda: st.update(e=_exp2_1d(st["x"], E))),
-                (q_rows * L, "add", lambda: st.update(l=_row_sum(st["e"]))),
+                (q_rows * L, "row_sum", lambda: st.update(l=_row_sum(st["e"]))),
                 (q_rows, "recip", lambda: st.update(r=(F32(1) / st["l"]).astype(F32))),
                 (q_rows * L, "mul", lambda: st.update(pn=(st["e"] * st["r"][:, None]).astype(F32))),
             ]
             for n, fn, action in seq:
-                cycles += c1(p, n, fn)
+                if fn == "mul+add":
+                    cycles += c1(p, n, "mul") + p.latency1d.get("add", 0)
+                elif fn == "row_sum":
+                    cycles += row_sum_cycles(p, q_rows, L)
+                else:
+                    cycles += c1(p, n, fn)
                 if vals:
                     action()
         out = None

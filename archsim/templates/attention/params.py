@@ -58,7 +58,11 @@ class AttentionParams(TemplateParams):
         Pipeline latency (cycles) of the 1D PEs' unit for a function (default
         0: a result is written in the cycle its op issues). An op of ``n``
         elements then takes ``ceil(n / rate) + latency`` cycles: the next op
-        reads its results (the RTL's pipelined ``exp2``: ``latency1d: {exp: S}``).
+        reads its results (the RTL's pipelined ``exp2``: ``latency1d: {exp: S}``). The RTL also
+        pipelines the lanes' reciprocal, multiplier and adder (``recip``, ``mul``, ``add``); with
+        ``add > 0`` FLAT's ``s*c - m*c`` pays ``mul + add``, a row sum is
+        :func:`~archsim.templates.attention.tile.row_sum_cycles` (each lane sums its own rows), and
+        ``exp`` is the whole exp op's latency, its subtraction on the adder included.
     latency2d : int
         Pipeline registers of each 2D PE's fp32 multiplier (default 0: a step's
         product is added in the cycle its operands arrive). Every step whose add
@@ -109,6 +113,9 @@ class AttentionParams(TemplateParams):
         for k, v in lat.items():
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise ValueError(f"latency1d.{k}: expected a non-negative integer (cycles), got {v!r}")
+        if lat.get("add", 0) and self.rate("add") != self.pe1d:
+            raise ValueError(f"latency1d.add: row sums on a pipelined adder are modelled at one add per lane per "
+                             f"cycle (ops1d_per_cycle.add 1), got ops1d_per_cycle.add {ops.get('add')!r}")
         v = self.latency2d
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise ValueError(f"latency2d: expected a non-negative integer (cycles), got {v!r}")

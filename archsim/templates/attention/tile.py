@@ -8,6 +8,12 @@ cycles for ``n > 0`` ops of function ``f`` (issue, then the pipelined unit's lat
 ``n = 0``), ``skew = R + C - 2`` the wavefront fill and
 drain of the 2D array, and ``S = latency2d`` the 2D PEs' multiplier latency (0 by default: below).
 
+With a pipelined 1D adder (``A = latency1d.add > 0``) two terms change (both 0 by default): FLAT's
+``s*c - m*c`` adds the product's sum, ``c1(qL,mul) + A``; and a row sum of ``q`` rows of ``n``
+elements (in order, from +0: FLAT's ``l``, the fusemax row sum with exp on the 1D array) is not a
+chain through the lanes in one cycle but :func:`row_sum_cycles`: each lane sums its own rows, up to
+``A`` interleaved. The exp op's subtraction runs on that adder: ``latency1d.exp`` is the whole op's.
+
 Mapping of a block onto the 2D array: PE(i, j) owns the score of query i and
 key j (output stationary): ``QK`` streams Q rows from the left and K columns
 from the top, one head-dim step per cycle (``d`` cycles); the row max and the
@@ -63,7 +69,8 @@ FLAT and unfused (``mapping = "flat"``): two passes, row granular
 -----------------------------------------------------------------
 Phases ``qk`` (2D: ``drain*skew + nb*d``), ``softmax`` (1D: row max, ``S*c - m*c``,
 exp, row sum, reciprocal, normalize:
-``c1(qL,max) + c1(q,mul) + c1(qL,mul) + c1(qL,exp) + c1(qL,add) + c1(q,recip) + c1(qL,mul)``;
+``c1(qL,max) + c1(q,mul) + c1(qL,mul) + c1(qL,exp) + c1(qL,add) + c1(q,recip) + c1(qL,mul)``
+(with ``A > 0``: ``+ A`` after ``s*c - m*c``, ``row_sum_cycles(q, L)`` for ``c1(qL,add)``);
 with ``flat_scale_on = "array2d"`` the scores leave the 2D array already scaled by
 ``c`` and the two ``mul`` terms of the scale go:
 ``c1(qL,max) + c1(qL,exp) + c1(qL,add) + c1(q,recip) + c1(qL,mul)``, 4 ops per score)
@@ -122,6 +129,22 @@ def c1(params, n: int, fn: str) -> int:
     return ceil(n / rate) + params.latency1d.get(fn, 0) if n else 0
 
 
+def row_sum_cycles(params, rows: int, n: int) -> int:
+    """Cycles of the 1D array for ``rows`` row sums of ``n`` elements each (each row in order from +0).
+
+    One-cycle adder (``latency1d.add`` 0): a row is a chain through the lanes, ``c1(rows * n, add)``.
+    Pipelined (``A > 0``): lane ``l`` sums rows ``l, l + P, ...`` (``k = ceil(rows / P)`` on lane 0),
+    up to ``A`` of them interleaved, one element per cycle, a row's next element ``A`` cycles after
+    its last: ``G = ceil(k / A)`` groups, each ``n A`` cycles, the last one's ``g = k - (G - 1) A``
+    rows done ``(n - 1) A + g + A`` cycles after it starts: ``G n A + g`` in all."""
+    a = params.latency1d.get("add", 0)
+    if not a or not rows * n:
+        return c1(params, rows * n, "add")
+    k = ceil(rows / params.pe1d)
+    groups = ceil(k / a)
+    return groups * n * a + k - (groups - 1) * a
+
+
 def fusemax_phases(tile: AttentionTile, params) -> tuple[int, list[tuple[str, str, int, int]]]:
     """``(lag, [(unit, phase, cycles, block offset)])``: phase runs in slot ``s`` on block ``s - offset``."""
     q, d, C, E, S = tile.q_rows, tile.head_dim, params.cols, params.exp_macs, params.latency2d
@@ -135,7 +158,7 @@ def fusemax_phases(tile: AttentionTile, params) -> tuple[int, list[tuple[str, st
         lag = 3
         phases = [("array2d", "qk_max", d + S + 1, 0), ("array2d", "av", d + S, 3),
                   ("array1d", "stat", stat, 1), ("array1d", "exp_sum", c1(params, q * C, "exp")
-                                                 + c1(params, q * C, "add"), 2),
+                                                 + row_sum_cycles(params, q, C), 2),
                   ("array1d", "update", update, 4)]
     return lag, phases
 
@@ -191,7 +214,13 @@ def flat_softmax_ops(tile: AttentionTile, params) -> list[tuple[int, str]]:
 
 
 def flat_softmax_cycles(tile: AttentionTile, params) -> int:
-    return sum(c1(params, n, fn) for n, fn in flat_softmax_ops(tile, params))
+    """The ops' ``c1`` terms; with a pipelined adder (``A``) the row sum's :func:`row_sum_cycles` and
+    ``s*c - m*c``'s ``+ A`` (the product then its sum)."""
+    cycles = sum(c1(params, n, fn) for n, fn in flat_softmax_ops(tile, params) if fn != "add")
+    cycles += row_sum_cycles(params, tile.q_rows, tile.kv_len)
+    if params.flat_scale_on == "array1d":
+        cycles += params.latency1d.get("add", 0)
+    return cycles
 
 
 def tile_work(tile: AttentionTile, params) -> dict[str, int]:
