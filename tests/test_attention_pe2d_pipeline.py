@@ -1,0 +1,77 @@
+"""The 2D PE's pipelined adders, ``rint`` and ``ldexp`` (``latency2d_add`` / ``_rint`` / ``_ldexp``):
+both models' cycles worked out by hand, the closed form equal to the cycle-stepping model, values
+unchanged, refusals; ``rtl``: the pipelined PE co-simulated against the models (Icarus)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from archsim.errors import SpecError
+from archsim.spec import load_arch
+from archsim.templates.attention import AttentionTile
+from rtl import design_for
+
+SMALL = {"rows": 3, "cols": 2, "pe1d": 2, "exp_macs": 4}
+PIPED = {"latency2d": 2, "latency2d_add": 3, "latency2d_rint": 2, "latency2d_ldexp": 1}
+
+
+def _arch(**over):
+    return load_arch("fusemax-edge", {**SMALL, **over})
+
+
+def _bf16(x):
+    return (np.asarray(x, np.float32).view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+
+
+def _ops(rng, rows, kv, d):
+    return {"q": _bf16(rng.uniform(-2, 2, (rows, d))), "k": _bf16(rng.uniform(-2, 2, (kv, d))),
+            "v": _bf16(rng.uniform(-2, 2, (kv, d)))}
+
+
+def test_pipelined_pe_in_both_models_worked_by_hand():
+    """S = latency2d 2, A = latency2d_add 3, Rn = latency2d_rint 2, Lx = latency2d_ldexp 1 on the 3x2
+    array (2 lanes, E = 4), fusemax q=3, L=3, d=2 (nb = 2, 5 slots):
+    qk_max = d (A + 1) + S + 1 = 8 + 2 + 1 = 11;
+    exp_sum_av = (S + 2A + Rn + 1) + (E - 1)(S + A + 1) + Lx + 1 + d + S + C A
+               = 11 + 18 + 1 + 1 + 2 + 2 + 6 = 41;
+    1D: stat = 2 + 2 + 2 = 6, update = 2 + 2 + 3 + 3 = 10;
+    slots 11, max(11, 6), max(41, 6), max(41, 10), 10 -> 114, + drain 3 -> 117.
+    Values are those of the unpipelined PE (latency is time, not arithmetic)."""
+    plain, model = _arch().model(), _arch(**PIPED).model()
+    ops = _ops(np.random.default_rng(6), 3, 3, 2)
+    tile = AttentionTile("fusemax", 3, 3, 2)
+    vals, det = model.detailed_tile(tile, ops)
+    assert model.tile_cycles(tile) == det == 117
+    assert np.array_equal(vals, plain.detailed_tile(tile, ops)[0])
+
+
+@pytest.mark.parametrize("over", [PIPED, {"latency2d_add": 1}, {"latency2d_rint": 4, "latency2d_ldexp": 3},
+                                  {"latency2d": 11, "latency2d_add": 11, "latency2d_rint": 11,
+                                   "latency2d_ldexp": 8}])
+def test_fast_equals_detailed_on_fusemax_tiles(over):
+    """The closed form and the cycle-stepping model agree on the conformance hook's fusemax tiles
+    (whole, chunked, multi-pass, rescale companions); a latency never shortens a tile."""
+    from archsim.templates.attention import conformance
+
+    plain, piped = _arch().model(), _arch(**over).model()
+    items = [(t, o) for t, o in conformance.sample_tiles(np.random.default_rng(10), plain.params, 32)
+             if t.mapping == "fusemax"]
+    assert len(items) >= 8
+    for tile, _ops_ in items:
+        fast = piped.tile_cycles(tile)
+        assert fast == piped.detailed_tile_cycles(tile), tile
+        assert fast >= plain.tile_cycles(tile), tile
+    assert any(piped.tile_cycles(t) > plain.tile_cycles(t) for t, _ in items if t.phase != "rescale")
+
+
+def test_flat_with_a_pipelined_adder_is_refused():
+    model = _arch(latency2d_add=2).model()
+    with pytest.raises(ValueError, match=r"flat tiles are modelled with an unpipelined 2D adder only "
+                                         r"\(latency2d_add = 0\), got latency2d_add = 2"):
+        model.tile_cycles(AttentionTile("flat", 3, 3, 2))
+
+
+def test_pipelined_adder_needs_exp_on_the_2d_array():
+    with pytest.raises((ValueError, SpecError), match=r"latency2d_add: a pipelined 2D adder is modelled with "
+                                                      r"exp_on = array2d only"):
+        _arch(latency2d_add=1, exp_on="array1d", pe1d=1).model()
