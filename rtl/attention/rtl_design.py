@@ -65,6 +65,15 @@ def _max_stages_1d(fn: str, exp_macs: int) -> int:
     return unit.max_stages
 
 
+def _max_stages_2d(unit_name: str) -> int:
+    """Cut points of the 2D PEs' library unit ``unit_name`` (the largest stages the RTL builds)."""
+    from rtl.lib import units
+
+    unit = getattr(units, unit_name)(0)
+    unit._MustUse__silence = True  # built only to read its number of cut points
+    return unit.max_stages
+
+
 def check_params(p) -> None:
     """``ValueError`` (one line) if the RTL cannot be generated for ``p``."""
     p.validate()
@@ -85,6 +94,10 @@ def check_params(p) -> None:
         if p.latency1d.get(fn, 0) > most:
             raise ValueError(f"latency1d.{fn}: the 1D lanes' {what} has at most {most} pipeline stages"
                              + (f" at exp_macs {p.exp_macs}" if fn == "exp" else "") + f", got {p.latency1d[fn]}")
+    for key, unit in (("latency2d_add", "Fp32AddFinite"), ("latency2d_rint", "Rint"), ("latency2d_ldexp", "Ldexp")):
+        most = _max_stages_2d(unit)
+        if getattr(p, key) > most:
+            raise ValueError(f"{key}: the 2D PEs' {unit} has at most {most} pipeline stages, got {getattr(p, key)}")
     if p.precision not in OPERAND_FORMATS:
         raise ValueError(f"precision: the RTL's operand buffers hold {' or '.join(OPERAND_FORMATS)}, got {p.precision}")
     if p.rows * p.cols > MAX_PES or p.pe1d > MAX_LANES:
@@ -144,7 +157,8 @@ class AttentionDesign(RtlDesign):
         self.cfg = AttentionRtlConfig(rows=params.rows, cols=params.cols, pe1d=params.pe1d,
                                       exp_macs=params.exp_macs, exp1d_stages=params.latency1d.get("exp", 0),
                                       recip1d_stages=params.latency1d.get("recip", 0),
-                                      mul2d_stages=params.latency2d,
+                                      mul2d_stages=params.latency2d, add2d_stages=params.latency2d_add,
+                                      rint2d_stages=params.latency2d_rint, ldexp2d_stages=params.latency2d_ldexp,
                                       precision=params.precision, **cfg)
 
     def component(self):
@@ -177,6 +191,8 @@ class AttentionDesign(RtlDesign):
         nb = -(-tile.kv_len // c.cols)
         if nb > c.key_blocks_max:
             return f"kv_len {tile.kv_len} > key_blocks_max*cols {c.key_blocks_max * c.cols}"
+        if tile.mapping == "flat" and c.add2d_stages:
+            return f"flat with latency2d_add {c.add2d_stages} (the RTL builds FLAT with combinational 2D adders)"
         if tile.mapping == "flat" and tile.kv_len > c.flat_keys_max:
             return f"flat kv_len {tile.kv_len} > flat_keys_max {c.flat_keys_max}"
         return ""
