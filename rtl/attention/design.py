@@ -33,7 +33,7 @@ this module is the array it wraps (flat ports).
   and ``ldexp`` (``ldexp2d_stages``), and column ``j``'s row-chain decode (its row-sum add, its
   ``P.V`` operands and adds) is column 0's delayed ``j A`` cycles by registers: the row chains
   are systolic, one adder per column, and the results leave the last column ``C A`` cycles after
-  column 0's add.
+  column 0's add; the row max chain is registered (``C + 1`` cycles after the last score).
 - **1D array**: ``P`` lanes (:class:`rtl.attention.lane.Lane1D`), each with an
   fp32 multiplier, adder, max, ``exp2`` (range reduction + Horner; the library's
   pipelined unit with ``exp1d_stages`` registers) and reciprocal (the library's
@@ -204,7 +204,7 @@ class AttentionArray(wiring.Component):
         EX = TRR + (E - 1) * (S + A + 1)  # the ESA phase's ldexp (range reduction and E - 1 Horner steps before it)
         EF = EX + LX  # column 0's row-sum add (ldexp's result)
         SK = C * A  # the row chains' adders: column 0's add to the last column's result
-        cnt2 = Signal(range(max(EF + D + S + SK, D * (A + 1) + S) + 2))
+        cnt2 = Signal(range(max(EF + D + S + SK, D * (A + 1) + S + (C + 1 if A else 0)) + 2))
         # 1D unit
         op1 = Signal(4, init=OP_DONE)
         pos = Signal(range(R * max(FL, D) + P + 1))
@@ -265,7 +265,7 @@ class AttentionArray(wiring.Component):
             with m.If(horner_at[k - 1]):
                 m.d.comb += hidx.eq(K - k)
         qk_len = d if A == 0 else d * (A + 1)  # QK's issue cycles: a step every A + 1 cycles
-        qk_end = (ph2 == P2_QK) & (cnt2 == qk_len + S)
+        qk_end = (ph2 == P2_QK) & (cnt2 == qk_len + S + (C + 1 if A else 0))  # + the registered row max chain
         if A:  # the QK step and its cycle in the step
             qsub, qstep = Signal(range(A + 1)), Signal(range(D + 1))
             with m.If(in_slots & (ph2 == P2_QK) & ~qk_end):

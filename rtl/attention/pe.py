@@ -16,13 +16,16 @@ operands ``q`` / ``k`` / ``v`` are 16-bit codes in ``precision`` (bf16 or fp16),
 fp32 (so a product of two is exact and the models' values do not depend on the widening).
 
 Pipelined (``add_stages = A``, ``rint_stages = Rn``, ``ldexp_stages = Lx``; 0: combinational): the
-adders are the library's :class:`rtl.lib.units.Fp32AddFinite` (``A`` registers), ``rint`` and
+adders are the library's :class:`rtl.lib.units.Fp32AddFinite` (``A`` registers; one more than its
+cut points, :func:`add_stages_max`, registers the adders' operands in front of it), ``rint`` and
 ``ldexp`` its :class:`~rtl.lib.units.Rint` / :class:`~rtl.lib.units.Ldexp`. The decode ports keep
 their meaning at the adder's input; every result is written ``A`` cycles later (a QK step's sum is
 in the score ring ``A + 1`` cycles after its add starts), ``p`` / ``f`` / ``n`` ``2A + Rn`` cycles
 after ``exp0_add`` (the add, ``rint``, ``x - n``), ``expfin`` adds ``ldexp(p, n)`` of ``Lx`` cycles
 earlier, and ``chain_out`` is ``chain_in`` plus this PE's term (or ``chain_in`` itself when
-``colvalid`` is low) ``A`` cycles later: the controller skews the row's columns by ``A`` each.
+``colvalid`` is low) ``A`` cycles later: the controller skews the row's columns by ``A`` each. With
+``A > 0`` the row max chain is registered too: ``rmax_out`` is a register fed from a register of the
+selected score (the row's max leaves the last column ``C + 1`` cycles after the scores are final).
 """
 from __future__ import annotations
 
@@ -56,6 +59,25 @@ def widen(m: Module, code, precision: str, name: str):
     if precision == "fp16":
         return fp.fp16_to_fp32(m, code, name)
     raise ValueError(f"precision: the attention PE widens {', '.join(OPERAND_FORMATS)} operands, got {precision!r}")
+
+
+def add_stages_max() -> int:
+    """The most pipeline registers of the PE's adders: the unit's cut points, then its operands."""
+    unit = Fp32AddFinite(0)
+    unit._MustUse__silence = True  # built only to read its number of cut points
+    return unit.max_stages + 1
+
+
+def _adder(m: Module, a, b, stages: int, name: str):
+    """fp32 ``a + b`` after ``stages`` registers (:func:`add_stages_max`; 0: combinational)."""
+    if not stages:
+        return fp.fp32_add_finite(m, a, b, name)
+    cuts = add_stages_max() - 1
+    if stages > cuts:  # the operands registered first (the ring / chain / decode muxes in front of the adder)
+        a, b = delay(m, a, stages - cuts, f"{name}_opa"), delay(m, b, stages - cuts, f"{name}_opb")
+    m.submodules[name] = unit = Fp32AddFinite(min(stages, cuts))
+    m.d.comb += [unit.a.eq(a), unit.b.eq(b), unit.in_valid.eq(1)]
+    return unit.out
 
 
 class AttentionPE(wiring.Component):
@@ -128,12 +150,7 @@ class AttentionPE(wiring.Component):
             m.d.comb += [aa.eq(self.chain_in), ab.eq(ld)]
         with m.Else():
             m.d.comb += [aa.eq(self.chain_in), ab.eq(prod)]
-        if Sa:
-            m.submodules.add = au = Fp32AddFinite(Sa)
-            m.d.comb += [au.a.eq(aa), au.b.eq(ab), au.in_valid.eq(1)]
-            add = au.out
-        else:
-            add = fp.fp32_add_finite(m, aa, ab, "add")
+        add = _adder(m, aa, ab, Sa, "add")
         # the exp's range reduction on the adder's result x: n = rint(x) (Rn cycles), then x - n (A cycles)
         if Sr:
             m.submodules.rint = ru = Rint(Sr)
@@ -142,12 +159,7 @@ class AttentionPE(wiring.Component):
         else:
             n_fp, n_int = fp.rint(m, add, "rint")
         x_d = delay(m, add, Sr, "rr_x")
-        if Sa:
-            m.submodules.frac = fu = Fp32AddFinite(Sa)
-            m.d.comb += [fu.a.eq(x_d), fu.b.eq(fp.fp32_neg(n_fp)), fu.in_valid.eq(1)]
-            frac = fu.out
-        else:
-            frac = fp.fp32_add_finite(m, x_d, fp.fp32_neg(n_fp), "frac")
+        frac = _adder(m, x_d, fp.fp32_neg(n_fp), Sa, "frac")
         n_int = delay(m, n_int, Sa, "rr_n")
         # the adder's decode when its result leaves the pipeline
         qk_res, ring_res = delay(m, qk_acc, Sa, "qk_res"), delay(m, self.qk_ring, Sa, "ring_res")
@@ -158,11 +170,18 @@ class AttentionPE(wiring.Component):
         else:
             valid_res, chain_res = self.colvalid, self.chain_in
         m.d.comb += [self.score.eq(add), self.chain_out.eq(Mux(valid_res, add, chain_res))]
+        # the row max chain: combinational; with pipelined adders registered (the selected score, then
+        # each column's compare: the controller reads the row's max C + 1 cycles after the scores)
+        rmax_dom = "sync" if Sa else "comb"
+        if Sa:
+            s_sel = Signal(32, name="s_sel")
+            m.d.sync += s_sel.eq(s_qk)
+            s_qk = s_sel
         if self.first_col:
-            m.d.comb += self.rmax_out.eq(s_qk)
+            m.d[rmax_dom] += self.rmax_out.eq(s_qk)
         else:
             mx = fp.fp32_max(m, self.rmax_in, s_qk, "max")
-            m.d.comb += self.rmax_out.eq(Mux(self.colvalid, mx, self.rmax_in))
+            m.d[rmax_dom] += self.rmax_out.eq(Mux(self.colvalid, mx, self.rmax_in))
         with m.If(qk_res):
             m.d.sync += S[ring_res].eq(add)
         with m.If(exp0_res):

@@ -66,9 +66,14 @@ def _max_stages_1d(fn: str, exp_macs: int) -> int:
 
 
 def _max_stages_2d(unit_name: str) -> int:
-    """Cut points of the 2D PEs' library unit ``unit_name`` (the largest stages the RTL builds)."""
+    """Cut points of the 2D PEs' library unit ``unit_name`` (the largest stages the RTL builds; the
+    adders one more: their operands registered, :func:`rtl.attention.pe.add_stages_max`)."""
     from rtl.lib import units
 
+    if unit_name == "Fp32AddFinite":
+        from rtl.attention.pe import add_stages_max
+
+        return add_stages_max()
     unit = getattr(units, unit_name)(0)
     unit._MustUse__silence = True  # built only to read its number of cut points
     return unit.max_stages

@@ -17,7 +17,8 @@ Each cycle, every unit advances the phase it is running by one cycle:
 - with ``latency2d_add = A``, ``latency2d_rint = Rn``, ``latency2d_ldexp = Lx``: a QK step takes
   ``A + 1`` cycles (it adds to the previous step's sum), the range reduction ``S + 2A + Rn + 1``
   (product, add, ``rint``, ``x - n``), a Horner step ``S + A + 1``, ``2**n`` ``Lx`` more, and the
-  last ``P.V`` column leaves the row chain ``C A`` cycles later (one adder per column).
+  last ``P.V`` column leaves the row chain ``C A`` cycles later (one adder per column); with ``A > 0``
+  the row max chain is registered (``C + 1`` more cycles after the last score).
 
 Units start the phases of slot ``s`` together and the next slot starts when
 both are idle (:mod:`archsim.templates.attention.tile`). The model does not
@@ -108,7 +109,7 @@ class AttentionDetailed:
                     st["s"] = (st["s"] + (qb[:, t, None] * kb[None, :, t]).astype(F32)).astype(F32)
                 for _ in range(A2 + 1):  # the step's sum leaves the adder before the next step adds to it
                     yield
-            for _ in range(S2):  # the last products leave the multiplier
+            for _ in range(S2 + (C + 1 if A2 else 0)):  # the last products, then the registered row max chain
                 yield
             if vals:
                 st["bm"] = st["s"].max(axis=1)

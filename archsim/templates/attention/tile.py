@@ -28,9 +28,10 @@ With ``A = latency2d_add``, ``Rn = latency2d_rint`` and ``Lx = latency2d_ldexp``
 previous step's sum (``A + 1`` cycles a step), the range reduction is the product, the add, ``rint``
 and the subtraction ``x - n`` (``S + 2A + Rn + 1`` cycles), a Horner step the product and the add
 (``S + A + 1``), ``2**n`` waits ``Lx`` cycles, and the row chains pass one adder per column
-(``C A`` cycles of skew after the last ``P.V`` column)::
+(``C A`` cycles of skew after the last ``P.V`` column); with ``A > 0`` the row max chain is
+registered too (the selected score, then one register per column: ``C + 1`` cycles)::
 
-    qk_max     = d (A + 1) + S + 1
+    qk_max     = d (A + 1) + S + 1 + (C + 1 if A > 0)
     exp_sum_av = (S + 2A + Rn + 1) + (E - 1)(S + A + 1) + Lx + 1 + d + S + C A
 
 (``A = Rn = Lx = 0``: the formulas above.)
@@ -146,7 +147,8 @@ def fusemax_phases(tile: AttentionTile, params) -> tuple[int, list[tuple[str, st
     if params.exp_on == "array2d":
         lag = 2
         esa = (S + 2 * A + Rn + 1) + (E - 1) * (S + A + 1) + Lx + 1 + d + S + C * A
-        phases = [("array2d", "qk_max", d * (A + 1) + S + 1, 0), ("array2d", "exp_sum_av", esa, 2),
+        qkm = d * (A + 1) + S + 1 + (C + 1 if A else 0)
+        phases = [("array2d", "qk_max", qkm, 0), ("array2d", "exp_sum_av", esa, 2),
                   ("array1d", "stat", stat, 1), ("array1d", "update", update, 3)]
     else:
         lag = 3
