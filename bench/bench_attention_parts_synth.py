@@ -57,7 +57,8 @@ def part_of(args):
     from rtl.attention.pe import AttentionPE
 
     return AttentionPE(args.exp_macs, first_col=False, precision=args.precision, mul_stages=args.mul_stages,
-                       add_stages=args.add_stages, rint_stages=args.rint_stages, ldexp_stages=args.ldexp_stages)
+                       add_stages=args.add_stages, rint_stages=args.rint_stages, ldexp_stages=args.ldexp_stages,
+                       mul=args.mul)
 
 
 def main() -> None:
@@ -72,6 +73,7 @@ def main() -> None:
     ap.add_argument("--add-stages", type=int, default=0, help="the 2D PE's adders (latency2d_add)")
     ap.add_argument("--rint-stages", type=int, default=0, help="the 2D PE's rint (latency2d_rint)")
     ap.add_argument("--ldexp-stages", type=int, default=0, help="the 2D PE's ldexp (latency2d_ldexp)")
+    ap.add_argument("--mul", choices=["dsp", "dsp_reg"], default="dsp", help="the 2D PE's 18x18 products")
     ap.add_argument("--precision", choices=["bf16", "fp16"], default="bf16", help="the 2D PE's operands")
     ap.add_argument("--target", choices=["generic", "ecp5"], default="generic")
     ap.add_argument("--pnr", action="store_true")
@@ -84,7 +86,7 @@ def main() -> None:
     t0 = time.perf_counter()
     res = synthesize_no_share(text, "part", args.target, args.pnr, args.freq, args.seed, args.workdir, args.timeout)
     res.update({k: getattr(args, k) for k in ("part", "exp_macs", "exp_stages", "recip_stages", "mul_stages", "add_stages",
-                                             "rint_stages", "ldexp_stages", "precision", "seed")},
+                                             "rint_stages", "ldexp_stages", "mul", "precision", "seed")},
                wall_s=round(time.perf_counter() - t0, 1))
     print(json.dumps(res, indent=1), flush=True)
 

@@ -105,3 +105,48 @@ def test_rtl_with_a_pipelined_pe_follows_the_models():
     report = run_cosim(_arch(**PIPED), items, sim="icarus")
     assert report.ok, "\n" + report.summary()
     assert report.tiles[0].rtl_cycles == 123
+
+
+#: the 2D PE measured at >= 150 MHz alone (docs/attention.md): every unit at its deepest, the
+#: multiplier's and adders' operands registered, the multiplier on registered ECP5 DSP blocks
+DEEPEST = {"rows": 2, "cols": 2, "pe1d": 1, "latency2d": 12, "latency2d_add": 12, "latency2d_rint": 11,
+           "latency2d_ldexp": 8}
+
+
+def test_deepest_pe_worked_by_hand():
+    """DEEPEST (S 12, A 12, Rn 11, Lx 8) on a 2x2 array with 1 lane, E = 4, fusemax q=2, L=2, d=2
+    (nb = 1, 4 slots): qk_max = 2 * 13 + 12 + 1 + 3 = 42; exp_sum_av = (12 + 24 + 11 + 1) + 3 * 25
+    + 8 + 1 + 2 + 12 + 2 * 12 = 170; stat = 2 + 2 + 2 = 6, update = 2 + 2 + 4 + 4 = 12 (one lane);
+    slots 42, 6, 170, 12 -> 230, + drain 2 -> 232."""
+    model = _arch(**DEEPEST).model()
+    tile = AttentionTile("fusemax", 2, 2, 2)
+    _vals, det = model.detailed_tile(tile, _ops(np.random.default_rng(3), 2, 2, 2))
+    assert model.tile_cycles(tile) == det == 232
+
+
+def test_registered_dsp_multiplier_needs_a_pipelined_multiplier():
+    with pytest.raises(SpecError, match=r"^attention RTL: multiplier ecp5_dsp: the 2D PEs' registered DSP blocks "
+                                        r"need a pipelined multiplier \(latency2d >= 1\), got latency2d 0$"):
+        design_for(_arch(), {"multiplier": "ecp5_dsp"})
+
+
+@pytest.mark.rtl
+def test_rtl_of_the_deepest_pe_with_registered_dsp_blocks_follows_the_models():
+    """DEEPEST with ``multiplier ecp5_dsp`` (the MULT18X18D simulation model), bf16 and fp16
+    operands: bit-exact with both models and on their cycles (232 worked by hand above)."""
+    from rtl import run_cosim
+    from rtl.cosim.harness import simulator_missing_reason
+
+    reason = simulator_missing_reason("icarus")
+    if reason:
+        pytest.skip(reason)
+    rng = np.random.default_rng(15)
+    items = [(AttentionTile("fusemax", 2, 2, 2), _ops(rng, 2, 2, 2)),
+             (AttentionTile("fusemax", 1, 3, 5, passes=2), _ops(rng, 2, 3, 5))]
+    report = run_cosim(_arch(**DEEPEST), items, sim="icarus", options={"multiplier": "ecp5_dsp"})
+    assert report.ok, "\n" + report.summary()
+    assert report.tiles[0].rtl_cycles == 232
+    arch = _arch(**DEEPEST, precision="fp16")
+    items = design_for(arch).cosim_items("random", tiles=3, seed=2)
+    report = run_cosim(arch, items, sim="icarus", options={"multiplier": "ecp5_dsp"})
+    assert report.ok, "\n" + report.summary()

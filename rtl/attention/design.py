@@ -107,6 +107,8 @@ class AttentionRtlConfig:
     #: pipeline registers of the 2D PEs' adders, rint and ldexp (the params' ``latency2d_add``,
     #: ``latency2d_rint``, ``latency2d_ldexp``); with adder stages the row chains are skewed by them
     add2d_stages: int = 0
+    #: the 2D PEs' pipelined multiplier's 18x18 products (``"dsp"`` inferred, ``"dsp_reg"`` ECP5 blocks)
+    mul2d: str = "dsp"
     rint2d_stages: int = 0
     ldexp2d_stages: int = 0
     #: operand format of the Q / K / V buffers (the params' ``precision``: bf16 or fp16), widened
@@ -330,7 +332,7 @@ class AttentionArray(wiring.Component):
             for j in range(C):
                 m.submodules[f"pe_{i}_{j}"] = pe = AttentionPE(E, first_col=j == 0, precision=c.precision,
                                                               mul_stages=S, add_stages=A, rint_stages=RN,
-                                                              ldexp_stages=LX)
+                                                              ldexp_stages=LX, mul=c.mul2d)
                 sb = sbuf[i * FL + fblk * C + j]
                 sb_add = sbuf[i * FL + fblk_add * C + j]
                 m.d.comb += [

@@ -39,7 +39,8 @@ from rtl.lib.pipe import delay
 from rtl.lib.units import Fp32AddFinite, Fp32MulFinite, Ldexp, Rint
 
 
-#: cut points of the finite fp32 multiplier (more multiplier stages are plain registers after it)
+#: cut points of the finite fp32 multiplier (a 12th multiplier stage registers its operands in front of
+#: it, more are plain registers after it)
 _MUL_CUTS = 11
 
 #: operand formats of the array's buffers (the params' ``precision``); each widens exactly to fp32
@@ -84,12 +85,15 @@ class AttentionPE(wiring.Component):
     """PE ``(i, j)``; ``first_col``: the row's first PE (its block max starts from its own score)."""
 
     def __init__(self, exp_macs: int, first_col: bool, precision: str = "bf16", mul_stages: int = 0,
-                 add_stages: int = 0, rint_stages: int = 0, ldexp_stages: int = 0):
+                 add_stages: int = 0, rint_stages: int = 0, ldexp_stages: int = 0, mul: str = "dsp"):
         if precision not in OPERAND_FORMATS:
             raise ValueError(f"precision: expected one of {', '.join(OPERAND_FORMATS)}, got {precision!r}")
         self.exp_macs, self.first_col, self.precision = exp_macs, first_col, precision
         self.mul_stages = mul_stages
         self.add_stages, self.rint_stages, self.ldexp_stages = add_stages, rint_stages, ldexp_stages
+        #: the pipelined multiplier's 18x18 products (:data:`rtl.lib.fp.MULTIPLIERS`; ``"dsp_reg"``: ECP5
+        #: MULT18X18D blocks whose own registers are its cut points)
+        self.mul = mul
         ports = {
             # decode of the controller (one-hot but for the P.V default)
             "qk_mac": In(1), "qk_first": In(1), "exp0": In(1), "horner": In(1), "expfin": In(1), "av": In(1),
@@ -126,9 +130,13 @@ class AttentionPE(wiring.Component):
             m.d.comb += [ma.eq(p_av), mb.eq(v)]
         Sm = self.mul_stages
         if Sm:
-            m.submodules.mul = mul = Fp32MulFinite(min(Sm, _MUL_CUTS))
-            m.d.comb += [mul.a.eq(ma), mul.b.eq(mb), mul.in_valid.eq(1)]
-            prod = delay(m, mul.out, Sm - min(Sm, _MUL_CUTS), "prod_d")
+            m.submodules.mul = mul = Fp32MulFinite(min(Sm, _MUL_CUTS), self.mul)
+            # beyond its cut points: the operands registered first (the decode's muxes in front of the
+            # multiplier), then plain registers after it
+            pre = 1 if Sm > _MUL_CUTS else 0
+            m.d.comb += [mul.a.eq(delay(m, ma, pre, "mul_opa")), mul.b.eq(delay(m, mb, pre, "mul_opb")),
+                         mul.in_valid.eq(1)]
+            prod = delay(m, mul.out, Sm - min(Sm, _MUL_CUTS) - pre, "prod_d")
             qk_acc, exp0_add, horner_add = self.qk_acc, self.exp0_add, self.horner_add
         else:
             prod = fp.fp32_mul_finite(m, ma, mb, "mul")

@@ -48,7 +48,11 @@ PORT_DOCS = {
 #: largest generated instance (a 16x16 array already takes minutes to convert and simulate)
 MAX_PES = 256
 MAX_LANES = 32
-RTL_OPTIONS = ("head_dim_max", "passes_max", "key_blocks_max", "flat_keys_max")
+RTL_OPTIONS = ("head_dim_max", "passes_max", "key_blocks_max", "flat_keys_max", "multiplier")
+
+#: ``multiplier`` (``archsim rtl ... --multiplier``) as the 2D PEs' pipelined multiplier's ``mul``: the
+#: inferred product, or ECP5 MULT18X18D blocks whose own registers are its cut points (same latency, bits)
+MULTIPLIER_MULS = {"inferred": "dsp", "ecp5_dsp": "dsp_reg"}
 
 
 #: the 1D lanes' pipelined units: latency1d key -> what it is (its latency is the unit's stages)
@@ -143,6 +147,12 @@ class AttentionDesign(RtlDesign):
 
     def __init__(self, params: Any, options: dict | None = None):
         options = dict(options or {})
+        multiplier = options.pop("multiplier", "inferred")
+        if multiplier not in MULTIPLIER_MULS:
+            raise ValueError(f"multiplier: expected one of {', '.join(MULTIPLIER_MULS)}, got {multiplier!r}")
+        if multiplier != "inferred" and not params.latency2d:
+            raise SpecError(f"attention RTL: multiplier {multiplier}: the 2D PEs' registered DSP blocks need a "
+                            f"pipelined multiplier (latency2d >= 1), got latency2d 0")
         unknown = sorted(set(options) - set(RTL_OPTIONS))
         if unknown:
             raise ValueError(f"{', '.join(unknown)}: not an option of the attention RTL "
@@ -150,7 +160,7 @@ class AttentionDesign(RtlDesign):
         for k, v in options.items():
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{k}: expected a positive integer, got {v!r}")
-        super().__init__(params, options)
+        super().__init__(params, {**options, "multiplier": multiplier} if multiplier != "inferred" else options)
         try:
             check_params(params)
         except ValueError as err:
@@ -164,7 +174,15 @@ class AttentionDesign(RtlDesign):
                                       recip1d_stages=params.latency1d.get("recip", 0),
                                       mul2d_stages=params.latency2d, add2d_stages=params.latency2d_add,
                                       rint2d_stages=params.latency2d_rint, ldexp2d_stages=params.latency2d_ldexp,
-                                      precision=params.precision, **cfg)
+                                      precision=params.precision, mul2d=MULTIPLIER_MULS[multiplier], **cfg)
+
+    def sim_sources(self) -> dict[str, str]:
+        """``multiplier ecp5_dsp``: the MULT18X18D blocks' simulation model beside the Verilog."""
+        if self.cfg.mul2d == "dsp_reg":
+            from rtl.lib.ecp5 import mult18x18d_sim_model
+
+            return {"MULT18X18D_model.v": mult18x18d_sim_model()}
+        return {}
 
     def component(self):
         return AttentionEngine(self.cfg)
