@@ -143,16 +143,14 @@ class Fp32AddFinite(Unit):
 
 
 class Fp32MulFinite(Unit):
-    """Finite fp32 ``a * b`` (subnormals included); ``mul`` as :class:`FpMul`'s; ``specials_as_data``,
-    ``zero_fill_as_data``: :class:`Unit`'s."""
+    """Finite fp32 ``a * b`` (subnormals included); ``mul`` as :class:`FpMul`'s."""
 
     inputs = {"a": Shape(32), "b": Shape(32)}
     outputs = {"out": Shape(32)}
 
-    def __init__(self, stages: int = 1, mul: str = "dsp", specials_as_data: bool = False,
-                 zero_fill_as_data: bool = False):
+    def __init__(self, stages: int = 1, mul: str = "dsp"):
         self.mul = _mul(mul)
-        super().__init__(stages, specials_as_data, zero_fill_as_data)
+        super().__init__(stages)
 
     def build(self, m, ins, pipe):
         return {"out": fp.fp32_mul_finite(m, ins["a"], ins["b"], "mul", pipe, self.mul)}
