@@ -76,7 +76,7 @@ def _adder(m: Module, a, b, stages: int, name: str):
     cuts = add_stages_max() - 1
     if stages > cuts:  # the operands registered first (the ring / chain / decode muxes in front of the adder)
         a, b = delay(m, a, stages - cuts, f"{name}_opa"), delay(m, b, stages - cuts, f"{name}_opb")
-    m.submodules[name] = unit = Fp32AddFinite(min(stages, cuts))
+    m.submodules[f"{name}_unit"] = unit = Fp32AddFinite(min(stages, cuts))
     m.d.comb += [unit.a.eq(a), unit.b.eq(b), unit.in_valid.eq(1)]
     return unit.out
 
@@ -130,7 +130,7 @@ class AttentionPE(wiring.Component):
             m.d.comb += [ma.eq(p_av), mb.eq(v)]
         Sm = self.mul_stages
         if Sm:
-            m.submodules.mul = mul = Fp32MulFinite(min(Sm, _MUL_CUTS), self.mul)
+            m.submodules.mul_unit = mul = Fp32MulFinite(min(Sm, _MUL_CUTS), self.mul)
             # beyond its cut points: the operands registered first (the decode's muxes in front of the
             # multiplier), then plain registers after it
             pre = 1 if Sm > _MUL_CUTS else 0
@@ -143,7 +143,7 @@ class AttentionPE(wiring.Component):
             qk_acc, exp0_add, horner_add = self.qk_mac, self.exp0, self.horner
         Sa, Sr, Sl = self.add_stages, self.rint_stages, self.ldexp_stages
         if Sl:
-            m.submodules.ldexp = ldu = Ldexp(Sl)
+            m.submodules.ldexp_unit = ldu = Ldexp(Sl)
             m.d.comb += [ldu.p.eq(p), ldu.n.eq(n), ldu.in_valid.eq(1)]
             ld = ldu.out
         else:
@@ -161,7 +161,7 @@ class AttentionPE(wiring.Component):
         add = _adder(m, aa, ab, Sa, "add")
         # the exp's range reduction on the adder's result x: n = rint(x) (Rn cycles), then x - n (A cycles)
         if Sr:
-            m.submodules.rint = ru = Rint(Sr)
+            m.submodules.rint_unit = ru = Rint(Sr)
             m.d.comb += [ru.a.eq(add), ru.in_valid.eq(1)]
             n_fp, n_int = ru.n, ru.n_int
         else:
