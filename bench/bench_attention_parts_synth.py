@@ -9,6 +9,8 @@ Usage: python bench/bench_attention_parts_synth.py --part lane --exp-stages 140 
            --lane-mul-stages 11 --lane-add-stages 11 --target generic
        python bench/bench_attention_parts_synth.py --part recip --recip-stages 8 --target ecp5 --pnr [--seed 1]
        python bench/bench_attention_parts_synth.py --part pe --exp-macs 4 --mul-stages 4 --target generic
+       python bench/bench_attention_parts_synth.py --part pe --exp-macs 4 --mul-stages 11 --add-stages 11 \
+           --rint-stages 11 --ldexp-stages 8 --precision fp16 --target ecp5 --pnr --seed 1
 Run one at a time (a shared 2-core machine); ``timeout 900`` around it.
 """
 from __future__ import annotations
@@ -57,7 +59,9 @@ def part_of(args):
         return Recip(args.recip_stages)
     from rtl.attention.pe import AttentionPE
 
-    return AttentionPE(args.exp_macs, first_col=False, mul_stages=args.mul_stages)
+    return AttentionPE(args.exp_macs, first_col=False, precision=args.precision, mul_stages=args.mul_stages,
+                       add_stages=args.add_stages, rint_stages=args.rint_stages, ldexp_stages=args.ldexp_stages,
+                       mul=args.mul)
 
 
 def main() -> None:
@@ -74,6 +78,11 @@ def main() -> None:
                     "lut, dsp_reg (ECP5 MULT18X18D with their own registers)")
     ap.add_argument("--lane-add-stages", type=int, default=0,
                     help="the lane's adder (latency1d.add; the lane's exp op is then --exp-stages + this)")
+    ap.add_argument("--add-stages", type=int, default=0, help="the 2D PE's adders (latency2d_add)")
+    ap.add_argument("--rint-stages", type=int, default=0, help="the 2D PE's rint (latency2d_rint)")
+    ap.add_argument("--ldexp-stages", type=int, default=0, help="the 2D PE's ldexp (latency2d_ldexp)")
+    ap.add_argument("--mul", choices=["dsp", "dsp_reg"], default="dsp", help="the 2D PE's 18x18 products")
+    ap.add_argument("--precision", choices=["bf16", "fp16"], default="bf16", help="the 2D PE's operands")
     ap.add_argument("--target", choices=["generic", "ecp5"], default="generic")
     ap.add_argument("--pnr", action="store_true")
     ap.add_argument("--freq", type=float, default=150.0)
@@ -85,7 +94,8 @@ def main() -> None:
     t0 = time.perf_counter()
     res = synthesize_no_share(text, "part", args.target, args.pnr, args.freq, args.seed, args.workdir, args.timeout)
     res.update({k: getattr(args, k) for k in ("part", "exp_macs", "exp_stages", "recip_stages", "mul_stages",
-                                              "lane_mul_stages", "lane_add_stages", "lane_mul", "seed")},
+                                              "lane_mul_stages", "lane_add_stages", "lane_mul", "add_stages",
+                                              "rint_stages", "ldexp_stages", "mul", "precision", "seed")},
                wall_s=round(time.perf_counter() - t0, 1))
     print(json.dumps(res, indent=1), flush=True)
 

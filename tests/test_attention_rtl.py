@@ -77,7 +77,7 @@ def test_operands_are_encoded_in_the_precision_and_inexact_ones_refused():
 
 def test_unknown_rtl_option_is_an_error():
     with pytest.raises(SpecError, match=r"^rtl options: depth: not an option of the attention RTL \(it has "
-                                        r"head_dim_max, passes_max, key_blocks_max, flat_keys_max\)$"):
+                                        r"head_dim_max, passes_max, key_blocks_max, flat_keys_max, multiplier\)$"):
         design_for(_arch(), {"depth": 4})
     with pytest.raises(SpecError, match=r"^rtl options: passes_max: expected a positive integer, got 0$"):
         design_for(_arch(), {"passes_max": 0})

@@ -701,3 +701,27 @@ def test_the_verilog_cache_key_covers_the_library(preset, over):
     assert f"rtl/{design.template}/rtl_design.py" in files
     if design.template != "systolic":  # the systolic array is integer-only: no floating-point library
         assert {"rtl/lib/fp.py", "rtl/lib/round.py", "rtl/lib/lzc.py"} <= files
+
+
+def test_rint_and_ldexp_units_match_numpy():
+    """``Rint`` (n = rint(x) half to even, as fp32 and as a clamped integer) and ``Ldexp`` (p * 2**n,
+    rounded, underflow to subnormals / overflow to inf's encoding) against numpy at 0, 3 and every
+    stage: the attention PE's range reduction and 2**n."""
+    from rtl.lib.units import Ldexp, Rint
+
+    rng = np.random.default_rng(23)
+    x = (rng.standard_normal(300) * 10.0 ** rng.integers(-3, 4, 300)).astype(np.float32)
+    x[:8] = [0.5, 1.5, 2.5, -0.5, -2.5, 1e-30, -400.7, 8388609.0]  # ties to even, tiny, clamped, integral
+    for stages in (0, 3, Rint(0).max_stages):
+        got = simulate(Rint(stages), {"a": x.view(np.uint32)}, outs=("n", "n_int"))
+        assert_same_float(got["n"], np.rint(x), "fp32")
+        n_int = np.array([v - 2048 if v >= 1024 else v for v in got["n_int"]])
+        assert np.array_equal(n_int, np.clip(np.rint(x), -300, 300).astype(np.int64))
+    p = (1 + rng.random(300)).astype(np.float32) * rng.choice([-1, 1], 300).astype(np.float32)
+    n = rng.integers(-160, 140, 300)
+    n[:4] = [-149, -127, 127, 128]  # the smallest subnormal, a subnormal, the largest binade, overflow
+    with np.errstate(all="ignore"):
+        want = np.ldexp(p, n).astype(np.float32)
+    for stages in (0, 3, Ldexp(0).max_stages):
+        got = simulate(Ldexp(stages), {"p": p.view(np.uint32), "n": n & 0x7FF})
+        assert_same_float(got["out"], want, "fp32")

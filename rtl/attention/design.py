@@ -27,7 +27,13 @@ this module is the array it wraps (flat ports).
   ``mul2d_stages = S > 0`` the PEs' multipliers are pipelined: the controller's decode
   picks the multiplier's operands and, delayed ``S`` cycles, the adder's use of the
   product (QK and P.V stream; the range reduction and each Horner step take ``S + 1``
-  cycles; flat QK / AV wait ``S`` cycles after their last issue), as the contract says.
+  cycles; flat QK / AV wait ``S`` cycles after their last issue), as the contract says. With
+  ``add2d_stages = A > 0`` (FuseMax only: a FLAT command raises ``error``) a QK step takes
+  ``A + 1`` cycles, the exp's steps wait for the pipelined adders, ``rint`` (``rint2d_stages``)
+  and ``ldexp`` (``ldexp2d_stages``), and column ``j``'s row-chain decode (its row-sum add, its
+  ``P.V`` operands and adds) is column 0's delayed ``j A`` cycles by registers: the row chains
+  are systolic, one adder per column, and the results leave the last column ``C A`` cycles after
+  column 0's add; the row max chain is registered (``C + 1`` cycles after the last score).
 - **1D array**: ``P`` lanes (:class:`rtl.attention.lane.Lane1D`), each with an
   fp32 multiplier, adder, max, ``exp2`` (range reduction + Horner; the library's
   pipelined unit with ``exp1d_stages`` registers) and reciprocal (the library's
@@ -115,6 +121,13 @@ class AttentionRtlConfig:
     add1d_stages: int = 0
     #: pipeline registers of the 2D PEs' multiplier (its latency; the params' ``latency2d``)
     mul2d_stages: int = 0
+    #: pipeline registers of the 2D PEs' adders, rint and ldexp (the params' ``latency2d_add``,
+    #: ``latency2d_rint``, ``latency2d_ldexp``); with adder stages the row chains are skewed by them
+    add2d_stages: int = 0
+    #: the 2D PEs' pipelined multiplier's 18x18 products (``"dsp"`` inferred, ``"dsp_reg"`` ECP5 blocks)
+    mul2d: str = "dsp"
+    rint2d_stages: int = 0
+    ldexp2d_stages: int = 0
     #: operand format of the Q / K / V buffers (the params' ``precision``: bf16 or fp16), widened
     #: exactly to fp32 in the PEs
     precision: str = "bf16"
@@ -205,8 +218,12 @@ class AttentionArray(wiring.Component):
         # 2D unit
         ph2 = Signal(2, init=P2_DONE)
         S = c.mul2d_stages  # the 2D multiplier's latency: each product reaches the adder S cycles late
-        EX = E * (S + 1)  # the ESA phase's expfin cycle (range reduction and E - 1 Horner steps before it)
-        cnt2 = Signal(range(EX + D + S + 2))
+        A, RN, LX = c.add2d_stages, c.rint2d_stages, c.ldexp2d_stages  # the PEs' adders, rint, ldexp
+        TRR = S + 2 * A + RN + 1  # exp0's multiply to the first Horner multiply (the range reduction)
+        EX = TRR + (E - 1) * (S + A + 1)  # the ESA phase's ldexp (range reduction and E - 1 Horner steps before it)
+        EF = EX + LX  # column 0's row-sum add (ldexp's result)
+        SK = C * A  # the row chains' adders: column 0's add to the last column's result
+        cnt2 = Signal(range(max(EF + D + S + SK, D * (A + 1) + S + (C + 1 if A else 0)) + 2))
         # 1D unit
         op1 = Signal(4, init=OP_DONE)
         pos = Signal(range(R * max(FL, D) + P + 1))
@@ -261,22 +278,33 @@ class AttentionArray(wiring.Component):
         ftail = Signal() if S else Const(0, 1)  # flat QK / AV: the last products leave the multiplier
         ftail_cnt = Signal(range(S + 1))
         # the multiplier's cycle of Horner step k (1..K) is k (S + 1); its coefficient index K - k
-        horner_at = [cnt2 == k * (S + 1) for k in range(1, K + 1)]
+        horner_at = [cnt2 == TRR + (k - 1) * (S + A + 1) for k in range(1, K + 1)]
         hidx = Signal(range(K + 1))
         for k in range(1, K + 1):
             with m.If(horner_at[k - 1]):
                 m.d.comb += hidx.eq(K - k)
+        qk_len = d if A == 0 else d * (A + 1)  # QK's issue cycles: a step every A + 1 cycles
+        qk_end = (ph2 == P2_QK) & (cnt2 == qk_len + S + (C + 1 if A else 0))  # + the registered row max chain
+        if A:  # the QK step and its cycle in the step
+            qsub, qstep = Signal(range(A + 1)), Signal(range(D + 1))
+            with m.If(in_slots & (ph2 == P2_QK) & ~qk_end):
+                m.d.sync += [qsub.eq(Mux(qsub == A, 0, qsub + 1)), qstep.eq(qstep + (qsub == A))]
+            with m.Else():
+                m.d.sync += [qsub.eq(0), qstep.eq(0)]
+            qk_issue, qk_at = (qstep < d) & (qsub == 0), qstep
+        else:
+            qk_issue, qk_at = cnt2 < d, cnt2
         m.d.comb += [
-            qk_mac.eq((in_slots & (ph2 == P2_QK) & (cnt2 < d)) | ((state == F_QK) & ~ftail)),
-            qk_max.eq(in_slots & (ph2 == P2_QK) & (cnt2 == d + S)),
+            qk_mac.eq((in_slots & (ph2 == P2_QK) & qk_issue) | ((state == F_QK) & ~ftail)),
+            qk_max.eq(in_slots & qk_end),
             exp0.eq(in_slots & (ph2 == P2_ESA) & (cnt2 == 0)),
             horner.eq(in_slots & (ph2 == P2_ESA) & (Cat(*horner_at).any() if K else 0)),
-            expfin.eq(in_slots & (ph2 == P2_ESA) & (cnt2 == EX)),
-            av.eq((in_slots & (ph2 == P2_ESA) & (cnt2 > EX) & (cnt2 <= EX + d)) | ((state == F_AV) & ~ftail)),
-            av_e.eq(Mux(state == F_AV, ft, cnt2 - EX - 1)),
+            expfin.eq(in_slots & (ph2 == P2_ESA) & (cnt2 == EF)),
+            av.eq((in_slots & (ph2 == P2_ESA) & (cnt2 > EF) & (cnt2 <= EF + d)) | ((state == F_AV) & ~ftail)),
+            av_e.eq(Mux(state == F_AV, ft, cnt2 - EF - 1)),
         ]
         qk_t = Signal(range(D + 1))
-        m.d.comb += qk_t.eq(Mux(state == F_QK, ft, cnt2))
+        m.d.comb += qk_t.eq(Mux(state == F_QK, ft, qk_at))
         # the adder's decode: the multiplier's, S cycles later (the same signals when S = 0)
         def late(v, name):
             return delay(m, v, S, f"{name}_d")
@@ -294,13 +322,23 @@ class AttentionArray(wiring.Component):
         def lane16(word, idx):
             return Array(word[16 * x:16 * (x + 1)] for x in range(D))[idx]
 
+        # column j's row-chain decode: column 0's, j A cycles later (the skew, as registers)
+        def skewed(v, j, name):
+            return delay(m, v, j * A, f"{name}_c{j}_")
+        expfin_c = [skewed(expfin, j, "expfin") for j in range(C)]
+        av_c = [skewed(av, j, "av") for j in range(C)]
+        av_add_c = [skewed(av_add, j, "av_add") for j in range(C)]
+        av_e_c = [skewed(av_e, j, "av_e") for j in range(C)]
         qcol = [lane16(bufs.q_data[i], qk_t) for i in range(R)]
         kcol = [lane16(bufs.k_data[j], qk_t) for j in range(C)]
-        vcol = [lane16(bufs.v_data[j], av_e) for j in range(C)]
-        blk_now = Mux(av_add | expfin, Mux(flat, fblk_add, hb[2]), kblk)
+        vcol = [lane16(bufs.v_data[j], av_e_c[j]) for j in range(C)]
         colvalid = [Signal(name=f"colvalid{j}") for j in range(C)]
         for j in range(C):
+            blk_now = Mux(av_add_c[j] | expfin_c[j], Mux(flat, fblk_add, hb[2]), kblk)
             m.d.comb += colvalid[j].eq(blk_now * C + j < L)
+        # the results leave the last column C A cycles after column 0's add
+        expfin_cap, av_add_cap = delay(m, expfin, SK, "expfin_cap"), delay(m, av_add, SK, "av_add_cap")
+        av_e_cap = delay(m, av_e_add, SK, "av_e_cap")
         coefA = Array(Const(x, 32) for x in coef)
         horner_coef = coefA[hidx_add]
 
@@ -310,12 +348,13 @@ class AttentionArray(wiring.Component):
             rmax = None
             for j in range(C):
                 m.submodules[f"pe_{i}_{j}"] = pe = AttentionPE(E, first_col=j == 0, precision=c.precision,
-                                                              mul_stages=S)
+                                                              mul_stages=S, add_stages=A, rint_stages=RN,
+                                                              ldexp_stages=LX, mul=c.mul2d)
                 sb = sbuf[i * FL + fblk * C + j]
                 sb_add = sbuf[i * FL + fblk_add * C + j]
                 m.d.comb += [
                     pe.qk_mac.eq(qk_mac), pe.qk_first.eq(qk_first_add), pe.exp0.eq(exp0), pe.horner.eq(horner),
-                    pe.expfin.eq(expfin), pe.av.eq(av), pe.flat.eq(flat), pe.qk_ring.eq(qk_ring),
+                    pe.expfin.eq(expfin_c[j]), pe.av.eq(av_c[j]), pe.flat.eq(flat), pe.qk_ring.eq(qk_ring),
                     pe.esa_ring.eq(esa_ring), pe.q.eq(qcol[i]), pe.k.eq(kcol[j]), pe.v.eq(vcol[j]),
                     pe.scale.eq(scale), pe.neg_mc.eq(neg_mc), pe.horner_coef.eq(horner_coef), pe.p_flat.eq(sb),
                     pe.colvalid.eq(colvalid[j]), pe.chain_in.eq(chain),
@@ -324,19 +363,19 @@ class AttentionArray(wiring.Component):
                     m.d.comb += pe.rmax_in.eq(rmax)
                 if S:
                     m.d.comb += [pe.qk_acc.eq(qk_acc), pe.exp0_add.eq(exp0_add), pe.horner_add.eq(horner_add),
-                                 pe.av_add.eq(av_add)]
+                                 pe.av_add.eq(av_add_c[j])]
                 chain, rmax = pe.chain_out, pe.rmax_out
                 with m.If(qk_acc & flat & qk_last_add):
                     m.d.sync += sb_add.eq(pe.score)
             with m.If(qk_max):
                 m.d.sync += bmA[hr[0][0]][i].eq(rmax)
-            with m.If(expfin):
+            with m.If(expfin_cap):
                 m.d.sync += rowsumA[esa_ring[0]][i].eq(chain)
-            with m.If(av_add):
+            with m.If(av_add_cap):
                 with m.If(flat):
-                    m.d.sync += o_state[i * D + av_e_add].eq(chain)
+                    m.d.sync += o_state[i * D + av_e_cap].eq(chain)
                 with m.Else():
-                    m.d.sync += pvA[esa_ring[0]][i * D + av_e_add].eq(chain)
+                    m.d.sync += pvA[esa_ring[0]][i * D + av_e_cap].eq(chain)
 
         # ------------------------------------------------------------------ 1D array
         row_op = Signal()  # one element per query row
@@ -562,12 +601,12 @@ class AttentionArray(wiring.Component):
 
         # 2D sequencing inside a slot
         fin2 = Signal()
-        m.d.comb += fin2.eq((ph2 == P2_DONE) | ((ph2 == P2_QK) & (cnt2 == d + S) & ~hv[2])
-                            | ((ph2 == P2_ESA) & (cnt2 == EX + d + S)))
+        m.d.comb += fin2.eq((ph2 == P2_DONE) | (qk_end & ~hv[2])
+                            | ((ph2 == P2_ESA) & (cnt2 == EF + d + S + SK)))
         with m.If(in_slots):
-            with m.If((ph2 == P2_QK) & (cnt2 == d + S)):
+            with m.If(qk_end):
                 m.d.sync += [ph2.eq(Mux(hv[2], P2_ESA, P2_DONE)), cnt2.eq(0)]
-            with m.Elif((ph2 == P2_ESA) & (cnt2 == EX + d + S)):
+            with m.Elif((ph2 == P2_ESA) & (cnt2 == EF + d + S + SK)):
                 m.d.sync += ph2.eq(P2_DONE)
             with m.Elif(ph2 != P2_DONE):
                 m.d.sync += cnt2.eq(cnt2 + 1)
@@ -622,6 +661,8 @@ class AttentionArray(wiring.Component):
                        | (self.cmd_head_dim == 0) | _above(self.cmd_head_dim, D) | (self.cmd_passes == 0)
                        | _above(self.cmd_passes, QP) | _above(self.cmd_kv_len, KB * C)
                        | (self.cmd_flat & (_above(self.cmd_kv_len, FL) | (self.cmd_passes != 1))))
+                if A:  # FLAT's row chains and o_state accumulation are built for combinational adders only
+                    bad = bad | self.cmd_flat
                 with m.If(self.cmd_valid & bad):
                     m.d.sync += self.error.eq(1)
                 with m.Elif(self.cmd_valid):

@@ -14,6 +14,18 @@ column) enter at ``chain_in`` / ``rmax_in`` from the PE on the left and leave at
 template's fp32 (:mod:`rtl.lib.fp`), bit-exact with :mod:`archsim.templates.attention.values`;
 operands ``q`` / ``k`` / ``v`` are 16-bit codes in ``precision`` (bf16 or fp16), widened exactly to
 fp32 (so a product of two is exact and the models' values do not depend on the widening).
+
+Pipelined (``add_stages = A``, ``rint_stages = Rn``, ``ldexp_stages = Lx``; 0: combinational): the
+adders are the library's :class:`rtl.lib.units.Fp32AddFinite` (``A`` registers; one more than its
+cut points, :func:`add_stages_max`, registers the adders' operands in front of it), ``rint`` and
+``ldexp`` its :class:`~rtl.lib.units.Rint` / :class:`~rtl.lib.units.Ldexp`. The decode ports keep
+their meaning at the adder's input; every result is written ``A`` cycles later (a QK step's sum is
+in the score ring ``A + 1`` cycles after its add starts), ``p`` / ``f`` / ``n`` ``2A + Rn`` cycles
+after ``exp0_add`` (the add, ``rint``, ``x - n``), ``expfin`` adds ``ldexp(p, n)`` of ``Lx`` cycles
+earlier, and ``chain_out`` is ``chain_in`` plus this PE's term (or ``chain_in`` itself when
+``colvalid`` is low) ``A`` cycles later: the controller skews the row's columns by ``A`` each. With
+``A > 0`` the row max chain is registered too: ``rmax_out`` is a register fed from a register of the
+selected score (the row's max leaves the last column ``C + 1`` cycles after the scores are final).
 """
 from __future__ import annotations
 
@@ -24,10 +36,11 @@ from amaranth.lib.wiring import In, Out
 from rtl.lib import fp
 from rtl.lib.exp import exp2_coefficient_bits
 from rtl.lib.pipe import delay
-from rtl.lib.units import Fp32MulFinite
+from rtl.lib.units import Fp32AddFinite, Fp32MulFinite, Ldexp, Rint
 
 
-#: cut points of the finite fp32 multiplier (more multiplier stages are plain registers after it)
+#: cut points of the finite fp32 multiplier (a 12th multiplier stage registers its operands in front of
+#: it, more are plain registers after it)
 _MUL_CUTS = 11
 
 #: operand formats of the array's buffers (the params' ``precision``); each widens exactly to fp32
@@ -49,14 +62,38 @@ def widen(m: Module, code, precision: str, name: str):
     raise ValueError(f"precision: the attention PE widens {', '.join(OPERAND_FORMATS)} operands, got {precision!r}")
 
 
+def add_stages_max() -> int:
+    """The most pipeline registers of the PE's adders: the unit's cut points, then its operands."""
+    unit = Fp32AddFinite(0)
+    unit._MustUse__silence = True  # built only to read its number of cut points
+    return unit.max_stages + 1
+
+
+def _adder(m: Module, a, b, stages: int, name: str):
+    """fp32 ``a + b`` after ``stages`` registers (:func:`add_stages_max`; 0: combinational)."""
+    if not stages:
+        return fp.fp32_add_finite(m, a, b, name)
+    cuts = add_stages_max() - 1
+    if stages > cuts:  # the operands registered first (the ring / chain / decode muxes in front of the adder)
+        a, b = delay(m, a, stages - cuts, f"{name}_opa"), delay(m, b, stages - cuts, f"{name}_opb")
+    m.submodules[f"{name}_unit"] = unit = Fp32AddFinite(min(stages, cuts))
+    m.d.comb += [unit.a.eq(a), unit.b.eq(b), unit.in_valid.eq(1)]
+    return unit.out
+
+
 class AttentionPE(wiring.Component):
     """PE ``(i, j)``; ``first_col``: the row's first PE (its block max starts from its own score)."""
 
-    def __init__(self, exp_macs: int, first_col: bool, precision: str = "bf16", mul_stages: int = 0):
+    def __init__(self, exp_macs: int, first_col: bool, precision: str = "bf16", mul_stages: int = 0,
+                 add_stages: int = 0, rint_stages: int = 0, ldexp_stages: int = 0, mul: str = "dsp"):
         if precision not in OPERAND_FORMATS:
             raise ValueError(f"precision: expected one of {', '.join(OPERAND_FORMATS)}, got {precision!r}")
         self.exp_macs, self.first_col, self.precision = exp_macs, first_col, precision
         self.mul_stages = mul_stages
+        self.add_stages, self.rint_stages, self.ldexp_stages = add_stages, rint_stages, ldexp_stages
+        #: the pipelined multiplier's 18x18 products (:data:`rtl.lib.fp.MULTIPLIERS`; ``"dsp_reg"``: ECP5
+        #: MULT18X18D blocks whose own registers are its cut points)
+        self.mul = mul
         ports = {
             # decode of the controller (one-hot but for the P.V default)
             "qk_mac": In(1), "qk_first": In(1), "exp0": In(1), "horner": In(1), "expfin": In(1), "av": In(1),
@@ -93,14 +130,24 @@ class AttentionPE(wiring.Component):
             m.d.comb += [ma.eq(p_av), mb.eq(v)]
         Sm = self.mul_stages
         if Sm:
-            m.submodules.mul = mul = Fp32MulFinite(min(Sm, _MUL_CUTS))
-            m.d.comb += [mul.a.eq(ma), mul.b.eq(mb), mul.in_valid.eq(1)]
-            prod = delay(m, mul.out, Sm - min(Sm, _MUL_CUTS), "prod_d")
+            m.submodules.mul_unit = mul = Fp32MulFinite(min(Sm, _MUL_CUTS), self.mul)
+            # beyond its cut points: the operands registered first (the decode's muxes in front of the
+            # multiplier), then plain registers after it
+            pre = 1 if Sm > _MUL_CUTS else 0
+            m.d.comb += [mul.a.eq(delay(m, ma, pre, "mul_opa")), mul.b.eq(delay(m, mb, pre, "mul_opb")),
+                         mul.in_valid.eq(1)]
+            prod = delay(m, mul.out, Sm - min(Sm, _MUL_CUTS) - pre, "prod_d")
             qk_acc, exp0_add, horner_add = self.qk_acc, self.exp0_add, self.horner_add
         else:
             prod = fp.fp32_mul_finite(m, ma, mb, "mul")
             qk_acc, exp0_add, horner_add = self.qk_mac, self.exp0, self.horner
-        ld = fp.ldexp(m, p, n, "ld")
+        Sa, Sr, Sl = self.add_stages, self.rint_stages, self.ldexp_stages
+        if Sl:
+            m.submodules.ldexp_unit = ldu = Ldexp(Sl)
+            m.d.comb += [ldu.p.eq(p), ldu.n.eq(n), ldu.in_valid.eq(1)]
+            ld = ldu.out
+        else:
+            ld = fp.ldexp(m, p, n, "ld")
         with m.If(qk_acc):
             m.d.comb += [aa.eq(Mux(self.qk_first, 0, s_qk)), ab.eq(prod)]
         with m.Elif(exp0_add):
@@ -111,20 +158,43 @@ class AttentionPE(wiring.Component):
             m.d.comb += [aa.eq(self.chain_in), ab.eq(ld)]
         with m.Else():
             m.d.comb += [aa.eq(self.chain_in), ab.eq(prod)]
-        add = fp.fp32_add_finite(m, aa, ab, "add")
-        n_fp, n_int = fp.rint(m, add, "rint")
-        frac = fp.fp32_add_finite(m, add, fp.fp32_neg(n_fp), "frac")
-        m.d.comb += [self.score.eq(add), self.chain_out.eq(Mux(self.colvalid, add, self.chain_in))]
+        add = _adder(m, aa, ab, Sa, "add")
+        # the exp's range reduction on the adder's result x: n = rint(x) (Rn cycles), then x - n (A cycles)
+        if Sr:
+            m.submodules.rint_unit = ru = Rint(Sr)
+            m.d.comb += [ru.a.eq(add), ru.in_valid.eq(1)]
+            n_fp, n_int = ru.n, ru.n_int
+        else:
+            n_fp, n_int = fp.rint(m, add, "rint")
+        x_d = delay(m, add, Sr, "rr_x")
+        frac = _adder(m, x_d, fp.fp32_neg(n_fp), Sa, "frac")
+        n_int = delay(m, n_int, Sa, "rr_n")
+        # the adder's decode when its result leaves the pipeline
+        qk_res, ring_res = delay(m, qk_acc, Sa, "qk_res"), delay(m, self.qk_ring, Sa, "ring_res")
+        horner_res = delay(m, horner_add, Sa, "horner_res")
+        exp0_res = delay(m, exp0_add, 2 * Sa + Sr, "exp0_res")
+        if Sa:
+            valid_res, chain_res = delay(m, self.colvalid, Sa, "valid_res"), delay(m, self.chain_in, Sa, "chain_res")
+        else:
+            valid_res, chain_res = self.colvalid, self.chain_in
+        m.d.comb += [self.score.eq(add), self.chain_out.eq(Mux(valid_res, add, chain_res))]
+        # the row max chain: combinational; with pipelined adders registered (the selected score, then
+        # each column's compare: the controller reads the row's max C + 1 cycles after the scores)
+        rmax_dom = "sync" if Sa else "comb"
+        if Sa:
+            s_sel = Signal(32, name="s_sel")
+            m.d.sync += s_sel.eq(s_qk)
+            s_qk = s_sel
         if self.first_col:
-            m.d.comb += self.rmax_out.eq(s_qk)
+            m.d[rmax_dom] += self.rmax_out.eq(s_qk)
         else:
             mx = fp.fp32_max(m, self.rmax_in, s_qk, "max")
-            m.d.comb += self.rmax_out.eq(Mux(self.colvalid, mx, self.rmax_in))
-        with m.If(qk_acc):
-            m.d.sync += S[self.qk_ring].eq(add)
-        with m.If(exp0_add):
+            m.d[rmax_dom] += self.rmax_out.eq(Mux(self.colvalid, mx, self.rmax_in))
+        with m.If(qk_res):
+            m.d.sync += S[ring_res].eq(add)
+        with m.If(exp0_res):
             m.d.sync += [p.eq(coef_top), f.eq(frac), n.eq(n_int)]
-        with m.If(horner_add):
+        with m.If(horner_res):
             m.d.sync += p.eq(add)
         with m.If(self.expfin):
             m.d.sync += p.eq(ld)

@@ -48,7 +48,11 @@ PORT_DOCS = {
 #: largest generated instance (a 16x16 array already takes minutes to convert and simulate)
 MAX_PES = 256
 MAX_LANES = 32
-RTL_OPTIONS = ("head_dim_max", "passes_max", "key_blocks_max", "flat_keys_max")
+RTL_OPTIONS = ("head_dim_max", "passes_max", "key_blocks_max", "flat_keys_max", "multiplier")
+
+#: ``multiplier`` (``archsim rtl ... --multiplier``) as the 2D PEs' pipelined multiplier's ``mul``: the
+#: inferred product, or ECP5 MULT18X18D blocks whose own registers are its cut points (same latency, bits)
+MULTIPLIER_MULS = {"inferred": "dsp", "ecp5_dsp": "dsp_reg"}
 
 
 #: the 1D lanes' pipelined units: latency1d key -> what it is (its latency is the unit's stages; the
@@ -63,6 +67,20 @@ def _max_stages_1d(fn: str, exp_macs: int) -> int:
 
     unit = {"exp": lambda: Exp2(exp_macs, 0), "recip": lambda: Recip(0), "mul": lambda: Fp32MulFinite(0),
             "add": lambda: Fp32AddFinite(0)}[fn]()
+    unit._MustUse__silence = True  # built only to read its number of cut points
+    return unit.max_stages
+
+
+def _max_stages_2d(unit_name: str) -> int:
+    """Cut points of the 2D PEs' library unit ``unit_name`` (the largest stages the RTL builds; the
+    adders one more: their operands registered, :func:`rtl.attention.pe.add_stages_max`)."""
+    from rtl.lib import units
+
+    if unit_name == "Fp32AddFinite":
+        from rtl.attention.pe import add_stages_max
+
+        return add_stages_max()
+    unit = getattr(units, unit_name)(0)
     unit._MustUse__silence = True  # built only to read its number of cut points
     return unit.max_stages
 
@@ -94,6 +112,10 @@ def check_params(p) -> None:
                              + (f" at exp_macs {p.exp_macs}" if fn == "exp" else "")
                              + (f" (latency1d.exp at most {most + add}: the adder's {add} first)"
                                 if fn == "exp" and add else "") + f", got {p.latency1d[fn]}")
+    for key, unit in (("latency2d_add", "Fp32AddFinite"), ("latency2d_rint", "Rint"), ("latency2d_ldexp", "Ldexp")):
+        most = _max_stages_2d(unit)
+        if getattr(p, key) > most:
+            raise ValueError(f"{key}: the 2D PEs' {unit} has at most {most} pipeline stages, got {getattr(p, key)}")
     if p.precision not in OPERAND_FORMATS:
         raise ValueError(f"precision: the RTL's operand buffers hold {' or '.join(OPERAND_FORMATS)}, got {p.precision}")
     if p.rows * p.cols > MAX_PES or p.pe1d > MAX_LANES:
@@ -134,6 +156,12 @@ class AttentionDesign(RtlDesign):
 
     def __init__(self, params: Any, options: dict | None = None):
         options = dict(options or {})
+        multiplier = options.pop("multiplier", "inferred")
+        if multiplier not in MULTIPLIER_MULS:
+            raise ValueError(f"multiplier: expected one of {', '.join(MULTIPLIER_MULS)}, got {multiplier!r}")
+        if multiplier != "inferred" and not params.latency2d:
+            raise SpecError(f"attention RTL: multiplier {multiplier}: the 2D PEs' registered DSP blocks need a "
+                            f"pipelined multiplier (latency2d >= 1), got latency2d 0")
         unknown = sorted(set(options) - set(RTL_OPTIONS))
         if unknown:
             raise ValueError(f"{', '.join(unknown)}: not an option of the attention RTL "
@@ -141,7 +169,7 @@ class AttentionDesign(RtlDesign):
         for k, v in options.items():
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{k}: expected a positive integer, got {v!r}")
-        super().__init__(params, options)
+        super().__init__(params, {**options, "multiplier": multiplier} if multiplier != "inferred" else options)
         try:
             check_params(params)
         except ValueError as err:
@@ -155,8 +183,17 @@ class AttentionDesign(RtlDesign):
                                       recip1d_stages=params.latency1d.get("recip", 0),
                                       mul1d_stages=params.latency1d.get("mul", 0),
                                       add1d_stages=params.latency1d.get("add", 0),
-                                      mul2d_stages=params.latency2d,
-                                      precision=params.precision, **cfg)
+                                      mul2d_stages=params.latency2d, add2d_stages=params.latency2d_add,
+                                      rint2d_stages=params.latency2d_rint, ldexp2d_stages=params.latency2d_ldexp,
+                                      precision=params.precision, mul2d=MULTIPLIER_MULS[multiplier], **cfg)
+
+    def sim_sources(self) -> dict[str, str]:
+        """``multiplier ecp5_dsp``: the MULT18X18D blocks' simulation model beside the Verilog."""
+        if self.cfg.mul2d == "dsp_reg":
+            from rtl.lib.ecp5 import mult18x18d_sim_model
+
+            return {"MULT18X18D_model.v": mult18x18d_sim_model()}
+        return {}
 
     def component(self):
         return AttentionEngine(self.cfg)
@@ -188,6 +225,8 @@ class AttentionDesign(RtlDesign):
         nb = -(-tile.kv_len // c.cols)
         if nb > c.key_blocks_max:
             return f"kv_len {tile.kv_len} > key_blocks_max*cols {c.key_blocks_max * c.cols}"
+        if tile.mapping == "flat" and c.add2d_stages:
+            return f"flat with latency2d_add {c.add2d_stages} (the RTL builds FLAT with combinational 2D adders)"
         if tile.mapping == "flat" and tile.kv_len > c.flat_keys_max:
             return f"flat kv_len {tile.kv_len} > flat_keys_max {c.flat_keys_max}"
         return ""

@@ -156,6 +156,28 @@ class Fp32MulFinite(Unit):
         return {"out": fp.fp32_mul_finite(m, ins["a"], ins["b"], "mul", pipe, self.mul)}
 
 
+class Rint(Unit):
+    """``n = rint(a)`` half to even for a finite fp32 ``a``: ``n`` as fp32 bits and ``n_int`` (signed,
+    clamped to +-300) (:func:`rtl.lib.fp.rint`; the exp's range reduction)."""
+
+    inputs = {"a": Shape(32)}
+    outputs = {"n": Shape(32), "n_int": signed(11)}
+
+    def build(self, m, ins, pipe):
+        n_fp, n_int = fp.rint(m, ins["a"], "rint", pipe)
+        return {"n": n_fp, "n_int": n_int}
+
+
+class Ldexp(Unit):
+    """fp32 ``p * 2**n`` (``p`` normal, ``n`` signed) rounded like numpy's ``ldexp`` (:func:`rtl.lib.fp.ldexp`)."""
+
+    inputs = {"p": Shape(32), "n": signed(11)}
+    outputs = {"out": Shape(32)}
+
+    def build(self, m, ins, pipe):
+        return {"out": fp.ldexp(m, ins["p"], ins["n"], "ldexp", pipe)}
+
+
 class Lzc(Unit):
     """Leading zeros of a ``width``-bit value (``width`` if zero)."""
 

@@ -13,7 +13,12 @@ Each cycle, every unit advances the phase it is running by one cycle:
   result is written when the op's last cycle ends.
 - with ``latency2d = S > 0`` the PEs' products reach their adders ``S`` cycles late:
   ``qk_max`` and the P.V columns take ``S`` more cycles (the last products), the range
-  reduction and every Horner step ``S + 1`` cycles each.
+  reduction and every Horner step ``S + 1`` cycles each;
+- with ``latency2d_add = A``, ``latency2d_rint = Rn``, ``latency2d_ldexp = Lx``: a QK step takes
+  ``A + 1`` cycles (it adds to the previous step's sum), the range reduction ``S + 2A + Rn + 1``
+  (product, add, ``rint``, ``x - n``), a Horner step ``S + A + 1``, ``2**n`` ``Lx`` more, and the
+  last ``P.V`` column leaves the row chain ``C A`` cycles later (one adder per column); with ``A > 0``
+  the row max chain is registered (``C + 1`` more cycles after the last score).
 
 Units start the phases of slot ``s`` together and the next slot starts when
 both are idle (:mod:`archsim.templates.attention.tile`). The model does not
@@ -69,6 +74,7 @@ class AttentionDetailed:
         exp2d = p.exp_on == "array2d"
         lag = 2 if exp2d else 3
         S2 = p.latency2d
+        A2, Rn2, Lx2 = p.latency2d_add, p.latency2d_rint, p.latency2d_ldexp
         vals = ops is not None
         if vals:
             q, k, v = ops
@@ -101,8 +107,9 @@ class AttentionDetailed:
             for t in range(d):
                 if vals:
                     st["s"] = (st["s"] + (qb[:, t, None] * kb[None, :, t]).astype(F32)).astype(F32)
-                yield
-            for _ in range(S2):  # the last products leave the multiplier
+                for _ in range(A2 + 1):  # the step's sum leaves the adder before the next step adds to it
+                    yield
+            for _ in range(S2 + (C + 1 if A2 else 0)):  # the last products, then the registered row max chain
                 yield
             if vals:
                 st["bm"] = st["s"].max(axis=1)
@@ -113,13 +120,15 @@ class AttentionDetailed:
             if vals:
                 x = ((st["s"] * c).astype(F32) - st["mc"][:, None]).astype(F32)
                 ex = _Exp2Steps(x, E)
-            for _ in range(S2 + 1):  # s*c, then - m*c and the range reduction
+            for _ in range(S2 + 2 * A2 + Rn2 + 1):  # s*c, then - m*c, rint and x - n
                 yield
             for _ in range(E - 1):
                 if vals:
                     ex.step()
-                for _ in range(S2 + 1):  # p*f, then + coefficient
+                for _ in range(S2 + A2 + 1):  # p*f, then + coefficient
                     yield
+            for _ in range(Lx2):  # 2**n
+                yield
             if vals:
                 st["p"] = ex.result()
                 acc = np.zeros(q_rows, F32)
@@ -141,7 +150,7 @@ class AttentionDetailed:
                         acc = (acc + (st["p"][:, j] * vb[j, e]).astype(F32)).astype(F32)
                     st["pv"][:, e] = acc
                 yield
-            for _ in range(S2):  # the last products leave the multiplier
+            for _ in range(S2 + C * A2):  # the last products leave the multiplier, then the row's adders
                 yield
 
         # 1D phases: a list of (cycles, action at completion)

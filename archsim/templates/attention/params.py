@@ -70,6 +70,17 @@ class AttentionParams(TemplateParams):
         stream (one tail of ``latency2d`` per phase), the exp's range reduction
         and each Horner step wait (``latency2d + 1`` cycles each), as the RTL's
         pipelined PE does (:mod:`archsim.templates.attention.tile`).
+    latency2d_add : int
+        Pipeline registers of each 2D PE's fp32 adders (the accumulate adder and the exp's
+        ``x - rint(x)``; default 0: combinational). A QK step waits for the previous step's sum
+        (``latency2d_add + 1`` cycles a step), each Horner step and the range reduction wait for
+        their sums, and the row chains (row sum, ``P.V``) pass through one adder per column
+        (``cols * latency2d_add`` cycles of skew per phase) (:mod:`archsim.templates.attention.tile`).
+        FuseMax with exp on the 2D array only: FLAT tiles need 0.
+    latency2d_rint : int
+        Pipeline registers of each 2D PE's ``rint`` (the exp's range reduction; default 0).
+    latency2d_ldexp : int
+        Pipeline registers of each 2D PE's ``ldexp`` (the exp's ``2**n``; default 0).
     topk_parallelism : int
         Comparators of SpAtten's top-k engine (:mod:`archsim.templates.attention.topk`), which
         ranks token / head importance for cascade pruning (options ``token_keep``,
@@ -86,6 +97,9 @@ class AttentionParams(TemplateParams):
     flat_scale_on: str = "array1d"
     latency1d: dict[str, int] = field(default_factory=dict)
     latency2d: int = 0
+    latency2d_add: int = 0
+    latency2d_rint: int = 0
+    latency2d_ldexp: int = 0
     topk_parallelism: int = 0
 
     def validate(self) -> None:
@@ -116,9 +130,13 @@ class AttentionParams(TemplateParams):
         if lat.get("add", 0) and self.rate("add") != self.pe1d:
             raise ValueError(f"latency1d.add: row sums on a pipelined adder are modelled at one add per lane per "
                              f"cycle (ops1d_per_cycle.add 1), got ops1d_per_cycle.add {ops.get('add')!r}")
-        v = self.latency2d
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise ValueError(f"latency2d: expected a non-negative integer (cycles), got {v!r}")
+        for key in ("latency2d", "latency2d_add", "latency2d_rint", "latency2d_ldexp"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"{key}: expected a non-negative integer (cycles), got {v!r}")
+        if self.latency2d_add and self.exp_on != "array2d":
+            raise ValueError(f"latency2d_add: a pipelined 2D adder is modelled with exp_on = array2d only, "
+                             f"got exp_on = {self.exp_on} and latency2d_add = {self.latency2d_add}")
         v = self.topk_parallelism
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise ValueError(f"topk_parallelism: expected a non-negative integer, got {v!r}")

@@ -29,6 +29,19 @@ each of its ``E - 1`` Horner steps wait for their product (``S + 1`` cycles each
 max = d + S + 1``, ``exp + row sum + AV = E (S + 1) + 1 + d + S``, FLAT's ``qk`` / ``av`` and the
 ``AV`` phase with exp on the 1D array ``S`` longer. The table below is ``S = 0``.
 
+With ``A = latency2d_add``, ``Rn = latency2d_rint`` and ``Lx = latency2d_ldexp`` (pipelined adders,
+``rint`` and ``ldexp`` in the PEs; FuseMax with exp on the 2D array only) a QK step waits for the
+previous step's sum (``A + 1`` cycles a step), the range reduction is the product, the add, ``rint``
+and the subtraction ``x - n`` (``S + 2A + Rn + 1`` cycles), a Horner step the product and the add
+(``S + A + 1``), ``2**n`` waits ``Lx`` cycles, and the row chains pass one adder per column
+(``C A`` cycles of skew after the last ``P.V`` column); with ``A > 0`` the row max chain is
+registered too (the selected score, then one register per column: ``C + 1`` cycles)::
+
+    qk_max     = d (A + 1) + S + 1 + (C + 1 if A > 0)
+    exp_sum_av = (S + 2A + Rn + 1) + (E - 1)(S + A + 1) + Lx + 1 + d + S + C A
+
+(``A = Rn = Lx = 0``: the formulas above.)
+
 FuseMax (``mapping = "fusemax"``, one pass, online softmax)
 ------------------------------------------------------------
 Software-pipelined in *slots*; in slot ``s`` each unit runs the phases active
@@ -116,6 +129,9 @@ class AttentionTile:
                 raise ValueError(f"{key}: expected a positive integer, got {v!r}")
         if self.q_rows > params.rows:
             raise ValueError(f"q_rows: expected at most {params.rows} (array rows), got {self.q_rows}")
+        if self.mapping == "flat" and params.latency2d_add:
+            raise ValueError(f"mapping: flat tiles are modelled with an unpipelined 2D adder only "
+                             f"(latency2d_add = 0), got latency2d_add = {params.latency2d_add}")
         if self.mapping == "flat" and not (self.first and self.last and self.passes == 1):
             raise ValueError("first/last/passes: a flat tile covers one query tile and a whole row of keys")
         if isinstance(self.passes, bool) or not isinstance(self.passes, int) or self.passes < 1:
@@ -148,11 +164,14 @@ def row_sum_cycles(params, rows: int, n: int) -> int:
 def fusemax_phases(tile: AttentionTile, params) -> tuple[int, list[tuple[str, str, int, int]]]:
     """``(lag, [(unit, phase, cycles, block offset)])``: phase runs in slot ``s`` on block ``s - offset``."""
     q, d, C, E, S = tile.q_rows, tile.head_dim, params.cols, params.exp_macs, params.latency2d
+    A, Rn, Lx = params.latency2d_add, params.latency2d_rint, params.latency2d_ldexp
     stat = c1(params, q, "max") + c1(params, q, "mul") + c1(params, q, "exp")
     update = c1(params, q, "mul") + c1(params, q, "add") + c1(params, q * d, "mul") + c1(params, q * d, "add")
     if params.exp_on == "array2d":
         lag = 2
-        phases = [("array2d", "qk_max", d + S + 1, 0), ("array2d", "exp_sum_av", E * (S + 1) + 1 + d + S, 2),
+        esa = (S + 2 * A + Rn + 1) + (E - 1) * (S + A + 1) + Lx + 1 + d + S + C * A
+        qkm = d * (A + 1) + S + 1 + (C + 1 if A else 0)
+        phases = [("array2d", "qk_max", qkm, 0), ("array2d", "exp_sum_av", esa, 2),
                   ("array1d", "stat", stat, 1), ("array1d", "update", update, 3)]
     else:
         lag = 3

@@ -1,0 +1,162 @@
+"""The 2D PE's pipelined adders, ``rint`` and ``ldexp`` (``latency2d_add`` / ``_rint`` / ``_ldexp``):
+both models' cycles worked out by hand, the closed form equal to the cycle-stepping model, values
+unchanged, refusals; ``rtl``: the pipelined PE co-simulated against the models (Icarus)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from archsim.errors import SpecError
+from archsim.spec import load_arch
+from archsim.templates.attention import AttentionTile
+from rtl import design_for
+
+SMALL = {"rows": 3, "cols": 2, "pe1d": 2, "exp_macs": 4}
+PIPED = {"latency2d": 2, "latency2d_add": 3, "latency2d_rint": 2, "latency2d_ldexp": 1}
+
+
+def _arch(**over):
+    return load_arch("fusemax-edge", {**SMALL, **over})
+
+
+def _bf16(x):
+    return (np.asarray(x, np.float32).view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+
+
+def _ops(rng, rows, kv, d):
+    return {"q": _bf16(rng.uniform(-2, 2, (rows, d))), "k": _bf16(rng.uniform(-2, 2, (kv, d))),
+            "v": _bf16(rng.uniform(-2, 2, (kv, d)))}
+
+
+def test_pipelined_pe_in_both_models_worked_by_hand():
+    """S = latency2d 2, A = latency2d_add 3, Rn = latency2d_rint 2, Lx = latency2d_ldexp 1 on the 3x2
+    array (2 lanes, E = 4), fusemax q=3, L=3, d=2 (nb = 2, 5 slots):
+    qk_max = d (A + 1) + S + 1 + (C + 1) = 8 + 2 + 1 + 3 = 14 (the row max chain registered);
+    exp_sum_av = (S + 2A + Rn + 1) + (E - 1)(S + A + 1) + Lx + 1 + d + S + C A
+               = 11 + 18 + 1 + 1 + 2 + 2 + 6 = 41;
+    1D: stat = 2 + 2 + 2 = 6, update = 2 + 2 + 3 + 3 = 10;
+    slots 14, max(14, 6), max(41, 6), max(41, 10), 10 -> 120, + drain 3 -> 123.
+    Values are those of the unpipelined PE (latency is time, not arithmetic)."""
+    plain, model = _arch().model(), _arch(**PIPED).model()
+    ops = _ops(np.random.default_rng(6), 3, 3, 2)
+    tile = AttentionTile("fusemax", 3, 3, 2)
+    vals, det = model.detailed_tile(tile, ops)
+    assert model.tile_cycles(tile) == det == 123
+    assert np.array_equal(vals, plain.detailed_tile(tile, ops)[0])
+
+
+@pytest.mark.parametrize("over", [PIPED, {"latency2d_add": 1}, {"latency2d_rint": 4, "latency2d_ldexp": 3},
+                                  {"latency2d": 11, "latency2d_add": 11, "latency2d_rint": 11,
+                                   "latency2d_ldexp": 8}])
+def test_fast_equals_detailed_on_fusemax_tiles(over):
+    """The closed form and the cycle-stepping model agree on the conformance hook's fusemax tiles
+    (whole, chunked, multi-pass, rescale companions); a latency never shortens a tile."""
+    from archsim.templates.attention import conformance
+
+    plain, piped = _arch().model(), _arch(**over).model()
+    items = [(t, o) for t, o in conformance.sample_tiles(np.random.default_rng(10), plain.params, 32)
+             if t.mapping == "fusemax"]
+    assert len(items) >= 8
+    for tile, _ops_ in items:
+        fast = piped.tile_cycles(tile)
+        assert fast == piped.detailed_tile_cycles(tile), tile
+        assert fast >= plain.tile_cycles(tile), tile
+    assert any(piped.tile_cycles(t) > plain.tile_cycles(t) for t, _ in items if t.phase != "rescale")
+
+
+def test_flat_with_a_pipelined_adder_is_refused():
+    model = _arch(latency2d_add=2).model()
+    with pytest.raises(ValueError, match=r"flat tiles are modelled with an unpipelined 2D adder only "
+                                         r"\(latency2d_add = 0\), got latency2d_add = 2"):
+        model.tile_cycles(AttentionTile("flat", 3, 3, 2))
+
+
+def test_pipelined_adder_needs_exp_on_the_2d_array():
+    with pytest.raises((ValueError, SpecError), match=r"latency2d_add: a pipelined 2D adder is modelled with "
+                                                      r"exp_on = array2d only"):
+        _arch(latency2d_add=1, exp_on="array1d", pe1d=1).model()
+
+
+def test_too_many_stages_are_one_line_errors():
+    with pytest.raises(SpecError, match=r"^attention RTL: latency2d_add: the 2D PEs' Fp32AddFinite has at most 12 "
+                                        r"pipeline stages, got 13$"):
+        design_for(_arch(latency2d_add=13))
+    with pytest.raises(SpecError, match=r"^attention RTL: latency2d_ldexp: the 2D PEs' Ldexp has at most 8 "
+                                        r"pipeline stages, got 9$"):
+        design_for(_arch(latency2d_ldexp=9))
+
+
+@pytest.mark.rtl
+def test_rtl_with_a_pipelined_pe_follows_the_models():
+    """latency2d 2, latency2d_add 3, latency2d_rint 2, latency2d_ldexp 1: the PEs' adders, rint and
+    ldexp pipelined, the row chains skewed by registers; values bit-exact with both models, cycles the
+    hand-worked 123 above; multi-pass, partial-block, unskipped and one-row tiles too."""
+    from rtl import run_cosim
+    from rtl.cosim.harness import simulator_missing_reason
+
+    reason = simulator_missing_reason("icarus")
+    if reason:
+        pytest.skip(reason)
+    rng = np.random.default_rng(14)
+    items = [(AttentionTile("fusemax", 3, 3, 2), _ops(rng, 3, 3, 2)),
+             (AttentionTile("fusemax", 2, 5, 3, drain=False, passes=2), _ops(rng, 4, 5, 3)),
+             (AttentionTile("fusemax", 3, 4, 8), _ops(rng, 3, 4, 8)),
+             (AttentionTile("fusemax", 1, 1, 1), _ops(rng, 1, 1, 1))]
+    report = run_cosim(_arch(**PIPED), items, sim="icarus")
+    assert report.ok, "\n" + report.summary()
+    assert report.tiles[0].rtl_cycles == 123
+
+
+#: the 2D PE measured at >= 150 MHz alone (docs/attention.md): every unit at its deepest, the
+#: multiplier's and adders' operands registered, the multiplier on registered ECP5 DSP blocks
+DEEPEST = {"rows": 2, "cols": 2, "pe1d": 1, "latency2d": 12, "latency2d_add": 12, "latency2d_rint": 11,
+           "latency2d_ldexp": 8}
+
+
+def test_deepest_pe_worked_by_hand():
+    """DEEPEST (S 12, A 12, Rn 11, Lx 8) on a 2x2 array with 1 lane, E = 4, fusemax q=2, L=2, d=2
+    (nb = 1, 4 slots): qk_max = 2 * 13 + 12 + 1 + 3 = 42; exp_sum_av = (12 + 24 + 11 + 1) + 3 * 25
+    + 8 + 1 + 2 + 12 + 2 * 12 = 170; stat = 2 + 2 + 2 = 6, update = 2 + 2 + 4 + 4 = 12 (one lane);
+    slots 42, 6, 170, 12 -> 230, + drain 2 -> 232."""
+    model = _arch(**DEEPEST).model()
+    tile = AttentionTile("fusemax", 2, 2, 2)
+    _vals, det = model.detailed_tile(tile, _ops(np.random.default_rng(3), 2, 2, 2))
+    assert model.tile_cycles(tile) == det == 232
+
+
+def test_registered_dsp_multiplier_needs_a_pipelined_multiplier():
+    with pytest.raises(SpecError, match=r"^attention RTL: multiplier ecp5_dsp: the 2D PEs' registered DSP blocks "
+                                        r"need a pipelined multiplier \(latency2d >= 1\), got latency2d 0$"):
+        design_for(_arch(), {"multiplier": "ecp5_dsp"})
+
+
+@pytest.mark.rtl
+def test_rtl_of_the_deepest_pe_with_registered_dsp_blocks_follows_the_models():
+    """DEEPEST with ``multiplier ecp5_dsp`` (the MULT18X18D simulation model), bf16 and fp16
+    operands: bit-exact with both models and on their cycles (232 worked by hand above)."""
+    from rtl import run_cosim
+    from rtl.cosim.harness import simulator_missing_reason
+
+    reason = simulator_missing_reason("icarus")
+    if reason:
+        pytest.skip(reason)
+    rng = np.random.default_rng(15)
+    items = [(AttentionTile("fusemax", 2, 2, 2), _ops(rng, 2, 2, 2)),
+             (AttentionTile("fusemax", 1, 3, 5, passes=2), _ops(rng, 2, 3, 5))]
+    report = run_cosim(_arch(**DEEPEST), items, sim="icarus", options={"multiplier": "ecp5_dsp"})
+    assert report.ok, "\n" + report.summary()
+    assert report.tiles[0].rtl_cycles == 232
+    arch = _arch(**DEEPEST, precision="fp16")
+    items = design_for(arch).cosim_items("random", tiles=3, seed=2)
+    report = run_cosim(arch, items, sim="icarus", options={"multiplier": "ecp5_dsp"})
+    assert report.ok, "\n" + report.summary()
+
+
+@pytest.mark.verilog
+def test_deepest_pe_is_lint_clean():
+    """The pipelined PE's units do not reuse a signal's name for their instance (Verilator VARHIDDEN):
+    the deepest setting with registered DSP blocks lints clean with the shipped waivers."""
+    from rtl.lint import lint_design
+
+    result = lint_design(design_for(_arch(**DEEPEST), {"multiplier": "ecp5_dsp"}))
+    assert result.count == 0, result.per_rule()
