@@ -86,21 +86,31 @@ class PimChannelUnit(wiring.Component):
             ready, busy, err = ready & u.ready, busy | u.busy, err | u.error
         m.d.comb += [self.ready.eq(ready), self.busy.eq(busy), self.error.eq(err)]
         # gather (the cycle after the RDACC, once the last write-back has landed): word i of the group is
-        # bank i // rg's accumulator i % rg
+        # bank i // rg's accumulator i % rg, i.e. bank b's accumulator i - b*rg when b*rg <= i < (b+1)*rg.
+        # Each bank's start b*rg is a running sum (no divider, no multiplier); the per-lane, per-bank
+        # accumulator index and hit are computed from the command and registered, so the accumulators
+        # are read in the same cycle as before (the cycle after the RDACC)
         is_rdacc = self.col_valid & (self.col_cmd == 3)
-        rd_v, rd_col, rd_rg = Signal(), Signal.like(self.col_addr), Signal.like(self.col_acc)
-        m.d.sync += [rd_v.eq(is_rdacc), rd_col.eq(self.col_addr), rd_rg.eq(self.col_acc)]
-        table = Array(Array(u.accs) for u in units)
-        rg = Signal(_bits(self.A) + 1)
-        m.d.comb += rg.eq(Mux(rd_rg == 0, self.A, rd_rg))
+        rd_v = Signal()
+        m.d.sync += rd_v.eq(is_rdacc)
+        span = N * self.A + self.out_lanes  # beyond every index and every bank start + rg
+        rg = Signal(range(self.A + 1))
+        m.d.comb += rg.eq(Mux(self.col_acc == 0, self.A, self.col_acc))
+        starts = [Signal(range(span + 1), name=f"gather_start{b}") for b in range(N + 1)]
+        m.d.comb += starts[0].eq(0)
+        m.d.comb += [starts[b + 1].eq(starts[b] + rg) for b in range(N)]
         words = []
         for lane in range(self.out_lanes):
-            idx = Signal(_bits(N * self.A * 2) + 1, name=f"gather_idx{lane}")
-            m.d.comb += idx.eq(rd_col * self.out_lanes + lane)
-            bank = Signal.like(idx, name=f"gather_bank{lane}")
-            acc = Signal.like(idx, name=f"gather_acc{lane}")
-            m.d.comb += [bank.eq(idx // rg), acc.eq(idx % rg)]
-            words.append(Mux(bank < N, table[bank[:_bits(N)]][acc[:_bits(self.A)]], 0))
+            idx = Signal(len(self.col_addr) + _bits(self.out_lanes) + 1, name=f"gather_idx{lane}")
+            m.d.comb += idx.eq(self.col_addr * self.out_lanes + lane)
+            word = 0
+            for b, u in enumerate(units):
+                hit = Signal(name=f"gather_hit{lane}_{b}")
+                sel = Signal(_bits(self.A), name=f"gather_sel{lane}_{b}")
+                m.d.sync += [hit.eq((idx >= starts[b]) & (idx < starts[b + 1])),
+                             sel.eq((idx - starts[b])[:len(sel)])]
+                word = word | Mux(hit, Array(u.accs)[sel], 0)
+            words.append(word)
         ov, od = Signal(name="gather_v"), Signal(32 * self.out_lanes, name="gather_d")
         m.d.sync += [ov.eq(rd_v), od.eq(Cat(*words))]
         m.d.comb += [self.out_valid.eq(delay(m, ov, p.tCL - 2, "out_v")),
