@@ -136,7 +136,7 @@ def run_template(template: str, args, tools: dict[str, str], rev: str) -> list[d
             if args.reuse and saved.exists() and (work / "netlist.json").exists():
                 res = json.loads(saved.read_text())
             else:
-                res = synthesize(c, work, args.yosys_timeout)
+                res = synthesize(c, work, args.yosys_timeout) | {"commit": rev}
                 saved.write_text(json.dumps(res))
         except (ToolError, ValueError) as err:
             row["error"] = str(err).splitlines()[0]
@@ -144,6 +144,8 @@ def run_template(template: str, args, tools: dict[str, str], rev: str) -> list[d
             print(json.dumps(row), flush=True)
             break
         ok, binding = fits(res)
+        # a reused row is the earlier run's: its commit and the yosys that counted it
+        row.update({"commit": res.get("commit", "unknown (reused)"), "tools": {**tools, **res.get("tools", {})}})
         row.update({k: res.get(k) for k in ("luts", "carry", "ffs", "dsps", "bram", "lutram", "yosys_wall_s",
                                             "options")})
         row.update({"lut4_incl_carry": res.get("luts", 0) + 2 * res.get("carry", 0), "fits": ok, "binding": binding})
