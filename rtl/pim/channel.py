@@ -109,7 +109,8 @@ class PimChannelGather(wiring.Component):
     up to a power of two; a zero row before and after), the window lies in the two rows from row
     ``floor(s / L)``: one row-pair select and one shift by ``s mod L`` words per bank. Those and the
     per-lane hits are computed from the command and registered. A 64:1 select per lane and bank
-    instead (any lane from any accumulator) maps to ~5x the LUT4s on ECP5 (docs/rtl.md "Scale")."""
+    instead (any lane from any accumulator) maps to 3x (``word_select``) to 4x (``Array``) the
+    LUT4s on ECP5, 6x with the dividers it had (bench/bench_pim_gather_synth.py, docs/rtl.md "Scale")."""
 
     def __init__(self, banks: int, registers: int, lanes: int, col_bits: int, rg_bits: int):
         self.N, self.A, self.lanes = banks, registers, lanes
