@@ -143,10 +143,14 @@ class PimChannelGather(wiring.Component):
             m.d.comb += t.eq(first + L - starts[b])
             pair_at, shift = Signal(_bits(rows + 1), name=f"pair{b}"), Signal(max(1, _bits(L)), name=f"shift{b}")
             m.d.sync += [pair_at.eq(t >> _bits(L) if L > 1 else t), shift.eq(t[:_bits(L)] if L > 1 else 0)]
-            window = pairs.word_select(pair_at, 64 * L).bit_select(shift * 32, 32 * lanes)
+            pair, window = Signal(64 * L, name=f"pair_words{b}"), Signal(32 * lanes, name=f"window{b}")
+            # the selects as shifts sliced explicitly (a word_select of a concatenation lints as a truncation)
+            m.d.comb += [pair.eq((pairs >> (pair_at * 64 * L))[:64 * L]),
+                         window.eq((pair >> (shift * 32))[:32 * lanes])]
             for k in range(lanes):
                 hit = Signal(name=f"hit{k}_{b}")
-                m.d.sync += hit.eq((first + k >= starts[b]) & (first + k < starts[b + 1]))
+                below_end = first + k < starts[b + 1]
+                m.d.sync += hit.eq(below_end if b == 0 else (first + k >= starts[b]) & below_end)
                 words[k] = words[k] | Mux(hit, window[32 * k:32 * (k + 1)], 0)
         m.d.sync += [self.valid.eq(rd_v), self.data.eq(Cat(*words))]
         return m
