@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from archsim.errors import ToolError  # noqa: E402
 from archsim.spec import load_arch  # noqa: E402
 from rtl.generate import design_for, target_options  # noqa: E402
-from rtl.synth import _tool, _tool_version, run_tool, synthesize_verilog  # noqa: E402
+from rtl.synth import _tool_version, place_and_route, synthesize_verilog  # noqa: E402
 
 #: LFE5U-85F (ECP5-85k) resources, Lattice FPGA-DS-02012 table 1.1: 83,640 LUT4 (and as many
 #: flip-flops), 156 18x18 multipliers, 208 sysMEM EBR (DP16KD) blocks
@@ -114,27 +114,6 @@ def synthesize(c: Candidate, work: Path, timeout_s: float) -> dict[str, Any]:
     return res
 
 
-def place_and_route(work: Path, timeout_s: float, seed: int = 1, freq_mhz: float = 150.0) -> dict[str, Any]:
-    """nextpnr-ecp5 on the netlist yosys left in ``work`` (rtl.synth's command line)."""
-    t0 = time.perf_counter()
-    run_tool(_tool("nextpnr-ecp5") + ["--85k", "--package", "CABGA381", "--out-of-context", "--json",
-                                      "netlist.json", "--freq", f"{freq_mhz:g}", "--seed", str(seed),
-                                      "--report", "report.json", "--log", "nextpnr.log", "-q",
-                                      "--timing-allow-fail"], work, "nextpnr-ecp5", timeout_s)
-    report = json.loads((work / "report.json").read_text())
-    fmax = report.get("fmax", {})
-    clk = fmax.get("clk") or (next(iter(fmax.values())) if fmax else None)
-    out: dict[str, Any] = {"fmax_mhz": round(float(clk["achieved"]), 2) if clk else None, "pnr_seed": seed,
-                           "nextpnr_wall_s": round(time.perf_counter() - t0, 1)}
-    steps = (report.get("critical_paths") or [{}])[0].get("path", [])
-    if steps:
-        out["critical_path"] = {"from": steps[0].get("from", {}).get("cell"), "to": steps[-1].get("to", {}).get("cell"),
-                                "logic_ns": round(sum(s["delay"] for s in steps if s["type"] == "logic"), 2),
-                                "routing_ns": round(sum(s["delay"] for s in steps if s["type"] == "routing"), 2)}
-    out["utilization"] = {k: v for k, v in report.get("utilization", {}).items() if v.get("used")}
-    return out
-
-
 def commit() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -157,7 +136,7 @@ def run_template(template: str, args, tools: dict[str, str], rev: str) -> list[d
             if args.reuse and saved.exists() and (work / "netlist.json").exists():
                 res = json.loads(saved.read_text())
             else:
-                res = synthesize(c, work, args.yosys_timeout)
+                res = synthesize(c, work, args.yosys_timeout) | {"commit": rev}
                 saved.write_text(json.dumps(res))
         except (ToolError, ValueError) as err:
             row["error"] = str(err).splitlines()[0]
@@ -165,6 +144,8 @@ def run_template(template: str, args, tools: dict[str, str], rev: str) -> list[d
             print(json.dumps(row), flush=True)
             break
         ok, binding = fits(res)
+        # a reused row is the earlier run's: its commit and the yosys that counted it
+        row.update({"commit": res.get("commit", "unknown (reused)"), "tools": {**tools, **res.get("tools", {})}})
         row.update({k: res.get(k) for k in ("luts", "carry", "ffs", "dsps", "bram", "lutram", "yosys_wall_s",
                                             "options")})
         row.update({"lut4_incl_carry": res.get("luts", 0) + 2 * res.get("carry", 0), "fits": ok, "binding": binding})
@@ -177,11 +158,11 @@ def run_template(template: str, args, tools: dict[str, str], rev: str) -> list[d
         c, work = largest
         row = next(r for r in rows if r["candidate"] == c.name)
         try:
-            row.update(place_and_route(work, args.pnr_timeout))
+            row.update(place_and_route(work, freq_mhz=150.0, seed=1, timeout_s=args.pnr_timeout))
         except ToolError as err:
             row["pnr_error"] = str(err).splitlines()[0]
         print(json.dumps({"template": template, "candidate": c.name, "pnr": {
-            k: row.get(k) for k in ("fmax_mhz", "critical_path", "nextpnr_wall_s", "pnr_error")}}), flush=True)
+            k: row.get(k) for k in ("fmax_mhz", "critical_path", "nextpnr_s", "pnr_error")}}), flush=True)
     return rows
 
 
@@ -211,7 +192,7 @@ def main(argv=None) -> int:
         fmax = r.get("fmax_mhz")
         print(f"{r['candidate']:36s} {r['lut4_incl_carry']:11,d} {r['ffs']:7,d} {r['dsps']:4d} {r['bram']:4d} "
               f"{str(r['fits']):>5s} {r['binding']:>12s} {r['yosys_wall_s']:8.0f} "
-              f"{(f'{fmax:.1f}' if fmax else '-'):>7s} {r.get('nextpnr_wall_s', '-')!s:>6s}")
+              f"{(f'{fmax:.1f}' if fmax else '-'):>7s} {r.get('nextpnr_s', '-')!s:>6s}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0

@@ -54,6 +54,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -210,6 +211,36 @@ def resources_from_stat(stat: dict[str, Any], target: str) -> dict[str, int]:
     }
 
 
+def place_and_route(work: str | os.PathLike, *, freq_mhz: float = 200.0, seed: int = 1,
+                    timeout_s: float = 3600.0, netlist: str = "netlist.json") -> dict[str, Any]:
+    """nextpnr-ecp5 on the yosys JSON netlist in ``work`` (LFE5U-85F, CABGA381, out of context,
+    timing allowed to fail): ``fmax_mhz`` of the clock, ``pnr_device``, ``pnr_seed``,
+    ``critical_path`` (first and last cell, logic and routing ns), ``utilization`` (used resources)
+    and ``nextpnr_s`` (wall time). The one place-and-route command of every synthesis flow and bench."""
+    work = Path(work)
+    t0 = time.perf_counter()
+    run_tool(_tool("nextpnr-ecp5") + ["--85k", "--package", "CABGA381", "--out-of-context", "--json", netlist,
+                                      "--freq", f"{freq_mhz:g}", "--seed", str(seed), "--report", "report.json",
+                                      "--log", "nextpnr.log", "-q", "--timing-allow-fail"],
+             work, "nextpnr-ecp5", timeout_s)
+    report = json.loads((work / "report.json").read_text())
+    fmax = report.get("fmax", {})
+    clk = fmax.get("clk") or (next(iter(fmax.values())) if fmax else None)
+    if clk is None:
+        raise ToolError("nextpnr-ecp5 report has no clock (is the design purely combinational?)")
+    out: dict[str, Any] = {"fmax_mhz": round(float(clk["achieved"]), 2),
+                           "pnr_device": "LFE5U-85F CABGA381 (out of context)", "pnr_seed": seed}
+    steps = (report.get("critical_paths") or [{}])[0].get("path", [])
+    if steps:
+        out["critical_path"] = {
+            "from": steps[0].get("from", {}).get("cell"), "to": steps[-1].get("to", {}).get("cell"),
+            "logic_ns": round(sum(s["delay"] for s in steps if s["type"] == "logic"), 3),
+            "routing_ns": round(sum(s["delay"] for s in steps if s["type"] == "routing"), 3)}
+    out["utilization"] = {k: v for k, v in report.get("utilization", {}).items() if v.get("used")}
+    out["nextpnr_s"] = round(time.perf_counter() - t0, 1)
+    return out
+
+
 def synthesize_verilog(
     verilog: str,
     top: str,
@@ -288,38 +319,8 @@ def synthesize_verilog(
                     result.pop("levels_clock_mhz", None)
         if pnr:
             stage("nextpnr")
-            run_tool(
-                _tool("nextpnr-ecp5")
-                + [
-                    "--85k", "--package", "CABGA381", "--out-of-context",
-                    "--json", "netlist.json", "--freq", f"{freq_mhz:g}",
-                    "--seed", str(seed), "--report", "report.json", "--log", "nextpnr.log", "-q",
-                    "--timing-allow-fail",
-                ],
-                work,
-                "nextpnr-ecp5",
-                timeout_s,
-            )
-            report = json.loads((work / "report.json").read_text())
-            fmax = report.get("fmax", {})
-            clk = fmax.get("clk") or (next(iter(fmax.values())) if fmax else None)
-            if clk is None:
-                raise ToolError("nextpnr-ecp5 report has no clock (is the design purely combinational?)")
-            result["fmax_mhz"] = round(float(clk["achieved"]), 2)
-            result["pnr_device"] = "LFE5U-85F CABGA381 (out of context)"
-            result["pnr_seed"] = seed
-            paths = report.get("critical_paths") or []
-            if paths:
-                steps = paths[0].get("path", [])
-                if steps:
-                    result["critical_path"] = {
-                        "from": steps[0].get("from", {}).get("cell"),
-                        "to": steps[-1].get("to", {}).get("cell"),
-                        "logic_ns": round(sum(s["delay"] for s in steps if s["type"] == "logic"), 3),
-                        "routing_ns": round(sum(s["delay"] for s in steps if s["type"] == "routing"), 3),
-                    }
-            util = report.get("utilization", {})
-            result["utilization"] = {k: v for k, v in util.items() if v.get("used")}
+            result.update(place_and_route(work, freq_mhz=freq_mhz, seed=seed, timeout_s=timeout_s))
+            result.pop("nextpnr_s")  # cached figures are the tools' own, not this machine's wall time
         result["tools"] = versions
         if netlist:
             netlist_file.parent.mkdir(parents=True, exist_ok=True)

@@ -270,3 +270,45 @@ def test_interleaved_accumulators_partials_forwarding_and_restart(prec, P):
     w2 = want(g2)
     assert [out[45], out[47], out[49]] == [w1[0:2], w1[2:4], w1[4:6]]
     assert [out[90], out[92], out[94]] == [w2[0:2], w2[2:4], w2[4:6]]
+
+
+# ----------------------------------------------------------------------------- a channel's gather
+
+
+@pytest.mark.parametrize("banks, registers, lanes", [(2, 64, 8), (3, 8, 4), (4, 6, 3), (3, 5, 1)])
+def test_channel_gather_packs_bank_major(banks, registers, lanes):
+    """Every RDACC column of the gather, 2 cycles after the command, is the bank-major packing by
+    hand: word i = bank i // rg's accumulator i % rg, 0 past the group -- for every rg (rows per
+    bank, 0 = all) and every column, including columns that span several banks (rg < lanes) and
+    lane counts that are not a power of two."""
+    from rtl.pim.channel import PimChannelGather
+
+    rng = np.random.default_rng(banks * 100 + registers)
+    accs = [int(v) for v in rng.integers(1, 1 << 32, banks * registers)]
+    g = PimChannelGather(banks, registers, lanes, col_bits=8, rg_bits=max(1, (registers - 1).bit_length()))
+    cases = [(rgf, col) for rgf in range(registers) for col in range(-(-banks * registers // lanes) + 1)]
+    seen = []
+
+    async def tb(ctx):
+        ctx.set(g.accs, sum(v << (32 * i) for i, v in enumerate(accs)))
+        for rgf, col in cases:
+            ctx.set(g.rd, 1)
+            ctx.set(g.col, col)
+            ctx.set(g.rg, rgf)
+            await ctx.tick()
+            ctx.set(g.rd, 0)
+            assert not ctx.get(g.valid)
+            await ctx.tick()
+            assert ctx.get(g.valid)
+            seen.append(ctx.get(g.data))
+
+    sim = Simulator(g)
+    sim.add_clock(1e-6)
+    sim.add_testbench(tb)
+    sim.run()
+    for (rgf, col), data in zip(cases, seen, strict=True):
+        rg = rgf or registers
+        for k in range(lanes):
+            i = col * lanes + k
+            want = accs[(i // rg) * registers + i % rg] if i // rg < banks else 0
+            assert (data >> (32 * k)) & 0xFFFFFFFF == want, (rg, col, k)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from archsim.errors import ToolError
-from rtl.synth import _native_yosys, _tool, logic_levels, resources_from_stat, run_tool
+from rtl.synth import _native_yosys, _tool, logic_levels, place_and_route, resources_from_stat, run_tool
 
 _ECP5_COARSE_NO_SHARE = ("proc -latches error; check; flatten; tribuf -logic; deminout; opt_expr; check; "
                          "opt_clean; opt -nodffe -nosdff; fsm; opt; wreduce; peepopt; opt_clean; "
@@ -75,29 +75,13 @@ def synthesize_no_share(verilog: str, top: str, target: str = "ecp5", pnr: bool 
             out.update(logic_levels((work / "ltp.txt").read_text()))
         if pnr:
             try:
-                out.update(_place_and_route(work, freq_mhz, seed, timeout_s))
+                out.update(place_and_route(work, freq_mhz=freq_mhz, seed=seed, timeout_s=timeout_s))
             except ToolError as err:  # the yosys figures stand; say why there is no Fmax
                 out["pnr_error"] = str(err)
         return out
     finally:
         if tmp is not None:
             tmp.cleanup()
-
-
-def _place_and_route(work: Path, freq_mhz: float, seed: int, timeout_s: float) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    t0 = time.perf_counter()
-    run_tool(_tool("nextpnr-ecp5") + ["--85k", "--package", "CABGA381", "--out-of-context", "--json",
-                                   "netlist.json", "--freq", f"{freq_mhz:g}", "--seed", str(seed),
-                                   "--report", "report.json", "--log", "nextpnr.log", "-q",
-                                   "--timing-allow-fail"], work, "nextpnr-ecp5", timeout_s)
-    report = json.loads((work / "report.json").read_text())
-    fmax = report.get("fmax", {})
-    clk = fmax.get("clk") or next(iter(fmax.values()))
-    out["fmax_mhz"] = round(float(clk["achieved"]), 2)
-    out["utilization"] = {k: v for k, v in report.get("utilization", {}).items() if v.get("used")}
-    out["nextpnr_s"] = round(time.perf_counter() - t0, 1)
-    return out
 
 
 def main(argv=None) -> int:

@@ -17,9 +17,9 @@ columns).
 """
 from __future__ import annotations
 
-from amaranth import Array, Cat, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import memory, wiring
-from amaranth.lib.wiring import In
+from amaranth.lib.wiring import In, Out
 
 from rtl.pim.design import LANE_BITS, PimBankUnit, _bits, check_params, delay, pim_signature
 
@@ -85,24 +85,72 @@ class PimChannelUnit(wiring.Component):
         for u in units[1:]:
             ready, busy, err = ready & u.ready, busy | u.busy, err | u.error
         m.d.comb += [self.ready.eq(ready), self.busy.eq(busy), self.error.eq(err)]
-        # gather (the cycle after the RDACC, once the last write-back has landed): word i of the group is
-        # bank i // rg's accumulator i % rg
-        is_rdacc = self.col_valid & (self.col_cmd == 3)
-        rd_v, rd_col, rd_rg = Signal(), Signal.like(self.col_addr), Signal.like(self.col_acc)
-        m.d.sync += [rd_v.eq(is_rdacc), rd_col.eq(self.col_addr), rd_rg.eq(self.col_acc)]
-        table = Array(Array(u.accs) for u in units)
-        rg = Signal(_bits(self.A) + 1)
-        m.d.comb += rg.eq(Mux(rd_rg == 0, self.A, rd_rg))
-        words = []
-        for lane in range(self.out_lanes):
-            idx = Signal(_bits(N * self.A * 2) + 1, name=f"gather_idx{lane}")
-            m.d.comb += idx.eq(rd_col * self.out_lanes + lane)
-            bank = Signal.like(idx, name=f"gather_bank{lane}")
-            acc = Signal.like(idx, name=f"gather_acc{lane}")
-            m.d.comb += [bank.eq(idx // rg), acc.eq(idx % rg)]
-            words.append(Mux(bank < N, table[bank[:_bits(N)]][acc[:_bits(self.A)]], 0))
-        ov, od = Signal(name="gather_v"), Signal(32 * self.out_lanes, name="gather_d")
-        m.d.sync += [ov.eq(rd_v), od.eq(Cat(*words))]
+        # gather (the cycle after the RDACC, once the last write-back has landed)
+        g = m.submodules.gather = PimChannelGather(N, self.A, self.out_lanes, len(self.col_addr), len(self.col_acc))
+        m.d.comb += [g.rd.eq(self.col_valid & (self.col_cmd == 3)), g.col.eq(self.col_addr), g.rg.eq(self.col_acc),
+                     g.accs.eq(Cat(*(a for u in units for a in u.accs)))]
+        ov, od = g.valid, g.data
         m.d.comb += [self.out_valid.eq(delay(m, ov, p.tCL - 2, "out_v")),
                      self.out_data.eq(delay(m, od, p.tCL - 2, "out_d"))]
+        return m
+
+
+class PimChannelGather(wiring.Component):
+    """The all-bank RDACC read-out: ``rd`` (an RDACC with column ``col`` and group rows per bank
+    ``rg``, 0 = ``registers``) puts on ``data`` with ``valid`` 2 cycles later the column's
+    ``lanes`` words of the bank-major group, word ``i`` = bank ``i // rg``'s accumulator ``i % rg``
+    (0 beyond the group), read from ``accs`` (bank ``b``'s accumulator ``j`` at word
+    ``b * registers + j``) the cycle after ``rd``.
+
+    Bank ``b`` holds the group's words ``[b*rg, (b+1)*rg)`` (its start ``b*rg`` a running sum of
+    ``rg``: no divider), so the column takes from bank ``b`` the window of ``lanes`` consecutive
+    accumulators at ``s = col*lanes - b*rg`` (lane ``k``: accumulator ``s + k`` where ``0 <= s + k
+    < rg``, else nothing). With the accumulators in rows of ``L`` words (``L`` = ``lanes`` rounded
+    up to a power of two; a zero row before and after), the window lies in the two rows from row
+    ``floor(s / L)``: one row-pair select and one shift by ``s mod L`` words per bank. Those and the
+    per-lane hits are computed from the command and registered. A 64:1 select per lane and bank
+    instead (any lane from any accumulator) maps to 3x (``word_select``) to 4x (``Array``) the
+    LUT4s on ECP5, 6x with the dividers it had (bench/bench_pim_gather_synth.py, docs/rtl.md "Scale")."""
+
+    def __init__(self, banks: int, registers: int, lanes: int, col_bits: int, rg_bits: int):
+        self.N, self.A, self.lanes = banks, registers, lanes
+        super().__init__({"rd": In(1), "col": In(col_bits), "rg": In(rg_bits), "accs": In(32 * registers * banks),
+                          "valid": Out(1), "data": Out(32 * lanes)})
+
+    def elaborate(self, platform):
+        m = Module()
+        N, A, lanes = self.N, self.A, self.lanes
+        L = 1 << (lanes - 1).bit_length()  # row width in words
+        rows = -(-A // L)
+        rd_v = Signal()
+        m.d.sync += rd_v.eq(self.rd)
+        rg = Signal(range(A + 1))
+        m.d.comb += rg.eq(Mux(self.rg == 0, A, self.rg))
+        starts = [Signal(range(N * A + 1), name=f"start{b}") for b in range(N + 1)]
+        m.d.comb += starts[0].eq(0)
+        m.d.comb += [starts[b + 1].eq(starts[b] + rg) for b in range(N)]
+        first = Signal(len(self.col) + _bits(lanes) + 1, name="first")  # the column's first word of the group
+        m.d.comb += first.eq(self.col * lanes)
+        words = [0] * lanes
+        for b in range(N):
+            bank = self.accs[32 * A * b:32 * A * (b + 1)]
+            padded = Cat(bank, Const(0, 32 * (rows * L - A)))
+            zero = Const(0, 32 * L)
+            row = [zero] + [padded[32 * L * r:32 * L * (r + 1)] for r in range(rows)] + [zero]
+            pairs = Cat(*(Cat(row[j], row[j + 1]) for j in range(rows + 1)))  # pair j = rows j - 1 and j
+            # t = s + L >= 0 whenever a lane hits (s > -lanes); pair t // L, shift t % L
+            t = Signal(len(first) + 1, name=f"t{b}")
+            m.d.comb += t.eq(first + L - starts[b])
+            pair_at, shift = Signal(_bits(rows + 1), name=f"pair{b}"), Signal(max(1, _bits(L)), name=f"shift{b}")
+            m.d.sync += [pair_at.eq(t >> _bits(L) if L > 1 else t), shift.eq(t[:_bits(L)] if L > 1 else 0)]
+            pair, window = Signal(64 * L, name=f"pair_words{b}"), Signal(32 * lanes, name=f"window{b}")
+            # the selects as shifts sliced explicitly (a word_select of a concatenation lints as a truncation)
+            m.d.comb += [pair.eq((pairs >> (pair_at * 64 * L))[:64 * L]),
+                         window.eq((pair >> (shift * 32))[:32 * lanes])]
+            for k in range(lanes):
+                hit = Signal(name=f"hit{k}_{b}")
+                below_end = first + k < starts[b + 1]
+                m.d.sync += hit.eq(below_end if b == 0 else (first + k >= starts[b]) & below_end)
+                words[k] = words[k] | Mux(hit, window[32 * k:32 * (k + 1)], 0)
+        m.d.sync += [self.valid.eq(rd_v), self.data.eq(Cat(*words))]
         return m
