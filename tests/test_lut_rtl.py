@@ -454,11 +454,15 @@ def test_premapped_shifters_synthesize_to_the_same_function(tmp_path):
 @pytest.mark.rtl
 @pytest.mark.slow
 @pytest.mark.long
-def test_a_thousand_random_tiles_match_the_models():
+@pytest.mark.parametrize("over", [{"pipeline_cycles": 5},
+                                  {"lookup_interleave": 16, "pipeline_cycles": 41, "precompute_pipeline_cycles": 34}],
+                         ids=["pipeline5", "interleave16"])
+def test_a_thousand_random_tiles_match_the_models(over):
     """1000 random tiles (every W x A mode) on the co-simulation build with the table register, the
-    registered lookup and the preset's pipelined precompute, operand and psum writes and result reads
-    overlapping compute: bit- and cycle-exact (the cycles from the hardware counter, checked against the
-    ports). Verilator when installed (faster), else Icarus."""
+    registered lookup and a pipelined precompute (the preset's; with ``lookup_interleave`` 16 the A16
+    timing build's depths: every fp32 add 11 stages + registered operands), operand and psum writes and
+    result reads overlapping compute: bit- and cycle-exact (the cycles from the hardware counter, checked
+    against the ports). Verilator when installed (faster), else Icarus."""
     from rtl.cosim import simulator_missing_reason
     from rtl.cosim.harness import run_job
     from rtl.generate import design_for
@@ -466,7 +470,7 @@ def test_a_thousand_random_tiles_match_the_models():
     sim = "verilator" if simulator_missing_reason("verilator") is None else "icarus"
     if simulator_missing_reason(sim):
         pytest.skip(simulator_missing_reason(sim))
-    arch = _arch(pipeline_cycles=5)
+    arch = _arch(**over)
     assert arch.params.precompute_pipeline_cycles > 0
     design = design_for(arch)
     items = conformance.sample_tiles(np.random.default_rng(2026), arch.params, 1000)
