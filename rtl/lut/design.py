@@ -602,18 +602,17 @@ class LutCore(wiring.Component):
                                      Mux(t1_bank, tables[1][r][e], tables[0][r][e])))
                 entries.append(v)
             row_tab.append(entries)
-        neg_tab = {}  # table register, symmetric tables: the entries negated (fp: sign flipped), registered beside them
+        neg_tab = {}  # table register: the int entries negated, registered beside them
         if c.table_register:
             reg_tab = [[Signal(eb, name=f"tab_r{r}_e{e}") for e in range(E)] for r in range(tm)]
             m.d.sync += [reg_tab[r][e].eq(row_tab[r][e]) for r in range(tm) for e in range(E)]
             for kind, ar in ariths:
-                if c.symmetric:
-                    pre = "ntab" if kind == "int" else "ntab_fp"
-                    neg_tab[kind] = [[Signal(ar.width, name=f"{pre}_r{r}_e{e}") for e in range(E)] for r in range(tm)]
-                    m.d.sync += [neg_tab[kind][r][e].eq(ar.neg(m, row_tab[r][e], f"{pre}_r{r}_e{e}_n"))
+                if kind == "int" and c.symmetric:
+                    neg_tab[kind] = [[Signal(ar.width, name=f"ntab_r{r}_e{e}") for e in range(E)] for r in range(tm)]
+                    m.d.sync += [neg_tab[kind][r][e].eq(ar.neg(m, row_tab[r][e], f"ntab_r{r}_e{e}_n"))
                                  for r in range(tm) for e in range(E)]
             row_tab = reg_tab
-        lane_idx = {}  # table register: each (column, row) lane's own one-hot select registers (below)
+        lane_idx = {}  # table register, int: each (column, row) lane's own one-hot select registers (below)
         if neg_tab:
             for col in range(tn):
                 raw = wgt_r.data[col * K:(col + 1) * K]
@@ -655,8 +654,7 @@ class LutCore(wiring.Component):
                         sp, sn, inv = lane_idx[col, r]
                         terms = []
                         for e in range(E):
-                            pos = ar._s(row_tab[r][e]) if kind == "int" else row_tab[r][e][:32]
-                            for sel, val in ((sp[e], pos), (sn[e], neg_tab[kind][r][e])):
+                            for sel, val in ((sp[e], ar._s(row_tab[r][e])), (sn[e], neg_tab[kind][r][e])):
                                 terms.append(val & (~sel if inv else sel).replicate(ar.width))
                         acc = terms[0]
                         for t in terms[1:]:
