@@ -10,6 +10,9 @@ FF / DSP / BRAM / Fmax, the critical path's ends and its logic / routing split, 
 wall time of each tool. Each tool gets ``--timeout`` seconds (default 900).
 
     ARCHSIM_YOSYS=native python bench/bench_lut_fmax.py --only W2,A16 [--pipeline 4] [--interleave D] [--seed S] [--json out.json]
+
+``--preset NAME [--set KEY=VALUE ...]`` synthesizes a preset's own build instead (all its formats, its
+own buffers: what ``archsim rtl synth --arch NAME --target ecp5 --pnr`` builds), with the bench's flow.
 """
 from __future__ import annotations
 
@@ -41,7 +44,9 @@ def build(w: str, a: str, pipeline: int, precompute: int, tile_n: int = 8, inter
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", required=True, metavar="W,A", help="one pair, e.g. W2,A16")
+    ap.add_argument("--only", metavar="W,A", help="one pair, e.g. W2,A16")
+    ap.add_argument("--preset", metavar="NAME", help="instead of --only: this preset's own build (all its formats)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="with --preset: a spec override")
     ap.add_argument("--pipeline", type=int, default=4, help="pipeline_cycles (default 4, as the preset)")
     ap.add_argument("--precompute", type=int, default=4, help="precompute_pipeline_cycles (default 4)")
     ap.add_argument("--tile-n", type=int, default=8, help="columns (default 8, the preset's)")
@@ -51,10 +56,16 @@ def main(argv=None) -> int:
     ap.add_argument("--workdir", help="keep yosys.log / nextpnr.log here")
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args(argv)
-    w, _, a = args.only.partition(",")
-    if w not in WF or a not in AF:
-        raise SystemExit(f"error: --only: expected W in {', '.join(WF)} and A in {', '.join(AF)}, got {args.only!r}")
-    p = build(w, a, args.pipeline, args.precompute, args.tile_n, args.interleave)
+    if args.preset:
+        from archsim.spec import load_arch
+
+        p, options, name = load_arch(args.preset, args.set).params, None, f"{args.preset} {' '.join(args.set)}".strip()
+    else:
+        w, _, a = (args.only or "").partition(",")
+        if w not in WF or a not in AF:
+            raise SystemExit(f"error: --only: expected W in {', '.join(WF)} and A in {', '.join(AF)}, got {args.only!r}")
+        p, options = build(w, a, args.pipeline, args.precompute, args.tile_n, args.interleave), synth_bench.LUT_OPTIONS
+        name = f"{w} x {a}" + (f" N{args.tile_n}" if args.tile_n != 8 else "")
     stages: dict[str, float] = {}
     last = [time.time(), None]
 
@@ -66,10 +77,10 @@ def main(argv=None) -> int:
         print(f"  {stage} ...", file=sys.stderr, flush=True)
 
     try:
-        fig = synthesize(p, target="ecp5", pnr=True, options=synth_bench.LUT_OPTIONS, timeout_s=args.timeout,
+        fig = synthesize(p, target="ecp5", pnr=True, options=options, timeout_s=args.timeout,
                          workdir=args.workdir, progress=progress, seed=args.seed, **synth_bench.SYNTH)
     except ToolError as err:
-        print(f"{w} x {a}: {err} ({time.time() - last[0]:.0f} s in {last[1]}; before it {stages})")
+        print(f"{name}: {err} ({time.time() - last[0]:.0f} s in {last[1]}; before it {stages})")
         stat = Path(args.workdir or ".") / "stat.json"
         if args.workdir and stat.exists():  # yosys finished: its figures stand without an Fmax
             from rtl.synth import resources_from_stat
@@ -79,12 +90,12 @@ def main(argv=None) -> int:
     if last[1]:
         stages[last[1]] = round(time.time() - last[0], 1)
     cp = fig.get("critical_path", {})
-    row = {"build": f"{w} x {a}" + (f" N{args.tile_n}" if args.tile_n != 8 else ""),
-           "pipeline_cycles": args.pipeline, "precompute_pipeline_cycles": args.precompute,
-           "lookup_interleave": args.interleave,
+    row = {"build": name, "pipeline_cycles": p.pipeline_cycles, "precompute_pipeline_cycles": p.precompute_pipeline_cycles,
+           "lookup_interleave": p.lookup_interleave,
            "luts": fig["luts"], "ffs": fig["ffs"], "dsps": fig["dsps"], "bram": fig.get("bram", 0),
            "fmax_mhz": fig["fmax_mhz"], "seed": args.seed, "critical_path": cp, "wall_s": stages, "tools": fig.get("tools")}
-    print(f"{row['build']} (pipeline {args.pipeline}, precompute {args.precompute}, interleave {args.interleave}, "
+    print(f"{row['build']} (pipeline {p.pipeline_cycles}, precompute {p.precompute_pipeline_cycles}, "
+          f"interleave {p.lookup_interleave}, "
           f"seed {args.seed}): {row['luts']:,} LUT4, "
           f"{row['ffs']:,} FF, {row['dsps']} DSP, {row['bram']} BRAM, {row['fmax_mhz']} MHz; critical path "
           f"{cp.get('from')} -> {cp.get('to')} ({cp.get('logic_ns')} ns logic + {cp.get('routing_ns')} ns routing); "

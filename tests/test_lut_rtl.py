@@ -298,19 +298,22 @@ def test_the_table_register_build_matches_the_models():
 
 
 @pytest.mark.rtl
-@pytest.mark.parametrize("interleave, pipeline, stages", [(2, 5, (1, 1, 0)), (4, 13, (3, 3, 2))])
+@pytest.mark.parametrize("interleave, pipeline, stages", [(2, 5, (1, 1, 0)), (4, 13, (3, 3, 2)),
+                                                         (16, 41, (12, 12, 12))])
 def test_interleaved_lookup_builds_match_the_models(interleave, pipeline, stages):
     """lookup_interleave D: the planes of D column blocks in turn, the fp32 shift-add pipelined to
     D - 1 stages (a block's next plane comes D cycles later), p - S as many, the accumulate to D - 2
     (one entry's updates are D apart: no forwarding); tiles of 1..3 column blocks, so batches with
-    idle slots: values and cycles exact on every mode (the models charge the padded batches)."""
+    idle slots: values and cycles exact on every mode (the models charge the padded batches). D = 16:
+    each add is the library adder's 11 stages plus its operands registered (12 = 11 + 1 by hand:
+    3 + 3 x 12 + lookup and table registers = 41)."""
     from rtl.lut.design import LutConfig
 
     require_icarus()
     arch = _arch(lookup_interleave=interleave, pipeline_cycles=pipeline)
     cfg = LutConfig.from_params(arch.params)
     assert (cfg.shift_add_stages, cfg.half_sub_stages, cfg.acc_stages) == stages
-    assert cfg.rtl_pipeline == pipeline and cfg.lookup_register == (interleave == 4)
+    assert cfg.rtl_pipeline == pipeline and cfg.lookup_register == (interleave != 2)
     items = conformance.sample_tiles(np.random.default_rng(20 + interleave), arch.params, 15)
     assert any(-(-t.n // arch.params.tile_n) % interleave for t, _ in items)  # an idle slot somewhere
     report, values = _run(arch, items)
@@ -444,11 +447,15 @@ def test_premapped_shifters_synthesize_to_the_same_function(tmp_path):
 @pytest.mark.rtl
 @pytest.mark.slow
 @pytest.mark.long
-def test_a_thousand_random_tiles_match_the_models():
+@pytest.mark.parametrize("over", [{"pipeline_cycles": 5},
+                                  {"lookup_interleave": 16, "pipeline_cycles": 41, "precompute_pipeline_cycles": 34}],
+                         ids=["pipeline5", "interleave16"])
+def test_a_thousand_random_tiles_match_the_models(over):
     """1000 random tiles (every W x A mode) on the co-simulation build with the table register, the
-    registered lookup and the preset's pipelined precompute, operand and psum writes and result reads
-    overlapping compute: bit- and cycle-exact (the cycles from the hardware counter, checked against the
-    ports). Verilator when installed (faster), else Icarus."""
+    registered lookup and a pipelined precompute (the preset's; with ``lookup_interleave`` 16 the A16
+    timing build's depths: every fp32 add 11 stages + registered operands), operand and psum writes and
+    result reads overlapping compute: bit- and cycle-exact (the cycles from the hardware counter, checked
+    against the ports). Verilator when installed (faster), else Icarus."""
     from rtl.cosim import simulator_missing_reason
     from rtl.cosim.harness import run_job
     from rtl.generate import design_for
@@ -456,7 +463,7 @@ def test_a_thousand_random_tiles_match_the_models():
     sim = "verilator" if simulator_missing_reason("verilator") is None else "icarus"
     if simulator_missing_reason(sim):
         pytest.skip(simulator_missing_reason(sim))
-    arch = _arch(pipeline_cycles=5)
+    arch = _arch(**over)
     assert arch.params.precompute_pipeline_cycles > 0
     design = design_for(arch)
     items = conformance.sample_tiles(np.random.default_rng(2026), arch.params, 1000)

@@ -62,6 +62,13 @@ DEPTHS = {"act_depth": 64, "weight_depth": 128, "out_depth": 64, "table_depth": 
 ACC_BITS = 32
 
 
+def fp_add_latency(room_cycles: int) -> int:
+    """Cycles an interleaved fp32 add takes given ``room_cycles`` to spare: up to the library adder's
+    ``max_stages``, plus one for its operands registered beside its first stage (at ``max_stages`` that
+    stage starts at its inputs, and those came from registers placed anywhere: the A16 build's limit)."""
+    return min(room_cycles, fp_add_max_stages() + 1)
+
+
 @dataclass(frozen=True)
 class LutConfig:
     """Everything the hardware depends on (derived from ``LutParams`` + RTL options)."""
@@ -184,10 +191,11 @@ class LutConfig:
     @property
     def shift_add_stages(self) -> int:
         """Register stages of the fp32 shift-add ``p = rne(2p + T)`` (``lookup_interleave`` D > 1: a
-        column block's next plane comes D cycles later, so its adder can take up to D - 1 of them)."""
+        column block's next plane comes D cycles later, so its adder can take up to D - 1 of them;
+        :func:`fp_add_latency`)."""
         if self.lookup_interleave == 1 or not self.has_fp:
             return 0
-        return min(self.lookup_interleave - 1, fp_add_max_stages())
+        return fp_add_latency(self.lookup_interleave - 1)
 
     @property
     def half_sub_stages(self) -> int:
@@ -199,10 +207,10 @@ class LutConfig:
     def acc_stages(self) -> int:
         """Register stages of the fp32 accumulate ``acc + r`` (``lookup_interleave`` D > 2, no scales:
         two updates of one accumulator are at least D cycles apart, so its adder can take D - 2 cycles
-        and needs no forwarding)."""
+        and needs no forwarding; :func:`fp_add_latency`)."""
         if self.lookup_interleave <= 2 or not self.has_fp or self.scale != "none":
             return 0
-        return min(self.lookup_interleave - 2, fp_add_max_stages())
+        return fp_add_latency(self.lookup_interleave - 2)
 
     @property
     def base_stages(self) -> int:
@@ -417,11 +425,14 @@ class LutCore(wiring.Component):
         return out
 
     @staticmethod
-    def _fp_add(m: Module, a, b, stages: int, name: str):
-        """fp32 ``rne(a + b)`` ``stages`` cycles later (the library's finite fp32 adder at those stages)."""
+    def _fp_add(m: Module, a, b, latency: int, name: str):
+        """fp32 ``rne(a + b)`` ``latency`` cycles later: the library's finite fp32 adder at up to its
+        ``max_stages``, and one cycle more as its operands registered beside it (:func:`fp_add_latency`)."""
+        stages = min(latency, fp_add_max_stages())
         m.submodules[name] = add = Fp32AddFinite(stages=stages)
-        assert add.latency == stages
-        m.d.comb += [add.a.eq(a[:32]), add.b.eq(b[:32]), add.in_valid.eq(1)]
+        assert add.latency == stages and latency - stages in (0, 1)
+        ops = [pipe_delay(m, x[:32], latency - stages, f"{name}_{n}") for n, x in (("a", a), ("b", b))]
+        m.d.comb += [add.a.eq(ops[0]), add.b.eq(ops[1]), add.in_valid.eq(1)]
         return add.out
 
     def _shift_add(self, m: Module, ar, p, t, stages: int, name: str):
