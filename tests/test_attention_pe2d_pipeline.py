@@ -7,25 +7,11 @@ import numpy as np
 import pytest
 
 from archsim.errors import SpecError
-from archsim.spec import load_arch
 from archsim.templates.attention import AttentionTile
+from attention_ops import small_arch as _arch, bf16_ops as _ops
 from rtl import design_for
 
-SMALL = {"rows": 3, "cols": 2, "pe1d": 2, "exp_macs": 4}
 PIPED = {"latency2d": 2, "latency2d_add": 3, "latency2d_rint": 2, "latency2d_ldexp": 1}
-
-
-def _arch(**over):
-    return load_arch("fusemax-edge", {**SMALL, **over})
-
-
-def _bf16(x):
-    return (np.asarray(x, np.float32).view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
-
-
-def _ops(rng, rows, kv, d):
-    return {"q": _bf16(rng.uniform(-2, 2, (rows, d))), "k": _bf16(rng.uniform(-2, 2, (kv, d))),
-            "v": _bf16(rng.uniform(-2, 2, (kv, d)))}
 
 
 def test_pipelined_pe_in_both_models_worked_by_hand():
