@@ -149,9 +149,23 @@ def test_specials_as_data_same_bits(fmt, op):
     a, b = np.concatenate([a, ta.ravel()]), np.concatenate([b, tb.ravel()])
     deepest = cls(fmt, 0).max_stages
     for stages in sorted({0, 1, 2, deepest - 1, deepest}):
-        got = simulate(cls(fmt, stages, specials_as_data=True), {"a": a, "b": b})
-        assert_same_float(got["out"], reference(fmt, op, a, b), fmt)
-        assert got["out"] == simulate(cls(fmt, stages), {"a": a, "b": b})["out"], stages
+        default = simulate(cls(fmt, stages), {"a": a, "b": b})["out"]
+        for packed in (False, True):  # the increment after an all-ones detect / on exponent || fraction
+            got = simulate(cls(fmt, stages, specials_as_data=True, packed_round=packed), {"a": a, "b": b})
+            assert_same_float(got["out"], reference(fmt, op, a, b), fmt)
+            assert got["out"] == default, (stages, packed)
+
+
+def test_packed_round_is_its_own_netlist():
+    """``packed_round`` builds the packed add (so the tests above exercise it), only with the forcing as data."""
+    from amaranth.back import rtlil
+
+    from rtl.lib.units import FpAdd
+
+    assert "add_rp_pk" in rtlil.convert(FpAdd("fp32", 11, specials_as_data=True, packed_round=True))
+    assert "add_rp_pk" not in rtlil.convert(FpAdd("fp32", 11, specials_as_data=True))
+    with pytest.raises(ValueError, match="packed_round needs specials_as_data"):
+        rtlil.convert(FpAdd("fp32", 11, packed_round=True))
 
 
 @pytest.mark.parametrize("fmt", ["fp32", "bf16", "fp8_e4m3"])
@@ -208,9 +222,11 @@ def test_fp_add_zero_fill_as_data(fmt):
         got = simulate(FpAdd(fmt, stages, zero_fill_as_data=True), {"a": a, "b": b})["out"]
         assert_same_float(got, want, fmt)
         assert got == simulate(FpAdd(fmt, stages), {"a": a, "b": b})["out"], stages
-        got = simulate(FpAdd(fmt, stages, specials_as_data=True, zero_a=True, neg_zero_b=True, zero_fill_as_data=True),
-                       {"a": a, "b": b, "a_zero": z, "b_neg_zero": nz})["out"]
-        assert_same_float(got, want_sel, fmt)
+        for packed in (False, True):  # the SIMD ring's adder: every option
+            got = simulate(FpAdd(fmt, stages, specials_as_data=True, zero_a=True, neg_zero_b=True,
+                                 zero_fill_as_data=True, packed_round=packed),
+                           {"a": a, "b": b, "a_zero": z, "b_neg_zero": nz})["out"]
+            assert_same_float(got, want_sel, fmt)
 
 
 @pytest.mark.parametrize("fmt", ["fp32", "fp16", "fp8_e4m3"])
@@ -227,11 +243,13 @@ def test_specials_as_data_round_pack_and_int_to_fp(fmt):
     ops = {"sign": sign, "exp": exp, "sig": sig}
     for stages in (1, RoundPack(48, fmt, 0).max_stages):
         want = simulate(RoundPack(48, fmt, stages), ops)["out"]
-        assert simulate(RoundPack(48, fmt, stages, specials_as_data=True), ops)["out"] == want
+        for packed in (False, True):
+            assert simulate(RoundPack(48, fmt, stages, specials_as_data=True, packed_round=packed), ops)["out"] == want
     v = rng.integers(-(1 << 31), 1 << 31, 200) & 0xFFFFFFFF
     for stages in (2, IntToFp(32, fmt, 0).max_stages):
         want = simulate(IntToFp(32, fmt, stages), {"a": v})["out"]
-        assert simulate(IntToFp(32, fmt, stages, specials_as_data=True), {"a": v})["out"] == want
+        for packed in (False, True):
+            assert simulate(IntToFp(32, fmt, stages, specials_as_data=True, packed_round=packed), {"a": v})["out"] == want
 
 
 @pytest.mark.parametrize("fmt", list(DTYPES))
@@ -271,11 +289,14 @@ def test_fp8_units_exhaustive(fmt, op):
     from rtl.lib.units import FpAdd, FpMul
 
     a, b = pairs(fmt, 0, 0, exhaustive=True)
-    for data in (False, True):
+    full_a, full_b = a, b
+    pick = np.random.default_rng(8).choice(a.size, 4096, replace=False)
+    # round-and-pack's forcing as a constant mux (every pair), as data, and as data with the packed
+    # increment (a 4096-pair sample each: test_specials_as_data_same_bits covers them at every depth)
+    for data, packed in ((False, False), (True, False), (True, True)):
         if data:
-            pick = np.random.default_rng(8).choice(a.size, 4096, replace=False)
-            a, b = a[pick], b[pick]
-        unit = (FpMul if op == "mul" else FpAdd)(fmt, 2, specials_as_data=data)
+            a, b = full_a[pick], full_b[pick]
+        unit = (FpMul if op == "mul" else FpAdd)(fmt, 2, specials_as_data=data, packed_round=packed)
         got = simulate(unit, {"a": a, "b": b})
         assert_same_float(got["out"], reference(fmt, op, a, b), fmt)
 

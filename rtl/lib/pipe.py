@@ -48,8 +48,10 @@ class Pipe:
     """The cut points of one builder call: ``stages`` of its ``n_cuts`` points become registers."""
 
     def __init__(self, m: Module, stages: int, n_cuts: int, name: str, domain: str = "sync", en=None,
-                 specials_as_data: bool = False, zero_fill_as_data: bool = False):
+                 specials_as_data: bool = False, zero_fill_as_data: bool = False, packed_round: bool = False):
         self.m, self.name, self.domain, self.en = m, name, domain, en
+        if packed_round and not specials_as_data:
+            raise ValueError(f"{name}: packed_round needs specials_as_data (it rounds the forcing-as-data pack)")
         #: round-and-pack (:func:`rtl.lib.round.round_pack`) forces overflow / special values as data computed
         #: a stage early (its last stage one LUT per bit) instead of a constant mux on the result, which
         #: yosys maps onto the output flip-flops' synchronous reset (a logic-driven, high-fan-out net)
@@ -57,6 +59,10 @@ class Pipe:
         #: the alignment / normalizing shifts (:func:`rtl.lib.round.shift_coarse`) fill their zeros as AND data
         #: and the alignment's exponent clamps are OR data, for the same reason (same bits and cut points)
         self.zero_fill_as_data = zero_fill_as_data
+        #: with ``specials_as_data``: round-and-pack's increment is one add on the packed exponent || fraction
+        #: (a fraction that carries out increments the exponent), not an all-ones detect of the mantissa
+        #: selecting the exponent after it (same bits and cut points)
+        self.packed_round = packed_round
         self.n_cuts, self.stages = n_cuts, stages
         self._chosen = chosen_cuts(stages, n_cuts)
         self._next = 0

@@ -336,6 +336,10 @@ def _pack_as_data(m: Module, sign, lsb, mant, guard, sticky, name: str, ebits: i
         m.d.comb += d.eq(lsb - t)
         return ~d[-1]
 
+    if pipe.packed_round:
+        return _pack_one_add(m, sign, mant, guard, sticky, be_mid[:ebits],
+                             at_least(top_lsb + 1 if specials == "fn" else top_lsb, "dmid"), name, ebits, mbits,
+                             specials, pipe, forced)
     if specials == "fn":
         hi_ovf, mid_ovf, mid_top = at_least(top_lsb, "dhi"), at_least(top_lsb + 1, "dmid"), lsb == top_lsb
     else:
@@ -367,4 +371,37 @@ def _pack_as_data(m: Module, sign, lsb, mant, guard, sticky, name: str, ebits: i
         m.d.comb += out.eq(Cat(frac | force.replicate(mbits), be, sign_out))
     else:  # inf: zero fraction; the canonical NaN: its quiet bit
         m.d.comb += out.eq(Cat(frac & ~force.replicate(mbits), be, sign_out) | (nan << (mbits - 1)))
+    return out
+
+
+def _pack_one_add(m: Module, sign, mant, guard, sticky, be_mid, mid_ovf, name: str, ebits: int, mbits: int,
+                  specials: str, pipe: Pipe, forced):
+    """:func:`_pack_as_data`'s last two cut points with the increment as one add on the packed exponent ||
+    fraction (:attr:`rtl.lib.pipe.Pipe.packed_round`): a fraction that carries out increments the exponent
+    field, a subnormal that rounds up reaches exponent 1, and the top binade's carry gives inf's code, so
+    no all-ones detect of the mantissa selects the exponent after the increment. ``be_mid``: the biased
+    exponent of a leading one at bit ``mbits`` (``ebits`` bits); ``mid_ovf``: it does not fit (``fn``: above
+    the top binade). Beside the add only an AND per exponent bit and the forcing; after it one LUT per bit
+    (``fn``: the NaN-code detect of the packed sum, ``ebits + mbits + 1`` inputs, too)."""
+    sign, mant, guard, sticky, be_mid, mid_ovf = cut(pipe, sign, mant, guard, sticky, be_mid, mid_ovf)
+    up = Signal(name=f"{name}_up")
+    m.d.comb += up.eq(guard & (sticky | mant[0]))
+    normal = mant[mbits]  # else a subnormal or zero: lsb at its minimum, exponent field 0
+    packed = Signal(ebits + mbits + 1, name=f"{name}_pk")
+    m.d.comb += packed.eq(Cat(mant[:mbits], be_mid & normal.replicate(ebits)) + up)
+    nan, inf, inf_sign = (Const(0, 1),) * 3 if forced is None else (c.value for c in forced)
+    force = Signal(name=f"{name}_force")  # exponent all ones: overflow before rounding, or a special operand
+    m.d.comb += force.eq((normal & mid_ovf) | nan | (Const(0, 1) if specials == "fn" else inf))
+    sign_out = Signal(name=f"{name}_so")  # a NaN is positive; an inf operand's sign wins
+    m.d.comb += sign_out.eq(~nan & Mux(inf, inf_sign, sign))
+    sign_out, packed, force, nan = cut(pipe, sign_out, packed, force, nan)
+    frac, be = packed[:mbits], packed[mbits:mbits + ebits]
+    out = Signal(1 + ebits + mbits, name=name)
+    if specials == "fn":  # the NaN code (all ones) also when rounding reaches it or carries past the top binade
+        nan_code = Signal(name=f"{name}_nc")
+        m.d.comb += nan_code.eq(force | packed[mbits + ebits] | packed[:mbits + ebits].all())
+        m.d.comb += out.eq(Cat(frac | nan_code.replicate(mbits), be | nan_code.replicate(ebits), sign_out))
+    else:  # a carry into the all-ones exponent leaves a zero fraction: inf's code already
+        m.d.comb += out.eq(Cat(frac & ~force.replicate(mbits), be | force.replicate(ebits), sign_out)
+                           | (nan << (mbits - 1)))
     return out

@@ -36,9 +36,13 @@ class Unit(wiring.Component):
     inputs: dict[str, Shape]
     outputs: dict[str, Shape]
 
-    def __init__(self, stages: int, specials_as_data: bool = False, zero_fill_as_data: bool = False):
+    def __init__(self, stages: int, specials_as_data: bool = False, zero_fill_as_data: bool = False,
+                 packed_round: bool = False):
         #: round-and-pack's forcing as data (:attr:`rtl.lib.pipe.Pipe.specials_as_data`): same bits and latency
         self.specials_as_data = specials_as_data
+        #: its increment on the packed exponent || fraction (:attr:`rtl.lib.pipe.Pipe.packed_round`; needs
+        #: ``specials_as_data``): same bits and latency
+        self.packed_round = packed_round
         #: the shifts' zero fill as data (:attr:`rtl.lib.pipe.Pipe.zero_fill_as_data`): same bits and latency
         self.zero_fill_as_data = zero_fill_as_data
         #: cut points of the builder plus the output register
@@ -62,7 +66,7 @@ class Unit(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         pipe = Pipe(m, self.stages, self.max_stages, "u", specials_as_data=self.specials_as_data,
-                    zero_fill_as_data=self.zero_fill_as_data)
+                    zero_fill_as_data=self.zero_fill_as_data, packed_round=self.packed_round)
         outs = self.build(m, {k: getattr(self, k) for k in self.inputs}, pipe)
         names = list(self.outputs)
         regs = pipe.cut(*(outs[k] for k in names))  # the output register (the last cut point)
@@ -84,12 +88,13 @@ class FpMul(Unit):
     ``"lut"`` (fabric, one more cut point), ``"dsp_reg"`` (instantiated MULT18X18D blocks with their own
     registers, ECP5) or ``"dsp_reg_sim"`` (their Amaranth equivalent, for amaranth.sim): :func:`rtl.lib.fp.multiply`."""
 
-    def __init__(self, fmt: str, stages: int = 1, mul: str = "dsp", specials_as_data: bool = False):
+    def __init__(self, fmt: str, stages: int = 1, mul: str = "dsp", specials_as_data: bool = False,
+                 packed_round: bool = False):
         self.fmt = _float(fmt)
         self.mul = _mul(mul)
         self.inputs = {"a": Shape(self.fmt.bits), "b": Shape(self.fmt.bits)}
         self.outputs = {"out": Shape(self.fmt.bits)}
-        super().__init__(stages, specials_as_data)
+        super().__init__(stages, specials_as_data, packed_round=packed_round)
 
     def build(self, m, ins, pipe):
         return {"out": fp.fp_mul(m, self.fmt, ins["a"], ins["b"], "mul", pipe, self.mul)}
@@ -99,10 +104,10 @@ class FpAdd(Unit):
     """``a + b`` in the float ``fmt``, one RNE rounding; ``specials_as_data``: :class:`Unit`'s; ``zero_a``:
     an input ``a_zero`` that makes ``a`` +0.0 (:func:`rtl.lib.fp.fp_add`: a select after the operand compares,
     not a mask before them); ``neg_zero_b``: an input ``b_neg_zero`` that makes ``b`` -0.0, the same way;
-    ``zero_fill_as_data``: :class:`Unit`'s."""
+    ``zero_fill_as_data``, ``packed_round``: :class:`Unit`'s."""
 
     def __init__(self, fmt: str, stages: int = 1, specials_as_data: bool = False, zero_a: bool = False,
-                 neg_zero_b: bool = False, zero_fill_as_data: bool = False):
+                 neg_zero_b: bool = False, zero_fill_as_data: bool = False, packed_round: bool = False):
         self.fmt = _float(fmt)
         self.inputs = {"a": Shape(self.fmt.bits), "b": Shape(self.fmt.bits)}
         if zero_a:
@@ -110,7 +115,7 @@ class FpAdd(Unit):
         if neg_zero_b:
             self.inputs["b_neg_zero"] = Shape(1)
         self.outputs = {"out": Shape(self.fmt.bits)}
-        super().__init__(stages, specials_as_data, zero_fill_as_data)
+        super().__init__(stages, specials_as_data, zero_fill_as_data, packed_round)
 
     def build(self, m, ins, pipe):
         return {"out": fp.fp_add(m, self.fmt, ins["a"], ins["b"], "add", pipe, ins.get("a_zero"),
@@ -194,11 +199,12 @@ class Lzc(Unit):
 class RoundPack(Unit):
     """``(-1)**sign * sig * 2**exp`` (``sig`` ``width`` bits, ``exp`` signed) to the float ``fmt``, RNE."""
 
-    def __init__(self, width: int, fmt: str = "fp32", stages: int = 1, specials_as_data: bool = False):
+    def __init__(self, width: int, fmt: str = "fp32", stages: int = 1, specials_as_data: bool = False,
+                 packed_round: bool = False):
         self.width, self.fmt = width, _float(fmt)
         self.inputs = {"sign": Shape(1), "exp": signed(EXP_W), "sig": Shape(width)}
         self.outputs = {"out": Shape(self.fmt.bits)}
-        super().__init__(stages, specials_as_data)
+        super().__init__(stages, specials_as_data, packed_round=packed_round)
 
     def build(self, m, ins, pipe):
         f = self.fmt
@@ -209,11 +215,12 @@ class RoundPack(Unit):
 class IntToFp(Unit):
     """Signed ``width``-bit integer to the float ``fmt``, RNE."""
 
-    def __init__(self, width: int, fmt: str = "fp32", stages: int = 1, specials_as_data: bool = False):
+    def __init__(self, width: int, fmt: str = "fp32", stages: int = 1, specials_as_data: bool = False,
+                 packed_round: bool = False):
         self.width, self.fmt = width, _float(fmt)
         self.inputs = {"a": signed(width)}
         self.outputs = {"out": Shape(self.fmt.bits)}
-        super().__init__(stages, specials_as_data)
+        super().__init__(stages, specials_as_data, packed_round=packed_round)
 
     def build(self, m, ins, pipe):
         return {"out": fp.int_to_fp(m, ins["a"], self.width, "i2f", self.fmt, pipe)}

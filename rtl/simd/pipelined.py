@@ -118,7 +118,7 @@ def elaborate_pipelined(pe, cfg, m: Module, regs, int_mode, prods_f, prods_i):
         step_c, gfirst_c = at("p_step", C), at("p_gfirst", C)  # (delay lines built outside any m.If)
         with m.If(step_c):
             m.d.sync += gacc_i.eq(Mux(gfirst_c, 0, gacc_i) + cs_i)
-        i2f = m.submodules.int_to_fp = IntToFp(64, "fp32", t["Si"], specials_as_data=True)
+        i2f = m.submodules.int_to_fp = IntToFp(64, "fp32", t["Si"], specials_as_data=True, packed_round=True)
         m.d.comb += [i2f.a.eq(gacc_i), i2f.in_valid.eq(1)]
         conv = delayed(m, i2f.out, t["R"] - 1 - t["Si"], "i2f")
         src = Mux(int_mode, conv, grp_f) if cfg.float_lanes else conv
@@ -129,7 +129,8 @@ def elaborate_pipelined(pe, cfg, m: Module, regs, int_mode, prods_f, prods_i):
     if cfg.dequant:
         grp_res = plain
     else:
-        mul = m.submodules.scale_mul = FpMul("fp32", t["Sm"], cfg.mul_kind, specials_as_data=True)
+        mul = m.submodules.scale_mul = FpMul("fp32", t["Sm"], cfg.mul_kind, specials_as_data=True,
+                                                  packed_round=True)
         m.d.comb += [mul.a.eq(grp_src), mul.b.eq(pe.scale), mul.in_valid.eq(1)]
         grp_res = Mux(pe.g_zero, plain, mul.out)
     # ---- output accumulator (O -> Rt)
@@ -140,7 +141,7 @@ def elaborate_pipelined(pe, cfg, m: Module, regs, int_mode, prods_f, prods_i):
     # ---- out = init + reduced (Rt -> F)
     init = Signal(OW, name="init")
     m.d.comb += init.eq(Mux(pe.accumulate, pe.old, 0))
-    fin = m.submodules.final_add = FpAdd("fp32", S, specials_as_data=True)
+    fin = m.submodules.final_add = FpAdd("fp32", S, specials_as_data=True, zero_fill_as_data=True, packed_round=True)
     m.d.comb += [fin.a.eq(init[:32]), fin.b.eq(oring.out), fin.in_valid.eq(1)]
     outs = Signal(OW, name="out_acc")
     m.d.comb += pe.out.eq(outs)
