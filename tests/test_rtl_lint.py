@@ -35,6 +35,11 @@ SMALL = {
     # the table register stage (pipeline 5: per-lane index registers, negated int table)
     "lut_table_register": (conformance.base_arch, {**conformance.rtl_arch, "pipeline_cycles": 5}, None),
     "pim": ("pim-gpt-gddr6", {}, None),
+    # the P = 16 bank measured for 150 MHz (reused reduction adders, registered DSP blocks + their model)
+    "pim_p16": ("pim-gpt-gddr6", {"column_bytes": 4, "accumulator_interleave": 16, "mac_pipeline_cycles": 26},
+                {"mul": "dsp_reg", "mul_stages": 9, "add_stages": 11}),
+    # a channel of 2 banks (the all-bank gather, PimChannelGather)
+    "pim_channel": ("pim-gpt-gddr6", {}, {"banks": 2}),
     "attention": ("fusemax-edge", {"rows": 2, "cols": 2, "pe1d": 2}, None),
 }
 
