@@ -131,6 +131,18 @@ def test_recip_latency_in_both_models_worked_by_hand():
     assert model.tile_cycles(resc) == model.detailed_tile_cycles(resc)
 
 
+def _assert_both_models_take(over, seed, fusemax, flat):
+    """The closed form and the detailed model take the hand-worked cycles on the 3x3x2 fusemax and flat
+    tiles at the latency override ``over``, with the values of the design without it."""
+    plain, model = _arch().model(), _arch(**over).model()
+    rng = np.random.default_rng(seed)
+    for tile, want in ((AttentionTile("fusemax", 3, 3, 2), fusemax), (AttentionTile("flat", 3, 3, 2), flat)):
+        ops = _ops(rng, 3, 3, 2)
+        vals, det = model.detailed_tile(tile, ops)
+        assert model.tile_cycles(tile) == det == want
+        assert np.array_equal(vals, plain.detailed_tile(tile, ops)[0])
+
+
 def test_mul_add_latency_in_both_models_worked_by_hand():
     """latency1d mul 2, add 3, exp 5 (the exp op: the adder's 3, then exp2's 2): 3x2 array, 2 lanes,
     E = 4, q=3, L=3, d=2 (nb=2). fusemax: stat = 2 + (2 + 2) + (2 + 5) = 13, update = (2 + 2) + (2 + 3)
@@ -138,13 +150,7 @@ def test_mul_add_latency_in_both_models_worked_by_hand():
     flat softmax: max 5, m*c 2 + 2, s*c - m*c 5 + 2 + 3 (product then sum), exp 5 + 5, row sum 11
     (lane 0 sums rows 0 and 2 interleaved, lane 1 row 1: issues at cycles 0, 1, 3, 4, 6, 7, the last
     sum 3 later), recip 2, normalise 5 + 2 -> 49, + qk 7 + av 7 -> 63. Values are those without."""
-    plain, model = _arch().model(), _arch(latency1d={"mul": 2, "add": 3, "exp": 5}).model()
-    rng = np.random.default_rng(7)
-    for tile, want in ((AttentionTile("fusemax", 3, 3, 2), 72), (AttentionTile("flat", 3, 3, 2), 63)):
-        ops = _ops(rng, 3, 3, 2)
-        vals, det = model.detailed_tile(tile, ops)
-        assert model.tile_cycles(tile) == det == want
-        assert np.array_equal(vals, plain.detailed_tile(tile, ops)[0])
+    _assert_both_models_take({"latency1d": {"mul": 2, "add": 3, "exp": 5}}, 7, fusemax=72, flat=63)
 
 
 @pytest.mark.parametrize("q, n, pe1d, add, want", [
@@ -170,13 +176,7 @@ def test_mul2d_latency_in_both_models_worked_by_hand():
     fusemax: qk_max = 2 + 2 + 1 = 5, exp_sum_av = 4 (2 + 1) + 1 + 2 + 2 = 17, stat 6, update 10: slots
     5, max(5, 6), max(17, 6), max(17, 10), 10 -> 55, + drain 3 -> 58; flat: qk = av = 3 + 2 * 2 + 2 = 9,
     softmax 29 -> 47. Values are those without the latency."""
-    plain, model = _arch().model(), _arch(latency2d=2).model()
-    rng = np.random.default_rng(6)
-    for tile, want in ((AttentionTile("fusemax", 3, 3, 2), 58), (AttentionTile("flat", 3, 3, 2), 47)):
-        ops = _ops(rng, 3, 3, 2)
-        vals, det = model.detailed_tile(tile, ops)
-        assert model.tile_cycles(tile) == det == want
-        assert np.array_equal(vals, plain.detailed_tile(tile, ops)[0])
+    _assert_both_models_take({"latency2d": 2}, 6, fusemax=58, flat=47)
 
 
 @pytest.mark.parametrize("over", [{"latency2d": 3}, {"latency2d": 2, "exp_on": "array1d", "pe1d": 1},
