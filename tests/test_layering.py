@@ -182,3 +182,49 @@ def test_catches_a_planted_import_cycle(tmp_path):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
     assert mutual_imports(tmp_path) == [("archsim.templates.sys.detailed", "archsim.templates.sys.fast")]
+
+
+#: rtl/ packages shared by every template (issue 23 item 1: no template's RTL imports another's package)
+RTL_SHARED = {"lib", "cosim"}
+
+
+def rtl_cross_template_imports(root: pathlib.Path = REPO) -> list[str]:
+    """``path:line: <module> imports <module>`` where a template's rtl/<t>/ package imports another
+    template's rtl/<u>/ package, or a shared package (rtl/lib, rtl/cosim) imports any template's."""
+    packages = {p.name for p in (root / "rtl").iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
+    templates = packages - RTL_SHARED
+    out = []
+    for path, module in _files(root):
+        parts = module.split(".")
+        if parts[0] != "rtl" or len(parts) < 2 or parts[1] not in packages:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            for name in _imported(node, module, path.name == "__init__.py", root):
+                theirs = name.split(".")
+                if theirs[0] == "rtl" and len(theirs) > 1 and theirs[1] in templates and theirs[1] != parts[1]:
+                    out.append(f"{path.relative_to(root)}:{node.lineno}: {module} imports {name}")
+    return out
+
+
+def test_no_template_rtl_imports_another_templates_package():
+    found = rtl_cross_template_imports()
+    assert not found, "put the shared part in rtl/lib (issue 23 item 1):\n" + "\n".join(found)
+
+
+def test_catches_planted_cross_template_rtl_imports(tmp_path):
+    """A template importing another's package (absolute, relative, inside a function) and the library
+    importing a template are found; rtl/lib and the template's own modules are not."""
+    files = {
+        "rtl/__init__.py": "", "rtl/design.py": "from rtl.pim import design\n",  # the dispatcher: allowed
+        "rtl/lib/__init__.py": "", "rtl/lib/fp.py": "from rtl.simd.pe import mul\n",
+        "rtl/pim/__init__.py": "", "rtl/pim/design.py": "from rtl.lib import fp\nfrom .mac import M\n",
+        "rtl/pim/mac.py": "", "rtl/simd/__init__.py": "", "rtl/simd/pe.py": "from ..pim.mac import M\n",
+        "rtl/lut/__init__.py": "", "rtl/lut/core.py": "def f():\n    import rtl.pim.design\n",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    found = sorted(rtl_cross_template_imports(tmp_path))
+    assert found == ["rtl/lib/fp.py:1: rtl.lib.fp imports rtl.simd.pe",
+                     "rtl/lut/core.py:2: rtl.lut.core imports rtl.pim.design",
+                     "rtl/simd/pe.py:1: rtl.simd.pe imports rtl.pim.mac"], found
