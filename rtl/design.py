@@ -337,7 +337,10 @@ class RtlDesign:
     def source_files(self) -> list[str]:
         """Python files whose change must invalidate cached Verilog: every loaded module of the ``rtl``
         package, of ``archsim.numerics`` and of this template's ``archsim.templates`` package, once the
-        design's own modules are imported (what elaboration reads; a superset, never a hand list)."""
+        design's own modules are imported, plus every file of the design's own rtl/<template>/ package and
+        of rtl/lib/ whether loaded yet or not (elaboration imports some lazily, inside functions, after the
+        key is taken: rtl.simd.broadcast, rtl.pim.host_engine). A superset, never a hand list;
+        tests/test_rtl_verilog_cache.py elaborates each template in a fresh process to check it."""
         import importlib
         import sys
 
@@ -354,6 +357,10 @@ class RtlDesign:
             p = Path(f).resolve()
             if root in p.parents:
                 files.add(str(p))
+        packages = {"lib"} | {m.split(".")[1] for m in (type(self).__module__, self.component_class().__module__)
+                              if m.startswith("rtl.") and m.count(".") >= 2}
+        for package in sorted(packages):
+            files.update(str(p.resolve()) for p in (root / "rtl" / package).rglob("*.py"))
         return sorted(files)
 
     def component_class(self) -> type:
@@ -365,15 +372,7 @@ class RtlDesign:
         cached = getattr(self, "_verilog", None)
         if cached is not None:
             return cached
-        import amaranth
-
-        h = hashlib.sha256()
-        h.update(json.dumps(self.config_dict(), sort_keys=True).encode())
-        h.update(self.toplevel.encode())
-        h.update(amaranth.__version__.encode() if hasattr(amaranth, "__version__") else b"")
-        for f in sorted(set(self.source_files())):
-            h.update(Path(f).read_bytes())
-        path = cache_root() / "verilog" / f"{self.toplevel}-{h.hexdigest()[:20]}.v"
+        path = self.verilog_cache_path()
         if path.exists():
             text = path.read_text()
         else:
@@ -390,6 +389,19 @@ class RtlDesign:
                 pass
         self._verilog = text
         return text
+
+    def verilog_cache_path(self) -> Path:
+        """Where :meth:`verilog` caches the text: keyed on the configuration, the top name, amaranth's
+        version and the bytes of every :meth:`source_files` file."""
+        import amaranth
+
+        h = hashlib.sha256()
+        h.update(json.dumps(self.config_dict(), sort_keys=True).encode())
+        h.update(self.toplevel.encode())
+        h.update(amaranth.__version__.encode() if hasattr(amaranth, "__version__") else b"")
+        for f in sorted(set(self.source_files())):
+            h.update(Path(f).read_bytes())
+        return cache_root() / "verilog" / f"{self.toplevel}-{h.hexdigest()[:20]}.v"
 
     def convert_verilog(self) -> str:
         """The top module's Verilog text, uncached (a design that assembles its own overrides this)."""
