@@ -31,7 +31,15 @@ SMALL = {
     "simd_bitmod_fp16": ("simd-edge", {"pes": 2, "lane_bits": 16, "pe": "bitmod", "group_size": 16,
                                        "pipeline_cycles": 2, "formats": ["fp4_er_pos", "int8", "fp16"],
                                        "weight_format": "fp4_er_pos", "activation_format": "fp16"}, None),
+    # the pipelined PE (accumulators > 1: packed_round int->fp, scale multiply, final add and rings), its
+    # deepest lane and scale cuts on registered ECP5 DSP blocks
+    "simd_pipelined": ("simd-edge", {"pes": 2, "accumulators": 2, "lane_stages": 9, "scale_stages": 11,
+                                     "pipeline_cycles": 40, "formats": ["int4", "int8", "fp8_e4m3", "fp16", "posit16_1"]},
+                       {"multiplier": "ecp5_dsp"}),
     "lut": (conformance.base_arch, dict(conformance.rtl_arch), None),
+    # the A16 timing build's depths: lookup_interleave 16, every precompute fp32 add pipelined
+    "lut_interleave16": (conformance.base_arch, {**conformance.rtl_arch, "lookup_interleave": 16,
+                                                 "pipeline_cycles": 41, "precompute_pipeline_cycles": 34}, None),
     # the table register stage (pipeline 5: per-lane index registers, negated int table)
     "lut_table_register": (conformance.base_arch, {**conformance.rtl_arch, "pipeline_cycles": 5}, None),
     "pim": ("pim-gpt-gddr6", {}, None),
@@ -41,6 +49,13 @@ SMALL = {
     # a channel of 2 banks (the all-bank gather, PimChannelGather)
     "pim_channel": ("pim-gpt-gddr6", {}, {"banks": 2}),
     "attention": ("fusemax-edge", {"rows": 2, "cols": 2, "pe1d": 2}, None),
+    # the pipelined 2D PE (latency2d*) and 1D lanes (latency1d: mul, add, exp, recip)
+    "attention_latency": ("fusemax-edge", {"rows": 2, "cols": 2, "pe1d": 2, "latency2d": 2, "latency2d_add": 3,
+                                           "latency2d_rint": 2, "latency2d_ldexp": 1,
+                                           "latency1d": {"mul": 2, "add": 3, "exp": 5, "recip": 4}}, None),
+    # the 2D PE at its deepest (measured >= 150 MHz alone) with its multiplier on registered DSP blocks
+    "attention_deepest_dsp": ("fusemax-edge", {"rows": 2, "cols": 2, "pe1d": 1, "latency2d": 12, "latency2d_add": 12,
+                                               "latency2d_rint": 11, "latency2d_ldexp": 8}, {"multiplier": "ecp5_dsp"}),
 }
 
 _LINTED: dict[str, tuple] = {}
