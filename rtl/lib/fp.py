@@ -21,7 +21,7 @@ from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 
 from rtl.lib.formats import EXP_W, FP32, Decoded, FormatHw, decode, decode_fp32
 from rtl.lib.pipe import HardRegistered, Pipe, carry, cut, drop, registers_next
-from rtl.lib.round import (EW, P, W, packs_specials, round_pack, round_pack_fp32, shift_coarse, shift_fine,
+from rtl.lib.round import (EW, P, W, _mask_below, packs_specials, round_pack, round_pack_fp32, shift_coarse, shift_fine,
                            zero_fill_as_data)
 
 QNAN = 0x7FC00000
@@ -493,27 +493,37 @@ def int_to_fp32(m: Module, v, width: int, name: str):
 
 def fp_to_int(m: Module, f: FormatHw, x, width: int, name: str, pipe: Pipe | None = None):
     """The signed ``width``-bit integer nearest ``x`` (ties to even), saturated to the range; NaN -> 0.
-    Cut points: after the shift."""
+    Cut points: after the decode, after the clamped shift amounts, after the shifts (and the lost bits' compare), after
+    the rounding increment and saturation test."""
     d = decode(m, f, x, f"{name}_d")
+    d = Decoded(*cut(pipe, *d.values()))
     sw = f.sig_bits
     big_w = width + 1  # enough to see saturation
     # x = sig * 2**exp: exp >= 0 shifts left (saturates once past width), exp < 0 shifts right with rounding
-    left = Signal(big_w + sw, name=f"{name}_l")
     ls = Signal(range(big_w + 1), name=f"{name}_ls")
     m.d.comb += ls.eq(Mux(d.exp > big_w, big_w, d.exp[:ls.shape().width]))
-    m.d.comb += left.eq(d.sig << ls)
     rs = Signal(range(sw + 3), name=f"{name}_rs")
     m.d.comb += rs.eq(Mux(-d.exp > sw + 2, sw + 2, (-d.exp)[:rs.shape().width]))
-    ext = Cat(Const(0, 2), d.sig)  # two bits below: guard, sticky
+    non_neg, huge = Signal(name=f"{name}_nn"), Signal(name=f"{name}_huge")
+    m.d.comb += [non_neg.eq(d.exp >= 0), huge.eq(d.exp > big_w)]
+    sign, sig, ls, rs, non_neg, huge, nan, inf = cut(pipe, d.sign, d.sig, ls, rs, non_neg, huge, d.nan, d.inf)
+    left = Signal(big_w + sw, name=f"{name}_l")
+    m.d.comb += left.eq(sig << ls)
+    ext = Cat(Const(0, 2), sig)  # two bits below: guard, sticky
     sh = Signal(sw + 2, name=f"{name}_sh")
     m.d.comb += sh.eq(ext >> rs)
-    lost = (sh << rs)[:sw + 2] != ext
+    lost = Signal(name=f"{name}_lost")
+    m.d.comb += lost.eq((ext & _mask_below(sw + 2, rs)) != 0)  # beside the shift, not after it
+    sig_nz = Signal(name=f"{name}_nz")
+    m.d.comb += sig_nz.eq(sig != 0)
+    sign, left, sh, lost, sig_nz, non_neg, huge, nan, inf = cut(pipe, sign, left, sh, lost, sig_nz, non_neg, huge,
+                                                                nan, inf)
     ip = sh[2:]
     up = sh[1] & (sh[0] | lost | ip[0])
     mag = Signal(big_w + sw, name=f"{name}_mag")
-    m.d.comb += mag.eq(Mux(d.exp >= 0, left, ip + up))
-    over = Mux(d.exp > big_w, d.sig != 0, mag[width - 1:] != 0)  # |x| >= 2**(width-1)
-    sign, mag, over, nan, inf = cut(pipe, d.sign, mag, over, d.nan, d.inf)
+    m.d.comb += mag.eq(Mux(non_neg, left, ip + up))
+    over = Mux(huge, sig_nz, mag[width - 1:] != 0)  # |x| >= 2**(width-1)
+    sign, mag, over, nan, inf = cut(pipe, sign, mag, over, nan, inf)
     lim_hi, lim_lo = (1 << (width - 1)) - 1, 1 << (width - 1)
     out = Signal(signed(width), name=name)
     with m.If(nan):
