@@ -10,7 +10,7 @@ Units: fp32_add fp32_mul bf16_add bf16_mul fp16_add fp16_mul e4m3_add e4m3_mul e
        fp32_add_finite fp32_mul_finite bf16_mul_fp32 bf16_mul_lut fp16_mul_lut e4m3_mul_lut e5m2_mul_lut fp32_mul_lut
        fp32_mul_finite_lut bf16_mul_fp32_lut
        fp16_mul_fp32_lut i64_to_fp32 lzc48 posit16_decode exp2_4 exp2_4_lut int8_mac e5m2_add rint ldexp
-       round_pack48_fp32 fp32_to_i32 recip, and with registered DSP
+       round_pack48_fp32 fp32_to_i32 recip i32_to_fp32 posit8_decode e4m3_to_i16, and with registered DSP
        blocks (mul="dsp_reg"): bf16_mul_reg fp16_mul_reg fp32_mul_reg e4m3_mul_reg bf16_mul_fp32_reg
        fp16_mul_fp32_reg fp32_mul_finite_reg exp2_4_reg int8_mac_reg.
 Default: every unit at stages 1, half its maximum and its maximum. Run one at a time (a 2-core shared machine); results cached.
@@ -49,7 +49,8 @@ UNITS = {
     "int8_mac": lambda s: U.IntMac(8, 8, 32, s),
     "e5m2_add": lambda s: U.FpAdd("fp8_e5m2", s), "rint": lambda s: U.Rint(s), "ldexp": lambda s: U.Ldexp(s),
     "round_pack48_fp32": lambda s: U.RoundPack(48, "fp32", s), "fp32_to_i32": lambda s: U.FpToInt("fp32", 32, s),
-    "recip": lambda s: Recip(s),
+    "recip": lambda s: Recip(s), "i32_to_fp32": lambda s: U.IntToFp(32, "fp32", s),
+    "posit8_decode": lambda s: U.PositDecode(8, 0, s), "e4m3_to_i16": lambda s: U.FpToInt("fp8_e4m3", 16, s),
     # mul="dsp_reg": instantiated MULT18X18D blocks whose own registers are the cut points around them
     "bf16_mul_reg": lambda s: U.FpMul("bf16", s, "dsp_reg"), "fp16_mul_reg": lambda s: U.FpMul("fp16", s, "dsp_reg"),
     "fp32_mul_reg": lambda s: U.FpMul("fp32", s, "dsp_reg"), "e4m3_mul_reg": lambda s: U.FpMul("fp8_e4m3", s, "dsp_reg"),
