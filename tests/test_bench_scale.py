@@ -8,11 +8,15 @@ import bench.bench_scale as scale
 # what nextpnr-ecp5 0.11.1 printed for that netlist: "Total LUT4s: 104783/83640 125%"
 PRESET_COUNTS = {"luts": 86_209, "carry": 8_519, "ffs": 8_668, "dsps": 1, "bram": 46, "lutram": 256}
 NEXTPNR_TOTAL_LUT4 = 104_783
+# the LUT core N48 (bench_scale's "lut W2xA8 M2 N48 K4", same day): nextpnr printed "Total LUT4s: 40589/83640 48%"
+N48_COUNTS = {"luts": 32_563, "carry": 3_629, "ffs": 20_424, "dsps": 1, "bram": 183, "lutram": 128}
 
 
 def test_lut4_equivalents_match_nextpnrs_total():
     assert scale.lut4_equivalents(PRESET_COUNTS) == NEXTPNR_TOTAL_LUT4
     assert scale.fits(PRESET_COUNTS) == (False, "lut4 125%")
+    assert scale.lut4_equivalents(N48_COUNTS) == 40_589
+    assert scale.fits(N48_COUNTS) == (True, "bram 88%")  # 183 / 208 DP16KD binds, as nextpnr's 87 %
 
 
 def test_lut_ram_can_tip_a_design_over_the_device():
