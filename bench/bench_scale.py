@@ -6,8 +6,9 @@ through the existing entry points (``rtl.synth.synthesize_verilog`` with the tem
 ``rtl.attention.synth.synthesize_no_share``, as ``python -m rtl.attention.synth``). Fit is decided
 by the counts against the LFE5U-85F's resources (:data:`DEVICE`):
 
-- LUT4 + 2 x CCU2C <= 83,640 (a CCU2C carry cell occupies a slice's two LUT4s; docs/rtl.md counts
-  it so), TRELLIS_FF <= 83,640, MULT18X18D + ALU54B <= 156, DP16KD <= 208.
+- LUT4 + 2 x CCU2C + 6 x TRELLIS_DPR16X4 <= 83,640 (a CCU2C carry cell occupies a slice's two
+  LUT4s; a 16x4 LUT RAM four LUT4s and two more for its write port: nextpnr-ecp5's "Total LUT4s"
+  before packing counts them so), TRELLIS_FF <= 83,640, MULT18X18D + ALU54B <= 156, DP16KD <= 208.
 
 The candidates run smallest first and a template stops at its first candidate that does not fit
 (or whose yosys run fails); nextpnr-ecp5 (``--85k --package CABGA381 --out-of-context``, seed 1,
@@ -87,9 +88,15 @@ CANDIDATES: dict[str, list[Candidate]] = {
 }
 
 
+def lut4_equivalents(res: dict[str, Any]) -> int:
+    """LUT4 sites that yosys' ECP5 counts occupy: LUT4 + 2 per CCU2C + 6 per TRELLIS_DPR16X4 (4 RAM
+    LUT4s and 2 of its write port), as nextpnr-ecp5's "Total LUT4s" before packing."""
+    return res.get("luts", 0) + 2 * res.get("carry", 0) + 6 * (res.get("lutram") or 0)
+
+
 def fits(res: dict[str, Any]) -> tuple[bool, str]:
     """Whether yosys' counts fit the device, and the binding resource's share."""
-    use = {"lut4": res.get("luts", 0) + 2 * res.get("carry", 0), "ffs": res.get("ffs", 0),
+    use = {"lut4": lut4_equivalents(res), "ffs": res.get("ffs", 0),
            "dsps": res.get("dsps", 0), "bram": res.get("bram", 0)}
     shares = {k: use[k] / DEVICE[k] for k in DEVICE}
     worst = max(shares, key=shares.get)
@@ -148,7 +155,7 @@ def run_template(template: str, args, tools: dict[str, str], rev: str) -> list[d
         row.update({"commit": res.get("commit", "unknown (reused)"), "tools": {**tools, **res.get("tools", {})}})
         row.update({k: res.get(k) for k in ("luts", "carry", "ffs", "dsps", "bram", "lutram", "yosys_wall_s",
                                             "options")})
-        row.update({"lut4_incl_carry": res.get("luts", 0) + 2 * res.get("carry", 0), "fits": ok, "binding": binding})
+        row.update({"lut4_eq": lut4_equivalents(res), "fits": ok, "binding": binding})
         rows.append(row)
         print(json.dumps(row), flush=True)
         if not ok:
@@ -183,14 +190,14 @@ def main(argv=None) -> int:
     rows = []
     for template in args.template or list(CANDIDATES):
         rows += run_template(template, args, tools, rev)
-    print(f"\n{'candidate':36s} {'LUT4+2CCU2C':>11s} {'FF':>7s} {'DSP':>4s} {'BRAM':>4s} {'fits':>5s} "
+    print(f"\n{'candidate':36s} {'LUT4-eq':>11s} {'FF':>7s} {'DSP':>4s} {'BRAM':>4s} {'fits':>5s} "
           f"{'binding':>12s} {'yosys s':>8s} {'Fmax':>7s} {'pnr s':>6s}")
     for r in rows:
         if "error" in r:
             print(f"{r['candidate']:36s} yosys failed: {r['error']}")
             continue
         fmax = r.get("fmax_mhz")
-        print(f"{r['candidate']:36s} {r['lut4_incl_carry']:11,d} {r['ffs']:7,d} {r['dsps']:4d} {r['bram']:4d} "
+        print(f"{r['candidate']:36s} {r['lut4_eq']:11,d} {r['ffs']:7,d} {r['dsps']:4d} {r['bram']:4d} "
               f"{str(r['fits']):>5s} {r['binding']:>12s} {r['yosys_wall_s']:8.0f} "
               f"{(f'{fmax:.1f}' if fmax else '-'):>7s} {r.get('nextpnr_s', '-')!s:>6s}")
     if args.json:
