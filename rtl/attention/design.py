@@ -70,7 +70,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.attention.buffers import OperandBuffers
 from rtl.attention.lane import Lane1D
-from rtl.attention.pe import AttentionPE
+from rtl.attention.pe import AttentionPE, qk_tree_levels
 from rtl.lib import fp
 from rtl.lib.exp import exp2_coefficient_bits
 from rtl.lib.pipe import delay
@@ -223,7 +223,10 @@ class AttentionArray(wiring.Component):
         EX = TRR + (E - 1) * (S + A + 1)  # the ESA phase's ldexp (range reduction and E - 1 Horner steps before it)
         EF = EX + LX  # column 0's row-sum add (ldexp's result)
         SK = C * A  # the row chains' adders: column 0's add to the last column's result
-        cnt2 = Signal(range(max(EF + D + S + SK, D * (A + 1) + S + (C + 1 if A else 0)) + 2))
+        # QK on a pipelined adder: A + 1 partial sums in flight, then their pairwise tree on it (qk_tree_levels)
+        QL, QT = A + 1, qk_tree_levels(A)
+        QFIN = QT * QL + (1 << QT) - 1  # the tree's root in the PEs' read-back register, after the steps
+        cnt2 = Signal(range(max(EF + D + S + SK, max(D, QL) + QFIN + 1 + S + (C + 1 if A else 0)) + 2))
         # 1D unit
         op1 = Signal(4, init=OP_DONE)
         pos = Signal(range(R * max(FL, D) + P + 1))
@@ -283,17 +286,29 @@ class AttentionArray(wiring.Component):
         for k in range(1, K + 1):
             with m.If(horner_at[k - 1]):
                 m.d.comb += hidx.eq(K - k)
-        qk_len = d if A == 0 else d * (A + 1)  # QK's issue cycles: a step every A + 1 cycles
-        qk_end = (ph2 == P2_QK) & (cnt2 == qk_len + S + (C + 1 if A else 0))  # + the registered row max chain
-        if A:  # the QK step and its cycle in the step
-            qsub, qstep = Signal(range(A + 1)), Signal(range(D + 1))
-            with m.If(in_slots & (ph2 == P2_QK) & ~qk_end):
-                m.d.sync += [qsub.eq(Mux(qsub == A, 0, qsub + 1)), qstep.eq(qstep + (qsub == A))]
-            with m.Else():
-                m.d.sync += [qsub.eq(0), qstep.eq(0)]
-            qk_issue, qk_at = (qstep < d) & (qsub == 0), qstep
+        qk_issue, qk_at = cnt2 < d, cnt2  # the multiplier streams the head dim
+        if A:  # steps while cnt2 < c0 = max(d, A + 1), then the tree's adds at their cycles (adder time - S)
+            qc0 = Signal(range(max(D, QL) + 1))
+            qrel = Signal.like(cnt2)
+            m.d.comb += [qc0.eq(Mux(d > QL, d, QL)), qrel.eq(cnt2 - qc0)]
+            qk_end = (ph2 == P2_QK) & (cnt2 == qc0 + QFIN + 1 + S + C + 1)  # + the registered row max chain
+            in_qk = in_slots & (ph2 == P2_QK)
+            qk_step, qk_tail = in_qk & (cnt2 < qc0), in_qk & (cnt2 >= qc0)
+            tree_hits, n_prev = [], QL  # (level, right operand missing) at each tree add's cycle
+            for lev in range(1, QT + 1):
+                n_lev = -(-n_prev // 2)
+                for i in range(n_lev):
+                    at = (lev - 1) * QL + (1 << lev) - 1 + i * (1 << lev)
+                    tree_hits.append((qk_tail & (qrel == at), lev - 1, 2 * i + 1 >= n_prev))
+                n_prev = n_lev
+            qk_tree, qk_rmask = Signal(), Signal()
+            qk_tap = Signal(range(max(1, QT)))
+            for hit, tap, missing in tree_hits:
+                with m.If(hit):
+                    m.d.comb += [qk_tree.eq(1), qk_tap.eq(tap), qk_rmask.eq(missing)]
+            qk_fin = qk_tail & (qrel == QFIN)
         else:
-            qk_issue, qk_at = cnt2 < d, cnt2
+            qk_end = (ph2 == P2_QK) & (cnt2 == d + S)
         m.d.comb += [
             qk_mac.eq((in_slots & (ph2 == P2_QK) & qk_issue) | ((state == F_QK) & ~ftail)),
             qk_max.eq(in_slots & qk_end),
@@ -310,7 +325,12 @@ class AttentionArray(wiring.Component):
             return delay(m, v, S, f"{name}_d")
         qk_acc, exp0_add, horner_add, av_add = (late(x, n) for x, n in ((qk_mac, "qk_acc"), (exp0, "exp0_add"),
                                                                        (horner, "horner_add"), (av, "av_add")))
-        qk_first_add, qk_last_add = late(qk_t == 0, "qk_first"), late(qk_t == d - 1, "qk_last")
+        qk_first_add = late(qk_t == 0 if not A else cnt2 < QL, "qk_first")
+        qk_last_add = late(qk_t == d - 1, "qk_last")
+        if A:  # the interleaved QK's adder decode (rtl.attention.pe: qk_add .. qk_fin)
+            qk_add_d, qk_pad_d, qk_tree_d, qk_rmask_d, qk_tap_d, qk_fin_d = (
+                late(x, n) for x, n in ((qk_step | qk_tree, "qk_add"), (cnt2 >= d, "qk_pad"), (qk_tree, "qk_tree"),
+                                        (qk_rmask, "qk_rmask"), (qk_tap, "qk_tap"), (qk_fin, "qk_fin")))
         av_e_add, fblk_add, hidx_add = late(av_e, "av_e"), late(fblk, "fblk"), late(hidx, "hidx")
         qk_ring = Mux(flat, 0, hr[0])
         esa_ring = hr[2]
@@ -361,6 +381,9 @@ class AttentionArray(wiring.Component):
                 ]
                 if j:
                     m.d.comb += pe.rmax_in.eq(rmax)
+                if A:
+                    m.d.comb += [pe.qk_add.eq(qk_add_d), pe.qk_pad.eq(qk_pad_d), pe.qk_tree.eq(qk_tree_d),
+                                 pe.qk_rmask.eq(qk_rmask_d), pe.qk_tap.eq(qk_tap_d), pe.qk_fin.eq(qk_fin_d)]
                 if S:
                     m.d.comb += [pe.qk_acc.eq(qk_acc), pe.exp0_add.eq(exp0_add), pe.horner_add.eq(horner_add),
                                  pe.av_add.eq(av_add_c[j])]
