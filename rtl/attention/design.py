@@ -134,7 +134,9 @@ class AttentionRtlConfig:
 
     @property
     def skew(self) -> int:
-        return self.rows + self.cols - 2
+        """The drain counted at a tile's end: ``R + C - 2``; 0 with pipelined adders (the QK wavefront
+        drains in every QK phase: ``qk_end``)."""
+        return 0 if self.add2d_stages else self.rows + self.cols - 2
 
 
 def attention_signature(c: AttentionRtlConfig) -> dict:
@@ -226,7 +228,7 @@ class AttentionArray(wiring.Component):
         # QK on a pipelined adder: A + 1 partial sums in flight, then their pairwise tree on it (qk_tree_levels)
         QL, QT = A + 1, qk_tree_levels(A)
         QFIN = QT * QL + (1 << QT) - 1  # the tree's root in the PEs' read-back register, after the steps
-        cnt2 = Signal(range(max(EF + D + S + SK, max(D, QL) + QFIN + 1 + S + (C + 1 if A else 0)) + 2))
+        cnt2 = Signal(range(max(EF + D + S + SK, max(D, QL) + QFIN + 1 + S + (C + R if A else 0)) + 2))
         # 1D unit
         op1 = Signal(4, init=OP_DONE)
         pos = Signal(range(R * max(FL, D) + P + 1))
@@ -291,7 +293,8 @@ class AttentionArray(wiring.Component):
             qc0 = Signal(range(max(D, QL) + 1))
             qrel = Signal.like(cnt2)
             m.d.comb += [qc0.eq(Mux(d > QL, d, QL)), qrel.eq(cnt2 - qc0)]
-            qk_end = (ph2 == P2_QK) & (cnt2 == qc0 + QFIN + 1 + S + C + 1)  # + the registered row max chain
+            # + the registered row max chain, + the wavefront's last row (R - 1 cycles behind row 0)
+            qk_end = (ph2 == P2_QK) & (cnt2 == qc0 + QFIN + 1 + S + C + 1 + R - 1)
             in_qk = in_slots & (ph2 == P2_QK)
             qk_step, qk_tail = in_qk & (cnt2 < qc0), in_qk & (cnt2 >= qc0)
             tree_hits, n_prev = [], QL  # (level, right operand missing) at each tree add's cycle
@@ -362,6 +365,18 @@ class AttentionArray(wiring.Component):
         coefA = Array(Const(x, 32) for x in coef)
         horner_coef = coefA[hidx_add]
 
+        if A:  # Q / K and QK's decode as a wavefront: PE (i, j) i + j cycles late (skew registers at the
+            # left / top edge, then one register per hop right / down)
+            qk_dec = Cat(qk_mac, qk_first_add, qk_add_d, qk_pad_d, qk_tree_d, qk_rmask_d, qk_fin_d, qk_tap_d)
+            wave_q, wave_k, wave_dec = ([[None] * C for _ in range(R)] for _ in range(3))
+            for i in range(R):
+                for j in range(C):
+                    wave_q[i][j] = delay(m, qcol[i], i, f"wave_q{i}_") if j == 0 else \
+                        delay(m, wave_q[i][j - 1], 1, f"wave_q{i}_{j}_")
+                    wave_k[i][j] = delay(m, kcol[j], j, f"wave_k{j}_") if i == 0 else \
+                        delay(m, wave_k[i - 1][j], 1, f"wave_k{i}_{j}_")
+                    wave_dec[i][j] = delay(m, qk_dec, i, f"wave_dec{i}_") if j == 0 else \
+                        delay(m, wave_dec[i][j - 1], 1, f"wave_dec{i}_{j}_")
         for i in range(R):
             chain = Mux(av_add & flat, o_state[i * D + av_e_add], Const(0, 32))
             neg_mc = fp.fp32_neg(mcbA[esa_ring[0]][i])
@@ -373,17 +388,20 @@ class AttentionArray(wiring.Component):
                 sb = sbuf[i * FL + fblk * C + j]
                 sb_add = sbuf[i * FL + fblk_add * C + j]
                 m.d.comb += [
-                    pe.qk_mac.eq(qk_mac), pe.qk_first.eq(qk_first_add), pe.exp0.eq(exp0), pe.horner.eq(horner),
+                    pe.exp0.eq(exp0), pe.horner.eq(horner),
                     pe.expfin.eq(expfin_c[j]), pe.av.eq(av_c[j]), pe.flat.eq(flat), pe.qk_ring.eq(qk_ring),
-                    pe.esa_ring.eq(esa_ring), pe.q.eq(qcol[i]), pe.k.eq(kcol[j]), pe.v.eq(vcol[j]),
+                    pe.esa_ring.eq(esa_ring), pe.v.eq(vcol[j]),
                     pe.scale.eq(scale), pe.neg_mc.eq(neg_mc), pe.horner_coef.eq(horner_coef), pe.p_flat.eq(sb),
                     pe.colvalid.eq(colvalid[j]), pe.chain_in.eq(chain),
                 ]
                 if j:
                     m.d.comb += pe.rmax_in.eq(rmax)
                 if A:
-                    m.d.comb += [pe.qk_add.eq(qk_add_d), pe.qk_pad.eq(qk_pad_d), pe.qk_tree.eq(qk_tree_d),
-                                 pe.qk_rmask.eq(qk_rmask_d), pe.qk_tap.eq(qk_tap_d), pe.qk_fin.eq(qk_fin_d)]
+                    m.d.comb += [Cat(pe.qk_mac, pe.qk_first, pe.qk_add, pe.qk_pad, pe.qk_tree, pe.qk_rmask, pe.qk_fin,
+                                     pe.qk_tap).eq(wave_dec[i][j]), pe.q.eq(wave_q[i][j]), pe.k.eq(wave_k[i][j])]
+                else:
+                    m.d.comb += [pe.qk_mac.eq(qk_mac), pe.qk_first.eq(qk_first_add), pe.q.eq(qcol[i]),
+                                 pe.k.eq(kcol[j])]
                 if S:
                     m.d.comb += [pe.qk_acc.eq(qk_acc), pe.exp0_add.eq(exp0_add), pe.horner_add.eq(horner_add),
                                  pe.av_add.eq(av_add_c[j])]

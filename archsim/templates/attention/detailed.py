@@ -20,7 +20,8 @@ Each cycle, every unit advances the phase it is running by one cycle:
   its second operand, then ``A`` cycles), and one cycle to the ring; the range reduction ``S + 2A + Rn + 1``
   (product, add, ``rint``, ``x - n``), a Horner step ``S + A + 1``, ``2**n`` ``Lx`` more, and the
   last ``P.V`` column leaves the row chain ``C A`` cycles later (one adder per column); with ``A > 0``
-  the row max chain is registered (``C + 1`` more cycles after the last score).
+  the row max chain is registered (``C + 1`` more cycles after the last score) and Q / K enter as a
+  wavefront (PE ``(i, j)`` ``i + j`` late: ``R - 1`` more cycles, and no drain at the tile's end).
 
 Units start the phases of slot ``s`` together and the next slot starts when
 both are idle (:mod:`archsim.templates.attention.tile`). The model does not
@@ -134,7 +135,9 @@ class AttentionDetailed:
                 if vals:
                     st["s"] = level[0]
                 yield  # the sum written to the score ring
-            for _ in range(S2 + (C + 1 if A2 else 0)):  # the last products, then the registered row max chain
+            # the last products, then (A2 > 0) the wavefront's last row R - 1 cycles behind the first and
+            # the registered row max chain
+            for _ in range(S2 + (p.rows - 1 + C + 1 if A2 else 0)):
                 yield
             if vals:
                 st["bm"] = st["s"].max(axis=1)

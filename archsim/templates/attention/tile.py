@@ -37,9 +37,12 @@ max(d, L) + K L + 2**K``, ``K = ceil(log2 L)``; the summation order is
 and the subtraction ``x - n`` (``S + 2A + Rn + 1`` cycles), a Horner step the product and the add
 (``S + A + 1``), ``2**n`` waits ``Lx`` cycles, and the row chains pass one adder per column
 (``C A`` cycles of skew after the last ``P.V`` column); with ``A > 0`` the row max chain is
-registered too (the selected score, then one register per column: ``C + 1`` cycles)::
+registered too (the selected score, then one register per column: ``C + 1`` cycles), and Q and K
+enter QK as a real wavefront (PE ``(i, j)`` ``i + j`` cycles late: skew registers at the array's
+edges, one register per hop), so row ``i``'s max is ready ``i`` cycles after row 0's (``R - 1``
+more) and the tile's end has no wave left to drain (``skew_cycles`` 0)::
 
-    qk_max     = qk_sum_cycles(d, A) + S + 1 + (C + 1 if A > 0)
+    qk_max     = qk_sum_cycles(d, A) + S + 1 + (R + C if A > 0)
     exp_sum_av = (S + 2A + Rn + 1) + (E - 1)(S + A + 1) + Lx + 1 + d + S + C A
 
 (``A = Rn = Lx = 0``: the formulas above.)
@@ -186,7 +189,7 @@ def fusemax_phases(tile: AttentionTile, params) -> tuple[int, list[tuple[str, st
     if params.exp_on == "array2d":
         lag = 2
         esa = (S + 2 * A + Rn + 1) + (E - 1) * (S + A + 1) + Lx + 1 + d + S + C * A
-        qkm = qk_sum_cycles(d, A) + S + 1 + (C + 1 if A else 0)
+        qkm = qk_sum_cycles(d, A) + S + 1 + (params.rows + C if A else 0)
         phases = [("array2d", "qk_max", qkm, 0), ("array2d", "exp_sum_av", esa, 2),
                   ("array1d", "stat", stat, 1), ("array1d", "update", update, 3)]
     else:
@@ -203,7 +206,10 @@ def fusemax_final_cycles(tile: AttentionTile, params) -> int:
 
 
 def skew_cycles(params) -> int:
-    return params.rows + params.cols - 2
+    """The wavefront's drain counted once at a tile's end (``drain``): ``R + C - 2``. With pipelined 2D
+    adders (``latency2d_add > 0``) 0: Q and K enter as a real wavefront in every QK phase, which
+    drains there (``qk_max``'s ``R - 1`` more cycles; its ``C - 1`` ride on the registered row max chain)."""
+    return 0 if params.latency2d_add else params.rows + params.cols - 2
 
 
 def fusemax_slot_segments(nb: int, lag: int, phases) -> list[tuple[int, int, int]]:
