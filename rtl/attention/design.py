@@ -22,14 +22,18 @@ this module is the array it wraps (flat ports).
   ``p`` / ``f`` / ``n``. QK: ``s += q_i[t] * k_j[t]`` (Q broadcast along the
   row, K down the column); the row max, the row sum and the ``P.V`` column
   are chains through the row's PEs in one cycle, skipping the keys beyond
-  ``kv_len``. The wavefront skew of a systolic array is not built (operands
-  are broadcast); the contract's drain (``R + C - 2`` cycles) is counted. With
+  ``kv_len``. With one-cycle adders the wavefront skew of a systolic array is not built
+  (operands are broadcast) and the contract's drain (``R + C - 2`` cycles) is counted. With
   ``mul2d_stages = S > 0`` the PEs' multipliers are pipelined: the controller's decode
   picks the multiplier's operands and, delayed ``S`` cycles, the adder's use of the
   product (QK and P.V stream; the range reduction and each Horner step take ``S + 1``
   cycles; flat QK / AV wait ``S`` cycles after their last issue), as the contract says. With
-  ``add2d_stages = A > 0`` (FuseMax only: a FLAT command raises ``error``) a QK step takes
-  ``A + 1`` cycles, the exp's steps wait for the pipelined adders, ``rint`` (``rint2d_stages``)
+  ``add2d_stages = A > 0`` (FuseMax only: a FLAT command raises ``error``) QK is interleaved
+  (``A + 1`` partial sums in flight, then their pairwise tree on the PE's adder:
+  ``tile.qk_sum_cycles``) and Q, K and QK's decode enter as a real wavefront (PE ``(i, j)``
+  ``i + j`` cycles late: skew registers at the left / top edge, one register per hop), which
+  drains within the QK phase (``R - 1`` cycles more; no drain is counted at the tile's end); the
+  exp's steps wait for the pipelined adders, ``rint`` (``rint2d_stages``)
   and ``ldexp`` (``ldexp2d_stages``), and column ``j``'s row-chain decode (its row-sum add, its
   ``P.V`` operands and adds) is column 0's delayed ``j A`` cycles by registers: the row chains
   are systolic, one adder per column, and the results leave the last column ``C A`` cycles after

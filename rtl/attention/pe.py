@@ -19,13 +19,21 @@ Pipelined (``add_stages = A``, ``rint_stages = Rn``, ``ldexp_stages = Lx``; 0: c
 adders are the library's :class:`rtl.lib.units.Fp32AddFinite` (``A`` registers; one more than its
 cut points, :func:`add_stages_max`, registers the adders' operands in front of it), ``rint`` and
 ``ldexp`` its :class:`~rtl.lib.units.Rint` / :class:`~rtl.lib.units.Ldexp`. The decode ports keep
-their meaning at the adder's input; every result is written ``A`` cycles later (a QK step's sum is
-in the score ring ``A + 1`` cycles after its add starts), ``p`` / ``f`` / ``n`` ``2A + Rn`` cycles
+their meaning at the adder's input; every result is written ``A`` cycles later, ``p`` / ``f`` / ``n`` ``2A + Rn`` cycles
 after ``exp0_add`` (the add, ``rint``, ``x - n``), ``expfin`` adds ``ldexp(p, n)`` of ``Lx`` cycles
 earlier, and ``chain_out`` is ``chain_in`` plus this PE's term (or ``chain_in`` itself when
 ``colvalid`` is low) ``A`` cycles later: the controller skews the row's columns by ``A`` each. With
 ``A > 0`` the row max chain is registered too: ``rmax_out`` is a register fed from a register of the
 selected score (the row's max leaves the last column ``C + 1`` cycles after the scores are final).
+
+QK with ``A > 0`` is interleaved (ports ``qk_add`` .. ``qk_fin``, the controller's schedule): the
+adder's result is read back through the register ``qk_back``, so ``A + 1`` partial sums circulate;
+a step (``qk_add``) adds the product (``-0.0`` with ``qk_pad``) to ``qk_back`` (``+0.0`` with
+``qk_first``); then the partials leave one a cycle and a pairwise tree on the same adder adds
+``qk_back`` of ``2**(k-1)`` cycles earlier (tap ``qk_tap = k - 1``, a delay line of ``qk_back``) to
+the current one (``-0.0`` with ``qk_rmask``), and ``qk_fin`` writes the root to the score ring: the
+order of :func:`archsim.templates.attention.values.dot_rows`. The controller sends Q, K and these
+decode bits to PE ``(i, j)`` ``i + j`` cycles late (the wavefront).
 """
 from __future__ import annotations
 
