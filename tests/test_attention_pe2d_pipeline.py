@@ -138,6 +138,23 @@ def test_rtl_with_a_pipelined_pe_follows_the_models():
     assert [report.tiles[i].rtl_cycles for i in (0, 2)] == [140, 178]
 
 
+@pytest.mark.rtl
+@pytest.mark.parametrize("over", [{"latency2d_add": 1}, {"latency2d": 1, "latency2d_add": 2}])
+def test_rtl_interleaved_qk_with_one_tree_level_and_an_odd_partial(over):
+    """A = 1: two partials, a one-level tree (its tap index has no bits); A = 2: three partials, the
+    tree's odd last one passes as x + -0.0. Bit- and cycle-exact with both models (Icarus)."""
+    from rtl import run_cosim
+    from rtl.cosim.harness import simulator_missing_reason
+
+    reason = simulator_missing_reason("icarus")
+    if reason:
+        pytest.skip(reason)
+    items = [(AttentionTile("fusemax", 3, 4, 8), _ops(np.random.default_rng(16), 3, 4, 8)),
+             (AttentionTile("fusemax", 1, 2, 5), _ORDER_OPS)]
+    report = run_cosim(_arch(**over), items, sim="icarus")
+    assert report.ok, "\n" + report.summary()
+
+
 #: the 2D PE measured at >= 150 MHz alone (docs/attention.md): every unit at its deepest, the
 #: multiplier's and adders' operands registered, the multiplier on registered ECP5 DSP blocks
 DEEPEST = {"rows": 2, "cols": 2, "pe1d": 1, "latency2d": 12, "latency2d_add": 12, "latency2d_rint": 11,
