@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -102,8 +103,12 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     arch = load_arch(args.arch, args.overrides)
     design = design_for(arch, {"multiplier": args.multiplier} if args.multiplier != "inferred" else None)
-    res = synthesize_no_share(design.verilog(), design.toplevel, args.target, args.pnr, freq_mhz=args.freq,
-                              seed=args.seed, workdir=args.workdir, timeout_s=args.timeout)
+    try:
+        res = synthesize_no_share(design.verilog(), design.toplevel, args.target, args.pnr, freq_mhz=args.freq,
+                                  seed=args.seed, workdir=args.workdir, timeout_s=args.timeout)
+    except ToolError as err:  # e.g. yosys over --timeout: one line, not a traceback
+        print(f"rtl.attention.synth: {err}", file=sys.stderr)
+        return 1
     res["params"] = design.config_dict()
     print(json.dumps(res, indent=1))
     return 0
