@@ -22,14 +22,18 @@ this module is the array it wraps (flat ports).
   ``p`` / ``f`` / ``n``. QK: ``s += q_i[t] * k_j[t]`` (Q broadcast along the
   row, K down the column); the row max, the row sum and the ``P.V`` column
   are chains through the row's PEs in one cycle, skipping the keys beyond
-  ``kv_len``. The wavefront skew of a systolic array is not built (operands
-  are broadcast); the contract's drain (``R + C - 2`` cycles) is counted. With
+  ``kv_len``. With one-cycle adders the wavefront skew of a systolic array is not built
+  (operands are broadcast) and the contract's drain (``R + C - 2`` cycles) is counted. With
   ``mul2d_stages = S > 0`` the PEs' multipliers are pipelined: the controller's decode
   picks the multiplier's operands and, delayed ``S`` cycles, the adder's use of the
   product (QK and P.V stream; the range reduction and each Horner step take ``S + 1``
   cycles; flat QK / AV wait ``S`` cycles after their last issue), as the contract says. With
-  ``add2d_stages = A > 0`` (FuseMax only: a FLAT command raises ``error``) a QK step takes
-  ``A + 1`` cycles, the exp's steps wait for the pipelined adders, ``rint`` (``rint2d_stages``)
+  ``add2d_stages = A > 0`` (FuseMax only: a FLAT command raises ``error``) QK is interleaved
+  (``A + 1`` partial sums in flight, then their pairwise tree on the PE's adder:
+  ``tile.qk_sum_cycles``) and Q, K and QK's decode enter as a real wavefront (PE ``(i, j)``
+  ``i + j`` cycles late: skew registers at the left / top edge, one register per hop), which
+  drains within the QK phase (``R - 1`` cycles more; no drain is counted at the tile's end); the
+  exp's steps wait for the pipelined adders, ``rint`` (``rint2d_stages``)
   and ``ldexp`` (``ldexp2d_stages``), and column ``j``'s row-chain decode (its row-sum add, its
   ``P.V`` operands and adds) is column 0's delayed ``j A`` cycles by registers: the row chains
   are systolic, one adder per column, and the results leave the last column ``C A`` cycles after
@@ -70,7 +74,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.attention.buffers import OperandBuffers
 from rtl.attention.lane import Lane1D
-from rtl.attention.pe import AttentionPE
+from rtl.attention.pe import AttentionPE, qk_tree_levels
 from rtl.lib import fp
 from rtl.lib.exp import exp2_coefficient_bits
 from rtl.lib.pipe import delay
@@ -134,7 +138,9 @@ class AttentionRtlConfig:
 
     @property
     def skew(self) -> int:
-        return self.rows + self.cols - 2
+        """The drain counted at a tile's end: ``R + C - 2``; 0 with pipelined adders (the QK wavefront
+        drains in every QK phase: ``qk_end``)."""
+        return 0 if self.add2d_stages else self.rows + self.cols - 2
 
 
 def attention_signature(c: AttentionRtlConfig) -> dict:
@@ -223,7 +229,10 @@ class AttentionArray(wiring.Component):
         EX = TRR + (E - 1) * (S + A + 1)  # the ESA phase's ldexp (range reduction and E - 1 Horner steps before it)
         EF = EX + LX  # column 0's row-sum add (ldexp's result)
         SK = C * A  # the row chains' adders: column 0's add to the last column's result
-        cnt2 = Signal(range(max(EF + D + S + SK, D * (A + 1) + S + (C + 1 if A else 0)) + 2))
+        # QK on a pipelined adder: A + 1 partial sums in flight, then their pairwise tree on it (qk_tree_levels)
+        QL, QT = A + 1, qk_tree_levels(A)
+        QFIN = QT * QL + (1 << QT) - 1  # the tree's root in the PEs' read-back register, after the steps
+        cnt2 = Signal(range(max(EF + D + S + SK, max(D, QL) + QFIN + 1 + S + (C + R if A else 0)) + 2))
         # 1D unit
         op1 = Signal(4, init=OP_DONE)
         pos = Signal(range(R * max(FL, D) + P + 1))
@@ -283,17 +292,30 @@ class AttentionArray(wiring.Component):
         for k in range(1, K + 1):
             with m.If(horner_at[k - 1]):
                 m.d.comb += hidx.eq(K - k)
-        qk_len = d if A == 0 else d * (A + 1)  # QK's issue cycles: a step every A + 1 cycles
-        qk_end = (ph2 == P2_QK) & (cnt2 == qk_len + S + (C + 1 if A else 0))  # + the registered row max chain
-        if A:  # the QK step and its cycle in the step
-            qsub, qstep = Signal(range(A + 1)), Signal(range(D + 1))
-            with m.If(in_slots & (ph2 == P2_QK) & ~qk_end):
-                m.d.sync += [qsub.eq(Mux(qsub == A, 0, qsub + 1)), qstep.eq(qstep + (qsub == A))]
-            with m.Else():
-                m.d.sync += [qsub.eq(0), qstep.eq(0)]
-            qk_issue, qk_at = (qstep < d) & (qsub == 0), qstep
+        qk_issue, qk_at = cnt2 < d, cnt2  # the multiplier streams the head dim
+        if A:  # steps while cnt2 < c0 = max(d, A + 1), then the tree's adds at their cycles (adder time - S)
+            qc0 = Signal(range(max(D, QL) + 1))
+            qrel = Signal.like(cnt2)
+            m.d.comb += [qc0.eq(Mux(d > QL, d, QL)), qrel.eq(cnt2 - qc0)]
+            # + the registered row max chain, + the wavefront's last row (R - 1 cycles behind row 0)
+            qk_end = (ph2 == P2_QK) & (cnt2 == qc0 + QFIN + 1 + S + C + 1 + R - 1)
+            in_qk = in_slots & (ph2 == P2_QK)
+            qk_step, qk_tail = in_qk & (cnt2 < qc0), in_qk & (cnt2 >= qc0)
+            tree_hits, n_prev = [], QL  # (level, right operand missing) at each tree add's cycle
+            for lev in range(1, QT + 1):
+                n_lev = -(-n_prev // 2)
+                for i in range(n_lev):
+                    at = (lev - 1) * QL + (1 << lev) - 1 + i * (1 << lev)
+                    tree_hits.append((qk_tail & (qrel == at), lev - 1, 2 * i + 1 >= n_prev))
+                n_prev = n_lev
+            qk_tree, qk_rmask = Signal(), Signal()
+            qk_tap = Signal(range(max(1, QT)))
+            for hit, tap, missing in tree_hits:
+                with m.If(hit):
+                    m.d.comb += [qk_tree.eq(1), qk_tap.eq(tap), qk_rmask.eq(missing)]
+            qk_fin = qk_tail & (qrel == QFIN)
         else:
-            qk_issue, qk_at = cnt2 < d, cnt2
+            qk_end = (ph2 == P2_QK) & (cnt2 == d + S)
         m.d.comb += [
             qk_mac.eq((in_slots & (ph2 == P2_QK) & qk_issue) | ((state == F_QK) & ~ftail)),
             qk_max.eq(in_slots & qk_end),
@@ -310,7 +332,12 @@ class AttentionArray(wiring.Component):
             return delay(m, v, S, f"{name}_d")
         qk_acc, exp0_add, horner_add, av_add = (late(x, n) for x, n in ((qk_mac, "qk_acc"), (exp0, "exp0_add"),
                                                                        (horner, "horner_add"), (av, "av_add")))
-        qk_first_add, qk_last_add = late(qk_t == 0, "qk_first"), late(qk_t == d - 1, "qk_last")
+        qk_first_add = late(qk_t == 0 if not A else cnt2 < QL, "qk_first")
+        qk_last_add = late(qk_t == d - 1, "qk_last")
+        if A:  # the interleaved QK's adder decode (rtl.attention.pe: qk_add .. qk_fin)
+            qk_add_d, qk_pad_d, qk_tree_d, qk_rmask_d, qk_tap_d, qk_fin_d = (
+                late(x, n) for x, n in ((qk_step | qk_tree, "qk_add"), (cnt2 >= d, "qk_pad"), (qk_tree, "qk_tree"),
+                                        (qk_rmask, "qk_rmask"), (qk_tap, "qk_tap"), (qk_fin, "qk_fin")))
         av_e_add, fblk_add, hidx_add = late(av_e, "av_e"), late(fblk, "fblk"), late(hidx, "hidx")
         qk_ring = Mux(flat, 0, hr[0])
         esa_ring = hr[2]
@@ -342,6 +369,18 @@ class AttentionArray(wiring.Component):
         coefA = Array(Const(x, 32) for x in coef)
         horner_coef = coefA[hidx_add]
 
+        if A:  # Q / K and QK's decode as a wavefront: PE (i, j) i + j cycles late (skew registers at the
+            # left / top edge, then one register per hop right / down)
+            qk_dec = Cat(qk_mac, qk_first_add, qk_add_d, qk_pad_d, qk_tree_d, qk_rmask_d, qk_fin_d, qk_tap_d)
+            wave_q, wave_k, wave_dec = ([[None] * C for _ in range(R)] for _ in range(3))
+            for i in range(R):
+                for j in range(C):
+                    wave_q[i][j] = delay(m, qcol[i], i, f"wave_q{i}_") if j == 0 else \
+                        delay(m, wave_q[i][j - 1], 1, f"wave_q{i}_{j}_")
+                    wave_k[i][j] = delay(m, kcol[j], j, f"wave_k{j}_") if i == 0 else \
+                        delay(m, wave_k[i - 1][j], 1, f"wave_k{i}_{j}_")
+                    wave_dec[i][j] = delay(m, qk_dec, i, f"wave_dec{i}_") if j == 0 else \
+                        delay(m, wave_dec[i][j - 1], 1, f"wave_dec{i}_{j}_")
         for i in range(R):
             chain = Mux(av_add & flat, o_state[i * D + av_e_add], Const(0, 32))
             neg_mc = fp.fp32_neg(mcbA[esa_ring[0]][i])
@@ -353,14 +392,20 @@ class AttentionArray(wiring.Component):
                 sb = sbuf[i * FL + fblk * C + j]
                 sb_add = sbuf[i * FL + fblk_add * C + j]
                 m.d.comb += [
-                    pe.qk_mac.eq(qk_mac), pe.qk_first.eq(qk_first_add), pe.exp0.eq(exp0), pe.horner.eq(horner),
+                    pe.exp0.eq(exp0), pe.horner.eq(horner),
                     pe.expfin.eq(expfin_c[j]), pe.av.eq(av_c[j]), pe.flat.eq(flat), pe.qk_ring.eq(qk_ring),
-                    pe.esa_ring.eq(esa_ring), pe.q.eq(qcol[i]), pe.k.eq(kcol[j]), pe.v.eq(vcol[j]),
+                    pe.esa_ring.eq(esa_ring), pe.v.eq(vcol[j]),
                     pe.scale.eq(scale), pe.neg_mc.eq(neg_mc), pe.horner_coef.eq(horner_coef), pe.p_flat.eq(sb),
                     pe.colvalid.eq(colvalid[j]), pe.chain_in.eq(chain),
                 ]
                 if j:
                     m.d.comb += pe.rmax_in.eq(rmax)
+                if A:
+                    m.d.comb += [Cat(pe.qk_mac, pe.qk_first, pe.qk_add, pe.qk_pad, pe.qk_tree, pe.qk_rmask, pe.qk_fin,
+                                     pe.qk_tap).eq(wave_dec[i][j]), pe.q.eq(wave_q[i][j]), pe.k.eq(wave_k[i][j])]
+                else:
+                    m.d.comb += [pe.qk_mac.eq(qk_mac), pe.qk_first.eq(qk_first_add), pe.q.eq(qcol[i]),
+                                 pe.k.eq(kcol[j])]
                 if S:
                     m.d.comb += [pe.qk_acc.eq(qk_acc), pe.exp0_add.eq(exp0_add), pe.horner_add.eq(horner_add),
                                  pe.av_add.eq(av_add_c[j])]

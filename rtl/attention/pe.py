@@ -19,13 +19,21 @@ Pipelined (``add_stages = A``, ``rint_stages = Rn``, ``ldexp_stages = Lx``; 0: c
 adders are the library's :class:`rtl.lib.units.Fp32AddFinite` (``A`` registers; one more than its
 cut points, :func:`add_stages_max`, registers the adders' operands in front of it), ``rint`` and
 ``ldexp`` its :class:`~rtl.lib.units.Rint` / :class:`~rtl.lib.units.Ldexp`. The decode ports keep
-their meaning at the adder's input; every result is written ``A`` cycles later (a QK step's sum is
-in the score ring ``A + 1`` cycles after its add starts), ``p`` / ``f`` / ``n`` ``2A + Rn`` cycles
+their meaning at the adder's input; every result is written ``A`` cycles later, ``p`` / ``f`` / ``n`` ``2A + Rn`` cycles
 after ``exp0_add`` (the add, ``rint``, ``x - n``), ``expfin`` adds ``ldexp(p, n)`` of ``Lx`` cycles
 earlier, and ``chain_out`` is ``chain_in`` plus this PE's term (or ``chain_in`` itself when
 ``colvalid`` is low) ``A`` cycles later: the controller skews the row's columns by ``A`` each. With
 ``A > 0`` the row max chain is registered too: ``rmax_out`` is a register fed from a register of the
 selected score (the row's max leaves the last column ``C + 1`` cycles after the scores are final).
+
+QK with ``A > 0`` is interleaved (ports ``qk_add`` .. ``qk_fin``, the controller's schedule): the
+adder's result is read back through the register ``qk_back``, so ``A + 1`` partial sums circulate;
+a step (``qk_add``) adds the product (``-0.0`` with ``qk_pad``) to ``qk_back`` (``+0.0`` with
+``qk_first``); then the partials leave one a cycle and a pairwise tree on the same adder adds
+``qk_back`` of ``2**(k-1)`` cycles earlier (tap ``qk_tap = k - 1``, a delay line of ``qk_back``) to
+the current one (``-0.0`` with ``qk_rmask``), and ``qk_fin`` writes the root to the score ring: the
+order of :func:`archsim.templates.attention.values.dot_rows`. The controller sends Q, K and these
+decode bits to PE ``(i, j)`` ``i + j`` cycles late (the wavefront).
 """
 from __future__ import annotations
 
@@ -69,6 +77,15 @@ def add_stages_max() -> int:
     return unit.max_stages + 1
 
 
+#: fp32 -0.0: the adder's identity (x + -0.0 == x for every x, +-0.0 included)
+NEG_ZERO = 0x80000000
+
+
+def qk_tree_levels(add_stages: int) -> int:
+    """Levels of the pairwise tree over the ``add_stages + 1`` QK partial sums in flight on the adder."""
+    return add_stages.bit_length() if add_stages else 0
+
+
 def _adder(m: Module, a, b, stages: int, name: str):
     """fp32 ``a + b`` after ``stages`` registers (:func:`add_stages_max`; 0: combinational)."""
     if not stages:
@@ -108,6 +125,9 @@ class AttentionPE(wiring.Component):
             ports["rmax_in"] = In(32)
         if mul_stages:  # the adder's decode, S cycles after the multiplier's
             ports.update({"qk_acc": In(1), "exp0_add": In(1), "horner_add": In(1), "av_add": In(1)})
+        if add_stages:  # QK interleaved on the pipelined adder (qk_tree_levels)
+            ports.update({"qk_add": In(1), "qk_pad": In(1), "qk_tree": In(1), "qk_rmask": In(1),
+                          "qk_tap": In(range(max(1, qk_tree_levels(add_stages)))), "qk_fin": In(1)})
         super().__init__(ports)
 
     def elaborate(self, platform):
@@ -129,6 +149,7 @@ class AttentionPE(wiring.Component):
         with m.Else():
             m.d.comb += [ma.eq(p_av), mb.eq(v)]
         Sm = self.mul_stages
+        Sa, Sr, Sl = self.add_stages, self.rint_stages, self.ldexp_stages
         if Sm:
             m.submodules.mul_unit = mul = Fp32MulFinite(min(Sm, _MUL_CUTS), self.mul)
             # beyond its cut points: the operands registered first (the decode's muxes in front of the
@@ -141,15 +162,29 @@ class AttentionPE(wiring.Component):
         else:
             prod = fp.fp32_mul_finite(m, ma, mb, "mul")
             qk_acc, exp0_add, horner_add = self.qk_mac, self.exp0, self.horner
-        Sa, Sr, Sl = self.add_stages, self.rint_stages, self.ldexp_stages
         if Sl:
             m.submodules.ldexp_unit = ldu = Ldexp(Sl)
             m.d.comb += [ldu.p.eq(p), ldu.n.eq(n), ldu.in_valid.eq(1)]
             ld = ldu.out
         else:
             ld = fp.ldexp(m, p, n, "ld")
+        if Sa:  # QK's A + 1 partial sums circulate through the adder and its read-back register `back`
+            back = Signal(32, name="qk_back")
+            levels = qk_tree_levels(Sa)
+            taps, tap = [], back  # the tree's left operands: back 2**(k-1) cycles earlier, level k
+            for k in range(1, levels + 1):
+                tap = delay(m, tap, (1 << (k - 1)) - (1 << (k - 2) if k > 1 else 0), f"qk_tap{k}_")
+                taps.append(tap)
+            left = Array(taps)[self.qk_tap] if levels else Const(0, 32)
+            qk_acc = self.qk_add
         with m.If(qk_acc):
-            m.d.comb += [aa.eq(Mux(self.qk_first, 0, s_qk)), ab.eq(prod)]
+            if Sa:  # a step: +0.0 (first visit) or the partial + the product (-0.0 past the head dim);
+                # a tree add: the earlier + the current partial (-0.0 for a missing right one)
+                m.d.comb += [aa.eq(Mux(self.qk_tree, left, Mux(self.qk_first, 0, back))),
+                             ab.eq(Mux(self.qk_tree | self.qk_pad, Mux(self.qk_tree & ~self.qk_rmask, back,
+                                                                           NEG_ZERO), prod))]
+            else:
+                m.d.comb += [aa.eq(Mux(self.qk_first, 0, s_qk)), ab.eq(prod)]
         with m.Elif(exp0_add):
             m.d.comb += [aa.eq(prod), ab.eq(self.neg_mc)]
         with m.Elif(horner_add):
@@ -170,7 +205,6 @@ class AttentionPE(wiring.Component):
         frac = _adder(m, x_d, fp.fp32_neg(n_fp), Sa, "frac")
         n_int = delay(m, n_int, Sa, "rr_n")
         # the adder's decode when its result leaves the pipeline
-        qk_res, ring_res = delay(m, qk_acc, Sa, "qk_res"), delay(m, self.qk_ring, Sa, "ring_res")
         horner_res = delay(m, horner_add, Sa, "horner_res")
         exp0_res = delay(m, exp0_add, 2 * Sa + Sr, "exp0_res")
         if Sa:
@@ -190,8 +224,13 @@ class AttentionPE(wiring.Component):
         else:
             mx = fp.fp32_max(m, self.rmax_in, s_qk, "max")
             m.d[rmax_dom] += self.rmax_out.eq(Mux(self.colvalid, mx, self.rmax_in))
-        with m.If(qk_res):
-            m.d.sync += S[ring_res].eq(add)
+        if Sa:
+            m.d.sync += back.eq(add)
+            with m.If(self.qk_fin):  # the tree's root, in `back`
+                m.d.sync += S[self.qk_ring].eq(back)
+        else:
+            with m.If(qk_acc):
+                m.d.sync += S[self.qk_ring].eq(add)
         with m.If(exp0_res):
             m.d.sync += [p.eq(coef_top), f.eq(frac), n.eq(n_int)]
         with m.If(horner_res):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -93,11 +94,21 @@ def main(argv=None) -> int:
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--target", default="ecp5", choices=["ecp5", "generic"])
     ap.add_argument("--pnr", action="store_true")
+    ap.add_argument("--multiplier", choices=["inferred", "ecp5_dsp"], default="inferred",
+                    help="the 2D PEs' multipliers (AttentionDesign's option; ecp5_dsp needs latency2d >= 1)")
+    ap.add_argument("--freq", type=float, default=200.0, help="nextpnr's target clock (MHz)")
+    ap.add_argument("--seed", type=int, default=1, help="nextpnr's seed")
+    ap.add_argument("--timeout", type=float, default=7200.0, help="each tool's time limit (s)")
     ap.add_argument("--workdir")
     args = ap.parse_args(argv)
     arch = load_arch(args.arch, args.overrides)
-    design = design_for(arch)
-    res = synthesize_no_share(design.verilog(), design.toplevel, args.target, args.pnr, workdir=args.workdir)
+    design = design_for(arch, {"multiplier": args.multiplier} if args.multiplier != "inferred" else None)
+    try:
+        res = synthesize_no_share(design.verilog(), design.toplevel, args.target, args.pnr, freq_mhz=args.freq,
+                                  seed=args.seed, workdir=args.workdir, timeout_s=args.timeout)
+    except ToolError as err:  # e.g. yosys over --timeout: one line, not a traceback
+        print(f"rtl.attention.synth: {err}", file=sys.stderr)
+        return 1
     res["params"] = design.config_dict()
     print(json.dumps(res, indent=1))
     return 0

@@ -14,11 +14,14 @@ Each cycle, every unit advances the phase it is running by one cycle:
 - with ``latency2d = S > 0`` the PEs' products reach their adders ``S`` cycles late:
   ``qk_max`` and the P.V columns take ``S`` more cycles (the last products), the range
   reduction and every Horner step ``S + 1`` cycles each;
-- with ``latency2d_add = A``, ``latency2d_rint = Rn``, ``latency2d_ldexp = Lx``: a QK step takes
-  ``A + 1`` cycles (it adds to the previous step's sum), the range reduction ``S + 2A + Rn + 1``
+- with ``latency2d_add = A``, ``latency2d_rint = Rn``, ``latency2d_ldexp = Lx``: QK's steps go
+  into ``A + 1`` partial sums in flight on the adder (its stages and its read-back register) (one step a cycle, ``max(d, A + 1)`` of them), which
+  then leave it one a cycle into a pairwise tree on the same adder (each level's first sum waits for
+  its second operand, then ``A`` cycles), and one cycle to the ring; the range reduction ``S + 2A + Rn + 1``
   (product, add, ``rint``, ``x - n``), a Horner step ``S + A + 1``, ``2**n`` ``Lx`` more, and the
   last ``P.V`` column leaves the row chain ``C A`` cycles later (one adder per column); with ``A > 0``
-  the row max chain is registered (``C + 1`` more cycles after the last score).
+  the row max chain is registered (``C + 1`` more cycles after the last score) and Q / K enter as a
+  wavefront (PE ``(i, j)`` ``i + j`` late: ``R - 1`` more cycles, and no drain at the tile's end).
 
 Units start the phases of slot ``s`` together and the next slot starts when
 both are idle (:mod:`archsim.templates.attention.tile`). The model does not
@@ -104,12 +107,37 @@ class AttentionDetailed:
                 kb = k[keys(b)]
                 qb = qrows(b)
                 st["s"] = np.zeros((q_rows, kb.shape[0]), F32)
-            for t in range(d):
-                if vals:
-                    st["s"] = (st["s"] + (qb[:, t, None] * kb[None, :, t]).astype(F32)).astype(F32)
-                for _ in range(A2 + 1):  # the step's sum leaves the adder before the next step adds to it
+            if not A2:
+                for t in range(d):
+                    if vals:
+                        st["s"] = (st["s"] + (qb[:, t, None] * kb[None, :, t]).astype(F32)).astype(F32)
                     yield
-            for _ in range(S2 + (C + 1 if A2 else 0)):  # the last products, then the registered row max chain
+            else:  # A2 + 1 partial sums in flight on the adder (its stages and its read-back register),
+                L2 = A2 + 1  # then a pairwise tree of them on it
+                part = [np.zeros_like(st["s"]) if vals else None for _ in range(L2)]
+                for t in range(max(d, L2)):  # step t into partial t % L2 (-0.0 past the head dim)
+                    if vals:
+                        prod = (qb[:, t, None] * kb[None, :, t]).astype(F32) if t < d else F32(-0.0)
+                        part[t % L2] = (part[t % L2] + prod).astype(F32)
+                    yield
+                # the partials leave the adder one a cycle, from partial max(d, L2) % L2 on
+                level = [part[(max(d, L2) + j) % L2] for j in range(L2)]
+                gap = 1
+                while len(level) > 1:  # this level's first sum: its second operand `gap` cycles on, then L2
+                    if vals:
+                        level = [(level[i] + level[i + 1]).astype(F32) if i + 1 < len(level) else level[i]
+                                 for i in range(0, len(level), 2)]
+                    else:
+                        level = level[::2]
+                    for _ in range(gap + L2):
+                        yield
+                    gap *= 2
+                if vals:
+                    st["s"] = level[0]
+                yield  # the sum written to the score ring
+            # the last products, then (A2 > 0) the wavefront's last row R - 1 cycles behind the first and
+            # the registered row max chain
+            for _ in range(S2 + (p.rows - 1 + C + 1 if A2 else 0)):
                 yield
             if vals:
                 st["bm"] = st["s"].max(axis=1)

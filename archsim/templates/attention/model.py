@@ -88,7 +88,8 @@ class AttentionModel(TemplateModel):
             raise ValueError("operands: values are modelled for whole tiles (phase all, first and last)")
         q, k, v = operands_f32(operands)
         if tile.mapping == "fusemax":
-            return fusemax_values(q, k, v, self.params.cols, self.params.exp_macs, tile.passes)
+            return fusemax_values(q, k, v, self.params.cols, self.params.exp_macs, tile.passes,
+                                  self.params.latency2d_add + 1)
         return flat_values(q, k, v, self.params.cols, self.params.exp_macs)
 
     def _gemm_model(self):

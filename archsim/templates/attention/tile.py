@@ -30,14 +30,19 @@ max = d + S + 1``, ``exp + row sum + AV = E (S + 1) + 1 + d + S``, FLAT's ``qk``
 ``AV`` phase with exp on the 1D array ``S`` longer. The table below is ``S = 0``.
 
 With ``A = latency2d_add``, ``Rn = latency2d_rint`` and ``Lx = latency2d_ldexp`` (pipelined adders,
-``rint`` and ``ldexp`` in the PEs; FuseMax with exp on the 2D array only) a QK step waits for the
-previous step's sum (``A + 1`` cycles a step), the range reduction is the product, the add, ``rint``
+``rint`` and ``ldexp`` in the PEs; FuseMax with exp on the 2D array only) QK interleaves ``L = A + 1``
+partial sums on the adder, then adds them in a pairwise tree on it (``qk_sum_cycles(d, A) =
+max(d, L) + K L + 2**K``, ``K = ceil(log2 L)``; the summation order is
+:func:`~archsim.templates.attention.values.dot_rows`), the range reduction is the product, the add, ``rint``
 and the subtraction ``x - n`` (``S + 2A + Rn + 1`` cycles), a Horner step the product and the add
 (``S + A + 1``), ``2**n`` waits ``Lx`` cycles, and the row chains pass one adder per column
 (``C A`` cycles of skew after the last ``P.V`` column); with ``A > 0`` the row max chain is
-registered too (the selected score, then one register per column: ``C + 1`` cycles)::
+registered too (the selected score, then one register per column: ``C + 1`` cycles), and Q and K
+enter QK as a real wavefront (PE ``(i, j)`` ``i + j`` cycles late: skew registers at the array's
+edges, one register per hop), so row ``i``'s max is ready ``i`` cycles after row 0's (``R - 1``
+more) and the tile's end has no wave left to drain (``skew_cycles`` 0)::
 
-    qk_max     = d (A + 1) + S + 1 + (C + 1 if A > 0)
+    qk_max     = qk_sum_cycles(d, A) + S + 1 + (R + C if A > 0)
     exp_sum_av = (S + 2A + Rn + 1) + (E - 1)(S + A + 1) + Lx + 1 + d + S + C A
 
 (``A = Rn = Lx = 0``: the formulas above.)
@@ -161,6 +166,20 @@ def row_sum_cycles(params, rows: int, n: int) -> int:
     return groups * n * a + k - (groups - 1) * a
 
 
+def qk_sum_cycles(d: int, add_stages: int) -> int:
+    """Cycles from a QK phase's first add to its scores in the PEs' rings (products arriving one a
+    cycle). One-cycle adder: ``d``. An ``A``-stage adder keeps ``L = A + 1`` partial sums in flight (its
+    stages and the register it reads back; :func:`archsim.templates.attention.values.interleaved_partials`):
+    ``max(d, L)`` steps, then a pairwise tree of ``K = ceil(log2 L)`` levels on the same adder, level
+    ``k``'s first result ``2**(k-1) + L`` cycles after level ``k - 1``'s; one cycle more to the ring:
+    ``max(d, L) + K L + 2**K``."""
+    if not add_stages:
+        return d
+    L = add_stages + 1
+    levels = (L - 1).bit_length()
+    return max(d, L) + levels * L + 2 ** levels
+
+
 def fusemax_phases(tile: AttentionTile, params) -> tuple[int, list[tuple[str, str, int, int]]]:
     """``(lag, [(unit, phase, cycles, block offset)])``: phase runs in slot ``s`` on block ``s - offset``."""
     q, d, C, E, S = tile.q_rows, tile.head_dim, params.cols, params.exp_macs, params.latency2d
@@ -170,7 +189,7 @@ def fusemax_phases(tile: AttentionTile, params) -> tuple[int, list[tuple[str, st
     if params.exp_on == "array2d":
         lag = 2
         esa = (S + 2 * A + Rn + 1) + (E - 1) * (S + A + 1) + Lx + 1 + d + S + C * A
-        qkm = d * (A + 1) + S + 1 + (C + 1 if A else 0)
+        qkm = qk_sum_cycles(d, A) + S + 1 + (params.rows + C if A else 0)
         phases = [("array2d", "qk_max", qkm, 0), ("array2d", "exp_sum_av", esa, 2),
                   ("array1d", "stat", stat, 1), ("array1d", "update", update, 3)]
     else:
@@ -187,7 +206,10 @@ def fusemax_final_cycles(tile: AttentionTile, params) -> int:
 
 
 def skew_cycles(params) -> int:
-    return params.rows + params.cols - 2
+    """The wavefront's drain counted once at a tile's end (``drain``): ``R + C - 2``. With pipelined 2D
+    adders (``latency2d_add > 0``) 0: Q and K enter as a real wavefront in every QK phase, which
+    drains there (``qk_max``'s ``R - 1`` more cycles; its ``C - 1`` ride on the registered row max chain)."""
+    return 0 if params.latency2d_add else params.rows + params.cols - 2
 
 
 def fusemax_slot_segments(nb: int, lag: int, phases) -> list[tuple[int, int, int]]:

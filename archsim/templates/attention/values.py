@@ -52,12 +52,33 @@ def scale_of(head_dim: int) -> np.float32:
     return F32(1.0 / (log(2.0) * np.sqrt(head_dim)))
 
 
-def dot_rows(q: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """``q @ k.T`` in fp32, accumulated over the head dim in order (the PEs' order)."""
-    s = np.zeros((q.shape[0], k.shape[0]), F32)
-    for t in range(q.shape[1]):
-        s = (s + (q[:, t, None] * k[None, :, t]).astype(F32)).astype(F32)
-    return s
+def dot_rows(q: np.ndarray, k: np.ndarray, partials: int = 1) -> np.ndarray:
+    """``q @ k.T`` in fp32 in the PEs' order: ``partials`` interleaved partial sums
+    (:func:`interleaved_partials`), then their pairwise tree (:func:`pairwise_sum`). One partial (a
+    one-cycle adder) is the head dim accumulated in order from ``+0.0``; an ``A``-stage adder keeps
+    ``A + 1`` in flight (the params' ``latency2d_add`` + 1: its stages and the register it reads back)."""
+    return pairwise_sum(interleaved_partials(q, k, partials))
+
+
+def interleaved_partials(q: np.ndarray, k: np.ndarray, partials: int) -> list[np.ndarray]:
+    """The ``L = partials`` partial sums of ``q @ k.T`` in flight on a PE's adder, in the order they
+    leave it. Step ``t`` (``0 <= t < max(d, L)``) adds product ``t`` (``-0.0``, the identity, for
+    ``t >= d``) into partial ``t % L``, which starts from ``+0.0``; then partial ``(c0 + j) % L``
+    leaves ``j``-th, ``c0 = max(d, L)``."""
+    d, L = q.shape[1], partials
+    part = [np.zeros((q.shape[0], k.shape[0]), F32) for _ in range(L)]
+    for t in range(max(d, L)):
+        prod = (q[:, t, None] * k[None, :, t]).astype(F32) if t < d else F32(-0.0)
+        part[t % L] = (part[t % L] + prod).astype(F32)
+    c0 = max(d, L)
+    return [part[(c0 + j) % L] for j in range(L)]
+
+
+def pairwise_sum(xs: list[np.ndarray]) -> np.ndarray:
+    """fp32 pairwise tree ``(x0 + x1), (x2 + x3), ...`` level by level; an odd last passes through."""
+    while len(xs) > 1:
+        xs = [(xs[i] + xs[i + 1]).astype(F32) if i + 1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
+    return xs[0]
 
 
 def chain_sum(init: np.ndarray, terms_p: np.ndarray, v: np.ndarray | None = None) -> np.ndarray:
@@ -100,16 +121,17 @@ def normalize(l: np.ndarray, o: np.ndarray) -> np.ndarray:
     return (o * r[:, None]).astype(F32)
 
 
-def fusemax_values(q, k, v, cols: int, exp_macs: int, passes: int = 1) -> np.ndarray:
-    """Online softmax; ``passes`` query tiles stacked along the rows, each with its own state."""
+def fusemax_values(q, k, v, cols: int, exp_macs: int, passes: int = 1, qk_partials: int = 1) -> np.ndarray:
+    """Online softmax; ``passes`` query tiles stacked along the rows, each with its own state;
+    ``qk_partials``: the scores' summation order (:func:`dot_rows`)."""
     if passes > 1:
         rows = q.shape[0] // passes
-        return np.concatenate([fusemax_values(q[i * rows:(i + 1) * rows], k, v, cols, exp_macs)
-                               for i in range(passes)], axis=0)
+        return np.concatenate([fusemax_values(q[i * rows:(i + 1) * rows], k, v, cols, exp_macs,
+                                              qk_partials=qk_partials) for i in range(passes)], axis=0)
     c = scale_of(q.shape[1])
     state = initial_state(q.shape[0], q.shape[1])
     for b0 in range(0, k.shape[0], cols):
-        s = dot_rows(q, k[b0:b0 + cols])
+        s = dot_rows(q, k[b0:b0 + cols], qk_partials)
         state = fusemax_block(state, s, v[b0:b0 + cols], c, exp_macs)
     return normalize(state[2], state[3])
 
