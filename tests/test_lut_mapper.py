@@ -109,6 +109,22 @@ def test_cli_rejects_a_pair_the_core_lacks(capsys):
     assert "lut-m2n64k4: precision: the lut core runs weights int1/ternary/int2/int3/int4" in err
 
 
+def test_the_ecp5_preset_builds_int8_activations_only(capsys):
+    """lut-m2n8k4-ecp5 builds int8 activations only (its fp32 lookup datapath does not fit the ECP5):
+    asking for fp16 activations refuses in one line, and a W2 x fp16 GEMM in a workload runs on the
+    vector unit (as every format a LUT core does not build), on the LUT array once fp16 is built."""
+    code, _, err = _run(capsys, "run", "--arch", "lut-m2n8k4-ecp5", "--workload", "bitnet-b1.58-2b", "--phase",
+                        "decode", "--weights", "int2", "--activations", "fp16")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "precision: the lut core runs weights int1/ternary/int2/int3/int4 x activations int8, got int2/fp16" in err
+    net = Net("one_linear", weight_precision="int2", act_precision="fp16", acc_precision="fp32")
+    net.linear("fc", net.input("x", (4, 64)), 32, bias=False)
+    shipped = mappers.compile(net.graph, load_arch("lut-m2n8k4-ecp5")).layers[0].commands
+    assert not any(isinstance(c, Compute) for c in shipped) and any(isinstance(c, VectorOp) for c in shipped)
+    built = mappers.compile(net.graph, load_arch("lut-m2n8k4-ecp5", {"activation_formats": ["int8", "fp16"]}))
+    assert any(isinstance(c, Compute) for c in built.layers[0].commands)
+
+
 def test_presets_and_area():
     names = [n for n in preset_names() if n.startswith("lut-")]
     assert {"lut-m2n8k4-ecp5", "lut-m2n64k4", "lut-baseline-mac-2x128-a8", "lut-baseline-mac-2x128-a16"} <= set(names)

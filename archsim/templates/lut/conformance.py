@@ -20,13 +20,17 @@ from archsim.templates.lut.tile import WEIGHT_RANGE, LutTile
 #: the preset the configurations override
 base_arch = "lut-m2n8k4-ecp5"
 
+#: every activation format the template builds: the preset builds int8 only (to fit its ECP5), the
+#: configurations below build all three so that every W x A mode stays checked
+ALL_ACTIVATIONS: dict[str, Any] = {"activation_formats": ["int8", "fp16", "bf16"]}
+
 #: co-simulated on the RTL: small enough for icarus, every W x A mode
-rtl_arch: dict[str, Any] = {"tile_m": 2, "tile_n": 4, "group_k": 4, "tile_k": 4,
+rtl_arch: dict[str, Any] = {**ALL_ACTIVATIONS, "tile_m": 2, "tile_n": 4, "group_k": 4, "tile_k": 4,
                             "precompute_entries_per_cycle": 4, "pipeline_cycles": 3}
 
 
 def conformance_archs() -> list[dict[str, Any]]:
-    return [
+    return [{**ALL_ACTIVATIONS, **over} for over in (
         {},
         dict(rtl_arch),
         {"symmetric": False, "tile_m": 1, "tile_n": 3, "precompute_entries_per_cycle": 3},
@@ -36,7 +40,7 @@ def conformance_archs() -> list[dict[str, Any]]:
         {"scale": "per_channel", "tile_n": 4, "precompute_entries_per_cycle": 2},
         {"scale": "per_group", "scale_group": 8, "tile_n": 4, "pipeline_cycles": 1},
         {"scale": "per_group", "scale_group": 4, "symmetric": False, "tile_m": 3, "tile_n": 2},
-    ]
+    )]
 
 
 def _activations(rng: np.random.Generator, fmt: str, shape: tuple, extreme: bool) -> np.ndarray:
