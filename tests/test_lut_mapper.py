@@ -125,6 +125,20 @@ def test_the_ecp5_preset_builds_int8_activations_only(capsys):
     assert any(isinstance(c, Compute) for c in built.layers[0].commands)
 
 
+def test_the_summary_names_the_gemms_that_left_the_lut_array():
+    """A GEMM in a format the core does not build runs on the vector unit; the run's summary says so
+    with its count and MAC share (here the only GEMM: 1, 100 %), and says nothing once it is built."""
+    from archsim.report.writers import summary_rows
+
+    net = Net("two_linears", weight_precision="int2", act_precision="fp16", acc_precision="fp32")
+    net.linear("fc2", net.linear("fc1", net.input("x", (4, 64)), 32, bias=False), 16, bias=False)
+    rows = dict(summary_rows(simulate(net.graph, "lut-m2n8k4-ecp5")))
+    assert rows["GEMMs off the array"] == ("2 GEMMs (100.0 % of MACs) on the vector unit: "
+                                           "int2 x fp16 not built into the LUT core")
+    built = simulate(net.graph, "lut-m2n8k4-ecp5", overrides={"activation_formats": ["int8", "fp16"]})
+    assert "GEMMs off the array" not in dict(summary_rows(built))
+
+
 def test_presets_and_area():
     names = [n for n in preset_names() if n.startswith("lut-")]
     assert {"lut-m2n8k4-ecp5", "lut-m2n64k4", "lut-baseline-mac-2x128-a8", "lut-baseline-mac-2x128-a16"} <= set(names)

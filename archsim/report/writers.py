@@ -228,6 +228,9 @@ def summary_rows(result: SimResult) -> list[tuple[str, str]]:
     ]
     if result.imported:
         rows.append(("import", coverage_line(result.imported)))
+    offloaded = offloaded_gemms_text(result)
+    if offloaded:
+        rows.append(("GEMMs off the array", offloaded))
     fused = sum(1 for l in result.layers if l.mapping.get("fused_into"))
     if fused:
         rows.append(("fused element-wise ops", f"{fused} (in the array's output path; --no-fusion to separate)"))
@@ -246,6 +249,30 @@ def summary_rows(result: SimResult) -> list[tuple[str, str]]:
             continue  # the same figure as the utilization row
         rows.append((_extra_label(k), _extra(k, v)))
     return rows
+
+
+def offloaded_gemms_text(result: SimResult) -> str:
+    """One line naming the GEMMs a mapper ran off the template's array (a LUT core runs only the
+    weight x activation formats it builds; the rest go to the vector unit), grouped by reason with
+    their share of the run's MACs, so a workload whose GEMMs left the array never reads as if they ran
+    on it. Empty when every GEMM ran on the array."""
+    by_reason: dict[str, list[int]] = {}
+    for layer in result.layers:
+        parts = layer.mapping.get("gemms") or [layer.mapping]
+        off = [mp for mp in parts if mp.get("unit") == "vector" and mp.get("reason")]
+        for mp in off:
+            # a layer's MACs split over its GEMMs by m*k*n (one GEMM: all of them)
+            dims = [q.get("m", 0) * q.get("k", 0) * q.get("n", 0) for q in parts]
+            own = mp.get("m", 0) * mp.get("k", 0) * mp.get("n", 0)
+            macs = layer.macs if len(parts) == 1 or not sum(dims) else layer.macs * own // sum(dims)
+            entry = by_reason.setdefault(mp["reason"], [0, 0])
+            entry[0] += 1
+            entry[1] += macs
+    if not by_reason:
+        return ""
+    total = result.macs or 1
+    return "; ".join(f"{n} GEMM{'s' if n != 1 else ''} ({fmt.percent(macs / total)} of MACs) on the vector unit: {reason}"
+                     for reason, (n, macs) in sorted(by_reason.items(), key=lambda kv: -kv[1][1]))
 
 
 def allocation_text(alloc: dict) -> str:
