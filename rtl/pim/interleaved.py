@@ -162,21 +162,24 @@ class PimInterleavedAccumulators(wiring.Component):
     def _counters(self, m: Module, pb: int):
         """Per accumulator: columns taken in the group (``pb`` bits mod P, plus a 'P or more' bit), in four
         registered steps (the tags :data:`TAG_LATENCY` cycles after the command): register the command;
-        select its counter in two 8:1 steps (a register after each); count and write back. The counts of
-        the MACs 1 and 2 cycles before (whose writes land after this one's read) are forwarded when they
-        hit the same accumulator, and a group restart (counters cleared) after the read reads as 0."""
+        select its counter in two 8:1 steps (a register after each); pick the count and register it with
+        its successor (``+ 1``); the successor written back a cycle later (step 4: the 64 counters' write
+        is a register's fan-out, not the count's pick and ``+ 1``: read / forward / ``+ 1`` / write in one
+        cycle held a P = 16 unit at 125 MHz, seed 2). The counts of the MACs 1, 2 and 3 cycles before
+        (whose writes land after this one's read) are forwarded when they hit the same accumulator, and a
+        group restart (counters cleared) after the read reads as 0."""
         A = self.A
         cnt = Array(Signal(pb + 1, name=f"cnt{i}") for i in range(A))
         self._cnt = cnt
         ib = len(self.cmd_acc)
-        stage = []  # (valid, acc, rdacc) of the command 1, 2, 3 cycles after it was issued
+        stage = []  # (valid, acc, rdacc) of the command 1, 2, 3, 4 cycles after it was issued
         prev = (self.cmd_mac, self.cmd_acc, self.cmd_rdacc)
-        for s in (1, 2, 3):
+        for s in (1, 2, 3, 4):
             t = (Signal(name=f"cnt_v{s}"), Signal(ib, name=f"cnt_a{s}"), Signal(name=f"cnt_rd{s}"))
             m.d.sync += [x.eq(y) for x, y in zip(t, prev)]
             stage.append(t)
             prev = t
-        (_v1, a1, _r1), (_v2, a2, _r2), (v3, a3, rd3) = stage
+        (_v1, a1, _r1), (_v2, a2, _r2), (v3, a3, rd3), (v4, a4, _r4) = stage
         groups = [Signal(pb + 1, name=f"cnt_g{g}") for g in range(-(-A // 8))]
         for g, q in enumerate(groups):
             entries = [cnt[i] for i in range(8 * g, min(A, 8 * g + 8))]
@@ -185,21 +188,32 @@ class PimInterleavedAccumulators(wiring.Component):
         m.d.sync += r3.eq(Array(groups)[a2[3:]] if len(groups) > 1 else groups[0])
         fresh = Signal(init=1)
         c = Signal(pb + 1)
-        nxt = Cat((c[:pb] + 1)[:pb], c[pb] | (c[:pb] == self.P - 1))
-        # the MAC 1 cycle before (now in step 3 beside this one in step 2) and 2 cycles before (in step 3
-        # while this one is in step 1): hit, count, cleared
-        hit1, hit2, hit2_a = Signal(name="cnt_hit1"), Signal(name="cnt_hit2"), Signal(name="cnt_hit2_a")
-        p1, p2 = Signal(pb + 1, name="cnt_p1"), Signal(pb + 1, name="cnt_p2")
-        clr1, clr2, clr2_a = Signal(name="cnt_clr1"), Signal(name="cnt_clr2"), Signal(name="cnt_clr2_a")
+        nxt = Signal(pb + 1, name="cnt_next")  # the count of the MAC in step 4 (its c + 1), written this cycle
+        m.d.sync += nxt.eq(Cat((c[:pb] + 1)[:pb], c[pb] | (c[:pb] == self.P - 1)))
+        # the MACs 1, 2, 3 cycles before this one: hit (same accumulator), their counts (nxt now, then
+        # delayed), cleared (a group restart); each compared while both are in flight, then delayed
+        p1, p2, p3 = nxt, Signal(pb + 1, name="cnt_p2"), Signal(pb + 1, name="cnt_p3")
+        m.d.sync += [p2.eq(p1), p3.eq(p2)]
+        hit1, hit2, hit3 = (Signal(name=f"cnt_hit{k}") for k in (1, 2, 3))
+        clr1, clr2, clr3 = (Signal(name=f"cnt_clr{k}") for k in (1, 2, 3))
+        hit2_a, clr2_a = Signal(name="cnt_hit2_a"), Signal(name="cnt_clr2_a")
+        hit3_a, hit3_b = Signal(name="cnt_hit3_a"), Signal(name="cnt_hit3_b")
+        clr3_a, clr3_b = Signal(name="cnt_clr3_a"), Signal(name="cnt_clr3_b")
+        restart = Signal(name="cnt_restart")  # the MAC in step 4 starts a group: clear every counter
         m.d.sync += [hit1.eq(v3 & (a3 == a2)), hit2_a.eq(v3 & (a3 == a1)), hit2.eq(hit2_a),
-                     p1.eq(nxt), p2.eq(p1), clr1.eq(v3 & fresh), clr2_a.eq(v3 & fresh), clr2.eq(clr2_a)]
-        m.d.comb += c.eq(Mux(fresh, 0, Mux(hit1, p1, Mux(clr1, 0, Mux(hit2, p2, Mux(clr2, 0, r3))))))
+                     hit3_a.eq(v3 & (a3 == self.cmd_acc)), hit3_b.eq(hit3_a), hit3.eq(hit3_b),
+                     clr1.eq(v3 & fresh), clr2_a.eq(v3 & fresh), clr2.eq(clr2_a),
+                     clr3_a.eq(v3 & fresh), clr3_b.eq(clr3_a), clr3.eq(clr3_b), restart.eq(v3 & fresh)]
+        m.d.comb += c.eq(Mux(fresh, 0, Mux(hit1, p1, Mux(clr1, 0, Mux(hit2, p2, Mux(clr2, 0, Mux(
+            hit3, p3, Mux(clr3, 0, r3))))))))
         with m.If(v3):
-            with m.If(fresh):
-                m.d.sync += [x.eq(0) for x in cnt]
-            m.d.sync += [cnt[a3].eq(nxt), fresh.eq(0)]
+            m.d.sync += fresh.eq(0)
         with m.If(rd3):
             m.d.sync += fresh.eq(1)
+        with m.If(v4):
+            with m.If(restart):
+                m.d.sync += [x.eq(0) for x in cnt]
+            m.d.sync += cnt[a4].eq(nxt)
         m.d.sync += [self.tag_part.eq(c[:pb]), self.tag_first.eq(~c[pb])]
 
     def _read_out(self, m: Module, mems, pb: int, lb: int):
