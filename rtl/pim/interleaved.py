@@ -103,7 +103,7 @@ class PimInterleavedAccumulators(wiring.Component):
             # in front of the operand select (a P = 16 loop measured 73 MHz with block RAM)
             mem = memory.Memory(shape=32 * L, depth=max(2, rows), init=[], attrs={"ram_style": "distributed"})
             m.submodules[f"part{j}"] = mem
-            mems.append((mem.write_port(granularity=32), mem.read_port(), mem.read_port()))
+            mems.append((mem.write_port(granularity=32), mem.read_port()))
         # -- accumulate: the adder P deep, its tags beside it
         out_tag = [(Signal(name=f"out_v{i}"), Signal.like(self.idx, name=f"out_i{i}"),
                     Signal.like(self.part, name=f"out_p{i}")) for i in range(P + 2)]
@@ -125,15 +125,21 @@ class PimInterleavedAccumulators(wiring.Component):
         wb_addr = Signal(len(done_i) - lb, name="wb_addr")
         wb_en = [Signal(L, name=f"wb_en{j}") for j in range(P)]
         m.d.sync += wb_addr.eq(done_i >> lb)
-        for j, (wp, _rp, _rd) in enumerate(mems):
+        for j, (wp, _rp) in enumerate(mems):
             m.d.sync += wb_en[j].eq(Cat(*[done_v & (done_p == j) & ((done_i & (L - 1)) == lane)
                                           for lane in range(L)]))
             m.d.comb += [wp.addr.eq(wb_addr), wp.data.eq(Cat(*([total_d[0]] * L))), wp.en.eq(wb_en[j])]
         # operand fetch: memory read 3 cycles ahead; the word picked in two registered 4:1 steps (the low two
         # bits of (lane, partial) 2 cycles ahead, the rest 1 cycle ahead: a 16:1 select with one register
-        # held a P = 16 loop at 113 MHz)
-        for _wp, rp, _rd in mems:
-            m.d.comb += [rp.addr.eq(self.pre3_idx >> lb), rp.en.eq(1)]
+        # held a P = 16 loop at 113 MHz). One read port per memory, shared with the RDACC's read-out
+        # (two ports were two LUT RAM copies: 1,024 DPR16X4 at P = 16 on 2 lanes): the read-out reads in
+        # cycle rd + 2, and no fetch is needed then in a schedule the models' checker accepts -- a MAC
+        # fetches T - 3 >= 4 cycles after its command (T: the accumulate's start, tCL + mac_pipeline_cycles
+        # - P >= 7) and an RDACC comes mac_drain = T + P or more after every MAC before it
+        rd_now = delay(m, self.rd, PARTIALS_LATENCY - 1, "rd_now")
+        rd_col2 = Signal.like(self.rd_col, name="rd_col2")
+        for _wp, rp in mems:
+            m.d.comb += [rp.addr.eq(Mux(rd_now, rd_col2, self.pre3_idx >> lb)), rp.en.eq(1)]
         words = [mems[j][1].data[32 * lane:32 * lane + 32] for j in range(P) for lane in range(L)]
         sel2 = Cat(self.pre2_idx[:lb], self.pre2_part) if lb else self.pre2_part
         sel1 = Cat(self.pre_idx[:lb], self.pre_part) if lb else self.pre_part
@@ -156,7 +162,7 @@ class PimInterleavedAccumulators(wiring.Component):
                      alt.eq(Mux(self.pre_first, 0, Mux(hits[1], total, Mux(hits[2], total_d[0], Mux(
                          hits[3], total_d[1], Mux(hits[4], total_d[2], mem_word))))))]
         m.d.comb += operand.eq(Mux(sel0, total, alt))
-        self._read_out(m, mems, pb, lb)
+        self._read_out(m, mems, pb, lb, rd_col2)
         return m
 
     def _counters(self, m: Module, pb: int):
@@ -216,14 +222,12 @@ class PimInterleavedAccumulators(wiring.Component):
             m.d.sync += cnt[a4].eq(nxt)
         m.d.sync += [self.tag_part.eq(c[:pb]), self.tag_first.eq(~c[pb])]
 
-    def _read_out(self, m: Module, mems, pb: int, lb: int):
+    def _read_out(self, m: Module, mems, pb: int, lb: int, rd_col2):
         A, P, L = self.A, self.P, self.out_lanes
         # the command registered twice; the memories read the partials (written back up to mac_drain + 2
         # cycles after the group's last MAC: the RDACC follows it by mac_drain) and answer a cycle later
-        rd_col1, rd_col2 = Signal.like(self.rd_col, name="rd_col1"), Signal.like(self.rd_col, name="rd_col2")
-        m.d.sync += [rd_col1.eq(self.rd_col), rd_col2.eq(rd_col1)]
-        for _wp, _rp, rd in mems:
-            m.d.comb += [rd.addr.eq(rd_col2), rd.en.eq(1)]
+        rd_col1 = Signal.like(self.rd_col, name="rd_col1")
+        m.d.sync += [rd_col1.eq(self.rd_col), rd_col2.eq(rd_col1)]  # rd_col2: the memories' read address
         # which partials the group wrote: the column counters (settled: the RDACC follows the group's last
         # MAC by mac_drain > TAG_LATENCY) selected in two registered 8:1 steps from the command's column (a
         # 64:1 select in one cycle held a P = 16 unit at 85 MHz), the count registered, then compared (from
@@ -244,7 +248,7 @@ class PimInterleavedAccumulators(wiring.Component):
         rv = delay(m, self.rd, PARTIALS_LATENCY, "rd_v")  # the partials on the read ports (this cycle)
         outs = []
         for lane in range(L):
-            parts = [Mux(live[lane][j], mems[j][2].data[32 * lane:32 * lane + 32], 0) for j in range(P)]
+            parts = [Mux(live[lane][j], mems[j][1].data[32 * lane:32 * lane + 32], 0) for j in range(P)]
             outs.append(self._reduce(m, parts, rv, lane))
         m.d.comb += [self.rd_valid.eq(delay(m, rv, self.read_latency - PARTIALS_LATENCY, "rd_out_v")),
                      self.rd_data.eq(Cat(*outs))]
