@@ -8,7 +8,8 @@
   counters).
 - Storage: one memory per partial (LUT RAM: ``ram_style`` distributed), a row per RDACC column
   (``out_lanes`` words, word-granular writes), so an RDACC reads its ``out_lanes x P`` partials in
-  one cycle and the accumulate loop has no 64:1 register mux.
+  one cycle and the accumulate loop has no 64:1 register mux; one read port each, shared by the operand
+  fetch and the read-out (never in the same cycle of a schedule the models' checker accepts).
 - Accumulate: its operands registered, then the fp32 adder (int8: an int32 add) ``P - 1`` cycles
   deep, so a partial's loop has ``P`` cycles (a partial is hit at most every ``P`` columns); beyond the
   library adder's depth (11 cut points: ``P = 16``) the rest are registers after it. Its operand is fetched 3 cycles
