@@ -27,7 +27,7 @@
 
 Timing contract with :class:`rtl.pim.design.PimBankUnit`: the accumulate of a MAC starts (``valid``)
 ``P - 1`` cycles earlier than with one accumulator, so its result lands at the same cycle; the
-``pre_*`` inputs are the tags one cycle before ``valid``'s, ``pre2_*`` two, ``pre3_*`` three cycles before.
+``pre_*`` inputs are the tags one cycle before ``valid``'s, ``pre2_*`` two, ``pre4_idx`` four cycles before.
 """
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ class PimInterleavedAccumulators(wiring.Component):
             "cmd_mac": In(1), "cmd_acc": In(ib), "cmd_rdacc": In(1), "tag_part": Out(pb), "tag_first": Out(1),
             "valid": In(1), "idx": In(ib), "part": In(pb), "col_sum": In(32),
             "pre_valid": In(1), "pre_idx": In(ib), "pre_part": In(pb), "pre_first": In(1),
-            "pre2_valid": In(1), "pre2_idx": In(ib), "pre2_part": In(pb), "pre2_first": In(1), "pre3_idx": In(ib),
+            "pre2_valid": In(1), "pre2_idx": In(ib), "pre2_part": In(pb), "pre2_first": In(1), "pre4_idx": In(ib),
             "rd": In(1), "rd_col": In(col_bits), "rd_valid": Out(1), "rd_data": Out(32 * out_lanes),
         })
 
@@ -136,11 +136,13 @@ class PimInterleavedAccumulators(wiring.Component):
         # (two ports were two LUT RAM copies: 1,024 DPR16X4 at P = 16 on 2 lanes): the read-out reads in
         # cycle rd + 2, and no fetch is needed then in a schedule the models' checker accepts -- a MAC
         # fetches T - 3 >= 4 cycles after its command (T: the accumulate's start, tCL + mac_pipeline_cycles
-        # - P >= 7) and an RDACC comes mac_drain = T + P or more after every MAC before it
-        rd_now = delay(m, self.rd, PARTIALS_LATENCY - 1, "rd_now")
-        rd_col2 = Signal.like(self.rd_col, name="rd_col2")
+        # - P >= 7) and an RDACC comes mac_drain or more after every MAC before it. The address is picked a
+        # cycle ahead and registered (the 2:1 mux in front of the 512 LUT RAMs held the unit at 118.6 MHz)
+        rd_col1 = Signal.like(self.rd_col, name="rd_col1")
+        rd_addr = Signal(len(self.pre4_idx) - lb, name="part_raddr")
+        m.d.sync += rd_addr.eq(Mux(delay(m, self.rd, PARTIALS_LATENCY - 2, "rd_next"), rd_col1, self.pre4_idx >> lb))
         for _wp, rp in mems:
-            m.d.comb += [rp.addr.eq(Mux(rd_now, rd_col2, self.pre3_idx >> lb)), rp.en.eq(1)]
+            m.d.comb += [rp.addr.eq(rd_addr), rp.en.eq(1)]
         words = [mems[j][1].data[32 * lane:32 * lane + 32] for j in range(P) for lane in range(L)]
         sel2 = Cat(self.pre2_idx[:lb], self.pre2_part) if lb else self.pre2_part
         sel1 = Cat(self.pre_idx[:lb], self.pre_part) if lb else self.pre_part
@@ -163,7 +165,7 @@ class PimInterleavedAccumulators(wiring.Component):
                      alt.eq(Mux(self.pre_first, 0, Mux(hits[1], total, Mux(hits[2], total_d[0], Mux(
                          hits[3], total_d[1], Mux(hits[4], total_d[2], mem_word))))))]
         m.d.comb += operand.eq(Mux(sel0, total, alt))
-        self._read_out(m, mems, pb, lb, rd_col2)
+        self._read_out(m, mems, pb, lb, rd_col1)
         return m
 
     def _counters(self, m: Module, pb: int):
@@ -223,12 +225,11 @@ class PimInterleavedAccumulators(wiring.Component):
             m.d.sync += cnt[a4].eq(nxt)
         m.d.sync += [self.tag_part.eq(c[:pb]), self.tag_first.eq(~c[pb])]
 
-    def _read_out(self, m: Module, mems, pb: int, lb: int, rd_col2):
+    def _read_out(self, m: Module, mems, pb: int, lb: int, rd_col1):
         A, P, L = self.A, self.P, self.out_lanes
         # the command registered twice; the memories read the partials (written back up to mac_drain + 2
         # cycles after the group's last MAC: the RDACC follows it by mac_drain) and answer a cycle later
-        rd_col1 = Signal.like(self.rd_col, name="rd_col1")
-        m.d.sync += [rd_col1.eq(self.rd_col), rd_col2.eq(rd_col1)]  # rd_col2: the memories' read address
+        m.d.sync += rd_col1.eq(self.rd_col)  # then the memories' read address (registered in elaborate)
         # which partials the group wrote: the column counters (settled: the RDACC follows the group's last
         # MAC by mac_drain > TAG_LATENCY) selected in two registered 8:1 steps from the command's column (a
         # 64:1 select in one cycle held a P = 16 unit at 85 MHz), the count registered, then compared (from
