@@ -195,7 +195,7 @@ def _interleaved(dut, macs, reads, cycles, fp32, lead=6):
             ctx.set(dut.cmd_rdacc, cycle in reads)
             ctx.set(dut.rd, cycle in reads)
             ctx.set(dut.rd_col, reads.get(cycle, 0))
-            now, pre, pre2, pre3 = (macs.get(cycle - lead + d) for d in (0, 1, 2, 3))
+            now, pre, pre2, pre4 = (macs.get(cycle - lead + d) for d in (0, 1, 2, 4))
             ctx.set(dut.valid, now is not None)
             ctx.set(dut.idx, now[0] if now else 0)
             ctx.set(dut.part, tags.get(cycle - lead, (0, 0))[0])
@@ -209,7 +209,7 @@ def _interleaved(dut, macs, reads, cycles, fp32, lead=6):
             ctx.set(dut.pre2_part, tags.get(cycle - lead + 2, (0, 0))[0])
             ctx.set(dut.pre2_first, tags.get(cycle - lead + 2, (0, 0))[1])
             ctx.set(dut.pre2_valid, pre2 is not None)
-            ctx.set(dut.pre3_idx, pre3[0] if pre3 else 0)
+            ctx.set(dut.pre4_idx, pre4[0] if pre4 else 0)
             await ctx.tick()
             tagged = cycle + 1 - TAG_LATENCY  # the command whose tags are out now
             if tagged in macs:

@@ -129,6 +129,38 @@ def test_irregular_mac_spacing_exercises_every_forwarding_distance():
     assert ref.view(np.uint32).tolist() == gemv_dot(w, x, BF16.column_elements, "bf16", 4).view(np.uint32).tolist()
 
 
+@pytest.mark.parametrize("gap", [0, 1, 2])
+def test_a_group_restart_1_2_or_3_cycles_before_a_mac_hides_the_stale_counts(gap):
+    """The column counters are written back 4 cycles after the command, a counter read 1 cycle after
+    it: a group's first MAC clears them (restart) too late for the MACs 1, 2 and 3 cycles after it,
+    which must read 0, not the count their accumulator had in the previous group. Two streams of 8
+    rows of one column each (every MAC a new accumulator): the second stream's counters are stale
+    (1) when its MACs, ``gap + 1`` cycles apart, read them. Removing the 'cleared' forward at that
+    distance sends the second MAC into partial 1 and reads the stale partial 0 with it."""
+    rows, k = 8, 4
+    design = design_for(BF16, {"top": "unit"})
+    streams, refs, tiles = [], [], []
+    for seed in (1, 2):
+        rng = np.random.default_rng(seed)
+        w = to_bf16((rng.standard_normal((1, rows, k)) * 4).astype(F))
+        x = to_bf16(rng.standard_normal(k).astype(F))
+        tile = PimTile("gemv", rows=rows, k=k, banks=1, ref_due=1000)
+        stream = design.stream(tile, {"weight": w, "input": x})
+        shift, cmds = 0, []
+        for c in stream["commands"]:
+            shift += gap if c[1] == "MAC" else 0
+            cmds.append([c[0] + shift] + c[1:])
+        stream["commands"] = cmds
+        streams.append(stream)
+        tiles.append(tile)
+        refs.append(np.array([[_reference_row(w[0, r], x, BF16.column_elements, 4) for r in range(rows)]], F))
+    job = {"driver": design.driver, "array_latency": design.array_latency(), "streams": streams}
+    res = run_job(design.verilog(), design.toplevel, job).result["streams"]
+    for tile, r, ref in zip(tiles, res, refs):
+        assert r["error"] == 0, "\n".join(r["trace"])
+        assert design.rtl_values(tile, r).astype(F).view(np.uint32).tolist() == ref.view(np.uint32).tolist()
+
+
 def test_p8_reduction_longer_than_tcl_is_cycle_exact():
     """P = 8 on tCL 14: the reduction takes 3 + (8 / 2 - 1) + 3 x 8 = 30 cycles, so the RDACC's data come
     16 cycles after tCL and the models charge them (the second tile's GBWRs follow an RDACC: the

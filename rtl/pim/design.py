@@ -185,7 +185,7 @@ class PimBankUnit(wiring.Component):
             m.d.comb += [accu.part.eq(part[T - 1]), accu.pre_valid.eq(v[T - 2]), accu.pre_idx.eq(a[T - 2]),
                          accu.pre_part.eq(part[T - 2]), accu.pre_first.eq(first[T - 2]), accu.pre2_idx.eq(a[T - 3]),
                          accu.pre2_part.eq(part[T - 3]), accu.pre2_valid.eq(v[T - 3]), accu.pre2_first.eq(first[T - 3]),
-                         accu.pre3_idx.eq(a[T - 4])]
+                         accu.pre4_idx.eq(a[T - 5])]
             read_latency = accu.read_latency
             assert read_latency == p.rdacc_reduction_cycles, "the RTL's RDACC reduction differs from the models'"
         # RDACC: the column is presented rdacc_latency (tCL, or the reduction when longer) after the command

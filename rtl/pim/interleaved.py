@@ -8,7 +8,8 @@
   counters).
 - Storage: one memory per partial (LUT RAM: ``ram_style`` distributed), a row per RDACC column
   (``out_lanes`` words, word-granular writes), so an RDACC reads its ``out_lanes x P`` partials in
-  one cycle and the accumulate loop has no 64:1 register mux.
+  one cycle and the accumulate loop has no 64:1 register mux; one read port each, shared by the operand
+  fetch and the read-out (never in the same cycle of a schedule the models' checker accepts).
 - Accumulate: its operands registered, then the fp32 adder (int8: an int32 add) ``P - 1`` cycles
   deep, so a partial's loop has ``P`` cycles (a partial is hit at most every ``P`` columns); beyond the
   library adder's depth (11 cut points: ``P = 16``) the rest are registers after it. Its operand is fetched 3 cycles
@@ -26,7 +27,7 @@
 
 Timing contract with :class:`rtl.pim.design.PimBankUnit`: the accumulate of a MAC starts (``valid``)
 ``P - 1`` cycles earlier than with one accumulator, so its result lands at the same cycle; the
-``pre_*`` inputs are the tags one cycle before ``valid``'s, ``pre2_*`` two, ``pre3_*`` three cycles before.
+``pre_*`` inputs are the tags one cycle before ``valid``'s, ``pre2_*`` two, ``pre4_idx`` four cycles before.
 """
 from __future__ import annotations
 
@@ -87,7 +88,7 @@ class PimInterleavedAccumulators(wiring.Component):
             "cmd_mac": In(1), "cmd_acc": In(ib), "cmd_rdacc": In(1), "tag_part": Out(pb), "tag_first": Out(1),
             "valid": In(1), "idx": In(ib), "part": In(pb), "col_sum": In(32),
             "pre_valid": In(1), "pre_idx": In(ib), "pre_part": In(pb), "pre_first": In(1),
-            "pre2_valid": In(1), "pre2_idx": In(ib), "pre2_part": In(pb), "pre2_first": In(1), "pre3_idx": In(ib),
+            "pre2_valid": In(1), "pre2_idx": In(ib), "pre2_part": In(pb), "pre2_first": In(1), "pre4_idx": In(ib),
             "rd": In(1), "rd_col": In(col_bits), "rd_valid": Out(1), "rd_data": Out(32 * out_lanes),
         })
 
@@ -103,7 +104,7 @@ class PimInterleavedAccumulators(wiring.Component):
             # in front of the operand select (a P = 16 loop measured 73 MHz with block RAM)
             mem = memory.Memory(shape=32 * L, depth=max(2, rows), init=[], attrs={"ram_style": "distributed"})
             m.submodules[f"part{j}"] = mem
-            mems.append((mem.write_port(granularity=32), mem.read_port(), mem.read_port()))
+            mems.append((mem.write_port(granularity=32), mem.read_port()))
         # -- accumulate: the adder P deep, its tags beside it
         out_tag = [(Signal(name=f"out_v{i}"), Signal.like(self.idx, name=f"out_i{i}"),
                     Signal.like(self.part, name=f"out_p{i}")) for i in range(P + 2)]
@@ -125,15 +126,23 @@ class PimInterleavedAccumulators(wiring.Component):
         wb_addr = Signal(len(done_i) - lb, name="wb_addr")
         wb_en = [Signal(L, name=f"wb_en{j}") for j in range(P)]
         m.d.sync += wb_addr.eq(done_i >> lb)
-        for j, (wp, _rp, _rd) in enumerate(mems):
+        for j, (wp, _rp) in enumerate(mems):
             m.d.sync += wb_en[j].eq(Cat(*[done_v & (done_p == j) & ((done_i & (L - 1)) == lane)
                                           for lane in range(L)]))
             m.d.comb += [wp.addr.eq(wb_addr), wp.data.eq(Cat(*([total_d[0]] * L))), wp.en.eq(wb_en[j])]
         # operand fetch: memory read 3 cycles ahead; the word picked in two registered 4:1 steps (the low two
         # bits of (lane, partial) 2 cycles ahead, the rest 1 cycle ahead: a 16:1 select with one register
-        # held a P = 16 loop at 113 MHz)
-        for _wp, rp, _rd in mems:
-            m.d.comb += [rp.addr.eq(self.pre3_idx >> lb), rp.en.eq(1)]
+        # held a P = 16 loop at 113 MHz). One read port per memory, shared with the RDACC's read-out
+        # (two ports were two LUT RAM copies: 1,024 DPR16X4 at P = 16 on 2 lanes): the read-out reads in
+        # cycle rd + 2, and no fetch is needed then in a schedule the models' checker accepts -- a MAC
+        # fetches T - 3 >= 4 cycles after its command (T: the accumulate's start, tCL + mac_pipeline_cycles
+        # - P >= 7) and an RDACC comes mac_drain or more after every MAC before it. The address is picked a
+        # cycle ahead and registered (the 2:1 mux in front of the 512 LUT RAMs held the unit at 118.6 MHz)
+        rd_col1 = Signal.like(self.rd_col, name="rd_col1")
+        rd_addr = Signal(len(self.pre4_idx) - lb, name="part_raddr")
+        m.d.sync += rd_addr.eq(Mux(delay(m, self.rd, PARTIALS_LATENCY - 2, "rd_next"), rd_col1, self.pre4_idx >> lb))
+        for _wp, rp in mems:
+            m.d.comb += [rp.addr.eq(rd_addr), rp.en.eq(1)]
         words = [mems[j][1].data[32 * lane:32 * lane + 32] for j in range(P) for lane in range(L)]
         sel2 = Cat(self.pre2_idx[:lb], self.pre2_part) if lb else self.pre2_part
         sel1 = Cat(self.pre_idx[:lb], self.pre_part) if lb else self.pre_part
@@ -156,27 +165,30 @@ class PimInterleavedAccumulators(wiring.Component):
                      alt.eq(Mux(self.pre_first, 0, Mux(hits[1], total, Mux(hits[2], total_d[0], Mux(
                          hits[3], total_d[1], Mux(hits[4], total_d[2], mem_word))))))]
         m.d.comb += operand.eq(Mux(sel0, total, alt))
-        self._read_out(m, mems, pb, lb)
+        self._read_out(m, mems, pb, lb, rd_col1)
         return m
 
     def _counters(self, m: Module, pb: int):
         """Per accumulator: columns taken in the group (``pb`` bits mod P, plus a 'P or more' bit), in four
         registered steps (the tags :data:`TAG_LATENCY` cycles after the command): register the command;
-        select its counter in two 8:1 steps (a register after each); count and write back. The counts of
-        the MACs 1 and 2 cycles before (whose writes land after this one's read) are forwarded when they
-        hit the same accumulator, and a group restart (counters cleared) after the read reads as 0."""
+        select its counter in two 8:1 steps (a register after each); pick the count and register it with
+        its successor (``+ 1``); the successor written back a cycle later (step 4: the 64 counters' write
+        is a register's fan-out, not the count's pick and ``+ 1``: read / forward / ``+ 1`` / write in one
+        cycle held a P = 16 unit at 125 MHz, seed 2). The counts of the MACs 1, 2 and 3 cycles before
+        (whose writes land after this one's read) are forwarded when they hit the same accumulator, and a
+        group restart (counters cleared) after the read reads as 0."""
         A = self.A
         cnt = Array(Signal(pb + 1, name=f"cnt{i}") for i in range(A))
         self._cnt = cnt
         ib = len(self.cmd_acc)
-        stage = []  # (valid, acc, rdacc) of the command 1, 2, 3 cycles after it was issued
+        stage = []  # (valid, acc, rdacc) of the command 1, 2, 3, 4 cycles after it was issued
         prev = (self.cmd_mac, self.cmd_acc, self.cmd_rdacc)
-        for s in (1, 2, 3):
+        for s in (1, 2, 3, 4):
             t = (Signal(name=f"cnt_v{s}"), Signal(ib, name=f"cnt_a{s}"), Signal(name=f"cnt_rd{s}"))
             m.d.sync += [x.eq(y) for x, y in zip(t, prev)]
             stage.append(t)
             prev = t
-        (_v1, a1, _r1), (_v2, a2, _r2), (v3, a3, rd3) = stage
+        (_v1, a1, _r1), (_v2, a2, _r2), (v3, a3, rd3), (v4, a4, _r4) = stage
         groups = [Signal(pb + 1, name=f"cnt_g{g}") for g in range(-(-A // 8))]
         for g, q in enumerate(groups):
             entries = [cnt[i] for i in range(8 * g, min(A, 8 * g + 8))]
@@ -185,31 +197,39 @@ class PimInterleavedAccumulators(wiring.Component):
         m.d.sync += r3.eq(Array(groups)[a2[3:]] if len(groups) > 1 else groups[0])
         fresh = Signal(init=1)
         c = Signal(pb + 1)
-        nxt = Cat((c[:pb] + 1)[:pb], c[pb] | (c[:pb] == self.P - 1))
-        # the MAC 1 cycle before (now in step 3 beside this one in step 2) and 2 cycles before (in step 3
-        # while this one is in step 1): hit, count, cleared
-        hit1, hit2, hit2_a = Signal(name="cnt_hit1"), Signal(name="cnt_hit2"), Signal(name="cnt_hit2_a")
-        p1, p2 = Signal(pb + 1, name="cnt_p1"), Signal(pb + 1, name="cnt_p2")
-        clr1, clr2, clr2_a = Signal(name="cnt_clr1"), Signal(name="cnt_clr2"), Signal(name="cnt_clr2_a")
+        nxt = Signal(pb + 1, name="cnt_next")  # the count of the MAC in step 4 (its c + 1), written this cycle
+        m.d.sync += nxt.eq(Cat((c[:pb] + 1)[:pb], c[pb] | (c[:pb] == self.P - 1)))
+        # the MACs 1, 2, 3 cycles before this one: hit (same accumulator), their counts (nxt now, then
+        # delayed), cleared (a group restart); each compared while both are in flight, then delayed
+        p1, p2, p3 = nxt, Signal(pb + 1, name="cnt_p2"), Signal(pb + 1, name="cnt_p3")
+        m.d.sync += [p2.eq(p1), p3.eq(p2)]
+        hit1, hit2, hit3 = (Signal(name=f"cnt_hit{k}") for k in (1, 2, 3))
+        clr1, clr2, clr3 = (Signal(name=f"cnt_clr{k}") for k in (1, 2, 3))
+        hit2_a, clr2_a = Signal(name="cnt_hit2_a"), Signal(name="cnt_clr2_a")
+        hit3_a, hit3_b = Signal(name="cnt_hit3_a"), Signal(name="cnt_hit3_b")
+        clr3_a, clr3_b = Signal(name="cnt_clr3_a"), Signal(name="cnt_clr3_b")
+        restart = Signal(name="cnt_restart")  # the MAC in step 4 starts a group: clear every counter
         m.d.sync += [hit1.eq(v3 & (a3 == a2)), hit2_a.eq(v3 & (a3 == a1)), hit2.eq(hit2_a),
-                     p1.eq(nxt), p2.eq(p1), clr1.eq(v3 & fresh), clr2_a.eq(v3 & fresh), clr2.eq(clr2_a)]
-        m.d.comb += c.eq(Mux(fresh, 0, Mux(hit1, p1, Mux(clr1, 0, Mux(hit2, p2, Mux(clr2, 0, r3))))))
+                     hit3_a.eq(v3 & (a3 == self.cmd_acc)), hit3_b.eq(hit3_a), hit3.eq(hit3_b),
+                     clr1.eq(v3 & fresh), clr2_a.eq(v3 & fresh), clr2.eq(clr2_a),
+                     clr3_a.eq(v3 & fresh), clr3_b.eq(clr3_a), clr3.eq(clr3_b), restart.eq(v3 & fresh)]
+        m.d.comb += c.eq(Mux(fresh, 0, Mux(hit1, p1, Mux(clr1, 0, Mux(hit2, p2, Mux(clr2, 0, Mux(
+            hit3, p3, Mux(clr3, 0, r3))))))))
         with m.If(v3):
-            with m.If(fresh):
-                m.d.sync += [x.eq(0) for x in cnt]
-            m.d.sync += [cnt[a3].eq(nxt), fresh.eq(0)]
+            m.d.sync += fresh.eq(0)
         with m.If(rd3):
             m.d.sync += fresh.eq(1)
+        with m.If(v4):
+            with m.If(restart):
+                m.d.sync += [x.eq(0) for x in cnt]
+            m.d.sync += cnt[a4].eq(nxt)
         m.d.sync += [self.tag_part.eq(c[:pb]), self.tag_first.eq(~c[pb])]
 
-    def _read_out(self, m: Module, mems, pb: int, lb: int):
+    def _read_out(self, m: Module, mems, pb: int, lb: int, rd_col1):
         A, P, L = self.A, self.P, self.out_lanes
         # the command registered twice; the memories read the partials (written back up to mac_drain + 2
         # cycles after the group's last MAC: the RDACC follows it by mac_drain) and answer a cycle later
-        rd_col1, rd_col2 = Signal.like(self.rd_col, name="rd_col1"), Signal.like(self.rd_col, name="rd_col2")
-        m.d.sync += [rd_col1.eq(self.rd_col), rd_col2.eq(rd_col1)]
-        for _wp, _rp, rd in mems:
-            m.d.comb += [rd.addr.eq(rd_col2), rd.en.eq(1)]
+        m.d.sync += rd_col1.eq(self.rd_col)  # then the memories' read address (registered in elaborate)
         # which partials the group wrote: the column counters (settled: the RDACC follows the group's last
         # MAC by mac_drain > TAG_LATENCY) selected in two registered 8:1 steps from the command's column (a
         # 64:1 select in one cycle held a P = 16 unit at 85 MHz), the count registered, then compared (from
@@ -230,7 +250,7 @@ class PimInterleavedAccumulators(wiring.Component):
         rv = delay(m, self.rd, PARTIALS_LATENCY, "rd_v")  # the partials on the read ports (this cycle)
         outs = []
         for lane in range(L):
-            parts = [Mux(live[lane][j], mems[j][2].data[32 * lane:32 * lane + 32], 0) for j in range(P)]
+            parts = [Mux(live[lane][j], mems[j][1].data[32 * lane:32 * lane + 32], 0) for j in range(P)]
             outs.append(self._reduce(m, parts, rv, lane))
         m.d.comb += [self.rd_valid.eq(delay(m, rv, self.read_latency - PARTIALS_LATENCY, "rd_out_v")),
                      self.rd_data.eq(Cat(*outs))]
