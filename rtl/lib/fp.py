@@ -22,7 +22,7 @@ from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 from rtl.lib.formats import EXP_W, FP32, Decoded, FormatHw, decode, decode_fp32
 from rtl.lib.pipe import HardRegistered, Pipe, carry, cut, drop, registers_next
 from rtl.lib.round import (EW, P, W, packs_specials, round_pack, round_pack_fp32, shift_coarse, shift_fine,
-                           zero_fill_as_data)
+                           splits_compare, zero_fill_as_data)
 
 QNAN = 0x7FC00000
 F32_ZERO = 0
@@ -31,6 +31,18 @@ N_CLAMP = 300
 
 
 # ----------------------------------------------------------------------------- finite fp32 datapaths
+
+def _magnitude_gt(m: Module, x, y, n: int, mb: int, name: str, split: bool):
+    """``|x| > |y|`` of two ``n``-bit IEEE-style patterns (``mb`` fraction bits): one compare of the
+    magnitudes, or (``split``) the exponent fields' compare beside the fractions', joined by one LUT
+    (``ex > ey | ex == ey & fx > fy``: two short carry chains side by side instead of one ``n - 1`` wide)."""
+    if not split:
+        return x[:n - 1] > y[:n - 1]
+    e_gt, e_eq, f_gt = (Signal(name=f"{name}_{k}") for k in ("e_gt", "e_eq", "f_gt"))
+    m.d.comb += [e_gt.eq(x[mb:n - 1] > y[mb:n - 1]), e_eq.eq(x[mb:n - 1] == y[mb:n - 1]),
+                 f_gt.eq(x[:mb] > y[:mb])]
+    return e_gt | (e_eq & f_gt)
+
 
 def _align_add(m: Module, a, b, n: int, eb: int, mb: int, name: str, pipe: Pipe | None, a_zero=None,
                b_neg_zero=None):
@@ -47,12 +59,13 @@ def _align_add(m: Module, a, b, n: int, eb: int, mb: int, name: str, pipe: Pipe 
     ea, eb_ = a[mb:mb + eb], b[mb:mb + eb]
     exa = Signal(eb + 1, name=f"{name}_exa")
     exb = Signal(eb + 1, name=f"{name}_exb")
+    b_gt_a = _magnitude_gt(m, b, a, n, mb, f"{name}_cmp", splits_compare(pipe))
     if a_zero is None and b_neg_zero is None:
-        m.d.comb += [swap.eq(b[:n - 1] > a[:n - 1]), same.eq(a[:n - 1] == b[:n - 1])]
+        m.d.comb += [swap.eq(b_gt_a), same.eq(a[:n - 1] == b[:n - 1])]
         m.d.comb += [exa.eq(Mux(ea == 0, 1, ea)), exb.eq(Mux(eb_ == 0, 1, eb_))]
     elif b_neg_zero is None:
         bnz = b[:n - 1] != 0
-        m.d.comb += [swap.eq(Mux(a_zero, bnz, b[:n - 1] > a[:n - 1])),
+        m.d.comb += [swap.eq(Mux(a_zero, bnz, b_gt_a)),
                      same.eq(Mux(a_zero, ~bnz, a[:n - 1] == b[:n - 1]))]
         m.d.comb += [exa.eq(Mux(a_zero | (ea == 0), 1, ea)), exb.eq(Mux(eb_ == 0, 1, eb_))]
         a = a & ~a_zero.replicate(n)
@@ -60,7 +73,7 @@ def _align_add(m: Module, a, b, n: int, eb: int, mb: int, name: str, pipe: Pipe 
         az = Const(0, 1) if a_zero is None else a_zero
         bnz = b[:n - 1] != 0
         anz = a[:n - 1] != 0
-        m.d.comb += [swap.eq(~b_neg_zero & Mux(az, bnz, b[:n - 1] > a[:n - 1])),
+        m.d.comb += [swap.eq(~b_neg_zero & Mux(az, bnz, b_gt_a)),
                      same.eq(Mux(b_neg_zero, az | ~anz, Mux(az, ~bnz, a[:n - 1] == b[:n - 1])))]
         m.d.comb += [exa.eq(Mux(az | (ea == 0), 1, ea)), exb.eq(Mux(b_neg_zero | (eb_ == 0), 1, eb_))]
         a = a & ~az.replicate(n)
