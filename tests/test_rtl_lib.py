@@ -231,8 +231,8 @@ def test_fp_add_zero_fill_as_data(fmt):
 
 def same_exponent_or_fraction_pairs(fmt: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Pairs whose magnitudes tie in one field: ``b`` is ``a`` with only its fraction redrawn (equal exponents),
-    or with only its exponent moved by -1 / +1 (equal fractions), either sign; the split compare's join
-    (``e_gt | e_eq & f_gt``) decides every one of them (an opposite sign makes the swap show in the sum)."""
+    or with only its exponent moved by -1 / +1 (equal fractions), either sign; the split compare's pick
+    (``e_gt | e_eq`` or ``e_gt`` by ``f_gt``) decides every one of them (an opposite sign makes the swap show in the sum)."""
     bits = np.dtype(DTYPES[fmt][1]).itemsize * 8
     mb = {"fp32": 23, "fp16": 10, "bf16": 7, "fp8_e4m3": 3, "fp8_e5m2": 2}[fmt]
     rng = np.random.default_rng(seed)
@@ -252,8 +252,8 @@ def same_exponent_or_fraction_pairs(fmt: str, n: int, seed: int) -> tuple[np.nda
 @pytest.mark.parametrize("fmt", list(DTYPES))
 def test_fp_add_split_compare(fmt):
     """FpAdd with its magnitude compare split in exponent and fraction (the SIMD ring's adder): numpy's sums
-    on pairs that tie in one field and on the random / near-cancelling pairs, at every depth that moves its
-    first cut, and the default unit's bits."""
+    on pairs that tie in one field and on the random / near-cancelling pairs, combinational, at one stage and
+    at every stage, and the default unit's bits."""
     from rtl.lib.units import FpAdd
 
     a1, b1 = same_exponent_or_fraction_pairs(fmt, 150, 51)
