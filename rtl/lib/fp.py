@@ -21,8 +21,8 @@ from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 
 from rtl.lib.formats import EXP_W, FP32, Decoded, FormatHw, decode, decode_fp32
 from rtl.lib.pipe import HardRegistered, Pipe, carry, cut, drop, registers_next
-from rtl.lib.round import (EW, P, W, _mask_below, packs_specials, round_pack, round_pack_fp32, shift_coarse, shift_fine,
-                           zero_fill_as_data)
+from rtl.lib.round import (EW, P, W, _mask_below, packs_specials, round_pack, round_pack_fp32, shift_coarse,
+                           shift_fine, splits_compare, zero_fill_as_data)
 
 QNAN = 0x7FC00000
 F32_ZERO = 0
@@ -31,6 +31,27 @@ N_CLAMP = 300
 
 
 # ----------------------------------------------------------------------------- finite fp32 datapaths
+
+def _magnitude_swap(m: Module, x, y, n: int, mb: int, name: str, split: bool):
+    """``pick(select)``: ``select(|x| > |y|)`` for two ``n``-bit IEEE-style patterns (``mb`` fraction bits),
+    ``select`` the caller's logic around the compare (its zero selects). One compare of the magnitudes, or
+    (``split``) the exponent fields' compare beside the fractions' (two short carry chains side by side
+    instead of one ``n - 1`` wide): ``select`` is then built twice, for ``ex > ey | ex == ey`` and for
+    ``ex > ey``, each a kept wire (yosys ``keep``: ABC maps it as its own LUT tree, in parallel with the
+    fraction chain), and the fraction compare picks one (``fx > fy``): one LUT after the longer chain."""
+    if not split:
+        return lambda select: select(x[:n - 1] > y[:n - 1])
+    e_gt, e_eq, f_gt = (Signal(name=f"{name}_{k}") for k in ("e_gt", "e_eq", "f_gt"))
+    m.d.comb += [e_gt.eq(x[mb:n - 1] > y[mb:n - 1]), e_eq.eq(x[mb:n - 1] == y[mb:n - 1]),
+                 f_gt.eq(x[:mb] > y[:mb])]
+
+    def pick(select):
+        if_f_gt, if_not = Signal(name=f"{name}_if_f_gt", attrs={"keep": 1}), Signal(name=f"{name}_if_not",
+                                                                                   attrs={"keep": 1})
+        m.d.comb += [if_f_gt.eq(select(e_gt | e_eq)), if_not.eq(select(e_gt))]
+        return Mux(f_gt, if_f_gt, if_not)
+    return pick
+
 
 def _align_add(m: Module, a, b, n: int, eb: int, mb: int, name: str, pipe: Pipe | None, a_zero=None,
                b_neg_zero=None):
@@ -47,12 +68,13 @@ def _align_add(m: Module, a, b, n: int, eb: int, mb: int, name: str, pipe: Pipe 
     ea, eb_ = a[mb:mb + eb], b[mb:mb + eb]
     exa = Signal(eb + 1, name=f"{name}_exa")
     exb = Signal(eb + 1, name=f"{name}_exb")
+    swap_if = _magnitude_swap(m, b, a, n, mb, f"{name}_cmp", splits_compare(pipe))  # swap_if(select): b > a
     if a_zero is None and b_neg_zero is None:
-        m.d.comb += [swap.eq(b[:n - 1] > a[:n - 1]), same.eq(a[:n - 1] == b[:n - 1])]
+        m.d.comb += [swap.eq(swap_if(lambda gt: gt)), same.eq(a[:n - 1] == b[:n - 1])]
         m.d.comb += [exa.eq(Mux(ea == 0, 1, ea)), exb.eq(Mux(eb_ == 0, 1, eb_))]
     elif b_neg_zero is None:
         bnz = b[:n - 1] != 0
-        m.d.comb += [swap.eq(Mux(a_zero, bnz, b[:n - 1] > a[:n - 1])),
+        m.d.comb += [swap.eq(swap_if(lambda gt: Mux(a_zero, bnz, gt))),
                      same.eq(Mux(a_zero, ~bnz, a[:n - 1] == b[:n - 1]))]
         m.d.comb += [exa.eq(Mux(a_zero | (ea == 0), 1, ea)), exb.eq(Mux(eb_ == 0, 1, eb_))]
         a = a & ~a_zero.replicate(n)
@@ -60,7 +82,7 @@ def _align_add(m: Module, a, b, n: int, eb: int, mb: int, name: str, pipe: Pipe 
         az = Const(0, 1) if a_zero is None else a_zero
         bnz = b[:n - 1] != 0
         anz = a[:n - 1] != 0
-        m.d.comb += [swap.eq(~b_neg_zero & Mux(az, bnz, b[:n - 1] > a[:n - 1])),
+        m.d.comb += [swap.eq(swap_if(lambda gt: ~b_neg_zero & Mux(az, bnz, gt))),
                      same.eq(Mux(b_neg_zero, az | ~anz, Mux(az, ~bnz, a[:n - 1] == b[:n - 1])))]
         m.d.comb += [exa.eq(Mux(az | (ea == 0), 1, ea)), exb.eq(Mux(b_neg_zero | (eb_ == 0), 1, eb_))]
         a = a & ~az.replicate(n)

@@ -48,7 +48,8 @@ class Pipe:
     """The cut points of one builder call: ``stages`` of its ``n_cuts`` points become registers."""
 
     def __init__(self, m: Module, stages: int, n_cuts: int, name: str, domain: str = "sync", en=None,
-                 specials_as_data: bool = False, zero_fill_as_data: bool = False, packed_round: bool = False):
+                 specials_as_data: bool = False, zero_fill_as_data: bool = False, packed_round: bool = False,
+                 split_compare: bool = False):
         self.m, self.name, self.domain, self.en = m, name, domain, en
         if packed_round and not specials_as_data:
             raise ValueError(f"{name}: packed_round needs specials_as_data (it rounds the forcing-as-data pack)")
@@ -63,6 +64,10 @@ class Pipe:
         #: (a fraction that carries out increments the exponent), not an all-ones detect of the mantissa
         #: selecting the exponent after it (same bits and cut points)
         self.packed_round = packed_round
+        #: the adder's operand magnitude compare (which one is larger: the swap) as an exponent compare beside
+        #: a fraction compare, joined by one LUT (two short carry chains side by side instead of one as wide as
+        #: the magnitude; same bits and cut points)
+        self.split_compare = split_compare
         self.n_cuts, self.stages = n_cuts, stages
         self._chosen = chosen_cuts(stages, n_cuts)
         self._next = 0

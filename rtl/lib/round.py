@@ -312,6 +312,11 @@ def zero_fill_as_data(pipe: Pipe | None) -> bool:
     return pipe is not None and pipe.zero_fill_as_data
 
 
+def splits_compare(pipe: Pipe | None) -> bool:
+    """Whether the adders on ``pipe`` split their magnitude compare (:attr:`rtl.lib.pipe.Pipe.split_compare`)."""
+    return pipe is not None and pipe.split_compare
+
+
 def packs_specials(pipe: Pipe | None) -> bool:
     """Whether :func:`round_pack` on ``pipe`` applies overflow and the caller's specials itself, as data."""
     return pipe is not None and pipe.specials_as_data

@@ -37,7 +37,7 @@ class Unit(wiring.Component):
     outputs: dict[str, Shape]
 
     def __init__(self, stages: int, specials_as_data: bool = False, zero_fill_as_data: bool = False,
-                 packed_round: bool = False):
+                 packed_round: bool = False, split_compare: bool = False):
         #: round-and-pack's forcing as data (:attr:`rtl.lib.pipe.Pipe.specials_as_data`): same bits and latency
         self.specials_as_data = specials_as_data
         #: its increment on the packed exponent || fraction (:attr:`rtl.lib.pipe.Pipe.packed_round`; needs
@@ -45,6 +45,9 @@ class Unit(wiring.Component):
         self.packed_round = packed_round
         #: the shifts' zero fill as data (:attr:`rtl.lib.pipe.Pipe.zero_fill_as_data`): same bits and latency
         self.zero_fill_as_data = zero_fill_as_data
+        #: an adder's magnitude compare split in exponent and fraction (:attr:`rtl.lib.pipe.Pipe.split_compare`):
+        #: same bits and latency
+        self.split_compare = split_compare
         #: cut points of the builder plus the output register
         self.max_stages = _count_cuts(self.build, self.inputs) + 1
         if isinstance(stages, bool) or not isinstance(stages, int) or not 0 <= stages <= self.max_stages:
@@ -66,7 +69,8 @@ class Unit(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         pipe = Pipe(m, self.stages, self.max_stages, "u", specials_as_data=self.specials_as_data,
-                    zero_fill_as_data=self.zero_fill_as_data, packed_round=self.packed_round)
+                    zero_fill_as_data=self.zero_fill_as_data, packed_round=self.packed_round,
+                    split_compare=self.split_compare)
         outs = self.build(m, {k: getattr(self, k) for k in self.inputs}, pipe)
         names = list(self.outputs)
         regs = pipe.cut(*(outs[k] for k in names))  # the output register (the last cut point)
@@ -104,10 +108,11 @@ class FpAdd(Unit):
     """``a + b`` in the float ``fmt``, one RNE rounding; ``specials_as_data``: :class:`Unit`'s; ``zero_a``:
     an input ``a_zero`` that makes ``a`` +0.0 (:func:`rtl.lib.fp.fp_add`: a select after the operand compares,
     not a mask before them); ``neg_zero_b``: an input ``b_neg_zero`` that makes ``b`` -0.0, the same way;
-    ``zero_fill_as_data``, ``packed_round``: :class:`Unit`'s."""
+    ``zero_fill_as_data``, ``packed_round``, ``split_compare``: :class:`Unit`'s."""
 
     def __init__(self, fmt: str, stages: int = 1, specials_as_data: bool = False, zero_a: bool = False,
-                 neg_zero_b: bool = False, zero_fill_as_data: bool = False, packed_round: bool = False):
+                 neg_zero_b: bool = False, zero_fill_as_data: bool = False, packed_round: bool = False,
+                 split_compare: bool = False):
         self.fmt = _float(fmt)
         self.inputs = {"a": Shape(self.fmt.bits), "b": Shape(self.fmt.bits)}
         if zero_a:
@@ -115,7 +120,7 @@ class FpAdd(Unit):
         if neg_zero_b:
             self.inputs["b_neg_zero"] = Shape(1)
         self.outputs = {"out": Shape(self.fmt.bits)}
-        super().__init__(stages, specials_as_data, zero_fill_as_data, packed_round)
+        super().__init__(stages, specials_as_data, zero_fill_as_data, packed_round, split_compare)
 
     def build(self, m, ins, pipe):
         return {"out": fp.fp_add(m, self.fmt, ins["a"], ins["b"], "add", pipe, ins.get("a_zero"),

@@ -58,7 +58,8 @@ def add_tree(m: Module, values: list, stages: int, name: str, has_right=None) ->
                 nxt.append(delayed(m, node[i], stages, f"{name}{lev}_{i // 2}_p"))
                 continue
             add = m.submodules[f"{name}{lev}_{i // 2}"] = FpAdd("fp32", stages, specials_as_data=True,
-                                                                 zero_fill_as_data=True, packed_round=True)
+                                                                 zero_fill_as_data=True, packed_round=True,
+                                                                 split_compare=True)
             m.d.comb += [add.a.eq(node[i]), add.b.eq(node[i + 1]), add.in_valid.eq(1)]
             total = add.out
             if has_right is not None:
@@ -91,7 +92,7 @@ class InterleavedSum(wiring.Component):
         A = self.slots
         m = Module()
         add = m.submodules.ring = FpAdd("fp32", A, specials_as_data=True, zero_a=True, neg_zero_b=True,
-                                         zero_fill_as_data=True, packed_round=True)
+                                         zero_fill_as_data=True, packed_round=True, split_compare=True)
         age = Signal(range(A + 1), name="age")  # cycles of the run so far, saturating at A
         age_now = Signal.like(age, name="age_now")
         m.d.comb += age_now.eq(Mux(self.start, 0, age))
