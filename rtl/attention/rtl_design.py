@@ -57,16 +57,16 @@ MULTIPLIER_MULS = {"inferred": "dsp", "ecp5_dsp": "dsp_reg"}
 
 #: the 1D lanes' pipelined units: latency1d key -> what it is (its latency is the unit's stages; the
 #: exp op's is the adder's and exp2's)
-PIPELINED_1D = {"exp": "exp2", "recip": "reciprocal", "mul": "multiplier", "add": "adder"}
+PIPELINED_1D = {"exp": "exp2", "recip": "reciprocal", "mul": "multiplier", "add": "adder", "max": "compare"}
 
 
 def _max_stages_1d(fn: str, exp_macs: int) -> int:
     """Cut points of the lanes' unit for ``fn`` (the largest stages the RTL builds)."""
     from rtl.lib.recip import Recip
-    from rtl.lib.units import Exp2, Fp32AddFinite, Fp32MulFinite
+    from rtl.lib.units import Exp2, Fp32AddFinite, Fp32Max, Fp32MulFinite
 
     unit = {"exp": lambda: Exp2(exp_macs, 0), "recip": lambda: Recip(0), "mul": lambda: Fp32MulFinite(0),
-            "add": lambda: Fp32AddFinite(0)}[fn]()
+            "add": lambda: Fp32AddFinite(0), "max": lambda: Fp32Max(0)}[fn]()
     unit._MustUse__silence = True  # built only to read its number of cut points
     return unit.max_stages
 
@@ -98,8 +98,8 @@ def check_params(p) -> None:
         raise ValueError(f"ops1d_per_cycle: the RTL's 1D lanes run one op of each function per cycle, got {rates}")
     lat = {k: v for k, v in p.latency1d.items() if v and k not in PIPELINED_1D}
     if lat:
-        raise ValueError(f"latency1d: the RTL pipelines only the 1D lanes' exp, reciprocal, multiplier and adder "
-                         f"(latency1d.exp, .recip, .mul, .add), got {lat}")
+        raise ValueError(f"latency1d: the RTL pipelines only the 1D lanes' exp, reciprocal, multiplier, adder and "
+                         f"compare (latency1d.exp, .recip, .mul, .add, .max), got {lat}")
     add = p.latency1d.get("add", 0)
     for fn, what in PIPELINED_1D.items():
         most = _max_stages_1d(fn, p.exp_macs)
@@ -183,6 +183,7 @@ class AttentionDesign(RtlDesign):
                                       recip1d_stages=params.latency1d.get("recip", 0),
                                       mul1d_stages=params.latency1d.get("mul", 0),
                                       add1d_stages=params.latency1d.get("add", 0),
+                                      max1d_stages=params.latency1d.get("max", 0),
                                       mul2d_stages=params.latency2d, add2d_stages=params.latency2d_add,
                                       rint2d_stages=params.latency2d_rint, ldexp2d_stages=params.latency2d_ldexp,
                                       precision=params.precision, mul2d=MULTIPLIER_MULS[multiplier], **cfg)

@@ -147,6 +147,17 @@ class Fp32AddFinite(Unit):
         return {"out": fp.fp32_add_finite(m, ins["a"], ins["b"], "add", pipe)}
 
 
+class Fp32Max(Unit):
+    """fp32 ``max(a, b)`` of finite values (:func:`rtl.lib.fp.fp32_max_split`: ``a`` unless ``b`` is
+    greater; ``-0 < +0``), the 1D lanes' compare."""
+
+    inputs = {"a": Shape(32), "b": Shape(32)}
+    outputs = {"out": Shape(32)}
+
+    def build(self, m, ins, pipe):
+        return {"out": fp.fp32_max_split(m, ins["a"], ins["b"], "max", pipe)}
+
+
 class Fp32MulFinite(Unit):
     """Finite fp32 ``a * b`` (subnormals included); ``mul`` as :class:`FpMul`'s."""
 
