@@ -130,6 +130,8 @@ class AttentionRtlConfig:
     add2d_stages: int = 0
     #: the 2D PEs' pipelined multiplier's 18x18 products (``"dsp"`` inferred, ``"dsp_reg"`` ECP5 blocks)
     mul2d: str = "dsp"
+    #: the 1D lanes' multipliers' (their own and exp2's) 18x18 products (``"dsp"``, ``"dsp_reg"``)
+    mul1d: str = "dsp"
     rint2d_stages: int = 0
     ldexp2d_stages: int = 0
     #: operand format of the Q / K / V buffers (the params' ``precision``: bf16 or fp16), widened
@@ -459,7 +461,7 @@ class AttentionArray(wiring.Component):
             mb = Signal(32, name=f"{nm}_mb")
             aa = Signal(32, name=f"{nm}_aa")
             ab = Signal(32, name=f"{nm}_ab")
-            m.submodules[nm] = lane = Lane1D(E, S1 - A1, S2, M1, A1, max_stages=MX)
+            m.submodules[nm] = lane = Lane1D(E, S1 - A1, S2, M1, A1, mul=c.mul1d, max_stages=MX)
             lanes.append(lane)
             with m.Switch(op1):
                 with m.Case(OP_MULC):

@@ -50,8 +50,10 @@ MAX_PES = 256
 MAX_LANES = 32
 RTL_OPTIONS = ("head_dim_max", "passes_max", "key_blocks_max", "flat_keys_max", "multiplier")
 
-#: ``multiplier`` (``archsim rtl ... --multiplier``) as the 2D PEs' pipelined multiplier's ``mul``: the
-#: inferred product, or ECP5 MULT18X18D blocks whose own registers are its cut points (same latency, bits)
+#: ``multiplier`` (``archsim rtl ... --multiplier``) as the ``mul`` of the 2D PEs' pipelined multiplier
+#: (``latency2d >= 1``) and of the 1D lanes' (``latency1d.mul >= 1``: the lanes' multiplier and their
+#: ``exp2``'s): the inferred product, or ECP5 MULT18X18D blocks whose own registers are its cut points
+#: (same latency, bits)
 MULTIPLIER_MULS = {"inferred": "dsp", "ecp5_dsp": "dsp_reg"}
 
 
@@ -159,9 +161,13 @@ class AttentionDesign(RtlDesign):
         multiplier = options.pop("multiplier", "inferred")
         if multiplier not in MULTIPLIER_MULS:
             raise ValueError(f"multiplier: expected one of {', '.join(MULTIPLIER_MULS)}, got {multiplier!r}")
-        if multiplier != "inferred" and not params.latency2d:
-            raise SpecError(f"attention RTL: multiplier {multiplier}: the 2D PEs' registered DSP blocks need a "
-                            f"pipelined multiplier (latency2d >= 1), got latency2d 0")
+        mul1d_stages = params.latency1d.get("mul", 0)
+        if multiplier != "inferred" and not (params.latency2d or mul1d_stages):
+            raise SpecError(f"attention RTL: multiplier {multiplier}: the registered DSP blocks need a pipelined "
+                            f"multiplier (latency2d >= 1 for the 2D PEs, latency1d.mul >= 1 for the 1D lanes), "
+                            f"got latency2d 0 and latency1d.mul 0")
+        muls = {"mul2d": MULTIPLIER_MULS[multiplier] if params.latency2d else "dsp",
+                "mul1d": MULTIPLIER_MULS[multiplier] if mul1d_stages else "dsp"}
         unknown = sorted(set(options) - set(RTL_OPTIONS))
         if unknown:
             raise ValueError(f"{', '.join(unknown)}: not an option of the attention RTL "
@@ -186,11 +192,11 @@ class AttentionDesign(RtlDesign):
                                       max1d_stages=params.latency1d.get("max", 0),
                                       mul2d_stages=params.latency2d, add2d_stages=params.latency2d_add,
                                       rint2d_stages=params.latency2d_rint, ldexp2d_stages=params.latency2d_ldexp,
-                                      precision=params.precision, mul2d=MULTIPLIER_MULS[multiplier], **cfg)
+                                      precision=params.precision, **muls, **cfg)
 
     def sim_sources(self) -> dict[str, str]:
         """``multiplier ecp5_dsp``: the MULT18X18D blocks' simulation model beside the Verilog."""
-        if self.cfg.mul2d == "dsp_reg":
+        if "dsp_reg" in (self.cfg.mul2d, self.cfg.mul1d):
             from rtl.lib.ecp5 import mult18x18d_sim_model
 
             return {"MULT18X18D_model.v": mult18x18d_sim_model()}
