@@ -97,8 +97,8 @@ def main() -> None:
     t0 = time.perf_counter()
     res = synthesize_no_share(text, "part", args.target, args.pnr, args.freq, args.seed, args.workdir, args.timeout)
     res.update({k: getattr(args, k) for k in ("part", "exp_macs", "exp_stages", "recip_stages", "mul_stages",
-                                              "lane_mul_stages", "lane_add_stages", "lane_mul", "lane_max_stages", "add_stages",
-                                              "rint_stages", "ldexp_stages", "mul", "precision", "seed")},
+                                              "lane_mul_stages", "lane_add_stages", "lane_mul", "lane_max_stages",
+                                              "add_stages", "rint_stages", "ldexp_stages", "mul", "precision", "seed")},
                wall_s=round(time.perf_counter() - t0, 1))
     print(json.dumps(res, indent=1), flush=True)
 

@@ -496,7 +496,8 @@ class AttentionArray(wiring.Component):
                          # a pipelined compare: the first block's max is its own (max(bm, bm)); FLAT's row
                          # max fed back from the compare (each lane its own rows)
                          lane.m_in.eq(Mux(first1, bmA[r1[0]][ii], m_state[ii]) if MX else m_state[ii]),
-                         lane.chain_in.eq(lane.max if MX else chain), lane.s_in.eq(sbuf[si]), lane.fmax.eq(op1 == OP_FMAX),
+                         lane.chain_in.eq(lane.max if MX else chain), lane.s_in.eq(sbuf[si]),
+                         lane.fmax.eq(op1 == OP_FMAX),
                          lane.row_start.eq(cc == 0)]
             prod, add, ex, rc, mx, seg = lane.prod, lane.sum, lane.exp, lane.recip, lane.max, lane.seg
             bmv = bmA[r1[0]][ii]
