@@ -419,8 +419,8 @@ class AttentionArray(wiring.Component):
         # rows interleaved (rr = 0 .. ilv - 1), element jj of each in turn, the unit's result fed back ilv
         # cycles later (the contract's row_reduce_cycles)
         red_ops = {op: n for op, n in ((OP_FADD, A1), (OP_FMAX, MX)) if n}
-        red = Signal()
-        ilv = Signal(range(max(A1, MX) + 1))
+        red = Signal() if red_ops else Const(0, 1)
+        ilv = Signal(range(max(A1, MX) + 1)) if red_ops else None
         for op, n in red_ops.items():
             with m.If(op1 == op):
                 m.d.comb += [red.eq(1), ilv.eq(n)]
