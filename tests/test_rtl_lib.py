@@ -488,6 +488,10 @@ def test_exp2_matches_the_attention_model():
     for stages, mul in ((6, "dsp"), (Exp2(4, 0).max_stages, "dsp"), (Exp2(4, 0, "lut").max_stages, "lut")):
         got = simulate(Exp2(4, stages, mul), {"a": x.view(np.uint32)})
         assert_same_float(got["out"], want, "fp32")
+    # its adders' clamps and shifts as data (the 1D lanes' pipelined exp2): the same bits
+    for stages in (6, Exp2(4, 0).max_stages):
+        got = simulate(Exp2(4, stages, zero_fill_as_data=True), {"a": x.view(np.uint32)})
+        assert_same_float(got["out"], want, "fp32")
 
 
 # ----------------------------------------------------------------------------- registered DSP blocks (mul="dsp_reg")

@@ -266,15 +266,16 @@ class PositDecode(Unit):
 
 class Exp2(Unit):
     """fp32 ``exp2(x)`` as the attention design computes it (:mod:`rtl.lib.exp`), ``exp_macs`` Horner terms;
-    ``mul`` as :class:`FpMul`'s."""
+    ``mul`` as :class:`FpMul`'s; ``zero_fill_as_data``: :class:`Unit`'s (its adders' exponent clamps
+    and shifts)."""
 
     inputs = {"a": Shape(32)}
     outputs = {"out": Shape(32)}
 
-    def __init__(self, exp_macs: int, stages: int = 1, mul: str = "dsp"):
+    def __init__(self, exp_macs: int, stages: int = 1, mul: str = "dsp", zero_fill_as_data: bool = False):
         self.exp_macs = exp_macs
         self.mul = _mul(mul)
-        super().__init__(stages)
+        super().__init__(stages, zero_fill_as_data=zero_fill_as_data)
 
     def build(self, m, ins, pipe):
         return {"out": exp2_poly(m, ins["a"], self.exp_macs, "exp2", pipe, self.mul)}
