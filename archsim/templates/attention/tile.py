@@ -11,7 +11,7 @@ drain of the 2D array, and ``S = latency2d`` the 2D PEs' multiplier latency (0 b
 With a pipelined 1D adder (``A = latency1d.add > 0``) two terms change (both 0 by default): FLAT's
 ``s*c - m*c`` adds the product's sum, ``c1(qL,mul) + A``; and a row sum of ``q`` rows of ``n``
 elements (in order, from +0: FLAT's ``l``, the fusemax row sum with exp on the 1D array) is not a
-chain through the lanes in one cycle but :func:`row_sum_cycles`: each lane sums its own rows, up to
+chain through the lanes in one cycle but :func:`row_reduce_cycles`: each lane sums its own rows, up to
 ``A`` interleaved. The exp op's subtraction runs on that adder: ``latency1d.exp`` is the whole op's.
 Likewise a pipelined compare (``latency1d.max > 0``): FLAT's row max of ``q`` rows of ``L`` scores is
 :func:`row_reduce_cycles` with that latency, not ``c1(qL, max)``.
