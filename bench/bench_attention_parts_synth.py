@@ -7,6 +7,8 @@ ecp5: synth_ecp5 without ``share``, then nextpnr-ecp5 out of context with ``--pn
 Usage: python bench/bench_attention_parts_synth.py --part lane --exp-stages 140 --recip-stages 8 --target generic
        python bench/bench_attention_parts_synth.py --part lane --exp-stages 140 --recip-stages 33 \
            --lane-mul-stages 11 --lane-add-stages 11 --target generic
+       python bench/bench_attention_parts_synth.py --part lane --exp-stages 140 --recip-stages 33 \
+           --lane-mul-stages 11 --lane-add-stages 11 --lane-max-stages 3 --lane-mul dsp_reg --target ecp5 --pnr
        python bench/bench_attention_parts_synth.py --part recip --recip-stages 8 --target ecp5 --pnr [--seed 1]
        python bench/bench_attention_parts_synth.py --part pe --exp-macs 4 --mul-stages 4 --target generic
        python bench/bench_attention_parts_synth.py --part pe --exp-macs 4 --mul-stages 11 --add-stages 11 \
@@ -52,7 +54,7 @@ def part_of(args):
         from rtl.attention.lane import Lane1D
 
         return Lane1D(args.exp_macs, args.exp_stages, args.recip_stages, args.lane_mul_stages, args.lane_add_stages,
-                      args.lane_mul)
+                      args.lane_mul, args.lane_max_stages)
     if args.part == "recip":
         from rtl.lib.recip import Recip
 
@@ -78,6 +80,7 @@ def main() -> None:
                     "lut, dsp_reg (ECP5 MULT18X18D with their own registers)")
     ap.add_argument("--lane-add-stages", type=int, default=0,
                     help="the lane's adder (latency1d.add; the lane's exp op is then --exp-stages + this)")
+    ap.add_argument("--lane-max-stages", type=int, default=0, help="the lane's compare (latency1d.max)")
     ap.add_argument("--add-stages", type=int, default=0, help="the 2D PE's adders (latency2d_add)")
     ap.add_argument("--rint-stages", type=int, default=0, help="the 2D PE's rint (latency2d_rint)")
     ap.add_argument("--ldexp-stages", type=int, default=0, help="the 2D PE's ldexp (latency2d_ldexp)")
@@ -94,8 +97,8 @@ def main() -> None:
     t0 = time.perf_counter()
     res = synthesize_no_share(text, "part", args.target, args.pnr, args.freq, args.seed, args.workdir, args.timeout)
     res.update({k: getattr(args, k) for k in ("part", "exp_macs", "exp_stages", "recip_stages", "mul_stages",
-                                              "lane_mul_stages", "lane_add_stages", "lane_mul", "add_stages",
-                                              "rint_stages", "ldexp_stages", "mul", "precision", "seed")},
+                                              "lane_mul_stages", "lane_add_stages", "lane_mul", "lane_max_stages",
+                                              "add_stages", "rint_stages", "ldexp_stages", "mul", "precision", "seed")},
                wall_s=round(time.perf_counter() - t0, 1))
     print(json.dumps(res, indent=1), flush=True)
 

@@ -173,8 +173,9 @@ def test_deepest_pe_worked_by_hand():
 
 
 def test_registered_dsp_multiplier_needs_a_pipelined_multiplier():
-    with pytest.raises(SpecError, match=r"^attention RTL: multiplier ecp5_dsp: the 2D PEs' registered DSP blocks "
-                                        r"need a pipelined multiplier \(latency2d >= 1\), got latency2d 0$"):
+    with pytest.raises(SpecError, match=r"^attention RTL: multiplier ecp5_dsp: the registered DSP blocks need a "
+                                        r"pipelined multiplier \(latency2d >= 1 for the 2D PEs, latency1d.mul >= 1 "
+                                        r"for the 1D lanes\), got latency2d 0 and latency1d.mul 0$"):
         design_for(_arch(), {"multiplier": "ecp5_dsp"})
 
 

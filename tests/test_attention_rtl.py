@@ -153,6 +153,16 @@ def test_mul_add_latency_in_both_models_worked_by_hand():
     _assert_both_models_take({"latency1d": {"mul": 2, "add": 3, "exp": 5}}, 7, fusemax=72, flat=63)
 
 
+def test_max_latency_in_both_models_worked_by_hand():
+    """latency1d.max 2 on top of the case above (mul 2, add 3, exp 5; 3x2 array, 2 lanes, E = 4, q=3, L=3,
+    d=2, nb=2). fusemax: the running max op is c1(3, max) = 2 + 2, so stat = 4 + (2 + 2) + (2 + 5) = 15:
+    slots 3, max(3, 15), max(7, 15), max(7, 20), 20 -> 73, + drain 3 -> 76. flat: the row max is not a
+    chain but each lane's own rows: lane 0 compares rows 0 and 2 interleaved at cycles 0-5 (r0, r2, r0,
+    r2, r0, r2), the last result 2 later -> 8 cycles, not ceil(9 / 2) = 5: 63 + 3 -> 66. Values are
+    those without."""
+    _assert_both_models_take({"latency1d": {"mul": 2, "add": 3, "exp": 5, "max": 2}}, 8, fusemax=76, flat=66)
+
+
 @pytest.mark.parametrize("q, n, pe1d, add, want", [
     (3, 3, 2, 0, 5),  # a chain through the lanes: ceil(9 / 2)
     (3, 3, 2, 1, 7),  # lane 0: row 0 at cycles 0-2, row 2 at 3-5, its sum at 6 -> 7
@@ -160,9 +170,19 @@ def test_mul_add_latency_in_both_models_worked_by_hand():
     (5, 2, 1, 2, 13),  # rows 0-1 at 0-3, rows 2-3 at 4-7, row 4 at 8 and 10, the sum 2 later
 ])
 def test_row_sum_cycles_by_hand(q, n, pe1d, add, want):
-    from archsim.templates.attention.tile import row_sum_cycles
+    from archsim.templates.attention.tile import row_reduce_cycles
 
-    assert row_sum_cycles(_arch(pe1d=pe1d, latency1d={"add": add}).params, q, n) == want
+    assert row_reduce_cycles(_arch(pe1d=pe1d, latency1d={"add": add}).params, q, n, "add") == want
+    # the row max on a compare of the same latency is scheduled alike; the adder's latency is not its
+    assert row_reduce_cycles(_arch(pe1d=pe1d, latency1d={"max": add}).params, q, n, "max") == want
+    assert row_reduce_cycles(_arch(pe1d=pe1d, latency1d={"add": add}).params, q, n, "max") == -(-q * n // pe1d)
+
+
+def test_pipelined_compare_at_a_fractional_max_rate_is_refused():
+    with pytest.raises(SpecError, match=r"params.latency1d.max: row maxima on a pipelined compare are modelled at "
+                                        r"one max per lane per cycle \(ops1d_per_cycle.max 1\), got "
+                                        r"ops1d_per_cycle.max 2"):
+        _arch(latency1d={"max": 1}, ops1d_per_cycle={"max": 2}).model()
 
 
 def test_pipelined_adder_at_a_fractional_add_rate_is_refused():
@@ -197,8 +217,9 @@ def test_latency2d_fast_equals_detailed_on_every_kind_of_tile(over):
 
 
 @pytest.mark.parametrize("lat, message", [
-    ({"max": 1}, r"^attention RTL: latency1d: the RTL pipelines only the 1D lanes' exp, reciprocal, multiplier "
-                 r"and adder \(latency1d.exp, .recip, .mul, .add\), got \{'max': 1\}$"),
+    ({"div": 1}, r"^attention RTL: latency1d: the RTL pipelines only the 1D lanes' exp, reciprocal, multiplier, "
+                 r"adder and compare \(latency1d.exp, .recip, .mul, .add, .max\), got \{'div': 1\}$"),
+    ({"max": 4}, r"^attention RTL: latency1d.max: the 1D lanes' compare has at most 3 pipeline stages, got 4$"),
     ({"add": 3, "exp": 2}, r"^attention RTL: latency1d.exp: the 1D lanes' exp op subtracts on the adder "
                            r"\(latency1d.add 3\) before exp2, so it takes at least 3 cycles, got 2$"),
     ({"add": 2, "exp": 5000}, r"^attention RTL: latency1d.exp: the 1D lanes' exp2 has at most 96 pipeline stages at "
@@ -470,6 +491,14 @@ PIPELINED_UNITS = {
     # results written from delay lines, FLAT's row sum fed back through the adder, the final divide's
     # products written 2 cycles late; cycles the hand-worked 72 (fusemax) and 63 (flat) above
     "muladd1d": ({"latency1d": {"mul": 2, "add": 3, "exp": 5}}, 14, AttentionTile("flat", 3, 8, 1), [72, 63]),
+    # and latency1d.max 2: the lanes' compare is the library's pipelined unit, the running max written
+    # from a delay line, FLAT's row max fed back through the compare (2 rows interleaved per lane, the
+    # row sum 3); cycles the hand-worked 76 (fusemax) and 66 (flat) above
+    "max1d": ({"latency1d": {"mul": 2, "add": 3, "exp": 5, "max": 2}}, 15, AttentionTile("flat", 3, 8, 1), [76, 66]),
+    # latency1d.max 1 alone: the 39 / 43 above with fusemax's stat 7 (c1(3, max) = 2 + 1): slots 3 + 7 + 7 +
+    # 10 + 10, + drain 3 -> 40; flat's row max 2 groups of one row on lane 0 (row 0 at cycles 0-2, row 2 at
+    # 3-5, its max at 6): 7 cycles, not 5 -> 45
+    "max1d_1": ({"latency1d": {"max": 1}}, 16, AttentionTile("flat", 3, 7, 2), [40, 45]),
 }
 
 
@@ -492,6 +521,31 @@ def test_rtl_with_a_pipelined_unit_follows_the_models(unit):
     report = run_cosim(_arch(**over), items, sim="icarus")
     assert report.ok, "\n" + report.summary()
     assert [t.rtl_cycles for t in report.tiles[:2]] == cycles
+
+
+@pytest.mark.rtl
+def test_lanes_on_registered_dsp_blocks_follow_the_models():
+    """``multiplier ecp5_dsp`` with the lanes' multiplier pipelined (latency1d mul 2, add 3, exp 5, max 2;
+    the 2D multiplier not: it stays inferred): the lanes' multiplier and exp2's Horner products are
+    MULT18X18D blocks -- per lane 4 for a 24 x 24 significand product in 17-bit pieces and 4 for each of
+    exp2's E - 1 = 3 products, 2 x 16 = 32 in all -- simulated by the shipped model, bit-exact with both
+    models and on the hand-worked 76 / 66 cycles."""
+    import re
+
+    from rtl import run_cosim
+
+    require_icarus()
+    arch = _arch(latency1d={"mul": 2, "add": 3, "exp": 5, "max": 2})
+    design = design_for(arch, {"multiplier": "ecp5_dsp"})
+    assert (design.cfg.mul1d, design.cfg.mul2d) == ("dsp_reg", "dsp")
+    assert len(re.findall(r"^\s*MULT18X18D\b", design.verilog(), re.M)) == 32
+    rng = np.random.default_rng(17)
+    items = [(AttentionTile("fusemax", 3, 3, 2), _ops(rng, 3, 3, 2)),
+             (AttentionTile("flat", 3, 3, 2), _ops(rng, 3, 3, 2)),
+             (AttentionTile("fusemax", 2, 5, 3, drain=False, passes=2), _ops(rng, 4, 5, 3))]
+    report = run_cosim(arch, items, sim="icarus", options={"multiplier": "ecp5_dsp"})
+    assert report.ok, "\n" + report.summary()
+    assert [t.rtl_cycles for t in report.tiles[:2]] == [76, 66]
 
 
 @pytest.mark.rtl

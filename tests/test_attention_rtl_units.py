@@ -260,3 +260,33 @@ def test_lane_mul_add_pipeline_latency(mul):
             assert [s for _p, s, _e in got[3:3 + n]] == [_bits(x) for x in c + d]
             want = exp2_poly((c + d).astype(F32), 4)
             assert [e for _p, _s, e in got[4:4 + n]] == [_bits(x) for x in want]
+
+
+def test_lane_max_pipeline_latency():
+    """``max_stages=2`` (the lane's pipelined compare): ``max`` shows 2 cycles after its operands --
+    ``max(m_in, bm_in)``, or with ``fmax`` ``max(chain_in, s_in)`` (``s_in`` itself at ``row_start``)
+    -- numpy's float32 maximum of finite values; ``seg`` is then the adder's link only."""
+    lane = Lane1D(4, max_stages=2)
+    rng = np.random.default_rng(5)
+    m_in, bm_in, chain, s = (rng.uniform(-4, 4, 6).astype(F32) for _ in range(4))
+    fmax, start = [0, 0, 1, 1, 1, 1], [0, 0, 0, 1, 0, 1]
+    n = len(m_in)
+    got = []
+
+    async def bench(ctx):
+        ctx.set(lane.aa, _bits(1.5))
+        for t in range(n + 2):
+            k = min(t, n - 1)
+            for port, v in ((lane.m_in, m_in[k]), (lane.bm_in, bm_in[k]), (lane.chain_in, chain[k]),
+                            (lane.s_in, s[k])):
+                ctx.set(port, _bits(v))
+            ctx.set(lane.fmax, fmax[k])
+            ctx.set(lane.row_start, start[k])
+            got.append((ctx.get(lane.max), ctx.get(lane.seg)))
+            await ctx.tick()
+
+    _run(lane, bench)
+    want = [np.maximum(m_in[k], bm_in[k]) if not fmax[k] else (s[k] if start[k] else np.maximum(chain[k], s[k]))
+            for k in range(n)]
+    assert [x for x, _seg in got[2:2 + n]] == [_bits(w) for w in want]
+    assert all(seg == _bits(1.5) for _x, seg in got)

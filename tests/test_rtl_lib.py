@@ -396,6 +396,27 @@ def test_fp32_finite_units(op):
         assert_same_float(got["out"], want[keep], "fp32")
 
 
+def test_fp32_max_unit_at_every_depth():
+    """``Fp32Max`` (the 1D lanes' compare, its key compare split in 16-bit halves) is numpy's ordering
+    of finite fp32 values, ``-0 < +0``, ``a`` on a tie, at every ``stages``: random values of both signs
+    over the range, neighbours one ulp apart (equal upper halves), equal values and signed zeros."""
+    from rtl.lib.units import Fp32Max
+
+    rng = np.random.default_rng(12)
+    x = (rng.standard_normal(300) * 10.0 ** rng.integers(-30, 30, 300)).astype(np.float32)
+    y = (rng.standard_normal(300) * 10.0 ** rng.integers(-30, 30, 300)).astype(np.float32)
+    y[:60] = np.nextafter(x[:60], rng.choice([-np.inf, np.inf], 60).astype(np.float32))  # one ulp apart
+    y[60:80] = x[60:80]
+    y[80:90] = -x[80:90]
+    x[90:94], y[90:94] = [0.0, -0.0, 0.0, -0.0], [-0.0, 0.0, 0.0, -0.0]
+    x[94:100] = np.float32(1e-40) * rng.choice([-1, 1], 6)  # subnormals
+    bigger = (y > x) | ((y == x) & np.signbit(x) & ~np.signbit(y))
+    want = np.where(bigger, y, x).view(np.uint32)
+    for stages in range(Fp32Max(0).max_stages + 1):
+        got = simulate(Fp32Max(stages), {"a": x.view(np.uint32), "b": y.view(np.uint32)})
+        assert np.array_equal(np.asarray(got["out"], np.uint32), want), stages
+
+
 # ----------------------------------------------------------------------------- lzc, round-and-pack, conversions
 
 
@@ -516,6 +537,10 @@ def test_exp2_matches_the_attention_model():
     assert np.allclose(want, np.exp2(x.astype(np.float64)), rtol=1e-3, atol=1e-38)
     for stages, mul in ((6, "dsp"), (Exp2(4, 0).max_stages, "dsp"), (Exp2(4, 0, "lut").max_stages, "lut")):
         got = simulate(Exp2(4, stages, mul), {"a": x.view(np.uint32)})
+        assert_same_float(got["out"], want, "fp32")
+    # its adders' clamps and shifts as data (the 1D lanes' pipelined exp2): the same bits
+    for stages in (6, Exp2(4, 0).max_stages):
+        got = simulate(Exp2(4, stages, zero_fill_as_data=True), {"a": x.view(np.uint32)})
         assert_same_float(got["out"], want, "fp32")
 
 

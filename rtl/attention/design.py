@@ -50,7 +50,9 @@ this module is the array it wraps (flat ports).
   through the lanes. With ``mul1d_stages`` / ``add1d_stages`` the lanes' multiplier / adder are
   pipelined (``latency1d.mul`` / ``.add``): every op's results are written its latency after issue
   from a delay line, the exp op's latency includes the adder's, and FLAT's row sum is not a chain
-  but each lane's own rows, up to ``add1d_stages`` interleaved (``tile.row_sum_cycles``).
+  but each lane's own rows, up to ``add1d_stages`` interleaved (``tile.row_reduce_cycles``). With
+  ``max1d_stages`` (``latency1d.max``) the lanes' compare is pipelined: the running max op's results
+  are written from a delay line and FLAT's row max is each lane's own rows, as the row sum.
 - **online-softmax state** (per query row): running max ``m``, ``m*c``, sum
   ``l`` and output ``O`` (``R x D``), per-block rings for the block max, ``m*c``,
   ``alpha``, the row sum and ``P.V``; a finished pass's ``l`` and ``O`` are
@@ -123,6 +125,8 @@ class AttentionRtlConfig:
     mul1d_stages: int = 0
     #: pipeline registers of the 1D lanes' adder (its latency; the params' ``latency1d["add"]``)
     add1d_stages: int = 0
+    #: pipeline registers of the 1D lanes' compare (its latency; the params' ``latency1d["max"]``)
+    max1d_stages: int = 0
     #: pipeline registers of the 2D PEs' multiplier (its latency; the params' ``latency2d``)
     mul2d_stages: int = 0
     #: pipeline registers of the 2D PEs' adders, rint and ldexp (the params' ``latency2d_add``,
@@ -130,6 +134,8 @@ class AttentionRtlConfig:
     add2d_stages: int = 0
     #: the 2D PEs' pipelined multiplier's 18x18 products (``"dsp"`` inferred, ``"dsp_reg"`` ECP5 blocks)
     mul2d: str = "dsp"
+    #: the 1D lanes' multipliers' (their own and exp2's) 18x18 products (``"dsp"``, ``"dsp_reg"``)
+    mul1d: str = "dsp"
     rint2d_stages: int = 0
     ldexp2d_stages: int = 0
     #: operand format of the Q / K / V buffers (the params' ``precision``: bf16 or fp16), widened
@@ -434,13 +440,14 @@ class AttentionArray(wiring.Component):
                      n_elems.eq(Mux(row_op, q_rows, Mux(o_op, qd, qL)))]
         r1, r3 = hr[1], hr[3]
         S1, S2 = c.exp1d_stages, c.recip1d_stages
-        M1, A1 = c.mul1d_stages, c.add1d_stages
+        M1, A1, MX = c.mul1d_stages, c.add1d_stages, c.max1d_stages
         is_exp = Signal()  # an exp op: its results are written S1 cycles after issue
         is_recip = Signal()  # a reciprocal op: its results are written S2 cycles after issue
         m.d.comb += [is_exp.eq((op1 == OP_EXPA) | (op1 == OP_FEXP)), is_recip.eq(op1 == OP_FRECIP)]
         # each op's latency: cycles from an element's issue to its result's write (the lanes' units)
         lat_of = {OP_MULC: M1, OP_MULL: M1, OP_MULO: M1, OP_FMULC: M1, OP_FMULN: M1, OP_FMULX: M1 + A1,
-                  OP_ADDL: A1, OP_ADDO: A1, OP_FADD: A1, OP_EXPA: S1, OP_FEXP: S1, OP_FRECIP: S2}
+                  OP_ADDL: A1, OP_ADDO: A1, OP_FADD: A1, OP_EXPA: S1, OP_FEXP: S1, OP_FRECIP: S2,
+                  OP_MAX: MX, OP_FMAX: MX}
         any_piped = any(lat_of.values())
         # a pipelined op has issued every element and waits for its pipeline (never without one)
         draining = Signal() if any_piped else Const(0, 1)
@@ -452,12 +459,18 @@ class AttentionArray(wiring.Component):
                     with m.Case(op):
                         m.d.comb += op_latency.eq(v)
         piped = op_latency != 0
-        # FLAT's row sum on a pipelined adder (A1 > 0): not a chain through the lanes; lane l sums rows
-        # (rb + rr) P + l, up to A1 rows interleaved (rr = 0 .. A1 - 1), element jj of each in turn, its
-        # adder's result fed back A1 cycles later (the contract's row_sum_cycles)
-        red = (op1 == OP_FADD) if A1 else Const(0, 1)
-        rb = Signal(range(R + A1 + 1))
-        rr = Signal(range(max(A1, 2)))
+        # FLAT's row sum on a pipelined adder (A1 > 0) and row max on a pipelined compare (MX > 0): not
+        # chains through the lanes; lane l reduces rows (rb + rr) P + l, up to `ilv` (the unit's latency)
+        # rows interleaved (rr = 0 .. ilv - 1), element jj of each in turn, the unit's result fed back ilv
+        # cycles later (the contract's row_reduce_cycles)
+        red_ops = {op: n for op, n in ((OP_FADD, A1), (OP_FMAX, MX)) if n}
+        red = Signal() if red_ops else Const(0, 1)
+        ilv = Signal(range(max(A1, MX) + 1)) if red_ops else None
+        for op, n in red_ops.items():
+            with m.If(op1 == op):
+                m.d.comb += [red.eq(1), ilv.eq(n)]
+        rb = Signal(range(R + max(A1, MX) + 1))
+        rr = Signal(range(max(A1, MX, 2)))
         jj = Signal(range(FL + 1))
         li, lc = i0, c0
         carry = Signal(32)
@@ -475,7 +488,7 @@ class AttentionArray(wiring.Component):
             ii = Signal(range(R + P + 2), name=f"lane{ln}_i")
             cc = Signal(range(max(D, FL) + 2), name=f"lane{ln}_c")
             vv = Signal(name=f"lane{ln}_valid")
-            if A1:  # the row sum's own element order (above); the incrementer chain for every other op
+            if red_ops:  # the row reductions' own element order (above); the incrementer chain for every other op
                 chi = Signal(range(R + P + 2), name=f"lane{ln}_chi")
                 chc = Signal(range(max(D, FL) + 2), name=f"lane{ln}_chc")
                 row = (rb + rr) * P + ln
@@ -493,7 +506,7 @@ class AttentionArray(wiring.Component):
             mb = Signal(32, name=f"{nm}_mb")
             aa = Signal(32, name=f"{nm}_aa")
             ab = Signal(32, name=f"{nm}_ab")
-            m.submodules[nm] = lane = Lane1D(E, S1 - A1, S2, M1, A1)
+            m.submodules[nm] = lane = Lane1D(E, S1 - A1, S2, M1, A1, mul=c.mul1d, max_stages=MX)
             lanes.append(lane)
             with m.Switch(op1):
                 with m.Case(OP_MULC):
@@ -524,8 +537,12 @@ class AttentionArray(wiring.Component):
             recip_in = Mux(op1 == OP_DONE, fin_l, l_state[ii]) if ln == 0 else l_state[ii]
             m.d.comb += [lane.ma.eq(ma), lane.mb.eq(mb), lane.aa.eq(aa), lane.ab.eq(ab),
                          lane.fmulx.eq(op1 == OP_FMULX), lane.neg_mc.eq(fp.fp32_neg(mc_state[ii])),
-                         lane.recip_in.eq(recip_in), lane.m_in.eq(m_state[ii]), lane.bm_in.eq(bmA[r1[0]][ii]),
-                         lane.chain_in.eq(chain), lane.s_in.eq(sbuf[si]), lane.fmax.eq(op1 == OP_FMAX),
+                         lane.recip_in.eq(recip_in), lane.bm_in.eq(bmA[r1[0]][ii]),
+                         # a pipelined compare: the first block's max is its own (max(bm, bm)); FLAT's row
+                         # max fed back from the compare (each lane its own rows)
+                         lane.m_in.eq(Mux(first1, bmA[r1[0]][ii], m_state[ii]) if MX else m_state[ii]),
+                         lane.chain_in.eq(lane.max if MX else chain), lane.s_in.eq(sbuf[si]),
+                         lane.fmax.eq(op1 == OP_FMAX),
                          lane.row_start.eq(cc == 0)]
             prod, add, ex, rc, mx, seg = lane.prod, lane.sum, lane.exp, lane.recip, lane.max, lane.seg
             bmv = bmA[r1[0]][ii]
@@ -535,20 +552,23 @@ class AttentionArray(wiring.Component):
                 OP_ADDL: (add, "ii", lambda x: l_state[x]), OP_MULO: (prod, "oi", lambda x: o_state[x]),
                 OP_ADDO: (add, "oi", lambda x: o_state[x]), OP_FMULC: (prod, "ii", lambda x: mc_state[x]),
                 OP_FMULX: (add, "si", lambda x: sbuf[x]), OP_FMULN: (prod, "si", lambda x: sbuf[x]),
+                **({OP_MAX: (mx, "ii", lambda x: m_state[x])} if MX else {}),
             }
             with m.If(vv):
                 with m.Switch(op1):
-                    with m.Case(OP_MAX):
-                        m.d.sync += m_state[ii].eq(Mux(first1, bmv, mx))
+                    if not MX:
+                        with m.Case(OP_MAX):
+                            m.d.sync += m_state[ii].eq(Mux(first1, bmv, mx))
                     with m.Case(OP_EXPA):
                         m.d.sync += mc_state[ii].eq(mcbA[r1[0]][ii])
                     for op, (val, at, target) in writes.items():
                         if not lat_of[op]:
                             with m.Case(op):
                                 m.d.sync += target({"ii": ii, "oi": oi, "si": si}[at]).eq(val)
-                    with m.Case(OP_FMAX):
-                        with m.If(end_row):
-                            m.d.sync += m_state[ii].eq(seg)
+                    if not MX:
+                        with m.Case(OP_FMAX):
+                            with m.If(end_row):
+                                m.d.sync += m_state[ii].eq(seg)
                     if not A1:
                         with m.Case(OP_FADD):
                             with m.If(end_row):
@@ -559,7 +579,7 @@ class AttentionArray(wiring.Component):
             # results of the pipelined multiplier / adder: written their op's latency after issue (a delay
             # line of the element's indices per latency; the op, its ring and first flags hold until its
             # pipeline drains, and only that op's elements are in the line)
-            for lat in sorted({lat_of[op] for op in (*writes, OP_FADD) if lat_of[op]}):
+            for lat in sorted({lat_of[op] for op in (*writes, OP_FADD, OP_FMAX) if lat_of[op]}):
                 mine = vv & (op_latency == lat)  # only an op of this latency's elements enter its line
                 d_v, d_ii, d_oi, d_si, d_end = (_delay(m, x, lat, f"{nm}_w{lat}_{k}_")
                                                 for k, x in (("v", mine), ("i", ii), ("o", oi), ("s", si), ("e", end_row)))
@@ -569,10 +589,11 @@ class AttentionArray(wiring.Component):
                             if lat_of[op] == lat:
                                 with m.Case(op):
                                     m.d.sync += target({"ii": d_ii, "oi": d_oi, "si": d_si}[at]).eq(val)
-                        if lat_of[OP_FADD] == lat:
-                            with m.Case(OP_FADD):
-                                with m.If(d_end):
-                                    m.d.sync += l_state[d_ii].eq(add)
+                        for op, (val, state_reg) in ((OP_FADD, (add, l_state)), (OP_FMAX, (mx, m_state))):
+                            if lat_of[op] == lat:  # a row reduction's end: the row's result
+                                with m.Case(op):
+                                    with m.If(d_end):
+                                        m.d.sync += state_reg[d_ii].eq(val)
             # exp results: written S1 cycles after issue (a delay line of what the write needs)
             w_v, w_alpha, w_ii, w_si, w_first, w_ring = vv & is_exp, op1 == OP_EXPA, ii, si, first1, r1
             for k in range(S1):
@@ -600,7 +621,7 @@ class AttentionArray(wiring.Component):
 
         # ------------------------------------------------------------------ 1D sequencing
         op_last_cycle = Signal()
-        if A1:  # the row sum: lane 0's last row (the one with the most), its last element
+        if red_ops:  # a row reduction: lane 0's last row (the one with the most), its last element
             m.d.comb += op_last_cycle.eq(Mux(red, ((rb + rr + 1) * P >= q_rows) & (jj == L - 1), pos + P >= n_elems))
         else:
             m.d.comb += op_last_cycle.eq(pos + P >= n_elems)
@@ -622,7 +643,7 @@ class AttentionArray(wiring.Component):
 
         def start_op(op):
             return ([op1.eq(op), pos.eq(0), i0.eq(0), c0.eq(0)] + ([draining.eq(0)] if any_piped else [])
-                    + ([rb.eq(0), rr.eq(0), jj.eq(0)] if A1 else []))
+                    + ([rb.eq(0), rr.eq(0), jj.eq(0)] if red_ops else []))
 
         with m.If(op1 != OP_DONE):  # the controller below overrides this at a slot's end
             with m.If(op_end):
@@ -634,11 +655,11 @@ class AttentionArray(wiring.Component):
                     m.d.sync += [draining.eq(1), drain1.eq(0)]
             with m.Else():
                 m.d.sync += [pos.eq(pos + P), i0.eq(li), c0.eq(lc)]
-                if A1:  # the row sum's counters (above)
-                    with m.If(rr == A1 - 1):
+                if red_ops:  # the row reductions' counters (above)
+                    with m.If(rr == ilv - 1):
                         m.d.sync += rr.eq(0)
                         with m.If(jj == L - 1):
-                            m.d.sync += [jj.eq(0), rb.eq(rb + A1)]
+                            m.d.sync += [jj.eq(0), rb.eq(rb + ilv)]
                         with m.Else():
                             m.d.sync += jj.eq(jj + 1)
                     with m.Else():

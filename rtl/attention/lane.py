@@ -15,10 +15,16 @@
   :class:`rtl.lib.recip.Recip`, ``recip_stages`` registers) of ``recip_in``.
 - ``mul``: the multipliers' significand product (:data:`rtl.lib.fp.MULTIPLIERS`; ``"dsp_reg"``: ECP5
   MULT18X18D blocks whose own registers are cut points, for synthesis of the lane alone).
-- ``max`` and ``seg``: combinational; the running-max compare and the lane's link of FLAT's
-  segmented row chains (``fmax``: row max; else, at ``add_stages = 0``, row sum through the adder;
-  a row starts at ``row_start``). With a pipelined adder the row sum is not a chain: the controller
-  feeds ``sum`` back into ``aa`` (each lane sums its own rows, up to ``add_stages`` interleaved).
+- ``max`` and ``seg`` (``max_stages = 0``): combinational; the running-max compare and the lane's
+  link of FLAT's segmented row chains (``fmax``: row max; else, at ``add_stages = 0``, row sum through
+  the adder; a row starts at ``row_start``). With a pipelined adder the row sum is not a chain: the
+  controller feeds ``sum`` back into ``aa`` (each lane sums its own rows, up to ``add_stages``
+  interleaved).
+- ``max_stages > 0``: one compare, the library's :class:`rtl.lib.units.Fp32Max` (``max_stages``
+  registers): ``max`` is ``max(m_in, bm_in)``, or with ``fmax`` ``max(row_start ? s_in : chain_in,
+  s_in)``, of the operands ``max_stages`` cycles earlier. FLAT's row max is then not a chain either:
+  the controller feeds ``max`` back into ``chain_in`` (each lane its own rows, up to ``max_stages``
+  interleaved, as the row sum); ``seg`` is the adder's link only.
 """
 from __future__ import annotations
 
@@ -29,15 +35,15 @@ from amaranth.lib.wiring import In, Out
 from rtl.lib import fp
 from rtl.lib.pipe import delay
 from rtl.lib.recip import Recip
-from rtl.lib.units import Exp2, Fp32AddFinite, Fp32MulFinite
+from rtl.lib.units import Exp2, Fp32AddFinite, Fp32Max, Fp32MulFinite
 
 
 class Lane1D(wiring.Component):
     def __init__(self, exp_macs: int, exp_stages: int = 0, recip_stages: int = 0, mul_stages: int = 0,
-                 add_stages: int = 0, mul: str = "dsp"):
+                 add_stages: int = 0, mul: str = "dsp", max_stages: int = 0):
         self.exp_macs, self.exp_stages, self.recip_stages = exp_macs, exp_stages, recip_stages
         self.mul = mul  # the multipliers' (its own and exp2's) significand product: rtl.lib.fp.MULTIPLIERS
-        self.mul_stages, self.add_stages = mul_stages, add_stages
+        self.mul_stages, self.add_stages, self.max_stages = mul_stages, add_stages, max_stages
         super().__init__({
             "ma": In(32), "mb": In(32), "aa": In(32), "ab": In(32), "fmulx": In(1), "neg_mc": In(32),
             "recip_in": In(32), "m_in": In(32), "bm_in": In(32), "chain_in": In(32), "s_in": In(32),
@@ -48,11 +54,12 @@ class Lane1D(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.multiplier = mul = Fp32MulFinite(self.mul_stages, self.mul)
-        m.submodules.adder = add = Fp32AddFinite(self.add_stages)
-        m.submodules.exp2 = ex = Exp2(self.exp_macs, stages=self.exp_stages, mul=self.mul)
+        # pipelined (timing): the adders' exponent clamps and shifts as data (same bits and latency)
+        m.submodules.adder = add = Fp32AddFinite(self.add_stages, zero_fill_as_data=self.add_stages > 0)
+        m.submodules.exp2 = ex = Exp2(self.exp_macs, stages=self.exp_stages, mul=self.mul,
+                                      zero_fill_as_data=self.exp_stages > 0)
         m.submodules.recip = rc = Recip(self.recip_stages)
         neg_mc = delay(m, self.neg_mc, self.mul_stages, "neg_mc_d")  # FMULX's subtrahend beside its product
-        fmx = fp.fp32_max(m, self.chain_in, self.s_in, "fmax")
         m.d.comb += [
             mul.a.eq(self.ma), mul.b.eq(self.mb), mul.in_valid.eq(1),
             add.a.eq(Mux(self.fmulx, mul.out, self.aa)), add.b.eq(Mux(self.fmulx, neg_mc, self.ab)),
@@ -60,7 +67,14 @@ class Lane1D(wiring.Component):
             ex.a.eq(add.out), ex.in_valid.eq(1), rc.a.eq(self.recip_in), rc.in_valid.eq(1),
             self.prod.eq(mul.out), self.sum.eq(add.out), self.exp.eq(ex.out),
             self.recip.eq(rc.out),
-            self.max.eq(fp.fp32_max(m, self.m_in, self.bm_in, "max")),
-            self.seg.eq(Mux(self.fmax, Mux(self.row_start, self.s_in, fmx), add.out)),
         ]
+        if self.max_stages:  # one pipelined compare; FLAT's row max fed back by the controller
+            m.submodules.compare = cmp = Fp32Max(self.max_stages)
+            m.d.comb += [cmp.a.eq(Mux(self.fmax, Mux(self.row_start, self.s_in, self.chain_in), self.m_in)),
+                         cmp.b.eq(Mux(self.fmax, self.s_in, self.bm_in)), cmp.in_valid.eq(1),
+                         self.max.eq(cmp.out), self.seg.eq(add.out)]
+        else:
+            fmx = fp.fp32_max(m, self.chain_in, self.s_in, "fmax")
+            m.d.comb += [self.max.eq(fp.fp32_max(m, self.m_in, self.bm_in, "max")),
+                         self.seg.eq(Mux(self.fmax, Mux(self.row_start, self.s_in, fmx), add.out))]
         return m

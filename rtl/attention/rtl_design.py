@@ -50,23 +50,25 @@ MAX_PES = 256
 MAX_LANES = 32
 RTL_OPTIONS = ("head_dim_max", "passes_max", "key_blocks_max", "flat_keys_max", "multiplier")
 
-#: ``multiplier`` (``archsim rtl ... --multiplier``) as the 2D PEs' pipelined multiplier's ``mul``: the
-#: inferred product, or ECP5 MULT18X18D blocks whose own registers are its cut points (same latency, bits)
+#: ``multiplier`` (``archsim rtl ... --multiplier``) as the ``mul`` of the 2D PEs' pipelined multiplier
+#: (``latency2d >= 1``) and of the 1D lanes' (``latency1d.mul >= 1``: the lanes' multiplier and their
+#: ``exp2``'s): the inferred product, or ECP5 MULT18X18D blocks whose own registers are its cut points
+#: (same latency, bits)
 MULTIPLIER_MULS = {"inferred": "dsp", "ecp5_dsp": "dsp_reg"}
 
 
 #: the 1D lanes' pipelined units: latency1d key -> what it is (its latency is the unit's stages; the
 #: exp op's is the adder's and exp2's)
-PIPELINED_1D = {"exp": "exp2", "recip": "reciprocal", "mul": "multiplier", "add": "adder"}
+PIPELINED_1D = {"exp": "exp2", "recip": "reciprocal", "mul": "multiplier", "add": "adder", "max": "compare"}
 
 
 def _max_stages_1d(fn: str, exp_macs: int) -> int:
     """Cut points of the lanes' unit for ``fn`` (the largest stages the RTL builds)."""
     from rtl.lib.recip import Recip
-    from rtl.lib.units import Exp2, Fp32AddFinite, Fp32MulFinite
+    from rtl.lib.units import Exp2, Fp32AddFinite, Fp32Max, Fp32MulFinite
 
     unit = {"exp": lambda: Exp2(exp_macs, 0), "recip": lambda: Recip(0), "mul": lambda: Fp32MulFinite(0),
-            "add": lambda: Fp32AddFinite(0)}[fn]()
+            "add": lambda: Fp32AddFinite(0), "max": lambda: Fp32Max(0)}[fn]()
     unit._MustUse__silence = True  # built only to read its number of cut points
     return unit.max_stages
 
@@ -98,8 +100,8 @@ def check_params(p) -> None:
         raise ValueError(f"ops1d_per_cycle: the RTL's 1D lanes run one op of each function per cycle, got {rates}")
     lat = {k: v for k, v in p.latency1d.items() if v and k not in PIPELINED_1D}
     if lat:
-        raise ValueError(f"latency1d: the RTL pipelines only the 1D lanes' exp, reciprocal, multiplier and adder "
-                         f"(latency1d.exp, .recip, .mul, .add), got {lat}")
+        raise ValueError(f"latency1d: the RTL pipelines only the 1D lanes' exp, reciprocal, multiplier, adder and "
+                         f"compare (latency1d.exp, .recip, .mul, .add, .max), got {lat}")
     add = p.latency1d.get("add", 0)
     for fn, what in PIPELINED_1D.items():
         most = _max_stages_1d(fn, p.exp_macs)
@@ -159,9 +161,13 @@ class AttentionDesign(RtlDesign):
         multiplier = options.pop("multiplier", "inferred")
         if multiplier not in MULTIPLIER_MULS:
             raise ValueError(f"multiplier: expected one of {', '.join(MULTIPLIER_MULS)}, got {multiplier!r}")
-        if multiplier != "inferred" and not params.latency2d:
-            raise SpecError(f"attention RTL: multiplier {multiplier}: the 2D PEs' registered DSP blocks need a "
-                            f"pipelined multiplier (latency2d >= 1), got latency2d 0")
+        mul1d_stages = params.latency1d.get("mul", 0)
+        if multiplier != "inferred" and not (params.latency2d or mul1d_stages):
+            raise SpecError(f"attention RTL: multiplier {multiplier}: the registered DSP blocks need a pipelined "
+                            f"multiplier (latency2d >= 1 for the 2D PEs, latency1d.mul >= 1 for the 1D lanes), "
+                            f"got latency2d 0 and latency1d.mul 0")
+        muls = {"mul2d": MULTIPLIER_MULS[multiplier] if params.latency2d else "dsp",
+                "mul1d": MULTIPLIER_MULS[multiplier] if mul1d_stages else "dsp"}
         unknown = sorted(set(options) - set(RTL_OPTIONS))
         if unknown:
             raise ValueError(f"{', '.join(unknown)}: not an option of the attention RTL "
@@ -183,13 +189,14 @@ class AttentionDesign(RtlDesign):
                                       recip1d_stages=params.latency1d.get("recip", 0),
                                       mul1d_stages=params.latency1d.get("mul", 0),
                                       add1d_stages=params.latency1d.get("add", 0),
+                                      max1d_stages=params.latency1d.get("max", 0),
                                       mul2d_stages=params.latency2d, add2d_stages=params.latency2d_add,
                                       rint2d_stages=params.latency2d_rint, ldexp2d_stages=params.latency2d_ldexp,
-                                      precision=params.precision, mul2d=MULTIPLIER_MULS[multiplier], **cfg)
+                                      precision=params.precision, **muls, **cfg)
 
     def sim_sources(self) -> dict[str, str]:
         """``multiplier ecp5_dsp``: the MULT18X18D blocks' simulation model beside the Verilog."""
-        if self.cfg.mul2d == "dsp_reg":
+        if "dsp_reg" in (self.cfg.mul2d, self.cfg.mul1d):
             from rtl.lib.ecp5 import mult18x18d_sim_model
 
             return {"MULT18X18D_model.v": mult18x18d_sim_model()}

@@ -297,6 +297,20 @@ def fp32_max(m: Module, a, b, name: str):
     return out
 
 
+def fp32_max_split(m: Module, a, b, name: str, pipe: Pipe | None = None):
+    """:func:`fp32_max` (same bits: ``b`` if its key is greater, else ``a``) with its key compare split
+    in two 16-bit halves, so that it pipelines. Cut points: after the operands, after the halves'
+    compares (then one select)."""
+    a, b = cut(pipe, a, b)
+    ka, kb = _key(a)[:32], _key(b)[:32]
+    hi_gt, hi_eq, lo_gt = Signal(name=f"{name}_hi_gt"), Signal(name=f"{name}_hi_eq"), Signal(name=f"{name}_lo_gt")
+    m.d.comb += [hi_gt.eq(kb[16:] > ka[16:]), hi_eq.eq(kb[16:] == ka[16:]), lo_gt.eq(kb[:16] > ka[:16])]
+    a, b, hi_gt, hi_eq, lo_gt = cut(pipe, a, b, hi_gt, hi_eq, lo_gt)
+    out = Signal(32, name=name)
+    m.d.comb += out.eq(Mux(hi_gt | (hi_eq & lo_gt), b, a))
+    return out
+
+
 def rint(m: Module, x, name: str, pipe: Pipe | None = None):
     """``(n as fp32 bits, n as a signed integer clamped to +-300)``, ``n = rint(x)`` half to even.
     Cut points: after the shift amount, after each half of the shift, after the rounding increment,

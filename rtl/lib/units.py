@@ -152,6 +152,17 @@ class Fp32AddFinite(Unit):
         return {"out": fp.fp32_add_finite(m, ins["a"], ins["b"], "add", pipe)}
 
 
+class Fp32Max(Unit):
+    """fp32 ``max(a, b)`` of finite values (:func:`rtl.lib.fp.fp32_max_split`: ``a`` unless ``b`` is
+    greater; ``-0 < +0``), the 1D lanes' compare."""
+
+    inputs = {"a": Shape(32), "b": Shape(32)}
+    outputs = {"out": Shape(32)}
+
+    def build(self, m, ins, pipe):
+        return {"out": fp.fp32_max_split(m, ins["a"], ins["b"], "max", pipe)}
+
+
 class Fp32MulFinite(Unit):
     """Finite fp32 ``a * b`` (subnormals included); ``mul`` as :class:`FpMul`'s."""
 
@@ -260,15 +271,16 @@ class PositDecode(Unit):
 
 class Exp2(Unit):
     """fp32 ``exp2(x)`` as the attention design computes it (:mod:`rtl.lib.exp`), ``exp_macs`` Horner terms;
-    ``mul`` as :class:`FpMul`'s."""
+    ``mul`` as :class:`FpMul`'s; ``zero_fill_as_data``: :class:`Unit`'s (its adders' exponent clamps
+    and shifts)."""
 
     inputs = {"a": Shape(32)}
     outputs = {"out": Shape(32)}
 
-    def __init__(self, exp_macs: int, stages: int = 1, mul: str = "dsp"):
+    def __init__(self, exp_macs: int, stages: int = 1, mul: str = "dsp", zero_fill_as_data: bool = False):
         self.exp_macs = exp_macs
         self.mul = _mul(mul)
-        super().__init__(stages)
+        super().__init__(stages, zero_fill_as_data=zero_fill_as_data)
 
     def build(self, m, ins, pipe):
         return {"out": exp2_poly(m, ins["a"], self.exp_macs, "exp2", pipe, self.mul)}

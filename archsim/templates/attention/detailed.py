@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from archsim.templates.attention.tile import AttentionTile, c1, row_sum_cycles, skew_cycles
+from archsim.templates.attention.tile import AttentionTile, c1, row_reduce_cycles, skew_cycles
 from archsim.templates.attention.values import F32, exp2_coefficients, scale_of
 
 
@@ -222,7 +222,7 @@ class AttentionDetailed:
                 st["rowsum"] = acc
 
             yield from op1d(n, "exp", ex if vals else None)
-            yield from op1d(n, "add", sm if vals else None, row_sum_cycles(p, q_rows, C))
+            yield from op1d(n, "add", sm if vals else None, row_reduce_cycles(p, q_rows, C, "add"))
 
         def update(b):
             st = blk[b]
@@ -306,7 +306,7 @@ class AttentionDetailed:
         for _pass in range(tile.passes):
             for _b in range(nb):
                 for n, fn in per_block:
-                    for _ in range(row_sum_cycles(p, q, p.cols) if fn == "row_sum" else c1(p, n, fn)):
+                    for _ in range(row_reduce_cycles(p, q, p.cols, "add") if fn == "row_sum" else c1(p, n, fn)):
                         cycles += 1
             if tile.last:
                 for n, fn in ((q, "recip"), (q * d, "mul")):
@@ -340,11 +340,11 @@ class AttentionDetailed:
         if tile.phase in ("all", "softmax"):
             st: dict = {}
             if scaled_2d:  # max of the scaled scores == the scaled max (monotone rounding, c > 0)
-                scale = [(q_rows * L, "max", lambda: st.update(m=s.max(axis=1))),
+                scale = [(q_rows * L, "row_max", lambda: st.update(m=s.max(axis=1))),
                          # the exp op subtracts the row max in its range reduction: no cycles of its own
                          (0, "mul", lambda: st.update(x=(s - st["m"][:, None]).astype(F32)))]
             else:
-                scale = [(q_rows * L, "max", lambda: st.update(m=s.max(axis=1))),
+                scale = [(q_rows * L, "row_max", lambda: st.update(m=s.max(axis=1))),
                          (q_rows, "mul", lambda: st.update(mc=(st["m"] * c).astype(F32))),
                          # s*c - m*c: the product, then its sum (latency1d.add more)
                          (q_rows * L, "mul+add", lambda: st.update(x=((s * c).astype(F32) - st["mc"][:, None]).astype(F32)))]
@@ -358,8 +358,8 @@ class AttentionDetailed:
             for n, fn, action in seq:
                 if fn == "mul+add":
                     cycles += c1(p, n, "mul") + p.latency1d.get("add", 0)
-                elif fn == "row_sum":
-                    cycles += row_sum_cycles(p, q_rows, L)
+                elif fn in ("row_sum", "row_max"):  # each lane its own rows when pipelined
+                    cycles += row_reduce_cycles(p, q_rows, L, "add" if fn == "row_sum" else "max")
                 else:
                     cycles += c1(p, n, fn)
                 if vals:

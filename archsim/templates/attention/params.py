@@ -61,8 +61,9 @@ class AttentionParams(TemplateParams):
         reads its results (the RTL's pipelined ``exp2``: ``latency1d: {exp: S}``). The RTL also
         pipelines the lanes' reciprocal, multiplier and adder (``recip``, ``mul``, ``add``); with
         ``add > 0`` FLAT's ``s*c - m*c`` pays ``mul + add``, a row sum is
-        :func:`~archsim.templates.attention.tile.row_sum_cycles` (each lane sums its own rows), and
-        ``exp`` is the whole exp op's latency, its subtraction on the adder included.
+        :func:`~archsim.templates.attention.tile.row_reduce_cycles` (each lane sums its own rows), and
+        ``exp`` is the whole exp op's latency, its subtraction on the adder included; ``max`` (the
+        lanes' pipelined compare) likewise makes FLAT's row max ``row_reduce_cycles``.
     latency2d : int
         Pipeline registers of each 2D PE's fp32 multiplier (default 0: a step's
         product is added in the cycle its operands arrive). Every step whose add
@@ -127,9 +128,10 @@ class AttentionParams(TemplateParams):
         for k, v in lat.items():
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise ValueError(f"latency1d.{k}: expected a non-negative integer (cycles), got {v!r}")
-        if lat.get("add", 0) and self.rate("add") != self.pe1d:
-            raise ValueError(f"latency1d.add: row sums on a pipelined adder are modelled at one add per lane per "
-                             f"cycle (ops1d_per_cycle.add 1), got ops1d_per_cycle.add {ops.get('add')!r}")
+        for fn, what in (("add", "row sums on a pipelined adder"), ("max", "row maxima on a pipelined compare")):
+            if lat.get(fn, 0) and self.rate(fn) != self.pe1d:
+                raise ValueError(f"latency1d.{fn}: {what} are modelled at one {fn} per lane per cycle "
+                                 f"(ops1d_per_cycle.{fn} 1), got ops1d_per_cycle.{fn} {ops.get(fn)!r}")
         for key in ("latency2d", "latency2d_add", "latency2d_rint", "latency2d_ldexp"):
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:

@@ -11,8 +11,10 @@ drain of the 2D array, and ``S = latency2d`` the 2D PEs' multiplier latency (0 b
 With a pipelined 1D adder (``A = latency1d.add > 0``) two terms change (both 0 by default): FLAT's
 ``s*c - m*c`` adds the product's sum, ``c1(qL,mul) + A``; and a row sum of ``q`` rows of ``n``
 elements (in order, from +0: FLAT's ``l``, the fusemax row sum with exp on the 1D array) is not a
-chain through the lanes in one cycle but :func:`row_sum_cycles`: each lane sums its own rows, up to
+chain through the lanes in one cycle but :func:`row_reduce_cycles`: each lane sums its own rows, up to
 ``A`` interleaved. The exp op's subtraction runs on that adder: ``latency1d.exp`` is the whole op's.
+Likewise a pipelined compare (``latency1d.max > 0``): FLAT's row max of ``q`` rows of ``L`` scores is
+:func:`row_reduce_cycles` with that latency, not ``c1(qL, max)``.
 
 Mapping of a block onto the 2D array: PE(i, j) owns the score of query i and
 key j (output stationary): ``QK`` streams Q rows from the left and K columns
@@ -88,7 +90,8 @@ FLAT and unfused (``mapping = "flat"``): two passes, row granular
 Phases ``qk`` (2D: ``drain*skew + nb*d``), ``softmax`` (1D: row max, ``S*c - m*c``,
 exp, row sum, reciprocal, normalize:
 ``c1(qL,max) + c1(q,mul) + c1(qL,mul) + c1(qL,exp) + c1(qL,add) + c1(q,recip) + c1(qL,mul)``
-(with ``A > 0``: ``+ A`` after ``s*c - m*c``, ``row_sum_cycles(q, L)`` for ``c1(qL,add)``);
+(with ``A > 0``: ``+ A`` after ``s*c - m*c``, ``row_reduce_cycles(q, L, add)`` for ``c1(qL,add)``; with
+``latency1d.max > 0``: ``row_reduce_cycles(q, L, max)`` for ``c1(qL,max)``);
 with ``flat_scale_on = "array2d"`` the scores leave the 2D array already scaled by
 ``c`` and the two ``mul`` terms of the scale go:
 ``c1(qL,max) + c1(qL,exp) + c1(qL,add) + c1(q,recip) + c1(qL,mul)``, 4 ops per score)
@@ -150,17 +153,18 @@ def c1(params, n: int, fn: str) -> int:
     return ceil(n / rate) + params.latency1d.get(fn, 0) if n else 0
 
 
-def row_sum_cycles(params, rows: int, n: int) -> int:
-    """Cycles of the 1D array for ``rows`` row sums of ``n`` elements each (each row in order from +0).
+def row_reduce_cycles(params, rows: int, n: int, fn: str) -> int:
+    """Cycles of the 1D array for ``rows`` row reductions of ``n`` elements each, in order: sums from +0
+    (``fn = "add"``) or maxima (``"max"``).
 
-    One-cycle adder (``latency1d.add`` 0): a row is a chain through the lanes, ``c1(rows * n, add)``.
-    Pipelined (``A > 0``): lane ``l`` sums rows ``l, l + P, ...`` (``k = ceil(rows / P)`` on lane 0),
+    One-cycle unit (``latency1d[fn]`` 0): a row is a chain through the lanes, ``c1(rows * n, fn)``.
+    Pipelined (``A = latency1d[fn] > 0``): lane ``l`` reduces rows ``l, l + P, ...`` (``k = ceil(rows / P)`` on lane 0),
     up to ``A`` of them interleaved, one element per cycle, a row's next element ``A`` cycles after
     its last: ``G = ceil(k / A)`` groups, each ``n A`` cycles, the last one's ``g = k - (G - 1) A``
     rows done ``(n - 1) A + g + A`` cycles after it starts: ``G n A + g`` in all."""
-    a = params.latency1d.get("add", 0)
+    a = params.latency1d.get(fn, 0)
     if not a or not rows * n:
-        return c1(params, rows * n, "add")
+        return c1(params, rows * n, fn)
     k = ceil(rows / params.pe1d)
     groups = ceil(k / a)
     return groups * n * a + k - (groups - 1) * a
@@ -196,7 +200,7 @@ def fusemax_phases(tile: AttentionTile, params) -> tuple[int, list[tuple[str, st
         lag = 3
         phases = [("array2d", "qk_max", d + S + 1, 0), ("array2d", "av", d + S, 3),
                   ("array1d", "stat", stat, 1), ("array1d", "exp_sum", c1(params, q * C, "exp")
-                                                 + row_sum_cycles(params, q, C), 2),
+                                                 + row_reduce_cycles(params, q, C, "add"), 2),
                   ("array1d", "update", update, 4)]
     return lag, phases
 
@@ -255,10 +259,11 @@ def flat_softmax_ops(tile: AttentionTile, params) -> list[tuple[int, str]]:
 
 
 def flat_softmax_cycles(tile: AttentionTile, params) -> int:
-    """The ops' ``c1`` terms; with a pipelined adder (``A``) the row sum's :func:`row_sum_cycles` and
-    ``s*c - m*c``'s ``+ A`` (the product then its sum)."""
-    cycles = sum(c1(params, n, fn) for n, fn in flat_softmax_ops(tile, params) if fn != "add")
-    cycles += row_sum_cycles(params, tile.q_rows, tile.kv_len)
+    """The ops' ``c1`` terms; the row max and the row sum :func:`row_reduce_cycles` (``c1`` with a
+    one-cycle compare / adder), and with a pipelined adder (``A``) ``s*c - m*c``'s ``+ A`` (the product
+    then its sum)."""
+    cycles = sum(c1(params, n, fn) for n, fn in flat_softmax_ops(tile, params) if fn not in ("add", "max"))
+    cycles += sum(row_reduce_cycles(params, tile.q_rows, tile.kv_len, fn) for fn in ("max", "add"))
     if params.flat_scale_on == "array1d":
         cycles += params.latency1d.get("add", 0)
     return cycles
