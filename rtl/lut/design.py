@@ -47,10 +47,9 @@ from amaranth.lib.wiring import In, Out
 from rtl.lut.arith import FpArith, IntArith, fp32_double, fp32_half
 from rtl.lut.config import AFMT, DIM_BITS, PLANES, WFMT, _bits  # noqa: F401 - re-exported
 from rtl.lut.controller import LutController
-from rtl.lut.precompute import PrecomputeUnit, fp_add_max_stages
+from rtl.lut.precompute import PrecomputeUnit, fp32_adder, fp_add_max_stages
 from rtl.lib.fp import fp32_mul_finite as fp32_mul, int_to_fp32
 from rtl.lib.pipe import delay as pipe_delay
-from rtl.lib.units import Fp32AddFinite
 
 BUFS = {"act": 0, "weight": 1, "out": 2, "table": 3, "scale": 4}
 #: the RTL's own pipeline: weight read, lookup + shift-add, r + accumulator read, accumulator write
@@ -211,6 +210,13 @@ class LutConfig:
         if self.lookup_interleave <= 2 or not self.has_fp or self.scale != "none":
             return 0
         return fp_add_latency(self.lookup_interleave - 2)
+
+    @property
+    def fp_forcing_as_data(self) -> bool:
+        """Builds with the pipelined fp32 adds (``lookup_interleave`` > 1, the timing builds) build every
+        pipelined fp32 adder, the precompute's too, with its forcing as data (:func:`rtl.lut.precompute.fp32_adder`:
+        same bits and latency); the others keep their Verilog (the preset's measured clock is on it)."""
+        return self.lookup_interleave > 1
 
     @property
     def base_stages(self) -> int:
@@ -424,12 +430,11 @@ class LutCore(wiring.Component):
             out.append(("fp", FpArith()))
         return out
 
-    @staticmethod
-    def _fp_add(m: Module, a, b, latency: int, name: str):
-        """fp32 ``rne(a + b)`` ``latency`` cycles later: the library's finite fp32 adder at up to its
-        ``max_stages``, and one cycle more as its operands registered beside it (:func:`fp_add_latency`)."""
+    def _fp_add(self, m: Module, a, b, latency: int, name: str):
+        """fp32 ``rne(a + b)`` ``latency`` cycles later: the core's fp32 adder (:func:`rtl.lut.precompute.fp32_adder`)
+        at up to its ``max_stages``, and one cycle more as its operands registered beside it (:func:`fp_add_latency`)."""
         stages = min(latency, fp_add_max_stages())
-        m.submodules[name] = add = Fp32AddFinite(stages=stages)
+        m.submodules[name] = add = fp32_adder(stages, self.cfg.fp_forcing_as_data)
         assert add.latency == stages and latency - stages in (0, 1)
         ops = [pipe_delay(m, x[:32], latency - stages, f"{name}_{n}") for n, x in (("a", a), ("b", b))]
         m.d.comb += [add.a.eq(ops[0]), add.b.eq(ops[1]), add.in_valid.eq(1)]
