@@ -53,11 +53,59 @@ def _run_generator(gen, words, idxs, is_fp, fp16):
 @pytest.mark.parametrize("fmt", ["int8", "fp16", "bf16"])
 def test_table_generator_matches_numpy_at_every_latency(fmt, latency):
     """One entry per cycle, back to back, each exactly ``latency`` cycles after its operands."""
+    _check_generator(fmt, latency, False)
+
+
+@pytest.mark.parametrize("latency", [7, 34])
+@pytest.mark.parametrize("fmt", ["fp16", "bf16"])
+def test_table_generator_with_forcing_as_data_matches_numpy(fmt, latency):
+    """The timing builds' generator (fp32 adds with their forcing as data; 34: the D = 16 build's
+    precompute, 11 stages an add) gives the same entries, as late."""
+    _check_generator(fmt, latency, True)
+
+
+def test_the_fp32_adders_agree_with_numpy_on_finite_operands():
+    """Both of the core's fp32 adders (``forcing_as_data`` off / on) equal numpy's float32 sum on finite
+    patterns: normals over every binade, subnormals, sums that overflow, near-cancellations."""
+    from amaranth import Module
+    from amaranth.sim import Simulator
+
+    from rtl.lut.precompute import fp32_adder
+
+    rng = np.random.default_rng(5)
+    n = 400
+    exps = np.concatenate([rng.integers(0, 255, n // 4), rng.integers(0, 3, n // 4), rng.integers(250, 255, n // 4),
+                           rng.integers(110, 140, n - 3 * (n // 4))])
+    a = (rng.integers(0, 2, n).astype(np.uint32) << 31) | (exps.astype(np.uint32) << 23) | rng.integers(0, 1 << 23, n).astype(np.uint32)
+    b = rng.permutation(a)
+    b[:50] = a[:50] ^ np.uint32(1 << 31) ^ rng.integers(0, 4, 50).astype(np.uint32)  # x - (x +- a few ulp)
+    with np.errstate(over="ignore"):
+        want = (a.view(F32) + b.view(F32)).view(np.uint32)
+    m = Module()
+    m.submodules.plain = plain = fp32_adder(0, False)
+    m.submodules.as_data = as_data = fp32_adder(0, True)
+    got = []
+
+    async def tb(ctx):
+        for x, y in zip(a.tolist(), b.tolist()):
+            for u in (plain, as_data):
+                ctx.set(u.a, x)
+                ctx.set(u.b, y)
+            got.append((ctx.get(plain.out), ctx.get(as_data.out)))
+
+    sim = Simulator(m)
+    sim.add_testbench(tb)
+    sim.run()
+    for i, (p_out, d_out) in enumerate(got):
+        assert p_out == d_out == int(want[i]), (hex(a[i]), hex(b[i]), hex(p_out), hex(d_out), hex(want[i]))
+
+
+def _check_generator(fmt, latency, forcing_as_data):
     from rtl.lut.precompute import TableGenerator
 
     K, n = 4, 24
     rng = np.random.default_rng(latency * 7 + len(fmt))
-    gen = TableGenerator(K, 16, 32, 13, True, latency)  # a mixed build: int and fp arithmetics
+    gen = TableGenerator(K, 16, 32, 13, True, latency, forcing_as_data)  # a mixed build: int and fp arithmetics
     if fmt == "int8":
         acts = rng.integers(-128, 128, (n, K))
         codes = acts & 0xFF

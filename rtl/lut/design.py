@@ -47,10 +47,9 @@ from amaranth.lib.wiring import In, Out
 from rtl.lut.arith import FpArith, IntArith, fp32_double, fp32_half
 from rtl.lut.config import AFMT, DIM_BITS, PLANES, WFMT, _bits  # noqa: F401 - re-exported
 from rtl.lut.controller import LutController
-from rtl.lut.precompute import PrecomputeUnit, fp_add_max_stages
+from rtl.lut.precompute import PrecomputeUnit, fp32_adder, fp_add_max_stages
 from rtl.lib.fp import fp32_mul_finite as fp32_mul, int_to_fp32
 from rtl.lib.pipe import delay as pipe_delay
-from rtl.lib.units import Fp32AddFinite
 
 BUFS = {"act": 0, "weight": 1, "out": 2, "table": 3, "scale": 4}
 #: the RTL's own pipeline: weight read, lookup + shift-add, r + accumulator read, accumulator write
@@ -211,6 +210,13 @@ class LutConfig:
         if self.lookup_interleave <= 2 or not self.has_fp or self.scale != "none":
             return 0
         return fp_add_latency(self.lookup_interleave - 2)
+
+    @property
+    def fp_forcing_as_data(self) -> bool:
+        """Builds with the pipelined fp32 adds (``lookup_interleave`` > 1, the timing builds) build every
+        pipelined fp32 adder, the precompute's too, with its forcing as data (:func:`rtl.lut.precompute.fp32_adder`:
+        same bits and latency); the others keep their Verilog (the preset's measured clock is on it)."""
+        return self.lookup_interleave > 1
 
     @property
     def base_stages(self) -> int:
@@ -424,12 +430,11 @@ class LutCore(wiring.Component):
             out.append(("fp", FpArith()))
         return out
 
-    @staticmethod
-    def _fp_add(m: Module, a, b, latency: int, name: str):
-        """fp32 ``rne(a + b)`` ``latency`` cycles later: the library's finite fp32 adder at up to its
-        ``max_stages``, and one cycle more as its operands registered beside it (:func:`fp_add_latency`)."""
+    def _fp_add(self, m: Module, a, b, latency: int, name: str):
+        """fp32 ``rne(a + b)`` ``latency`` cycles later: the core's fp32 adder (:func:`rtl.lut.precompute.fp32_adder`)
+        at up to its ``max_stages``, and one cycle more as its operands registered beside it (:func:`fp_add_latency`)."""
         stages = min(latency, fp_add_max_stages())
-        m.submodules[name] = add = Fp32AddFinite(stages=stages)
+        m.submodules[name] = add = fp32_adder(stages, self.cfg.fp_forcing_as_data)
         assert add.latency == stages and latency - stages in (0, 1)
         ops = [pipe_delay(m, x[:32], latency - stages, f"{name}_{n}") for n, x in (("a", a), ("b", b))]
         m.d.comb += [add.a.eq(ops[0]), add.b.eq(ops[1]), add.in_valid.eq(1)]
@@ -448,6 +453,40 @@ class LutCore(wiring.Component):
             return pipe_delay(m, ar.half_sub(m, p, s, name), stages, f"{name}_w")
         diff = self._fp_add(m, p, Cat(s[:31], ~s[31]), stages, f"{name}_d")
         return fp32_half(m, diff, name)
+
+    #: bits of a table entry one copy of a lane's select register drives (:meth:`_lane_lookup`)
+    SELECT_GROUP_BITS = 8
+
+    def _lane_lookup(self, m: Module, raw, entries, t_raw, r: int, col: int):
+        """Table register builds: ``t_raw`` = ``entries[local]`` of the weight bits ``raw`` (read from the
+        buffer this cycle), on select registers of the lane's own, registered with the weight word: the
+        entry's index ``local`` is formed before the register (not after it, on the lookup's path), and
+        each :attr:`SELECT_GROUP_BITS` bits of the entry read their own copy, so a select flip-flop drives
+        one group's E:1 muxes, not every lane's every bit (the A16 build's limit: weight word -> 8:1 entry
+        mux across the device). Copy ``x`` stores ``local ^ x`` and reads the entries permuted by ``x``
+        (``entries[e ^ x]`` at position e): the same entry, and distinct flip-flops that synthesis cannot
+        merge back into one. Returns the lane's registered top bit (the sign select; 1 without
+        ``symmetric``)."""
+        c = self.cfg
+        K, E, eb = c.group_k, c.entries, c.entry_bits
+        if c.symmetric:
+            top_raw = raw[K - 1]
+            local_raw = Mux(top_raw, raw[:K - 1], ~raw[:K - 1])
+            top = Signal(name=f"t2_top_r{r}_c{col}")
+            m.d.sync += top.eq(top_raw)
+        else:
+            top, local_raw = Const(1, 1), raw
+        gb = self.SELECT_GROUP_BITS
+        groups = -(-eb // gb)
+        parts = []
+        for g in range(groups):
+            x = (r * groups + g) % E
+            sel = Signal(range(E), name=f"t2_sel_r{r}_c{col}_g{g}")
+            m.d.sync += sel.eq(local_raw ^ x)
+            lo, hi = g * gb, min(eb, (g + 1) * gb)
+            parts.append(Array(entries[e ^ x][lo:hi] for e in range(E))[sel])
+        m.d.comb += t_raw.eq(Cat(*parts))
+        return top
 
     @staticmethod
     def _by_kind(values: dict, is_fp):
@@ -635,6 +674,8 @@ class LutCore(wiring.Component):
                  for r in range(tm)]
         preg = [[lines[r][col][0] for col in range(tn)] for r in range(tm)]  # (D > 1: the newest, for stage 2)
         first_sa = pipe_delay(m, s1_first, sa, "first_sa")
+        # table register: the lookups that read t_raw (not the int one-hot AND-OR) do so on select registers
+        lane_selects = c.table_register and E > 1 and any(kind not in neg_tab for kind, _ar in ariths)
         s2_S = [Signal(eb, name=f"S_r{r}") for r in range(tm)]
         for col in range(tn):
             idx = wword[col * K:(col + 1) * K]
@@ -645,7 +686,11 @@ class LutCore(wiring.Component):
                 top, local = Const(1, 1), idx
             for r in range(tm):
                 t_raw = Signal(eb, name=f"t_r{r}_c{col}")
-                m.d.comb += t_raw.eq(Array(row_tab[r])[local])
+                lane_top = top
+                if lane_selects:  # the lane's own select registers
+                    lane_top = self._lane_lookup(m, wgt_r.data[col * K:(col + 1) * K], row_tab[r], t_raw, r, col)
+                else:
+                    m.d.comb += t_raw.eq(Array(row_tab[r])[local])
                 new = {}
                 for kind, ar in ariths:
                     name = f"l_{kind}_r{r}_c{col}"
@@ -661,7 +706,7 @@ class LutCore(wiring.Component):
                             acc = acc | t
                         lk_dom += tv.eq(acc)
                     else:
-                        lk_dom += tv.eq(Mux(top, ar._s(t_raw) if kind == "int" else t_raw,
+                        lk_dom += tv.eq(Mux(lane_top, ar._s(t_raw) if kind == "int" else t_raw,
                                             ar.neg(m, t_raw, f"{name}_n")))
                     if c.max_planes == 1:  # int1-only build: one plane, no shift-add
                         new[kind] = pipe_delay(m, tv, sa, f"{name}_tsa")

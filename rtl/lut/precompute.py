@@ -22,7 +22,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.lib.pipe import delay as pipe_delay
-from rtl.lib.units import Fp32AddFinite
+from rtl.lib.units import Fp32AddFinite, FpAdd
 from rtl.lut.arith import FpArith, IntArith
 
 
@@ -38,16 +38,30 @@ def fp_add_max_stages() -> int:
     return unit.max_stages
 
 
+def fp32_adder(stages: int, forcing_as_data: bool = False):
+    """The LUT core's pipelined fp32 adder (``rne(a + b)`` of finite operands, ``stages`` cycles):
+    :class:`rtl.lib.units.Fp32AddFinite`, or with ``forcing_as_data`` the library's IEEE fp32 adder
+    with its forced values and zero fills as data (``specials_as_data``, ``zero_fill_as_data``,
+    ``packed_round``: the SIMD ring's) -- the same bits for finite operands and the same latency, but no
+    constant mux before a stage register, which yosys maps onto its flip-flops' synchronous reset (a
+    logic-driven, high-fan-out net: the A16 build's limit in round 3d)."""
+    if forcing_as_data:
+        return FpAdd("fp32", stages, specials_as_data=True, zero_fill_as_data=True, packed_round=True)
+    return Fp32AddFinite(stages=stages)
+
+
 class TableGenerator(wiring.Component):
     """``entry`` = the table entry of ``word`` (``group_k`` activation lanes of ``act_bits``) at
-    index ``idx``, ``latency`` cycles after ``word`` / ``idx`` / ``is_fp`` / ``fp16``."""
+    index ``idx``, ``latency`` cycles after ``word`` / ``idx`` / ``is_fp`` / ``fp16``;
+    ``forcing_as_data``: :func:`fp32_adder`'s."""
 
     def __init__(self, group_k: int, act_bits: int, entry_bits: int, int_bits: int | None, fp: bool,
-                 latency: int):
+                 latency: int, forcing_as_data: bool = False):
         if int_bits is None and not fp:
             raise ValueError("TableGenerator: expected an int and / or an fp arithmetic")
         self.group_k, self.act_bits, self.entry_bits = group_k, act_bits, entry_bits
         self.int_bits, self.fp, self.latency = int_bits, fp, latency
+        self.forcing_as_data = forcing_as_data
         adds = group_k - 1
         if latency == 0:
             self.add_stages, self.pad = 0, 0
@@ -82,7 +96,7 @@ class TableGenerator(wiring.Component):
             for j in range(1, K):  # in j order (fp: each add rounded)
                 term = delay(m, terms[j], (j - 1) * self.add_stages, f"{kind}_term{j}_wait")
                 if kind == "fp" and L:
-                    add = Fp32AddFinite(stages=self.add_stages)
+                    add = fp32_adder(self.add_stages, self.forcing_as_data)
                     m.submodules[f"fp_add{j}"] = add
                     m.d.comb += [add.in_valid.eq(1), add.a.eq(total), add.b.eq(term)]
                     assert add.latency == self.add_stages
@@ -155,7 +169,8 @@ class PrecomputeUnit(wiring.Component):
             f_i = Signal(range(c.pre_cycles * rate + rate + 1), name=f"gen{i}_f")
             m.d.comb += f_i.eq(Cat(Const(i % (1 << z), z), his[i]) if z else his[i])
             local = f_i[:lb] if lb else Const(0, 1)
-            gen = TableGenerator(K, ab, eb, c.p_bits if c.has_int else None, c.has_fp, c.precompute_latency)
+            gen = TableGenerator(K, ab, eb, c.p_bits if c.has_int else None, c.has_fp, c.precompute_latency,
+                                 c.fp_forcing_as_data)
             m.submodules[f"gen{i}"] = gen
             m.d.comb += [gen.word.eq(rows[f_i >> lb]), gen.idx.eq(Cat(local, Const(1, 1)) if c.symmetric else local),
                          gen.is_fp.eq(self.is_fp), gen.fp16.eq(self.fp16)]
