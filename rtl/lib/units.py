@@ -35,9 +35,18 @@ class Unit(wiring.Component):
 
     inputs: dict[str, Shape]
     outputs: dict[str, Shape]
+    #: the forcing options (below) this unit's builder honours; asking for another one is refused, so an
+    #: option that would change nothing never reads as applied
+    forcing_options: frozenset[str] = frozenset()
 
     def __init__(self, stages: int, specials_as_data: bool = False, zero_fill_as_data: bool = False,
                  packed_round: bool = False, split_compare: bool = False):
+        asked = {"specials_as_data": specials_as_data, "zero_fill_as_data": zero_fill_as_data,
+                 "packed_round": packed_round, "split_compare": split_compare}
+        ignored = sorted(k for k, on in asked.items() if on and k not in self.forcing_options)
+        if ignored:
+            raise ValueError(f"{type(self).__name__}: {', '.join(ignored)} not built by this unit (it builds "
+                             f"{', '.join(sorted(self.forcing_options)) or 'none of the forcing options'})")
         #: round-and-pack's forcing as data (:attr:`rtl.lib.pipe.Pipe.specials_as_data`): same bits and latency
         self.specials_as_data = specials_as_data
         #: its increment on the packed exponent || fraction (:attr:`rtl.lib.pipe.Pipe.packed_round`; needs
@@ -92,6 +101,8 @@ class FpMul(Unit):
     ``"lut"`` (fabric, one more cut point), ``"dsp_reg"`` (instantiated MULT18X18D blocks with their own
     registers, ECP5) or ``"dsp_reg_sim"`` (their Amaranth equivalent, for amaranth.sim): :func:`rtl.lib.fp.multiply`."""
 
+    forcing_options = frozenset({"specials_as_data", "packed_round"})
+
     def __init__(self, fmt: str, stages: int = 1, mul: str = "dsp", specials_as_data: bool = False,
                  packed_round: bool = False):
         self.fmt = _float(fmt)
@@ -109,6 +120,8 @@ class FpAdd(Unit):
     an input ``a_zero`` that makes ``a`` +0.0 (:func:`rtl.lib.fp.fp_add`: a select after the operand compares,
     not a mask before them); ``neg_zero_b``: an input ``b_neg_zero`` that makes ``b`` -0.0, the same way;
     ``zero_fill_as_data``, ``packed_round``, ``split_compare``: :class:`Unit`'s."""
+
+    forcing_options = frozenset({"specials_as_data", "zero_fill_as_data", "packed_round", "split_compare"})
 
     def __init__(self, fmt: str, stages: int = 1, specials_as_data: bool = False, zero_a: bool = False,
                  neg_zero_b: bool = False, zero_fill_as_data: bool = False, packed_round: bool = False,
@@ -143,10 +156,16 @@ class NarrowMulFp32(Unit):
 
 
 class Fp32AddFinite(Unit):
-    """Finite fp32 ``a + b`` (the datapaths' adder)."""
+    """Finite fp32 ``a + b`` (the datapaths' adder); ``zero_fill_as_data``, ``split_compare``: :class:`Unit`'s
+    (its round-and-pack has no forcing to build as data: :class:`FpAdd` for ``specials_as_data``)."""
+
+    forcing_options = frozenset({"zero_fill_as_data", "split_compare"})
 
     inputs = {"a": Shape(32), "b": Shape(32)}
     outputs = {"out": Shape(32)}
+
+    def __init__(self, stages: int, zero_fill_as_data: bool = False, split_compare: bool = False):
+        super().__init__(stages, zero_fill_as_data=zero_fill_as_data, split_compare=split_compare)
 
     def build(self, m, ins, pipe):
         return {"out": fp.fp32_add_finite(m, ins["a"], ins["b"], "add", pipe)}
@@ -215,6 +234,8 @@ class Lzc(Unit):
 class RoundPack(Unit):
     """``(-1)**sign * sig * 2**exp`` (``sig`` ``width`` bits, ``exp`` signed) to the float ``fmt``, RNE."""
 
+    forcing_options = frozenset({"specials_as_data", "packed_round"})
+
     def __init__(self, width: int, fmt: str = "fp32", stages: int = 1, specials_as_data: bool = False,
                  packed_round: bool = False):
         self.width, self.fmt = width, _float(fmt)
@@ -230,6 +251,8 @@ class RoundPack(Unit):
 
 class IntToFp(Unit):
     """Signed ``width``-bit integer to the float ``fmt``, RNE."""
+
+    forcing_options = frozenset({"specials_as_data", "packed_round"})
 
     def __init__(self, width: int, fmt: str = "fp32", stages: int = 1, specials_as_data: bool = False,
                  packed_round: bool = False):
@@ -273,6 +296,8 @@ class Exp2(Unit):
     """fp32 ``exp2(x)`` as the attention design computes it (:mod:`rtl.lib.exp`), ``exp_macs`` Horner terms;
     ``mul`` as :class:`FpMul`'s; ``zero_fill_as_data``: :class:`Unit`'s (its adders' exponent clamps
     and shifts)."""
+
+    forcing_options = frozenset({"zero_fill_as_data"})
 
     inputs = {"a": Shape(32)}
     outputs = {"out": Shape(32)}
