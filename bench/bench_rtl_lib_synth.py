@@ -9,7 +9,8 @@ Usage: python bench/bench_rtl_lib_synth.py [--unit fp32_add --unit bf16_mul ...]
 Units: fp32_add fp32_mul bf16_add bf16_mul fp16_add fp16_mul e4m3_add e4m3_mul e5m2_mul
        fp32_add_finite fp32_mul_finite bf16_mul_fp32 bf16_mul_lut fp16_mul_lut e4m3_mul_lut e5m2_mul_lut fp32_mul_lut
        fp32_mul_finite_lut bf16_mul_fp32_lut
-       fp16_mul_fp32_lut i64_to_fp32 lzc48 posit16_decode exp2_4 exp2_4_lut int8_mac, and with registered DSP
+       fp16_mul_fp32_lut i64_to_fp32 lzc48 posit16_decode exp2_4 exp2_4_lut int8_mac, the fused multiply-adds
+       fp32_fma bf16_fma (and fp32_fma_reg bf16_fma_reg with mul="dsp_reg"), and with registered DSP
        blocks (mul="dsp_reg"): bf16_mul_reg fp16_mul_reg fp32_mul_reg e4m3_mul_reg bf16_mul_fp32_reg
        fp16_mul_fp32_reg fp32_mul_finite_reg exp2_4_reg int8_mac_reg.
 Default: every unit at stages 1, half its maximum and its maximum. Run one at a time (a 2-core shared machine); results cached.
@@ -45,6 +46,8 @@ UNITS = {
     "lzc48": lambda s: U.Lzc(48, s), "posit16_decode": lambda s: U.PositDecode(16, 1, s),
     "exp2_4": lambda s: U.Exp2(4, s), "exp2_4_lut": lambda s: U.Exp2(4, s, "lut"),
     "int8_mac": lambda s: U.IntMac(8, 8, 32, s),
+    "fp32_fma": lambda s: U.FpFma("fp32", s), "bf16_fma": lambda s: U.FpFma("bf16", s),
+    "fp32_fma_reg": lambda s: U.FpFma("fp32", s, "dsp_reg"), "bf16_fma_reg": lambda s: U.FpFma("bf16", s, "dsp_reg"),
     # mul="dsp_reg": instantiated MULT18X18D blocks whose own registers are the cut points around them
     "bf16_mul_reg": lambda s: U.FpMul("bf16", s, "dsp_reg"), "fp16_mul_reg": lambda s: U.FpMul("fp16", s, "dsp_reg"),
     "fp32_mul_reg": lambda s: U.FpMul("fp32", s, "dsp_reg"), "e4m3_mul_reg": lambda s: U.FpMul("fp8_e4m3", s, "dsp_reg"),
