@@ -3,8 +3,8 @@
 the maximum.
 
 Reference: the exact ``a * b + c`` as a ``fractions.Fraction``, rounded ONCE to the format (round to nearest
-even, gradual underflow, overflow to inf -- e4m3fn: to its NaN code, signed as ml-dtypes does) by :func:`round_exact`, written here from the
-format's fields alone. Not float64 ``a * b + c``: that rounds twice (the sum of an fp32 product and an
+even, gradual underflow, overflow to inf -- e4m3fn: to its NaN code, signed as ml-dtypes does) by
+:func:`round_exact`, written here from the format's fields alone. Not float64 ``a * b + c``: that rounds twice (the sum of an fp32 product and an
 addend far apart is not exact in 53 bits). The reference itself is cross-checked against ml-dtypes / numpy
 where float64 holds the sum exactly (then one ml-dtypes cast is the single rounding)."""
 from __future__ import annotations

@@ -37,7 +37,7 @@ def window_bits(f: FormatHw) -> int:
 
 def fp_fma(m: Module, f: FormatHw, a, b, c, name: str, pipe: Pipe | None = None, mul: str = "dsp"):
     """Bits of ``a * b + c`` in the IEEE-style float ``f``, rounded once (RNE). Cut points: before the
-    multiplier (the exponent compares beside it) and the multiplier's own (:func:`rtl.lib.fp.multiply`,
+    multiplier (the exponent differences and compare beside it) and the multiplier's own (:func:`rtl.lib.fp.multiply`,
     ``mul``), after it, after each half of the alignment shift, after the add, and round_pack's."""
     p, n = f.sig_bits, f.bits
     nw = window_bits(f)
@@ -53,20 +53,34 @@ def fp_fma(m: Module, f: FormatHw, a, b, c, name: str, pipe: Pipe | None = None,
     inf_sign = Signal(name=f"{name}_infs")
     m.d.comb += [nan.eq(da.nan | db.nan | dc.nan | (da.inf & zb) | (db.inf & za) | (p_inf & dc.inf & (sp != c[n - 1]))),
                  inf.eq(p_inf | dc.inf), inf_sign.eq(Mux(p_inf, sp, c[n - 1]))]
-    # window exponents (value = window bits * 2**q): the product at bit PRODUCT_GUARD, c's top at N - 1
+    # window exponents (value = window bits * 2**q): the product at bit PRODUCT_GUARD, c's top at N - 1.
+    # Before the multiplier one carry chain each, from the exponent fields (e' = max(e, 1)): the product's
+    # e'a + e'b and c's e'c + bias - 1; beside it, q_p = e'a + e'b - 2 (bias + mb) - 3, q_c = e'c - (bias + mb)
+    # - N + p and the difference q_p - q_c = (e'a + e'b) - (e'c + bias - 1), one chain each.
+    eb_, mb = f.ebits, f.mbits
+    def field(code):
+        e = code[mb:mb + eb_]
+        return Mux(e == 0, 1, e)
+    s_ab = Signal(eb_ + 1, name=f"{name}_sab")
+    ec_k = Signal(eb_ + 1, name=f"{name}_eck")
+    ec = Signal(eb_, name=f"{name}_ec")
+    m.d.comb += [s_ab.eq(field(a) + field(b)), ec.eq(field(c)), ec_k.eq(field(c) + (f.bias - 1))]
+    p_zero = Signal(name=f"{name}_pz")
+    c_zero = Signal(name=f"{name}_cz")
+    m.d.comb += [p_zero.eq(za | zb), c_zero.eq(zc)]
+    reg_in = registers_next(pipe)  # the multiplier's operands registered first (a DSP's input register)
+    flags = (nan, inf, inf_sign)
+    sa, sb, sp, sc, csig, s_ab, ec, ec_k, p_zero, c_zero, *flags = cut(
+        pipe, _hard(mul, da.sig), _hard(mul, db.sig), sp, c[n - 1], dc.sig, s_ab, ec, ec_k, p_zero, c_zero, *flags)
     qw = EXP_W + 1
     q_p = Signal(signed(qw), name=f"{name}_qp")
     q_c = Signal(signed(qw), name=f"{name}_qc")
-    m.d.comb += [q_p.eq(da.exp + db.exp - PRODUCT_GUARD), q_c.eq(dc.exp - (nw - p))]
+    d_pc = Signal(signed(qw), name=f"{name}_dpc")  # the right shift of Y, either way (>= 0 where it matters)
+    d_cp = Signal(signed(qw), name=f"{name}_dcp")
+    m.d.comb += [q_p.eq(s_ab - (2 * (f.bias + mb) + PRODUCT_GUARD)), q_c.eq(ec - (f.bias + mb + nw - p)),
+                 d_pc.eq(s_ab - ec_k), d_cp.eq(ec_k - s_ab)]
     c_top = Signal(name=f"{name}_ctop")  # c is X: its window is higher (and it is not zero), or the product is 0
-    m.d.comb += c_top.eq(za | zb | (~zc & (q_c > q_p)))
-    d_pc = Signal(signed(qw + 1), name=f"{name}_dpc")  # the right shift of Y, either way (>= 0 where it matters)
-    d_cp = Signal(signed(qw + 1), name=f"{name}_dcp")
-    m.d.comb += [d_pc.eq(q_p - q_c), d_cp.eq(q_c - q_p)]
-    reg_in = registers_next(pipe)  # the multiplier's operands registered first (a DSP's input register)
-    flags = (nan, inf, inf_sign)
-    sa, sb, sp, sc, csig, q_p, q_c, c_top, d_pc, d_cp, *flags = cut(
-        pipe, _hard(mul, da.sig), _hard(mul, db.sig), sp, c[n - 1], dc.sig, q_p, q_c, c_top, d_pc, d_cp, *flags)
+    m.d.comb += c_top.eq(p_zero | (~c_zero & d_pc[-1]))
     beside = [carry(pipe, v) for v in (sp, sc, csig, q_p, q_c, c_top, d_pc, d_cp, *flags)]
     prod = _product_signal(m, multiply(m, sa, sb, p, p, name, pipe, mul, reg_in), 2 * p, f"{name}_p")
     sp, sc, csig, q_p, q_c, c_top, d_pc, d_cp, *flags = (drop(pipe, v) for v in beside)
@@ -81,7 +95,7 @@ def fp_fma(m: Module, f: FormatHw, a, b, c, name: str, pipe: Pipe | None = None,
     sx = Signal(name=f"{name}_sx")
     sy = Signal(name=f"{name}_sy")
     q = Signal(signed(EXP_W), name=f"{name}_q")
-    d = Signal(signed(qw + 1), name=f"{name}_d")
+    d = Signal(signed(qw), name=f"{name}_d")
     m.d.comb += [x.eq(Mux(c_top, c_win, p_win)), y.eq(Mux(c_top, p_win, c_win)), sx.eq(Mux(c_top, sc, sp)),
                  sy.eq(Mux(c_top, sp, sc)), q.eq(Mux(c_top, q_c, q_p)), d.eq(Mux(c_top, d_cp, d_pc))]
     dw = nw.bit_length()  # a shift of 2**dw - 1 >= nw moves every bit out, as any larger one (or a negative d:
