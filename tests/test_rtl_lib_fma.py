@@ -311,3 +311,40 @@ def test_fp8_fma_every_product(fmt):
                 c[i] = (r + int(rng.integers(-2, 3))) & 0xFF
     got = simulate(FpFma(fmt, 3), {"a": a, "b": b, "c": c})
     same_bits(fmt, got["out"], references(fmt, a, b, c))
+
+
+@pytest.mark.verilog
+@pytest.mark.parametrize("fmt, depth, mul", [("fp32", "max", "dsp"), ("fp32", 0, "dsp"), ("bf16", "mid", "dsp"),
+                                             ("fp8_e4m3", "max", "dsp"), ("fp32", "max", "dsp_reg")])
+def test_fma_verilog_is_lint_clean(fmt, depth, mul):
+    """Verilator -Wall on the unit's Verilog with the shipped waivers (rtl.lint, as tests/test_rtl_lint.py
+    for the templates): 0 warnings, while the raw lint does warn (the waivers do the work); with
+    ``mul="dsp_reg"`` the MULT18X18D model beside it, under its model waivers."""
+    from amaranth.back import verilog
+
+    from rtl.lib.ecp5 import mult18x18d_sim_model
+    from rtl.lib.units import FpFma
+    from rtl.lint import lint_verilog, waivers_for
+
+    top = _max_stages(fmt, mul=mul)
+    stages = {"max": top, "mid": top // 2}.get(depth, depth)
+    text = verilog.convert(FpFma(fmt, stages, mul), name="lib_fma", emit_src=False)
+    models = {"MULT18X18D_model.v": mult18x18d_sim_model()} if mul == "dsp_reg" else {}
+    raw = lint_verilog(text, None, models)
+    waived = lint_verilog(text, waivers_for(text, models=tuple(models)), models)
+    assert waived.count == 0, f"{waived.per_rule()}\n{waived.output[:3000]}"
+    assert raw.count > 0
+
+
+@pytest.mark.rtl
+@pytest.mark.verilog
+@pytest.mark.parametrize("fmt", ["fp32", "bf16"])
+def test_fma_dsp_reg_primitive_in_icarus(fmt, tmp_path):
+    """The instantiated MULT18X18D blocks (``mul="dsp_reg"``, the deepest setting) through their Verilog
+    model in Icarus: the reference's bits at the declared latency (run_icarus checks the cycles)."""
+    from rtl.lib.units import FpFma
+    from tests.test_rtl_lib import run_icarus
+
+    a, b, c = triples(fmt, 50, 43)
+    unit = FpFma(fmt, _max_stages(fmt, mul="dsp_reg"), "dsp_reg")
+    same_bits(fmt, run_icarus(unit, {"a": a, "b": b, "c": c}, "out", tmp_path), references(fmt, a, b, c))
