@@ -81,11 +81,17 @@ def fp_fma(m: Module, f: FormatHw, a, b, c, name: str, pipe: Pipe | None = None,
                  d_pc.eq(s_ab - ec_k), d_cp.eq(ec_k - s_ab)]
     c_top = Signal(name=f"{name}_ctop")  # c is X: its window is higher (and it is not zero), or the product is 0
     m.d.comb += c_top.eq(p_zero | (~c_zero & d_pc[-1]))
-    beside = [carry(pipe, v) for v in (sp, sc, csig, q_p, q_c, c_top, d_pc, d_cp, *flags)]
+    # X's window exponent and Y's right shift, clamped: still beside the multiplier
+    q = Signal(signed(EXP_W), name=f"{name}_q")
+    d = Signal(signed(qw), name=f"{name}_d")
+    m.d.comb += [q.eq(Mux(c_top, q_c, q_p)), d.eq(Mux(c_top, d_cp, d_pc))]
+    dw = nw.bit_length()  # a shift of 2**dw - 1 >= nw moves every bit out, as any larger one (or a negative d:
+    dsh = Signal(dw, name=f"{name}_dsh")  # only with a zero Y)
+    m.d.comb += dsh.eq(Mux(d[dw:] != 0, (1 << dw) - 1, d[:dw]))
+    beside = [carry(pipe, v) for v in (sp, sc, csig, q, c_top, dsh, *flags)]
     prod = _product_signal(m, multiply(m, sa, sb, p, p, name, pipe, mul, reg_in), 2 * p, f"{name}_p")
-    sp, sc, csig, q_p, q_c, c_top, d_pc, d_cp, *flags = (drop(pipe, v) for v in beside)
-    prod, sp, sc, csig, q_p, q_c, c_top, d_pc, d_cp, *flags = cut(pipe, prod, sp, sc, csig, q_p, q_c, c_top, d_pc,
-                                                                   d_cp, *flags)
+    sp, sc, csig, q, c_top, dsh, *flags = (drop(pipe, v) for v in beside)
+    prod, sp, sc, csig, q, c_top, dsh, *flags = cut(pipe, prod, sp, sc, csig, q, c_top, dsh, *flags)
     flags = [carry(pipe, v) for v in flags]  # to round_pack's forcing (or the special mux after it)
     # the swap and the alignment shift's first half
     p_win = Cat(Const(0, PRODUCT_GUARD), prod)
@@ -94,15 +100,10 @@ def fp_fma(m: Module, f: FormatHw, a, b, c, name: str, pipe: Pipe | None = None,
     y = Signal(nw, name=f"{name}_y")
     sx = Signal(name=f"{name}_sx")
     sy = Signal(name=f"{name}_sy")
-    q = Signal(signed(EXP_W), name=f"{name}_q")
-    d = Signal(signed(qw), name=f"{name}_d")
     m.d.comb += [x.eq(Mux(c_top, c_win, p_win)), y.eq(Mux(c_top, p_win, c_win)), sx.eq(Mux(c_top, sc, sp)),
-                 sy.eq(Mux(c_top, sp, sc)), q.eq(Mux(c_top, q_c, q_p)), d.eq(Mux(c_top, d_cp, d_pc))]
-    dw = nw.bit_length()  # a shift of 2**dw - 1 >= nw moves every bit out, as any larger one (or a negative d:
-    dc_ = Signal(dw, name=f"{name}_dsh")  # only with a zero Y)
-    m.d.comb += dc_.eq(Mux(d[dw:] != 0, (1 << dw) - 1, d[:dw]))
+                 sy.eq(Mux(c_top, sp, sc))]
     zd = zero_fill_as_data(pipe)
-    part, lost, lo = shift_coarse(m, y, nw, dc_, dw, f"{name}_al", as_data=zd)
+    part, lost, lo = shift_coarse(m, y, nw, dsh, dw, f"{name}_al", as_data=zd)
     x, sx, sy, q, part, lost, lo = cut(pipe, x, sx, sy, q, part, lost, lo)
     ya, sticky = shift_fine(m, part, lost, lo, nw, f"{name}_al", as_data=zd)
     yal = Signal(nw, name=f"{name}_yal")
