@@ -348,3 +348,23 @@ def test_fma_dsp_reg_primitive_in_icarus(fmt, tmp_path):
     a, b, c = triples(fmt, 50, 43)
     unit = FpFma(fmt, _max_stages(fmt, mul="dsp_reg"), "dsp_reg")
     same_bits(fmt, run_icarus(unit, {"a": a, "b": b, "c": c}, "out", tmp_path), references(fmt, a, b, c))
+
+
+def test_three_guard_bits_below_the_product_are_needed(monkeypatch):
+    """e5m2 ``min_subnormal * 2**k + c`` for negative normal ``c``: the subnormal makes the product
+    unnormalized, so with two zero bits below it in the window the sticky bit of a shifted ``c`` lands on
+    the result's guard bit and some results are wrong; with three (the unit's) none is."""
+    import rtl.lib.fma as fma
+    from rtl.lib.units import FpFma
+
+    fmt = "fp8_e5m2"
+    b, c = (x.ravel() for x in np.meshgrid(np.arange(0x40, 0x70, 4, dtype=np.uint64),
+                                           np.arange(0x80, 0x100, dtype=np.uint64)))
+    a = np.ones_like(b)
+    want = references(fmt, a, b, c)
+    wrong = {}
+    for guard in (2, 3):
+        monkeypatch.setattr(fma, "PRODUCT_GUARD", guard)
+        got = np.asarray(simulate(FpFma(fmt, 0), {"a": a, "b": b, "c": c})["out"], dtype=np.uint64)
+        wrong[guard] = int((got != want).sum())
+    assert fma.PRODUCT_GUARD == 3 and wrong[3] == 0 and wrong[2] > 0, wrong
