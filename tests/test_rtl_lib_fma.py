@@ -4,9 +4,10 @@ the maximum.
 
 Reference: the exact ``a * b + c`` as a ``fractions.Fraction``, rounded ONCE to the format (round to nearest
 even, gradual underflow, overflow to inf -- e4m3fn: to its NaN code, signed as ml-dtypes does) by
-:func:`round_exact`, written here from the format's fields alone. Not float64 ``a * b + c``: that rounds twice (the sum of an fp32 product and an
-addend far apart is not exact in 53 bits). The reference itself is cross-checked against ml-dtypes / numpy
-where float64 holds the sum exactly (then one ml-dtypes cast is the single rounding)."""
+:func:`round_exact`, written here from the format's fields alone. Not float64 ``a * b + c``: that rounds
+twice (the sum of an fp32 product and an addend far apart is not exact in 53 bits). The reference itself
+is cross-checked against ml-dtypes / numpy where float64 holds the sum exactly (then one cast is the
+single rounding)."""
 from __future__ import annotations
 
 from fractions import Fraction
@@ -142,7 +143,7 @@ def triples(fmt: str, n: int, seed: int):
             if kr == "num":
                 c[i] = (r + int(rng.integers(-2, 3))) & ((1 << f.bits) - 1)
     edges = []
-    one, half_ulp = 1.0, 2.0 ** -(f.mbits + 1)
+    half_ulp = 2.0 ** -(f.mbits + 1)
     big = float(np.array(np.inf).astype(DTYPES[fmt][0])) if f.specials == "ieee" else 448.0
     maxf = float(md.finfo(DTYPES[fmt][0]).max)
     tiny = float(md.finfo(DTYPES[fmt][0]).smallest_subnormal)
