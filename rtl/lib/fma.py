@@ -11,10 +11,10 @@ be) goes to :func:`rtl.lib.round.round_pack` (subnormal results, overflow, the f
 
 Specials, as :func:`rtl.lib.fp.fp_add` / :func:`rtl.lib.fp.product`: a NaN operand, ``inf * 0`` or
 ``inf - inf`` (the product's infinity against ``c``'s) give the canonical NaN; an infinite product or
-``c`` gives that infinity; ``fn`` formats (e4m3) overflow to their NaN code with the sum's sign (round_pack's,
-as ml-dtypes). An exact zero sum is ``+0``
-unless both terms are ``-0`` (so ``x*y - x*y = +0``, ``-0 * 1 + -0 = -0``); a non-zero sum that rounds
-to zero keeps its sign. Subnormal operands and results are gradual (no flush), as the library's units.
+``c`` gives that infinity; ``fn`` formats (e4m3) overflow to their NaN code with the sum's sign
+(round_pack's, as ml-dtypes' cast). An exact zero sum is ``+0`` unless both terms are ``-0`` (so
+``x*y - x*y = +0``, ``-0 * 1 + -0 = -0``); a non-zero sum that rounds to zero keeps its sign. Subnormal
+operands and results are gradual (no flush), as the library's other units.
 """
 from __future__ import annotations
 
@@ -36,9 +36,10 @@ def window_bits(f: FormatHw) -> int:
 
 
 def fp_fma(m: Module, f: FormatHw, a, b, c, name: str, pipe: Pipe | None = None, mul: str = "dsp"):
-    """Bits of ``a * b + c`` in the IEEE-style float ``f``, rounded once (RNE). Cut points: before the
-    multiplier (the exponent differences and compare beside it) and the multiplier's own (:func:`rtl.lib.fp.multiply`,
-    ``mul``), after it, after each half of the alignment shift, after the add, and round_pack's."""
+    """Bits of ``a * b + c`` in the IEEE-style float ``f``, rounded once (RNE); ``mul``: the significand
+    multiplier (:data:`rtl.lib.fp.MULTIPLIERS`). Cut points: before the multiplier (the exponent difference,
+    the swap and the shift amount beside it), the multiplier's own (:func:`rtl.lib.fp.multiply`), after it,
+    after each half of the alignment shift, after the add, and round_pack's."""
     p, n = f.sig_bits, f.bits
     nw = window_bits(f)
     da, db, dc = decode(m, f, a, f"{name}_a"), decode(m, f, b, f"{name}_b"), decode(m, f, c, f"{name}_c")
