@@ -5,12 +5,13 @@ Each unit is wrapped with a register on every input (so every timed path is regi
 the unit's own ``stages`` registers included) and synthesized at the ``stages`` asked for.
 
 Usage: python bench/bench_rtl_lib_synth.py [--unit fp32_add --unit bf16_mul ...] [--stages 1 --stages 3]
-       [--max-only] [--path] [--workdir DIR] [--timeout 900] [--json F]
+       [--max-only] [--path] [--workdir DIR] [--timeout 900] [--seed 1] [--json F]
 Units: fp32_add fp32_mul bf16_add bf16_mul fp16_add fp16_mul e4m3_add e4m3_mul e5m2_mul
        fp32_add_finite fp32_mul_finite bf16_mul_fp32 bf16_mul_lut fp16_mul_lut e4m3_mul_lut e5m2_mul_lut fp32_mul_lut
        fp32_mul_finite_lut bf16_mul_fp32_lut
        fp16_mul_fp32_lut i64_to_fp32 lzc48 posit16_decode exp2_4 exp2_4_lut int8_mac e5m2_add rint ldexp
-       round_pack48_fp32 fp32_to_i32 recip i32_to_fp32 posit8_decode e4m3_to_i16, and with registered DSP
+       round_pack48_fp32 fp32_to_i32 recip i32_to_fp32 posit8_decode e4m3_to_i16, the fused multiply-adds
+       fp32_fma bf16_fma (and fp32_fma_reg bf16_fma_reg with mul="dsp_reg"), and with registered DSP
        blocks (mul="dsp_reg"): bf16_mul_reg fp16_mul_reg fp32_mul_reg e4m3_mul_reg bf16_mul_fp32_reg
        fp16_mul_fp32_reg fp32_mul_finite_reg exp2_4_reg int8_mac_reg.
 Default: every unit at stages 1, half its maximum and its maximum. Run one at a time (a 2-core shared machine); results cached.
@@ -51,6 +52,8 @@ UNITS = {
     "round_pack48_fp32": lambda s: U.RoundPack(48, "fp32", s), "fp32_to_i32": lambda s: U.FpToInt("fp32", 32, s),
     "recip": lambda s: Recip(s), "i32_to_fp32": lambda s: U.IntToFp(32, "fp32", s),
     "posit8_decode": lambda s: U.PositDecode(8, 0, s), "e4m3_to_i16": lambda s: U.FpToInt("fp8_e4m3", 16, s),
+    "fp32_fma": lambda s: U.FpFma("fp32", s), "bf16_fma": lambda s: U.FpFma("bf16", s),
+    "fp32_fma_reg": lambda s: U.FpFma("fp32", s, "dsp_reg"), "bf16_fma_reg": lambda s: U.FpFma("bf16", s, "dsp_reg"),
     # mul="dsp_reg": instantiated MULT18X18D blocks whose own registers are the cut points around them
     "bf16_mul_reg": lambda s: U.FpMul("bf16", s, "dsp_reg"), "fp16_mul_reg": lambda s: U.FpMul("fp16", s, "dsp_reg"),
     "fp32_mul_reg": lambda s: U.FpMul("fp32", s, "dsp_reg"), "e4m3_mul_reg": lambda s: U.FpMul("fp8_e4m3", s, "dsp_reg"),
@@ -93,13 +96,13 @@ def critical_path_steps(report_file: Path) -> list[str]:
     return lines
 
 
-def run(name: str, stages: int, timeout_s: float, workdir: str | None = None) -> dict:
+def run(name: str, stages: int, timeout_s: float, workdir: str | None = None, seed: int = 1) -> dict:
     top = InputRegistered(UNITS[name](stages))
     text = verilog.convert(top, name="lib_unit", emit_src=False)
     t0 = time.perf_counter()
-    work = None if workdir is None else Path(workdir) / f"{name}_s{stages}"
+    work = None if workdir is None else Path(workdir) / (f"{name}_s{stages}" + (f"_seed{seed}" if seed != 1 else ""))
     r = synthesize_verilog(text, "lib_unit", target="ecp5", pnr=True, timeout_s=timeout_s, workdir=work,
-                           use_cache=work is None)
+                           use_cache=work is None, seed=seed)
     return {"unit": name, "stages": stages, "latency": top.unit.latency, "luts": r["luts"], "ffs": r["ffs"],
             "dsps": r["dsps"], "fmax_mhz": r["fmax_mhz"], "seconds": round(time.perf_counter() - t0, 1),
             "critical_path": r.get("critical_path")}
@@ -113,6 +116,7 @@ def main() -> None:
     ap.add_argument("--workdir", help="keep each run's files (nextpnr report) under DIR/<unit>_s<stages>; no cache")
     ap.add_argument("--path", action="store_true", help="print the critical path step by step (needs --workdir)")
     ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("--seed", type=int, default=1, help="nextpnr's placement seed (default 1)")
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args()
     rows = []
@@ -125,14 +129,15 @@ def main() -> None:
         for s in args.stages or depths:
             if s > max_stages:
                 continue
-            r = run(name, s, args.timeout, args.workdir)
+            r = run(name, s, args.timeout, args.workdir, args.seed)
             rows.append(r)
             c = r.get("critical_path") or {}
             cp = f"{c.get('from')} -> {c.get('to')} ({c.get('logic_ns')} ns logic)" if c else ""
             print(f"{name:16} {s:>6} {r['luts']:>6} {r['ffs']:>6} {r['dsps']:>4} {r['fmax_mhz']:>9.1f} {r['seconds']:>7}  {cp}",
                   flush=True)
             if args.path and args.workdir:
-                print("\n".join(critical_path_steps(Path(args.workdir) / f"{name}_s{s}" / "report.json")), flush=True)
+                sub = f"{name}_s{s}" + (f"_seed{args.seed}" if args.seed != 1 else "")
+                print("\n".join(critical_path_steps(Path(args.workdir) / sub / "report.json")), flush=True)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)

@@ -17,6 +17,7 @@ OPTIONS = ("specials_as_data", "zero_fill_as_data", "packed_round", "split_compa
 UNITS = {
     "FpMul": lambda **kw: units.FpMul("bf16", 2, **kw),
     "FpAdd": lambda **kw: units.FpAdd("fp16", 2, **kw),
+    "FpFma": lambda **kw: units.FpFma("bf16", 3, **kw),
     "RoundPack": lambda **kw: units.RoundPack(24, "fp32", 2, **kw),
     "IntToFp": lambda **kw: units.IntToFp(16, "fp32", 2, **kw),
     "Exp2": lambda **kw: units.Exp2(3, 3, **kw),

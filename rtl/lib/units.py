@@ -14,6 +14,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.lib import fp
 from rtl.lib.exp import exp2_poly
+from rtl.lib.fma import fp_fma
 from rtl.lib.formats import EXP_W, FLOATS, FormatHw, decode
 from rtl.lib.lzc import lzc
 from rtl.lib.pipe import Pipe
@@ -138,6 +139,25 @@ class FpAdd(Unit):
     def build(self, m, ins, pipe):
         return {"out": fp.fp_add(m, self.fmt, ins["a"], ins["b"], "add", pipe, ins.get("a_zero"),
                                  ins.get("b_neg_zero"))}
+
+
+class FpFma(Unit):
+    """``a * b + c`` in the float ``fmt``, fused: the exact product and sum, one RNE rounding
+    (:func:`rtl.lib.fma.fp_fma`); ``mul`` as :class:`FpMul`'s; ``specials_as_data``, ``zero_fill_as_data``,
+    ``packed_round``: :class:`Unit`'s."""
+
+    forcing_options = frozenset({"specials_as_data", "zero_fill_as_data", "packed_round"})
+
+    def __init__(self, fmt: str, stages: int = 1, mul: str = "dsp", specials_as_data: bool = False,
+                 zero_fill_as_data: bool = False, packed_round: bool = False):
+        self.fmt = _float(fmt)
+        self.mul = _mul(mul)
+        self.inputs = {"a": Shape(self.fmt.bits), "b": Shape(self.fmt.bits), "c": Shape(self.fmt.bits)}
+        self.outputs = {"out": Shape(self.fmt.bits)}
+        super().__init__(stages, specials_as_data, zero_fill_as_data, packed_round)
+
+    def build(self, m, ins, pipe):
+        return {"out": fp_fma(m, self.fmt, ins["a"], ins["b"], ins["c"], "fma", pipe, self.mul)}
 
 
 class NarrowMulFp32(Unit):
