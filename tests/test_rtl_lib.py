@@ -457,6 +457,57 @@ def test_round_pack_random(fmt):
         assert_same_float(got["out"], want, fmt)
 
 
+@pytest.mark.parametrize("fmt", ["fp32", "fp16"])
+def test_round_pack_compares_as_data_at_their_thresholds(fmt):
+    """``compare_as_data`` (the subnormal case's shift clamps as AND / OR trees): exponents on both sides of
+    each of its three thresholds (``exp >= lsb_min``, ``> lsb_min + mbits``, ``< lsb_min - (width + 2)``,
+    lsb_min = 1 - bias - mbits), against numpy's float64 -> format rounding; every other cut count too."""
+    from rtl.lib.units import RoundPack
+
+    ebits, mbits = (8, 23) if fmt == "fp32" else (5, 10)
+    lsb_min = 1 - ((1 << (ebits - 1)) - 1) - mbits
+    width = 48
+    edges = [lsb_min, lsb_min + mbits + 1, lsb_min - width - 2]
+    exps = [e + d for e in edges for d in (-2, -1, 0, 1)] + [-2048 + 1, -1000, 900]  # (2**900: float64 overflows beyond)
+    rng = np.random.default_rng(11)
+    sig = [int(x) >> int(s) for x, s in zip(rng.integers(0, 1 << 48, 3 * len(exps), dtype=np.uint64),
+                                            rng.integers(0, 48, 3 * len(exps)))]
+    sig[:4] = [(1 << 48) - 1, 1, 3 << 46, 0]
+    exp = exps * 3
+    sign = [i % 2 for i in range(len(exp))]
+    with np.errstate(all="ignore"):
+        want = np.array([(-1.0) ** s * float(g) * 2.0 ** int(e) for s, g, e in zip(sign, sig, exp)]).astype(DTYPES[fmt][0])
+    ops = {"sign": np.array(sign), "exp": np.array([e & 0xFFF for e in exp]), "sig": np.array(sig, dtype=object)}
+    for stages in (0, 1, RoundPack(width, fmt, 0).max_stages):
+        got = simulate(RoundPack(width, fmt, stages, compare_as_data=True), ops)
+        assert_same_float(got["out"], want, fmt)
+
+
+def test_lt_const_is_the_compare():
+    """rtl.lib.round.lt_const against Python's ``<``: every 7-bit signed and unsigned value, every constant
+    from below the range to above it."""
+    from amaranth import Module, Signal, signed
+    from rtl.lib.round import lt_const
+
+    for shape, values in ((signed(7), range(-64, 64)), (7, range(128))):
+        consts = range(min(values) - 2, max(values) + 3)
+        m = Module()
+        x = Signal(shape)
+        outs = [Signal(name=f"lt{i}") for i in range(len(consts))]
+        m.d.comb += [o.eq(lt_const(x, c)) for o, c in zip(outs, consts)]
+        sim = Simulator(m)
+        got = []
+
+        async def bench(ctx):
+            for v in values:
+                ctx.set(x, v)
+                got.append([ctx.get(o) for o in outs])
+
+        sim.add_testbench(bench)
+        sim.run()
+        assert got == [[int(v < c) for c in consts] for v in values]
+
+
 @pytest.mark.parametrize("fmt", ["fp32", "fp16", "bf16"])
 def test_int_to_fp(fmt):
     from rtl.lib.units import IntToFp
@@ -541,6 +592,9 @@ def test_exp2_matches_the_attention_model():
     # its adders' clamps and shifts as data (the 1D lanes' pipelined exp2): the same bits
     for stages in (6, Exp2(4, 0).max_stages):
         got = simulate(Exp2(4, stages, zero_fill_as_data=True), {"a": x.view(np.uint32)})
+        assert_same_float(got["out"], want, "fp32")
+        # and its multipliers' round-and-pack compares as data (the lanes' exp2 since the 2026-11-27 evening)
+        got = simulate(Exp2(4, stages, zero_fill_as_data=True, compare_as_data=True), {"a": x.view(np.uint32)})
         assert_same_float(got["out"], want, "fp32")
 
 

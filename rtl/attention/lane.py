@@ -57,7 +57,7 @@ class Lane1D(wiring.Component):
         # pipelined (timing): the adders' exponent clamps and shifts as data (same bits and latency)
         m.submodules.adder = add = Fp32AddFinite(self.add_stages, zero_fill_as_data=self.add_stages > 0)
         m.submodules.exp2 = ex = Exp2(self.exp_macs, stages=self.exp_stages, mul=self.mul,
-                                      zero_fill_as_data=self.exp_stages > 0)
+                                      zero_fill_as_data=self.exp_stages > 0, compare_as_data=self.exp_stages > 0)
         m.submodules.recip = rc = Recip(self.recip_stages)
         neg_mc = delay(m, self.neg_mc, self.mul_stages, "neg_mc_d")  # FMULX's subtrahend beside its product
         m.d.comb += [

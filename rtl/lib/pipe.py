@@ -49,7 +49,7 @@ class Pipe:
 
     def __init__(self, m: Module, stages: int, n_cuts: int, name: str, domain: str = "sync", en=None,
                  specials_as_data: bool = False, zero_fill_as_data: bool = False, packed_round: bool = False,
-                 split_compare: bool = False):
+                 split_compare: bool = False, compare_as_data: bool = False):
         self.m, self.name, self.domain, self.en = m, name, domain, en
         if packed_round and not specials_as_data:
             raise ValueError(f"{name}: packed_round needs specials_as_data (it rounds the forcing-as-data pack)")
@@ -68,6 +68,10 @@ class Pipe:
         #: a fraction compare, joined by one LUT (two short carry chains side by side instead of one as wide as
         #: the magnitude; same bits and cut points)
         self.split_compare = split_compare
+        #: round-and-pack's subnormal-case compares of the exponent with constants (the shift clamps
+        #: ``rcmax`` / ``lsmax`` and ``left``) as AND / OR trees of its bits, not a carry chain each
+        #: (:func:`rtl.lib.round.lt_const`; same bits and cut points)
+        self.compare_as_data = compare_as_data
         self.n_cuts, self.stages = n_cuts, stages
         self._chosen = chosen_cuts(stages, n_cuts)
         self._next = 0

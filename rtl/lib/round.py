@@ -14,7 +14,7 @@ and a few LUT levels, which is what closes 150 MHz on an ECP5 (docs/rtl.md).
 """
 from __future__ import annotations
 
-from amaranth import Cat, Const, Module, Mux, Signal, signed
+from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 
 from rtl.lib.formats import EXP_W
 from rtl.lib.lzc import lzc_combine, lzc_groups
@@ -208,8 +208,12 @@ def round_pack(m: Module, sign, exp, sig, width: int, name: str, ebits: int = 8,
     ra_left = Signal(name=f"{name}_ra_left")  # ra <= 0
     ra_ls_max = Signal(name=f"{name}_ra_lsmax")  # -ra > mbits
     ra_rc_max = Signal(name=f"{name}_ra_rcmax")  # ra > ext_w
-    m.d.comb += [ra_left.eq(exp >= lsb_min - off), ra_ls_max.eq(exp > lsb_min + mbits - off),
-                 ra_rc_max.eq(exp < lsb_min - ext_w - off)]
+    if compares_as_data(pipe):  # AND / OR trees of exp's bits: no carry chain before the cut
+        m.d.comb += [ra_left.eq(~lt_const(exp, lsb_min - off)), ra_ls_max.eq(~lt_const(exp, lsb_min + mbits - off + 1)),
+                     ra_rc_max.eq(lt_const(exp, lsb_min - ext_w - off))]
+    else:
+        m.d.comb += [ra_left.eq(exp >= lsb_min - off), ra_ls_max.eq(exp > lsb_min + mbits - off),
+                     ra_rc_max.eq(exp < lsb_min - ext_w - off)]
     ra_ls = Signal(range(mbits + 1), name=f"{name}_ra_ls")
     ra_rc = Signal(range(ext_w + 1), name=f"{name}_ra_rc")
     ls_w, rc_w = ra_ls.shape().width, ra_rc.shape().width
@@ -310,6 +314,32 @@ def round_pack(m: Module, sign, exp, sig, width: int, name: str, ebits: int = 8,
 def zero_fill_as_data(pipe: Pipe | None) -> bool:
     """Whether the shifts on ``pipe`` fill zeros as AND data (:attr:`rtl.lib.pipe.Pipe.zero_fill_as_data`)."""
     return pipe is not None and pipe.zero_fill_as_data
+
+
+def compares_as_data(pipe: Pipe | None) -> bool:
+    """Whether :func:`round_pack` on ``pipe`` builds its exponent compares as data (:attr:`rtl.lib.pipe.Pipe.compare_as_data`)."""
+    return pipe is not None and pipe.compare_as_data
+
+
+def lt_const(x, c: int):
+    """``x < c`` (``x`` a signed or unsigned Amaranth value, ``c`` an integer) as an AND / OR chain of
+    ``x``'s bits, LSB first: ``lt = ~x_i | lt`` where ``c``'s bit is 1, ``~x_i & lt`` where it is 0 (the
+    signed MSB flipped to offset binary). No adder: yosys maps it onto LUTs, not onto a carry chain."""
+    x = Value.cast(x)
+    n, signed_x = len(x), x.shape().signed
+    off = (1 << (n - 1)) if signed_x else 0
+    cu = c + off  # x < c  <=>  x + off < c + off, both unsigned n-bit then
+    if cu <= 0:
+        return Const(0, 1)
+    if cu >= 1 << n:
+        return Const(1, 1)
+    bits = [x[i] for i in range(n)]
+    if signed_x:
+        bits[n - 1] = ~x[n - 1]
+    lt = Const(0, 1)
+    for i, b in enumerate(bits):
+        lt = (~b | lt) if (cu >> i) & 1 else (~b & lt)
+    return lt
 
 
 def splits_compare(pipe: Pipe | None) -> bool:

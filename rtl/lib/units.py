@@ -41,9 +41,9 @@ class Unit(wiring.Component):
     forcing_options: frozenset[str] = frozenset()
 
     def __init__(self, stages: int, specials_as_data: bool = False, zero_fill_as_data: bool = False,
-                 packed_round: bool = False, split_compare: bool = False):
+                 packed_round: bool = False, split_compare: bool = False, compare_as_data: bool = False):
         asked = {"specials_as_data": specials_as_data, "zero_fill_as_data": zero_fill_as_data,
-                 "packed_round": packed_round, "split_compare": split_compare}
+                 "packed_round": packed_round, "split_compare": split_compare, "compare_as_data": compare_as_data}
         ignored = sorted(k for k, on in asked.items() if on and k not in self.forcing_options)
         if ignored:
             raise ValueError(f"{type(self).__name__}: {', '.join(ignored)} not built by this unit (it builds "
@@ -58,6 +58,9 @@ class Unit(wiring.Component):
         #: an adder's magnitude compare split in exponent and fraction (:attr:`rtl.lib.pipe.Pipe.split_compare`):
         #: same bits and latency
         self.split_compare = split_compare
+        #: round-and-pack's exponent compares with constants as data (:attr:`rtl.lib.pipe.Pipe.compare_as_data`):
+        #: same bits and latency
+        self.compare_as_data = compare_as_data
         #: cut points of the builder plus the output register
         self.max_stages = _count_cuts(self.build, self.inputs) + 1
         if isinstance(stages, bool) or not isinstance(stages, int) or not 0 <= stages <= self.max_stages:
@@ -80,7 +83,7 @@ class Unit(wiring.Component):
         m = Module()
         pipe = Pipe(m, self.stages, self.max_stages, "u", specials_as_data=self.specials_as_data,
                     zero_fill_as_data=self.zero_fill_as_data, packed_round=self.packed_round,
-                    split_compare=self.split_compare)
+                    split_compare=self.split_compare, compare_as_data=self.compare_as_data)
         outs = self.build(m, {k: getattr(self, k) for k in self.inputs}, pipe)
         names = list(self.outputs)
         regs = pipe.cut(*(outs[k] for k in names))  # the output register (the last cut point)
@@ -254,14 +257,14 @@ class Lzc(Unit):
 class RoundPack(Unit):
     """``(-1)**sign * sig * 2**exp`` (``sig`` ``width`` bits, ``exp`` signed) to the float ``fmt``, RNE."""
 
-    forcing_options = frozenset({"specials_as_data", "packed_round"})
+    forcing_options = frozenset({"specials_as_data", "packed_round", "compare_as_data"})
 
     def __init__(self, width: int, fmt: str = "fp32", stages: int = 1, specials_as_data: bool = False,
-                 packed_round: bool = False):
+                 packed_round: bool = False, compare_as_data: bool = False):
         self.width, self.fmt = width, _float(fmt)
         self.inputs = {"sign": Shape(1), "exp": signed(EXP_W), "sig": Shape(width)}
         self.outputs = {"out": Shape(self.fmt.bits)}
-        super().__init__(stages, specials_as_data, packed_round=packed_round)
+        super().__init__(stages, specials_as_data, packed_round=packed_round, compare_as_data=compare_as_data)
 
     def build(self, m, ins, pipe):
         f = self.fmt
@@ -315,17 +318,18 @@ class PositDecode(Unit):
 class Exp2(Unit):
     """fp32 ``exp2(x)`` as the attention design computes it (:mod:`rtl.lib.exp`), ``exp_macs`` Horner terms;
     ``mul`` as :class:`FpMul`'s; ``zero_fill_as_data``: :class:`Unit`'s (its adders' exponent clamps
-    and shifts)."""
+    and shifts); ``compare_as_data``: :class:`Unit`'s (its multipliers' round-and-pack exponent compares)."""
 
-    forcing_options = frozenset({"zero_fill_as_data"})
+    forcing_options = frozenset({"zero_fill_as_data", "compare_as_data"})
 
     inputs = {"a": Shape(32)}
     outputs = {"out": Shape(32)}
 
-    def __init__(self, exp_macs: int, stages: int = 1, mul: str = "dsp", zero_fill_as_data: bool = False):
+    def __init__(self, exp_macs: int, stages: int = 1, mul: str = "dsp", zero_fill_as_data: bool = False,
+                 compare_as_data: bool = False):
         self.exp_macs = exp_macs
         self.mul = _mul(mul)
-        super().__init__(stages, zero_fill_as_data=zero_fill_as_data)
+        super().__init__(stages, zero_fill_as_data=zero_fill_as_data, compare_as_data=compare_as_data)
 
     def build(self, m, ins, pipe):
         return {"out": exp2_poly(m, ins["a"], self.exp_macs, "exp2", pipe, self.mul)}
