@@ -293,6 +293,9 @@ def synthesize_verilog(
         (work / "top.v").write_text(verilog)
         pre = (f"hierarchy -top {top}; proc; flatten; "
                "techmap -map +/techmap.v t:$shl t:$shr t:$sshl t:$sshr t:$shift t:$shiftx; ") if premap_shifts else ""
+        if target == "ecp5":  # a register whose output the RTL marks `keep` (a copy for fan-out) stays its own
+            # flip-flop: yosys keeps the wire but merges equal flip-flops unless the cell is kept
+            pre += f"hierarchy -top {top}; proc; setattr -set keep 1 w:* a:keep %i %ci1:+[Q] c:* %i; "
         if target == "ecp5" and _native_yosys():  # synth_ecp5's check step without autoname (names only), which
             # in Debian's 0.23 alone outlasts a 900 s budget on the LUT core's A16 build (fast in 0.70)
             script = (f"read_verilog top.v; {pre}synth_ecp5 -top {top} -run begin:check; hierarchy -check; "

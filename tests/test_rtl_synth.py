@@ -144,3 +144,28 @@ def test_native_ecp5_flow_skips_only_autoname(tmp_path, monkeypatch):
     full = resources_from_stat(json.loads((tmp_path / "stat.json").read_text()), "ecp5")
     assert {k: got[k] for k in full} == full
     assert full["ffs"] >= 4 and full["luts"] > 0  # at least n's register (a DSP may absorb y's) and its adder
+
+
+@pytest.mark.parametrize("flow", ["yowasp", "native"])
+def test_ecp5_keeps_register_copies_marked_keep(flow, monkeypatch):
+    """A register copy whose output the RTL marks ``keep`` (a fan-out copy, e.g. the PIM partial memories'
+    read address, one per memory) stays its own flip-flop; unmarked equal registers still merge. Counted
+    by hand: two 6-bit registers with the same input are 12 flip-flops kept, 6 merged."""
+    import shutil
+
+    from rtl.synth import synthesize_verilog
+
+    if flow == "native":
+        if not shutil.which("yosys"):
+            pytest.skip("no native yosys on PATH")
+        monkeypatch.setenv("ARCHSIM_YOSYS", "native")
+    else:
+        monkeypatch.delenv("ARCHSIM_YOSYS", raising=False)
+
+    def ffs(attr: str) -> int:
+        src = (f"module x(input clk, input [5:0] d, output [5:0] q0, output [5:0] q1);\n"
+               f"{attr} reg [5:0] a0 = 0;\n{attr} reg [5:0] a1 = 0;\n"
+               "always @(posedge clk) begin a0 <= d; a1 <= d; end\nassign q0 = a0; assign q1 = a1;\nendmodule\n")
+        return synthesize_verilog(src, "x", target="ecp5", use_cache=False)["ffs"]
+    assert ffs("(* keep = 32'd1 *)") == 12
+    assert ffs("") == 6
