@@ -28,7 +28,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="entries per lane of the RTL's local tile buffers, for designs that have them "
                    "(default: the design's own, sized from the array)")
     p.add_argument("--multiplier", choices=["inferred", "ecp5_dsp"],
-                   help="PE (attention: PE and 1D lane) multipliers, for designs that offer the choice: inferred "
+                   help="the multipliers of the design's PEs and lanes, for designs that offer the choice: inferred "
                    "a*b (default; synth --target ecp5 takes the design's ECP5 choice) or the ECP5 MULT18X18D "
                    "primitive with its registers")
     p.add_argument("--out-ram", choices=["auto", "block", "distributed"], dest="out_ram",
