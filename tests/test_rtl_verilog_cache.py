@@ -39,12 +39,14 @@ if base == "lut":
     base, over = conformance.base_arch, dict(conformance.rtl_arch)
 design = design_for(load_arch(base, over))
 root = Path(sys.argv[3]).resolve()
+env = Path(sys.prefix).resolve()  # a virtualenv inside the checkout (./setup's .venv) is not our code
 keyed = set(design.source_files())
 before = set(sys.modules)
 if sys.argv[4] == "elaborate":
     design.convert_verilog()
     loaded = {str(Path(m.__file__).resolve()) for n, m in list(sys.modules.items())
-              if n not in before and getattr(m, "__file__", None) and root in Path(m.__file__).resolve().parents}
+              if n not in before and getattr(m, "__file__", None) and root in Path(m.__file__).resolve().parents
+              and env not in Path(m.__file__).resolve().parents}
     print(json.dumps({"loaded": sorted(loaded), "keyed": sorted(keyed)}))
 else:
     print(json.dumps({"path": str(design.verilog_cache_path())}))
