@@ -259,11 +259,11 @@ def offloaded_gemms_text(result: SimResult) -> str:
     by_reason: dict[str, list[int]] = {}
     for layer in result.layers:
         parts = layer.mapping.get("gemms") or [layer.mapping]
-        off = [mp for mp in parts if mp.get("unit") == "vector" and mp.get("reason")]
-        for mp in off:
-            # a layer's MACs split over its GEMMs by m*k*n (one GEMM: all of them)
-            dims = [q.get("m", 0) * q.get("k", 0) * q.get("n", 0) for q in parts]
-            own = mp.get("m", 0) * mp.get("k", 0) * mp.get("n", 0)
+        # a layer's MACs split over its GEMMs by m*k*n (one GEMM: all of them)
+        dims = [q.get("m", 0) * q.get("k", 0) * q.get("n", 0) for q in parts]
+        for mp, own in zip(parts, dims):
+            if mp.get("unit") != "vector" or not mp.get("reason"):
+                continue
             macs = layer.macs if len(parts) == 1 or not sum(dims) else layer.macs * own // sum(dims)
             entry = by_reason.setdefault(mp["reason"], [0, 0])
             entry[0] += 1
