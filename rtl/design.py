@@ -143,10 +143,13 @@ IN_PLACE = object()
 
 
 def _value(v) -> str:
-    """An output value in a mismatch message: integers plainly, floats by repr (exact digits)."""
+    """An output value in a mismatch message: integers plainly, floats by their shortest round-trip
+    digits in their own precision (exact: two float32 values that differ print differently)."""
     import numpy as np
 
-    return str(int(v)) if isinstance(v, (int, np.integer)) else repr(v)
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    return str(v) if isinstance(v, np.floating) else repr(v)
 
 
 def _s(v) -> str:
@@ -165,13 +168,23 @@ class RtlDesign:
     depth_options: ClassVar[tuple[str, ...]] = ()
     #: the RTL option the CLI's ``--banks N`` sets (units in lockstep); empty when it has none
     banks_option: ClassVar[str] = ""
-    #: the co-simulation driver moves tiles only through the host signature (rtl/lib/host.py), so
-    #: ``archsim rtl cosim --verilog`` can drive a user's RTL of this template
+    #: the co-simulation driver of the template's default configuration moves tiles only through the
+    #: host signature (rtl/lib/host.py), so ``archsim rtl cosim --verilog`` can drive a user's RTL of
+    #: this template (a configuration without the host top says why in :meth:`host_interface_problem`)
     host_interface: ClassVar[bool] = False
 
     def __init__(self, params: Any, options: Any = None):
         self.params = params
         self.options = options
+
+    def host_interface_problem(self) -> str:
+        """Why a user's RTL of this configuration cannot be co-simulated through the host signature
+        alone ("" when it can): the template has no host-only driver, or this configuration's top is
+        not the host engine (a design whose other tops keep their own ports overrides this)."""
+        if not self.host_interface:
+            return (f"the {self.template} RTL's tile commands are not driven through the host interface yet; "
+                    f"templates that are: {', '.join(host_interface_templates())}")
+        return ""
 
     @staticmethod
     def target_options(params: Any, target: str) -> dict[str, Any]:

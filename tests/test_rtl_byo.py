@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
+
+import numpy as np
 
 import pytest
 
@@ -113,8 +116,11 @@ def test_bad_flags_are_one_line_errors(tmp_path, capsys):
     assert "--verilog: " in capsys.readouterr().err
     assert main(base + ["--top", "pe_array_os"]) == 2
     assert "--verilog FILE... and --top NAME go together" in capsys.readouterr().err
-    assert main(["rtl", "cosim", "--arch", "pim-hbm2", "--verilog", *GOOD, "--top", "pe_array_os"]) == 2
-    assert "not driven through the host interface" in capsys.readouterr().err
+    # a pim channel keeps the bank units' DRAM command ports: refused before anything is built
+    assert main(["rtl", "cosim", "--arch", "pim-hbm2", "--banks", "2", "--verilog", *GOOD, "--top", "pe_array_os"]) == 2
+    err = capsys.readouterr().err
+    assert "--verilog: the pim RTL as a channel of 2 bank units keeps the unit's DRAM command ports" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("top,files", [("pe_array_os", GOOD), ("pe_array_os_bug", BUGGY),
@@ -129,3 +135,124 @@ def test_hand_written_verilog_is_lint_clean_under_wall(top, files):
     proc = subprocess.run([lint, "--lint-only", "-Wall", "--top-module", top, *files],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "%Warning" not in proc.stderr, proc.stderr
+
+
+# ---- lut and pim: archsim's own host top (rtl/lut/host.py, rtl/pim/host_engine.py) given as the user's file
+
+def _lut_case():
+    """The LUT build of tests/test_lut_rtl_axi.py (registered lookup, 5-cycle precompute pipeline) and its
+    timing contract worked by hand there."""
+    from archsim.templates.lut import conformance
+    from test_lut_rtl_axi import OVER, _by_hand
+
+    arch = load_arch(conformance.base_arch, OVER)
+    return arch, "archsim_lut", lambda tile: _by_hand(tile, arch.params)
+
+
+def _pim_case():
+    """The small int8 bank of tests/test_pim_rtl.py; cycles from the fast model's closed form."""
+    from archsim.templates.pim.fast import tile_cycles
+    from test_pim_rtl import P
+
+    return P, "archsim_pim_host", lambda tile: tile_cycles(tile, P)
+
+
+CASES = {"lut": _lut_case, "pim": _pim_case}
+
+
+def planted(text: str, top: str, port: str, expr: str) -> str:
+    """A copy of the Verilog ``text`` whose module ``top`` drives its output ``port`` with ``expr`` of
+    ``<port>_true``, the value the design computes (the module's own uses of the port are renamed; its
+    port list and ``output`` declaration keep the name)."""
+    start = text.index(f"module {top}(")
+    end = text.index("endmodule", start)
+    body = re.sub(rf"(?<![\w$\\.]){port}(?![\w$])", f"{port}_true", text[start:end])
+    body = body.replace(f"{port}_true", port, 1)  # the port list, on the module line
+    body, outputs = re.subn(rf"output (\[\d+:0\] )?{port}_true;", rf"output \g<1>{port};", body)
+    assert outputs == 1 and re.search(rf"\b(wire|reg) (\[\d+:0\] )?{port}_true\b", body)  # no implicit net
+    return text[:start] + body + f"  assign {port} = {expr};\n" + text[end:]
+
+
+def _user_run(template, tmp_path, name, edit=None, tiles=4, seed=1):
+    """archsim's Verilog of ``template``'s case written as the user's file (``edit``: (port, expr) of
+    :func:`planted`), co-simulated through ``--verilog``'s path."""
+    arch, top, by_hand = CASES[template]()
+    design = design_for(arch)
+    text = design.verilog()
+    if edit is not None:
+        text = planted(text, top, *edit)
+    mine = tmp_path / f"{name}.v"
+    mine.write_text(text)
+    items = design.cosim_items("random", tiles=tiles, seed=seed, max_stream=4)
+    return run_user_verilog(arch, [str(mine)], top, items, build_dir=tmp_path / name), items, by_hand, text
+
+
+@needs_icarus
+@pytest.mark.parametrize("template", ["lut", "pim"])
+def test_archsim_host_top_as_user_verilog_is_exact(template, tmp_path):
+    """The LUT and PIM drivers move tiles through the host ports alone: archsim's own host top, given
+    as a user file, matches the models on values and on its tile_cycles counter, tile by tile."""
+    user, items, by_hand, _text = _user_run(template, tmp_path, "good")
+    assert user.report.ok, "\n" + user.report.summary()
+    assert user.first_mismatch() == ""
+    for (tile, ops), check in zip(items, user.report.tiles):
+        assert check.rtl_cycles == by_hand(tile)  # the design's counter, read after done
+        assert check.extra["port_cycles"] is None  # the debug start port (tile_start / run) is not read
+    if template == "pim":  # values against numpy too (int8 x int8 into int32, no overflow at these sizes)
+        for (tile, ops), g in zip(items, user.run.result["streams"]):
+            vals = design_for(CASES["pim"]()[0]).rtl_values(tile, g)
+            assert np.array_equal(vals[0], np.asarray(ops["weight"][0]) @ np.asarray(ops["input"]))
+
+
+def _rd_bank_bit(text: str) -> int:
+    """The LUT engine's output bank: the top bit of its rd_addr (rtl/lut/host.py's contract)."""
+    return int(re.search(r"input \[(\d+):0\] rd_addr__payload;", text).group(1))
+
+
+@needs_icarus
+@pytest.mark.parametrize("template,bug", [("lut", "value"), ("lut", "counter"), ("pim", "value"),
+                                          ("pim", "counter")])
+def test_planted_bug_in_archsim_verilog_names_the_first_bad_tile(template, bug, tmp_path):
+    """A copy of archsim's Verilog with one bit altered:
+    - counter: bit 0 of tile_cycles flips while tiles_done is 2, i.e. in the count of tile 1 (read the
+      cycle after its done) and no other;
+    - lut value: bit 0 of every result word read from output bank 1 flips: the odd tiles (tile i uses
+      bank i % 2, rtl/lut/driver.py), each at out[0,0] (lane 0 of its first entry);
+    - pim value: bit 0 of every result word flips while tiles_done is 2 (tile 1's results are read
+      after it is done, before tile 2 starts): tile 1's row 0."""
+    arch, top, _ = CASES[template]()
+    text = design_for(arch).verilog()
+    if bug == "counter":
+        edit = ("tile_cycles", "tile_cycles_true ^ (tiles_done == 32'd2)")
+    elif template == "lut":
+        edit = ("rd_data__payload", f"rd_data__payload_true ^ rd_addr__payload[{_rd_bank_bit(text)}]")
+    else:
+        edit = ("rd_data__payload", "rd_data__payload_true ^ (tiles_done == 32'd2)")
+    user, items, by_hand, _text = _user_run(template, tmp_path, "bug", edit)
+    report = user.report
+    assert not report.ok
+    want_bad = [i % 2 == 1 for i in range(len(items))] if (template, bug) == ("lut", "value") else \
+        [i == 1 for i in range(len(items))]
+    tile = items[1][0]
+    line = user.first_mismatch()
+    assert line.startswith(f"first mismatching tile: 1 ({design_for(arch).label(tile)}): ")
+    if bug == "counter":
+        assert [not t.cycles_ok for t in report.tiles] == want_bad and all(t.values_ok for t in report.tiles)
+        want = by_hand(tile)
+        assert f"cycles: tile_cycles counter {want ^ 1}, models {want} (fast) / {want} (detailed)" in line
+    else:
+        assert [not t.values_ok for t in report.tiles] == want_bad and all(t.cycles_ok for t in report.tiles)
+        assert (" out[0,0] = " if template == "lut" else " row 0 = ") in line and "expected" in line
+    assert "its done pulse at " in line and f"waveform {report.waves}" in line and os.path.getsize(report.waves) > 0
+
+
+def test_lut_and_pim_tops_without_the_host_interface_are_refused(tmp_path):
+    """The bare LUT core (external_buffers) and the bare PIM unit keep their own ports: one line each,
+    before anything is built."""
+    from archsim.errors import SpecError
+
+    for template, options, what in (("lut", {"external_buffers": True}, "the bare core"),
+                                    ("pim", {"top": "unit"}, "the bare bank unit")):
+        arch, top, _ = CASES[template]()
+        with pytest.raises(SpecError, match=f"^--verilog: the {template} RTL .*{what}.* not the host interface"):
+            run_user_verilog(arch, GOOD, top, [], options=options, build_dir=tmp_path / template)

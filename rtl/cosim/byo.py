@@ -4,7 +4,9 @@
 simulator, replays the arch template's tile commands on module ``top`` through the host
 interface (:mod:`rtl.lib.host`, ``docs/rtl_host_interface.md``) with the template's own
 cocotb driver, and checks values and the hardware's ``tile_cycles`` counter against the
-models, exactly as for archsim's own RTL. A waveform is recorded by default, so that the
+models, exactly as for archsim's own RTL, but through the host ports only (a port of the user's
+top beyond the signature is not read, even one named like archsim's debug ``tile_start``: it may
+mean something else there). A waveform is recorded by default, so that the
 first mismatching tile can be found in it (:func:`first_mismatch` gives the tile, what
 differs and the simulation time of its ``done``). ``archsim rtl cosim --verilog FILE...
 --top NAME`` is the command line.
@@ -22,13 +24,15 @@ from rtl.design import CosimReport
 
 @dataclass
 class UserRun:
-    """A user design's report and the raw run (its waveform, the driver's result)."""
+    """A user design's report, the raw run (its waveform, the driver's result) and the driver's
+    per-tile records (:meth:`rtl.design.RtlDesign.rtl_tiles`: where each tile's ``done_ns`` is)."""
 
     report: CosimReport
     run: CosimRun
+    tiles: list
 
     def first_mismatch(self) -> str:
-        return first_mismatch(self.report, self.run)
+        return first_mismatch(self.report, self.tiles)
 
 
 def _design(arch: Any, options: Any = None):
@@ -39,11 +43,9 @@ def _design(arch: Any, options: Any = None):
 
 def require_host(design):
     """``design`` if its co-simulation driver uses only the host signature, else a one-line error."""
-    from rtl.design import host_interface_templates
-
-    if not design.host_interface:
-        raise SpecError(f"--verilog: the {design.template} RTL's tile commands are not driven through the host "
-                        f"interface yet; templates that are: {', '.join(host_interface_templates())}")
+    problem = design.host_interface_problem()
+    if problem:
+        raise SpecError(f"--verilog: {problem}")
     return design
 
 
@@ -71,7 +73,7 @@ def run_user_verilog(arch: Any, files: list[str], top: str, items: list, *, sim:
         raise SpecError(f"--top: expected a Verilog module name, got {top!r}")
     design = _design(arch, options)
     sources = read_sources(files)
-    job = design.make_job(items)
+    job = {**design.make_job(items), "host_ports_only": True}  # debug ports of the user's top are not ours
     # the harness builds "<top>.v" plus extra sources: here "<top>.v" only names where the files came from
     header = "// archsim rtl cosim --verilog: user sources " + ", ".join(str(f) for f in files) + "\n"
     run = run_job(header, top, job, sim=sim, waves=waves, build_dir=build_dir, quiet=quiet,
@@ -80,10 +82,10 @@ def run_user_verilog(arch: Any, files: list[str], top: str, items: list, *, sim:
     report.design = f"{top} (user Verilog)"
     report.build_s, report.run_s = run.build_s, run.run_s
     report.waves = str(run.waves) if run.waves else None
-    return UserRun(report, run)
+    return UserRun(report, run, design.rtl_tiles(run.result))
 
 
-def first_mismatch(report: CosimReport, run: CosimRun | None = None) -> str:
+def first_mismatch(report: CosimReport, tiles: list | None = None) -> str:
     """One line on the first tile that differs from the models ("" when all match)."""
     if report.error:
         return f"no tile checked: {report.error}"
@@ -94,7 +96,7 @@ def first_mismatch(report: CosimReport, run: CosimRun | None = None) -> str:
         f"cycles: tile_cycles counter {bad.rtl_cycles}, models {bad.fast_cycles} (fast) / {bad.detailed_cycles} "
         "(detailed)")
     line = f"first mismatching tile: {bad.index} ({bad.label}): {what}"
-    tiles = (run.result.get("tiles") if run else None) or []
+    tiles = tiles or []  # the driver's per-tile records
     done_ns = tiles[bad.index].get("done_ns") if bad.index < len(tiles) else None
     if done_ns is not None:
         line += f"; its done pulse at {done_ns:g} ns"

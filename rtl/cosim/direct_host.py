@@ -57,10 +57,10 @@ class _Monitor:
     """Per finished tile: its start cycle (shifted by the lead, see :class:`TileStart`), its ``done``
     cycle, the counter the cycle after ``done`` and the simulation time of ``done``."""
 
-    def __init__(self, dut, tiles: int = 0, tile_start: TileStart = TileStart()):
+    def __init__(self, dut, tiles: int = 0, tile_start: TileStart | None = TileStart()):
         self.dut = dut
         self.start = tile_start
-        self.has_start = hasattr(dut, tile_start.port)
+        self.has_start = tile_start is not None and hasattr(dut, tile_start.port)
         self.tiles = tiles
         self.pending = False  # done seen, its counter not read yet
         self.cycle = 0
@@ -150,7 +150,9 @@ class DirectHost:
     """Drives the host signature's ports directly; tile cycles from ``done`` and ``tile_cycles``.
 
     ``buffers``: the template's ``wr`` buffer names -> ``buf`` codes (what :meth:`write_rows` takes);
-    ``tile_start``: how a tile begins on the ports (:class:`TileStart`)."""
+    ``tile_start``: how a tile begins on the ports (:class:`TileStart`), not looked for when
+    ``job["host_ports_only"]`` (a user's RTL, ``--verilog``: a port beyond the host signature may mean
+    something else there, so only ``tile_cycles`` times a tile)."""
 
     max_batch = None  # no limit beyond the buffers
 
@@ -160,7 +162,7 @@ class DirectHost:
         self.buffers = buffers
         self.cmd_layout = job["command_layout"]
         self.wr_layout = [tuple(f) for f in job["write_layout"]]
-        self.mon = _Monitor(dut, len(job["tiles"]), tile_start)
+        self.mon = _Monitor(dut, len(job["tiles"]), None if job.get("host_ports_only") else tile_start)
         self.first_done = 0
 
     async def start(self, rd_bits: int) -> str:

@@ -53,7 +53,8 @@ async def run_job(dut, job: dict) -> dict:
     async def read_back(k):
         bank = tiles[k]["cmd"]["bank"]
         words = await host.read_rows(bank << ob, tiles[k]["out_entries"])
-        results.append({"out": words, "cycles": timings[k]["cycles"], "port_cycles": timings[k].get("port_cycles")})
+        results.append({"out": words, "cycles": timings[k]["cycles"], "port_cycles": timings[k].get("port_cycles"),
+                        "done_ns": timings[k].get("done_ns")})  # where a mismatch is in the waveform
 
     if tiles:
         await _write(host, entries(tiles[0]), tiles[0]["cmd"]["bank"], ab)

@@ -105,6 +105,7 @@ class LutDesign(RtlDesign):
     toplevel = "archsim_lut"
     driver = "rtl.lut.driver:run_job"
     depth_options = ("act_depth", "weight_depth", "out_depth", "table_depth", "scale_depth")
+    host_interface = True  # rtl.lut.driver goes through rtl.cosim.direct_host.host_for only
 
     def __init__(self, params: Any, options: dict | None = None):
         super().__init__(params, dict(options or {}))
@@ -119,6 +120,12 @@ class LutDesign(RtlDesign):
 
     def config_dict(self) -> dict[str, Any]:
         return self.cfg.as_dict()
+
+    def host_interface_problem(self) -> str:
+        if self.cfg.external_buffers:
+            return ("the lut RTL with external_buffers is the bare core (its buffer ports), not the host interface; "
+                    "the host engine has the core's own buffers (external_buffers: false)")
+        return super().host_interface_problem()
 
     def ports(self) -> list[Port]:
         if self.cfg.external_buffers:

@@ -38,7 +38,7 @@ async def run_job(dut, job: dict) -> dict:
         words = await host.read_rows(0, tile["rdaccs"])
         (timing,) = await host.batch_timing(1)
         results.append({"outputs": [[None, w] for w in words], "cycles": timing["cycles"],
-                        "port_cycles": timing.get("port_cycles"),
+                        "port_cycles": timing.get("port_cycles"), "done_ns": timing.get("done_ns"),
                         "error": unsigned(dut.error) if hasattr(dut, "error") else 0,
                         "error_before": 0, "trace": []})
     fin = await host.finish()

@@ -100,6 +100,7 @@ class PimDesign(RtlDesign):
     toplevel = "archsim_pim_bank"
     banks_option = "banks"
     driver = "rtl.pim.driver:run_job"
+    host_interface = True  # the default top (one bank, top "host"): rtl.pim.host_driver, host ports only
 
     def __init__(self, params: Any, options: dict | None = None):
         options = dict(options or {})
@@ -153,6 +154,13 @@ class PimDesign(RtlDesign):
             raise SpecError(f"pim RTL: mul_stages/add_stages: the host engine's DRAM array memory needs >= 1 cycle "
                             f"of array latency (tCL + mac_pipeline_cycles - 2 - (accumulator_interleave - 1) - the "
                             f"MAC latency), got {array_latency(params, self.mul_stages, self.add_stages)}")
+
+    def host_interface_problem(self) -> str:
+        if self.top != "host":
+            what = f"a channel of {self.banks} bank units" if self.banks != 1 else "the bare bank unit (top: unit)"
+            return (f"the pim RTL as {what} keeps the unit's DRAM command ports, not the host interface; "
+                    "the host engine holds one bank (banks 1, top: host)")
+        return super().host_interface_problem()
 
     @staticmethod
     def target_options(params: Any, target: str) -> dict[str, Any]:

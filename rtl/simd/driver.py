@@ -49,5 +49,6 @@ async def run_job(dut, job: dict) -> dict:
                     **(await host.finish())}
         (timing,) = await host.batch_timing(1)  # port_cycles: on the direct host only
         words = await host.read_rows(0, tile["rounds"])
-        results.append({"cycles": timing["cycles"], "port_cycles": timing.get("port_cycles"), "words": words})
+        results.append({"cycles": timing["cycles"], "port_cycles": timing.get("port_cycles"), "words": words,
+                        "done_ns": timing.get("done_ns")})  # where a mismatch is in the waveform (--verilog)
     return {"tiles": results, **(await host.finish())}
