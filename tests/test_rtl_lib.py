@@ -530,9 +530,10 @@ def test_int32_to_fp32():
         assert_same_float(got["out"], v.astype(np.float64).astype(np.float32), "fp32")
 
 
-@pytest.mark.parametrize("fmt", ["fp16", "fp32", "fp8_e4m3"])
-def test_fp_to_int(fmt):
-    """Nearest int, ties to even (numpy rint), saturated to int16; NaN -> 0."""
+@pytest.mark.parametrize("fmt,width", [("fp16", 16), ("fp32", 16), ("fp8_e4m3", 16), ("fp32", 32)])
+def test_fp_to_int(fmt, width):
+    """Nearest int, ties to even (numpy rint), saturated to int16 / int32 (fp32 -> int32: the unit the
+    bench measures); NaN -> 0; the same bits at every depth."""
     from rtl.lib.units import FpToInt
 
     dt, ut = DTYPES[fmt]
@@ -540,14 +541,20 @@ def test_fp_to_int(fmt):
     vals = codes.astype(ut).view(dt).astype(np.float64)
     if fmt == "fp32":
         vals[:100] = np.random.default_rng(0).integers(-70000, 70000, 100) / 2.0  # ties and saturation
-        codes[:100] = vals[:100].astype(np.float32).view(np.uint32)
+        if width == 32:  # around the int32 limits: 2**31 - 128 fits, 2**31 saturates, -2**31 is exact
+            vals[100:108] = [2.0 ** 31 - 128, 2.0 ** 31, -(2.0 ** 31), -(2.0 ** 31) - 256, 2.0 ** 31 + 256,
+                             2.0 ** 30 + 128.0, -(2.0 ** 24) - 2.0, 8388609.5]
+        codes[:108] = vals[:108].astype(np.float32).view(np.uint32)
+        vals[:108] = vals[:108].astype(np.float32)  # the values the codes hold
+    lo, hi = -(1 << (width - 1)), (1 << (width - 1)) - 1
     want = np.where(np.isnan(vals), 0, np.clip(np.rint(np.nan_to_num(vals, posinf=1e300, neginf=-1e300)),
-                                               -(1 << 15), (1 << 15) - 1)).astype(np.int64)
-    probe = FpToInt(fmt, 16, 0)
+                                               lo, hi)).astype(np.int64)
+    probe = FpToInt(fmt, width, 0)
     probe._MustUse__silence = True  # only asked for its depth
+    assert probe.max_stages == 6  # five cut points (rtl.lib.fp.fp_to_int) + the output
     for stages in range(probe.max_stages + 1):
-        got = simulate(FpToInt(fmt, 16, stages), {"a": codes})["out"]
-        assert [as_signed(g, 16) for g in got] == want.tolist()
+        got = simulate(FpToInt(fmt, width, stages), {"a": codes})["out"]
+        assert [as_signed(g, width) for g in got] == want.tolist(), stages
 
 
 @pytest.mark.parametrize("bits,es", [(8, 0), (8, 2), (16, 1)])

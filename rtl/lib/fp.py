@@ -17,11 +17,11 @@ those taking ``pipe`` have cut points (:mod:`rtl.lib.pipe`) and no output regist
 """
 from __future__ import annotations
 
-from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
+from amaranth import Cat, Const, Module, Mux, Shape, Signal, Value, signed
 
 from rtl.lib.formats import EXP_W, FP32, Decoded, FormatHw, decode, decode_fp32
 from rtl.lib.pipe import HardRegistered, Pipe, carry, cut, drop, registers_next
-from rtl.lib.round import (EW, P, W, _mask_below, packs_specials, round_pack, round_pack_fp32, shift_coarse,
+from rtl.lib.round import (EW, P, W, _const_select, packs_specials, round_pack, round_pack_fp32, shift_coarse,
                            shift_fine, splits_compare, zero_fill_as_data)
 
 QNAN = 0x7FC00000
@@ -529,29 +529,33 @@ def int_to_fp32(m: Module, v, width: int, name: str):
 
 def fp_to_int(m: Module, f: FormatHw, x, width: int, name: str, pipe: Pipe | None = None):
     """The signed ``width``-bit integer nearest ``x`` (ties to even), saturated to the range; NaN -> 0.
-    Cut points: after the decode, after the clamped shift amounts, after the shifts (and the lost bits' compare), after
-    the rounding increment and saturation test."""
+    Cut points: after the decode, after the shift amounts and their clamps' conditions, after the clamps and
+    the shifts' coarse halves (by multiples of 8: :func:`rtl.lib.round.shift_coarse`), after their fine halves
+    (and the lost bits), after the rounding increment and saturation test."""
     d = decode(m, f, x, f"{name}_d")
     d = Decoded(*cut(pipe, *d.values()))
     sw = f.sig_bits
     big_w = width + 1  # enough to see saturation
     # x = sig * 2**exp: exp >= 0 shifts left (saturates once past width), exp < 0 shifts right with rounding
-    ls = Signal(range(big_w + 1), name=f"{name}_ls")
-    m.d.comb += ls.eq(Mux(d.exp > big_w, big_w, d.exp[:ls.shape().width]))
-    rs = Signal(range(sw + 3), name=f"{name}_rs")
-    m.d.comb += rs.eq(Mux(-d.exp > sw + 2, sw + 2, (-d.exp)[:rs.shape().width]))
-    non_neg, huge = Signal(name=f"{name}_nn"), Signal(name=f"{name}_huge")
-    m.d.comb += [non_neg.eq(d.exp >= 0), huge.eq(d.exp > big_w)]
-    sign, sig, ls, rs, non_neg, huge, nan, inf = cut(pipe, d.sign, d.sig, ls, rs, non_neg, huge, d.nan, d.inf)
-    left = Signal(big_w + sw, name=f"{name}_l")
-    m.d.comb += left.eq(sig << ls)
-    ext = Cat(Const(0, 2), sig)  # two bits below: guard, sticky
-    sh = Signal(sw + 2, name=f"{name}_sh")
-    m.d.comb += sh.eq(ext >> rs)
-    lost = Signal(name=f"{name}_lost")
-    m.d.comb += lost.eq((ext & _mask_below(sw + 2, rs)) != 0)  # beside the shift, not after it
+    # the shift amounts and their clamps' conditions side by side (one carry chain each), the clamps
+    # applied after the cut as AND / OR data (no constant mux: yosys would map it onto a synchronous reset)
+    ls_w, rs_w = Shape.cast(range(big_w + 1)).width, Shape.cast(range(sw + 3)).width
+    ls, rs = Signal(ls_w, name=f"{name}_ls"), Signal(rs_w, name=f"{name}_rs")
+    non_neg, huge, tiny = Signal(name=f"{name}_nn"), Signal(name=f"{name}_huge"), Signal(name=f"{name}_tiny")
+    m.d.comb += [ls.eq(d.exp[:ls_w]), rs.eq((-d.exp)[:rs_w]), non_neg.eq(d.exp >= 0), huge.eq(d.exp > big_w),
+                 tiny.eq(d.exp < -(sw + 2))]
+    sign, sig, ls, rs, non_neg, huge, tiny, nan, inf = cut(pipe, d.sign, d.sig, ls, rs, non_neg, huge, tiny, d.nan,
+                                                           d.inf)
+    ls, rs = _const_select(huge, big_w, ls), _const_select(tiny, sw + 2, rs)  # min(exp, big_w), min(-exp, sw + 2)
+    ext_w = sw + 2  # the right shift's input: two bits below (guard, sticky)
+    l_part, _, l_lo = shift_coarse(m, sig, big_w + sw, ls, ls.shape().width, f"{name}_sl", left=True)
+    r_part, r_lost, r_lo = shift_coarse(m, Cat(Const(0, 2), sig), ext_w, rs, rs.shape().width, f"{name}_sr")
     sig_nz = Signal(name=f"{name}_nz")
     m.d.comb += sig_nz.eq(sig != 0)
+    sign, l_part, l_lo, r_part, r_lost, r_lo, sig_nz, non_neg, huge, nan, inf = cut(
+        pipe, sign, l_part, l_lo, r_part, r_lost, r_lo, sig_nz, non_neg, huge, nan, inf)
+    left, _ = shift_fine(m, l_part, Const(0, 1), l_lo, big_w + sw, f"{name}_sl", left=True)
+    sh, lost = shift_fine(m, r_part, r_lost, r_lo, ext_w, f"{name}_sr")  # lost: any bit shifted out
     sign, left, sh, lost, sig_nz, non_neg, huge, nan, inf = cut(pipe, sign, left, sh, lost, sig_nz, non_neg, huge,
                                                                 nan, inf)
     ip = sh[2:]
