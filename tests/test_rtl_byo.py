@@ -256,3 +256,25 @@ def test_lut_and_pim_tops_without_the_host_interface_are_refused(tmp_path):
         arch, top, _ = CASES[template]()
         with pytest.raises(SpecError, match=f"^--verilog: the {template} RTL .*{what}.* not the host interface"):
             run_user_verilog(arch, GOOD, top, [], options=options, build_dir=tmp_path / template)
+
+
+@pytest.mark.slow
+@pytest.mark.rtl
+@pytest.mark.long
+@pytest.mark.parametrize("template", ["lut", "pim"])
+def test_archsim_host_top_as_user_verilog_1000_random_tiles_on_verilator(template, tmp_path):
+    """``--verilog`` on 1000 random tiles (Verilator): archsim's LUT / PIM host top as the user's file,
+    every tile bit-exact and its counter equal to the cycles worked by hand (minutes: a Verilator build
+    and the run)."""
+    reason = simulator_missing_reason("verilator")
+    if reason:
+        pytest.skip(reason)
+    arch, top, by_hand = CASES[template]()
+    design = design_for(arch)
+    mine = tmp_path / "mine.v"
+    mine.write_text(design.verilog())
+    items = design.cosim_items("random", tiles=1000, seed=23, max_stream=4)
+    user = run_user_verilog(arch, [str(mine)], top, items, sim="verilator", waves=False, build_dir=tmp_path / "b")
+    assert user.report.ok, "\n" + user.report.summary()
+    assert len(user.report.tiles) == 1000
+    assert all(check.rtl_cycles == by_hand(tile) for (tile, _), check in zip(items, user.report.tiles))
