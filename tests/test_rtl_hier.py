@@ -5,7 +5,7 @@ import json
 import re
 
 import pytest
-from amaranth import Module, Signal
+from amaranth import Module
 from amaranth.back import verilog
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -107,13 +107,17 @@ def test_yosys_023_stat_hierarchy_lines_are_dropped():
 @pytest.mark.synth
 @pytest.mark.slow
 def test_hierarchical_and_flat_ecp5_counts_agree():
-    """The small top through the no-share ECP5 flow both ways: the same LUT4 / FF / carry by hand (each
-    8-bit add: 4 CCU2C, 8 FF; six adds; the constants fold inside a module in either flow)."""
+    """The small top through the no-share ECP5 flow both ways: the same FF / carry by hand (each 8-bit
+    add: 4 CCU2C, 8 FF; six adds; the constants fold inside a module in either flow); then nextpnr on
+    the hierarchical netlist."""
     from rtl.attention.synth import synthesize_no_share
 
     text = verilog.convert(_Top(), name="top", emit_src=False)
     flat = synthesize_no_share(text, "top", "ecp5", timeout_s=300)
-    hier = synthesize_no_share(text, "top", "ecp5", timeout_s=300, hierarchical=True)
+    hier = synthesize_no_share(text, "top", "ecp5", timeout_s=300, hierarchical=True, pnr=True, freq_mhz=100)
     assert hier["modules_merged"] == 5 and hier["flow"].endswith("hierarchical")
     assert flat["ffs"] == hier["ffs"] == 6 * 8
     assert flat["carry"] == hier["carry"] == 6 * 4
+    # nextpnr reads the hierarchical netlist (flattening it): every flip-flop placed, a clock reported
+    assert "pnr_error" not in hier and hier["utilization"]["TRELLIS_FF"]["used"] == 6 * 8
+    assert hier["fmax_mhz"] > 0
