@@ -56,10 +56,10 @@ this module is the array it wraps (flat ports).
 - **online-softmax state** (per query row): running max ``m``, ``m*c``, sum
   ``l`` and output ``O`` (``R x D``), per-block rings for the block max, ``m*c``,
   ``alpha``, the row sum and ``P.V``; a finished pass's ``l`` and ``O`` are
-  captured into the result buffer, normalised (``1/l``, ``O * 1/l``, one
-  element per cycle, on lane 0's reciprocal and multiplier, idle then) after
-  the tile: the contract times that final divide on the 1D array's companion
-  tile, where it overlaps the next tile.
+  captured into the result store (:class:`rtl.attention.results.ResultStore`, which also
+  serves the host's reads), normalised (``1/l``, ``O * 1/l``, one element per cycle, on
+  lane 0's reciprocal and multiplier, idle then) after the tile: the contract times that
+  final divide on the 1D array's companion tile, where it overlaps the next tile.
 - **controller**: fusemax: slots (``s = 0 .. passes*nb + 2``), the 2D unit
   running ``qk_max(s)`` then ``exp_sum_av(s-2)``, the 1D unit ``stat(s-1)``
   then ``update(s-3)``; a slot ends in the cycle both units have finished; then
@@ -76,7 +76,9 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.attention.buffers import OperandBuffers
 from rtl.attention.lane import Lane1D
-from rtl.attention.pe import AttentionPE, qk_tree_levels
+from rtl.attention.grid import PeGrid
+from rtl.attention.pe import qk_tree_levels
+from rtl.attention.results import ResultStore
 from rtl.lib import fp
 from rtl.lib.exp import exp2_coefficient_bits
 from rtl.lib.pipe import delay
@@ -210,6 +212,10 @@ class _Build:
 
 
 class AttentionArray(wiring.Component):
+    """The array (module docstring). ``elaborate`` runs the builder functions below in a fixed order:
+    it is the order of their statements, and of two synchronous assignments to one register in the same
+    cycle the later one wins (the controller's ``start_op`` over the 1D sequencer's, for one)."""
+
     def __init__(self, config: AttentionRtlConfig):
         self.c = config
         super().__init__(attention_signature(config))
@@ -299,14 +305,14 @@ def _build_commands(ctx: _Build) -> None:
     fblk = Signal(range(KB + 1))
     ft = Signal(range(D + 1))
     drain_cnt = Signal(range(c.skew + 2))
-    ctx.put(locals(), "c R C P E D d QP K KB FL L passes flat coef bufs q_rows S drain nb nb_all qd qL scale A "
+    ctx.put(locals(), "c R C P E D d QP KB K FL L passes flat coef bufs q_rows S drain nb nb_all qd qL scale A "
                 "state tile_cnt done_now slot hv hp hb hr first lastb ph2 RN LX TRR EF SK QL QT QFIN ft "
                 "cnt2 op1 pos i0 c0 fblk drain_cnt")
 
 
 def _build_state_regs(ctx: _Build) -> None:
-    """The online-softmax state, the per-block rings, the score and result buffers."""
-    (R, D, FL, QP) = ctx.get("R D FL QP")
+    """The online-softmax state, the per-block rings, the score buffer and the result store."""
+    (m, R, D, FL, QP) = ctx.get("m R D FL QP")
     # ------------------------------------------------------------------ state registers
     def regs(n, name):
         return Array(Signal(32, name=f"{name}{k}") for k in range(n))
@@ -319,12 +325,9 @@ def _build_state_regs(ctx: _Build) -> None:
     rowsum = [regs(R, f"rowsum{r}_") for r in range(2)]
     pv = [regs(R * D, f"pv{r}_") for r in range(2)]
     sbuf = regs(R * FL, "sbuf_")
-    res_o = regs(QP * R * D, "res_o_")
-    res_l = regs(QP * R, "res_l_")
-
-
+    m.submodules.results = results = ResultStore(R, D, QP)
     bmA, mcbA, alphaA, rowsumA, pvA = (_Ring(x) for x in (bm, mcb, alpha, rowsum, pv))
-    ctx.put(locals(), "m_state mc_state l_state o_state sbuf res_o res_l bmA mcbA alphaA rowsumA pvA")
+    ctx.put(locals(), "m_state mc_state l_state o_state sbuf results bmA mcbA alphaA rowsumA pvA")
 
 
 def _build_2d_decode(ctx: _Build) -> None:
@@ -432,7 +435,8 @@ def _build_2d_decode(ctx: _Build) -> None:
 
 
 def _build_pe_grid(ctx: _Build) -> None:
-    """The R x C PEs, Q / K as a wavefront when the adders are pipelined, and the row chains' results."""
+    """The 2D datapath (:class:`rtl.attention.grid.PeGrid`: the PEs and the wavefront's skew registers), its
+    decode and operands, and the row chains' results written to the state."""
     (A, c, E, C, qk_mac, m, qk_first_add, qk_add_d, qk_pad_d, qk_tree_d, qk_rmask_d, qk_fin_d, qk_tap_d, R,
      qcol, kcol, av_add, flat, o_state, D, av_e_add, mcbA, esa_ring, S, RN, LX, sbuf, FL, fblk, fblk_add,
      exp0, horner, expfin_c, av_c, qk_ring, vcol, scale, horner_coef, colvalid, qk_acc, exp0_add, horner_add,
@@ -441,49 +445,29 @@ def _build_pe_grid(ctx: _Build) -> None:
         "av_add flat o_state D av_e_add mcbA esa_ring S RN LX sbuf FL fblk fblk_add exp0 horner expfin_c av_c "
         "qk_ring vcol scale horner_coef colvalid qk_acc exp0_add horner_add av_add_c qk_last_add qk_max bmA "
         "hr expfin_cap rowsumA av_add_cap av_e_cap pvA")
-    if A:  # Q / K and QK's decode as a wavefront: PE (i, j) i + j cycles late (skew registers at the
-        # left / top edge, then one register per hop right / down)
-        qk_dec = Cat(qk_mac, qk_first_add, qk_add_d, qk_pad_d, qk_tree_d, qk_rmask_d, qk_fin_d, qk_tap_d)
-        wave_q, wave_k, wave_dec = ([[None] * C for _ in range(R)] for _ in range(3))
-        for i in range(R):
-            for j in range(C):
-                wave_q[i][j] = delay(m, qcol[i], i, f"wave_q{i}_") if j == 0 else \
-                    delay(m, wave_q[i][j - 1], 1, f"wave_q{i}_{j}_")
-                wave_k[i][j] = delay(m, kcol[j], j, f"wave_k{j}_") if i == 0 else \
-                    delay(m, wave_k[i - 1][j], 1, f"wave_k{i}_{j}_")
-                wave_dec[i][j] = delay(m, qk_dec, i, f"wave_dec{i}_") if j == 0 else \
-                    delay(m, wave_dec[i][j - 1], 1, f"wave_dec{i}_{j}_")
+    m.submodules.grid = grid = PeGrid(R, C, E, precision=c.precision, mul_stages=S, add_stages=A, rint_stages=RN,
+                                      ldexp_stages=LX, mul=c.mul2d)
+    m.d.comb += [grid.exp0.eq(exp0), grid.horner.eq(horner), grid.flat.eq(flat), grid.qk_ring.eq(qk_ring),
+                 grid.esa_ring.eq(esa_ring), grid.scale.eq(scale), grid.horner_coef.eq(horner_coef),
+                 grid.qk_mac.eq(qk_mac), grid.qk_first.eq(qk_first_add)]
+    if S:
+        m.d.comb += [grid.qk_acc.eq(qk_acc), grid.exp0_add.eq(exp0_add), grid.horner_add.eq(horner_add)]
+    if A:
+        m.d.comb += [grid.qk_add.eq(qk_add_d), grid.qk_pad.eq(qk_pad_d), grid.qk_tree.eq(qk_tree_d),
+                     grid.qk_rmask.eq(qk_rmask_d), grid.qk_fin.eq(qk_fin_d), grid.qk_tap.eq(qk_tap_d)]
+    for j in range(C):
+        m.d.comb += [grid.k[j].eq(kcol[j]), grid.v[j].eq(vcol[j]), grid.expfin[j].eq(expfin_c[j]),
+                     grid.av[j].eq(av_c[j]), grid.colvalid[j].eq(colvalid[j])]
+        if S:
+            m.d.comb += grid.av_add[j].eq(av_add_c[j])
     for i in range(R):
-        chain = Mux(av_add & flat, o_state[i * D + av_e_add], Const(0, 32))
-        neg_mc = fp.fp32_neg(mcbA[esa_ring[0]][i])
-        rmax = None
+        m.d.comb += [grid.q[i].eq(qcol[i]), grid.neg_mc[i].eq(fp.fp32_neg(mcbA[esa_ring[0]][i])),
+                     grid.chain_in[i].eq(Mux(av_add & flat, o_state[i * D + av_e_add], Const(0, 32)))]
         for j in range(C):
-            m.submodules[f"pe_{i}_{j}"] = pe = AttentionPE(E, first_col=j == 0, precision=c.precision,
-                                                          mul_stages=S, add_stages=A, rint_stages=RN,
-                                                          ldexp_stages=LX, mul=c.mul2d)
-            sb = sbuf[i * FL + fblk * C + j]
-            sb_add = sbuf[i * FL + fblk_add * C + j]
-            m.d.comb += [
-                pe.exp0.eq(exp0), pe.horner.eq(horner),
-                pe.expfin.eq(expfin_c[j]), pe.av.eq(av_c[j]), pe.flat.eq(flat), pe.qk_ring.eq(qk_ring),
-                pe.esa_ring.eq(esa_ring), pe.v.eq(vcol[j]),
-                pe.scale.eq(scale), pe.neg_mc.eq(neg_mc), pe.horner_coef.eq(horner_coef), pe.p_flat.eq(sb),
-                pe.colvalid.eq(colvalid[j]), pe.chain_in.eq(chain),
-            ]
-            if j:
-                m.d.comb += pe.rmax_in.eq(rmax)
-            if A:
-                m.d.comb += [Cat(pe.qk_mac, pe.qk_first, pe.qk_add, pe.qk_pad, pe.qk_tree, pe.qk_rmask, pe.qk_fin,
-                                 pe.qk_tap).eq(wave_dec[i][j]), pe.q.eq(wave_q[i][j]), pe.k.eq(wave_k[i][j])]
-            else:
-                m.d.comb += [pe.qk_mac.eq(qk_mac), pe.qk_first.eq(qk_first_add), pe.q.eq(qcol[i]),
-                             pe.k.eq(kcol[j])]
-            if S:
-                m.d.comb += [pe.qk_acc.eq(qk_acc), pe.exp0_add.eq(exp0_add), pe.horner_add.eq(horner_add),
-                             pe.av_add.eq(av_add_c[j])]
-            chain, rmax = pe.chain_out, pe.rmax_out
+            m.d.comb += grid.p_flat[i][j].eq(sbuf[i * FL + fblk * C + j])
             with m.If(qk_acc & flat & qk_last_add):
-                m.d.sync += sb_add.eq(pe.score)
+                m.d.sync += sbuf[i * FL + fblk_add * C + j].eq(grid.score[i][j])
+        rmax, chain = grid.rmax[i], grid.chain[i]
         with m.If(qk_max):
             m.d.sync += bmA[hr[0][0]][i].eq(rmax)
         with m.If(expfin_cap):
@@ -493,13 +477,12 @@ def _build_pe_grid(ctx: _Build) -> None:
                 m.d.sync += o_state[i * D + av_e_cap].eq(chain)
             with m.Else():
                 m.d.sync += pvA[esa_ring[0]][i * D + av_e_cap].eq(chain)
-    ctx.put(locals(), "chain")
 
 
 def _build_1d_setup(ctx: _Build) -> None:
     """The 1D unit's op decode: element counts, each op's latency, the row reductions' order."""
-    (D, m, d, c, op1, L, R, FL, q_rows, qd, qL, hr, i0, c0, first, flat, QP, res_l, res_o) = ctx.get(
-        "D m d c op1 L R FL q_rows qd qL hr i0 c0 first flat QP res_l res_o")
+    (D, m, d, c, op1, L, R, FL, q_rows, qd, qL, hr, i0, c0, first, flat, QP, results) = ctx.get(
+        "D m d c op1 L R FL q_rows qd qL hr i0 c0 first flat QP results")
     # ------------------------------------------------------------------ 1D array
     row_op = Signal()  # one element per query row
     o_op = Signal()  # one element per (row, head-dim column)
@@ -553,10 +536,10 @@ def _build_1d_setup(ctx: _Build) -> None:
     fp_ = Signal(range(QP + 1))
     fi = Signal(range(R + 1))
     fe = Signal(range(D + 1))
-    fin_l = res_l[fp_ * R + fi]
-    fin_o = res_o[(fp_ * R + fi) * D + fe]
+    m.d.comb += [results.fin_l_addr.eq(fp_ * R + fi), results.fin_o_addr.eq((fp_ * R + fi) * D + fe)]
+    fin_l, fin_o = results.fin_l, results.fin_o
     ctx.put(locals(), "rr width n_elems r1 r3 S1 S2 M1 A1 MX is_exp is_recip lat_of any_piped piped li draining "
-                "drain1 op_latency chain red rb ilv jj fe red_ops lc carry first1 fi first3 fp_ fin_l fin_o")
+                "drain1 op_latency chain red rb ilv jj fe red_ops lc carry fi first1 first3 fp_ fin_l fin_o")
 
 
 def _lane_inputs(ctx: _Build, ln: int) -> None:
@@ -713,9 +696,9 @@ def _lane_writes(ctx: _Build, ln: int) -> None:
 
 def _build_1d_sequencing(ctx: _Build) -> None:
     """The 1D unit's op sequence: issue, a pipelined op's drain, the next op."""
-    (red, red_ops, m, rb, rr, P, q_rows, jj, L, pos, n_elems, op1, hv, piped, li, any_piped, draining,
+    (red_ops, red, m, rb, rr, P, q_rows, jj, L, pos, n_elems, op1, hv, piped, li, any_piped, draining,
      drain1, op_latency, i0, c0, lc, ilv) = ctx.get(
-        "red red_ops m rb rr P q_rows jj L pos n_elems op1 hv piped li any_piped draining drain1 op_latency "
+        "red_ops red m rb rr P q_rows jj L pos n_elems op1 hv piped li any_piped draining drain1 op_latency "
         "i0 c0 lc ilv")
 
     # ------------------------------------------------------------------ 1D sequencing
@@ -768,9 +751,9 @@ def _build_1d_sequencing(ctx: _Build) -> None:
 
 def _build_2d_sequencing(ctx: _Build) -> None:
     """The 2D unit's phases inside a slot, and the capture of a finished pass."""
-    (D, d, S, m, ph2, qk_end, hv, cnt2, EF, SK, in_slots, QP, op1, op_end, lastb, hp, state, R, res_l,
-     l_state, res_o, o_state) = ctx.get(
-        "D d S m ph2 qk_end hv cnt2 EF SK in_slots QP op1 op_end lastb hp state R res_l l_state res_o o_state")
+    (d, S, m, ph2, qk_end, hv, cnt2, EF, SK, in_slots, QP, op1, op_end, lastb, hp, state, results, l_state,
+     o_state) = ctx.get(
+        "d S m ph2 qk_end hv cnt2 EF SK in_slots QP op1 op_end lastb hp state results l_state o_state")
     # 2D sequencing inside a slot
     fin2 = Signal()
     m.d.comb += fin2.eq((ph2 == P2_DONE) | (qk_end & ~hv[2])
@@ -791,18 +774,14 @@ def _build_2d_sequencing(ctx: _Build) -> None:
         m.d.sync += cap_pass.eq(hp[3])
     flat_cap = Signal()
     m.d.comb += flat_cap.eq(state == CAP)
-    for pp in range(QP):
-        with m.If((cap & (cap_pass == pp)) | (flat_cap & (pp == 0))):
-            for i in range(R):
-                m.d.sync += res_l[pp * R + i].eq(l_state[i])
-                for e in range(D):
-                    m.d.sync += res_o[(pp * R + i) * D + e].eq(o_state[i * D + e])
+    m.d.comb += [results.cap.eq(cap), results.cap_pass.eq(cap_pass), results.flat_cap.eq(flat_cap),
+                 results.l_in.eq(Cat(*l_state)), results.o_in.eq(Cat(*o_state))]
     ctx.put(locals(), "fin2 cap")
 
 
 def _build_final_divide(ctx: _Build) -> None:
     """The final divide's product write (lane 0's multiplier, M1 cycles after issue)."""
-    (fi, lanes, D, S2, m, M1, fp_, R, fe, res_o) = ctx.get("fi lanes D S2 m M1 fp_ R fe res_o")
+    (fi, lanes, D, S2, m, M1, fp_, R, fe, results) = ctx.get("fi lanes D S2 m M1 fp_ R fe results")
     # ------------------------------------------------------------------ the final divide (after the tile)
     fo = lanes[0].prod  # O * (1/l) on lane 0 (its op is OP_DONE in FIN: see the lane loop)
     fwait = Signal(range(S2 + 1))  # cycles of the current row's l in the reciprocal's pipeline
@@ -812,16 +791,15 @@ def _build_final_divide(ctx: _Build) -> None:
     # the product is written M1 cycles after its issue (a delay line of the element's address)
     fin_w = _delay(m, fin_issue, M1, "fin_wv")
     fin_at = _delay(m, (fp_ * R + fi) * D + fe, M1, "fin_wa")
-    with m.If(fin_w):
-        m.d.sync += res_o[fin_at].eq(fo)
+    m.d.comb += [results.fin_we.eq(fin_w), results.fin_addr.eq(fin_at), results.fin_data.eq(fo)]
     ctx.put(locals(), "fwait fin_issue fin_tail fin_tail_cnt")
 
 
 def _build_controller(ctx: _Build) -> None:
     """The main controller: command accept, the slots, FLAT's phases, the drain, the final divide."""
-    (m, c, slot, nb, nb_all, d, tile_cnt, arr, S, ft, hv, hp, hb, hr, ph2, cnt2, start_op, state, fin1, fin2,
+    (m, c, slot, nb_all, nb, d, tile_cnt, arr, S, ft, hv, hp, hb, hr, ph2, cnt2, start_op, state, fin1, fin2,
      drain, drain_cnt, done_now, ftail, ftail_cnt, fblk) = ctx.get(
-        "m c slot nb nb_all d tile_cnt arr S ft hv hp hb hr ph2 cnt2 start_op state fin1 fin2 drain drain_cnt "
+        "m c slot nb_all nb d tile_cnt arr S ft hv hp hb hr ph2 cnt2 start_op state fin1 fin2 drain drain_cnt "
         "done_now ftail ftail_cnt fblk")
     # ------------------------------------------------------------------ main controller
     slot_last = slot == nb_all + 2
@@ -974,12 +952,11 @@ def _final_divide_state(ctx: _Build) -> None:
 
 def _build_outputs(ctx: _Build) -> None:
     """The measured tile cycles and the result read port."""
-    (m, done_now, arr, tile_cnt, res_o, D) = ctx.get("m done_now arr tile_cnt res_o D")
+    (m, done_now, arr, tile_cnt, results) = ctx.get("m done_now arr tile_cnt results")
     # measured tile cycles: tile_start is registered at command accept (high in tile cycle 0)
     with m.If(done_now):
         m.d.sync += arr.tile_cycles.eq(tile_cnt + 1)
 
     # ------------------------------------------------------------------ result read port
-    m.d.sync += arr.rd_valid.eq(arr.rd_en)
-    with m.If(arr.rd_en):
-        m.d.sync += arr.rd_data.eq(Cat(*(res_o[arr.rd_addr * D + e] for e in range(D))))
+    m.d.comb += [results.rd_en.eq(arr.rd_en), results.rd_addr.eq(arr.rd_addr), arr.rd_valid.eq(results.rd_valid),
+                 arr.rd_data.eq(results.rd_data)]
