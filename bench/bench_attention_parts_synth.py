@@ -91,11 +91,13 @@ def main() -> None:
     ap.add_argument("--freq", type=float, default=150.0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workdir")
+    ap.add_argument("--hier", action="store_true", help="rtl.attention.synth's hierarchical flow (ecp5)")
     ap.add_argument("--timeout", type=float, default=880.0)
     args = ap.parse_args()
     text = verilog.convert(Registered(part_of(args)), name="part", emit_src=False)
     t0 = time.perf_counter()
-    res = synthesize_no_share(text, "part", args.target, args.pnr, args.freq, args.seed, args.workdir, args.timeout)
+    res = synthesize_no_share(text, "part", args.target, args.pnr, args.freq, args.seed, args.workdir, args.timeout,
+                              hierarchical=args.hier)
     res.update({k: getattr(args, k) for k in ("part", "exp_macs", "exp_stages", "recip_stages", "mul_stages",
                                               "lane_mul_stages", "lane_add_stages", "lane_mul", "lane_max_stages",
                                               "add_stages", "rint_stages", "ldexp_stages", "mul", "precision", "seed")},

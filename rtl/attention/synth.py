@@ -9,7 +9,7 @@ section written out minus ``share`` and its ``map_luts`` with ``abc -lut 4`` in
 place of ``abc9`` (which exits in its XAIGER2 step on this design) -- and
 nextpnr-ecp5 as ``rtl.synth`` does:
 
-    python -m rtl.attention.synth --set rows=4 --set cols=4 --set pe1d=4 --target ecp5 --pnr
+    python -m rtl.attention.synth --set rows=4 --set cols=4 --set pe1d=4 --target ecp5 --pnr [--hier]
 
 Figures are read by :func:`rtl.synth.resources_from_stat` (same names:
 ``luts``, ``ffs``, ``dsps``, ...); the generic target adds ``logic_levels`` (yosys ``ltp -noff``:
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 import time
@@ -44,8 +45,29 @@ _ECP5_COARSE_NO_SHARE_NATIVE = (_ECP5_COARSE_NO_SHARE.replace("proc -latches err
 _ECP5_MAP_LUTS_ABC = "techmap -map +/lattice/latches_map.v; abc -lut 4 -dress; clean"
 
 
+#: a line of the hierarchy table that yosys 0.23's ``stat -json -top`` prints inside its JSON
+_STAT_HIERARCHY_LINE = re.compile(r"(?m)^[ \t]+[^\s\"{}]+[ \t]+\d+[ \t]*\n")
+
+
+def _stat_json_text(text: str) -> str:
+    """yosys ``stat -json`` output as JSON: Debian's 0.23 writes the ``-top`` hierarchy's instance counts
+    (``  part.part.add_unit   2``) between the modules and ``"design"``, which is not JSON."""
+    return _STAT_HIERARCHY_LINE.sub("", text)
+
+
 def synthesize_no_share(verilog: str, top: str, target: str = "ecp5", pnr: bool = False, freq_mhz: float = 200.0,
-                        seed: int = 1, workdir: str | None = None, timeout_s: float = 7200.0) -> dict[str, Any]:
+                        seed: int = 1, workdir: str | None = None, timeout_s: float = 7200.0,
+                        hierarchical: bool = False) -> dict[str, Any]:
+    """yosys (and nextpnr with ``pnr``) on ``verilog``; ``hierarchical`` maps each distinct module once
+    (:func:`rtl.hier.dedupe_modules`, no ``flatten``: ``synth_ecp5 -noflatten``'s way, ecp5 only) and
+    counts the whole design by ``stat -top`` (every instance); nextpnr flattens the netlist on reading it."""
+    if hierarchical and target != "ecp5":
+        raise ToolError("rtl.attention.synth: the hierarchical flow is for --target ecp5 only")
+    merged: dict[str, str] = {}
+    if hierarchical:
+        from rtl.hier import dedupe_modules
+
+        verilog, merged = dedupe_modules(verilog)
     tmp = None
     if workdir is None:
         tmp = tempfile.TemporaryDirectory(prefix="archsim-attn-synth-")
@@ -57,21 +79,26 @@ def synthesize_no_share(verilog: str, top: str, target: str = "ecp5", pnr: bool 
         if target == "ecp5":
             native = bool(_native_yosys())
             coarse = _ECP5_COARSE_NO_SHARE_NATIVE if native else _ECP5_COARSE_NO_SHARE
+            if hierarchical:
+                coarse = coarse.replace("flatten; ", "")
             luts = _ECP5_MAP_LUTS_ABC.replace("+/lattice/", "+/ecp5/") if native else _ECP5_MAP_LUTS_ABC
             # native yosys 0.23: the check section's `autoname` ran > 10 minutes on one 1D lane; skipped
             script = (f"read_verilog top.v; synth_ecp5 -top {top} -run begin:coarse; {coarse}; "
                       f"synth_ecp5 -top {top} -run map_ram:map_luts; {luts}; "
                       + (f"synth_ecp5 -top {top} -run map_cells:check; blackbox =A:whitebox; write_json netlist.json; "
                        if native else f"synth_ecp5 -top {top} -run map_cells: -json netlist.json; ")
-                      + "tee -q -o stat.json stat -json")
+                      + f"tee -q -o stat.json stat -json{f' -top {top}' if hierarchical else ''}")
         else:
             script = (f"read_verilog top.v; synth -top {top} -flatten -lut 4 -noshare; tee -q -o stat.json stat -json; "
                       "tee -q -o ltp.txt ltp -noff")
         t0 = time.perf_counter()
         run_tool(_tool("yosys") + ["-q", "-l", "yosys.log", "-p", script], work, "yosys", timeout_s)
-        stat = json.loads((work / "stat.json").read_text())
-        out: dict[str, Any] = {"target": target, "top": top, "flow": "no share pass",
+        stat = json.loads(_stat_json_text((work / "stat.json").read_text()))
+        out: dict[str, Any] = {"target": target, "top": top,
+                               "flow": "no share pass" + (", hierarchical" if hierarchical else ""),
                                **resources_from_stat(stat, target), "yosys_s": round(time.perf_counter() - t0, 1)}
+        if hierarchical:
+            out["modules_merged"] = len(merged)
         if (work / "ltp.txt").exists():  # generic: the longest path in 4-LUT levels (rtl.synth's rule)
             out.update(logic_levels((work / "ltp.txt").read_text()))
         if pnr:
@@ -100,12 +127,15 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1, help="nextpnr's seed")
     ap.add_argument("--timeout", type=float, default=7200.0, help="each tool's time limit (s)")
     ap.add_argument("--workdir")
+    ap.add_argument("--hier", action="store_true", help="map each distinct module once, not flattened "
+                    "(rtl.hier.dedupe_modules; ecp5 only): the 2x2 array's flat coarse `opt` outlasts 44 min")
     args = ap.parse_args(argv)
     arch = load_arch(args.arch, args.overrides)
     design = design_for(arch, {"multiplier": args.multiplier} if args.multiplier != "inferred" else None)
     try:
         res = synthesize_no_share(design.verilog(), design.toplevel, args.target, args.pnr, freq_mhz=args.freq,
-                                  seed=args.seed, workdir=args.workdir, timeout_s=args.timeout)
+                                  seed=args.seed, workdir=args.workdir, timeout_s=args.timeout,
+                                  hierarchical=args.hier)
     except ToolError as err:  # e.g. yosys over --timeout: one line, not a traceback
         print(f"rtl.attention.synth: {err}", file=sys.stderr)
         return 1
