@@ -299,3 +299,17 @@ def test_rdaccs_closer_than_half_the_interleave_break_the_reduction(monkeypatch)
     monkeypatch.setattr(PimParams, "rdacc_spacing_cycles", property(lambda self: 1))
     report = run_cosim(p, cosim_items(p, "random", tiles=1, seed=16, max_stream=3))
     assert not report.ok
+
+
+def test_a_stream_breaking_the_rdacc_spacing_sets_the_error_flag(monkeypatch):
+    """Planted stream: the RTL built with the real spacing (P / 2 = 8) replays a schedule whose RDACCs are
+    only tCCD_S apart (the models' spacing patched to 1 after the Verilog is made): the unit refuses it with
+    its error flag, named in the report -- not only wrong values."""
+    p = dataclasses.replace(BF16, accumulator_interleave=16, column_bytes=4, mac_lanes=2, mac_pipeline_cycles=9)
+    design = design_for(p)
+    verilog = design.verilog()
+    monkeypatch.setattr(PimParams, "rdacc_spacing_cycles", property(lambda self: 1))
+    planted = design_for(p)
+    items = cosim_items(p, "random", tiles=1, seed=16, max_stream=3)
+    report = planted.check(items, run_job(verilog, planted.toplevel, planted.make_job(items)).result)
+    assert not report.ok and "flagged a timing violation" in report.summary()
