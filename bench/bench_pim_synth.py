@@ -7,7 +7,7 @@ depths; ``--set KEY=VALUE`` narrows it (e.g. ``--set column_bytes=8`` for 4 lane
 (resources, Fmax, critical path, wall time).
 
 Usage: python bench/bench_pim_synth.py [--arch pim-gpt-gddr6] [--set KEY=VALUE ...] [--mul-stages N]
-       [--add-stages N] [--mul dsp|lut|dsp_reg] [--generic] [--workdir DIR] [--no-cache] [--freq MHZ] [--seed N]
+       [--add-stages N] [--mul dsp|lut|dsp_reg] [--buffer inferred|ecp5_outreg] [--generic] [--workdir DIR] [--no-cache] [--freq MHZ] [--seed N]
 """
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ def main() -> None:
     ap.add_argument("--mul-stages", type=int)
     ap.add_argument("--add-stages", type=int)
     ap.add_argument("--mul", choices=("dsp", "lut", "dsp_reg"), help="the bf16 multipliers' significand multiplier")
+    ap.add_argument("--buffer", choices=("inferred", "ecp5_outreg"),
+                    help="the input buffer: inferred, or DP16KD blocks with their output register")
     ap.add_argument("--generic", action="store_true", help="yosys generic flow: LUT4 count and logic levels")
     ap.add_argument("--workdir", help="keep the tools' files here")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per tool run")
@@ -35,7 +37,8 @@ def main() -> None:
     ap.add_argument("--no-cache", action="store_true")
     args = ap.parse_args()
     arch = load_arch(args.arch, args.set)
-    options = {k: v for k, v in (("mul_stages", args.mul_stages), ("add_stages", args.add_stages), ("mul", args.mul))
+    options = {k: v for k, v in (("mul_stages", args.mul_stages), ("add_stages", args.add_stages), ("mul", args.mul),
+                                                 ("buffer", args.buffer))
                if v is not None}
     design = design_for(arch, {"top": "unit", **options})
     t0 = time.time()

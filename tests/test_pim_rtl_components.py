@@ -13,7 +13,7 @@ from amaranth.sim import Simulator
 
 from archsim.templates.pim import PimParams
 from rtl.pim.accumulators import READ_LATENCY, PimAccumulators
-from rtl.pim.controller import ACT, MAC, PRE, PimBankController
+from rtl.pim.controller import ACT, MAC, PRE, RDACC, PimBankController
 from rtl.pim.mac import PimMacDatapath, mac_latency
 
 
@@ -178,6 +178,45 @@ def test_controller_checks_trcd_and_reads_the_open_row(mac_at, want_error):
     assert seen["rd"] == (mac_at, 9, 2)  # high the cycle after the command, the open row
     assert seen["error"] == want_error
     assert seen["ready_at"] == 12 + P.tRP  # closed, tRP after the PRE
+
+
+def _controller_error(params, cols: dict) -> int:
+    """The controller's sticky ``error`` after ACT at 0 and the column commands ``cols`` {cycle: cmd}."""
+    dut = PimBankController(params, 3)
+    seen = {}
+
+    async def tb(ctx):
+        for cycle in range(max(cols) + 3):
+            ctx.set(dut.row_valid, cycle == 0)
+            ctx.set(dut.row_cmd, ACT)
+            ctx.set(dut.col_valid, cycle in cols)
+            ctx.set(dut.col_cmd, cols.get(cycle, MAC))
+            ctx.set(dut.col_addr, 1)
+            await ctx.tick()
+        seen["error"] = ctx.get(dut.error)
+
+    _run(dut, tb)
+    return seen["error"]
+
+
+@pytest.mark.parametrize("gap,want_error", [(3, 1), (4, 0)])
+def test_controller_flags_an_rdacc_before_the_drain(gap, want_error):
+    """Planted stream: an RDACC 3 cycles after the last MAC, before its column is in the accumulators
+    (mac_drain = tCL 3 + 1 column cycle - 1 + 1 pipeline cycle = 4, by hand), sets ``error``; at 4 it does not."""
+    assert _controller_error(P, {3: MAC, 3 + gap: RDACC}) == want_error
+
+
+@pytest.mark.parametrize("gap,want_error", [(3, 1), (4, 0)])
+def test_controller_flags_rdaccs_closer_than_the_reduction_takes(gap, want_error):
+    """Planted stream, interleaved partials P = 8: RDACCs must be P / 2 = 4 cycles apart (the reduction's first
+    adder takes an RDACC's 4 pairs one a cycle); 3 apart sets ``error``. The first RDACC is at the drain
+    (tCL 14 + 1 - 1 + mac_pipeline_cycles 9 = 23 after the MAC, by hand): not flagged."""
+    import dataclasses
+
+    q = dataclasses.replace(P, mac_precision="bf16", column_bytes=8, mac_lanes=4, accumulator_interleave=8,
+                            mac_pipeline_cycles=9, tCL=14)
+    assert _controller_error(q, {3: MAC, 26: RDACC, 26 + gap: RDACC}) == want_error
+    assert _controller_error(q, {3: MAC, 25: RDACC}) == 1  # a cycle before the drain
 
 
 def _interleaved(dut, macs, reads, cycles, fp32, lead=6):

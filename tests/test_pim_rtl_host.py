@@ -113,7 +113,8 @@ def test_pim_gpt_gddr6_1000_random_tiles_on_verilator(tmp_path):
 @pytest.mark.long
 def test_pim_p16_unit_1000_random_tiles_on_verilator(tmp_path):
     """The P = 16 bank measured for 150 MHz (docs/rtl.md, PIM timing: pim-gpt-gddr6 with 2 bf16 lanes,
-    ``accumulator_interleave`` 16, ``mac_pipeline_cycles`` 26, ``dsp_reg`` 9 / add 11) behind the host
+    ``accumulator_interleave`` 16, ``mac_pipeline_cycles`` 26, ``dsp_reg`` 9 / add 11, the input buffer
+    ``ecp5_outreg``) behind the host
     engine: 1000 random tiles (rows <= 4: gathers of several RDACCs, each P / 2 = 8 cycles apart, through
     the reused reduction adders) bit- and cycle-exact against both models, cycles from the counter."""
     from archsim.spec import load_arch
@@ -123,7 +124,7 @@ def test_pim_p16_unit_1000_random_tiles_on_verilator(tmp_path):
     if reason:
         pytest.skip(reason)
     arch = load_arch("pim-gpt-gddr6", ["column_bytes=4", "accumulator_interleave=16", "mac_pipeline_cycles=26"])
-    options = {"mul": "dsp_reg", "mul_stages": 9, "add_stages": 11}
+    options = {"mul": "dsp_reg", "mul_stages": 9, "add_stages": 11, "buffer": "ecp5_outreg"}
     items = design_for(arch, options).cosim_items("random", tiles=1000, seed=23, max_stream=4)
     report = run_cosim(arch, items, sim="verilator", options=options, build_dir=str(tmp_path))
     assert report.ok, "\n" + report.summary()

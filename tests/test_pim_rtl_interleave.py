@@ -233,6 +233,46 @@ def test_registered_dsp_multipliers_simulate_with_their_model_and_are_cycle_exac
     assert report.ok, "\n" + report.summary()
 
 
+def test_block_ram_buffer_with_its_output_register_is_cycle_exact():
+    """``buffer="ecp5_outreg"`` (the input buffer as DP16KD blocks reading through their output register, a
+    cycle longer, the cycle taken from the slice's delay line) on the P = 16 unit measured for 150 MHz: the
+    design ships the block's model, bits and cycles are the models'; the same model without the output
+    register (the read a cycle early) breaks the values, so the delay line's cycle is what the test checks."""
+    from rtl.pim.rtl_design import PimDesign
+
+    p = dataclasses.replace(BF16, accumulator_interleave=16, column_bytes=4, mac_lanes=2, mac_pipeline_cycles=26)
+    options = {"mul": "dsp_reg", "mul_stages": 9, "add_stages": 11, "buffer": "ecp5_outreg"}
+    design = design_for(p, options)
+    assert design.verilog().count("DP16KD") == 2  # 32 bits: two 18-bit slices
+    assert set(design.sim_sources()) == {"MULT18X18D_model.v", "DP16KD_model.v"}
+    assert "DP16KD" not in design_for(p, {"mul": "dsp_reg", "mul_stages": 9, "add_stages": 11}).verilog()
+    items = cosim_items(p, "random", tiles=2, seed=27, max_stream=3)
+    job = design.make_job(items)
+    report = design.check(items, run_job(design.verilog(), design.toplevel, job,
+                                         extra_sources=design.sim_sources()).result)
+    assert report.ok, "\n" + report.summary()
+    early = dict(design.sim_sources())
+    early["DP16KD_model.v"] = early["DP16KD_model.v"].replace('(REGMODE_B == "OUTREG") ? o_b : q_b', "q_b")
+    assert early["DP16KD_model.v"] != design.sim_sources()["DP16KD_model.v"]
+    planted = design.check(items, run_job(design.verilog(), design.toplevel, job, extra_sources=early).result)
+    assert not planted.ok
+    assert isinstance(design, PimDesign) and design.config_dict()["buffer"] == "ecp5_outreg"
+
+
+def test_block_ram_buffer_needs_a_cycle_of_slice_delay():
+    """``ecp5_outreg`` with no register left in the slice's delay line (mac_pipeline_cycles 23 at P = 16, mul 9 /
+    add 11: the datapath takes the whole budget) is one line naming the buffer; so is an unknown kind."""
+    from archsim.errors import ArchsimError
+
+    p = dataclasses.replace(BF16, accumulator_interleave=16, column_bytes=4, mac_lanes=2, mac_pipeline_cycles=23)
+    opts = {"mul": "dsp_reg", "mul_stages": 9, "add_stages": 11, "top": "unit"}
+    design_for(p, opts).verilog()  # the inferred buffer fits
+    with pytest.raises(ArchsimError, match="buffer: 'ecp5_outreg' reads in 2 cycles"):
+        design_for(p, {**opts, "buffer": "ecp5_outreg"})
+    with pytest.raises(ArchsimError, match="buffer: expected one of inferred, ecp5_outreg"):
+        design_for(p, {**opts, "buffer": "lutram"})
+
+
 def test_the_cli_multiplier_option_selects_the_registered_dsp_blocks(capsys):
     """``--multiplier ecp5_dsp`` (the flag the other templates take) builds the bf16 datapath's MULT18X18D
     instances, ``inferred`` the inferred product; a clash with ``mul`` or an unknown name is one line."""
@@ -257,5 +297,23 @@ def test_rdaccs_closer_than_half_the_interleave_break_the_reduction(monkeypatch)
     come out wrong, so the spacing the models charge is needed."""
     p = dataclasses.replace(BF16, accumulator_interleave=16, column_bytes=4, mac_lanes=2, mac_pipeline_cycles=9)
     monkeypatch.setattr(PimParams, "rdacc_spacing_cycles", property(lambda self: 1))
-    report = run_cosim(p, cosim_items(p, "random", tiles=1, seed=16, max_stream=3))
+    # the Verilog uncached: the controller reads the patched spacing, which the cache key (the params' fields)
+    # does not see, so a cached copy would be served to the unpatched configuration
+    design = design_for(p)
+    items = cosim_items(p, "random", tiles=1, seed=16, max_stream=3)
+    report = design.check(items, run_job(design.convert_verilog(), design.toplevel, design.make_job(items)).result)
     assert not report.ok
+
+
+def test_a_stream_breaking_the_rdacc_spacing_sets_the_error_flag(monkeypatch):
+    """Planted stream: the RTL built with the real spacing (P / 2 = 8) replays a schedule whose RDACCs are
+    only tCCD_S apart (the models' spacing patched to 1 after the Verilog is made): the unit refuses it with
+    its error flag, named in the report -- not only wrong values."""
+    p = dataclasses.replace(BF16, accumulator_interleave=16, column_bytes=4, mac_lanes=2, mac_pipeline_cycles=9)
+    design = design_for(p)
+    verilog = design.convert_verilog()  # uncached (see the test above)
+    monkeypatch.setattr(PimParams, "rdacc_spacing_cycles", property(lambda self: 1))
+    planted = design_for(p)
+    items = cosim_items(p, "random", tiles=1, seed=16, max_stream=3)
+    report = planted.check(items, run_job(verilog, planted.toplevel, planted.make_job(items)).result)
+    assert not report.ok and "flagged a timing violation" in report.summary()

@@ -277,6 +277,45 @@ def test_split_compare_is_its_own_netlist():
     assert "add_cmp_f_gt" not in rtlil.convert(FpAdd("fp32", 11))
 
 
+@pytest.mark.parametrize("fmt", ["fp32", "bf16", "fp16", "fp8_e4m3"])
+def test_fp_add_negate_early(fmt):
+    """``negate_early`` (the subtrahend inverted before the add's cut point, the PIM reduction adders'):
+    numpy's sums on pairs that tie in one field (exact cancellation, signs of zero) and on random /
+    near-cancelling pairs, combinational, at one stage, at the cut point it moves and at every stage, alone
+    and with the other forcing options; the default unit's bits; and the finite fp32 adder likewise."""
+    from rtl.lib.units import Fp32AddFinite, FpAdd
+
+    a1, b1 = same_exponent_or_fraction_pairs(fmt, 150, 53)
+    a2, b2 = pairs(fmt, 100, 54)
+    a, b = np.concatenate([a1, a2]), np.concatenate([b1, b2])
+    want = reference(fmt, "add", a, b)
+    deepest = FpAdd(fmt, 0).max_stages
+    for stages in (0, 1, 4, deepest):
+        got = simulate(FpAdd(fmt, stages, negate_early=True), {"a": a, "b": b})["out"]
+        assert_same_float(got, want, fmt)
+        assert got == simulate(FpAdd(fmt, stages), {"a": a, "b": b})["out"], stages
+        both = FpAdd(fmt, stages, negate_early=True, split_compare=True, zero_fill_as_data=True)
+        assert simulate(both, {"a": a, "b": b})["out"] == got, stages
+    if fmt == "fp32":
+        fin = np.isfinite(np.asarray(want, np.float64))
+        fa, fb = np.asarray(a)[fin], np.asarray(b)[fin]
+        for stages in (2, Fp32AddFinite(0).max_stages):
+            plain = simulate(Fp32AddFinite(stages), {"a": fa, "b": fb})["out"]
+            assert simulate(Fp32AddFinite(stages, negate_early=True, split_compare=True,
+                                          zero_fill_as_data=True), {"a": fa, "b": fb})["out"] == plain
+
+
+def test_negate_early_is_its_own_netlist():
+    """``negate_early`` registers the inverted subtrahend (so the test above exercises it); the default adder
+    does not."""
+    from amaranth.back import rtlil
+
+    from rtl.lib.units import Fp32AddFinite
+
+    assert "add_yneg" in rtlil.convert(Fp32AddFinite(11, negate_early=True))
+    assert "add_yneg" not in rtlil.convert(Fp32AddFinite(11))
+
+
 @pytest.mark.parametrize("fmt", ["fp32", "fp16", "fp8_e4m3"])
 def test_specials_as_data_round_pack_and_int_to_fp(fmt):
     """RoundPack (overflow, subnormals, zero) and IntToFp with the forcing as data: the default units' bits."""

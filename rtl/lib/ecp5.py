@@ -125,3 +125,95 @@ module MULT18X18D({a}, {b}, SIGNEDA, SIGNEDB, SOURCEA, SOURCEB, CLK0, CE0, CE1, 
   assign {{{pp}}} = (REG_OUTPUT_CLK == "NONE") ? prod : p_q;
 endmodule
 """
+
+
+#: words of one DP16KD in its 18-bit mode (the address on AD13..AD4)
+DP16KD_X18_DEPTH = 1024
+
+
+def dp16kd_x18(m: Module, waddr: Value, wdata: Value, we: Value, raddr: Value, rdata: Value, *, output_reg: bool,
+               domain: str = "sync", name: str = "bram") -> None:
+    """A simple dual-port memory of ``len(rdata)`` bits x at most 1024 words from DP16KD blocks in their 18-bit
+    mode, one block per 18-bit slice: port A writes ``wdata`` at ``waddr`` when ``we``, port B reads ``raddr``
+    (registered in the block); ``output_reg``: the block's own output register (``REGMODE_B = "OUTREG"``), so
+    ``rdata`` is two cycles after ``raddr`` with the register's short clock-to-out, else one cycle after it
+    with the array's (5.8 ns on ECP5: yosys' inferred block RAM never uses the register). A read of the word
+    written in the same cycle returns the old word. Simulate with :func:`dp16kd_sim_model`."""
+    width = len(Value.cast(rdata))
+    for lo in range(0, width, 18):
+        n = min(18, width - lo)
+        ports = {}
+        for i in range(14):  # the word address on AD13..AD4; AD1..AD0 the byte enables (both bytes), AD3..AD2 unused
+            word_bit = i - 4
+            ports[f"i_ADA{i}"] = (waddr[word_bit] if 0 <= word_bit < len(waddr) else Const(0, 1)) if i >= 4 \
+                else Const(int(i < 2), 1)
+            ports[f"i_ADB{i}"] = (raddr[word_bit] if 0 <= word_bit < len(raddr) else Const(0, 1)) if i >= 4 \
+                else Const(int(i < 2), 1)
+        for i in range(18):
+            ports[f"i_DIA{i}"] = wdata[lo + i] if i < n else Const(0, 1)
+            ports[f"i_DIB{i}"] = Const(0, 1)
+            ports[f"o_DOA{i}"] = Signal(name=f"{name}_doa_unused{lo}_{i}")
+            ports[f"o_DOB{i}"] = rdata[lo + i] if i < n else Signal(name=f"{name}_dob_unused{lo}_{i}")
+        m.submodules[f"{name}_{lo // 18}"] = Instance(
+            "DP16KD",
+            p_DATA_WIDTH_A=18, p_DATA_WIDTH_B=18, p_REGMODE_A="NOREG", p_REGMODE_B="OUTREG" if output_reg else "NOREG",
+            p_RESETMODE="SYNC", p_ASYNC_RESET_RELEASE="SYNC", p_CSDECODE_A="0b000", p_CSDECODE_B="0b000",
+            p_WRITEMODE_A="NORMAL", p_WRITEMODE_B="NORMAL", p_GSR="DISABLED",
+            i_CLKA=ClockSignal(domain), i_WEA=we, i_CEA=Const(1), i_OCEA=Const(1), i_RSTA=Const(0),
+            i_CSA0=Const(0), i_CSA1=Const(0), i_CSA2=Const(0),
+            i_CLKB=ClockSignal(domain), i_WEB=Const(0), i_CEB=Const(1), i_OCEB=Const(1), i_RSTB=Const(0),
+            i_CSB0=Const(0), i_CSB1=Const(0), i_CSB2=Const(0),
+            **ports,
+        )
+
+
+def dp16kd_sim_model() -> str:
+    """Verilog model of the subset of DP16KD that :func:`dp16kd_x18` uses (18-bit ports, A writes, B reads)."""
+    def bus(p, n):
+        return ", ".join(f"{p}{i}" for i in range(n - 1, -1, -1))
+
+    return f"""// Behavioural model of the Lattice ECP5 DP16KD subset used by archsim's RTL: both ports 18 bits wide
+// (1024 words, the word address on AD13..AD4, AD1..AD0 byte enables), port A writes (WEA, CEA), port B
+// reads (CEB) into its output, through the output register when REGMODE_B = "OUTREG" (OCEB); a read of
+// the word written in the same cycle returns the old word. No chip selects, resets, cascades or port-A reads.
+module DP16KD({bus("DIA", 18)}, {bus("ADA", 14)}, CEA, OCEA, CLKA, WEA, RSTA, CSA2, CSA1, CSA0, {bus("DOA", 18)},
+              {bus("DIB", 18)}, {bus("ADB", 14)}, CEB, OCEB, CLKB, WEB, RSTB, CSB2, CSB1, CSB0, {bus("DOB", 18)});
+  input {bus("DIA", 18)};
+  input {bus("ADA", 14)};
+  input CEA, OCEA, CLKA, WEA, RSTA, CSA2, CSA1, CSA0;
+  output {bus("DOA", 18)};
+  input {bus("DIB", 18)};
+  input {bus("ADB", 14)};
+  input CEB, OCEB, CLKB, WEB, RSTB, CSB2, CSB1, CSB0;
+  output {bus("DOB", 18)};
+  parameter DATA_WIDTH_A = 18;
+  parameter DATA_WIDTH_B = 18;
+  parameter REGMODE_A = "NOREG";
+  parameter REGMODE_B = "NOREG";
+  parameter RESETMODE = "SYNC";
+  parameter ASYNC_RESET_RELEASE = "SYNC";
+  parameter CSDECODE_A = "0b000";
+  parameter CSDECODE_B = "0b000";
+  parameter WRITEMODE_A = "NORMAL";
+  parameter WRITEMODE_B = "NORMAL";
+  parameter GSR = "ENABLED";
+  reg [17:0] mem [0:1023];
+  wire [17:0] di_a = {{{bus("DIA", 18)}}};
+  wire [9:0] ad_a = {{{bus("ADA", 14).split(", ADA3")[0]}}};
+  wire [9:0] ad_b = {{{bus("ADB", 14).split(", ADB3")[0]}}};
+  wire [1:0] be_a = {{ADA1, ADA0}};
+  reg [17:0] q_b = 18'd0, o_b = 18'd0;
+  always @(posedge CLKA) begin
+    if (CEA && WEA) begin
+      if (be_a[0]) mem[ad_a][8:0] <= di_a[8:0];
+      if (be_a[1]) mem[ad_a][17:9] <= di_a[17:9];
+    end
+  end
+  always @(posedge CLKB) begin
+    if (CEB) q_b <= mem[ad_b];
+    if (OCEB) o_b <= q_b;
+  end
+  assign {{{bus("DOB", 18)}}} = (REGMODE_B == "OUTREG") ? o_b : q_b;
+  assign {{{bus("DOA", 18)}}} = 18'd0;
+endmodule
+"""

@@ -21,8 +21,8 @@ from amaranth import Cat, Const, Module, Mux, Shape, Signal, Value, signed
 
 from rtl.lib.formats import EXP_W, FP32, Decoded, FormatHw, decode, decode_fp32
 from rtl.lib.pipe import HardRegistered, Pipe, carry, cut, drop, registers_next
-from rtl.lib.round import (EW, P, W, _const_select, packs_specials, round_pack, round_pack_fp32, shift_coarse,
-                           shift_fine, splits_compare, zero_fill_as_data)
+from rtl.lib.round import (EW, P, W, _const_select, negates_early, packs_specials, round_pack,
+                           round_pack_fp32, shift_coarse, shift_fine, splits_compare, zero_fill_as_data)
 
 QNAN = 0x7FC00000
 F32_ZERO = 0
@@ -118,11 +118,18 @@ def _align_add(m: Module, a, b, n: int, eb: int, mb: int, name: str, pipe: Pipe 
     ya, sticky = shift_fine(m, part, lost, lo, width, f"{name}_al", as_data=zd, zero_high=width - len(my))
     yal = Signal(width, name=f"{name}_yal")
     m.d.comb += yal.eq(ya | sticky)  # sticky: any bit shifted out
-    xs, ys, same, mx, yal, exe = cut(pipe, xs, ys, same, mx, yal, exe)
-    sub = Signal(name=f"{name}_sub")
-    m.d.comb += sub.eq(xs ^ ys)
-    total = Signal(width, name=f"{name}_sum")
-    m.d.comb += total.eq(mx + (yal ^ Mux(sub, (1 << width) - 1, 0)) + sub)  # one adder: mx +- yal
+    if negates_early(pipe):  # the subtrahend inverted before the cut: the add's stage is the carry chain alone
+        sub, yneg = Signal(name=f"{name}_sub"), Signal(width, name=f"{name}_yneg")
+        m.d.comb += [sub.eq(xs ^ ys), yneg.eq(yal ^ sub.replicate(width))]
+        xs, sub, same, mx, yneg, exe = cut(pipe, xs, sub, same, mx, yneg, exe)
+        total = Signal(width, name=f"{name}_sum")
+        m.d.comb += total.eq(mx + yneg + sub)  # one adder: mx +- yal
+    else:
+        xs, ys, same, mx, yal, exe = cut(pipe, xs, ys, same, mx, yal, exe)
+        sub = Signal(name=f"{name}_sub")
+        m.d.comb += sub.eq(xs ^ ys)
+        total = Signal(width, name=f"{name}_sum")
+        m.d.comb += total.eq(mx + (yal ^ Mux(sub, (1 << width) - 1, 0)) + sub)  # one adder: mx +- yal
     sign = Signal(name=f"{name}_sign")  # an exact zero sum (x - y, equal magnitudes) is +0 unless both are -0
     m.d.comb += sign.eq(xs & ~(sub & same) if zd else Mux(sub & same, 0, xs))
     return cut(pipe, sign, exe, total)

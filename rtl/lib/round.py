@@ -347,6 +347,11 @@ def splits_compare(pipe: Pipe | None) -> bool:
     return pipe is not None and pipe.split_compare
 
 
+def negates_early(pipe: Pipe | None) -> bool:
+    """Whether the adders on ``pipe`` invert the subtrahend before the add's cut point (:attr:`rtl.lib.pipe.Pipe.negate_early`)."""
+    return pipe is not None and pipe.negate_early
+
+
 def packs_specials(pipe: Pipe | None) -> bool:
     """Whether :func:`round_pack` on ``pipe`` applies overflow and the caller's specials itself, as data."""
     return pipe is not None and pipe.specials_as_data

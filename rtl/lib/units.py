@@ -41,9 +41,11 @@ class Unit(wiring.Component):
     forcing_options: frozenset[str] = frozenset()
 
     def __init__(self, stages: int, specials_as_data: bool = False, zero_fill_as_data: bool = False,
-                 packed_round: bool = False, split_compare: bool = False, compare_as_data: bool = False):
+                 packed_round: bool = False, split_compare: bool = False, compare_as_data: bool = False,
+                 negate_early: bool = False):
         asked = {"specials_as_data": specials_as_data, "zero_fill_as_data": zero_fill_as_data,
-                 "packed_round": packed_round, "split_compare": split_compare, "compare_as_data": compare_as_data}
+                 "packed_round": packed_round, "split_compare": split_compare, "compare_as_data": compare_as_data,
+                 "negate_early": negate_early}
         ignored = sorted(k for k, on in asked.items() if on and k not in self.forcing_options)
         if ignored:
             raise ValueError(f"{type(self).__name__}: {', '.join(ignored)} not built by this unit (it builds "
@@ -61,6 +63,9 @@ class Unit(wiring.Component):
         #: round-and-pack's exponent compares with constants as data (:attr:`rtl.lib.pipe.Pipe.compare_as_data`):
         #: same bits and latency
         self.compare_as_data = compare_as_data
+        #: an adder's subtrahend inverted before the add's cut point (:attr:`rtl.lib.pipe.Pipe.negate_early`): same
+        #: bits and latency
+        self.negate_early = negate_early
         #: cut points of the builder plus the output register
         self.max_stages = _count_cuts(self.build, self.inputs) + 1
         if isinstance(stages, bool) or not isinstance(stages, int) or not 0 <= stages <= self.max_stages:
@@ -83,7 +88,8 @@ class Unit(wiring.Component):
         m = Module()
         pipe = Pipe(m, self.stages, self.max_stages, "u", specials_as_data=self.specials_as_data,
                     zero_fill_as_data=self.zero_fill_as_data, packed_round=self.packed_round,
-                    split_compare=self.split_compare, compare_as_data=self.compare_as_data)
+                    split_compare=self.split_compare, compare_as_data=self.compare_as_data,
+                    negate_early=self.negate_early)
         outs = self.build(m, {k: getattr(self, k) for k in self.inputs}, pipe)
         names = list(self.outputs)
         regs = pipe.cut(*(outs[k] for k in names))  # the output register (the last cut point)
@@ -123,13 +129,14 @@ class FpAdd(Unit):
     """``a + b`` in the float ``fmt``, one RNE rounding; ``specials_as_data``: :class:`Unit`'s; ``zero_a``:
     an input ``a_zero`` that makes ``a`` +0.0 (:func:`rtl.lib.fp.fp_add`: a select after the operand compares,
     not a mask before them); ``neg_zero_b``: an input ``b_neg_zero`` that makes ``b`` -0.0, the same way;
-    ``zero_fill_as_data``, ``packed_round``, ``split_compare``: :class:`Unit`'s."""
+    ``zero_fill_as_data``, ``packed_round``, ``split_compare``, ``negate_early``: :class:`Unit`'s."""
 
-    forcing_options = frozenset({"specials_as_data", "zero_fill_as_data", "packed_round", "split_compare"})
+    forcing_options = frozenset({"specials_as_data", "zero_fill_as_data", "packed_round", "split_compare",
+                                 "negate_early"})
 
     def __init__(self, fmt: str, stages: int = 1, specials_as_data: bool = False, zero_a: bool = False,
                  neg_zero_b: bool = False, zero_fill_as_data: bool = False, packed_round: bool = False,
-                 split_compare: bool = False):
+                 split_compare: bool = False, negate_early: bool = False):
         self.fmt = _float(fmt)
         self.inputs = {"a": Shape(self.fmt.bits), "b": Shape(self.fmt.bits)}
         if zero_a:
@@ -137,7 +144,8 @@ class FpAdd(Unit):
         if neg_zero_b:
             self.inputs["b_neg_zero"] = Shape(1)
         self.outputs = {"out": Shape(self.fmt.bits)}
-        super().__init__(stages, specials_as_data, zero_fill_as_data, packed_round, split_compare)
+        super().__init__(stages, specials_as_data, zero_fill_as_data, packed_round, split_compare,
+                         negate_early=negate_early)
 
     def build(self, m, ins, pipe):
         return {"out": fp.fp_add(m, self.fmt, ins["a"], ins["b"], "add", pipe, ins.get("a_zero"),
@@ -179,16 +187,18 @@ class NarrowMulFp32(Unit):
 
 
 class Fp32AddFinite(Unit):
-    """Finite fp32 ``a + b`` (the datapaths' adder); ``zero_fill_as_data``, ``split_compare``: :class:`Unit`'s
-    (its round-and-pack has no forcing to build as data: :class:`FpAdd` for ``specials_as_data``)."""
+    """Finite fp32 ``a + b`` (the datapaths' adder); ``zero_fill_as_data``, ``split_compare``, ``negate_early``:
+    :class:`Unit`'s (its round-and-pack has no forcing to build as data: :class:`FpAdd` for ``specials_as_data``)."""
 
-    forcing_options = frozenset({"zero_fill_as_data", "split_compare"})
+    forcing_options = frozenset({"zero_fill_as_data", "split_compare", "negate_early"})
 
     inputs = {"a": Shape(32), "b": Shape(32)}
     outputs = {"out": Shape(32)}
 
-    def __init__(self, stages: int, zero_fill_as_data: bool = False, split_compare: bool = False):
-        super().__init__(stages, zero_fill_as_data=zero_fill_as_data, split_compare=split_compare)
+    def __init__(self, stages: int, zero_fill_as_data: bool = False, split_compare: bool = False,
+                 negate_early: bool = False):
+        super().__init__(stages, zero_fill_as_data=zero_fill_as_data, split_compare=split_compare,
+                         negate_early=negate_early)
 
     def build(self, m, ins, pipe):
         return {"out": fp.fp32_add_finite(m, ins["a"], ins["b"], "add", pipe)}

@@ -1,5 +1,5 @@
 """The bank's command decoder and timing checks (:class:`PimBankController`): bank state (open
-row), the tRCD / tRAS / tRP / tRTP / tRFC / MAC-spacing counters, the sticky ``error`` flag,
+row), the tRCD / tRAS / tRP / tRTP / tRFC / MAC-spacing / RDACC drain and spacing counters, the sticky ``error`` flag,
 ``ready``, and the registered column read sent to the DRAM array (``dram_*``)."""
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ def bits_for(n: int) -> int:
 
 
 class PimBankController(wiring.Component):
-    """Row commands change the bank state; an ACT / PRE / REF / MAC / GBWR that breaks a timing
-    or the bank state sets ``error`` (sticky). ``dram_rd`` / ``dram_row`` / ``dram_col``: the MAC's
+    """Row commands change the bank state; an ACT / PRE / REF / MAC / GBWR / RDACC that breaks a timing
+    or the bank state sets ``error`` (sticky; an RDACC: before ``mac_drain`` after the last MAC, or closer
+    than ``rdacc_spacing_cycles`` to the previous RDACC). ``dram_rd`` / ``dram_row`` / ``dram_col``: the MAC's
     column read, registered (high the cycle after the command)."""
 
     def __init__(self, params, col_addr_bits: int):
@@ -71,6 +72,20 @@ class PimBankController(wiring.Component):
             m.d.sync += err.eq(1)
         with m.If(is_gbwr & (self.col_addr >= self.buf_cols)):
             m.d.sync += err.eq(1)
+        # an RDACC before the last MAC's column is in the accumulators (mac_drain) reads them stale, and one
+        # closer than rdacc_spacing_cycles to the previous RDACC (interleaved partials: P / 2) overruns the
+        # reduction's first adder: both give wrong values, so both set the flag
+        is_rdacc = self.col_valid & (self.col_cmd == RDACC)
+        with m.If(is_rdacc & (since["mac"] < p.mac_drain)):
+            m.d.sync += err.eq(1)
+        if p.rdacc_spacing_cycles > 1:  # 1 (P = 1): any two column commands are a cycle apart
+            since_rdacc = Signal(COUNTER_BITS, init=top, name="since_rdacc")
+            with m.If(since_rdacc != top):
+                m.d.sync += since_rdacc.eq(since_rdacc + 1)
+            with m.If(is_rdacc):
+                with m.If(since_rdacc < p.rdacc_spacing_cycles):
+                    m.d.sync += err.eq(1)
+                m.d.sync += since_rdacc.eq(1)
         with m.If(is_mac):
             m.d.sync += [since["rd"].eq(1), since["mac"].eq(1)]
         m.d.sync += [self.dram_rd.eq(is_mac), self.dram_row.eq(open_row),

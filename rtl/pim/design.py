@@ -90,6 +90,32 @@ def check_params(p, mul_stages: int | None = None, add_stages: int | None = None
                          f"the arch to pay for them)")
 
 
+#: the input buffer's kinds (:class:`PimBankUnit`'s ``buffer``)
+BUFFERS = ("inferred", "ecp5_outreg")
+
+
+def check_buffer(p, buffer: str, mac_latency_cycles: int, external_buffer: bool = False) -> None:
+    """``ValueError`` (one line) if the input buffer ``buffer`` cannot be built for ``p``: ``"ecp5_outreg"``
+    reads a cycle longer (the block's output register), a cycle the buffer slice's delay line must have
+    (``tCL + mac_pipeline_cycles - 1 - (accumulator_interleave - 1) - 1 - mac_latency >= 1``), and holds at most
+    1024 columns (one DP16KD's 18-bit words)."""
+    if buffer not in BUFFERS:
+        raise ValueError(f"buffer: expected one of {', '.join(BUFFERS)}, got {buffer!r}")
+    if buffer == "inferred":
+        return
+    from rtl.lib.ecp5 import DP16KD_X18_DEPTH
+
+    if external_buffer:
+        raise ValueError("buffer: a channel's banks read the channel's buffer; 'ecp5_outreg' is one bank's own")
+    cols = p.input_buffer_bytes // p.column_bytes
+    if cols > DP16KD_X18_DEPTH:
+        raise ValueError(f"buffer: 'ecp5_outreg' holds at most {DP16KD_X18_DEPTH} columns, the input buffer has {cols}")
+    spare = p.tCL + p.mac_pipeline_cycles - 1 - (p.accumulator_interleave - 1) - 1 - mac_latency_cycles
+    if spare < 1:
+        raise ValueError(f"buffer: 'ecp5_outreg' reads in 2 cycles, the input slice has {spare + 1} before the MAC "
+                         f"datapath (raise mac_pipeline_cycles, or fewer mul_stages/add_stages)")
+
+
 def array_latency(p, mul_stages: int, add_stages: int) -> int:
     """Cycles from ``dram_rd`` to the column on ``dram_rdata``."""
     return pipeline_budget(p) - mac_latency(p.mac_precision, p.column_elements, mul_stages, add_stages)
@@ -117,7 +143,7 @@ class PimBankUnit(wiring.Component):
     (read by a channel's gather, one cycle after an RDACC)."""
 
     def __init__(self, params, external_buffer: bool = False, mul_stages: int | None = None,
-                 add_stages: int | None = None, mul: str = "dsp"):
+                 add_stages: int | None = None, mul: str = "dsp", buffer: str = "inferred"):
         check_params(params, mul_stages, add_stages)
         p = self.p = params
         ms, ad = default_stages(p)
@@ -131,6 +157,11 @@ class PimBankUnit(wiring.Component):
         self.mac_latency = mac_latency(p.mac_precision, self.E, self.mul_stages, self.add_stages)
         self.external_buffer = external_buffer
         self.mul = mul
+        check_buffer(params, buffer, self.mac_latency, external_buffer)
+        #: the input buffer: "inferred" (a memory yosys maps; its block RAM's read has no output register), or
+        #: "ecp5_outreg" (DP16KD blocks with their output register: the read a cycle longer, taken from the
+        #: slice's delay line, so no cycle of the unit changes)
+        self.buffer = buffer
         self.buf_data = Signal(self.lb * self.E, name="buf_data")
         self.accs = [Signal(32, name=f"acc{i}") for i in range(self.A)]
         super().__init__(pim_signature(p))
@@ -152,7 +183,17 @@ class PimBankUnit(wiring.Component):
             m.d.comb += getattr(self, name).eq(getattr(ctrl, name))
         is_mac = self.col_valid & (self.col_cmd == MAC)
         is_rdacc = self.col_valid & (self.col_cmd == RDACC)
-        if not self.external_buffer:
+        # the accumulate starts in cycle T = L - (P - 1) after the command (a P-deep adder lands at L + 1)
+        T = p.tCL + p.mac_pipeline_cycles - 1 - (P - 1)
+        slice_delay = T - 1 - mac.latency  # registers between the buffer's read data and the datapath
+        if self.buffer == "ecp5_outreg":  # the read data two cycles after the command, from the block's register
+            from rtl.lib.ecp5 import dp16kd_x18
+
+            buf_q = Signal(self.lb * self.E, name="buf_q")
+            dp16kd_x18(m, self.col_addr, self.col_wdata, self.col_valid & (self.col_cmd == GBWR), self.col_in, buf_q,
+                       output_reg=True, name="buf")
+            slice_delay -= 1
+        elif not self.external_buffer:
             buf = m.submodules.buf = memory.Memory(shape=self.lb * self.E, depth=max(2, self.buf_cols), init=[])
             bw, br = buf.write_port(), buf.read_port()
             m.d.comb += [br.addr.eq(self.col_in), br.en.eq(1), bw.en.eq(self.col_valid & (self.col_cmd == GBWR)),
@@ -165,10 +206,10 @@ class PimBankUnit(wiring.Component):
         m.d.sync += [v[0].eq(is_mac), a[0].eq(self.col_acc)]
         m.d.sync += [x.eq(y) for x, y in zip(v[1:] + a[1:], v[:-1] + a[:-1])]
         m.d.comb += self.busy.eq(Cat(*v).any())
-        # the accumulate starts in cycle T = L - (P - 1) after the command (a P-deep adder lands at L + 1)
-        T = L - (P - 1)
-        # the buffer slice (valid the cycle after the command) waits for the array's column
-        m.d.comb += [mac.x.eq(delay(m, self.buf_data, T - 1 - mac.latency, "mac_x")), mac.w.eq(self.dram_rdata)]
+        # the buffer slice (valid the cycle after the command; two with the block's output register) waits for
+        # the array's column
+        slice_q = buf_q if self.buffer == "ecp5_outreg" else self.buf_data
+        m.d.comb += [mac.x.eq(delay(m, slice_q, slice_delay, "mac_x")), mac.w.eq(self.dram_rdata)]
         m.d.comb += [accu.valid.eq(v[T - 1]), accu.idx.eq(a[T - 1]), accu.col_sum.eq(mac.sum),
                      accu.rd.eq(is_rdacc), accu.rd_col.eq(self.col_addr)]
         if P == 1:

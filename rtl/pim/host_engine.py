@@ -57,13 +57,14 @@ class PimHostEngine(wiring.Component):
     columns per tile."""
 
     def __init__(self, params, mul_stages: int | None = None, add_stages: int | None = None, *, mul: str = "dsp",
-                 cmd_depth: int = 1024, array_rows: int = 64, staging_cols: int | None = None,
+                 buffer: str = "inferred", cmd_depth: int = 1024, array_rows: int = 64, staging_cols: int | None = None,
                  out_depth: int = 64):
         p = self.p = params
         ms, ad = default_stages(p)
         self.mul_stages = ms if mul_stages is None else mul_stages
         self.add_stages = ad if add_stages is None else add_stages
         self.mul = mul
+        self.buffer = buffer
         self.latency = array_latency(p, self.mul_stages, self.add_stages)
         if self.latency < 1:
             raise ValueError(f"mul_stages/add_stages: the host engine's DRAM array memory needs >= 1 cycle of "
@@ -83,7 +84,8 @@ class PimHostEngine(wiring.Component):
     def elaborate(self, platform):
         p = self.p
         m = Module()
-        unit = m.submodules.unit = PimBankUnit(p, False, self.mul_stages, self.add_stages, self.mul)
+        unit = m.submodules.unit = PimBankUnit(p, False, self.mul_stages, self.add_stages, self.mul,
+                                                  self.buffer)
         self._memories(m, unit)
         q = m.submodules.cmdq = fifo.SyncFIFOBuffered(width=self.layout.size, depth=self.cmd_depth)
         m.d.comb += [q.w_data.eq(self.cmd.payload.as_value()), q.w_en.eq(self.cmd.valid),

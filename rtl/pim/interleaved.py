@@ -58,9 +58,14 @@ FP32_ADD_MAX_STAGES = _fp32_add_max_stages()
 
 def _adder(m: Module, precision: str, a, b, stages: int, name: str):
     """``a + b`` (fp32 finite or int32 wrap), ``stages`` cycles later: an fp32 adder at most as deep as
-    the library's (:attr:`Fp32AddFinite.max_stages`, every cut point registered), then registers."""
+    the library's (:attr:`Fp32AddFinite.max_stages`, every cut point registered), then registers. The adder
+    takes the library's forcing options (same bits and cut points): its subtrahend inverted a stage early
+    (``negate_early``: the add's stage one carry chain from registers -- the add held a P = 16 unit at
+    123.6 MHz, seed 1, as a LUT per bit in front of the chain), the magnitude compare split
+    (``split_compare``) and the shifts' zero fill as data (``zero_fill_as_data``)."""
     if precision == "bf16":
-        u = Fp32AddFinite(min(stages, FP32_ADD_MAX_STAGES))
+        u = Fp32AddFinite(min(stages, FP32_ADD_MAX_STAGES), zero_fill_as_data=True, split_compare=True,
+                          negate_early=True)
         m.submodules[name] = u
         m.d.comb += [u.in_valid.eq(1), u.a.eq(a), u.b.eq(b)]
         return delay(m, u.out, stages - u.stages, f"{name}_pad")

@@ -14,7 +14,7 @@ import numpy as np
 from archsim.errors import SpecError
 from rtl.design import Port, RtlDesign, TileModels
 from rtl.pim.channel import PimChannelUnit, channel_signature, check_channel
-from rtl.pim.design import LANE_BITS, PimBankUnit, array_latency, default_stages, pim_signature
+from rtl.pim.design import LANE_BITS, PimBankUnit, array_latency, check_buffer, default_stages, pim_signature
 from rtl.pim.mac import MULS, mac_latency
 from rtl.design import pack_lanes
 from rtl.lib.host import HOST_PORT_DOCS
@@ -43,7 +43,8 @@ PORT_DOCS = {
     "out_data": "column_bytes // 4 accumulators (int32 or fp32 bits), accumulator c*lanes + i at bits [32i, 32i+32)",
     "ready": "the bank is closed, tRP has passed since PRE and tRFC since REF (it may take an ACT)",
     "busy": "an RD-MAC is in flight (its column has not reached the accumulators)",
-    "error": "sticky: a command broke tRCD, tRAS, tRP, tRTP, tRFC, the MAC unit's spacing or the bank state",
+    "error": "sticky: a command broke tRCD, tRAS, tRP, tRTP, tRFC, the MAC unit's spacing, the RDACC's drain "
+             "(mac_drain after the last MAC) or spacing (rdacc_spacing_cycles), or the bank state",
 }
 
 
@@ -108,6 +109,7 @@ class PimDesign(RtlDesign):
         stages = {k: options.pop(k) for k in ("mul_stages", "add_stages") if k in options}
         top = options.pop("top", DEFAULT_TOP if banks == 1 else "unit")
         mul = options.pop("mul", "dsp")
+        buffer = options.pop("buffer", "inferred")
         multiplier = options.pop("multiplier", None)  # the CLI's --multiplier, as the other templates take it
         if multiplier is not None:
             if multiplier not in MULTIPLIER_MULS:
@@ -120,11 +122,13 @@ class PimDesign(RtlDesign):
                                  f"(no multiplier choice); it takes 'inferred'")
         if options:
             raise ValueError(f"{', '.join(sorted(options))}: not an option of the pim RTL "
-                             f"(it has banks, mul_stages, add_stages, mul, multiplier, top)")
+                             f"(it has banks, buffer, mul_stages, add_stages, mul, multiplier, top)")
         if mul not in MULS or (mul != "dsp" and params.mac_precision != "bf16"):
             raise ValueError(f"mul: expected one of {', '.join(MULS)} (bf16; int8 takes 'dsp'), got {mul!r}")
         #: the bf16 multipliers' significand multiplier ("dsp" default, "lut": fabric, "dsp_reg": ECP5 blocks)
         self.mul = mul
+        #: the bank's input buffer ("inferred" default, "ecp5_outreg": DP16KD blocks with their output register)
+        self.buffer = buffer
         if top not in TOPS:
             raise ValueError(f"top: expected one of {', '.join(TOPS)}, got {top!r}")
         if top == "host" and banks != 1:
@@ -137,7 +141,8 @@ class PimDesign(RtlDesign):
                                  f"got {v!r}")
         super().__init__(params, dict({"banks": banks} if banks != 1 else {}, **stages,
                                       **({"top": top} if top != DEFAULT_TOP and banks == 1 else {}),
-                                      **({"mul": mul} if mul != "dsp" else {})))
+                                      **({"mul": mul} if mul != "dsp" else {}),
+                                      **({"buffer": buffer} if buffer != "inferred" else {})))
         self.banks = banks
         if banks != 1:
             self.toplevel = "archsim_pim_channel"
@@ -150,6 +155,11 @@ class PimDesign(RtlDesign):
         ms, ad = default_stages(params)
         #: the MAC datapath's pipeline depths (options, else the deepest default that fits tCL)
         self.mul_stages, self.add_stages = stages.get("mul_stages", ms), stages.get("add_stages", ad)
+        try:
+            check_buffer(params, buffer, mac_latency(params.mac_precision, params.column_elements, self.mul_stages,
+                                                     self.add_stages), banks != 1)
+        except ValueError as err:
+            raise SpecError(f"pim RTL: {err}") from None
         if top == "host" and array_latency(params, self.mul_stages, self.add_stages) < 1:
             raise SpecError(f"pim RTL: mul_stages/add_stages: the host engine's DRAM array memory needs >= 1 cycle "
                             f"of array latency (tCL + mac_pipeline_cycles - 2 - (accumulator_interleave - 1) - the "
@@ -169,20 +179,24 @@ class PimDesign(RtlDesign):
         return {"top": "unit"}
 
     def sim_sources(self) -> dict[str, str]:
-        """``mul="dsp_reg"``: the MULT18X18D blocks' simulation model beside the Verilog."""
-        if self.mul == "dsp_reg":
-            from rtl.lib.ecp5 import mult18x18d_sim_model
+        """The ECP5 blocks' simulation models beside the Verilog: ``mul="dsp_reg"``'s MULT18X18D,
+        ``buffer="ecp5_outreg"``'s DP16KD."""
+        from rtl.lib.ecp5 import dp16kd_sim_model, mult18x18d_sim_model
 
-            return {"MULT18X18D_model.v": mult18x18d_sim_model()}
-        return {}
+        out = {}
+        if self.mul == "dsp_reg":
+            out["MULT18X18D_model.v"] = mult18x18d_sim_model()
+        if self.buffer == "ecp5_outreg":
+            out["DP16KD_model.v"] = dp16kd_sim_model()
+        return out
 
     def component(self):
         if self.top == "host":
             from rtl.pim.host_engine import PimHostEngine
 
-            return PimHostEngine(self.params, self.mul_stages, self.add_stages, mul=self.mul)
+            return PimHostEngine(self.params, self.mul_stages, self.add_stages, mul=self.mul, buffer=self.buffer)
         if self.banks == 1:
-            return PimBankUnit(self.params, False, self.mul_stages, self.add_stages, self.mul)
+            return PimBankUnit(self.params, False, self.mul_stages, self.add_stages, self.mul, self.buffer)
         return PimChannelUnit(self.params, self.banks, self.mul_stages, self.add_stages, self.mul)
 
     def config_dict(self) -> dict[str, Any]:
@@ -197,6 +211,8 @@ class PimDesign(RtlDesign):
                    array_latency=self.array_latency())
         if self.mul != "dsp":
             out["mul"] = self.mul
+        if self.buffer != "inferred":
+            out["buffer"] = self.buffer
         if self.banks != 1:
             out["rtl_banks"] = self.banks
         return out
