@@ -20,7 +20,6 @@ KNOWN_OVER = {
     "rtl/attention/topk.py::TopkEngine",         # 173
     "rtl/lut/controller.py::LutController",      # 224
     "rtl/lut/design.py::LutCore",                # 253
-    "rtl/systolic/controller.py::TileController",  # 426
 }
 
 
