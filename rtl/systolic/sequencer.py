@@ -151,12 +151,12 @@ class TileSequencer(wiring.Component):
             m.d.comb += [tok.top.valid.eq(cnt >= cur.pre_skip), tok.top.addr.eq(top_ptr), tok.top.lim.eq(cur.lim_top)]
         with m.Elif(stream & cur.os):
             m.d.comb += [tok.top.valid.eq(1), tok.top.addr.eq(top_ptr), tok.top.lim.eq(cur.lim_top)]
-        if cfg.double_buffered:
-            m.d.comb += tok.swap.eq((preload & (cnt == R - 1)) | (launch & head.hidden))
+        # the shadow bank swaps in after a serial preload or with a launch of a loaded tile
+        swap = (preload & (cnt == R - 1)) | (launch & head.hidden) if cfg.double_buffered else 0
         m.d.comb += [
             tok.left.addr.eq(left_ptr), tok.left.valid.eq(stream), tok.left.lim.eq(cur.lim_left),
             tok.left.first.eq(scnt == 0), tok.left.last.eq(scnt == cur.S_m1),
-            tok.run.eq(run), tok.os.eq(cur.os), tok.os_run.eq(run & cur.os),
+            tok.run.eq(run), tok.os.eq(cur.os), tok.swap.eq(swap), tok.os_run.eq(run & cur.os),
             tok.shift.eq(self.loader_go | preload | (run & cur.os)), tok.start.eq(run & (cnt == 0)),
             tok.acc.eq(cur.acc), tok.lim_out.eq(cur.lim_out),
             tok.out.present.eq(outwin), tok.out.we.eq(Mux(cur.os, orow < cur.m, 1)),
