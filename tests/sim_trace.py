@@ -19,10 +19,14 @@ def trace(dut, cycles: int, drive, probes: dict) -> dict[str, list[int]]:
                 ctx.set(sig, value)
             for name, sig in probes.items():
                 seen[name].append(ctx.get(sig))
-            await ctx.tick()
+            await (ctx.tick() if clocked else ctx.delay(1e-8))
 
     sim = Simulator(dut)
-    sim.add_clock(1e-8)
+    try:
+        sim.add_clock(1e-8)
+        clocked = True
+    except NameError:  # a combinational component: no sync domain, one "cycle" is a time step
+        clocked = False
     sim.add_testbench(bench)
     sim.run()
     return seen
