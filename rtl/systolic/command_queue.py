@@ -40,6 +40,12 @@ def entry_layout(cfg: SystolicConfig) -> data.StructLayout:
     })
 
 
+def entry_registers(cfg: SystolicConfig, prefix: str) -> dict[str, Signal]:
+    """One register per field of :func:`entry_layout` (not one wide register: synthesis removes a
+    field nothing reads, with the logic feeding it, only when the field is a signal of its own)."""
+    return {name: Signal(field.shape, name=f"{prefix}_{name}") for name, field in entry_layout(cfg)}
+
+
 def decode_schedule(cfg: SystolicConfig, c: dict) -> dict:
     """The schedule fields of a registered command ``c`` (see the timing contract).
 
@@ -116,8 +122,7 @@ class CommandQueue(wiring.Component):
         taken.update(preload_hidden=cmd.preload_hidden, hidden=in_hidden, is_os=in_os, is_is=in_is,
                      no_preload=in_hidden | in_os, S=Mux(in_os, cmd.k, Mux(in_is, cmd.n, cmd.m)))
 
-        nxt = Signal(entry_layout(cfg), name="nxt")
-        q1 = Signal(entry_layout(cfg), name="q1")
+        nxt, q1 = entry_registers(cfg, "nxt"), entry_registers(cfg, "q1")
         nxt_valid, q1_valid, nxt_loaded = Signal(name="nxt_valid"), Signal(name="q1_valid"), Signal()
         launch = self.launch
         # the register takes a command while it is empty or moving into the queue (q1 empty)
@@ -130,22 +135,20 @@ class CommandQueue(wiring.Component):
 
         # ---- queue: the entry decoded from the register; q1 loads on every accept (the register
         # moves only into an empty q1), so only the valid bits and the head's enable depend on launch
-        incoming = Signal(entry_layout(cfg), name="incoming")
-        fields = dict(decode_schedule(cfg, raw))
-        fields.update({k: raw[k] for k in ("df", "m", "k", "n", "acc", "hidden", "left_base", "top_base", "out_base")})
-        m.d.comb += [getattr(incoming, k).eq(v) for k, v in fields.items()]
+        incoming = dict(decode_schedule(cfg, raw))
+        incoming.update({k: raw[k] for k in ("df", "m", "k", "n", "acc", "hidden", "left_base", "top_base", "out_base")})
         with m.If(accept):
-            m.d.sync += q1.eq(incoming)
+            m.d.sync += [q1[k].eq(v) for k, v in incoming.items()]
         nxt_load = launch | (accept & ~nxt_valid)
         with m.If(nxt_load):
-            m.d.sync += nxt.eq(Mux(q1_valid, q1, incoming))
+            m.d.sync += [nxt[k].eq(Mux(q1_valid, q1[k], v)) for k, v in incoming.items()]
         nxt_valid_n = Mux(launch, q1_valid | accept, nxt_valid | accept)
         q1_valid_n = Mux(launch, 0, q1_valid | (accept & nxt_valid))
         m.d.sync += [nxt_valid.eq(nxt_valid_n), q1_valid.eq(q1_valid_n)]
 
         # ---- the head's shadow-bank state and the registered ready flag (from the next state)
         loaded_n = Mux(self.loaded_now, 1, Mux(nxt_load, 0, nxt_loaded))
-        hidden_n = Mux(nxt_load, Mux(q1_valid, q1.hidden, incoming.hidden), nxt.hidden)
+        hidden_n = Mux(nxt_load, Mux(q1_valid, q1["hidden"], incoming["hidden"]), nxt["hidden"])
         m.d.sync += [nxt_loaded.eq(loaded_n), self.head_ready.eq(nxt_valid_n & (~hidden_n | loaded_n))]
 
         # ---- refused commands (sticky error)
@@ -157,6 +160,7 @@ class CommandQueue(wiring.Component):
             with m.If(~supported | bad_hidden | zero_dim):
                 m.d.sync += self.error.eq(1)
 
-        m.d.comb += [self.head.eq(nxt), self.head_valid.eq(nxt_valid), self.head_loaded.eq(nxt_loaded),
+        m.d.comb += [getattr(self.head, k).eq(v) for k, v in nxt.items()]
+        m.d.comb += [self.head_valid.eq(nxt_valid), self.head_loaded.eq(nxt_loaded),
                      self.pending.eq(raw["valid"] | nxt_valid | q1_valid)]
         return m

@@ -10,12 +10,19 @@ to the lanes and the array by :mod:`rtl.systolic.skew`.
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.systolic.command_queue import entry_layout
+from rtl.systolic.command_queue import entry_layout, entry_registers
 from rtl.systolic.config import SystolicConfig
+
+
+#: the fields of the running tile's entry that the sequencer reads after its launch
+CURRENT_FIELDS = ("os", "m", "acc", "out_base", "pre_skip", "lim_left", "lim_top", "lim_out", "last_m1", "S_m1",
+                  "out_len_m1", "stream_end_m1", "out_start_m1", "out_end_m1")
 
 
 def fetch_token_layout(cfg: SystolicConfig) -> data.StructLayout:
@@ -102,7 +109,9 @@ class TileSequencer(wiring.Component):
         R, aw, cw = cfg.rows, cfg.addr_bits, cfg.counter_bits
         head, tok, launch = self.head, self.tok, self.launch
         run, cnt = Signal(), Signal(cw)
-        cur = Signal(entry_layout(cfg), name="cur")  # the running tile's entry
+        # the running tile's entry: the fields the walk reads, each a register of its own
+        cur_regs = {k: v for k, v in entry_registers(cfg, "cur").items() if k in CURRENT_FIELDS}
+        cur = SimpleNamespace(**cur_regs)
         scnt = Signal(cw)  # streamed items so far
         top_ptr = Signal(aw)  # top buffer address: counts down in a preload, up in an OS stream
         left_ptr = Signal(aw)  # left buffer address of the next streamed item
@@ -117,7 +126,8 @@ class TileSequencer(wiring.Component):
         m.d.comb += launch.eq(self.head_ready & free_r)
 
         with m.If(launch):
-            m.d.sync += [run.eq(1), cnt.eq(0), cur.eq(head), at_end.eq(head.end0), pre_r.eq(head.pre0),
+            m.d.sync += [cur_regs[k].eq(getattr(head, k)) for k in cur_regs]
+            m.d.sync += [run.eq(1), cnt.eq(0), at_end.eq(head.end0), pre_r.eq(head.pre0),
                          stream_r.eq(head.str0), outwin_r.eq(head.ow0), scnt.eq(0), orow.eq(0),
                          top_ptr.eq(Mux(head.os, head.top_base, head.top_last)), left_ptr.eq(head.left_base)]
         with m.Elif(at_end):
