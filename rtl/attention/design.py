@@ -404,8 +404,8 @@ class AttentionArray(wiring.Component):
                     pe.scale.eq(scale), pe.neg_mc.eq(neg_mc), pe.horner_coef.eq(horner_coef), pe.p_flat.eq(sb),
                     pe.colvalid.eq(colvalid[j]), pe.chain_in.eq(chain),
                 ]
-                if j:
-                    m.d.comb += pe.rmax_in.eq(rmax)
+                if j:  # the registered chain (A > 0) carries keys
+                    m.d.comb += pe.rmax_key_in.eq(rmax_key) if A else pe.rmax_in.eq(rmax)
                 if A:
                     m.d.comb += [Cat(pe.qk_mac, pe.qk_first, pe.qk_add, pe.qk_pad, pe.qk_tree, pe.qk_rmask, pe.qk_fin,
                                      pe.qk_tap).eq(wave_dec[i][j]), pe.q.eq(wave_q[i][j]), pe.k.eq(wave_k[i][j])]
@@ -416,6 +416,7 @@ class AttentionArray(wiring.Component):
                     m.d.comb += [pe.qk_acc.eq(qk_acc), pe.exp0_add.eq(exp0_add), pe.horner_add.eq(horner_add),
                                  pe.av_add.eq(av_add_c[j])]
                 chain, rmax = pe.chain_out, pe.rmax_out
+                rmax_key = pe.rmax_key_out if A else None
                 with m.If(qk_acc & flat & qk_last_add):
                     m.d.sync += sb_add.eq(pe.score)
             with m.If(qk_max):
