@@ -291,10 +291,6 @@ def round_pack(m: Module, sign, exp, sig, width: int, name: str, ebits: int = 8,
     else:
         hi_ovf, mid_ovf = lsb >= top_lsb - 1, lsb >= top_lsb
         hi_top = mid_top = Const(0, 1)
-    if compares_as_data(pipe):  # the same compares as AND / OR trees of lsb's bits (no carry chain beside the
-        # increment): lsb > t - 1 is lsb >= t
-        first = top_lsb if specials == "fn" else top_lsb - 1
-        hi_ovf, mid_ovf = ~lt_const(lsb, first), ~lt_const(lsb, first + 1)
     sign, mr, be_hi, be_mid, hi_ovf, mid_ovf, hi_top, mid_top = cut(
         pipe, sign, mr, be_hi, be_mid, hi_ovf, mid_ovf, hi_top, mid_top)
     be = Signal(ebits, name=f"{name}_be")
