@@ -229,13 +229,14 @@ def test_lane_recip_pipeline_latency():
     assert got[0][1] == _bits(exp2_poly(np.array([-0.5], F32), 4)[0])
 
 
-@pytest.mark.parametrize("mul", ["dsp", "dsp_reg_sim"])
-def test_lane_mul_add_pipeline_latency(mul):
-    """``mul_stages=2``, ``add_stages=3``, ``exp_stages=1``: ``prod`` shows 2 cycles after its operands,
-    ``sum`` 3 after, FMULX's ``s*c - m*c`` (``neg_mc`` given with ``s`` and ``c``) 2 + 3 after, and the
-    exp of ``aa + ab`` 3 + 1 after; every value numpy float32's, with inferred multipliers and with the
-    ECP5 DSP blocks' registered model (``dsp_reg_sim``: what ``dsp_reg`` synthesizes)."""
-    lane = Lane1D(4, exp_stages=1, mul_stages=2, add_stages=3, mul=mul)
+@pytest.mark.parametrize("mul, A", [("dsp", 3), ("dsp_reg_sim", 3), ("dsp", 12)])
+def test_lane_mul_add_pipeline_latency(mul, A):
+    """``mul_stages=2``, ``add_stages=A``, ``exp_stages=1``: ``prod`` shows 2 cycles after its operands,
+    ``sum`` A after, FMULX's ``s*c - m*c`` (``neg_mc`` given with ``s`` and ``c``) 2 + A after, and the
+    exp of ``aa + ab`` A + 1 after; every value numpy float32's, with inferred multipliers and with the
+    ECP5 DSP blocks' registered model (``dsp_reg_sim``: what ``dsp_reg`` synthesizes). A = 12: the adder's
+    11 cut points and its operands (the ``fmulx`` select) registered in front of them."""
+    lane = Lane1D(4, exp_stages=1, mul_stages=2, add_stages=A, mul=mul)
     rng = np.random.default_rng(3)
     a, b, c, d, mc = (rng.uniform(-4, 4, 8).astype(F32) for _ in range(5))
     n = len(a)
@@ -244,7 +245,7 @@ def test_lane_mul_add_pipeline_latency(mul):
 
         async def bench(ctx):
             ctx.set(lane.fmulx, fmulx)
-            for t in range(n + 5):
+            for t in range(n + 2 + A):
                 k = min(t, n - 1)
                 for port, v in ((lane.ma, a[k]), (lane.mb, b[k]), (lane.aa, c[k]), (lane.ab, d[k]),
                                 (lane.neg_mc, -mc[k])):
@@ -255,11 +256,11 @@ def test_lane_mul_add_pipeline_latency(mul):
         _run(lane, bench)
         assert [p for p, _s, _e in got[2:2 + n]] == [_bits(x) for x in a * b]
         if fmulx:
-            assert [s for _p, s, _e in got[5:5 + n]] == [_bits(x) for x in (a * b).astype(F32) - mc]
+            assert [s for _p, s, _e in got[2 + A:2 + A + n]] == [_bits(x) for x in (a * b).astype(F32) - mc]
         else:
-            assert [s for _p, s, _e in got[3:3 + n]] == [_bits(x) for x in c + d]
+            assert [s for _p, s, _e in got[A:A + n]] == [_bits(x) for x in c + d]
             want = exp2_poly((c + d).astype(F32), 4)
-            assert [e for _p, _s, e in got[4:4 + n]] == [_bits(x) for x in want]
+            assert [e for _p, _s, e in got[A + 1:A + 1 + n]] == [_bits(x) for x in want]
 
 
 def test_lane_max_pipeline_latency():

@@ -456,6 +456,37 @@ def test_fp32_max_unit_at_every_depth():
         assert np.array_equal(np.asarray(got["out"], np.uint32), want), stages
 
 
+def test_fp32_keys_order_like_the_values_and_invert():
+    """rtl.lib.fp.fp32_key (the 2D PEs' registered row max chain compares keys): keys of finite fp32
+    values sort like numpy's float32 order with ``-0 < +0``, and fp32_from_key returns the same bits."""
+    from amaranth import Module, Signal
+
+    from rtl.lib.fp import fp32_from_key, fp32_key
+
+    rng = np.random.default_rng(14)
+    x = (rng.standard_normal(200) * 10.0 ** rng.integers(-38, 38, 200)).astype(np.float32)
+    x[:8] = [0.0, -0.0, 1e-45, -1e-45, np.float32(3.4e38), -np.float32(3.4e38), 1.0, -1.0]
+    x[8:20] = np.float32(1e-40) * rng.choice([-1, 1], 12)  # subnormals
+    m = Module()
+    a, key, back = Signal(32), Signal(32), Signal(32)
+    m.d.comb += [key.eq(fp32_key(a)), back.eq(fp32_from_key(key))]
+    sim = Simulator(m)
+    keys, backs = [], []
+
+    async def bench(ctx):
+        for v in x.view(np.uint32):
+            ctx.set(a, int(v))
+            keys.append(ctx.get(key))
+            backs.append(ctx.get(back))
+
+    sim.add_testbench(bench)
+    sim.run()
+    assert backs == [int(v) for v in x.view(np.uint32)]
+    order = sorted(range(len(x)), key=lambda i: (float(x[i]), not np.signbit(x[i])))  # -0 before +0
+    assert [keys[i] for i in order] == sorted(keys)
+    assert len(set(keys)) == len(set(x.view(np.uint32).tolist()))
+
+
 # ----------------------------------------------------------------------------- lzc, round-and-pack, conversions
 
 
@@ -520,6 +551,60 @@ def test_round_pack_compares_as_data_at_their_thresholds(fmt):
     for stages in (0, 1, RoundPack(width, fmt, 0).max_stages):
         got = simulate(RoundPack(width, fmt, stages, compare_as_data=True), ops)
         assert_same_float(got["out"], want, fmt)
+
+
+@pytest.mark.parametrize("fmt", ["fp32", "fp16"])
+def test_round_pack_normal_clamp_as_data_at_every_leading_zero_count(fmt):
+    """``compare_as_data``'s normal case (``lz >= k`` and the left shift's clamp ``lz > k + mbits`` as AND /
+    OR trees, the clamp's constant as data): a 48-bit significand with every leading-zero count 0..48 (k =
+    24 for fp32, 37 for fp16), its leading one at exponents from below the normal range to overflow,
+    against numpy's float64 -> format rounding (one rounding: float64 holds the value exactly)."""
+    from rtl.lib.units import RoundPack
+
+    ebits, mbits = (8, 23) if fmt == "fp32" else (5, 10)
+    bias = (1 << (ebits - 1)) - 1
+    emin, emax = 1 - bias, bias  # the normal range of the leading one's exponent
+    width = 48
+    rng = np.random.default_rng(5)
+    sig, exp = [], []
+    for lz in range(width + 1):
+        for ue in (emin - mbits - 2, emin - 2, emin - 1, emin, emin + 1, 0, emax - 1, emax, emax + 1,
+                   int(rng.integers(emin, emax))):
+            top = width - 1 - lz
+            low = int(rng.integers(0, 1 << top)) if top > 0 else 0
+            sig.append((1 << top) | low if lz < width else 0)
+            exp.append(ue - top)
+    sign = [i % 2 for i in range(len(exp))]
+    with np.errstate(all="ignore"):
+        want = np.array([(-1.0) ** s * float(g) * 2.0 ** e for s, g, e in zip(sign, sig, exp)]).astype(DTYPES[fmt][0])
+    ops = {"sign": np.array(sign), "exp": np.array([e & 0xFFF for e in exp]), "sig": np.array(sig, dtype=object)}
+    for stages in (0, 3, RoundPack(width, fmt, 0).max_stages):
+        got = simulate(RoundPack(width, fmt, stages, compare_as_data=True), ops)
+        assert_same_float(got["out"], want, fmt)
+
+
+def test_fp32_mul_finite_as_data_is_numpy():
+    """``Fp32MulFinite`` with its round-and-pack's clamps, compares and shifts as data (the 1D lane's
+    pipelined multiplier) is numpy's float32 product: random magnitudes, a subnormal operand of every
+    significand width times a large one (leading-zero counts 1..24 reaching the normal range, the left
+    shift's clamp), products that underflow; every depth, both multiplier kinds."""
+    from rtl.lib.units import Fp32MulFinite
+
+    rng = np.random.default_rng(13)
+    x = (rng.standard_normal(300) * 10.0 ** rng.integers(-30, 30, 300)).astype(np.float32)
+    y = (rng.standard_normal(300) * 10.0 ** rng.integers(-30, 30, 300)).astype(np.float32)
+    sub = np.array([(1 << b) | int(rng.integers(0, 1 << b)) if b else 1 for b in range(23)], dtype=np.uint32)
+    big = np.float32(2.0) ** rng.integers(20, 127, 23).astype(np.float32) * np.float32(1.5)
+    x = np.concatenate([x, sub.view(np.float32), sub.view(np.float32)])
+    y = np.concatenate([y, big, -np.float32(1.75) * np.float32(2.0) ** rng.integers(-10, 10, 23).astype(np.float32)])
+    with np.errstate(all="ignore"):
+        want = x * y
+    keep = np.isfinite(want)
+    a, b = x[keep].view(np.uint32), y[keep].view(np.uint32)
+    for stages, mul in ((0, "dsp"), (2, "dsp"), (Fp32MulFinite(0).max_stages, "dsp"),
+                        (Fp32MulFinite(0, "lut").max_stages, "lut")):
+        got = simulate(Fp32MulFinite(stages, mul, zero_fill_as_data=True, compare_as_data=True), {"a": a, "b": b})
+        assert_same_float(got["out"], want[keep], "fp32")
 
 
 def test_lt_const_is_the_compare():

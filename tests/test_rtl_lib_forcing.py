@@ -22,6 +22,7 @@ UNITS = {
     "IntToFp": lambda **kw: units.IntToFp(16, "fp32", 2, **kw),
     "Exp2": lambda **kw: units.Exp2(3, 3, **kw),
     "Fp32AddFinite": lambda **kw: units.Fp32AddFinite(3, **kw),
+    "Fp32MulFinite": lambda **kw: units.Fp32MulFinite(3, **kw),
     "Fp32Max": lambda **kw: units.Fp32Max(1, **kw),
     "Rint": lambda **kw: units.Rint(2, **kw),
     "Ldexp": lambda **kw: units.Ldexp(2, **kw),

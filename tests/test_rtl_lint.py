@@ -49,10 +49,10 @@ SMALL = {
     # a channel of 2 banks (the all-bank gather, PimChannelGather)
     "pim_channel": ("pim-gpt-gddr6", {}, {"banks": 2}),
     "attention": ("fusemax-edge", {"rows": 2, "cols": 2, "pe1d": 2}, None),
-    # the pipelined 2D PE (latency2d*) and 1D lanes (latency1d: mul, add, exp, recip)
+    # the pipelined 2D PE (latency2d*) and 1D lanes (latency1d: mul, add at its deepest, exp, recip)
     "attention_latency": ("fusemax-edge", {"rows": 2, "cols": 2, "pe1d": 2, "latency2d": 2, "latency2d_add": 3,
                                            "latency2d_rint": 2, "latency2d_ldexp": 1,
-                                           "latency1d": {"mul": 2, "add": 3, "exp": 5, "recip": 4}}, None),
+                                           "latency1d": {"mul": 2, "add": 12, "exp": 14, "recip": 4}}, None),
     # the 2D PE at its deepest (measured >= 150 MHz alone) with its multiplier on registered DSP blocks
     "attention_deepest_dsp": ("fusemax-edge", {"rows": 2, "cols": 2, "pe1d": 1, "latency2d": 12, "latency2d_add": 12,
                                                "latency2d_rint": 11, "latency2d_ldexp": 8}, {"multiplier": "ecp5_dsp"}),

@@ -65,7 +65,7 @@ class PeGrid(wiring.Component):
         if A:
             wave_q, wave_k, wave_dec = self._wavefront(m)
         for i in range(self.rows):
-            chain, rmax = self.chain_in[i], None
+            chain, rmax, rmax_key = self.chain_in[i], None, None
             for j in range(self.cols):
                 m.submodules[f"pe_{i}_{j}"] = pe = AttentionPE(self.exp_macs, first_col=j == 0, **self.pe_args)
                 self.pes[i, j] = pe
@@ -77,8 +77,8 @@ class PeGrid(wiring.Component):
                     pe.p_flat.eq(self.p_flat[i][j]), pe.colvalid.eq(self.colvalid[j]), pe.chain_in.eq(chain),
                     self.score[i][j].eq(pe.score),
                 ]
-                if j:
-                    m.d.comb += pe.rmax_in.eq(rmax)
+                if j:  # the registered chain (A > 0) carries keys
+                    m.d.comb += pe.rmax_key_in.eq(rmax_key) if A else pe.rmax_in.eq(rmax)
                 if A:
                     m.d.comb += [Cat(pe.qk_mac, pe.qk_first, pe.qk_add, pe.qk_pad, pe.qk_tree, pe.qk_rmask, pe.qk_fin,
                                      pe.qk_tap).eq(wave_dec[i][j]), pe.q.eq(wave_q[i][j]), pe.k.eq(wave_k[i][j])]
@@ -89,5 +89,6 @@ class PeGrid(wiring.Component):
                     m.d.comb += [pe.qk_acc.eq(self.qk_acc), pe.exp0_add.eq(self.exp0_add),
                                  pe.horner_add.eq(self.horner_add), pe.av_add.eq(self.av_add[j])]
                 chain, rmax = pe.chain_out, pe.rmax_out
+                rmax_key = pe.rmax_key_out if A else None
             m.d.comb += [self.rmax[i].eq(rmax), self.chain[i].eq(chain)]
         return m

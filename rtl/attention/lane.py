@@ -2,10 +2,12 @@
 (the controller picks the operands and writes the results back).
 
 - ``prod``: the library's fp32 multiplier (:class:`rtl.lib.units.Fp32MulFinite`, ``mul_stages``
-  registers): ``ma * mb`` of the operands ``mul_stages`` cycles earlier.
+  registers; pipelined, its round-and-pack's clamps, compares with constants and shifts built as data:
+  same bits): ``ma * mb`` of the operands ``mul_stages`` cycles earlier.
 - ``sum``: the library's fp32 adder (:class:`rtl.lib.units.Fp32AddFinite`, ``add_stages``
-  registers) of ``aa + ab``, or with ``fmulx`` (FLAT's ``s*c - m*c``) of the product and
-  ``neg_mc``, both taken ``mul_stages`` cycles after issue (``neg_mc`` rides a delay line beside the
+  registers; one more than its cut points, :func:`rtl.attention.pe.add_stages_max`, registers its
+  operands in front of it, the ``fmulx`` select included) of ``aa + ab``, or with ``fmulx`` (FLAT's
+  ``s*c - m*c``) of the product and ``neg_mc``, both taken ``mul_stages`` cycles after issue (``neg_mc`` rides a delay line beside the
   multiplier): ``sum`` is the operands' ``add_stages`` (``fmulx``: ``mul_stages + add_stages``)
   cycles later. The controller holds ``fmulx`` for the whole op, its drain included.
 - ``exp``: ``exp2`` of the adder's result (range reduction and ``exp_macs - 1`` Horner steps: the
@@ -32,6 +34,7 @@ from amaranth import Module, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.attention.pe import add_stages_max
 from rtl.lib import fp
 from rtl.lib.pipe import delay
 from rtl.lib.recip import Recip
@@ -53,16 +56,22 @@ class Lane1D(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.multiplier = mul = Fp32MulFinite(self.mul_stages, self.mul)
-        # pipelined (timing): the adders' exponent clamps and shifts as data (same bits and latency)
-        m.submodules.adder = add = Fp32AddFinite(self.add_stages, zero_fill_as_data=self.add_stages > 0)
+        # pipelined (timing): the multiplier's round-and-pack clamps, compares with constants and shifts as
+        # data, the adders' exponent clamps and shifts too (same bits and latency)
+        m.submodules.multiplier = mul = Fp32MulFinite(self.mul_stages, self.mul, zero_fill_as_data=self.mul_stages > 0,
+                                                      compare_as_data=self.mul_stages > 0)
+        add_cuts = add_stages_max() - 1
+        m.submodules.adder = add = Fp32AddFinite(min(self.add_stages, add_cuts), zero_fill_as_data=self.add_stages > 0)
         m.submodules.exp2 = ex = Exp2(self.exp_macs, stages=self.exp_stages, mul=self.mul,
                                       zero_fill_as_data=self.exp_stages > 0, compare_as_data=self.exp_stages > 0)
         m.submodules.recip = rc = Recip(self.recip_stages)
         neg_mc = delay(m, self.neg_mc, self.mul_stages, "neg_mc_d")  # FMULX's subtrahend beside its product
+        # beyond the adder's cut points: its operands registered first (the fmulx select before a register)
+        pre = self.add_stages - min(self.add_stages, add_cuts)
+        add_a = delay(m, Mux(self.fmulx, mul.out, self.aa), pre, "add_opa")
+        add_b = delay(m, Mux(self.fmulx, neg_mc, self.ab), pre, "add_opb")
         m.d.comb += [
-            mul.a.eq(self.ma), mul.b.eq(self.mb), mul.in_valid.eq(1),
-            add.a.eq(Mux(self.fmulx, mul.out, self.aa)), add.b.eq(Mux(self.fmulx, neg_mc, self.ab)),
+            mul.a.eq(self.ma), mul.b.eq(self.mb), mul.in_valid.eq(1), add.a.eq(add_a), add.b.eq(add_b),
             add.in_valid.eq(1),
             ex.a.eq(add.out), ex.in_valid.eq(1), rc.a.eq(self.recip_in), rc.in_valid.eq(1),
             self.prod.eq(mul.out), self.sum.eq(add.out), self.exp.eq(ex.out),

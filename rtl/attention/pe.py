@@ -4,7 +4,8 @@ row max, a ring of 4 score registers and the Horner registers ``p`` / ``f`` / ``
 
 What it does in a cycle is chosen by the controller's decode (one of ``qk_mac``, ``exp0``,
 ``horner``, ``expfin``, else the ``P.V`` step). With ``mul_stages = S > 0`` the multiplier is
-the library's pipelined unit (:class:`rtl.lib.units.Fp32MulFinite`, ``S`` registers): ``qk_mac`` /
+the library's pipelined unit (:class:`rtl.lib.units.Fp32MulFinite`, ``S`` registers; its round-and-pack's
+clamps, compares with constants and shifts built as data: same bits): ``qk_mac`` /
 ``exp0`` / ``horner`` / ``av`` then pick the multiplier's operands and the ports ``qk_acc`` /
 ``exp0_add`` / ``horner_add`` / ``av_add`` the adder's use of the product ``S`` cycles later
 (the controller delays its decode; ``qk_first``, ``qk_ring`` and ``horner_coef`` belong to the
@@ -23,8 +24,10 @@ their meaning at the adder's input; every result is written ``A`` cycles later, 
 after ``exp0_add`` (the add, ``rint``, ``x - n``), ``expfin`` adds ``ldexp(p, n)`` of ``Lx`` cycles
 earlier, and ``chain_out`` is ``chain_in`` plus this PE's term (or ``chain_in`` itself when
 ``colvalid`` is low) ``A`` cycles later: the controller skews the row's columns by ``A`` each. With
-``A > 0`` the row max chain is registered too: ``rmax_out`` is a register fed from a register of the
-selected score (the row's max leaves the last column ``C + 1`` cycles after the scores are final).
+``A > 0`` the row max chain is registered too, and carries keys (:func:`rtl.lib.fp.fp32_key`, ordered
+like the values, so each compare is a carry chain straight from flip-flops): ``rmax_key_out`` is a
+register fed from ``rmax_key_in`` and a register of the selected score's key, ``rmax_out`` its value
+(the row's max leaves the last column ``C + 1`` cycles after the scores are final).
 
 QK with ``A > 0`` is interleaved (ports ``qk_add`` .. ``qk_fin``, the controller's schedule): the
 adder's result is read back through the register ``qk_back``, so ``A + 1`` partial sums circulate;
@@ -121,7 +124,11 @@ class AttentionPE(wiring.Component):
             # results
             "chain_out": Out(32), "score": Out(32), "rmax_out": Out(32),
         }
-        if not first_col:
+        if add_stages:  # the registered row max chain carries keys (rtl.lib.fp.fp32_key)
+            ports["rmax_key_out"] = Out(32)
+            if not first_col:
+                ports["rmax_key_in"] = In(32)
+        elif not first_col:
             ports["rmax_in"] = In(32)
         if mul_stages:  # the adder's decode, S cycles after the multiplier's
             ports.update({"qk_acc": In(1), "exp0_add": In(1), "horner_add": In(1), "av_add": In(1)})
@@ -151,7 +158,9 @@ class AttentionPE(wiring.Component):
         Sm = self.mul_stages
         Sa, Sr, Sl = self.add_stages, self.rint_stages, self.ldexp_stages
         if Sm:
-            m.submodules.mul_unit = mul = Fp32MulFinite(min(Sm, _MUL_CUTS), self.mul)
+            # its round-and-pack's clamps, compares with constants and shifts as data (same bits, latency)
+            m.submodules.mul_unit = mul = Fp32MulFinite(min(Sm, _MUL_CUTS), self.mul, zero_fill_as_data=True,
+                                                        compare_as_data=True)
             # beyond its cut points: the operands registered first (the decode's muxes in front of the
             # multiplier), then plain registers after it
             pre = 1 if Sm > _MUL_CUTS else 0
@@ -212,18 +221,22 @@ class AttentionPE(wiring.Component):
         else:
             valid_res, chain_res = self.colvalid, self.chain_in
         m.d.comb += [self.score.eq(add), self.chain_out.eq(Mux(valid_res, add, chain_res))]
-        # the row max chain: combinational; with pipelined adders registered (the selected score, then
-        # each column's compare: the controller reads the row's max C + 1 cycles after the scores)
-        rmax_dom = "sync" if Sa else "comb"
-        if Sa:
-            s_sel = Signal(32, name="s_sel")
-            m.d.sync += s_sel.eq(s_qk)
-            s_qk = s_sel
-        if self.first_col:
-            m.d[rmax_dom] += self.rmax_out.eq(s_qk)
+        # the row max chain: combinational; with pipelined adders registered (the selected score's key, then
+        # each column's compare of keys: the controller reads the row's max C + 1 cycles after the scores)
+        if Sa:  # keys (fp.fp32_key) in the registers: each compare a carry chain straight from flip-flops
+            s_key = Signal(32, name="s_sel_key")
+            m.d.sync += s_key.eq(fp.fp32_key(s_qk))
+            if self.first_col:
+                m.d.sync += self.rmax_key_out.eq(s_key)
+            else:
+                take = self.colvalid & (s_key > self.rmax_key_in)
+                m.d.sync += self.rmax_key_out.eq(Mux(take, s_key, self.rmax_key_in))
+            m.d.comb += self.rmax_out.eq(fp.fp32_from_key(self.rmax_key_out))
+        elif self.first_col:
+            m.d.comb += self.rmax_out.eq(s_qk)
         else:
             mx = fp.fp32_max(m, self.rmax_in, s_qk, "max")
-            m.d[rmax_dom] += self.rmax_out.eq(Mux(self.colvalid, mx, self.rmax_in))
+            m.d.comb += self.rmax_out.eq(Mux(self.colvalid, mx, self.rmax_in))
         if Sa:
             m.d.sync += back.eq(add)
             with m.If(self.qk_fin):  # the tree's root, in `back`

@@ -63,12 +63,17 @@ PIPELINED_1D = {"exp": "exp2", "recip": "reciprocal", "mul": "multiplier", "add"
 
 
 def _max_stages_1d(fn: str, exp_macs: int) -> int:
-    """Cut points of the lanes' unit for ``fn`` (the largest stages the RTL builds)."""
+    """Cut points of the lanes' unit for ``fn`` (the largest stages the RTL builds; the adder one more:
+    its operands registered, :func:`rtl.attention.pe.add_stages_max`)."""
     from rtl.lib.recip import Recip
-    from rtl.lib.units import Exp2, Fp32AddFinite, Fp32Max, Fp32MulFinite
+    from rtl.lib.units import Exp2, Fp32Max, Fp32MulFinite
 
+    if fn == "add":
+        from rtl.attention.pe import add_stages_max
+
+        return add_stages_max()
     unit = {"exp": lambda: Exp2(exp_macs, 0), "recip": lambda: Recip(0), "mul": lambda: Fp32MulFinite(0),
-            "add": lambda: Fp32AddFinite(0), "max": lambda: Fp32Max(0)}[fn]()
+            "max": lambda: Fp32Max(0)}[fn]()
     unit._MustUse__silence = True  # built only to read its number of cut points
     return unit.max_stages
 

@@ -298,6 +298,17 @@ def _key(x):
     return Mux(x[31], ~x, x | 0x80000000)
 
 
+def fp32_key(x):
+    """The unsigned 32-bit key of the fp32 bits ``x``, ordered like the finite values (``-0 < +0``; a
+    bijection: :func:`fp32_from_key`), for compares that carry keys instead of values."""
+    return _key(x)[:32]
+
+
+def fp32_from_key(k):
+    """The fp32 bits of the key ``k`` (:func:`fp32_key`'s inverse)."""
+    return Mux(k[31], Cat(k[:31], Const(0, 1)), ~k)[:32]
+
+
 def fp32_max(m: Module, a, b, name: str):
     out = Signal(32, name=name)
     m.d.comb += out.eq(Mux(_key(b)[:32] > _key(a)[:32], b, a))

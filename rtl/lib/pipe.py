@@ -68,9 +68,11 @@ class Pipe:
         #: a fraction compare, joined by one LUT (two short carry chains side by side instead of one as wide as
         #: the magnitude; same bits and cut points)
         self.split_compare = split_compare
-        #: round-and-pack's subnormal-case compares of the exponent with constants (the shift clamps
-        #: ``rcmax`` / ``lsmax`` and ``left``) as AND / OR trees of its bits, not a carry chain each
-        #: (:func:`rtl.lib.round.lt_const`; same bits and cut points)
+        #: round-and-pack's compares with constants as AND / OR trees of the compared bits, not a carry chain
+        #: each (:func:`rtl.lib.round.lt_const`): the subnormal case's of the exponent (the shift clamps
+        #: ``rcmax`` / ``lsmax`` and ``left``) and the normal case's of the leading-zero count (``lz >= k``
+        #: and the left shift's clamp ``lz > k + mbits``, that clamp's constant as AND / OR data); same bits
+        #: and cut points
         self.compare_as_data = compare_as_data
         #: the adder's effective subtraction inverts the aligned operand a stage early (before the cut point in
         #: front of the add), so the add's stage is one carry chain from registers (``mx + ~y + 1``), not a LUT

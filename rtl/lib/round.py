@@ -241,10 +241,16 @@ def round_pack(m: Module, sign, exp, sig, width: int, name: str, ebits: int = 8,
     left = Signal(name=f"{name}_left")
     ls = Signal(range(mbits + 1), name=f"{name}_ls")
     rc = Signal(range(ext_w + 1), name=f"{name}_rc")
+    if compares_as_data(pipe):  # the normal case's compares of lz with constants as AND / OR trees of its
+        # bits, and its clamp as data: no carry chain, no constant for yosys to map onto a synchronous reset
+        lz_ge_k, ls_clamp = ~lt_const(lz, k), ~lt_const(lz, k + mbits + 1)
+        ls_normal = _const_select(ls_clamp, mbits, n_ls[:ls.shape().width])
+    else:
+        lz_ge_k, ls_normal = lz >= k, Mux(lz > k + mbits, mbits, n_ls[:ls.shape().width])
     m.d.comb += [
         lsb.eq(sel(under, lsb_min, lsb_n)),
-        left.eq(Mux(under, ra_left, lz >= k)),
-        ls.eq(Mux(under, ra_ls, Mux(lz > k + mbits, mbits, n_ls[:ls.shape().width]))),
+        left.eq(Mux(under, ra_left, lz_ge_k)),
+        ls.eq(Mux(under, ra_ls, ls_normal)),
         rc.eq(Mux(under, ra_rc, n_rc[:rc.shape().width])),
     ]
     sign, sig, lsb, left, ls, rc = cut(pipe, sign, sig, lsb, left, ls, rc)

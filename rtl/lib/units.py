@@ -216,14 +216,18 @@ class Fp32Max(Unit):
 
 
 class Fp32MulFinite(Unit):
-    """Finite fp32 ``a * b`` (subnormals included); ``mul`` as :class:`FpMul`'s."""
+    """Finite fp32 ``a * b`` (subnormals included); ``mul`` as :class:`FpMul`'s; ``zero_fill_as_data``,
+    ``compare_as_data``: :class:`Unit`'s (its round-and-pack's shifts, clamps and compares with constants)."""
+
+    forcing_options = frozenset({"zero_fill_as_data", "compare_as_data"})
 
     inputs = {"a": Shape(32), "b": Shape(32)}
     outputs = {"out": Shape(32)}
 
-    def __init__(self, stages: int = 1, mul: str = "dsp"):
+    def __init__(self, stages: int = 1, mul: str = "dsp", zero_fill_as_data: bool = False,
+                 compare_as_data: bool = False):
         self.mul = _mul(mul)
-        super().__init__(stages)
+        super().__init__(stages, zero_fill_as_data=zero_fill_as_data, compare_as_data=compare_as_data)
 
     def build(self, m, ins, pipe):
         return {"out": fp.fp32_mul_finite(m, ins["a"], ins["b"], "mul", pipe, self.mul)}
