@@ -49,7 +49,7 @@ class Pipe:
 
     def __init__(self, m: Module, stages: int, n_cuts: int, name: str, domain: str = "sync", en=None,
                  specials_as_data: bool = False, zero_fill_as_data: bool = False, packed_round: bool = False,
-                 split_compare: bool = False, compare_as_data: bool = False):
+                 split_compare: bool = False, compare_as_data: bool = False, split_add: bool = False):
         self.m, self.name, self.domain, self.en = m, name, domain, en
         if packed_round and not specials_as_data:
             raise ValueError(f"{name}: packed_round needs specials_as_data (it rounds the forcing-as-data pack)")
@@ -72,6 +72,10 @@ class Pipe:
         #: ``rcmax`` / ``lsmax`` and ``left``) as AND / OR trees of its bits, not a carry chain each
         #: (:func:`rtl.lib.round.lt_const`; same bits and cut points)
         self.compare_as_data = compare_as_data
+        #: the adder's significand add split over two stages (:func:`rtl.lib.fp._align_add`): ONE MORE cut point
+        #: (the low half's sum and carry registered), the operand sign difference formed before the add's
+        #: first stage and the high half's operand inverted before its own; same bits, one more cycle
+        self.split_add = split_add
         self.n_cuts, self.stages = n_cuts, stages
         self._chosen = chosen_cuts(stages, n_cuts)
         self._next = 0

@@ -347,6 +347,11 @@ def splits_compare(pipe: Pipe | None) -> bool:
     return pipe is not None and pipe.split_compare
 
 
+def splits_add(pipe: Pipe | None) -> bool:
+    """Whether the adders on ``pipe`` add their significands in two stages (:attr:`rtl.lib.pipe.Pipe.split_add`)."""
+    return pipe is not None and pipe.split_add
+
+
 def packs_specials(pipe: Pipe | None) -> bool:
     """Whether :func:`round_pack` on ``pipe`` applies overflow and the caller's specials itself, as data."""
     return pipe is not None and pipe.specials_as_data
