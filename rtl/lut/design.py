@@ -64,8 +64,18 @@ ACC_BITS = 32
 def fp_add_latency(room_cycles: int) -> int:
     """Cycles an interleaved fp32 add takes given ``room_cycles`` to spare: up to the library adder's
     ``max_stages``, plus one for its operands registered beside its first stage (at ``max_stages`` that
-    stage starts at its inputs, and those came from registers placed anywhere: the A16 build's limit)."""
-    return min(room_cycles, fp_add_max_stages() + 1)
+    stage starts at its inputs, and those came from registers placed anywhere: the A16 build's limit);
+    with room for one more, the adder with its significand add split over two stages
+    (:func:`rtl.lut.precompute.fp32_adder`'s ``split_add``: round 3e's A16 limit), and its operands registered."""
+    return min(room_cycles, fp_add_max_stages(split_add=True) + 1)
+
+
+def fp_add_plan(latency: int) -> tuple[int, bool]:
+    """``(stages, split_add)`` of the fp32 adder of an interleaved add of ``latency`` cycles
+    (:func:`fp_add_latency`): the split adder at its every stage when ``latency`` has room for it and its
+    operand register, else the plain one at up to its ``max_stages``; the rest (0 or 1) registers the operands."""
+    split = latency >= fp_add_max_stages(split_add=True) + 1
+    return min(latency, fp_add_max_stages(split)), split
 
 
 @dataclass(frozen=True)
@@ -433,8 +443,8 @@ class LutCore(wiring.Component):
     def _fp_add(self, m: Module, a, b, latency: int, name: str):
         """fp32 ``rne(a + b)`` ``latency`` cycles later: the core's fp32 adder (:func:`rtl.lut.precompute.fp32_adder`)
         at up to its ``max_stages``, and one cycle more as its operands registered beside it (:func:`fp_add_latency`)."""
-        stages = min(latency, fp_add_max_stages())
-        m.submodules[name] = add = fp32_adder(stages, self.cfg.fp_forcing_as_data)
+        stages, split = fp_add_plan(latency)
+        m.submodules[name] = add = fp32_adder(stages, self.cfg.fp_forcing_as_data, split)
         assert add.latency == stages and latency - stages in (0, 1)
         ops = [pipe_delay(m, x[:32], latency - stages, f"{name}_{n}") for n, x in (("a", a), ("b", b))]
         m.d.comb += [add.a.eq(ops[0]), add.b.eq(ops[1]), add.in_valid.eq(1)]
