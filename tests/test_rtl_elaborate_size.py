@@ -19,7 +19,6 @@ KNOWN_OVER = {
     "rtl/attention/design.py::AttentionArray",   # 611
     "rtl/attention/topk.py::TopkEngine",         # 173
     "rtl/lut/controller.py::LutController",      # 224
-    "rtl/lut/design.py::LutCore",                # 253
     "rtl/systolic/controller.py::TileController",  # 426
 }
 
