@@ -56,16 +56,16 @@ def test_table_generator_matches_numpy_at_every_latency(fmt, latency):
     _check_generator(fmt, latency, False)
 
 
-@pytest.mark.parametrize("latency", [7, 34])
+@pytest.mark.parametrize("latency", [7, 34, 37])
 @pytest.mark.parametrize("fmt", ["fp16", "bf16"])
 def test_table_generator_with_forcing_as_data_matches_numpy(fmt, latency):
-    """The timing builds' generator (fp32 adds with their forcing as data; 34: the D = 16 build's
-    precompute, 11 stages an add) gives the same entries, as late."""
+    """The timing builds' generator (fp32 adds with their forcing as data; 34: 11 stages an add; 37: the
+    D = 16 build's precompute, 12 stages an add, the significand add split) gives the same entries, as late."""
     _check_generator(fmt, latency, True)
 
 
 def test_the_fp32_adders_agree_with_numpy_on_finite_operands():
-    """Both of the core's fp32 adders (``forcing_as_data`` off / on) equal numpy's float32 sum on finite
+    """The core's fp32 adders (``forcing_as_data`` off / on, and on with ``split_add``) equal numpy's float32 sum on finite
     patterns: normals over every binade, subnormals, sums that overflow, near-cancellations."""
     from amaranth import Module
     from amaranth.sim import Simulator
@@ -84,20 +84,21 @@ def test_the_fp32_adders_agree_with_numpy_on_finite_operands():
     m = Module()
     m.submodules.plain = plain = fp32_adder(0, False)
     m.submodules.as_data = as_data = fp32_adder(0, True)
+    m.submodules.split = split = fp32_adder(0, True, split_add=True)
     got = []
 
     async def tb(ctx):
         for x, y in zip(a.tolist(), b.tolist()):
-            for u in (plain, as_data):
+            for u in (plain, as_data, split):
                 ctx.set(u.a, x)
                 ctx.set(u.b, y)
-            got.append((ctx.get(plain.out), ctx.get(as_data.out)))
+            got.append((ctx.get(plain.out), ctx.get(as_data.out), ctx.get(split.out)))
 
     sim = Simulator(m)
     sim.add_testbench(tb)
     sim.run()
-    for i, (p_out, d_out) in enumerate(got):
-        assert p_out == d_out == int(want[i]), (hex(a[i]), hex(b[i]), hex(p_out), hex(d_out), hex(want[i]))
+    for i, (p_out, d_out, s_out) in enumerate(got):
+        assert p_out == d_out == s_out == int(want[i]), (hex(a[i]), hex(b[i]), hex(p_out), hex(d_out), hex(want[i]))
 
 
 def _check_generator(fmt, latency, forcing_as_data):
@@ -137,6 +138,12 @@ def test_table_generator_latency_is_spent_as_declared():
     assert (g.add_stages, g.pad) == (min(2, top), 1 + 3 * (2 - min(2, top)))
     g = TableGenerator(1, 8, 11, 11, False, 3)  # K = 1: no add, the term register and a delay of 2
     assert (g.add_stages, g.pad) == (0, 2)
+    # with the forcing as data: the split adder (11 + 1 stages) once 3 adds have 12 cycles each, not before
+    g = TableGenerator(4, 16, 32, None, True, 1 + 3 * 12, True)
+    assert (g.add_stages, g.pad, g.split_add) == (12, 0, True)
+    g = TableGenerator(4, 16, 32, None, True, 1 + 3 * 12 - 1, True)
+    assert (g.add_stages, g.pad, g.split_add) == (11, 2, False)
+    assert not TableGenerator(4, 16, 32, None, True, 1 + 3 * 12, False).split_add
 
 
 def _core(**over):

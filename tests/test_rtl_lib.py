@@ -316,6 +316,48 @@ def test_negate_early_is_its_own_netlist():
     assert "add_yneg" not in rtlil.convert(Fp32AddFinite(11))
 
 
+@pytest.mark.parametrize("fmt", ["fp32", "bf16", "fp8_e4m3"])
+def test_fp_add_split_add(fmt):
+    """FpAdd with its significand add over two stages (the LUT core's D = 16 adders): one more cut point, and
+    numpy's sums (random, near-cancelling, tied-field pairs: carries across the halves' boundary both ways)
+    at every depth, alone and with the LUT core's forcing options."""
+    from rtl.lib.units import FpAdd
+
+    a1, b1 = pairs(fmt, 150, 61)
+    a2, b2 = same_exponent_or_fraction_pairs(fmt, 100, 62)
+    a, b = np.concatenate([a1, a2]), np.concatenate([b1, b2])
+    want = reference(fmt, "add", a, b)
+    deepest = FpAdd(fmt, 0).max_stages
+    assert FpAdd(fmt, 0, split_add=True).max_stages == deepest + 1
+    for stages in range(deepest + 2):
+        got = simulate(FpAdd(fmt, stages, split_add=True), {"a": a, "b": b})["out"]
+        assert_same_float(got, want, fmt)
+    for stages in (1, deepest - 1, deepest + 1):
+        got = simulate(FpAdd(fmt, stages, specials_as_data=True, zero_fill_as_data=True, packed_round=True,
+                             split_add=True), {"a": a, "b": b})["out"]
+        assert_same_float(got, want, fmt)
+
+
+def test_split_add_is_its_own_netlist():
+    """``split_add`` builds the two half adds (so the test above exercises them); the default adder has none,
+    and its latency is the stages asked for."""
+    from amaranth.back import rtlil
+
+    from rtl.lib.units import FpAdd
+
+    assert "add_sum_lo" in rtlil.convert(FpAdd("fp32", 12, split_add=True))
+    assert "add_sum_lo" not in rtlil.convert(FpAdd("fp32", 11))
+    assert FpAdd("fp32", 12, split_add=True).latency == 12
+
+
+def test_negate_early_and_split_add_together_are_refused():
+    """Both rebuild the adder's add stage: asking for both is refused in one line, not built as one of them."""
+    from rtl.lib.units import FpAdd
+
+    with pytest.raises(ValueError, match="negate_early and split_add"):
+        FpAdd("fp32", 12, negate_early=True, split_add=True).elaborate(None)
+
+
 @pytest.mark.parametrize("fmt", ["fp32", "fp16", "fp8_e4m3"])
 def test_specials_as_data_round_pack_and_int_to_fp(fmt):
     """RoundPack (overflow, subnormals, zero) and IntToFp with the forcing as data: the default units' bits."""

@@ -22,7 +22,8 @@ from amaranth import Cat, Const, Module, Mux, Shape, Signal, Value, signed
 from rtl.lib.formats import EXP_W, FP32, Decoded, FormatHw, decode, decode_fp32
 from rtl.lib.pipe import HardRegistered, Pipe, carry, cut, drop, registers_next
 from rtl.lib.round import (EW, P, W, _const_select, negates_early, packs_specials, round_pack,
-                           round_pack_fp32, shift_coarse, shift_fine, splits_compare, zero_fill_as_data)
+                           round_pack_fp32, shift_coarse, shift_fine, splits_add, splits_compare,
+                           zero_fill_as_data)
 
 QNAN = 0x7FC00000
 F32_ZERO = 0
@@ -59,7 +60,7 @@ def _align_add(m: Module, a, b, n: int, eb: int, mb: int, name: str, pipe: Pipe 
     ``total`` (``mb + 5`` bits: carry, hidden bit, fraction, guard, round, sticky) times
     ``2**(exe - bias - mb - 3)`` rounds like the exact sum. Cut points: after the magnitude compare
     and exponent differences, after the operand swap and the alignment shift's first half (by
-    multiples of 8), after its second half, after the add. ``a_zero`` (optional): ``a`` is +0.0 when set
+    multiples of 8), after its second half, (``split_add``: after the low half of the add,) after the add. ``a_zero`` (optional): ``a`` is +0.0 when set
     (selected after the compares, so they start from ``a``'s register, not from a mask in front);
     ``b_neg_zero`` (optional): ``b`` is -0.0 when set, selected the same way."""
     width = mb + 5
@@ -118,7 +119,12 @@ def _align_add(m: Module, a, b, n: int, eb: int, mb: int, name: str, pipe: Pipe 
     ya, sticky = shift_fine(m, part, lost, lo, width, f"{name}_al", as_data=zd, zero_high=width - len(my))
     yal = Signal(width, name=f"{name}_yal")
     m.d.comb += yal.eq(ya | sticky)  # sticky: any bit shifted out
-    if negates_early(pipe):  # the subtrahend inverted before the cut: the add's stage is the carry chain alone
+    if splits_add(pipe):  # the operand sign difference before the cut: the add's first stage starts at a register
+        sub = Signal(name=f"{name}_sub")
+        m.d.comb += sub.eq(xs ^ ys)
+        xs, sub, same, mx, yal, exe = cut(pipe, xs, sub, same, mx, yal, exe)
+        xs, sub, same, exe, total = _split_add(m, mx, yal, sub, width, name, pipe, xs, same, exe)
+    elif negates_early(pipe):  # the subtrahend inverted before the cut: the add's stage is the carry chain alone
         sub, yneg = Signal(name=f"{name}_sub"), Signal(width, name=f"{name}_yneg")
         m.d.comb += [sub.eq(xs ^ ys), yneg.eq(yal ^ sub.replicate(width))]
         xs, sub, same, mx, yneg, exe = cut(pipe, xs, sub, same, mx, yneg, exe)
@@ -133,6 +139,24 @@ def _align_add(m: Module, a, b, n: int, eb: int, mb: int, name: str, pipe: Pipe 
     sign = Signal(name=f"{name}_sign")  # an exact zero sum (x - y, equal magnitudes) is +0 unless both are -0
     m.d.comb += sign.eq(xs & ~(sub & same) if zd else Mux(sub & same, 0, xs))
     return cut(pipe, sign, exe, total)
+
+
+def _split_add(m: Module, mx, yal, sub, width: int, name: str, pipe: Pipe, xs, same, exe):
+    """``mx + (yal ^ sub...) + sub`` (``width`` bits, the carry out dropped) over two stages
+    (:attr:`rtl.lib.pipe.Pipe.split_add`): the low half's sum with its carry out, and the high half's
+    operands (``yal``'s inverted for a subtraction, so that stage is a bare carry chain) at one more cut
+    point, then the high half's add. Returns ``xs``, ``sub``, ``same``, ``exe`` after that cut and the sum."""
+    h = width // 2
+    lo = Signal(h + 1, name=f"{name}_sum_lo")
+    yhi = Signal(width - h, name=f"{name}_yhi")
+    m.d.comb += [lo.eq(mx[:h] + (yal[:h] ^ Mux(sub, (1 << h) - 1, 0)) + sub),
+                 yhi.eq(yal[h:] ^ Mux(sub, (1 << (width - h)) - 1, 0))]
+    xs, sub, same, exe, lo, mhi, yhi = cut(pipe, xs, sub, same, exe, lo, mx[h:], yhi)
+    hi = Signal(width - h, name=f"{name}_sum_hi")
+    m.d.comb += hi.eq(mhi + yhi + lo[h])
+    total = Signal(width, name=f"{name}_sum")
+    m.d.comb += total.eq(Cat(lo[:h], hi))
+    return xs, sub, same, exe, total
 
 
 def fp32_add_finite(m: Module, a, b, name: str, pipe: Pipe | None = None):

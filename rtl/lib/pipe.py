@@ -49,10 +49,14 @@ class Pipe:
 
     def __init__(self, m: Module, stages: int, n_cuts: int, name: str, domain: str = "sync", en=None,
                  specials_as_data: bool = False, zero_fill_as_data: bool = False, packed_round: bool = False,
-                 split_compare: bool = False, compare_as_data: bool = False, negate_early: bool = False):
+                 split_compare: bool = False, compare_as_data: bool = False, negate_early: bool = False,
+                 split_add: bool = False):
         self.m, self.name, self.domain, self.en = m, name, domain, en
         if packed_round and not specials_as_data:
             raise ValueError(f"{name}: packed_round needs specials_as_data (it rounds the forcing-as-data pack)")
+        if negate_early and split_add:
+            raise ValueError(f"{name}: negate_early and split_add both rebuild the add's stage; pick one "
+                             "(split_add already inverts the high half's operand before its own stage)")
         #: round-and-pack (:func:`rtl.lib.round.round_pack`) forces overflow / special values as data computed
         #: a stage early (its last stage one LUT per bit) instead of a constant mux on the result, which
         #: yosys maps onto the output flip-flops' synchronous reset (a logic-driven, high-fan-out net)
@@ -78,6 +82,10 @@ class Pipe:
         #: front of the add), so the add's stage is one carry chain from registers (``mx + ~y + 1``), not a LUT
         #: per bit (the operand XOR the signs) in front of it (same bits and cut points)
         self.negate_early = negate_early
+        #: the adder's significand add split over two stages (:func:`rtl.lib.fp._align_add`): ONE MORE cut point
+        #: (the low half's sum and carry registered), the operand sign difference formed before the add's
+        #: first stage and the high half's operand inverted before its own; same bits, one more cycle
+        self.split_add = split_add
         self.n_cuts, self.stages = n_cuts, stages
         self._chosen = chosen_cuts(stages, n_cuts)
         self._next = 0

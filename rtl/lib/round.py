@@ -358,6 +358,11 @@ def negates_early(pipe: Pipe | None) -> bool:
     return pipe is not None and pipe.negate_early
 
 
+def splits_add(pipe: Pipe | None) -> bool:
+    """Whether the adders on ``pipe`` add their significands in two stages (:attr:`rtl.lib.pipe.Pipe.split_add`)."""
+    return pipe is not None and pipe.split_add
+
+
 def packs_specials(pipe: Pipe | None) -> bool:
     """Whether :func:`round_pack` on ``pipe`` applies overflow and the caller's specials itself, as data."""
     return pipe is not None and pipe.specials_as_data

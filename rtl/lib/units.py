@@ -21,11 +21,11 @@ from rtl.lib.pipe import Pipe
 from rtl.lib.round import round_pack
 
 
-def _count_cuts(build, inputs: dict[str, Shape]) -> int:
-    """Cut points ``build`` uses (a dry run into a scratch module)."""
+def _count_cuts(build, inputs: dict[str, Shape], split_add: bool = False) -> int:
+    """Cut points ``build`` uses (a dry run into a scratch module; ``split_add`` adds one to an adder's)."""
     m = Module()
     m._MustUse__silence = True  # a scratch module, never elaborated
-    pipe = Pipe(m, 0, 1 << 30, "count")
+    pipe = Pipe(m, 0, 1 << 30, "count", split_add=split_add)
     build(m, {k: Signal(s, name=k) for k, s in inputs.items()}, pipe)
     return pipe._next
 
@@ -42,10 +42,10 @@ class Unit(wiring.Component):
 
     def __init__(self, stages: int, specials_as_data: bool = False, zero_fill_as_data: bool = False,
                  packed_round: bool = False, split_compare: bool = False, compare_as_data: bool = False,
-                 negate_early: bool = False):
+                 negate_early: bool = False, split_add: bool = False):
         asked = {"specials_as_data": specials_as_data, "zero_fill_as_data": zero_fill_as_data,
                  "packed_round": packed_round, "split_compare": split_compare, "compare_as_data": compare_as_data,
-                 "negate_early": negate_early}
+                 "negate_early": negate_early, "split_add": split_add}
         ignored = sorted(k for k, on in asked.items() if on and k not in self.forcing_options)
         if ignored:
             raise ValueError(f"{type(self).__name__}: {', '.join(ignored)} not built by this unit (it builds "
@@ -66,8 +66,11 @@ class Unit(wiring.Component):
         #: an adder's subtrahend inverted before the add's cut point (:attr:`rtl.lib.pipe.Pipe.negate_early`): same
         #: bits and latency
         self.negate_early = negate_early
+        #: an adder's significand add over two stages (:attr:`rtl.lib.pipe.Pipe.split_add`): same bits, ONE MORE
+        #: cut point (``max_stages`` + 1)
+        self.split_add = split_add
         #: cut points of the builder plus the output register
-        self.max_stages = _count_cuts(self.build, self.inputs) + 1
+        self.max_stages = _count_cuts(self.build, self.inputs, split_add) + 1
         if isinstance(stages, bool) or not isinstance(stages, int) or not 0 <= stages <= self.max_stages:
             raise ValueError(f"{type(self).__name__}: stages expected an integer 0..{self.max_stages}, got {stages!r}")
         self.stages = stages
@@ -89,7 +92,7 @@ class Unit(wiring.Component):
         pipe = Pipe(m, self.stages, self.max_stages, "u", specials_as_data=self.specials_as_data,
                     zero_fill_as_data=self.zero_fill_as_data, packed_round=self.packed_round,
                     split_compare=self.split_compare, compare_as_data=self.compare_as_data,
-                    negate_early=self.negate_early)
+                    negate_early=self.negate_early, split_add=self.split_add)
         outs = self.build(m, {k: getattr(self, k) for k in self.inputs}, pipe)
         names = list(self.outputs)
         regs = pipe.cut(*(outs[k] for k in names))  # the output register (the last cut point)
@@ -129,14 +132,15 @@ class FpAdd(Unit):
     """``a + b`` in the float ``fmt``, one RNE rounding; ``specials_as_data``: :class:`Unit`'s; ``zero_a``:
     an input ``a_zero`` that makes ``a`` +0.0 (:func:`rtl.lib.fp.fp_add`: a select after the operand compares,
     not a mask before them); ``neg_zero_b``: an input ``b_neg_zero`` that makes ``b`` -0.0, the same way;
-    ``zero_fill_as_data``, ``packed_round``, ``split_compare``, ``negate_early``: :class:`Unit`'s."""
+    ``zero_fill_as_data``, ``packed_round``, ``split_compare``, ``negate_early``, ``split_add`` (one more cut
+    point): :class:`Unit`'s."""
 
     forcing_options = frozenset({"specials_as_data", "zero_fill_as_data", "packed_round", "split_compare",
-                                 "negate_early"})
+                                 "negate_early", "split_add"})
 
     def __init__(self, fmt: str, stages: int = 1, specials_as_data: bool = False, zero_a: bool = False,
                  neg_zero_b: bool = False, zero_fill_as_data: bool = False, packed_round: bool = False,
-                 split_compare: bool = False, negate_early: bool = False):
+                 split_compare: bool = False, negate_early: bool = False, split_add: bool = False):
         self.fmt = _float(fmt)
         self.inputs = {"a": Shape(self.fmt.bits), "b": Shape(self.fmt.bits)}
         if zero_a:
@@ -145,7 +149,7 @@ class FpAdd(Unit):
             self.inputs["b_neg_zero"] = Shape(1)
         self.outputs = {"out": Shape(self.fmt.bits)}
         super().__init__(stages, specials_as_data, zero_fill_as_data, packed_round, split_compare,
-                         negate_early=negate_early)
+                         negate_early=negate_early, split_add=split_add)
 
     def build(self, m, ins, pipe):
         return {"out": fp.fp_add(m, self.fmt, ins["a"], ins["b"], "add", pipe, ins.get("a_zero"),

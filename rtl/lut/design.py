@@ -64,8 +64,18 @@ ACC_BITS = 32
 def fp_add_latency(room_cycles: int) -> int:
     """Cycles an interleaved fp32 add takes given ``room_cycles`` to spare: up to the library adder's
     ``max_stages``, plus one for its operands registered beside its first stage (at ``max_stages`` that
-    stage starts at its inputs, and those came from registers placed anywhere: the A16 build's limit)."""
-    return min(room_cycles, fp_add_max_stages() + 1)
+    stage starts at its inputs, and those came from registers placed anywhere: the A16 build's limit);
+    with room for one more, the adder with its significand add split over two stages
+    (:func:`rtl.lut.precompute.fp32_adder`'s ``split_add``: round 3e's A16 limit), and its operands registered."""
+    return min(room_cycles, fp_add_max_stages(split_add=True) + 1)
+
+
+def fp_add_plan(latency: int) -> tuple[int, bool]:
+    """``(stages, split_add)`` of the fp32 adder of an interleaved add of ``latency`` cycles
+    (:func:`fp_add_latency`): the split adder at its every stage when ``latency`` has room for it and its
+    operand register, else the plain one at up to its ``max_stages``; the rest (0 or 1) registers the operands."""
+    split = latency >= fp_add_max_stages(split_add=True) + 1
+    return min(latency, fp_add_max_stages(split)), split
 
 
 @dataclass(frozen=True)
@@ -433,8 +443,8 @@ class LutCore(wiring.Component):
     def _fp_add(self, m: Module, a, b, latency: int, name: str):
         """fp32 ``rne(a + b)`` ``latency`` cycles later: the core's fp32 adder (:func:`rtl.lut.precompute.fp32_adder`)
         at up to its ``max_stages``, and one cycle more as its operands registered beside it (:func:`fp_add_latency`)."""
-        stages = min(latency, fp_add_max_stages())
-        m.submodules[name] = add = fp32_adder(stages, self.cfg.fp_forcing_as_data)
+        stages, split = fp_add_plan(latency)
+        m.submodules[name] = add = fp32_adder(stages, self.cfg.fp_forcing_as_data, split)
         assert add.latency == stages and latency - stages in (0, 1)
         ops = [pipe_delay(m, x[:32], latency - stages, f"{name}_{n}") for n, x in (("a", a), ("b", b))]
         m.d.comb += [add.a.eq(ops[0]), add.b.eq(ops[1]), add.in_valid.eq(1)]
@@ -554,29 +564,43 @@ class LutCore(wiring.Component):
     def elaborate(self, platform):
         c = self.cfg
         m = Module()
-        tm, tn, K, E = c.tile_m, c.tile_n, c.group_k, c.entries
-        ab, eb, pb = c.act_bits, c.entry_bits, c.p_bits
-        ariths = self._arithmetics()
-
         if not c.external_buffers:  # the datapath of the external_buffers build inside the core's own buffers
             m.submodules.datapath = datapath = LutCore(replace(c, external_buffers=True))
             attach_buffers(m, c, self, datapath)
             return m
         m.submodules.controller = ctrl = LutController(c)
-        # ---------------------------------------------------------- buffer ports (LutBuffers or SRAM macros)
-        act_r = SimpleNamespace(addr=self.act_raddr, data=self.act_rdata)
-        wgt_r = SimpleNamespace(addr=self.weight_raddr, data=self.weight_rdata)
-        tab_r = SimpleNamespace(addr=self.table_raddr, data=self.table_rdata)
-        out_r = SimpleNamespace(addr=self.out_raddr, data=self.out_rdata)
-        out_w = SimpleNamespace(addr=self.out_waddr, data=self.out_wdata, en=self.out_we)
-        sc_r = scr_w = scr_r = None
+        io = self._buffer_ports(m)
+        st = self._control_stages(m, ctrl, io)
+        tab = self._table_stage(m, ctrl, io, st)
+        lanes = self._lookup_stage(m, io, st, tab)
+        acc = self._half_sub_stage(m, io, st, tab, lanes)
+        self._accumulate_stage(m, io, st, acc)
+        return m
+
+    # ------------------------------------------------------------------ the datapath's stages (elaborate's builders)
+    def _buffer_ports(self, m: Module) -> SimpleNamespace:
+        """The buffers' ports as read / write ports (the core's own :class:`LutBuffers` or SRAM macros),
+        and ``per_channel``'s scratch memory of the tile's running sums."""
+        c = self.cfg
+        io = SimpleNamespace(act_r=SimpleNamespace(addr=self.act_raddr, data=self.act_rdata),
+                             wgt_r=SimpleNamespace(addr=self.weight_raddr, data=self.weight_rdata),
+                             tab_r=SimpleNamespace(addr=self.table_raddr, data=self.table_rdata),
+                             out_r=SimpleNamespace(addr=self.out_raddr, data=self.out_rdata),
+                             out_w=SimpleNamespace(addr=self.out_waddr, data=self.out_wdata, en=self.out_we),
+                             sc_r=None, scr_w=None, scr_r=None)
         if c.scale != "none":  # scale buffer: tile_n fp32 scales an entry (data the next cycle)
-            sc_r = SimpleNamespace(addr=self.scale_raddr, data=self.scale_rdata)
+            io.sc_r = SimpleNamespace(addr=self.scale_raddr, data=self.scale_rdata)
         if c.scale == "per_channel":  # the tile's running sums by column block (psum stays in the output buffer)
             m.submodules.acc_scratch = scr = Memory(shape=c.out_word, depth=c.out_depth, init=[])
-            scr_w, scr_r = scr.write_port(), scr.read_port()
+            scr_w, scr_r = scr.write_port(), scr.read_port()  # (named by their variables)
+            io.scr_w, io.scr_r = scr_w, scr_r
+        return io
 
-        # ---------------------------------------------------------- controller (stage 0, t1 control)
+    def _control_stages(self, m: Module, ctrl, io) -> SimpleNamespace:
+        """The controller's ports (stage 0, t1 control) and the lookup's control through the table
+        register (t2), the lookup register (s1) and the shift-add's stages (x1)."""
+        c = self.cfg
+        wgt_r, tab_r = io.wgt_r, io.tab_r
         running, is_fp, fp16, int1 = ctrl.busy, ctrl.is_fp, ctrl.fp16, ctrl.int1
         acc_cmd, precomp = ctrl.acc_cmd, ctrl.precomp
         m.d.comb += [getattr(ctrl, n).eq(getattr(self, n)) for n in (
@@ -622,23 +646,33 @@ class LutCore(wiring.Component):
                          s2_lastg.eq(pipe_delay(m, s1_lastg, sa, "x1_lastg")),
                          s3_lastg.eq(pipe_delay(m, s2_lastg, c.half_sub_stages, "x2_lastg"))]
             lk_dom += [s1_nb.eq(t1_nb), s1_lastg.eq(t1_lastg)]
+        return SimpleNamespace(running=running, is_fp=is_fp, fp16=fp16, int1=int1, acc_cmd=acc_cmd, precomp=precomp,
+                               t1_bank=t1_bank, wword=wword, lk_dom=lk_dom, s1_valid=s1_valid, s1_first=s1_first,
+                               s1_oaddr=s1_oaddr, sa=sa, x1_valid=x1_valid, x1_last=x1_last, x1_oaddr=x1_oaddr,
+                               x1_fg=x1_fg, s2_saddr=s2_saddr, s2_nb=s2_nb, s3_lastg=s3_lastg)
 
-        # ---------------------------------------------------------- precompute unit
+    def _table_stage(self, m: Module, ctrl, io, st) -> SimpleNamespace:
+        """The precompute unit, each row's table entries as the lookup reads them (bank or table buffer;
+        with the table register, registered, the int ones negated beside them) and, for the int one-hot
+        lookup, each lane's select registers."""
+        c = self.cfg
+        tm, tn, K, E, eb = c.tile_m, c.tile_n, c.group_k, c.entries, c.entry_bits
+        ariths = self._arithmetics()
+        act_r, wgt_r, tab_r = io.act_r, io.wgt_r, io.tab_r
         m.submodules.precompute = pre = PrecomputeUnit(c)
         m.d.comb += [pre.restart.eq(ctrl.accept), pre.build.eq(~self.cmd_precomputed), pre.go.eq(ctrl.pre_go),
-                     pre.is_fp.eq(is_fp), pre.fp16.eq(fp16), act_r.addr.eq(pre.act_addr), pre.act_data.eq(act_r.data)]
+                     pre.is_fp.eq(st.is_fp), pre.fp16.eq(st.fp16), act_r.addr.eq(pre.act_addr),
+                     pre.act_data.eq(act_r.data)]
         tables = [[[pre.tables[((b * tm + r) * E + e) * eb:((b * tm + r) * E + e + 1) * eb] for e in range(E)]
                    for r in range(tm)] for b in range(2)]
-
-        # ---------------------------------------------------------- stage t1: lookup, negate; stage 1: shift-add
         row_tab = []
         for r in range(tm):
             entries = []
             for e in range(E):
                 v = Signal(eb, name=f"look_r{r}_e{e}")
                 base = (r * E + e) * eb
-                m.d.comb += v.eq(Mux(precomp, tab_r.data[base:base + eb],
-                                     Mux(t1_bank, tables[1][r][e], tables[0][r][e])))
+                m.d.comb += v.eq(Mux(st.precomp, tab_r.data[base:base + eb],
+                                     Mux(st.t1_bank, tables[1][r][e], tables[0][r][e])))
                 entries.append(v)
             row_tab.append(entries)
         neg_tab = {}  # table register: the int entries negated, registered beside them
@@ -667,15 +701,44 @@ class LutCore(wiring.Component):
                         vp, vn = top_b & (lo == e), ~top_b & (~lo == e)
                         m.d.sync += [sp[e].eq(~vp if inv else vp), sn[e].eq(~vn if inv else vn)]
                     lane_idx[col, r] = (sp, sn, inv)
+        return SimpleNamespace(row_tab=row_tab, neg_tab=neg_tab, lane_idx=lane_idx)
+
+    def _lookup_term(self, m: Module, ar, kind: str, io, st, tab, t_raw, lane_top, r: int, col: int, name: str):
+        """Stage t1 of one lane and arithmetic: the looked-up term, signed (registered with the lookup register):
+        the int one-hot AND-OR of the 2E entries, or the entry ``t_raw`` negated unless ``lane_top``."""
+        tv = Signal(ar.width, name=f"{name}_t")  # the looked-up term, signed (registered: lookup_register)
+        if kind in tab.neg_tab:  # an AND-OR of the 2E entries on the lane's one-hot select registers
+            sp, sn, inv = tab.lane_idx[col, r]
+            terms = []
+            for e in range(self.cfg.entries):
+                for sel, val in ((sp[e], ar._s(tab.row_tab[r][e])), (sn[e], tab.neg_tab[kind][r][e])):
+                    terms.append(val & (~sel if inv else sel).replicate(ar.width))
+            acc = terms[0]
+            for t in terms[1:]:
+                acc = acc | t
+            st.lk_dom += tv.eq(acc)
+        else:
+            st.lk_dom += tv.eq(Mux(lane_top, ar._s(t_raw) if kind == "int" else t_raw,
+                                   ar.neg(m, t_raw, f"{name}_n")))
+        return tv
+
+    def _lookup_stage(self, m: Module, io, st, tab) -> SimpleNamespace:
+        """Stages t1 (lookup, negate) and 1 (shift-add ``p = rne(2p + T)``, the first plane ``p = T``) of every
+        lane, and the step's ``S`` (the all-ones entry) for stage 2. Returns each lane's newest ``p`` and stage
+        2's control."""
+        c = self.cfg
+        tm, tn, K, E, eb, pb = c.tile_m, c.tile_n, c.group_k, c.entries, c.entry_bits, c.p_bits
+        ariths = self._arithmetics()
+        wgt_r, wword, row_tab, sa, lk_dom = io.wgt_r, st.wword, tab.row_tab, st.sa, st.lk_dom
         D = c.lookup_interleave
         # D == 1: one plane register a lane. D > 1: a line of D - sa registers after the sa-stage adder, so a
         # column block's p comes back D cycles later, for its next plane (the blocks of a batch in turn)
         lines = [[[Signal(pb, name=f"p{i or ''}_r{r}_c{col}") for i in range(D - sa)] for col in range(tn)]
                  for r in range(tm)]
         preg = [[lines[r][col][0] for col in range(tn)] for r in range(tm)]  # (D > 1: the newest, for stage 2)
-        first_sa = pipe_delay(m, s1_first, sa, "first_sa")
+        first_sa = pipe_delay(m, st.s1_first, sa, "first_sa")
         # table register: the lookups that read t_raw (not the int one-hot AND-OR) do so on select registers
-        lane_selects = c.table_register and E > 1 and any(kind not in neg_tab for kind, _ar in ariths)
+        lane_selects = c.table_register and E > 1 and any(kind not in tab.neg_tab for kind, _ar in ariths)
         s2_S = [Signal(eb, name=f"S_r{r}") for r in range(tm)]
         for col in range(tn):
             idx = wword[col * K:(col + 1) * K]
@@ -694,44 +757,40 @@ class LutCore(wiring.Component):
                 new = {}
                 for kind, ar in ariths:
                     name = f"l_{kind}_r{r}_c{col}"
-                    tv = Signal(ar.width, name=f"{name}_t")  # the looked-up term, signed (registered: lookup_register)
-                    if kind in neg_tab:  # an AND-OR of the 2E entries on the lane's one-hot select registers
-                        sp, sn, inv = lane_idx[col, r]
-                        terms = []
-                        for e in range(E):
-                            for sel, val in ((sp[e], ar._s(row_tab[r][e])), (sn[e], neg_tab[kind][r][e])):
-                                terms.append(val & (~sel if inv else sel).replicate(ar.width))
-                        acc = terms[0]
-                        for t in terms[1:]:
-                            acc = acc | t
-                        lk_dom += tv.eq(acc)
-                    else:
-                        lk_dom += tv.eq(Mux(lane_top, ar._s(t_raw) if kind == "int" else t_raw,
-                                            ar.neg(m, t_raw, f"{name}_n")))
+                    tv = self._lookup_term(m, ar, kind, io, st, tab, t_raw, lane_top, r, col, name)
                     if c.max_planes == 1:  # int1-only build: one plane, no shift-add
                         new[kind] = pipe_delay(m, tv, sa, f"{name}_tsa")
                     elif D == 1:
-                        new[kind] = Mux(s1_first, tv, ar.double_add(m, preg[r][col], tv, f"{name}_sa"))
+                        new[kind] = Mux(st.s1_first, tv, ar.double_add(m, preg[r][col], tv, f"{name}_sa"))
                     else:
                         new[kind] = Mux(first_sa, pipe_delay(m, tv, sa, f"{name}_tsa"),
                                         self._shift_add(m, ar, lines[r][col][-1], tv, sa, f"{name}_sa"))
                 if D == 1:
-                    with m.If(s1_valid):
-                        m.d.sync += preg[r][col].eq(self._by_kind(new, is_fp))
+                    with m.If(st.s1_valid):
+                        m.d.sync += preg[r][col].eq(self._by_kind(new, st.is_fp))
                 else:  # every cycle: the line keeps its spacing through idle slots and between steps
                     line = lines[r][col]
-                    m.d.sync += [line[0].eq(self._by_kind(new, is_fp))] + [line[i].eq(line[i - 1])
-                                                                          for i in range(1, len(line))]
+                    m.d.sync += [line[0].eq(self._by_kind(new, st.is_fp))] + [line[i].eq(line[i - 1])
+                                                                             for i in range(1, len(line))]
+        s1_oaddr, x1_valid, x1_last = st.s1_oaddr, st.x1_valid, st.x1_last
         s2_valid, s2_fg = Signal(), Signal()
         s2_oaddr = Signal.like(s1_oaddr)
-        m.d.sync += [s2_valid.eq(x1_valid & x1_last), s2_oaddr.eq(x1_oaddr), s2_fg.eq(x1_fg)]
+        m.d.sync += [s2_valid.eq(x1_valid & x1_last), s2_oaddr.eq(st.x1_oaddr), s2_fg.eq(st.x1_fg)]
         s1_S = [Signal(eb, name=f"S1_r{r}") for r in range(tm)]
         lk_dom += [s1_S[r].eq(row_tab[r][E - 1]) for r in range(tm)]
         x1_S = [pipe_delay(m, s1_S[r], sa, f"x1_S_r{r}") for r in range(tm)]
         with m.If(x1_valid & x1_last):
             m.d.sync += [s2_S[r].eq(x1_S[r]) for r in range(tm)]
+        return SimpleNamespace(preg=preg, s2_S=s2_S, s2_valid=s2_valid, s2_oaddr=s2_oaddr, s2_fg=s2_fg)
 
-        # ---------------------------------------------------------- stage 2: r = (p - S) / 2, accumulator read
+    def _half_sub_stage(self, m: Module, io, st, tab, lanes) -> SimpleNamespace:
+        """Stage 2: ``r = rne(p - S) * 0.5`` (``r = p`` for int1) of every lane after its last plane, the
+        accumulator read (and ``per_group``'s scale multiply, stage 2b). Returns stage 3's inputs."""
+        c = self.cfg
+        tm, tn, pb = c.tile_m, c.tile_n, c.p_bits
+        ariths = self._arithmetics()
+        preg, s2_S, is_fp = lanes.preg, lanes.s2_S, st.is_fp
+        s2_valid, s2_oaddr, s2_fg, s2_saddr, s2_nb = lanes.s2_valid, lanes.s2_oaddr, lanes.s2_fg, st.s2_saddr, st.s2_nb
         rreg = [[Signal(pb, name=f"r_r{r}_c{col}") for col in range(tn)] for r in range(tm)]
         hs = c.half_sub_stages  # (lookup_interleave: p - S pipelined, the rest of stage 2 waits for it)
         for r in range(tm):
@@ -743,7 +802,7 @@ class LutCore(wiring.Component):
                         vals[kind] = p_hs
                         continue
                     half = self._half_sub(m, ar, preg[r][col], s2_S[r], hs, f"h_{kind}_r{r}_c{col}")
-                    vals[kind] = Mux(int1, p_hs, half) if "int1" in c.weight_formats else half
+                    vals[kind] = Mux(st.int1, p_hs, half) if "int1" in c.weight_formats else half
                 m.d.sync += rreg[r][col].eq(self._by_kind(vals, is_fp))
         s2_valid, s2_oaddr, s2_fg = (pipe_delay(m, x, hs, f"x2_{x.name[3:]}") for x in (s2_valid, s2_oaddr, s2_fg))
         if s2_saddr is not None:
@@ -753,16 +812,26 @@ class LutCore(wiring.Component):
         acc_valid, acc_oaddr, acc_fg, r_in = s2_valid, s2_oaddr, s2_fg, rreg
         if c.scale == "per_group":  # stage 2b: rs = rne(fp32(r) * scale) before the (fp32) accumulator
             acc_valid, acc_oaddr, acc_fg, r_in = self._group_scale(m, rreg, s2_valid, s2_oaddr, s2_fg, s2_saddr,
-                                                                   sc_r, is_fp)
+                                                                   io.sc_r, is_fp)
         # per_channel: the tile's sum goes to a scratch (by column block), scaled after its last group
-        acc_rd = out_r if c.scale != "per_channel" else scr_r
-        with m.If(running):
+        acc_rd = io.out_r if c.scale != "per_channel" else io.scr_r
+        with m.If(st.running):
             m.d.comb += acc_rd.addr.eq(acc_oaddr if c.scale != "per_channel" else s2_nb)
+        s1_oaddr = st.s1_oaddr
         s3_valid, s3_fg = Signal(), Signal()
         s3_oaddr = Signal.like(s1_oaddr)
         m.d.sync += [s3_valid.eq(acc_valid), s3_oaddr.eq(acc_oaddr), s3_fg.eq(acc_fg)]
+        return SimpleNamespace(acc_oaddr=acc_oaddr, r_in=r_in, acc_rd=acc_rd, s2_nb=s2_nb, s3_valid=s3_valid,
+                               s3_oaddr=s3_oaddr, s3_fg=s3_fg)
 
-        # ---------------------------------------------------------- stage 3: acc + r, write
+    def _accumulate_stage(self, m: Module, io, st, acc) -> None:
+        """Stage 3: ``rne(acc + r)`` of every lane into the output buffer (the previous cycle's write
+        forwarded; ``per_channel``: into the scratch, then the scale stages)."""
+        c = self.cfg
+        tm, tn = c.tile_m, c.tile_n
+        ariths = self._arithmetics()
+        is_fp, out_r, out_w, r_in, acc_rd = st.is_fp, io.out_r, io.out_w, acc.r_in, acc.acc_rd
+        s2_nb, s3_valid, s3_oaddr, s3_fg, acc_oaddr = acc.s2_nb, acc.s3_valid, acc.s3_oaddr, acc.s3_fg, acc.acc_oaddr
         # the previous cycle's write (fw_data) is forwarded when it went to this entry: that compare is
         # made a stage early and registered (fwd), keeping it off the accumulate loop (entry -> fp32 add)
         fw_data = Signal(c.out_word)
@@ -798,9 +867,9 @@ class LutCore(wiring.Component):
                 sums.append(v)
         if c.scale == "per_channel":
             m.d.sync += fw_data.eq(Cat(*sums))
-            m.d.comb += [scr_w.addr.eq(s3_nb), scr_w.data.eq(Cat(*sums)), scr_w.en.eq(s3_valid)]
-            fin_valid, fin_addr, fin_data = self._channel_scale(m, sums, s3_valid & s3_lastg, s3_oaddr, s3_nb,
-                                                                 sc_r, out_r, running, acc_cmd, is_fp)
+            m.d.comb += [io.scr_w.addr.eq(s3_nb), io.scr_w.data.eq(Cat(*sums)), io.scr_w.en.eq(s3_valid)]
+            fin_valid, fin_addr, fin_data = self._channel_scale(m, sums, s3_valid & st.s3_lastg, s3_oaddr, s3_nb,
+                                                                 io.sc_r, out_r, st.running, st.acc_cmd, is_fp)
         elif c.acc_stages:
             fin_valid, fin_addr = pipe_delay(m, s3_valid, c.acc_stages, "x3_valid"), pipe_delay(m, s3_oaddr, c.acc_stages, "x3_oaddr")
             fin_data = Cat(*sums)
@@ -809,4 +878,3 @@ class LutCore(wiring.Component):
             fin_valid, fin_addr, fin_data = s3_valid, s3_oaddr, Cat(*sums)
 
         m.d.comb += [out_w.addr.eq(fin_addr), out_w.data.eq(fin_data), out_w.en.eq(fin_valid)]
-        return m

@@ -9,9 +9,11 @@ Structure for ``latency`` L (the params' ``precompute_pipeline_cycles``):
 
 - L = 0: one combinational chain (decode, negate, K - 1 adds);
 - L >= 1: the signed terms are registered (1 cycle), then the K - 1 adds are
-  chained, each a :class:`rtl.lib.units.Fp32AddFinite` of ``stages`` =
+  chained, each a :func:`fp32_adder` of ``stages`` =
   ``min(max_stages, (L - 1) // (K - 1))`` (its declared ``latency``; the int
-  adds get as many registers), and the result is delayed by the rest of L.
+  adds get as many registers; with the forcing as data and room for it, the
+  adder with its significand add split, one stage more), and the result is
+  delayed by the rest of L.
 
 The entry therefore leaves exactly ``latency`` cycles after its operands.
 """
@@ -31,22 +33,28 @@ def delay(m: Module, x, cycles: int, name: str):
     return pipe_delay(m, x, cycles, f"{name}_d")
 
 
-def fp_add_max_stages() -> int:
-    """Register stages the library's finite fp32 adder offers."""
-    unit = Fp32AddFinite(stages=0)
+def fp_add_max_stages(split_add: bool = False) -> int:
+    """Register stages the library's finite fp32 adder offers (``split_add``: :func:`fp32_adder`'s with its
+    significand add over two stages, one more)."""
+    unit = FpAdd("fp32", 0, split_add=True) if split_add else Fp32AddFinite(stages=0)
     unit._MustUse__silence = True  # only asked for its size, never elaborated
     return unit.max_stages
 
 
-def fp32_adder(stages: int, forcing_as_data: bool = False):
+def fp32_adder(stages: int, forcing_as_data: bool = False, split_add: bool = False):
     """The LUT core's pipelined fp32 adder (``rne(a + b)`` of finite operands, ``stages`` cycles):
     :class:`rtl.lib.units.Fp32AddFinite`, or with ``forcing_as_data`` the library's IEEE fp32 adder
     with its forced values and zero fills as data (``specials_as_data``, ``zero_fill_as_data``,
     ``packed_round``: the SIMD ring's) -- the same bits for finite operands and the same latency, but no
     constant mux before a stage register, which yosys maps onto its flip-flops' synchronous reset (a
-    logic-driven, high-fan-out net: the A16 build's limit in round 3d)."""
+    logic-driven, high-fan-out net: the A16 build's limit in round 3d). ``split_add`` (with
+    ``forcing_as_data``): its significand add over two stages (:attr:`rtl.lib.pipe.Pipe.split_add`; one more
+    cut point, same bits: the A16 build's limit in round 3e was that add's stage)."""
+    if split_add and not forcing_as_data:
+        raise ValueError("fp32_adder: split_add is built with the forcing as data only")
     if forcing_as_data:
-        return FpAdd("fp32", stages, specials_as_data=True, zero_fill_as_data=True, packed_round=True)
+        return FpAdd("fp32", stages, specials_as_data=True, zero_fill_as_data=True, packed_round=True,
+                     split_add=split_add)
     return Fp32AddFinite(stages=stages)
 
 
@@ -63,12 +71,15 @@ class TableGenerator(wiring.Component):
         self.int_bits, self.fp, self.latency = int_bits, fp, latency
         self.forcing_as_data = forcing_as_data
         adds = group_k - 1
+        #: the fp adds split their significand add (room for the split adder's every stage, as data)
+        self.split_add = bool(fp and forcing_as_data and adds and latency
+                              and (latency - 1) // adds >= fp_add_max_stages(True))
         if latency == 0:
             self.add_stages, self.pad = 0, 0
         elif adds == 0:
             self.add_stages, self.pad = 0, latency - 1
         else:
-            self.add_stages = min(fp_add_max_stages() if fp else latency, (latency - 1) // adds)
+            self.add_stages = min(fp_add_max_stages(self.split_add) if fp else latency, (latency - 1) // adds)
             self.pad = latency - 1 - adds * self.add_stages
         super().__init__({"word": In(group_k * act_bits), "idx": In(group_k), "is_fp": In(1), "fp16": In(1),
                           "entry": Out(entry_bits)})
@@ -96,7 +107,7 @@ class TableGenerator(wiring.Component):
             for j in range(1, K):  # in j order (fp: each add rounded)
                 term = delay(m, terms[j], (j - 1) * self.add_stages, f"{kind}_term{j}_wait")
                 if kind == "fp" and L:
-                    add = fp32_adder(self.add_stages, self.forcing_as_data)
+                    add = fp32_adder(self.add_stages, self.forcing_as_data, self.split_add)
                     m.submodules[f"fp_add{j}"] = add
                     m.d.comb += [add.in_valid.eq(1), add.a.eq(total), add.b.eq(term)]
                     assert add.latency == self.add_stages
