@@ -11,7 +11,8 @@ from amaranth.back import verilog
 
 from rtl.lib import units
 
-OPTIONS = ("specials_as_data", "zero_fill_as_data", "packed_round", "split_compare", "compare_as_data", "split_add")
+OPTIONS = ("specials_as_data", "zero_fill_as_data", "packed_round", "split_compare", "compare_as_data", "split_add",
+           "negate_early")
 
 #: one small instance of every unit that takes forcing options (name, constructor of stages + options)
 UNITS = {
