@@ -241,6 +241,27 @@ def place_and_route(work: str | os.PathLike, *, freq_mhz: float = 200.0, seed: i
     return out
 
 
+def yosys_script(top: str, target: str, *, premap_shifts: bool = False) -> str:
+    """The yosys commands that synthesize ``top.v`` for ``target`` (without the optional netlist write). Part
+    of the cache key: a change of flow (a new ``keep`` rule, another yosys build's path) is a new result."""
+    pre = (f"hierarchy -top {top}; proc; flatten; "
+           "techmap -map +/techmap.v t:$shl t:$shr t:$sshl t:$sshr t:$shift t:$shiftx; ") if premap_shifts else ""
+    if target == "ecp5":  # a register whose output the RTL marks `keep` (a copy for fan-out) stays its own
+        # flip-flop: yosys keeps the wire but merges equal flip-flops unless the cell is kept
+        pre += f"hierarchy -top {top}; proc; setattr -set keep 1 w:* a:keep %i %ci1:+[Q] c:* %i; "
+    if target == "ecp5" and _native_yosys():  # synth_ecp5's check step without autoname (names only), which
+        # in Debian's 0.23 alone outlasts a 900 s budget on the LUT core's A16 build (fast in 0.70)
+        return (f"read_verilog top.v; {pre}synth_ecp5 -top {top} -run begin:check; hierarchy -check; "
+                "check -noinit; blackbox =A:whitebox; write_json netlist.json; tee -q -o stat.json stat -json")
+    if target == "ecp5":
+        return f"read_verilog top.v; {pre}synth_ecp5 -top {top} -json netlist.json; tee -q -o stat.json stat -json"
+    if target == "gates":
+        return (f"read_verilog top.v; {pre}synth -top {top} -flatten -booth -run :fine; {GATES_FINE}; "
+                "opt_clean; tee -q -o stat.json stat -json; tee -q -o ltp.txt ltp -noff")
+    return (f"read_verilog top.v; {pre}synth -top {top} -flatten -lut 4; tee -q -o stat.json stat -json; "
+            "tee -q -o ltp.txt ltp -noff")
+
+
 def synthesize_verilog(
     verilog: str,
     top: str,
@@ -266,8 +287,8 @@ def synthesize_verilog(
     if pnr:
         versions["nextpnr-ecp5"] = _tool_version("nextpnr-ecp5")
     key_src = json.dumps(
-        [_CACHE_VERSION, verilog, top, target, pnr, float(freq_mhz), seed, versions]
-        + (["premap_shifts"] if premap_shifts else []) + ([GATES_FINE] if target == "gates" else []),
+        [_CACHE_VERSION, verilog, top, target, pnr, float(freq_mhz), seed, versions,
+         yosys_script(top, target, premap_shifts=premap_shifts)],
         sort_keys=True
     )
     key = hashlib.sha256(key_src.encode()).hexdigest()[:24]
@@ -291,23 +312,7 @@ def synthesize_verilog(
         work.mkdir(parents=True, exist_ok=True)
     try:
         (work / "top.v").write_text(verilog)
-        pre = (f"hierarchy -top {top}; proc; flatten; "
-               "techmap -map +/techmap.v t:$shl t:$shr t:$sshl t:$sshr t:$shift t:$shiftx; ") if premap_shifts else ""
-        if target == "ecp5":  # a register whose output the RTL marks `keep` (a copy for fan-out) stays its own
-            # flip-flop: yosys keeps the wire but merges equal flip-flops unless the cell is kept
-            pre += f"hierarchy -top {top}; proc; setattr -set keep 1 w:* a:keep %i %ci1:+[Q] c:* %i; "
-        if target == "ecp5" and _native_yosys():  # synth_ecp5's check step without autoname (names only), which
-            # in Debian's 0.23 alone outlasts a 900 s budget on the LUT core's A16 build (fast in 0.70)
-            script = (f"read_verilog top.v; {pre}synth_ecp5 -top {top} -run begin:check; hierarchy -check; "
-                      "check -noinit; blackbox =A:whitebox; write_json netlist.json; tee -q -o stat.json stat -json")
-        elif target == "ecp5":
-            script = f"read_verilog top.v; {pre}synth_ecp5 -top {top} -json netlist.json; tee -q -o stat.json stat -json"
-        elif target == "gates":
-            script = (f"read_verilog top.v; {pre}synth -top {top} -flatten -booth -run :fine; {GATES_FINE}; "
-                      "opt_clean; tee -q -o stat.json stat -json; tee -q -o ltp.txt ltp -noff")
-        else:
-            script = (f"read_verilog top.v; {pre}synth -top {top} -flatten -lut 4; tee -q -o stat.json stat -json; "
-                      "tee -q -o ltp.txt ltp -noff")
+        script = yosys_script(top, target, premap_shifts=premap_shifts)
         if netlist:
             script += "; write_verilog -noattr netlist.v"
         stage("yosys")

@@ -169,3 +169,26 @@ def test_ecp5_keeps_register_copies_marked_keep(flow, monkeypatch):
         return synthesize_verilog(src, "x", target="ecp5", use_cache=False)["ffs"]
     assert ffs("(* keep = 32'd1 *)") == 12
     assert ffs("") == 6
+
+
+def test_a_changed_yosys_flow_is_not_served_from_the_cache(monkeypatch):
+    """The cache key holds the yosys script: the same Verilog under an edited flow (say, a new ``keep``
+    rule) runs yosys again instead of returning the old flow's figures; the unchanged flow is cached."""
+    import rtl.synth
+
+    src = "module cnt(input clk, output reg [3:0] q); always @(posedge clk) q <= q + 1; endmodule\n"
+    first = rtl.synth.synthesize_verilog(src, "cnt", target="generic")
+    assert first["ffs"] == 4
+    real_script, real_tool = rtl.synth.yosys_script, rtl.synth._tool
+    ran = []
+
+    def counting_tool(name):
+        ran.append(name)
+        return real_tool(name)
+
+    monkeypatch.setattr(rtl.synth, "_tool", counting_tool)
+    assert rtl.synth.synthesize_verilog(src, "cnt", target="generic") == first and ran == []  # cached
+    monkeypatch.setattr(rtl.synth, "yosys_script",
+                        lambda top, target, **kw: real_script(top, target, **kw).replace("-lut 4", "-lut 6"))
+    edited = rtl.synth.synthesize_verilog(src, "cnt", target="generic")
+    assert "yosys" in ran and edited["ffs"] == 4
