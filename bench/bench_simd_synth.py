@@ -5,6 +5,8 @@ yosys' generic 4-LUT flow, with Fmax from nextpnr-ecp5.
     python bench/bench_simd_synth.py                 # every format, ECP5 + generic + nextpnr
     python bench/bench_simd_synth.py --no-pnr        # resources only (faster)
     python bench/bench_simd_synth.py --formats int8 fp8_e4m3 --json out.json
+    python bench/bench_simd_synth.py --no-fixed --targets ecp5 --keep-dir sim_out/pe   # keep netlist + logs,
+                                                     # print the critical path step by step with its nets
 
 Each design is one PE module ``archsim_simd_pe`` (rtl/simd/design.py) generated
 from ``SimdParams(pes=1, lane_bits=16, formats=...)``: the reconfigurable PE has
