@@ -11,7 +11,7 @@ from amaranth.sim import Simulator
 from rtl.lib.delay_ram import MIN_CYCLES, DelayRam
 
 
-@pytest.mark.parametrize("width, cycles", [(64, 130), (32, 4), (7, 16), (5, 17)])
+@pytest.mark.parametrize("width, cycles", [(64, 130), (32, 4), (7, 16), (5, 17), (3, 5)])
 def test_the_output_is_the_input_of_cycles_ago(width, cycles):
     dut = DelayRam(width, cycles)
     rng = random.Random(cycles)
@@ -31,6 +31,7 @@ def test_the_output_is_the_input_of_cycles_ago(width, cycles):
     want = [0] * cycles + driven[:len(driven) - cycles]
     assert seen == want
     assert dut.latency == cycles
+    assert cycles - 2 <= dut.depth < 2 * (cycles - 2)  # (64, 130), (32, 4): the slot read is written that cycle
 
 
 def test_a_short_delay_is_refused():

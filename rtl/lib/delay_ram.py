@@ -1,13 +1,15 @@
-"""A long fixed delay line in a RAM instead of a chain of registers.
+"""A long fixed delay line in LUT RAM instead of a chain of registers.
 
 ``value`` delayed by ``cycles`` cycles (``out`` in cycle ``t`` is ``value`` of cycle ``t - cycles``) costs
 ``width * cycles`` flip-flops as a register chain (:func:`rtl.simd.accumulate.delayed`); the SIMD PE's
 int64 group sum waits ~130 cycles for the float path, 8,300 flip-flops that nextpnr must spread over
-the device. :class:`DelayRam` keeps the same values in a circular buffer of ``depth`` (the next power
-of two >= ``cycles``) words: each cycle writes the input at the write pointer and reads the word
-written ``cycles - 2`` cycles before it (the read port's register and one output register make up
-the other two cycles, so the RAM's clock-to-out is not on a logic path). On ECP5 yosys maps it to
-block RAM (``DP16KD``). Same values as the register chain once ``cycles`` cycles have passed
+the device. :class:`DelayRam` keeps the same values in a circular buffer of ``depth`` words (the next
+power of two >= ``cycles - 2``): each cycle writes the input at the write pointer and reads the word
+written ``cycles - 2`` cycles before it (the read port's register and one output register make up the
+other two cycles; when ``depth == cycles - 2`` the slot read is the one written in the same cycle,
+and the read port is not transparent, so it gets the old word). ``ram_style`` is ``distributed`` (ECP5
+``TRELLIS_DPR16X4``): in block RAM the ``DP16KD``'s clock-to-out alone caps a 64-bit line at 145 MHz
+(unit run in docs/simd_rtl.md). Same values as the register chain once ``cycles`` cycles have passed
 after reset; before that, the chain gives zeros and the RAM its initial zeros too (a reset in the
 middle of a run is the one difference: the RAM keeps what it held, so read only what was written
 since -- the SIMD PE reads the delayed value only at a round's end, after its own writes).
@@ -30,7 +32,7 @@ class DelayRam(wiring.Component):
         if cycles < MIN_CYCLES:
             raise ValueError(f"DelayRam: cycles must be >= {MIN_CYCLES} (got {cycles}); use a register chain")
         self.width, self.cycles = width, cycles
-        self.depth = 1 << (cycles - 1).bit_length()
+        self.depth = 1 << (cycles - 3).bit_length()  # >= cycles - 2
         super().__init__({"i": In(width), "o": Out(width)})
 
     @property
@@ -39,7 +41,8 @@ class DelayRam(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.mem = mem = Memory(shape=self.width, depth=self.depth, init=[])
+        m.submodules.mem = mem = Memory(shape=self.width, depth=self.depth, init=[],
+                                         attrs={"ram_style": "distributed"})
         wr, rd = mem.write_port(), mem.read_port(transparent_for=())
         ptr = Signal(range(self.depth), name="wptr")
         m.d.sync += ptr.eq(ptr + 1)  # wraps: depth is a power of two
