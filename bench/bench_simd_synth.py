@@ -5,6 +5,8 @@ yosys' generic 4-LUT flow, with Fmax from nextpnr-ecp5.
     python bench/bench_simd_synth.py                 # every format, ECP5 + generic + nextpnr
     python bench/bench_simd_synth.py --no-pnr        # resources only (faster)
     python bench/bench_simd_synth.py --formats int8 fp8_e4m3 --json out.json
+    python bench/bench_simd_synth.py --no-fixed --targets ecp5 --keep-dir sim_out/pe   # keep netlist + logs,
+                                                     # print the critical path step by step with its nets
 
 Each design is one PE module ``archsim_simd_pe`` (rtl/simd/design.py) generated
 from ``SimdParams(pes=1, lane_bits=16, formats=...)``: the reconfigurable PE has
@@ -41,15 +43,31 @@ def pe_params(formats: list[str], lane_bits: int = 16, multiplier: str = "array"
 
 
 def synth_pe(params: SimdParams, pnr: bool, targets=("ecp5", "generic"), dsp_blocks: str = "inferred",
-             timeout_s: float = 3600.0, seed: int = 1) -> dict:
+             timeout_s: float = 3600.0, seed: int = 1, keep_dir: Path | None = None) -> dict:
     cfg = SimdConfig.from_params(params, SimdRtlOptions(multiplier=dsp_blocks))
     v = pe_verilog(cfg)
     t0 = time.perf_counter()
-    ecp5 = (synthesize_verilog(v, PE_TOP, target="ecp5", pnr=pnr, timeout_s=timeout_s, seed=seed)
+    kept = {"workdir": keep_dir, "use_cache": False} if keep_dir else {}
+    ecp5 = (synthesize_verilog(v, PE_TOP, target="ecp5", pnr=pnr, timeout_s=timeout_s, seed=seed, **kept)
             if "ecp5" in targets else {})
     generic = synthesize_verilog(v, PE_TOP, target="generic") if "generic" in targets else {}
     return {"modes": len(cfg.modes), "lanes": cfg.max_lanes, "cuts": list(cfg.cuts), "ecp5": ecp5, "generic": generic,
             "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def critical_path_steps(report_json: Path) -> list[str]:
+    """nextpnr's worst path of each clock (``--report`` JSON) one step a line: the step's kind and delay, the
+    cell/port it leaves and enters, and for a routing step the net's name (yosys keeps the RTL's wire names:
+    they say which unit the path is in)."""
+    lines = []
+    for path in json.loads(report_json.read_text()).get("critical_paths", []):
+        lines.append(f"{path.get('from', '?')} -> {path.get('to', '?')}:")
+        for step in path.get("path", []):
+            src, dst = step.get("from", {}), step.get("to", {})
+            net = f" net {step['net']}" if step.get("net") else ""
+            lines.append(f"  {step['type']:<9} {step['delay']:6.3f} ns  {src.get('cell')}.{src.get('port')} -> "
+                         f"{dst.get('cell')}.{dst.get('port')}{net}")
+    return lines
 
 
 def main(argv=None) -> int:
@@ -80,6 +98,9 @@ def main(argv=None) -> int:
     ap.add_argument("--only-fixed", action="store_true", help="only the fixed-precision PEs")
     ap.add_argument("--targets", nargs="+", default=["ecp5", "generic"], choices=("ecp5", "generic"))
     ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--keep-dir", type=Path, dest="keep_dir",
+                    help="keep each ECP5 run's files (top.v, netlist.json, yosys.log, nextpnr.log, report.json) "
+                         "in DIR/<label> (bypasses the cache) and print its critical path step by step")
     args = ap.parse_args(argv)
     pnr = not args.no_pnr
 
@@ -97,7 +118,8 @@ def main(argv=None) -> int:
                                    dequant=args.dequant, accumulators=args.accumulators,
                                    lane_stages=args.lane_stages, rtl_multiplier=args.rtl_multiplier,
                                    scale_stages=args.scale_stages),
-                         pnr, args.targets, args.dsp_blocks, args.timeout, args.seed)
+                         pnr, args.targets, args.dsp_blocks, args.timeout, args.seed,
+                         args.keep_dir / label.replace(" ", "_") if args.keep_dir else None)
         except ValueError as err:
             print(f"{label}: {err}", file=sys.stderr)
             continue
@@ -122,6 +144,9 @@ def main(argv=None) -> int:
               f"{g.get('luts', '-'):>8}")
         if "critical_path" in e:
             print(f"    critical path: {e['critical_path']}")
+        if args.keep_dir and pnr and "ecp5" in args.targets:
+            report = args.keep_dir / r["label"].replace(" ", "_") / "report.json"
+            print("\n".join(f"    {line}" for line in critical_path_steps(report)))
     fixed = [r for r in rows if r["label"].startswith("fixed")]
     recon = next((r for r in rows if r["label"] == "reconfigurable"), None)
     if fixed and recon and all(r["ecp5"] for r in rows) and "luts" in recon["ecp5"]:

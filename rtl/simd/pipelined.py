@@ -28,6 +28,7 @@ from functools import lru_cache
 from amaranth import Const, Module, Mux, Signal, signed
 from amaranth.lib.wiring import In
 
+from rtl.lib.delay_ram import ram_delayed
 from rtl.lib.units import FpAdd, FpMul, IntToFp
 from rtl.simd.accumulate import InterleavedSum, _level_nodes, add_tree, delayed, tree_levels
 
@@ -120,7 +121,7 @@ def elaborate_pipelined(pe, cfg, m: Module, regs, int_mode, prods_f, prods_i):
             m.d.sync += gacc_i.eq(Mux(gfirst_c, 0, gacc_i) + cs_i)
         i2f = m.submodules.int_to_fp = IntToFp(64, "fp32", t["Si"], specials_as_data=True, packed_round=True)
         m.d.comb += [i2f.a.eq(gacc_i), i2f.in_valid.eq(1)]
-        conv = delayed(m, i2f.out, t["R"] - 1 - t["Si"], "i2f")
+        conv = ram_delayed(m, i2f.out, t["R"] - 1 - t["Si"], "i2f")  # long: in a RAM (rtl/lib/delay_ram.py)
         src = Mux(int_mode, conv, grp_f) if cfg.float_lanes else conv
     grp_src = Signal(32, name="group_sum_f")
     m.d.comb += grp_src.eq(src)
@@ -147,7 +148,7 @@ def elaborate_pipelined(pe, cfg, m: Module, regs, int_mode, prods_f, prods_i):
     m.d.comb += pe.out.eq(outs)
     rend_f = at("p_rend", t["F"])
     if cfg.has_int:  # init + group sum (int64) added a cycle ahead, into its own register
-        gsum = delayed(m, gacc_i, t["F"] - C - 2, "gsum_i")
+        gsum = ram_delayed(m, gacc_i, t["F"] - C - 2, "gsum_i")  # ~130 x 64 bits at A = 11: in a RAM
         init_f = delayed(m, init, S - 1, "init")
         isum = Signal(signed(OW), name="int_out")
         m.d.sync += isum.eq(init_f.as_signed() + gsum)
