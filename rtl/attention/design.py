@@ -157,6 +157,7 @@ def attention_signature(c: AttentionRtlConfig) -> dict:
         "cmd_passes": In(_bits(c.passes_max + 1)), "cmd_drain": In(1),
         "wr_en": In(1), "wr_buf": In(2), "wr_bank": In(_bits(max(R, C))),
         "wr_addr": In(_bits(max(c.passes_max, c.key_blocks_max))), "wr_data": In(16 * D),
+        "wr_set": In(1), "q_set": In(1), "kv_set": In(1),  # operand sets: host writes / the tile reads (buffers.py)
         "rd_en": In(1), "rd_addr": In(_bits(c.passes_max * R)), "rd_data": Out(32 * D), "rd_valid": Out(1),
         "busy": Out(1), "tile_start": Out(1), "tile_done": Out(1), "tile_cycles": Out(32), "tiles_done": Out(32),
         "error": Out(1),
@@ -191,7 +192,8 @@ class AttentionArray(wiring.Component):
         # ------------------------------------------------------------------ operand buffers
         m.submodules.buffers = bufs = OperandBuffers(R, C, D, QP, KB)
         m.d.comb += [bufs.wr_en.eq(self.wr_en), bufs.wr_buf.eq(self.wr_buf), bufs.wr_bank.eq(self.wr_bank),
-                     bufs.wr_addr.eq(self.wr_addr), bufs.wr_data.eq(self.wr_data)]
+                     bufs.wr_addr.eq(self.wr_addr), bufs.wr_data.eq(self.wr_data), bufs.wr_set.eq(self.wr_set),
+                     bufs.q_set.eq(self.q_set), bufs.kv_set.eq(self.kv_set)]
 
         # ------------------------------------------------------------------ command registers
         q_rows = Signal(range(R + 1))
