@@ -270,7 +270,8 @@ class AttentionDesign(RtlDesign):
                 writes.append([BUF_CODES[name], bank << eb, [_pack(x[j], 16) for j in range(bank, tile.kv_len, C)]])
         reads = [[p * R, tile.q_rows] for p in range(tile.passes)]  # [first address, rows]
         return {"cmd": {"flat": int(tile.mapping == "flat"), "q_rows": tile.q_rows, "kv_len": tile.kv_len,
-                        "head_dim": tile.head_dim, "passes": tile.passes, "drain": int(tile.drain)},
+                        "head_dim": tile.head_dim, "passes": tile.passes, "drain": int(tile.drain),
+                        "q_set": 0, "kv_set": 0},  # operand set 0 (rtl.attention.driver alternates the sets)
                 "writes": writes, "reads": reads, "label": self.label(tile)}
 
     def make_job(self, items) -> dict[str, Any]:
