@@ -90,7 +90,8 @@ def test_operand_layout():
     k = np.array([[1.0, 2.0], [4.0, 8.0], [-0.5, 1.5]], np.float32)
     ops = {"q": q, "k": k, "v": -k}
     job = design.encode(AttentionTile("fusemax", 2, 3, 2, passes=2), ops)
-    assert job["cmd"] == {"flat": 0, "q_rows": 2, "kv_len": 3, "head_dim": 2, "passes": 2, "drain": 1}
+    assert job["cmd"] == {"flat": 0, "q_rows": 2, "kv_len": 3, "head_dim": 2, "passes": 2, "drain": 1,
+                          "q_set": 0, "kv_set": 0}
     qw = [w for w in job["writes"] if w[0] == 0]
     # bf16 codes by hand: 1.0 = 0x3F80, -2.0 = 0xC000, 3.0 = 0x4040, 1.0 = 0x3F80
     assert qw[0] == [0, 0, [0x3F80 | 0xC000 << 16, 0x4040 | 0x3F80 << 16]]  # row 0: passes 0, 1

@@ -148,11 +148,13 @@ def test_operand_buffers_write_one_bank_and_read_every_bank():
 
 def test_command_layout_fields_by_hand():
     """rows 3 -> q_rows 2 bits (0..3); 16 blocks x 2 cols -> kv_len 6 bits (0..32); head dim 8 ->
-    4 bits; 4 passes -> 3 bits; flat and drain 1 bit each: 17 bits, flat lowest."""
+    4 bits; 4 passes -> 3 bits; flat, drain and the operand sets of Q and of K / V 1 bit each: 19 bits,
+    flat lowest."""
     cfg = AttentionRtlConfig(rows=3, cols=2, pe1d=2, exp_macs=4)
     layout = command_layout(cfg)
     assert [(n, f.offset, f.width) for n, f in layout] == [
-        ("flat", 0, 1), ("q_rows", 1, 2), ("kv_len", 3, 6), ("head_dim", 9, 4), ("passes", 13, 3), ("drain", 16, 1)]
+        ("flat", 0, 1), ("q_rows", 1, 2), ("kv_len", 3, 6), ("head_dim", 9, 4), ("passes", 13, 3), ("drain", 16, 1),
+        ("q_set", 17, 1), ("kv_set", 18, 1)]
 
 
 def test_lane_ops_against_numpy():

@@ -159,6 +159,7 @@ def attention_signature(c: AttentionRtlConfig) -> dict:
         "cmd_passes": In(_bits(c.passes_max + 1)), "cmd_drain": In(1),
         "wr_en": In(1), "wr_buf": In(2), "wr_bank": In(_bits(max(R, C))),
         "wr_addr": In(_bits(max(c.passes_max, c.key_blocks_max))), "wr_data": In(16 * D),
+        "wr_set": In(1), "q_set": In(1), "kv_set": In(1),  # operand sets: host writes / the tile reads (buffers.py)
         "rd_en": In(1), "rd_addr": In(_bits(c.passes_max * R)), "rd_data": Out(32 * D), "rd_valid": Out(1),
         "busy": Out(1), "tile_start": Out(1), "tile_done": Out(1), "tile_cycles": Out(32), "tiles_done": Out(32),
         "error": Out(1),
@@ -248,7 +249,8 @@ def _build_commands(ctx: _Build) -> None:
     # ------------------------------------------------------------------ operand buffers
     m.submodules.buffers = bufs = OperandBuffers(R, C, D, QP, KB)
     m.d.comb += [bufs.wr_en.eq(arr.wr_en), bufs.wr_buf.eq(arr.wr_buf), bufs.wr_bank.eq(arr.wr_bank),
-                 bufs.wr_addr.eq(arr.wr_addr), bufs.wr_data.eq(arr.wr_data)]
+                 bufs.wr_addr.eq(arr.wr_addr), bufs.wr_data.eq(arr.wr_data), bufs.wr_set.eq(arr.wr_set),
+                 bufs.q_set.eq(arr.q_set), bufs.kv_set.eq(arr.kv_set)]
 
     # ------------------------------------------------------------------ command registers
     q_rows = Signal(range(R + 1))

@@ -6,12 +6,16 @@ its operand buffers, the online-softmax state and the controller), so that
 ``archsim rtl generate --wrapper axi`` and the shared drivers work for it.
 
 - ``cmd``: payload :func:`command_layout` (the fields of a tile command); taken
-  while the array is idle.
-- ``wr``: ``buf`` 0 = Q, 1 = K, 2 = V; ``addr`` = ``bank << entry_bits | entry``
-  (Q: bank = array row i, entry = pass; K, V: bank = key index mod cols, entry =
-  key index div cols); ``data`` one head-dim vector of bf16 codes, element e at
-  bits [16e, 16e+16). Taken while the array is idle (``wr.ready = ~busy``: a
-  write never changes the operands of a running tile).
+  while the array is idle. ``q_set`` / ``kv_set``: the operand sets the tile reads Q / K and V from.
+- ``wr``: ``buf`` 0 = Q, 1 = K, 2 = V; ``addr`` = ``set << (bank_bits + entry_bits)
+  | bank << entry_bits | entry`` (Q: bank = array row i, entry = pass; K, V: bank =
+  key index mod cols, entry = key index div cols; set: one of the two operand sets,
+  :mod:`rtl.attention.buffers`); ``data`` one head-dim vector of bf16 codes, element
+  e at bits [16e, 16e+16). While a tile runs, a Q write into the set other than its
+  ``q_set`` and a K or V write into the set other than its ``kv_set`` are taken (the
+  next tile's operands load during this one's compute, as the mapper's slots assume:
+  issue 23 item 8); a write into a set the running tile reads waits until it is done
+  (a write never changes the operands of a running tile).
 - ``rd_addr`` / ``rd_data``: result row ``pass * rows + query row``, fp32,
   element e at bits [32e, 32e+32); one result per request, in order, held
   until the host takes it.
@@ -23,7 +27,7 @@ its operand buffers, the online-softmax state and the controller), so that
 """
 from __future__ import annotations
 
-from amaranth import Module
+from amaranth import Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import Out
 
@@ -43,6 +47,8 @@ def command_layout(c: AttentionRtlConfig) -> data.StructLayout:
         "head_dim": _bits(c.head_dim_max + 1),
         "passes": _bits(c.passes_max + 1),
         "drain": 1,
+        "q_set": 1,
+        "kv_set": 1,
     })
 
 
@@ -57,7 +63,7 @@ def bank_bits(c: AttentionRtlConfig) -> int:
 
 def attention_host_signature(c: AttentionRtlConfig) -> wiring.Signature:
     """The host signature (command payload :func:`command_layout`) plus the ``tile_start`` debug port."""
-    members = host_members(command_layout(c), buf_bits=2, addr_bits=entry_bits(c) + bank_bits(c),
+    members = host_members(command_layout(c), buf_bits=2, addr_bits=entry_bits(c) + bank_bits(c) + 1,
                            wr_data_bits=16 * c.head_dim_max, rd_data_bits=32 * c.head_dim_max,
                            rd_addr_bits=_bits(c.passes_max * c.rows))
     members["tile_start"] = Out(1)
@@ -81,12 +87,26 @@ class AttentionEngine(wiring.Component):
             core.cmd_flat.eq(cmd.flat), core.cmd_q_rows.eq(cmd.q_rows), core.cmd_kv_len.eq(cmd.kv_len),
             core.cmd_head_dim.eq(cmd.head_dim), core.cmd_passes.eq(cmd.passes), core.cmd_drain.eq(cmd.drain),
         ]
-        eb = entry_bits(c)
+        # the running tile's operand sets: the command's from the cycle it is taken
+        take = Signal(name="take")
+        m.d.comb += take.eq(self.cmd.valid & core.cmd_ready)
+        sets = {}
+        for name in ("q_set", "kv_set"):
+            held = Signal(name=f"run_{name}")
+            with m.If(take):
+                m.d.sync += held.eq(getattr(cmd, name))
+            sets[name] = Mux(take, getattr(cmd, name), held)
+            m.d.comb += getattr(core, name).eq(sets[name])
+        eb, bb = entry_bits(c), bank_bits(c)
         wr = self.wr.payload
+        wr_set = wr.addr[eb + bb]
+        read_set = Mux(wr.buf == BUF_CODES["q"], sets["q_set"], sets["kv_set"])
+        ready = ~((core.busy | take) & (wr_set == read_set))  # not into a set the running tile reads
         m.d.comb += [
-            self.wr.ready.eq(~core.busy),
-            core.wr_en.eq(self.wr.valid & ~core.busy), core.wr_buf.eq(wr.buf),
-            core.wr_addr.eq(wr.addr[:eb]), core.wr_bank.eq(wr.addr[eb:]), core.wr_data.eq(wr.data),
+            self.wr.ready.eq(ready),
+            core.wr_en.eq(self.wr.valid & ready), core.wr_buf.eq(wr.buf),
+            core.wr_addr.eq(wr.addr[:eb]), core.wr_bank.eq(wr.addr[eb:eb + bb]), core.wr_set.eq(wr_set),
+            core.wr_data.eq(wr.data),
         ]
         # result reads: the array answers one cycle after the request
         serve_result_reads(m, self.rd_addr, self.rd_data, en=core.rd_en, addr=core.rd_addr, fresh=core.rd_valid,

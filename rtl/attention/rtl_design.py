@@ -19,7 +19,8 @@ import numpy as np
 from archsim.errors import SpecError
 from rtl.attention.design import AttentionRtlConfig
 from rtl.attention.pe import OPERAND_FORMATS
-from rtl.attention.engine import BUF_CODES, AttentionEngine, attention_host_signature, command_layout, entry_bits
+from rtl.attention.engine import (BUF_CODES, AttentionEngine, attention_host_signature, bank_bits, command_layout,
+                                  entry_bits)
 from rtl.design import Port, RtlDesign, TileModels, pack_lanes
 from rtl.lib.host import HOST_PORT_DOCS, payload_shape
 
@@ -29,10 +30,13 @@ PORT_DOCS = {
                     "0 = fusemax tile, one pass, online softmax; 1 = flat tile, two passes), q_rows (1..rows), "
                     "kv_len (1..key_blocks_max*cols; flat: 1..flat_keys_max), head_dim (1..head_dim_max), "
                     "passes (query tiles of q_rows rows against the same keys; flat: 1), drain (1: count the "
-                    "wavefront drain, rows + cols - 2 cycles, at the end of the tile)",
-    "wr__ready": "high while the array is idle (a write never changes a running tile's operands)",
-    "wr__payload": "buf (2 bits: 0 = Q, 1 = K, 2 = V), addr (bank << entry_bits | entry; Q: bank = array row "
-                   "i, entry = pass; K, V: bank = key index mod cols, entry = key index div cols), data (a "
+                    "wavefront drain, rows + cols - 2 cycles, at the end of the tile), q_set, kv_set (1 bit "
+                    "each: the operand set the tile reads Q / K and V from)",
+    "wr__ready": "low while the write goes into an operand set the running tile reads (a write never changes "
+                 "a running tile's operands; writes into the other set are taken while it runs)",
+    "wr__payload": "buf (2 bits: 0 = Q, 1 = K, 2 = V), addr (set << (bank_bits + entry_bits) | bank << "
+                   "entry_bits | entry; Q: bank = array row i, entry = pass; K, V: bank = key index mod cols, "
+                   "entry = key index div cols; set: the operand set, 0 or 1), data (a "
                    "head-dim vector of bf16 / fp16 (precision) codes, element e at bits [16e, 16e+16))",
     "rd_addr__payload": "result row pass * rows + query row (read while busy is low)",
     "rd_data__payload": "the row's outputs (fp32), element e at bits [32e, 32e+32)",
@@ -271,7 +275,8 @@ class AttentionDesign(RtlDesign):
                 writes.append([BUF_CODES[name], bank << eb, [_pack(x[j], 16) for j in range(bank, tile.kv_len, C)]])
         reads = [[p * R, tile.q_rows] for p in range(tile.passes)]  # [first address, rows]
         return {"cmd": {"flat": int(tile.mapping == "flat"), "q_rows": tile.q_rows, "kv_len": tile.kv_len,
-                        "head_dim": tile.head_dim, "passes": tile.passes, "drain": int(tile.drain)},
+                        "head_dim": tile.head_dim, "passes": tile.passes, "drain": int(tile.drain),
+                        "q_set": 0, "kv_set": 0},  # operand set 0 (rtl.attention.driver alternates the sets)
                 "writes": writes, "reads": reads, "label": self.label(tile)}
 
     def make_job(self, items) -> dict[str, Any]:
@@ -280,6 +285,7 @@ class AttentionDesign(RtlDesign):
         return {"driver": self.driver, "head_dim_max": self.cfg.head_dim_max,
                 "command_layout": [(n, f.offset, f.width) for n, f in command_layout(self.cfg)],
                 "write_layout": [(n, f.offset, f.width) for n, f in wr],
+                "set_shift": entry_bits(self.cfg) + bank_bits(self.cfg),
                 "tiles": [self.encode(t, o) for t, o in items]}
 
     def tile_models(self, tile, ops):

@@ -142,8 +142,9 @@ class BitmodArray(wiring.Component):
         m = Module()
         buf = m.submodules.buffers = SimdBuffers(cfg)
         m.d.comb += [getattr(buf, k).eq(getattr(self, k)) for k in ("wr_en", "wr_buf", "wr_addr", "wr_data",
-                                                                    "rd_en", "rd_addr")]
-        m.d.comb += [self.rd_data.eq(buf.rd_data), self.rd_valid.eq(buf.rd_valid)]
+                                                                    "rd_en", "rd_addr", "bank")]
+        m.d.comb += [self.rd_data.eq(buf.rd_data), self.rd_valid.eq(buf.rd_valid), self.wr_ready.eq(buf.wr_ready),
+                     self.rd_ready.eq(buf.rd_ready)]
 
         # ---- command registers
         running, first_cycle = Signal(name="running"), Signal(name="first_cycle")
@@ -151,7 +152,8 @@ class BitmodArray(wiring.Component):
         lingering = done_line.any() if PC else C(0, 1)
         take = Signal(name="cmd_take")
         m.d.comb += [self.cmd_ready.eq(~running & ~lingering), take.eq(self.cmd_valid & self.cmd_ready),
-                     self.busy.eq(running | lingering), self.tile_start.eq(running & first_cycle)]
+                     self.busy.eq(running | lingering), self.tile_start.eq(running & first_cycle),
+                     buf.busy.eq(self.busy | take)]  # the bank is the tile's from the take on
         # the command's PE kind and lanes, registered at the take (no constant tables: Icarus leaves a
         # combinational block that reads only a register never written undriven)
         kind, lanes_now = Signal(range(len(kinds)), name="kind"), Signal(DIM_BITS, name="lanes_now")

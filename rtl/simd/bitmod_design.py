@@ -25,12 +25,14 @@ BITMOD_PORT_DOCS = {
     **PORT_DOCS,
     "cmd__payload": "tile command, from bit 0: mode (index of the (weights, activations) pair in the manifest's "
                     "params.modes), m, n, k, g (16 bits each; g: group size along K, 0 = no group scale), "
-                    "accumulate (1: out = existing output entry + A.W)",
+                    "accumulate (1: out = existing output entry + A.W), bank (1 bit: the buffer bank the tile reads "
+                    "and writes)",
     "wr__payload": "buf (2 bits: 0 = operands, entry round*steps + step; 1 = group metadata, entry "
                    "round*groups + group (one group of K when g = 0); 2 = outputs, entry round), addr, data: "
                    "PE p's part at bits [p*E, (p+1)*E): operands E = entry_bits (activation word, weight word), "
                    "metadata E = 32 (8-bit scale code, then the 2-bit datatype selector), outputs E = 64; "
-                   "taken while the array is idle",
+                   "the top address bit is the buffer bank: a write into the running tile's bank waits until "
+                   "it is done",
     "rd_data__payload": "PE p's output at bits [64p, 64p + 64): int64 in units of 1/2 (one fraction bit); "
                         "fp16-activation modes: fp32 bits in [64p, 64p + 32)",
 }

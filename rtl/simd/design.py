@@ -37,7 +37,8 @@ later stages' valid / group / round bits (and the scale and output-buffer reads)
 match, so values and the cycle contract are unchanged. The loops that cannot be cut
 are the group accumulator (stage 2) and the output accumulator (one fp32 add each).
 
-Buffers (written by the host through ``wr_*`` while the array is idle):
+Buffers (two banks each, :mod:`rtl.simd.buffers`: the host writes one through ``wr_*`` while a tile
+runs on the other, the command's ``bank``):
 
 - operands: entry ``round * steps + step``: the round's distinct activation rows (their words) from
   slot 0 up, its distinct weight columns (the weight word and, in a ``dequant`` build, one fp32 scale
@@ -57,7 +58,7 @@ from amaranth import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.simd.buffers import SimdBuffers
+from rtl.simd.buffers import SimdBuffers, host_addr_bits, read_addr_bits
 from rtl.simd.config import (BUF_CODES, CUT_ORDER, DATAPATH_STAGES, DIM_BITS, Mode, SimdConfig,  # noqa: F401
                              SimdRtlOptions, _bits, modes)
 from rtl.simd.controller import PE_CONTROL, SimdController
@@ -73,11 +74,9 @@ def simd_signature(cfg: SimdConfig) -> dict:
         "cmd_valid": In(1), "cmd_ready": Out(1), "cmd_mode": In(_bits(len(cfg.modes))),
         "cmd_m": In(DIM_BITS), "cmd_n": In(DIM_BITS), "cmd_k": In(DIM_BITS), "cmd_g": In(DIM_BITS),
         "cmd_accumulate": In(1),
-        "wr_en": In(1), "wr_buf": In(2),
-        "wr_addr": In(_bits(max(cfg.options.op_depth, cfg.options.scale_depth, cfg.options.out_depth))),
-        "wr_data": In(cfg.data_bits),
-        "rd_en": In(1), "rd_addr": In(_bits(cfg.options.out_depth)), "rd_data": Out(cfg.pes * cfg.out_bits),
-        "rd_valid": Out(1),
+        "wr_en": In(1), "wr_buf": In(2), "wr_addr": In(host_addr_bits(cfg)), "wr_data": In(cfg.data_bits),
+        "wr_ready": Out(1), "rd_en": In(1), "rd_addr": In(read_addr_bits(cfg)),
+        "rd_data": Out(cfg.pes * cfg.out_bits), "rd_valid": Out(1), "rd_ready": Out(1), "bank": In(1),
         "busy": Out(1), "tile_start": Out(1), "tile_done": Out(1), "tile_cycles": Out(32), "tiles_done": Out(32),
     }
 
@@ -108,8 +107,9 @@ class SimdArray(wiring.Component):
         m.d.comb += [getattr(self, k).eq(getattr(ctl, k)) for k in
                      ("cmd_ready", "busy", "tile_start", "tile_done", "tile_cycles", "tiles_done")]
         m.d.comb += [getattr(buf, k).eq(getattr(self, k)) for k in ("wr_en", "wr_buf", "wr_addr", "wr_data",
-                                                                    "rd_en", "rd_addr")]
-        m.d.comb += [self.rd_data.eq(buf.rd_data), self.rd_valid.eq(buf.rd_valid)]
+                                                                    "rd_en", "rd_addr", "bank")]
+        m.d.comb += [self.rd_data.eq(buf.rd_data), self.rd_valid.eq(buf.rd_valid), self.wr_ready.eq(buf.wr_ready),
+                     self.rd_ready.eq(buf.rd_ready), buf.busy.eq(ctl.busy | ctl.take)]
         m.d.comb += [getattr(buf, k).eq(getattr(ctl, k)) for k in ("op_addr", "sc_addr", "old_addr", "wb_en",
                                                                    "wb_addr")]
         control = {k: getattr(ctl, k) for k in PE_CONTROL}

@@ -11,6 +11,7 @@ from archsim.errors import SpecError
 from rtl.design import Port, RtlDesign, TileModels
 from rtl.lib.host import HOST_PORT_DOCS, payload_shape
 from rtl.simd.design import DIM_BITS, SimdConfig, SimdRtlOptions
+from rtl.simd.buffers import host_addr_bits, read_addr_bits
 from rtl.simd.host import array_verilog
 from rtl.simd.host import SimdEngine, command_layout, engine_members
 from rtl.design import pack_lanes
@@ -19,14 +20,16 @@ PORT_DOCS = {
     **HOST_PORT_DOCS,
     "cmd__payload": "tile command, from bit 0: mode (index of the (weights, activations) pair in the manifest's "
                     "params.modes), m, n, k, g (16 bits each; g: group size along K, 0 = no group scale, ignored "
-                    "by dequant builds), accumulate (1: out = existing output entry (+) A.W)",
+                    "by dequant builds), accumulate (1: out = existing output entry (+) A.W), bank (1 bit: the buffer "
+                    "bank the tile reads and writes)",
     "wr__payload": "buf (2 bits: 0 = operands, entry round*steps + step; 1 = scales, entry round*groups + group; "
                    "2 = outputs, entry round), addr, data: operands: the round's distinct activation rows from slot "
                    "0 up and weight columns (dequant: with per-lane fp32 scales) from the last slot down, slots of "
                    "operand slot bits, then each PE's (row, column) select (rtl.simd.broadcast); scales and "
-                   "outputs: PE p's part at bits [p*E, (p+1)*E), E = 32 (scales), out_bits (outputs); taken "
-                   "while the array is idle",
-    "rd_addr__payload": "output buffer entry (round)",
+                   "outputs: PE p's part at bits [p*E, (p+1)*E), E = 32 (scales), out_bits (outputs); the top "
+                   "address bit is the buffer bank: a write into the bank of the running tile waits until it is "
+                   "done, the other bank's are taken while it runs",
+    "rd_addr__payload": "output buffer entry (round), the bank on top (a read of the running tile's bank waits)",
     "rd_data__payload": "PE p's output at bits [p*out_bits, (p+1)*out_bits): int64, or fp32 bits in the low 32",
     "error": "sticky: a command with a mode this build lacks was refused",
     "tile_start": "debug: high in tile cycle 0 (the cycle after the command is taken: the first step's issue)",
@@ -198,7 +201,7 @@ class SimdDesign(RtlDesign):
         wr = payload_shape(wiring.Signature(engine_members(self.cfg)).members["wr"])
         return {"driver": self.driver, "config": {"pes": self.cfg.pes, "out_bits": self.cfg.out_bits},
                 "command_layout": fields, "write_layout": [(name, f.offset, f.width) for name, f in wr],
-                "tiles": tiles}
+                "addr_bits": host_addr_bits(self.cfg), "rd_addr_bits": read_addr_bits(self.cfg), "tiles": tiles}
 
     def rtl_values(self, tile, words: list[int]) -> np.ndarray:
         """The tile's outputs from the output buffer entries read back (int64, or fp32)."""
