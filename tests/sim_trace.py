@@ -35,3 +35,22 @@ def trace(dut, cycles: int, drive, probes: dict) -> dict[str, list[int]]:
 def cycles_where(values) -> list[int]:
     """The cycles in which a 1-bit probe was high."""
     return [t for t, v in enumerate(values) if v]
+
+
+async def offer_beat(ctx, dut, stream: str, fields: dict) -> tuple[int, int]:
+    """Offer one beat on ``dut``'s valid/ready ``stream`` (payload fields by name, ``""`` for a plain payload)
+    until it is taken; returns the cycles it waited and ``dut.busy`` in the cycle it was taken. The host
+    overlap tests count with it which beats an engine takes while a tile runs."""
+    s = getattr(dut, stream)
+    for name, v in fields.items():
+        ctx.set(getattr(s.payload, name) if name else s.payload, v)
+    ctx.set(s.valid, 1)
+    waited = 0
+    while True:
+        ready, busy = ctx.get(s.ready), ctx.get(dut.busy)
+        await ctx.tick()
+        if ready:
+            break
+        waited += 1
+    ctx.set(s.valid, 0)
+    return waited, busy

@@ -19,6 +19,7 @@ import pytest
 from archsim.templates.attention import AttentionTile
 from archsim.templates.attention.reference import error_bound, reference_attention
 from attention_ops import bf16_ops, small_arch
+from tests.sim_trace import offer_beat
 
 #: a 2 x 2 array with 2 lanes (attention_ops.SMALL has 3 rows: slower in the Amaranth simulator)
 ARRAY = {"rows": 2, "cols": 2, "pe1d": 2, "exp_macs": 4}
@@ -59,19 +60,7 @@ def _run(design, items, probe=False):
     probes = {}
 
     async def beat(ctx, stream, fields):
-        s = getattr(dut, stream)
-        for name, v in fields.items():
-            ctx.set(getattr(s.payload, name) if name else s.payload, v)
-        ctx.set(s.valid, 1)
-        waited = 0
-        while True:
-            ready, busy = ctx.get(s.ready), ctx.get(dut.busy)
-            await ctx.tick()
-            if ready:
-                break
-            waited += 1
-        ctx.set(s.valid, 0)
-        return waited, busy
+        return await offer_beat(ctx, dut, stream, fields)
 
     async def load(ctx, i):
         _t, _o, q_set, kv_set, which = items[i]

@@ -14,6 +14,7 @@ import numpy as np
 from archsim.spec.load import load_arch
 from archsim.templates.lut import conformance
 from archsim.templates.lut.tile import LutTile
+from tests.sim_trace import offer_beat
 
 
 def _design():
@@ -56,19 +57,10 @@ def _run_overlapped(design, items):
         return ([w for w in tile["writes"] if w[0] != BUFS["out"]] + [w for w in tile["writes"] if w[0] == BUFS["out"]])
 
     async def beat(ctx, stream, fields):
-        s = getattr(dut, stream)
-        for name, v in fields.items():
-            ctx.set(getattr(s.payload, name), v)
-        ctx.set(s.valid, 1)
         kind = "wr" if stream == "wr" else "rd"
-        while True:
-            ready, busy = ctx.get(s.ready), ctx.get(dut.busy)
-            await ctx.tick()
-            if ready:
-                taken_busy[kind] += busy
-                break
-            waited[kind] += 1
-        ctx.set(s.valid, 0)
+        cycles_waited, busy = await offer_beat(ctx, dut, stream, fields)
+        taken_busy[kind] += busy
+        waited[kind] += cycles_waited
 
     async def write(ctx, tile):
         for buf, addr, word in entries(tile):

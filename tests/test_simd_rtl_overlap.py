@@ -16,6 +16,7 @@ import pytest
 
 from archsim.templates.simd.params import SimdParams
 from archsim.templates.simd.tile import SimdTile
+from tests.sim_trace import offer_beat
 
 PES, LANE_BITS, PIPELINE_CYCLES = 2, 16, 4
 
@@ -75,19 +76,8 @@ def _run(design, items, probe_running_bank=False):
 
     async def beat(ctx, stream, payload: dict, kind: str):
         """One beat; returns (cycles waited, taken while busy)."""
-        s = getattr(dut, stream)
-        for name, v in payload.items():
-            ctx.set(getattr(s.payload, name) if name else s.payload, v)
-        ctx.set(s.valid, 1)
-        waited = 0
-        while True:
-            ready, busy = ctx.get(s.ready), ctx.get(dut.busy)
-            await ctx.tick()
-            if ready:
-                taken_busy[kind] += busy
-                break
-            waited += 1
-        ctx.set(s.valid, 0)
+        waited, busy = await offer_beat(ctx, dut, stream, payload)
+        taken_busy[kind] += busy
         return waited, busy
 
     async def write(ctx, i):
